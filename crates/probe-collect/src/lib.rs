@@ -1,0 +1,1 @@
+//! Read-only collection script, section framing, parsers and redaction.

@@ -1,0 +1,1 @@
+//! Pure reconstruction of launch configurations, timelines and ranked differences.

@@ -1,0 +1,169 @@
+//! Differences between launches or snapshots, and the launch timeline of a host.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{LaunchConfig, MetricSummary, TimeBounds, UnixTime};
+
+/// What a change is about; the categories an operator asks "why is it slower" in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    SpeculativeDecoding,
+    Parallelism,
+    MemoryKvCache,
+    BatchingScheduling,
+    KernelsBackends,
+    QuantizationDtypes,
+    EngineVersions,
+    GpuDriver,
+    Model,
+    Metrics,
+    Host,
+    #[default]
+    Other,
+}
+
+/// Likely effect on throughput and latency, highest first when sorted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Impact {
+    High,
+    Medium,
+    Low,
+    #[default]
+    None,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added,
+    Removed,
+    #[default]
+    Changed,
+}
+
+/// One difference, explained.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Change {
+    pub category: Category,
+    pub impact: Impact,
+    pub kind: ChangeKind,
+    /// What changed: a canonical option name, `package:vllm`, `gpu:0.power_limit_w`, ...
+    pub key: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+    /// As written on each side, for display.
+    pub before_written: Option<String>,
+    pub after_written: Option<String>,
+    /// Likely effect on throughput and latency.
+    pub explanation: String,
+    /// E.g. "set to its default (0.9): same as absent".
+    pub note: Option<String>,
+}
+
+/// Two launches compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaunchDiff {
+    pub before: String,
+    pub after: String,
+    /// Set when the engine itself changed (`sglang` -> `vllm`).
+    pub engine_switch: Option<(crate::Engine, crate::Engine)>,
+    /// Ranked by impact, highest first.
+    pub changes: Vec<Change>,
+    /// Options equal once defaults are taken into account, for the curious.
+    pub equal_by_default: Vec<String>,
+}
+
+/// A unified diff of two texts (unit files and the like).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TextDiff {
+    pub label: String,
+    pub unified: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricComparison {
+    pub name: String,
+    pub unit: String,
+    pub before: Option<MetricSummary>,
+    pub after: Option<MetricSummary>,
+    /// Relative change of the mean, `after/before - 1`.
+    pub change: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SnapshotRef {
+    pub id: String,
+    pub host: String,
+    pub collected_at: UnixTime,
+}
+
+/// Two snapshots compared (one host over time, or two hosts).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SnapshotDiff {
+    pub schema_version: u32,
+    pub before: SnapshotRef,
+    pub after: SnapshotRef,
+    /// All meaningful changes, ranked by likely impact (highest first).
+    pub changes: Vec<Change>,
+    pub launches: Vec<LaunchDiff>,
+    pub texts: Vec<TextDiff>,
+    pub metrics: Vec<MetricComparison>,
+    /// Volatile differences (PIDs, uptime, utilization); not counted as changes.
+    pub volatile: Vec<Change>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Ordered by exact timestamps.
+    Exact,
+    /// Ordered by bounds (file mtimes) that do not overlap.
+    Bounded,
+    /// Ordered by position only (history without timestamps).
+    Positional,
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelineEventKind {
+    #[default]
+    Launch,
+    PackageInstall,
+    DriverInstall,
+    UnitChange,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimelineEvent {
+    pub kind: TimelineEventKind,
+    pub time: TimeBounds,
+    pub confidence: Confidence,
+    pub summary: String,
+    /// Index into [`Timeline::launches`] for launch events.
+    pub launch: Option<usize>,
+    /// The launch running now.
+    pub running: bool,
+    /// The launch that ran before the running one.
+    pub previous: bool,
+}
+
+/// Everything that happened on a host, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timeline {
+    pub schema_version: u32,
+    pub host: String,
+    pub events: Vec<TimelineEvent>,
+    pub launches: Vec<LaunchConfig>,
+}

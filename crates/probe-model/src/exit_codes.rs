@@ -1,0 +1,15 @@
+//! Process exit codes of the `probe` binary, in one place so scripts can rely on them.
+//!
+//! They follow diff(1): 0 means nothing (meaningful) differs, 1 means something does, 2 means an
+//! error. Audits add codes for the partial outcomes an operator's timer wants to tell apart.
+
+/// Success; for `diff` and `audit --fail-on drift`: nothing meaningful differs.
+pub const OK: u8 = 0;
+/// Differences were found (`probe diff`, `probe audit --fail-on drift`).
+pub const DIFFERENCES: u8 = 1;
+/// Usage error, bad input, or the operation failed.
+pub const ERROR: u8 = 2;
+/// `probe audit`: at least one host could not be reached or authenticated (`--fail-on error`).
+pub const HOSTS_FAILED: u8 = 3;
+/// A host key was changed or revoked: always refused, reported with its own code.
+pub const HOST_KEY_REFUSED: u8 = 4;

@@ -1,0 +1,24 @@
+//! The serde types that cross crate boundaries and leave the program: snapshots of a host,
+//! reconstructed launch configurations, differences and timelines.
+//!
+//! **API boundary.** The JSON form of these types is what `probe --format json`, `probe snapshots
+//! export` and the store write. Every document that is written carries [`SCHEMA_VERSION`]; a reader
+//! refuses a document from a newer schema instead of misreading it.
+//!
+//! **Architecture invariant.** This crate depends on no other crate of ours and does no I/O.
+
+pub mod diff;
+pub mod exit_codes;
+pub mod launch;
+pub mod snapshot;
+
+pub use diff::*;
+pub use launch::*;
+pub use snapshot::*;
+
+/// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and
+/// add a migration in `probe-store`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Seconds since the Unix epoch, UTC. All times in the model use this unit; renderers format them.
+pub type UnixTime = i64;

@@ -1,0 +1,1 @@
+//! Snapshot store (SQLite, WAL) behind a trait.

@@ -1,0 +1,1 @@
+//! SSH transport (russh) that resolves targets like OpenSSH, and a local executor with the same interface.
