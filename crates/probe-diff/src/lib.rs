@@ -1,1 +1,9 @@
 //! Pure reconstruction of launch configurations, timelines and ranked differences.
+//!
+//! **Architecture invariant.** No I/O: everything comes in as text or [`probe_model`] values and
+//! goes out as values. Engine knowledge is data in `configs/engines/*.toml`, embedded at build
+//! time.
+
+pub mod compare;
+pub mod launch;
+pub mod timeline;

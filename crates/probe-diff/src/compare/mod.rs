@@ -1,0 +1,1 @@
+//! Comparing launches and snapshots; impact ranking.

@@ -1,0 +1,1 @@
+//! Launch reconstruction: from any launch text to a `LaunchConfig`.

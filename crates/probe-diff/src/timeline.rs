@@ -1,0 +1,1 @@
+//! The launch timeline of one snapshot.

@@ -1,0 +1,1 @@
+//! `ssh_config` resolution with OpenSSH semantics (`ssh -G`).
