@@ -168,5 +168,11 @@ pub struct LaunchConfig {
     pub speculative: Option<Speculative>,
     /// The argv the reconstruction read (after unwrapping).
     pub argv: Vec<String>,
+    /// Working directory of the launch when known (unit `WorkingDirectory=`, process cwd, a `cd`
+    /// earlier in the script); relative paths in the launch are relative to it.
+    pub working_directory: Option<String>,
+    /// Files the server's output goes to: shell redirections (`> server.log 2>&1`), `nohup.out`,
+    /// `--log-file`. Paths as written (may be relative to `working_directory`).
+    pub log_files: Vec<String>,
     pub source: LaunchSource,
 }
