@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use crate::{LaunchConfig, MetricSummary, TimeBounds, UnixTime};
 
 /// What a change is about; the categories an operator asks "why is it slower" in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     SpeculativeDecoding,
@@ -24,7 +26,9 @@ pub enum Category {
 }
 
 /// Likely effect on throughput and latency, highest first when sorted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Impact {
     High,

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::UnixTime;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum Engine {
     #[serde(rename = "sglang")]
     Sglang,

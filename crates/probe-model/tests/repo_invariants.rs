@@ -1,0 +1,102 @@
+//! Keeps the written-down architecture true: the crate dependency table in
+//! `docs/ARCHITECTURE.md` must match the `[dependencies]` of every crate, and `.ci/run` must run the
+//! README's test command.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `crate -> allowed crates of ours`, read from the "Allowed dependencies" table.
+fn documented_edges() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let section = doc
+        .split("## Allowed dependencies")
+        .nth(1)
+        .expect("section present");
+    let mut edges = BTreeMap::new();
+    for line in section.lines().skip_while(|l| !l.starts_with('|')) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(name), Some(deps)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        if !name.starts_with("probe-") {
+            continue;
+        }
+        let deps: BTreeSet<String> = if deps.contains("all of the above") {
+            [
+                "probe-model",
+                "probe-transport",
+                "probe-collect",
+                "probe-diff",
+                "probe-store",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect()
+        } else {
+            deps.split(',')
+                .map(str::trim)
+                .filter(|d| d.starts_with("probe-"))
+                .map(String::from)
+                .collect()
+        };
+        edges.insert(name.to_string(), deps);
+    }
+    edges
+}
+
+#[test]
+fn crate_dependencies_match_architecture_doc() {
+    let documented = documented_edges();
+    let mut seen = BTreeSet::new();
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        let name = manifest["package"]["name"].as_str().unwrap().to_string();
+        let actual: BTreeSet<String> = manifest
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .map(|t| {
+                t.keys()
+                    .filter(|k| k.starts_with("probe-"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let allowed = documented
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name} is missing from docs/ARCHITECTURE.md"));
+        assert_eq!(
+            &actual, allowed,
+            "{name}: [dependencies] differ from docs/ARCHITECTURE.md"
+        );
+        seen.insert(name);
+    }
+    let documented_names: BTreeSet<String> = documented.keys().cloned().collect();
+    assert_eq!(
+        seen, documented_names,
+        "crates on disk vs crates documented"
+    );
+}
+
+#[test]
+fn ci_runs_the_readme_test_command() {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let test_command = ci
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("cargo test"))
+        .expect(".ci/run runs cargo test");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap_or_default();
+    assert!(
+        readme.contains(test_command),
+        "README.md must show the test command `.ci/run` runs: {test_command}"
+    );
+}
