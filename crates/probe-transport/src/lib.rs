@@ -3,7 +3,203 @@
 //!
 //! * [`target`] and [`config`]: `user@host:port` parsing and `ssh_config` resolution, matching
 //!   `ssh -G`.
-//! * the rest (session, known_hosts, auth, exec, local): see module docs.
+//! * [`connect`] gives a [`Connection`]: an [`SshSession`] (one connection per host, host keys
+//!   checked by our own known_hosts reader, agent and identity-file authentication, ProxyJump)
+//!   or a [`LocalExec`] for `local`. Both implement [`Exec`].
+//!
+//! The library never prints: things the user should know (a host key was recorded, a config
+//! value was reinterpreted) come back from [`Connection::notices`], and the passphrase prompt
+//! is a callback the caller supplies.
 
 pub mod config;
 pub mod target;
+
+mod auth;
+mod error;
+mod known_hosts;
+mod local;
+mod session;
+mod settings;
+mod shim;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use error::{ErrorKind, FailureClass, TransportError};
+pub use local::LocalExec;
+pub use session::{MAX_CHANNELS, SshSession, shell_quote, wrap_remote};
+
+/// Asks for the passphrase of an encrypted key file; `None` when the user gives none.
+pub type PassphrasePrompt = Arc<dyn Fn(&Path) -> Option<String> + Send + Sync>;
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// Shell command line (run by `sh -c` on the far side).
+    pub command: String,
+    /// Bytes fed to the command's stdin, then EOF. `None`: EOF at once.
+    pub stdin: Option<Vec<u8>>,
+    /// Deadline for the whole command; the command is killed at it.
+    pub timeout: Duration,
+    /// Bytes of stdout kept; the rest is read and dropped.
+    pub stdout_cap: usize,
+    /// Bytes of stderr kept; the rest is read and dropped.
+    pub stderr_cap: usize,
+}
+
+impl ExecRequest {
+    /// 60 s deadline, 16 MiB of stdout, 1 MiB of stderr.
+    pub fn new(command: impl Into<String>) -> Self {
+        ExecRequest {
+            command: command.into(),
+            stdin: None,
+            timeout: Duration::from_secs(60),
+            stdout_cap: 16 << 20,
+            stderr_cap: 1 << 20,
+        }
+    }
+
+    pub fn with_stdin(mut self, stdin: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(stdin.into());
+        self
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    pub fn with_caps(mut self, stdout_cap: usize, stderr_cap: usize) -> Self {
+        self.stdout_cap = stdout_cap;
+        self.stderr_cap = stderr_cap;
+        self
+    }
+}
+
+/// What a command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_status: u32,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub elapsed: Duration,
+}
+
+/// Something that runs commands on a host.
+pub trait Exec: Send + Sync {
+    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send;
+    /// Name for messages.
+    fn host(&self) -> &str;
+}
+
+impl Exec for SshSession {
+    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
+        SshSession::exec(self, req)
+    }
+    fn host(&self) -> &str {
+        SshSession::host(self)
+    }
+}
+
+impl Exec for LocalExec {
+    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
+        LocalExec::exec(self, req)
+    }
+    fn host(&self) -> &str {
+        LocalExec::host(self)
+    }
+}
+
+/// How to connect.
+#[derive(Clone, Default)]
+pub struct ConnectOptions {
+    /// Client config file (`ssh -F`); `None`: `~/.ssh/config` and `/etc/ssh/ssh_config`.
+    pub config_file: Option<PathBuf>,
+    /// Record unknown host keys (`--accept-new`), as `StrictHostKeyChecking accept-new`.
+    pub accept_new: bool,
+    /// Overrides `ConnectTimeout` (default 10 s) for TCP connect plus handshake.
+    pub connect_timeout: Option<Duration>,
+    /// Use only this known_hosts file (read and write), instead of the configured ones.
+    pub known_hosts_file: Option<PathBuf>,
+    /// Never prompt (`BatchMode yes`).
+    pub batch_mode: bool,
+    /// Asks for a key's passphrase (on a TTY); `None`: encrypted keys are skipped with a reason.
+    pub passphrase_prompt: Option<PassphrasePrompt>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("config_file", &self.config_file)
+            .field("accept_new", &self.accept_new)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("known_hosts_file", &self.known_hosts_file)
+            .field("batch_mode", &self.batch_mode)
+            .field("passphrase_prompt", &self.passphrase_prompt.is_some())
+            .finish()
+    }
+}
+
+/// An open connection: SSH or this machine.
+#[derive(Debug)]
+pub enum Connection {
+    Ssh(SshSession),
+    Local(LocalExec),
+}
+
+
+impl Connection {
+    /// Messages for the user produced while connecting (host keys recorded, settings
+    /// reinterpreted). Never empty strings.
+    pub fn notices(&self) -> Vec<String> {
+        match self {
+            Connection::Ssh(s) => s.notices.clone(),
+            Connection::Local(_) => Vec::new(),
+        }
+    }
+
+    /// Closes the connection (and its jump hosts), bounded in time.
+    pub async fn close(self) {
+        if let Connection::Ssh(s) = self {
+            s.close().await;
+        }
+    }
+
+    /// `user@host:port` (plus ` via ...` for jump hosts), or `local`.
+    pub fn address(&self) -> String {
+        match self {
+            Connection::Ssh(s) => s.address(),
+            Connection::Local(_) => "local".to_string(),
+        }
+    }
+}
+
+impl Exec for Connection {
+    async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
+        match self {
+            Connection::Ssh(s) => s.exec(req).await,
+            Connection::Local(l) => l.exec(req).await,
+        }
+    }
+    fn host(&self) -> &str {
+        match self {
+            Connection::Ssh(s) => s.host(),
+            Connection::Local(l) => l.host(),
+        }
+    }
+}
+
+/// Connects to `target` (`host`, `user@host:port`, an ssh_config alias), or returns the local
+/// executor for `local`.
+pub async fn connect(target: &str, opts: &ConnectOptions) -> Result<Connection, TransportError> {
+    if target == "local" {
+        return Ok(Connection::Local(LocalExec::new()));
+    }
+    let ctx = session::ConnectCtx { opts, notices: Arc::new(Mutex::new(Vec::new())), cache: Default::default() };
+    let mut s = session::connect_ssh(target, &ctx).await?;
+    s.notices = ctx.notices.lock().map(|n| n.clone()).unwrap_or_default();
+    Ok(Connection::Ssh(s))
+}

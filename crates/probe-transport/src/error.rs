@@ -1,0 +1,130 @@
+//! One error type for every transport failure: one line, `HOST: cause`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Coarse class of a failure, for fleet summaries and exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureClass {
+    Unreachable,
+    AuthFailed,
+    HostKeyRefused,
+    TimedOut,
+    Config,
+    Other,
+}
+
+/// A transport failure on one host. `Display` is a single line: `HOST: cause`.
+#[derive(Debug, thiserror::Error)]
+#[error("{host}: {kind}")]
+pub struct TransportError {
+    /// The host as named in messages (`user@host` for authentication failures).
+    pub host: String,
+    pub kind: ErrorKind,
+}
+
+impl TransportError {
+    pub fn new(host: impl Into<String>, kind: ErrorKind) -> Self {
+        TransportError { host: host.into(), kind }
+    }
+
+    pub fn class(&self) -> FailureClass {
+        self.kind.class()
+    }
+}
+
+/// What went wrong. Every variant renders on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("cannot resolve host name {name}: {cause}")]
+    Dns { name: String, cause: String },
+    #[error("connection refused on {addr}")]
+    Refused { addr: String },
+    #[error("{addr} unreachable: {cause}")]
+    Unreachable { addr: String, cause: String },
+    #[error("connection timed out after {}s ({phase})", secs(*.after))]
+    ConnectTimeout { after: Duration, phase: &'static str },
+    #[error("connection reset during {phase}: {cause}")]
+    Reset { phase: &'static str, cause: String },
+    #[error("ssh handshake failed: {0}")]
+    Handshake(String),
+    #[error(
+        "host key not known: {key_type} {fingerprint} for {name} is not in {files}; \
+         to trust it, rerun with --accept-new (or set StrictHostKeyChecking accept-new)"
+    )]
+    UnknownHostKey { name: String, key_type: String, fingerprint: String, files: String },
+    #[error(
+        "HOST KEY CHANGED for {name}: server offered {key_type} {fingerprint}, but {file}:{line} \
+         has a different key (possible man-in-the-middle attack); refusing. Remove that line only \
+         if you know why the key changed"
+    )]
+    HostKeyChanged {
+        name: String,
+        key_type: String,
+        fingerprint: String,
+        file: PathBuf,
+        line: usize,
+    },
+    #[error(
+        "REVOKED HOST KEY for {name}: {key_type} {fingerprint} is marked @revoked in {file}:{line}; refusing"
+    )]
+    HostKeyRevoked {
+        name: String,
+        key_type: String,
+        fingerprint: String,
+        file: PathBuf,
+        line: usize,
+    },
+    #[error("host certificate rejected for {name}: {reason}")]
+    HostCertificate { name: String, reason: String },
+    #[error("cannot record host key in {file}: {cause}")]
+    KnownHostsWrite { file: PathBuf, cause: String },
+    #[error("authentication failed: tried {}", if .tried.is_empty() { "nothing (no agent, no identity files)".to_string() } else { .tried.join(", ") })]
+    AuthFailed { tried: Vec<String> },
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("via jump host {jump}: {inner}")]
+    Jump { jump: String, inner: Box<ErrorKind> },
+    #[error("command timed out after {}s", secs(*.after))]
+    ExecTimeout { after: Duration },
+    #[error("command ended without an exit status ({0})")]
+    NoExitStatus(String),
+    #[error("command killed by signal {0}")]
+    Signal(String),
+    #[error("cannot open channel: {0}")]
+    Channel(String),
+    #[error("{0}")]
+    Ssh(String),
+    #[error("local command: {0}")]
+    Local(String),
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 { format!("{}", s as u64) } else { format!("{s:.1}") }
+}
+
+impl ErrorKind {
+    pub fn class(&self) -> FailureClass {
+        use ErrorKind::*;
+        match self {
+            Dns { .. } | Refused { .. } | Unreachable { .. } | Reset { .. } => FailureClass::Unreachable,
+            ConnectTimeout { .. } | ExecTimeout { .. } => FailureClass::TimedOut,
+            UnknownHostKey { .. } | HostKeyChanged { .. } | HostKeyRevoked { .. } | HostCertificate { .. } => {
+                FailureClass::HostKeyRefused
+            }
+            AuthFailed { .. } => FailureClass::AuthFailed,
+            Config(_) | KnownHostsWrite { .. } => FailureClass::Config,
+            Jump { inner, .. } => inner.class(),
+            Handshake(_) | NoExitStatus(_) | Signal(_) | Channel(_) | Ssh(_) | Local(_) => {
+                FailureClass::Other
+            }
+        }
+    }
+}
+
+/// Strips control characters (terminal escapes) from text that came from the remote side or
+/// from files, so an error line stays one harmless line.
+pub(crate) fn clean(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_string()
+}

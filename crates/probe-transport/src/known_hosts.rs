@@ -1,0 +1,415 @@
+//! Our own `known_hosts` reader, because russh's misses patterns, tabs, runs of spaces and
+//! markers (see ssh-facts §5). Semantics follow OpenSSH's `hostfile.c`/`match.c`:
+//!
+//! * a line is `[@marker] patterns keytype base64 [comment]`, fields split on runs of blanks;
+//! * `patterns` is a comma list of globs (`*`, `?`), each may be negated with `!` (a negated match
+//!   vetoes the line), or a single hashed name `|1|salt|hmac-sha1`;
+//! * a host on a non-default port is looked up as `[host]:port`; when no line names it that way,
+//!   the portless `host` lines are consulted too (as OpenSSH 9.2 was seen doing);
+//! * `@revoked` lines refuse their key outright; `@cert-authority` lines name CAs whose host
+//!   certificates are trusted for the matching hosts.
+//!
+//! Lines that cannot be parsed are skipped, as OpenSSH does.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use hmac::{KeyInit as _, Mac as _};
+use russh::keys::ssh_key::{self, Algorithm, Certificate, HashAlg, PublicKey};
+
+type HmacSha1 = hmac::Hmac<sha1::Sha1>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    None,
+    Revoked,
+    CertAuthority,
+}
+
+#[derive(Debug, Clone)]
+enum Hosts {
+    Hashed { salt: Vec<u8>, hash: Vec<u8> },
+    Patterns(Vec<String>),
+}
+
+impl Hosts {
+    fn matches(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        match self {
+            Hosts::Hashed { salt, hash } => {
+                let Ok(mut mac) = HmacSha1::new_from_slice(salt) else { return false };
+                mac.update(name.as_bytes());
+                mac.verify_slice(hash).is_ok()
+            }
+            Hosts::Patterns(patterns) => {
+                let mut positive = false;
+                for p in patterns {
+                    if let Some(neg) = p.strip_prefix('!') {
+                        if glob_match(neg.as_bytes(), name.as_bytes()) {
+                            return false;
+                        }
+                    } else if glob_match(p.as_bytes(), name.as_bytes()) {
+                        positive = true;
+                    }
+                }
+                positive
+            }
+        }
+    }
+}
+
+/// OpenSSH `match_pattern`: `*` any run, `?` one character. Both sides already lower-case.
+pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0usize, 0usize);
+    let (mut star, mut mark) = (None::<usize>, 0usize);
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some(p);
+                mark = t;
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    p = s + 1;
+                    mark += 1;
+                    t = mark;
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
+}
+
+/// One usable line of a known_hosts file.
+#[derive(Debug, Clone)]
+struct Entry {
+    file: PathBuf,
+    line: usize,
+    marker: Marker,
+    hosts: Hosts,
+    key: PublicKey,
+}
+
+/// Where a key was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+/// The result of checking a server key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Known for this host at this location.
+    Known(Location),
+    /// Known through a trusted `@cert-authority` at this location.
+    CertTrusted(Location),
+    /// This exact key is `@revoked`.
+    Revoked(Location),
+    /// The host is known with a different key of the same type.
+    Changed(Location),
+    /// Certificate presented but not acceptable.
+    BadCertificate(String),
+    /// Not known. `other_types`: the host is known with keys of other types.
+    Unknown { other_types: bool },
+}
+
+/// All entries of the known_hosts files consulted for a connection.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KnownHosts {
+    entries: Vec<Entry>,
+}
+
+/// The names a host is looked up under, in order: `[host]:port` (or `host` on port 22), then
+/// the portless fallback.
+pub(crate) fn lookup_names(host: &str, port: u16) -> Vec<String> {
+    let host = host.to_ascii_lowercase();
+    if port == 22 { vec![host] } else { vec![format!("[{host}]:{port}"), host] }
+}
+
+impl KnownHosts {
+    /// Reads every file that exists; missing or unreadable files count as empty.
+    pub fn load(files: &[PathBuf]) -> KnownHosts {
+        let mut kh = KnownHosts::default();
+        for f in files {
+            if let Ok(text) = std::fs::read_to_string(f) {
+                kh.add_text(&text, f);
+            }
+        }
+        kh
+    }
+
+    pub fn add_text(&mut self, text: &str, file: &Path) {
+        for (i, raw) in text.lines().enumerate() {
+            if let Some(e) = parse_line(raw, file, i + 1) {
+                self.entries.push(e);
+            }
+        }
+    }
+
+    fn matching<'a>(&'a self, name: &'a str, marker: Marker) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(move |e| e.marker == marker && e.hosts.matches(name))
+    }
+
+    fn revoked(&self, names: &[String], key: &ssh_key::public::KeyData) -> Option<Location> {
+        self.entries
+            .iter()
+            .filter(|e| e.marker == Marker::Revoked && e.key.key_data() == key)
+            .find(|e| names.iter().any(|n| e.hosts.matches(n)) || e.hosts_is_star())
+            .map(Entry::location)
+    }
+
+    /// Checks a plain server key for the names from [`lookup_names`].
+    pub fn check_key(&self, names: &[String], key: &PublicKey) -> Verdict {
+        if let Some(loc) = self.revoked(names, key.key_data()) {
+            return Verdict::Revoked(loc);
+        }
+        let mut other_types = false;
+        for name in names {
+            let mut changed = None;
+            let mut any = false;
+            for e in self.matching(name, Marker::None) {
+                any = true;
+                if e.key.key_data() == key.key_data() {
+                    return Verdict::Known(e.location());
+                }
+                if same_type(&e.key.algorithm(), &key.algorithm()) {
+                    changed.get_or_insert(e.location());
+                } else {
+                    other_types = true;
+                }
+            }
+            if let Some(loc) = changed {
+                return Verdict::Changed(loc);
+            }
+            if any {
+                // Known under this name with other key types: do not fall back to other names.
+                break;
+            }
+        }
+        Verdict::Unknown { other_types }
+    }
+
+    /// Checks a host certificate against the `@cert-authority` lines for `names`.
+    /// `principal` is the bare host name the certificate must be issued for.
+    pub fn check_certificate(&self, names: &[String], principal: &str, cert: &Certificate) -> Verdict {
+        let ca_key = PublicKey::new(cert.signature_key().clone(), "");
+        if let Some(loc) = self.revoked(names, cert.signature_key()) {
+            return Verdict::Revoked(loc);
+        }
+        if let Some(loc) = self.revoked(names, cert.public_key()) {
+            return Verdict::Revoked(loc);
+        }
+        let cas: Vec<&Entry> = names
+            .iter()
+            .flat_map(|n| self.matching(n, Marker::CertAuthority))
+            .filter(|e| e.key.key_data() == ca_key.key_data())
+            .collect();
+        let Some(ca) = cas.first() else {
+            return Verdict::BadCertificate(format!(
+                "signed by {} {}, which no @cert-authority line trusts for this host",
+                ca_key.algorithm(),
+                ca_key.fingerprint(HashAlg::Sha256)
+            ));
+        };
+        if cert.cert_type() != ssh_key::certificate::CertType::Host {
+            return Verdict::BadCertificate("certificate is not a host certificate".into());
+        }
+        let fp = ca_key.fingerprint(HashAlg::Sha256);
+        if let Err(e) = cert.validate([&fp]) {
+            return Verdict::BadCertificate(format!("invalid or expired certificate: {e}"));
+        }
+        let principal = principal.to_ascii_lowercase();
+        if !cert.valid_principals().is_empty()
+            && !cert.valid_principals().iter().any(|p| p.to_ascii_lowercase() == principal)
+        {
+            return Verdict::BadCertificate(format!(
+                "certificate principals {:?} do not include {principal}",
+                cert.valid_principals()
+            ));
+        }
+        if !cert.critical_options().is_empty() {
+            return Verdict::BadCertificate("certificate has unsupported critical options".into());
+        }
+        Verdict::CertTrusted(ca.location())
+    }
+
+    /// Key algorithms already known for the host, in file order, to offer first.
+    pub fn known_algorithms(&self, names: &[String]) -> Vec<Algorithm> {
+        let mut out: Vec<Algorithm> = Vec::new();
+        for name in names {
+            for e in self.matching(name, Marker::None) {
+                let algs = match e.key.algorithm() {
+                    Algorithm::Rsa { .. } => vec![
+                        Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
+                        Algorithm::Rsa { hash: Some(HashAlg::Sha256) },
+                        Algorithm::Rsa { hash: None },
+                    ],
+                    other => vec![other],
+                };
+                for a in algs {
+                    if !out.contains(&a) {
+                        out.push(a);
+                    }
+                }
+            }
+            if !out.is_empty() {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Whether any `@cert-authority` line applies to the host.
+    pub fn has_cert_authority(&self, names: &[String]) -> bool {
+        names.iter().any(|n| self.matching(n, Marker::CertAuthority).next().is_some())
+    }
+}
+
+impl Entry {
+    fn location(&self) -> Location {
+        Location { file: self.file.clone(), line: self.line }
+    }
+    fn hosts_is_star(&self) -> bool {
+        matches!(&self.hosts, Hosts::Patterns(p) if p.iter().any(|x| x == "*"))
+    }
+}
+
+fn same_type(a: &Algorithm, b: &Algorithm) -> bool {
+    match (a, b) {
+        (Algorithm::Rsa { .. }, Algorithm::Rsa { .. }) => true,
+        _ => a == b,
+    }
+}
+
+fn parse_line(raw: &str, file: &Path, line: usize) -> Option<Entry> {
+    let text = raw.trim();
+    if text.is_empty() || text.starts_with('#') {
+        return None;
+    }
+    let mut fields = text.split_ascii_whitespace();
+    let mut first = fields.next()?;
+    let marker = match first {
+        "@revoked" => Marker::Revoked,
+        "@cert-authority" => Marker::CertAuthority,
+        m if m.starts_with('@') => return None,
+        _ => Marker::None,
+    };
+    if marker != Marker::None {
+        first = fields.next()?;
+    }
+    let hosts = parse_hosts(first)?;
+    let key_type = fields.next()?;
+    let key_b64 = fields.next()?;
+    let key = PublicKey::from_openssh(&format!("{key_type} {key_b64}")).ok()?;
+    Some(Entry { file: file.to_path_buf(), line, marker, hosts, key })
+}
+
+fn parse_hosts(field: &str) -> Option<Hosts> {
+    if let Some(rest) = field.strip_prefix("|1|") {
+        let (salt, hash) = rest.split_once('|')?;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let salt = b64.decode(salt).ok()?;
+        let hash = b64.decode(hash).ok()?;
+        return Some(Hosts::Hashed { salt, hash });
+    }
+    let patterns: Vec<String> =
+        field.split(',').filter(|p| !p.is_empty()).map(|p| p.to_ascii_lowercase()).collect();
+    if patterns.is_empty() { None } else { Some(Hosts::Patterns(patterns)) }
+}
+
+/// The line OpenSSH's accept-new writes (with `HashKnownHosts no`): `name keytype base64`.
+pub(crate) fn entry_line(name: &str, key: &PublicKey) -> String {
+    let bare = PublicKey::new(key.key_data().clone(), "");
+    let text = bare.to_openssh().unwrap_or_default();
+    format!("{name} {}", text.trim())
+}
+
+/// Appends `line` to `file`, creating the file (0600) and its directory (0700) when missing.
+pub(crate) fn append_line(file: &Path, line: &str) -> std::io::Result<usize> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let existing = std::fs::read(file).unwrap_or_default();
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(file)?;
+    let mut text = String::new();
+    if existing.last().is_some_and(|&b| b != b'\n') {
+        text.push('\n');
+    }
+    text.push_str(line);
+    text.push('\n');
+    f.write_all(text.as_bytes())?;
+    Ok(existing.iter().filter(|&&b| b == b'\n').count() + 1 + usize::from(text.starts_with('\n')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXIKTzi/yfsqgEKTPLIijlXXnrJ+ZW3MJOD1wu99o2n";
+
+    fn key() -> PublicKey {
+        PublicKey::from_openssh(ED).unwrap()
+    }
+
+    fn kh(text: &str) -> KnownHosts {
+        let mut k = KnownHosts::default();
+        k.add_text(text, Path::new("kh"));
+        k
+    }
+
+    #[test]
+    fn glob() {
+        assert!(glob_match(b"127.0.0.*", b"127.0.0.1"));
+        assert!(glob_match(b"[127.0.0.?]:2222", b"[127.0.0.1]:2222"));
+        assert!(!glob_match(b"[127.0.0.?]:2222", b"[127.0.0.12]:2222"));
+        assert!(glob_match(b"*", b""));
+        assert!(glob_match(b"a*b*c", b"axxbyyc"));
+        assert!(!glob_match(b"a*b*c", b"axxbyy"));
+    }
+
+    #[test]
+    fn tabs_spaces_lists_negation_and_port_fallback() {
+        let names = lookup_names("Web1.example", 2222);
+        let k = kh(&format!("# c\n\nfoo,web1.example\t\t{ED}   comment here\n"));
+        assert_eq!(k.check_key(&names, &key()), Verdict::Known(Location { file: "kh".into(), line: 3 }));
+        let k = kh(&format!("*.example,!web1.example {ED}\n"));
+        assert_eq!(k.check_key(&names, &key()), Verdict::Unknown { other_types: false });
+        let k = kh(&format!("[*.example]:2222 {ED}\n"));
+        assert!(matches!(k.check_key(&names, &key()), Verdict::Known(_)));
+        let k = kh(&format!("[web1.example]:2223 {ED}\n"));
+        assert_eq!(k.check_key(&names, &key()), Verdict::Unknown { other_types: false });
+    }
+
+    #[test]
+    fn hashed_revoked_and_changed() {
+        // `ssh-keygen -H` style entry for "[h]:2222" with salt 0..20.
+        let salt: Vec<u8> = (0u8..20).collect();
+        let mut mac = HmacSha1::new_from_slice(&salt).unwrap();
+        mac.update(b"[h]:2222");
+        let hash = mac.finalize().into_bytes();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let line = format!("|1|{}|{} {ED}\n", b64.encode(&salt), b64.encode(hash));
+        let names = lookup_names("h", 2222);
+        assert!(matches!(kh(&line).check_key(&names, &key()), Verdict::Known(_)));
+        assert!(matches!(kh(&line).check_key(&lookup_names("g", 2222), &key()), Verdict::Unknown { .. }));
+        let revoked = format!("{line}@revoked * {ED}\n");
+        assert_eq!(kh(&revoked).check_key(&names, &key()), Verdict::Revoked(Location { file: "kh".into(), line: 2 }));
+        let other = "h ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtLI4lrNo2ZkA3KdgEPUojtQthXTvq2B3Oog8NLtZsS\n";
+        assert!(matches!(kh(other).check_key(&lookup_names("h", 22), &key()), Verdict::Changed(_)));
+    }
+
+    #[test]
+    fn garbage_is_skipped() {
+        let k = kh("@weird x y z\n|1|%%%|x ssh-ed25519 AAAA\nonlyhost\nh ssh-ed25519 !!!\n\u{1b}[31m\n");
+        assert!(k.entries.is_empty());
+    }
+}

@@ -1,0 +1,558 @@
+//! SSH connections: TCP (or a jump host's direct-tcpip channel), handshake with our host key
+//! verification, authentication, and the [`SshSession`] that runs commands on it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use russh::client::{self, Handle};
+use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
+use russh::keys::PublicKeyOrCertificate;
+use russh::{ChannelMsg, Disconnect};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+
+use crate::auth::{self, AuthInput, KeyCache};
+use crate::error::{ErrorKind, TransportError, clean};
+use crate::known_hosts::{self, KnownHosts, Verdict};
+use crate::settings::{HostSettings, Strict};
+use crate::{ConnectOptions, ExecOutput, ExecRequest};
+
+/// Most channels open at once on one connection (sshd's default MaxSessions is 10).
+pub const MAX_CHANNELS: usize = 8;
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+const RETRIES: u32 = 3;
+
+/// The russh handler: verifies the server's host key against known_hosts.
+pub(crate) struct Client {
+    verifier: Arc<Verifier>,
+    verdict: Arc<Mutex<Option<ErrorKind>>>,
+}
+
+struct Verifier {
+    /// Display name of the host.
+    name: String,
+    /// Names looked up in known_hosts.
+    lookup: Vec<String>,
+    /// Bare host name certificates must be issued for.
+    principal: String,
+    known: KnownHosts,
+    files_desc: String,
+    strict: Strict,
+    write_to: Option<std::path::PathBuf>,
+    notices: Arc<Mutex<Vec<String>>>,
+}
+
+impl client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(&mut self, server_key: &PublicKeyOrCertificate) -> Result<bool, Self::Error> {
+        let v = &self.verifier;
+        let (verdict, key) = match server_key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => (v.known.check_key(&v.lookup, key), key.clone()),
+            PublicKeyOrCertificate::Certificate(cert) => {
+                let plain = russh::keys::PublicKey::new(cert.public_key().clone(), "");
+                match v.known.check_certificate(&v.lookup, &v.principal, cert) {
+                    Verdict::BadCertificate(why) => match v.known.check_key(&v.lookup, &plain) {
+                        ok @ Verdict::Known(_) => (ok, plain),
+                        _ => (Verdict::BadCertificate(why), plain),
+                    },
+                    other => (other, plain),
+                }
+            }
+        };
+        let key_type = key.algorithm().as_str().to_string();
+        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+        let refuse = |kind: ErrorKind| {
+            if let Ok(mut slot) = self.verdict.lock() {
+                *slot = Some(kind);
+            }
+            Ok(false)
+        };
+        match verdict {
+            Verdict::Known(_) | Verdict::CertTrusted(_) => Ok(true),
+            Verdict::Revoked(loc) => refuse(ErrorKind::HostKeyRevoked {
+                name: v.name.clone(),
+                key_type,
+                fingerprint,
+                file: loc.file,
+                line: loc.line,
+            }),
+            Verdict::Changed(loc) => refuse(ErrorKind::HostKeyChanged {
+                name: v.name.clone(),
+                key_type,
+                fingerprint,
+                file: loc.file,
+                line: loc.line,
+            }),
+            Verdict::BadCertificate(reason) => refuse(ErrorKind::HostCertificate { name: v.name.clone(), reason }),
+            Verdict::Unknown { .. } if v.strict == Strict::Yes || v.write_to.is_none() => {
+                refuse(ErrorKind::UnknownHostKey {
+                    name: v.lookup.first().cloned().unwrap_or_default(),
+                    key_type,
+                    fingerprint,
+                    files: v.files_desc.clone(),
+                })
+            }
+            Verdict::Unknown { .. } => {
+                let file = v.write_to.clone().unwrap_or_default();
+                let name = v.lookup.first().cloned().unwrap_or_default();
+                match known_hosts::append_line(&file, &known_hosts::entry_line(&name, &key)) {
+                    Ok(line) => {
+                        if let Ok(mut n) = v.notices.lock() {
+                            n.push(format!(
+                                "added {key_type} key {fingerprint} for {name} to {}:{line}",
+                                file.display()
+                            ));
+                        }
+                        Ok(true)
+                    }
+                    Err(e) => refuse(ErrorKind::KnownHostsWrite { file, cause: e.to_string() }),
+                }
+            }
+        }
+    }
+}
+
+/// Everything one `connect` call shares between its hops.
+pub(crate) struct ConnectCtx<'a> {
+    pub opts: &'a ConnectOptions,
+    pub notices: Arc<Mutex<Vec<String>>>,
+    pub cache: KeyCache,
+}
+
+impl ConnectCtx<'_> {
+    fn notice(&self, n: String) {
+        if let Ok(mut v) = self.notices.lock() {
+            if !v.contains(&n) {
+                v.push(n);
+            }
+        }
+    }
+}
+
+fn key_order(first: &[Algorithm]) -> Vec<Algorithm> {
+    let mut out: Vec<Algorithm> = first.to_vec();
+    for a in russh::Preferred::DEFAULT.key.iter() {
+        if !out.contains(a) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Applies the connect options on top of the resolved settings.
+pub(crate) fn apply_options(s: &mut HostSettings, ctx: &ConnectCtx<'_>) {
+    let opts = ctx.opts;
+    if let Some(f) = &opts.known_hosts_file {
+        s.user_known_hosts = vec![f.clone()];
+        s.global_known_hosts.clear();
+    }
+    if opts.connect_timeout.is_some() {
+        s.connect_timeout = opts.connect_timeout;
+    }
+    if opts.batch_mode {
+        s.batch_mode = true;
+    }
+    if s.strict == Strict::No {
+        ctx.notice(format!(
+            "{}: StrictHostKeyChecking no treated as accept-new (unknown keys are recorded, changed keys refused)",
+            s.alias
+        ));
+    }
+    if opts.accept_new && s.strict == Strict::Yes {
+        s.strict = Strict::AcceptNew;
+    }
+}
+
+fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, Client) {
+    let mut files: Vec<std::path::PathBuf> = s.user_known_hosts.clone();
+    files.extend(s.global_known_hosts.iter().cloned());
+    let known = KnownHosts::load(&files);
+    let lookup = match &s.host_key_alias {
+        Some(alias) => vec![alias.to_ascii_lowercase()],
+        None => known_hosts::lookup_names(&s.hostname, s.port),
+    };
+    let mut preferred = russh::Preferred::default();
+    preferred.key = key_order(&known.known_algorithms(&lookup)).into();
+    if known.has_cert_authority(&lookup) {
+        preferred.host_key_certificates = vec![
+            Algorithm::Ed25519,
+            Algorithm::Ecdsa { curve: EcdsaCurve::NistP256 },
+            Algorithm::Ecdsa { curve: EcdsaCurve::NistP384 },
+            Algorithm::Ecdsa { curve: EcdsaCurve::NistP521 },
+            Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
+            Algorithm::Rsa { hash: Some(HashAlg::Sha256) },
+        ]
+        .into();
+    }
+    let keepalive = s.server_alive_interval.filter(|d| !d.is_zero()).unwrap_or(DEFAULT_KEEPALIVE);
+    let config = client::Config {
+        keepalive_interval: Some(keepalive),
+        keepalive_max: s.server_alive_count_max.unwrap_or(3).max(1),
+        inactivity_timeout: None,
+        nodelay: true,
+        preferred,
+        ..Default::default()
+    };
+    let files_desc = if s.user_known_hosts.is_empty() {
+        "known_hosts".to_string()
+    } else {
+        s.user_known_hosts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    };
+    let verifier = Verifier {
+        name: s.alias.clone(),
+        principal: s.host_key_alias.clone().unwrap_or_else(|| s.hostname.clone()),
+        lookup,
+        known,
+        files_desc,
+        strict: s.strict,
+        write_to: s.user_known_hosts.first().cloned(),
+        notices: ctx.notices.clone(),
+    };
+    (Arc::new(config), Client { verifier: Arc::new(verifier), verdict: Arc::new(Mutex::new(None)) })
+}
+
+/// Opens a TCP connection, mapping failures to distinct messages.
+async fn tcp(s: &HostSettings) -> Result<tokio::net::TcpStream, ErrorKind> {
+    let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((s.hostname.as_str(), s.port)).await {
+        Ok(a) => a.collect(),
+        Err(e) => return Err(ErrorKind::Dns { name: s.hostname.clone(), cause: dns_cause(&e) }),
+    };
+    if addrs.is_empty() {
+        return Err(ErrorKind::Dns { name: s.hostname.clone(), cause: "no addresses".into() });
+    }
+    let mut last = None;
+    for addr in &addrs {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(sock) => {
+                let _ = sock.set_nodelay(true);
+                return Ok(sock);
+            }
+            Err(e) => last = Some((addr, e)),
+        }
+    }
+    let (addr, e) = last.expect("at least one address was tried");
+    Err(match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused { addr: addr.to_string() },
+        _ => ErrorKind::Unreachable { addr: addr.to_string(), cause: clean(&e.to_string()) },
+    })
+}
+
+fn dns_cause(e: &std::io::Error) -> String {
+    let msg = e.to_string();
+    if msg.contains("failed to lookup address information") {
+        msg.split(": ").last().unwrap_or("not found").to_string()
+    } else {
+        clean(&msg)
+    }
+}
+
+fn is_reset(e: &russh::Error) -> bool {
+    match e {
+        russh::Error::IO(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof
+        ),
+        russh::Error::HUP | russh::Error::Disconnect => true,
+        _ => false,
+    }
+}
+
+/// Where the bytes of one hop come from.
+enum Via<'a> {
+    Direct,
+    Jump(&'a Handle<Client>),
+}
+
+/// Connects and authenticates one hop, retrying resets during the handshake.
+async fn connect_hop(s: &HostSettings, via: Via<'_>, ctx: &ConnectCtx<'_>) -> Result<Handle<Client>, TransportError> {
+    let limit = s.connect_timeout.filter(|d| !d.is_zero()).unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    let err = |kind| TransportError::new(s.alias.clone(), kind);
+    let mut attempt = 0u32;
+    let mut handle = loop {
+        attempt += 1;
+        let (config, client) = client_for(s, ctx);
+        let verdict = client.verdict.clone();
+        let started = tokio::time::timeout(limit, async {
+            match via {
+                Via::Direct => {
+                    let sock = tcp(s).await?;
+                    handshake(config, sock, client).await
+                }
+                Via::Jump(j) => {
+                    let ch = j
+                        .channel_open_direct_tcpip(s.hostname.clone(), u32::from(s.port), "127.0.0.1", 0)
+                        .await
+                        .map_err(|e| ErrorKind::Channel(format!("direct-tcpip to {}:{}: {e}", s.hostname, s.port)))?;
+                    handshake(config, ch.into_stream(), client).await
+                }
+            }
+        })
+        .await;
+        let result = match started {
+            Err(_) => Err((ErrorKind::ConnectTimeout { after: limit, phase: "TCP connect and SSH handshake" }, false)),
+            Ok(Ok(h)) => Ok(h),
+            Ok(Err(HandshakeError::Kind(k))) => Err((k, false)),
+            Ok(Err(HandshakeError::Ssh(e))) => {
+                let refused = verdict.lock().ok().and_then(|mut v| v.take());
+                match refused {
+                    Some(k) => Err((k, false)),
+                    None if is_reset(&e) => {
+                        Err((ErrorKind::Reset { phase: "SSH handshake", cause: clean(&e.to_string()) }, true))
+                    }
+                    None => Err((ErrorKind::Handshake(clean(&e.to_string())), false)),
+                }
+            }
+        };
+        match result {
+            Ok(h) => break h,
+            Err((kind, retry)) if retry && attempt < RETRIES => {
+                tracing::debug!("{}: {kind}; retrying", s.alias);
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            Err((kind, _)) => return Err(err(kind)),
+        }
+    };
+    let input = AuthInput { prompt: ctx.opts.passphrase_prompt.as_ref(), batch: s.batch_mode, cache: &ctx.cache };
+    auth::authenticate(&mut handle, s, &input).await?;
+    Ok(handle)
+}
+
+enum HandshakeError {
+    Kind(ErrorKind),
+    Ssh(russh::Error),
+}
+
+impl From<ErrorKind> for HandshakeError {
+    fn from(k: ErrorKind) -> Self {
+        HandshakeError::Kind(k)
+    }
+}
+
+async fn handshake<S>(config: Arc<client::Config>, stream: S, client: Client) -> Result<Handle<Client>, HandshakeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    client::connect_stream(config, stream, client).await.map_err(HandshakeError::Ssh)
+}
+
+/// Connects to `target` through its jump hosts.
+pub(crate) async fn connect_ssh(target: &str, ctx: &ConnectCtx<'_>) -> Result<SshSession, TransportError> {
+    let mut settings = crate::settings::resolve(target, ctx.opts.config_file.as_ref())?;
+    apply_options(&mut settings, ctx);
+    let mut jumps: Vec<Handle<Client>> = Vec::new();
+    let mut route = Vec::new();
+    for hop in &settings.jumps {
+        let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref())
+            .map_err(|e| TransportError::new(settings.alias.clone(), ErrorKind::Jump { jump: hop.clone(), inner: Box::new(e.kind) }))?;
+        apply_options(&mut hs, ctx);
+        let via = match jumps.last() {
+            Some(h) => Via::Jump(h),
+            None => Via::Direct,
+        };
+        let h = connect_hop(&hs, via, ctx).await.map_err(|e| {
+            TransportError::new(settings.alias.clone(), ErrorKind::Jump { jump: hop.clone(), inner: Box::new(e.kind) })
+        })?;
+        route.push(format!("{}@{}:{}", hs.user, hs.hostname, hs.port));
+        jumps.push(h);
+    }
+    let via = match jumps.last() {
+        Some(h) => Via::Jump(h),
+        None => Via::Direct,
+    };
+    let handle = connect_hop(&settings, via, ctx).await?;
+    let mut address = format!("{}@{}:{}", settings.user, settings.hostname, settings.port);
+    if !route.is_empty() {
+        address.push_str(&format!(" via {}", route.join(",")));
+    }
+    Ok(SshSession {
+        handle: Arc::new(handle),
+        jumps,
+        channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
+        host: settings.alias.clone(),
+        address,
+        notices: Vec::new(),
+    })
+}
+
+/// One authenticated SSH connection to a host. Commands run on their own channels, at most
+/// [`MAX_CHANNELS`] at once, each drained by its own task.
+pub struct SshSession {
+    handle: Arc<Handle<Client>>,
+    /// Jump host connections, kept alive while the session is used.
+    jumps: Vec<Handle<Client>>,
+    channels: Arc<Semaphore>,
+    host: String,
+    address: String,
+    pub(crate) notices: Vec<String>,
+}
+
+impl std::fmt::Debug for SshSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshSession").field("host", &self.host).field("address", &self.address).finish()
+    }
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r#"'\''"#))
+}
+
+/// Wraps a command so the remote `timeout -s KILL` ends it (and its process group) at the
+/// deadline, even for root where sshd refuses the signal request. Without `timeout` on the
+/// remote, the command runs plainly and the client closes the channel at the deadline.
+pub fn wrap_remote(command: &str, limit: Duration) -> String {
+    let secs = limit.as_secs() + u64::from(limit.subsec_nanos() > 0) + 1;
+    let inner = format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL {secs} sh -c \"$0\"; else exec sh -c \"$0\"; fi"
+    );
+    format!("exec sh -c {} {}", shell_quote(&inner), shell_quote(command))
+}
+
+impl SshSession {
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    pub async fn close(self) {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.handle.disconnect(Disconnect::ByApplication, "", "en"),
+        )
+        .await;
+        for j in self.jumps.iter().rev() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), j.disconnect(Disconnect::ByApplication, "", "en")).await;
+        }
+    }
+
+    pub async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + req.timeout;
+        let err = |kind| TransportError::new(self.host.clone(), kind);
+        let timed_out = || err(ErrorKind::ExecTimeout { after: req.timeout });
+        let permit = tokio::time::timeout_at(deadline, self.channels.clone().acquire_owned())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(|_| err(ErrorKind::Channel("connection closed".into())))?;
+        let mut attempt = 0u32;
+        let channel = loop {
+            attempt += 1;
+            match tokio::time::timeout_at(deadline, self.handle.channel_open_session()).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Ok(ch)) => break ch,
+                Ok(Err(russh::Error::ChannelOpenFailure(f))) if attempt < RETRIES => {
+                    tracing::debug!("{}: channel open failed ({f:?}); retrying", self.host);
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                }
+                Ok(Err(e)) => return Err(err(ErrorKind::Channel(clean(&e.to_string())))),
+            }
+        };
+        let wrapped = wrap_remote(&req.command, req.timeout);
+        let req = req.clone();
+        let host = self.host.clone();
+        // The channel is drained by its own task so a slow caller never stalls the connection.
+        let task = tokio::spawn(async move {
+            let _permit = permit;
+            drain(channel, wrapped, req, deadline, started, host).await
+        });
+        match task.await {
+            Ok(r) => r,
+            Err(e) => Err(err(ErrorKind::Ssh(format!("exec task failed: {e}")))),
+        }
+    }
+}
+
+struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capped {
+    fn new(cap: usize) -> Self {
+        Capped { buf: Vec::new(), cap, truncated: false }
+    }
+    fn push(&mut self, data: &[u8]) {
+        let room = self.cap.saturating_sub(self.buf.len());
+        if data.len() > room {
+            self.truncated = true;
+        }
+        if let Some(part) = data.get(..room.min(data.len())) {
+            self.buf.extend_from_slice(part);
+        }
+    }
+}
+
+async fn drain(
+    channel: russh::Channel<client::Msg>,
+    command: String,
+    req: ExecRequest,
+    deadline: tokio::time::Instant,
+    started: Instant,
+    host: String,
+) -> Result<ExecOutput, TransportError> {
+    let err = |kind| TransportError::new(host.clone(), kind);
+    if let Err(e) = tokio::time::timeout_at(deadline, channel.exec(true, command.into_bytes()))
+        .await
+        .map_err(|_| err(ErrorKind::ExecTimeout { after: req.timeout }))?
+    {
+        return Err(err(ErrorKind::Channel(clean(&e.to_string()))));
+    }
+    let (mut rd, wr) = channel.split();
+    let wr = Arc::new(wr);
+    let writer = {
+        let wr = wr.clone();
+        let stdin = req.stdin.clone();
+        tokio::spawn(async move {
+            if let Some(data) = stdin {
+                let _ = wr.data(&data[..]).await;
+            }
+            let _ = wr.eof().await;
+        })
+    };
+    let mut out = Capped::new(req.stdout_cap);
+    let mut errb = Capped::new(req.stderr_cap);
+    let mut status: Option<u32> = None;
+    let mut signal: Option<String> = None;
+    let result = loop {
+        match tokio::time::timeout_at(deadline, rd.wait()).await {
+            Err(_) => {
+                // Deadline: close the channel and leave at once (russh drops the server's CLOSE
+                // after a client close, so waiting for it would hang). The remote `timeout`
+                // kills the command.
+                let _ = tokio::time::timeout(Duration::from_millis(500), wr.close()).await;
+                break Err(err(ErrorKind::ExecTimeout { after: req.timeout }));
+            }
+            Ok(None) => break Ok(()),
+            Ok(Some(msg)) => match msg {
+                ChannelMsg::Data { data } => out.push(&data),
+                ChannelMsg::ExtendedData { data, ext: 1 } => errb.push(&data),
+                ChannelMsg::ExitStatus { exit_status } => status = Some(exit_status),
+                ChannelMsg::ExitSignal { signal_name, .. } => signal = Some(format!("{signal_name:?}")),
+                ChannelMsg::Failure => break Err(err(ErrorKind::Channel("server refused the exec request".into()))),
+                ChannelMsg::Close => break Ok(()),
+                _ => {}
+            },
+        }
+    };
+    writer.abort();
+    result?;
+    let exit_status = match (status, signal) {
+        (Some(s), _) => s,
+        (None, Some(sig)) => return Err(err(ErrorKind::Signal(sig))),
+        (None, None) => return Err(err(ErrorKind::NoExitStatus("channel closed early; connection lost?".into()))),
+    };
+    Ok(ExecOutput {
+        stdout: out.buf,
+        stderr: errb.buf,
+        exit_status,
+        stdout_truncated: out.truncated,
+        stderr_truncated: errb.truncated,
+        elapsed: started.elapsed(),
+    })
+}

@@ -1,0 +1,111 @@
+//! The per-host settings the SSH transport needs, taken from the `ssh_config` resolution.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{ErrorKind, TransportError};
+
+/// How unknown host keys are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strict {
+    Yes,
+    AcceptNew,
+    /// `StrictHostKeyChecking no`: treated as accept-new, with a warning notice.
+    No,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HostSettings {
+    /// Name as typed (alias), for messages.
+    pub alias: String,
+    pub hostname: String,
+    pub user: String,
+    pub port: u16,
+    /// Expanded identity files, defaults included when none configured.
+    pub identity_files: Vec<PathBuf>,
+    /// Whether identity files came from the configuration (not the defaults).
+    pub identities_configured: bool,
+    pub identities_only: bool,
+    /// `None`: `SSH_AUTH_SOCK`; `Some(None)`: disabled; `Some(Some(path))`.
+    pub identity_agent: Option<Option<PathBuf>>,
+    /// ProxyJump hops, outermost first, as target strings.
+    pub jumps: Vec<String>,
+    pub connect_timeout: Option<Duration>,
+    pub user_known_hosts: Vec<PathBuf>,
+    pub global_known_hosts: Vec<PathBuf>,
+    pub strict: Strict,
+    pub server_alive_interval: Option<Duration>,
+    pub server_alive_count_max: Option<usize>,
+    pub host_key_alias: Option<String>,
+    pub batch_mode: bool,
+}
+
+/// Resolves `target` through the ssh_config module.
+pub(crate) fn resolve(target: &str, config_file: Option<&PathBuf>) -> Result<HostSettings, TransportError> {
+    use crate::shim::{self as config, StrictHostKeyChecking};
+    let cfg_err = |e: String| TransportError::new(target, ErrorKind::Config(e));
+    let parsed = crate::shim::parse_target(target).map_err(|e| cfg_err(e.to_string()))?;
+    let opts = config::ResolveOptions::from_env(config_file.cloned());
+    let rc = config::resolve(&parsed, &opts).map_err(|e| cfg_err(e.to_string()))?;
+    let jumps = rc.jump_hosts().map_err(|e| cfg_err(e.to_string()))?;
+    let jumps = jumps
+        .iter()
+        .map(|t| {
+            let mut s = String::new();
+            if let Some(u) = &t.user {
+                s.push_str(u);
+                s.push('@');
+            }
+            if t.host.contains(':') {
+                s.push_str(&format!("[{}]", t.host));
+            } else {
+                s.push_str(&t.host);
+            }
+            if let Some(p) = t.port {
+                s.push_str(&format!(":{p}"));
+            }
+            s
+        })
+        .collect();
+    let identity_files = rc.expanded_identity_files();
+    let identities_configured = !rc.identity_files.is_empty();
+    let identity_agent = match rc.identity_agent.as_deref() {
+        None => None,
+        Some(a) if a.eq_ignore_ascii_case("none") => Some(None),
+        Some("SSH_AUTH_SOCK") => None,
+        Some(a) => Some(Some(expand_tilde(a, &opts.home))),
+    };
+    let user_known_hosts = rc.expanded_known_hosts_files();
+    let global_known_hosts = rc.global_known_hosts_files.iter().map(|p| expand_tilde(&p.to_string_lossy(), &opts.home)).collect();
+    Ok(HostSettings {
+        alias: rc.alias.clone(),
+        hostname: rc.hostname.clone(),
+        user: rc.user.clone(),
+        port: rc.port,
+        identity_files,
+        identities_configured,
+        identities_only: rc.identities_only,
+        identity_agent,
+        jumps,
+        connect_timeout: rc.connect_timeout,
+        user_known_hosts,
+        global_known_hosts,
+        strict: match rc.strict_host_key_checking {
+            StrictHostKeyChecking::Yes | StrictHostKeyChecking::Ask => Strict::Yes,
+            StrictHostKeyChecking::AcceptNew => Strict::AcceptNew,
+            StrictHostKeyChecking::No => Strict::No,
+        },
+        server_alive_interval: rc.server_alive_interval,
+        server_alive_count_max: rc.server_alive_count_max.map(|n| n as usize),
+        host_key_alias: rc.host_key_alias.clone(),
+        batch_mode: rc.batch_mode,
+    })
+}
+
+fn expand_tilde(p: &str, home: &std::path::Path) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None if p == "~" => home.to_path_buf(),
+        None => PathBuf::from(p),
+    }
+}
