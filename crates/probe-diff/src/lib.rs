@@ -4,6 +4,8 @@
 //! goes out as values. Engine knowledge is data in `configs/engines/*.toml`, embedded at build
 //! time.
 
+pub mod catalog;
+pub mod common;
 pub mod compare;
 pub mod launch;
 pub mod timeline;

@@ -1,0 +1,536 @@
+//! Engine option catalogs: what each engine's command line accepts, as data.
+//!
+//! The catalogs live in `configs/engines/<engine>.toml` and are embedded at build time. Each one
+//! lists the engine's entry points (binaries, Python modules, container images), every option with
+//! its aliases, arity, value type and units, default, cross-engine `common` key, category, and the
+//! versions in which a spelling exists. [`catalog`] returns the catalog of one engine, narrowed to
+//! one version when the installed version is known.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, OnceLock};
+
+use probe_model::Engine;
+use serde::Deserialize;
+
+const SOURCES: [(Engine, &str); 8] = [
+    (Engine::Sglang, include_str!("../../../configs/engines/sglang.toml")),
+    (Engine::Vllm, include_str!("../../../configs/engines/vllm.toml")),
+    (Engine::Tgi, include_str!("../../../configs/engines/tgi.toml")),
+    (Engine::LlamaCpp, include_str!("../../../configs/engines/llama.cpp.toml")),
+    (Engine::Lmdeploy, include_str!("../../../configs/engines/lmdeploy.toml")),
+    (Engine::Trtllm, include_str!("../../../configs/engines/trtllm.toml")),
+    (Engine::Ollama, include_str!("../../../configs/engines/ollama.toml")),
+    (Engine::Other, include_str!("../../../configs/engines/other.toml")),
+];
+
+/// The type of an option's value, which also fixes its arity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueKind {
+    /// Takes no value (`store_true`, `--enable-x/--disable-x`, `--x/--no-x`).
+    Bool,
+    /// A boolean that may be followed by an explicit `true`/`false` (`--sharded false`, TRL).
+    BoolOptional,
+    Int,
+    /// Integer with unit suffixes (vLLM `16k`/`16K`, SGLang `k`/`Ki`); see [`Catalog::units`].
+    HumanInt,
+    Float,
+    Str,
+    /// A string value that may be left out (`nargs='?'`, llama.cpp `-fa [on|off]`).
+    OptionalStr,
+    /// A JSON object (vLLM also takes dotted keys: `--speculative-config.method mtp`).
+    Json,
+    /// One or more values (`nargs='+'`).
+    List,
+    /// One value out of a fixed set (the set may be incomplete: values are not rejected).
+    Choice(Vec<String>),
+}
+
+impl ValueKind {
+    /// Whether the option never consumes the next token.
+    pub fn takes_no_value(&self) -> bool {
+        matches!(self, ValueKind::Bool)
+    }
+}
+
+/// One option of one engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionSpec {
+    /// Canonical long name without leading dashes (`tp-size`).
+    pub name: String,
+    /// Other spellings, with their dashes as written on a command line (`--tensor-parallel-size`,
+    /// `-tp`).
+    pub aliases: Vec<String>,
+    /// Spellings that set a boolean to false (`--disable-prefix-caching`, `--no-enforce-eager`).
+    pub negations: Vec<String>,
+    pub kind: ValueKind,
+    pub default: Option<serde_json::Value>,
+    /// Cross-engine key as in the corpus (`tensor_parallel`, `context_length`, ...).
+    pub common: Option<String>,
+    /// `speculative_decoding|parallelism|memory_kv_cache|batching_scheduling|kernels_backends|
+    /// quantization_dtypes|model|other`.
+    pub category: Option<String>,
+    /// Older spellings and the version that introduced the current one.
+    pub renamed_from: Vec<(String, Option<String>)>,
+    /// Environment variable the engine reads for this option (`MODEL_ID`, `LLAMA_ARG_PORT`).
+    pub env: Option<String>,
+    /// Key of the normalised speculative settings this option feeds (`algorithm`, `num_steps`,
+    /// `eagle_topk`, `num_draft_tokens`, `num_speculative_tokens`, `draft_model`).
+    pub speculative: Option<String>,
+    /// Mapping of written values to the `common` value (`--quant-policy 4` -> `int4`).
+    pub value_map: BTreeMap<String, serde_json::Value>,
+    /// First version with this spelling, when known.
+    pub since: Option<String>,
+    /// Last version with this spelling, when it is gone from newer ones.
+    pub until: Option<String>,
+    /// The option is deprecated (still accepted).
+    pub deprecated: bool,
+}
+
+/// How a launch enters the engine.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EntryPoint {
+    /// `binary`, `module` or `image`.
+    pub kind: String,
+    /// Binary basename (`vllm`, `llama-server`), Python module (`sglang.launch_server`) or image
+    /// repository (`vllm/vllm-openai`, matched without registry host and tag).
+    pub matches: String,
+    /// Words that must follow the binary (`serve`, `serve api_server`).
+    pub subcommand: Vec<String>,
+    /// The first bare word is the model (`vllm serve MODEL`).
+    pub positional_model: bool,
+    /// For images: the image's own entrypoint, used when a container gives only arguments.
+    pub image_entrypoint: Vec<String>,
+    /// Engine label when it differs from the catalog's (`trl.scripts.vllm_serve` is `other`).
+    pub engine: Option<Engine>,
+}
+
+/// Normalised speculative-decoding knowledge of an engine.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SpeculativeRules {
+    /// JSON-valued option holding the whole speculative config (`speculative-config`).
+    pub json_option: Option<String>,
+    /// JSON key -> speculative key (`method` -> `algorithm`).
+    pub json_keys: BTreeMap<String, String>,
+    /// Algorithm as written (upper-cased) -> what actually runs (`NEXTN` -> `EAGLE`).
+    pub effective: BTreeMap<String, String>,
+    /// Values the engine fills in when the text leaves them out, for the algorithms listed in
+    /// `implied_for`.
+    pub implied: BTreeMap<String, serde_json::Value>,
+    pub implied_for: Vec<String>,
+}
+
+/// All options of one engine (for one version when known).
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    engine: Engine,
+    version: Option<String>,
+    /// Versions the catalog data was read from, oldest first.
+    pub known_versions: Vec<String>,
+    /// Human-readable integer convention: `vllm` (`k`=1000, `K`=1024), `sglang` (`k`, `Ki`).
+    pub units: String,
+    /// vLLM and TRL turn `_` into `-` in option names.
+    pub underscore_to_dash: bool,
+    /// argparse-style unique-prefix abbreviations are accepted.
+    pub prefix_match: bool,
+    /// Options whose value is the model (`model-path`, `model-id`, `hf-repo`).
+    pub model_options: Vec<String>,
+    /// Option holding a YAML config file (`config`, `extra_llm_api_options`).
+    pub config_options: Vec<String>,
+    pub entry_points: Vec<EntryPoint>,
+    pub speculative: SpeculativeRules,
+    options: Vec<OptionSpec>,
+    by_name: HashMap<String, usize>,
+    /// Every spelling with dashes (`--tp-size`, `-tp`) -> (option index, negated).
+    by_spelling: HashMap<String, (usize, bool)>,
+}
+
+impl Catalog {
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    pub fn get(&self, canonical: &str) -> Option<&OptionSpec> {
+        self.by_name.get(canonical).and_then(|i| self.options.get(*i))
+    }
+
+    /// The first option carrying this cross-engine key.
+    pub fn by_common(&self, common: &str) -> Option<&OptionSpec> {
+        self.options
+            .iter()
+            .find(|o| o.common.as_deref() == Some(common))
+    }
+
+    /// Every option carrying this cross-engine key, in catalog order.
+    pub fn all_by_common<'a>(&'a self, common: &'a str) -> impl Iterator<Item = &'a OptionSpec> {
+        self.options
+            .iter()
+            .filter(move |o| o.common.as_deref() == Some(common))
+    }
+
+    pub fn options(&self) -> impl Iterator<Item = &OptionSpec> {
+        self.options.iter()
+    }
+
+    /// Exact lookup of a spelling as written with its dashes (`--tp-size`, `-tp`,
+    /// `--disable-prefix-caching`). Returns the option and whether the spelling negates it.
+    pub fn lookup_exact(&self, spelling: &str) -> Option<(&OptionSpec, bool)> {
+        self.by_spelling
+            .get(spelling)
+            .and_then(|(i, neg)| self.options.get(*i).map(|o| (o, *neg)))
+    }
+
+    /// All long spellings (`--...`) that start with `prefix`, deduplicated by option.
+    pub fn prefix_candidates(&self, prefix: &str) -> Vec<(&str, &OptionSpec, bool)> {
+        let mut seen: Vec<usize> = Vec::new();
+        let mut out = Vec::new();
+        let mut spellings: Vec<(&String, &(usize, bool))> = self
+            .by_spelling
+            .iter()
+            .filter(|(s, _)| s.starts_with("--") && s.starts_with(prefix))
+            .collect();
+        spellings.sort_by(|a, b| a.0.len().cmp(&b.0.len()).then(a.0.cmp(b.0)));
+        for (s, (i, neg)) in spellings {
+            if seen.contains(i) {
+                continue;
+            }
+            seen.push(*i);
+            if let Some(o) = self.options.get(*i) {
+                out.push((s.as_str(), o, *neg));
+            }
+        }
+        out
+    }
+
+    /// Option names whose spelling in a YAML config or a dotted key may use `_` for `-`.
+    pub fn lookup_name_loose(&self, name: &str) -> Option<&OptionSpec> {
+        let dashed = name.replace('_', "-");
+        let underscored = name.replace('-', "_");
+        for cand in [name, dashed.as_str(), underscored.as_str()] {
+            if let Some(o) = self.get(cand) {
+                return Some(o);
+            }
+            if let Some((o, false)) = self.lookup_exact(&format!("--{cand}")) {
+                return Some(o);
+            }
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TOML form
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawCatalog {
+    engine: String,
+    versions: Vec<String>,
+    units: String,
+    underscore_to_dash: bool,
+    prefix_match: bool,
+    model_options: Vec<String>,
+    config_options: Vec<String>,
+    entry: Vec<RawEntry>,
+    speculative: RawSpeculative,
+    option: Vec<RawOption>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawEntry {
+    kind: String,
+    #[serde(rename = "match")]
+    matches: String,
+    subcommand: Vec<String>,
+    positional_model: bool,
+    image_entrypoint: Vec<String>,
+    engine: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawSpeculative {
+    json_option: Option<String>,
+    json_keys: BTreeMap<String, String>,
+    effective: BTreeMap<String, String>,
+    implied: BTreeMap<String, toml::Value>,
+    implied_for: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawRename {
+    old: String,
+    since: Option<String>,
+    /// First version without the old spelling.
+    dropped: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawOption {
+    name: String,
+    aliases: Vec<String>,
+    negations: Vec<String>,
+    kind: String,
+    choices: Vec<String>,
+    default: Option<toml::Value>,
+    common: Option<String>,
+    category: Option<String>,
+    renamed_from: Vec<RawRename>,
+    env: Option<String>,
+    speculative: Option<String>,
+    value_map: BTreeMap<String, toml::Value>,
+    since: Option<String>,
+    until: Option<String>,
+    deprecated: bool,
+}
+
+fn toml_to_json(v: &toml::Value) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+fn parse_kind(kind: &str, choices: Vec<String>) -> ValueKind {
+    match kind {
+        "bool" => ValueKind::Bool,
+        "bool_opt" => ValueKind::BoolOptional,
+        "int" => ValueKind::Int,
+        "int_hr" => ValueKind::HumanInt,
+        "float" => ValueKind::Float,
+        "opt" => ValueKind::OptionalStr,
+        "json" => ValueKind::Json,
+        "list" => ValueKind::List,
+        "choice" => ValueKind::Choice(choices),
+        _ => ValueKind::Str,
+    }
+}
+
+/// Compares dotted version strings numerically (`0.5.9` < `0.5.16`); non-numeric parts
+/// (`+cu128`, `rc1`) are ignored after the numeric prefix.
+pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn nums(v: &str) -> Vec<u64> {
+        let v = v.trim().trim_start_matches(['v', 'V']);
+        let v = v.split(['+', '-', ' ']).next().unwrap_or("");
+        v.split('.')
+            .map(|p| {
+                let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+                digits.parse::<u64>().unwrap_or(0)
+            })
+            .collect()
+    }
+    let (x, y) = (nums(a), nums(b));
+    let n = x.len().max(y.len());
+    for i in 0..n {
+        let (p, q) = (x.get(i).copied().unwrap_or(0), y.get(i).copied().unwrap_or(0));
+        match p.cmp(&q) {
+            std::cmp::Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+fn in_range(version: Option<&str>, since: Option<&str>, until: Option<&str>) -> bool {
+    let Some(v) = version else { return true };
+    if let Some(s) = since
+        && version_cmp(v, s).is_lt()
+    {
+        return false;
+    }
+    if let Some(u) = until
+        && version_cmp(v, u).is_gt()
+    {
+        return false;
+    }
+    true
+}
+
+fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
+    let raw: RawCatalog = match toml::from_str(text) {
+        Ok(r) => r,
+        // The catalogs are our own files, checked by tests; a broken one yields an empty catalog
+        // rather than a panic.
+        Err(_) => RawCatalog::default(),
+    };
+    let _ = &raw.engine;
+    let mut options: Vec<OptionSpec> = Vec::new();
+    let mut by_name = HashMap::new();
+    let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
+    for o in raw.option {
+        if o.name.is_empty() || !in_range(version, o.since.as_deref(), o.until.as_deref()) {
+            continue;
+        }
+        let idx = options.len();
+        let mut renamed_from = Vec::new();
+        let mut old_spellings = Vec::new();
+        for r in &o.renamed_from {
+            renamed_from.push((r.old.clone(), r.since.clone()));
+            // The old spelling is still understood unless the version is known to have dropped it.
+            let dropped = match (version, r.dropped.as_deref()) {
+                (Some(v), Some(d)) => version_cmp(v, d).is_ge(),
+                _ => false,
+            };
+            if !dropped {
+                old_spellings.push(format!("--{}", r.old.trim_start_matches('-')));
+            }
+        }
+        let spec = OptionSpec {
+            name: o.name.clone(),
+            aliases: o.aliases.clone(),
+            negations: o.negations.clone(),
+            kind: parse_kind(&o.kind, o.choices),
+            default: o.default.as_ref().map(toml_to_json),
+            common: o.common,
+            category: o.category,
+            renamed_from,
+            env: o.env,
+            speculative: o.speculative,
+            value_map: o
+                .value_map
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+            since: o.since,
+            until: o.until,
+            deprecated: o.deprecated,
+        };
+        by_name.entry(spec.name.clone()).or_insert(idx);
+        let main = if spec.name.starts_with('-') {
+            spec.name.clone()
+        } else {
+            format!("--{}", spec.name)
+        };
+        by_spelling.entry(main).or_insert((idx, false));
+        for a in spec.aliases.iter().chain(old_spellings.iter()) {
+            by_spelling.entry(a.clone()).or_insert((idx, false));
+        }
+        for n in &spec.negations {
+            by_spelling.entry(n.clone()).or_insert((idx, true));
+        }
+        options.push(spec);
+    }
+    let entry_points = raw
+        .entry
+        .into_iter()
+        .map(|e| EntryPoint {
+            kind: e.kind,
+            matches: e.matches,
+            subcommand: e.subcommand,
+            positional_model: e.positional_model,
+            image_entrypoint: e.image_entrypoint,
+            engine: e.engine.as_deref().and_then(Engine::parse),
+        })
+        .collect();
+    Catalog {
+        engine,
+        version: version.map(str::to_string),
+        known_versions: raw.versions,
+        units: raw.units,
+        underscore_to_dash: raw.underscore_to_dash,
+        prefix_match: raw.prefix_match,
+        model_options: raw.model_options,
+        config_options: raw.config_options,
+        entry_points,
+        speculative: SpeculativeRules {
+            json_option: raw.speculative.json_option,
+            json_keys: raw.speculative.json_keys,
+            effective: raw.speculative.effective,
+            implied: raw
+                .speculative
+                .implied
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+            implied_for: raw.speculative.implied_for,
+        },
+        options,
+        by_name,
+        by_spelling,
+    }
+}
+
+fn source(engine: Engine) -> &'static str {
+    SOURCES
+        .iter()
+        .find(|(e, _)| *e == engine)
+        .map(|(_, s)| *s)
+        .unwrap_or("")
+}
+
+/// Version-less catalogs: every spelling any known version accepts.
+fn base_catalogs() -> &'static HashMap<Engine, &'static Catalog> {
+    static BASE: OnceLock<HashMap<Engine, &'static Catalog>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        Engine::ALL
+            .into_iter()
+            .map(|e| {
+                let c: &'static Catalog = Box::leak(Box::new(build(e, source(e), None)));
+                (e, c)
+            })
+            .collect()
+    })
+}
+
+type VersionCache = Mutex<HashMap<(Engine, String), &'static Catalog>>;
+
+/// The catalog of `engine`, narrowed to `version` when it is given (options added later or dropped
+/// earlier are left out, renamed spellings follow the version).
+pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
+    static VERSIONED: OnceLock<VersionCache> = OnceLock::new();
+    /// Versions come from remote hosts: bound how many catalogs are kept.
+    const MAX_VERSIONED: usize = 64;
+    let base = base_catalogs();
+    let fallback = || -> &'static Catalog {
+        match base.get(&engine) {
+            Some(c) => c,
+            None => Box::leak(Box::new(build(engine, "", None))),
+        }
+    };
+    let Some(v) = version.map(str::trim).filter(|v| !v.is_empty() && v.len() < 64) else {
+        return fallback();
+    };
+    // Only narrow to a version when the version string looks like one.
+    if !v.trim_start_matches(['v', 'V']).starts_with(|c: char| c.is_ascii_digit()) {
+        return fallback();
+    }
+    let cache = VERSIONED.get_or_init(|| Mutex::new(HashMap::new()));
+    let Ok(mut map) = cache.lock() else {
+        return fallback();
+    };
+    if let Some(c) = map.get(&(engine, v.to_string())) {
+        return c;
+    }
+    if map.len() >= MAX_VERSIONED {
+        return fallback();
+    }
+    let c: &'static Catalog = Box::leak(Box::new(build(engine, source(engine), Some(v))));
+    map.insert((engine, v.to_string()), c);
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_parses_and_has_entry_points() {
+        for (e, text) in SOURCES {
+            let raw: Result<RawCatalog, _> = toml::from_str(text);
+            assert!(raw.is_ok(), "{e}: {:?}", raw.err());
+            let c = catalog(e, None);
+            assert_eq!(c.engine(), e);
+            assert!(!c.entry_points.is_empty(), "{e} has no entry points");
+        }
+    }
+
+    #[test]
+    fn version_order_is_numeric() {
+        assert!(version_cmp("0.5.9", "0.5.16").is_lt());
+        assert!(version_cmp("0.33.0", "0.8.5").is_gt());
+        assert!(version_cmp("2.9.1+cu128", "2.9.1").is_eq());
+    }
+}
