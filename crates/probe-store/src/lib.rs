@@ -1,1 +1,146 @@
-//! Snapshot store (SQLite, WAL) behind a trait.
+//! Snapshot store: where `probe` keeps every snapshot it collects, so that a host can be compared
+//! with its own past.
+//!
+//! The store is a trait, [`SnapshotStore`], so that a shared PostgreSQL store can follow for teams
+//! whose audits run from several machines (schema in `docs/STORE.md`). The embedded default is
+//! [`SqliteStore`]: one SQLite file (WAL mode, a busy timeout, one transaction per snapshot),
+//! holding each snapshot as a JSON document plus indexed columns for history queries.
+//!
+//! Hosts are identified by machine-id first, then by name: a renamed or re-addressed machine keeps
+//! its history.
+//!
+//! ```
+//! use probe_store::{SnapshotStore, SqliteStore};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = SqliteStore::open(&dir.path().join("snapshots.db")).unwrap();
+//! let mut snapshot = probe_model::Snapshot::default();
+//! snapshot.schema_version = probe_model::SCHEMA_VERSION;
+//! snapshot.id = "gpu7-1".into();
+//! snapshot.target = "gpu7".into();
+//! store.put(&snapshot).unwrap();
+//! assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-1");
+//! ```
+
+mod document;
+mod errors;
+mod selector;
+mod sqlite;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use probe_model::{Snapshot, UnixTime};
+
+pub use document::{from_json, to_json};
+pub use errors::StoreError;
+pub use selector::{HostPoint, Selector, parse_host_reference};
+pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
+
+/// One stored snapshot, without its document.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotMeta {
+    pub id: String,
+    /// The store's id of the host identity (stable across renames).
+    pub host_id: i64,
+    pub hostname: Option<String>,
+    pub machine_id: Option<String>,
+    pub target: String,
+    pub address: Option<String>,
+    pub collected_at: UnixTime,
+    pub schema_version: u32,
+    /// Engines seen running or configured (`sglang`, `vllm`).
+    pub engines: Vec<String>,
+    /// Versions of serving packages (`vllm` -> `0.11.0`, `torch` -> `2.8.0+cu128`) and the driver.
+    pub versions: BTreeMap<String, String>,
+}
+
+/// What `prune` deletes: snapshots older than `older_than`, except the newest `keep_last` of
+/// each host (which are always kept).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrunePolicy {
+    /// Keep at least this many newest snapshots per host (default 1: a host never loses its
+    /// baseline).
+    pub keep_last: usize,
+    /// Delete only snapshots taken before this time.
+    pub older_than: Option<UnixTime>,
+    /// Restrict to one host.
+    pub host: Option<String>,
+    /// Report what would be deleted without deleting.
+    pub dry_run: bool,
+}
+
+/// A place snapshots are kept. Implementations must make each `put` atomic (a killed writer leaves
+/// no half snapshot) and must not lose a snapshot when two writers run at once.
+pub trait SnapshotStore: Send + Sync {
+    /// Stores a snapshot; a snapshot with the same id replaces the stored one.
+    fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError>;
+    /// A snapshot by id.
+    fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError>;
+    /// The newest snapshot of a host (name, target, address or machine-id).
+    fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError>;
+    /// The newest stored snapshot of the same host identity taken before `snapshot` (other than
+    /// `snapshot` itself): the baseline for drift.
+    fn previous(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, StoreError>;
+    /// Stored snapshots, newest first, optionally of one host.
+    fn list(&self, host: Option<&str>) -> Result<Vec<SnapshotMeta>, StoreError>;
+    /// The snapshots of one host, oldest first.
+    fn history(&self, host: &str) -> Result<Vec<SnapshotMeta>, StoreError>;
+    /// Deletes by policy; returns the deleted (or, dry run, deletable) snapshots.
+    fn prune(&self, policy: &PrunePolicy) -> Result<Vec<SnapshotMeta>, StoreError>;
+
+    /// The snapshot a reference selects.
+    fn resolve(&self, selector: &Selector) -> Result<Snapshot, StoreError> {
+        match selector {
+            Selector::Id(id) => self
+                .get(id)?
+                .ok_or_else(|| StoreError::NotFound(selector.to_string())),
+            Selector::Host { host, point } => {
+                let history = self.history(host)?;
+                let chosen = match point {
+                    HostPoint::Latest => history.last(),
+                    HostPoint::Back(n) => usize::try_from(*n)
+                        .ok()
+                        .and_then(|n| history.len().checked_sub(n + 1))
+                        .and_then(|index| history.get(index)),
+                    HostPoint::Before { end, .. } => {
+                        history.iter().rev().find(|meta| meta.collected_at < *end)
+                    }
+                };
+                let Some(meta) = chosen else {
+                    return Err(StoreError::NotFound(selector.to_string()));
+                };
+                self.get(&meta.id)?
+                    .ok_or_else(|| StoreError::NotFound(selector.to_string()))
+            }
+        }
+    }
+
+    /// Imports a snapshot document (refusing one from a newer schema).
+    fn import(&self, text: &str, what: &str) -> Result<SnapshotMeta, StoreError> {
+        let snapshot = from_json(text, what)?;
+        self.put(&snapshot)
+    }
+
+    /// Exports a snapshot as its JSON document.
+    fn export(&self, id: &str) -> Result<String, StoreError> {
+        let snapshot = self
+            .get(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("id {id}")))?;
+        Ok(to_json(&snapshot))
+    }
+}
+
+/// The default store path: `$XDG_DATA_HOME/probe/snapshots.db`, else
+/// `~/.local/share/probe/snapshots.db`; `None` when neither variable is set.
+pub fn default_store_path() -> Option<PathBuf> {
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|value| !value.is_empty())
+                .map(|home| PathBuf::from(home).join(".local").join("share"))
+        })?;
+    Some(data_home.join("probe").join("snapshots.db"))
+}

@@ -1,0 +1,64 @@
+//! Errors of the snapshot store: one line each, naming the store file and the cause.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong opening, reading or writing a store or a snapshot document.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists but is not a SQLite database (or its header is damaged). Never repaired.
+    #[error(
+        "store {path} is not a probe snapshot store or is damaged ({cause}); the file was left \
+         untouched: move it aside or pass another --store PATH"
+    )]
+    Corrupt { path: PathBuf, cause: String },
+    /// The store was written by a newer probe.
+    #[error(
+        "store {path} has schema version {found}, newer than this probe supports ({supported}); \
+         upgrade probe or pass another --store PATH"
+    )]
+    NewerStore {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// A snapshot document from a newer schema.
+    #[error(
+        "snapshot {what} has schema version {found}, newer than this probe reads ({supported}); \
+         upgrade probe"
+    )]
+    NewerSnapshot {
+        what: String,
+        found: u32,
+        supported: u32,
+    },
+    /// A snapshot document that is not valid JSON of a snapshot.
+    #[error("snapshot {what} is not a valid snapshot document: {cause}")]
+    BadDocument { what: String, cause: String },
+    /// Another writer kept the store locked past the busy timeout and all retries.
+    #[error(
+        "store {path} is busy: another probe kept it locked for more than {waited_s}s; nothing was \
+         written, retry when it is done"
+    )]
+    Busy { path: PathBuf, waited_s: u64 },
+    /// A snapshot reference did not match anything.
+    #[error("no stored snapshot matches {0}")]
+    NotFound(String),
+    /// A snapshot reference that cannot be parsed.
+    #[error("bad snapshot reference {reference}: {cause}")]
+    BadReference { reference: String, cause: String },
+    #[error("store {path}: {cause}")]
+    Io { path: PathBuf, cause: String },
+    #[error("store {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+impl StoreError {
+    /// Whether retrying later may succeed (the store was locked).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Busy { .. })
+    }
+}
