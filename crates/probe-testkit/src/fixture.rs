@@ -1,0 +1,397 @@
+//! Fixture hosts: a real OpenSSH `sshd` on its own 127.0.0.N inside its own mount, UTS and PID
+//! namespaces, with root-owned files bind-mounted over the real paths, real long-running
+//! "engine" processes (small Python modules that write realistic log lines and sleep) and
+//! stand-ins only for what cannot exist here (`nvidia-smi`, `systemctl`, `journalctl`, `docker`).
+//!
+//! A host is defined by a directory `fixtures/<name>/` (see `fixtures/README.md`):
+//! - `host.conf`: one directive a line (`addr`, `bind`, `user`, `lib`, `mtime`, `chown`, `mode`,
+//!   `ready`), read here (addr, lib, ready) and by `fixtures/_lib/setup.sh` (the rest);
+//! - `root/`: the files, laid out at their absolute paths (`root/etc/systemd/system/...`);
+//! - optional `prepare.sh` (generates content, runs before the bind mounts) and `start.sh` (starts
+//!   the processes, runs after them), both sourced by `setup.sh` inside the namespace.
+//!
+//! The definition is copied into a temporary directory first; everything the namespace changes
+//! (ownership, mtimes, generated files, logs) happens in that copy, and the real host's files
+//! are only ever covered by bind mounts inside the namespace. Dropping the host kills `unshare`,
+//! whose `--kill-child` takes the namespace's PID 1 and with it every process in it.
+
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use crate::keys::KeyPair;
+use crate::sshd::{Sshd, SshdOptions};
+
+/// Every fixture host definition, in address order (127.0.0.11 ...).
+pub const ALL: &[&str] = &["sglang-hybrid", "vllm-systemd", "docker-vllm", "bare", "hostile"];
+
+/// `crates/probe-testkit/fixtures`.
+pub fn definitions_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// What `host.conf` says that the Rust side needs.
+#[derive(Debug, Default)]
+struct Manifest {
+    addr: Option<Ipv4Addr>,
+    /// (source under `fixtures/_lib`, destination under the copy's root)
+    libs: Vec<(String, String)>,
+    /// (file under the copy, text it must contain before `start` returns)
+    ready: Vec<(String, String)>,
+}
+
+fn read_manifest(path: &Path) -> Manifest {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut m = Manifest::default();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (kw, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        match kw {
+            "addr" => m.addr = Some(rest.parse().unwrap_or_else(|e| panic!("{}: bad addr {rest}: {e}", path.display()))),
+            "lib" => {
+                let (src, dst) = rest.split_once(char::is_whitespace).expect("lib SRC DEST");
+                m.libs.push((src.to_string(), dst.trim().trim_start_matches('/').to_string()));
+            }
+            "ready" => {
+                let (file, text) = rest.split_once(char::is_whitespace).expect("ready FILE TEXT");
+                m.ready.push((file.trim_start_matches('/').to_string(), text.trim().to_string()));
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Recursive copy that keeps symlinks as symlinks and file modes.
+fn copy_tree(src: &Path, dst: &Path) {
+    let meta = std::fs::symlink_metadata(src).unwrap_or_else(|e| panic!("stat {}: {e}", src.display()));
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(src).expect("readlink");
+        std::os::unix::fs::symlink(target, dst).unwrap_or_else(|e| panic!("symlink {}: {e}", dst.display()));
+    } else if meta.is_dir() {
+        std::fs::create_dir_all(dst).unwrap_or_else(|e| panic!("mkdir {}: {e}", dst.display()));
+        for entry in std::fs::read_dir(src).expect("read_dir") {
+            let entry = entry.expect("dir entry");
+            copy_tree(&entry.path(), &dst.join(entry.file_name()));
+        }
+    } else {
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir parent");
+        }
+        std::fs::copy(src, dst).unwrap_or_else(|e| panic!("copy {} -> {}: {e}", src.display(), dst.display()));
+    }
+}
+
+/// One running fixture host.
+pub struct FixtureHost {
+    /// Definition name (`sglang-hybrid`).
+    pub name: String,
+    /// ssh alias in [`FixtureHost::ssh_config`] (`fx-sglang-hybrid`).
+    pub alias: String,
+    pub addr: Ipv4Addr,
+    pub port: u16,
+    /// Root of the copied definition; `dir/root` holds the files bind-mounted in the namespace.
+    pub dir: PathBuf,
+    /// How long `start` took, for reports.
+    pub start_time: Duration,
+    // Field order matters: the server (and with it the namespace) goes before the temp dirs.
+    sshd: Option<Sshd>,
+    key: KeyPair,
+    client_dir: PathBuf,
+    _own_key_dir: Option<tempfile::TempDir>,
+    _copy: tempfile::TempDir,
+}
+
+impl FixtureHost {
+    /// Starts host `name` with its own client key.
+    pub fn start(name: &str) -> FixtureHost {
+        let key_dir = tempfile::Builder::new().prefix("probe-fxkey-").tempdir().expect("tempdir");
+        let key = KeyPair::generate(key_dir.path(), "id_ed25519", "ed25519", "", None);
+        let client_dir = key_dir.path().to_path_buf();
+        let mut host = Self::start_with_key(name, key, &client_dir);
+        host.write_client_files();
+        host._own_key_dir = Some(key_dir);
+        host
+    }
+
+    /// Starts host `name` accepting `key` (for fleets sharing one key); `client_dir` is where
+    /// this host's own `ssh_config`/`known_hosts` go.
+    pub fn start_with_key(name: &str, key: KeyPair, client_dir: &Path) -> FixtureHost {
+        let t0 = Instant::now();
+        let def = definitions_dir().join(name);
+        assert!(def.join("host.conf").is_file(), "no fixture definition {}", def.display());
+        let manifest = read_manifest(&def.join("host.conf"));
+        let addr = manifest.addr.unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        let copy = tempfile::Builder::new().prefix(&format!("probe-fx-{name}-")).tempdir().expect("tempdir");
+        let dir = copy.path().to_path_buf();
+        copy_tree(&def, &dir);
+        std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
+        let lib = definitions_dir().join("_lib");
+        for (src, dst) in &manifest.libs {
+            copy_tree(&lib.join(src), &dir.join("root").join(dst));
+        }
+        copy_tree(&lib.join("setup.sh"), &dir.join("setup.sh"));
+        let wrapper: Vec<String> = [
+            "/usr/bin/unshare",
+            "--mount",
+            "--uts",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "--propagation",
+            "private",
+            "/bin/sh",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([dir.join("setup.sh").display().to_string(), dir.display().to_string(), name.to_string()])
+        .collect();
+        let sshd = Sshd::start(SshdOptions {
+            addr,
+            port: None,
+            authorized_keys: vec![key.public.clone()],
+            extra_config: "MaxSessions 50\n".into(),
+            wrapper: Some(wrapper),
+        });
+        let mut host = FixtureHost {
+            name: name.to_string(),
+            alias: format!("fx-{name}"),
+            addr,
+            port: sshd.port,
+            dir,
+            start_time: Duration::ZERO,
+            sshd: Some(sshd),
+            key,
+            client_dir: client_dir.to_path_buf(),
+            _own_key_dir: None,
+            _copy: copy,
+        };
+        host.wait_ready(&manifest.ready);
+        host.start_time = t0.elapsed();
+        host
+    }
+
+    fn wait_ready(&self, ready: &[(String, String)]) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for (file, text) in ready {
+            let path = self.dir.join(file);
+            loop {
+                let content = std::fs::read(&path).unwrap_or_default();
+                if String::from_utf8_lossy(&content).contains(text.as_str()) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{}: {} never showed {text:?}; sshd log:\n{}",
+                    self.name,
+                    path.display(),
+                    self.sshd().log()
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// The `Host` block for this host in an ssh_config.
+    pub fn ssh_config_block(&self, key: &Path, known_hosts: &Path) -> String {
+        let mut s = String::new();
+        writeln!(s, "Host {}", self.alias).unwrap();
+        writeln!(s, "  HostName {}", self.addr).unwrap();
+        writeln!(s, "  Port {}", self.port).unwrap();
+        writeln!(s, "  User root").unwrap();
+        writeln!(s, "  IdentityFile {}", key.display()).unwrap();
+        writeln!(s, "  IdentitiesOnly yes").unwrap();
+        writeln!(s, "  UserKnownHostsFile {}", known_hosts.display()).unwrap();
+        writeln!(s, "  StrictHostKeyChecking yes").unwrap();
+        s
+    }
+
+    fn write_client_files(&self) {
+        std::fs::write(self.known_hosts(), self.sshd().known_hosts_lines()).expect("write known_hosts");
+        std::fs::write(self.ssh_config(), self.ssh_config_block(&self.key.private, &self.known_hosts()))
+            .expect("write ssh_config");
+    }
+
+    /// Client ssh_config with `Host <alias>`.
+    pub fn ssh_config(&self) -> PathBuf {
+        self.client_dir.join(format!("ssh_config.{}", self.name))
+    }
+
+    /// known_hosts with this server's host keys (`[127.0.0.N]:PORT ...`).
+    pub fn known_hosts(&self) -> PathBuf {
+        self.client_dir.join(format!("known_hosts.{}", self.name))
+    }
+
+    /// known_hosts lines for this server.
+    pub fn known_hosts_lines(&self) -> String {
+        self.sshd().known_hosts_lines()
+    }
+
+    pub fn client_key(&self) -> &KeyPair {
+        &self.key
+    }
+
+    /// The underlying server (log, config path, wrapper PID).
+    pub fn sshd(&self) -> &Sshd {
+        self.sshd.as_ref().expect("fixture host is running")
+    }
+
+    /// Runs `cmd` as root on this host through OpenSSH `ssh -F <ssh_config> <alias>`.
+    pub fn ssh(&self, cmd: &str) -> Output {
+        ssh_with(&self.ssh_config(), &self.alias, cmd)
+    }
+
+    /// Processes started by the host's `start.sh`: (label, PID inside the namespace), as
+    /// recorded in `/usr/local/share/fixture/run/<label>.pid`.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        let run = self.dir.join("root/usr/local/share/fixture/run");
+        let mut out = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&run) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                if let Some(label) = name.strip_suffix(".pid")
+                    && let Ok(text) = std::fs::read_to_string(entry.path())
+                    && let Ok(pid) = text.trim().parse()
+                {
+                    out.push((label.to_string(), pid));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The namespace PIDs of the launch processes (see [`FixtureHost::pids`]).
+    pub fn launcher_pids(&self) -> Vec<u32> {
+        self.pids().into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Host-side PIDs of every process of this fixture (the `unshare` wrapper and all its
+    /// descendants), for checking that nothing survives a drop.
+    pub fn host_pids(&self) -> Vec<u32> {
+        descendants(self.sshd().pid())
+    }
+}
+
+impl Drop for FixtureHost {
+    /// Kills the namespace and waits (up to 5 s) until none of its processes is left.
+    fn drop(&mut self) {
+        let Some(sshd) = self.sshd.take() else { return };
+        let pids = descendants(sshd.pid());
+        drop(sshd);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && pids.iter().any(|p| alive(*p)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Whether `pid` exists on the host and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+/// `root` and all its descendants, from the host's /proc.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+            if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// `ssh -F config alias cmd` with batch mode and a fast key exchange.
+pub fn ssh_with(config: &Path, alias: &str, cmd: &str) -> Output {
+    Command::new("/usr/bin/ssh")
+        .arg("-F")
+        .arg(config)
+        .args(["-o", "BatchMode=yes", "-o", "KexAlgorithms=curve25519-sha256", "-o", "ConnectTimeout=10"])
+        .arg(alias)
+        .arg(cmd)
+        .output()
+        .expect("run ssh")
+}
+
+/// Several fixture hosts sharing one client key, one known_hosts and one ssh_config.
+pub struct Fleet {
+    pub hosts: Vec<FixtureHost>,
+    key: KeyPair,
+    dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    /// Starts the named hosts in parallel.
+    pub fn start(names: &[&str]) -> Fleet {
+        let dir = tempfile::Builder::new().prefix("probe-fleet-").tempdir().expect("tempdir");
+        let key = KeyPair::generate(dir.path(), "id_ed25519", "ed25519", "", None);
+        let hosts: Vec<FixtureHost> = std::thread::scope(|s| {
+            let handles: Vec<_> = names
+                .iter()
+                .map(|name| {
+                    let key = key.clone();
+                    let d = dir.path();
+                    s.spawn(move || FixtureHost::start_with_key(name, key, d))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("fixture host start panicked")).collect()
+        });
+        let fleet = Fleet { hosts, key, dir };
+        let mut kh = String::new();
+        let mut cfg = String::new();
+        for h in &fleet.hosts {
+            kh.push_str(&h.known_hosts_lines());
+            cfg.push_str(&h.ssh_config_block(&fleet.key.private, &fleet.known_hosts()));
+            // Each host's own files point at the shared key and known_hosts too.
+            std::fs::write(h.ssh_config(), h.ssh_config_block(&fleet.key.private, &fleet.known_hosts()))
+                .expect("write ssh_config");
+        }
+        std::fs::write(fleet.known_hosts(), &kh).expect("write known_hosts");
+        for h in &fleet.hosts {
+            std::fs::write(h.known_hosts(), &kh).expect("write known_hosts");
+        }
+        std::fs::write(fleet.ssh_config(), cfg).expect("write ssh_config");
+        fleet
+    }
+
+    /// One ssh_config with every alias.
+    pub fn ssh_config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    pub fn known_hosts(&self) -> PathBuf {
+        self.dir.path().join("known_hosts")
+    }
+
+    pub fn client_key(&self) -> &KeyPair {
+        &self.key
+    }
+
+    /// The host started from definition `name`.
+    pub fn host(&self, name: &str) -> &FixtureHost {
+        self.hosts.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no host {name} in fleet"))
+    }
+}
