@@ -124,13 +124,13 @@ fn pub_path(p: &Path) -> PathBuf {
 }
 
 fn load_key(path: &Path, input: &AuthInput<'_>) -> Loaded {
-    if let Ok(cache) = input.cache.keys.lock() {
-        if let Some(hit) = cache.get(path) {
-            return match hit {
-                Some(k) => Loaded::Key(k.clone()),
-                None => Loaded::Skip("encrypted, passphrase not available".into()),
-            };
-        }
+    if let Ok(cache) = input.cache.keys.lock()
+        && let Some(hit) = cache.get(path)
+    {
+        return match hit {
+            Some(k) => Loaded::Key(k.clone()),
+            None => Loaded::Skip("encrypted, passphrase not available".into()),
+        };
     }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,

@@ -33,6 +33,28 @@ impl TransportError {
     }
 }
 
+/// A server key that is not in any known_hosts file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// Name looked up (`[host]:port` or the HostKeyAlias).
+    pub name: String,
+    pub key_type: String,
+    /// `SHA256:...`
+    pub fingerprint: String,
+    /// The known_hosts files consulted, for the message.
+    pub files: String,
+}
+
+/// A server key refused because of a known_hosts line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAt {
+    pub name: String,
+    pub key_type: String,
+    pub fingerprint: String,
+    pub file: PathBuf,
+    pub line: usize,
+}
+
 /// What went wrong. Every variant renders on one line.
 #[derive(Debug, thiserror::Error)]
 pub enum ErrorKind {
@@ -49,32 +71,22 @@ pub enum ErrorKind {
     #[error("ssh handshake failed: {0}")]
     Handshake(String),
     #[error(
-        "host key not known: {key_type} {fingerprint} for {name} is not in {files}; \
-         to trust it, rerun with --accept-new (or set StrictHostKeyChecking accept-new)"
+        "host key not known: {} {} for {} is not in {}; to trust it, rerun with --accept-new \
+         (or set StrictHostKeyChecking accept-new)",
+        .0.key_type, .0.fingerprint, .0.name, .0.files
     )]
-    UnknownHostKey { name: String, key_type: String, fingerprint: String, files: String },
+    UnknownHostKey(Box<UnknownKey>),
     #[error(
-        "HOST KEY CHANGED for {name}: server offered {key_type} {fingerprint}, but {file}:{line} \
-         has a different key (possible man-in-the-middle attack); refusing. Remove that line only \
-         if you know why the key changed"
+        "HOST KEY CHANGED for {}: server offered {} {}, but {}:{} has a different key (possible \
+         man-in-the-middle attack); refusing. Remove that line only if you know why the key changed",
+        .0.name, .0.key_type, .0.fingerprint, .0.file.display(), .0.line
     )]
-    HostKeyChanged {
-        name: String,
-        key_type: String,
-        fingerprint: String,
-        file: PathBuf,
-        line: usize,
-    },
+    HostKeyChanged(Box<KeyAt>),
     #[error(
-        "REVOKED HOST KEY for {name}: {key_type} {fingerprint} is marked @revoked in {file}:{line}; refusing"
+        "REVOKED HOST KEY for {}: {} {} is marked @revoked in {}:{}; refusing",
+        .0.name, .0.key_type, .0.fingerprint, .0.file.display(), .0.line
     )]
-    HostKeyRevoked {
-        name: String,
-        key_type: String,
-        fingerprint: String,
-        file: PathBuf,
-        line: usize,
-    },
+    HostKeyRevoked(Box<KeyAt>),
     #[error("host certificate rejected for {name}: {reason}")]
     HostCertificate { name: String, reason: String },
     #[error("cannot record host key in {file}: {cause}")]
@@ -110,7 +122,7 @@ impl ErrorKind {
         match self {
             Dns { .. } | Refused { .. } | Unreachable { .. } | Reset { .. } => FailureClass::Unreachable,
             ConnectTimeout { .. } | ExecTimeout { .. } => FailureClass::TimedOut,
-            UnknownHostKey { .. } | HostKeyChanged { .. } | HostKeyRevoked { .. } | HostCertificate { .. } => {
+            UnknownHostKey(_) | HostKeyChanged(_) | HostKeyRevoked(_) | HostCertificate { .. } => {
                 FailureClass::HostKeyRefused
             }
             AuthFailed { .. } => FailureClass::AuthFailed,

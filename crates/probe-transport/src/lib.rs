@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use error::{ErrorKind, FailureClass, TransportError};
+pub use error::{ErrorKind, FailureClass, KeyAt, TransportError, UnknownKey};
 pub use local::LocalExec;
 pub use session::{MAX_CHANNELS, SshSession, shell_quote, wrap_remote};
 

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use crate::auth::{self, AuthInput, KeyCache};
-use crate::error::{ErrorKind, TransportError, clean};
+use crate::error::{ErrorKind, KeyAt, TransportError, UnknownKey, clean};
 use crate::known_hosts::{self, KnownHosts, Verdict};
 use crate::settings::{HostSettings, Strict};
 use crate::{ConnectOptions, ExecOutput, ExecRequest};
@@ -71,28 +71,28 @@ impl client::Handler for Client {
         };
         match verdict {
             Verdict::Known(_) | Verdict::CertTrusted(_) => Ok(true),
-            Verdict::Revoked(loc) => refuse(ErrorKind::HostKeyRevoked {
+            Verdict::Revoked(loc) => refuse(ErrorKind::HostKeyRevoked(Box::new(KeyAt {
                 name: v.name.clone(),
                 key_type,
                 fingerprint,
                 file: loc.file,
                 line: loc.line,
-            }),
-            Verdict::Changed(loc) => refuse(ErrorKind::HostKeyChanged {
+            }))),
+            Verdict::Changed(loc) => refuse(ErrorKind::HostKeyChanged(Box::new(KeyAt {
                 name: v.name.clone(),
                 key_type,
                 fingerprint,
                 file: loc.file,
                 line: loc.line,
-            }),
+            }))),
             Verdict::BadCertificate(reason) => refuse(ErrorKind::HostCertificate { name: v.name.clone(), reason }),
             Verdict::Unknown { .. } if v.strict == Strict::Yes || v.write_to.is_none() => {
-                refuse(ErrorKind::UnknownHostKey {
+                refuse(ErrorKind::UnknownHostKey(Box::new(UnknownKey {
                     name: v.lookup.first().cloned().unwrap_or_default(),
                     key_type,
                     fingerprint,
                     files: v.files_desc.clone(),
-                })
+                })))
             }
             Verdict::Unknown { .. } => {
                 let file = v.write_to.clone().unwrap_or_default();
@@ -123,10 +123,10 @@ pub(crate) struct ConnectCtx<'a> {
 
 impl ConnectCtx<'_> {
     fn notice(&self, n: String) {
-        if let Ok(mut v) = self.notices.lock() {
-            if !v.contains(&n) {
-                v.push(n);
-            }
+        if let Ok(mut v) = self.notices.lock()
+            && !v.contains(&n)
+        {
+            v.push(n);
         }
     }
 }
@@ -173,8 +173,8 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
         Some(alias) => vec![alias.to_ascii_lowercase()],
         None => known_hosts::lookup_names(&s.hostname, s.port),
     };
-    let mut preferred = russh::Preferred::default();
-    preferred.key = key_order(&known.known_algorithms(&lookup)).into();
+    let mut preferred =
+        russh::Preferred { key: key_order(&known.known_algorithms(&lookup)).into(), ..Default::default() };
     if known.has_cert_authority(&lookup) {
         preferred.host_key_certificates = vec![
             Algorithm::Ed25519,

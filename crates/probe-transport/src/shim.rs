@@ -109,7 +109,7 @@ pub fn resolve(t: &Target, o: &ResolveOptions) -> Result<ResolvedConfig, String>
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (k, v) = line.split_once(|c: char| c == ' ' || c == '=' || c == '\t').unwrap_or((line, ""));
+        let (k, v) = line.split_once([' ', '=', '\t']).unwrap_or((line, ""));
         let (k, v) = (k.to_ascii_lowercase(), v.trim().to_string());
         if k == "host" {
             let mut pos = false;
