@@ -1,0 +1,780 @@
+//! Two launch configurations compared option by option, default-aware and typed, across engines.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use probe_model::{Change, ChangeKind, LaunchConfig, LaunchDiff, SourceKind};
+use serde_json::Value;
+
+use super::speculative::{self, SpecView};
+use super::values::{display, values_equal};
+use crate::catalog::{Catalog, OptionSpec, ValueKind, catalog};
+use crate::impact::{Area, Subject, change_for, rank};
+
+/// Compares two launches: what was added, removed and changed, ranked by likely impact.
+pub fn compare_launches(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
+    compare_launches_split(before, after).0
+}
+
+/// Like [`compare_launches`], also returning the volatile differences (environment churn such as
+/// `SSH_CONNECTION`) that are not counted as changes.
+pub(crate) fn compare_launches_split(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+) -> (LaunchDiff, Vec<Change>) {
+    let mut collector = Collector::default();
+    let mut diff = LaunchDiff {
+        before: launch_label(before),
+        after: launch_label(after),
+        ..LaunchDiff::default()
+    };
+
+    if before.engine != after.engine {
+        diff.engine_switch = Some((before.engine, after.engine));
+        let before_value = Value::from(before.engine.as_str());
+        let after_value = Value::from(after.engine.as_str());
+        let subject = Subject::new(Area::Engine, "engine", ChangeKind::Changed)
+            .values(Some(&before_value), Some(&after_value));
+        collector.push(&subject, String::from("engine"), None, None, None);
+    }
+    if let (Some(before_version), Some(after_version)) = (
+        before.engine_version.as_deref(),
+        after.engine_version.as_deref(),
+    ) && before_version.trim() != after_version.trim()
+    {
+        let area = if before.engine == after.engine {
+            Area::EngineVersion
+        } else {
+            // Versions of different engines do not order; the engine switch says it all.
+            Area::Launch
+        };
+        let before_value = Value::from(before_version.trim());
+        let after_value = Value::from(after_version.trim());
+        let subject = Subject::new(area, "engine_version", ChangeKind::Changed)
+            .values(Some(&before_value), Some(&after_value));
+        collector.push(&subject, String::from("engine_version"), None, None, None);
+    }
+    compare_model(before, after, &mut collector);
+    let speculative_handled = compare_speculative(before, after, &mut collector);
+
+    let before_catalog = catalog(before.engine, before.engine_version.as_deref());
+    let after_catalog = catalog(after.engine, after.engine_version.as_deref());
+    let sides = Sides {
+        before,
+        after,
+        before_catalog,
+        after_catalog,
+        speculative_handled,
+    };
+    if before.engine == after.engine {
+        compare_options_same_engine(&sides, &mut collector, &mut diff.equal_by_default);
+    } else {
+        compare_options_across_engines(&sides, &mut collector, &mut diff.equal_by_default);
+    }
+    compare_env(&before.env, &after.env, &mut collector);
+    compare_launch_details(before, after, &mut collector);
+
+    rank(&mut collector.changes);
+    diff.changes = collector.changes;
+    (diff, collector.volatile)
+}
+
+/// Whether two launches run the same configuration: same engine, model, options and speculative
+/// settings (environment, wrappers and where they were found do not count).
+pub(crate) fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
+    let (diff, _) = compare_launches_split(left, right);
+    diff.changes.iter().all(|change| {
+        change.key.starts_with("env:")
+            || matches!(
+                change.key.as_str(),
+                "engine_version"
+                    | "wrappers"
+                    | "entrypoint"
+                    | "interpreter"
+                    | "venv"
+                    | "working_directory"
+            )
+    })
+}
+
+/// A short name for a launch: where it was found.
+pub(crate) fn launch_label(launch: &LaunchConfig) -> String {
+    let location = launch.source.location.trim();
+    if location.is_empty() {
+        let kind = match launch.source.kind {
+            SourceKind::Process => "process",
+            SourceKind::Unit => "unit",
+            SourceKind::History => "history",
+            SourceKind::Log => "log",
+            SourceKind::Container => "container",
+            SourceKind::File => "file",
+            SourceKind::Text => "text",
+        };
+        format!("{} ({kind})", launch.engine)
+    } else {
+        format!("{} ({location})", launch.engine)
+    }
+}
+
+#[derive(Default)]
+struct Collector {
+    changes: Vec<Change>,
+    volatile: Vec<Change>,
+}
+
+impl Collector {
+    fn push(
+        &mut self,
+        subject: &Subject<'_>,
+        key: String,
+        before_written: Option<String>,
+        after_written: Option<String>,
+        note: Option<String>,
+    ) {
+        let Some((mut change, volatile)) = change_for(subject, key) else {
+            return;
+        };
+        change.before_written = before_written;
+        change.after_written = after_written;
+        change.note = note;
+        if volatile {
+            change.impact = probe_model::Impact::None;
+            self.volatile.push(change);
+        } else {
+            self.changes.push(change);
+        }
+    }
+}
+
+struct Sides<'a> {
+    before: &'a LaunchConfig,
+    after: &'a LaunchConfig,
+    before_catalog: &'static Catalog,
+    after_catalog: &'static Catalog,
+    speculative_handled: bool,
+}
+
+fn trim_model(model: &str) -> &str {
+    model.trim().trim_end_matches('/')
+}
+
+fn compare_model(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
+    let before_model = before.model.as_deref().map(trim_model);
+    let after_model = after.model.as_deref().map(trim_model);
+    if before_model == after_model {
+        return;
+    }
+    let kind = match (before_model, after_model) {
+        (None, Some(_)) => ChangeKind::Added,
+        (Some(_), None) => ChangeKind::Removed,
+        _ => ChangeKind::Changed,
+    };
+    let before_value = before_model.map(Value::from);
+    let after_value = after_model.map(Value::from);
+    let subject = Subject::new(Area::Model, "model", kind)
+        .values(before_value.as_ref(), after_value.as_ref());
+    collector.push(&subject, String::from("model"), None, None, None);
+}
+
+/// Compares the normalised speculative settings. Returns whether either side has them, in which
+/// case the raw speculative options are not compared again.
+fn compare_speculative(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    collector: &mut Collector,
+) -> bool {
+    let before_view = speculative::view(before);
+    let after_view = speculative::view(after);
+    let handled = before.speculative.is_some() || after.speculative.is_some();
+    match (&before_view, &after_view) {
+        (None, None) => {}
+        (Some(view), None) => {
+            let value = view.algorithm.clone().map(Value::from);
+            let subject = Subject::new(Area::Speculative, "algorithm", ChangeKind::Removed)
+                .values(value.as_ref(), None);
+            let note = format!("before: {}", speculative::describe(view));
+            collector.push(
+                &subject,
+                String::from("speculative.algorithm"),
+                None,
+                None,
+                Some(note),
+            );
+        }
+        (None, Some(view)) => {
+            let value = view.algorithm.clone().map(Value::from);
+            let subject = Subject::new(Area::Speculative, "algorithm", ChangeKind::Added)
+                .values(None, value.as_ref());
+            let note = format!("after: {}", speculative::describe(view));
+            collector.push(
+                &subject,
+                String::from("speculative.algorithm"),
+                None,
+                None,
+                Some(note),
+            );
+        }
+        (Some(left), Some(right)) => {
+            compare_speculative_views(before, after, left, right, collector)
+        }
+    }
+    handled
+}
+
+fn compare_speculative_views(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    left: &SpecView,
+    right: &SpecView,
+    collector: &mut Collector,
+) {
+    let written = |launch: &LaunchConfig| {
+        launch
+            .speculative
+            .as_ref()
+            .and_then(|speculative| speculative.algorithm.clone())
+    };
+    if !speculative::same_algorithm(left, right) {
+        let before_value = left.algorithm.clone().map(Value::from);
+        let after_value = right.algorithm.clone().map(Value::from);
+        let subject = Subject::new(Area::Speculative, "algorithm", ChangeKind::Changed)
+            .values(before_value.as_ref(), after_value.as_ref());
+        collector.push(
+            &subject,
+            String::from("speculative.algorithm"),
+            written(before),
+            written(after),
+            None,
+        );
+    }
+    if left.draft_model != right.draft_model {
+        let before_value = Value::from(
+            left.draft_model
+                .clone()
+                .unwrap_or_else(|| String::from("(the model's own MTP heads)")),
+        );
+        let after_value = Value::from(
+            right
+                .draft_model
+                .clone()
+                .unwrap_or_else(|| String::from("(the model's own MTP heads)")),
+        );
+        let subject = Subject::new(Area::Speculative, "draft_model", ChangeKind::Changed)
+            .values(Some(&before_value), Some(&after_value));
+        collector.push(
+            &subject,
+            String::from("speculative.draft_model"),
+            None,
+            None,
+            None,
+        );
+    }
+    let numeric = [
+        ("num_steps", &left.num_steps, &right.num_steps),
+        ("eagle_topk", &left.eagle_topk, &right.eagle_topk),
+        (
+            "num_draft_tokens",
+            &left.num_draft_tokens,
+            &right.num_draft_tokens,
+        ),
+    ];
+    for (name, before_value, after_value) in numeric {
+        let equal = match (before_value, after_value) {
+            (Some(a), Some(b)) => values_equal(a, b, Some(&ValueKind::Int)),
+            (None, None) => true,
+            // One side leaves it to the engine, which picks it at start-up: unknown, not a change.
+            _ => true,
+        };
+        if equal {
+            continue;
+        }
+        let subject = Subject::new(Area::Speculative, name, ChangeKind::Changed)
+            .values(before_value.as_ref(), after_value.as_ref());
+        collector.push(&subject, format!("speculative.{name}"), None, None, None);
+    }
+}
+
+/// Whether an option is one of those the normalised speculative settings cover.
+fn covered_by_speculative(catalog: &Catalog, spec: Option<&OptionSpec>, name: &str) -> bool {
+    if spec.is_some_and(|spec| spec.speculative.is_some()) {
+        return true;
+    }
+    if catalog.speculative.json_option.as_deref() == Some(name) {
+        return true;
+    }
+    matches!(
+        name,
+        "speculative-algorithm"
+            | "speculative-num-steps"
+            | "speculative-eagle-topk"
+            | "speculative-num-draft-tokens"
+            | "speculative-draft-model-path"
+            | "speculative-config"
+            | "speculative-model"
+            | "num-speculative-tokens"
+            | "spec-method"
+            | "spec-model"
+            | "spec-tokens"
+    )
+}
+
+/// The part of a JSON speculative config the normalised form does not cover.
+fn speculative_leftover(catalog: &Catalog, value: &Value) -> Option<Value> {
+    let parsed;
+    let object = match value {
+        Value::Object(object) => object,
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).ok()?;
+            parsed.as_object()?
+        }
+        _ => return None,
+    };
+    let covered: BTreeSet<&str> = catalog
+        .speculative
+        .json_keys
+        .keys()
+        .map(String::as_str)
+        .chain(["method", "model", "num_speculative_tokens"])
+        .collect();
+    let leftover: serde_json::Map<String, Value> = object
+        .iter()
+        .filter(|(key, _)| !covered.contains(key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    Some(Value::Object(leftover))
+}
+
+/// The value an option takes when the launch leaves it out, if the catalog knows it.
+fn default_of(spec: Option<&OptionSpec>) -> Option<Value> {
+    let spec = spec?;
+    match (&spec.default, &spec.kind) {
+        (Some(Value::Null), _) => None,
+        (Some(value), _) => Some(value.clone()),
+        (None, ValueKind::Bool) => Some(Value::Bool(false)),
+        (None, _) => None,
+    }
+}
+
+fn kind_of<'a>(
+    left: Option<&'a OptionSpec>,
+    right: Option<&'a OptionSpec>,
+) -> Option<&'a ValueKind> {
+    left.or(right).map(|spec| &spec.kind)
+}
+
+struct OptionSide<'a> {
+    name: &'a str,
+    value: Option<&'a Value>,
+    written: Option<String>,
+    spec: Option<&'a OptionSpec>,
+}
+
+fn compare_options_same_engine(
+    sides: &Sides<'_>,
+    collector: &mut Collector,
+    equal_by_default: &mut Vec<String>,
+) {
+    let names: BTreeSet<&str> = sides
+        .before
+        .options
+        .keys()
+        .chain(sides.after.options.keys())
+        .map(String::as_str)
+        .collect();
+    for name in names {
+        let before_spec = sides.before_catalog.get(name);
+        let after_spec = sides.after_catalog.get(name);
+        let mut before_value = sides
+            .before
+            .options
+            .get(name)
+            .map(|option| option.value.clone());
+        let mut after_value = sides
+            .after
+            .options
+            .get(name)
+            .map(|option| option.value.clone());
+        if sides.speculative_handled
+            && covered_by_speculative(sides.after_catalog, after_spec.or(before_spec), name)
+        {
+            // Only what the normalised form leaves out of a JSON speculative config is compared.
+            if sides.after_catalog.speculative.json_option.as_deref() != Some(name) {
+                continue;
+            }
+            before_value =
+                before_value.and_then(|v| speculative_leftover(sides.before_catalog, &v));
+            after_value = after_value.and_then(|v| speculative_leftover(sides.after_catalog, &v));
+            let empty = |value: &Option<Value>| {
+                value
+                    .as_ref()
+                    .is_none_or(|v| v.as_object().is_some_and(|o| o.is_empty()))
+            };
+            if empty(&before_value) && empty(&after_value) {
+                continue;
+            }
+        }
+        let before_side = OptionSide {
+            name,
+            value: before_value.as_ref(),
+            written: sides
+                .before
+                .options
+                .get(name)
+                .map(|option| option.written.clone()),
+            spec: before_spec.or(after_spec),
+        };
+        let after_side = OptionSide {
+            name,
+            value: after_value.as_ref(),
+            written: sides
+                .after
+                .options
+                .get(name)
+                .map(|option| option.written.clone()),
+            spec: after_spec.or(before_spec),
+        };
+        compare_option(
+            &before_side,
+            &after_side,
+            name,
+            None,
+            collector,
+            equal_by_default,
+        );
+    }
+}
+
+fn compare_options_across_engines(
+    sides: &Sides<'_>,
+    collector: &mut Collector,
+    equal_by_default: &mut Vec<String>,
+) {
+    // Cross-engine keys of the options set on either side.
+    let mut commons: BTreeMap<String, (Option<&str>, Option<&str>)> = BTreeMap::new();
+    let mut unmapped_before = Vec::new();
+    let mut unmapped_after = Vec::new();
+    for name in sides.before.options.keys() {
+        match sides
+            .before_catalog
+            .get(name)
+            .and_then(|spec| spec.common.clone())
+        {
+            Some(common) => commons.entry(common).or_default().0 = Some(name.as_str()),
+            None => unmapped_before.push(name.as_str()),
+        }
+    }
+    for name in sides.after.options.keys() {
+        match sides
+            .after_catalog
+            .get(name)
+            .and_then(|spec| spec.common.clone())
+        {
+            Some(common) => commons.entry(common).or_default().1 = Some(name.as_str()),
+            None => unmapped_after.push(name.as_str()),
+        }
+    }
+    for (common, (before_name, after_name)) in &commons {
+        let before_spec = match before_name {
+            Some(name) => sides.before_catalog.get(name),
+            None => sides.before_catalog.by_common(common),
+        };
+        let after_spec = match after_name {
+            Some(name) => sides.after_catalog.get(name),
+            None => sides.after_catalog.by_common(common),
+        };
+        let before_value = before_name
+            .and_then(|name| sides.before.options.get(name))
+            .map(|option| map_value(before_spec, &option.value));
+        let after_value = after_name
+            .and_then(|name| sides.after.options.get(name))
+            .map(|option| map_value(after_spec, &option.value));
+        let before_label = before_name
+            .map(str::to_string)
+            .or_else(|| before_spec.map(|spec| spec.name.clone()));
+        let after_label = after_name
+            .map(str::to_string)
+            .or_else(|| after_spec.map(|spec| spec.name.clone()));
+        let key = after_label
+            .clone()
+            .or_else(|| before_label.clone())
+            .unwrap_or_else(|| common.clone());
+        let before_side = OptionSide {
+            name: before_label.as_deref().unwrap_or(common),
+            value: before_value.as_ref(),
+            written: before_name
+                .and_then(|name| sides.before.options.get(name))
+                .map(|option| option.written.clone()),
+            spec: before_spec,
+        };
+        let after_side = OptionSide {
+            name: after_label.as_deref().unwrap_or(common),
+            value: after_value.as_ref(),
+            written: after_name
+                .and_then(|name| sides.after.options.get(name))
+                .map(|option| option.written.clone()),
+            spec: after_spec,
+        };
+        let mapping = format!(
+            "{} --{} <-> {} --{} ({common})",
+            sides.before.engine, before_side.name, sides.after.engine, after_side.name
+        );
+        compare_option(
+            &before_side,
+            &after_side,
+            &key,
+            Some(mapping),
+            collector,
+            equal_by_default,
+        );
+    }
+    for (launch, catalog, names, removed) in [
+        (sides.before, sides.before_catalog, &unmapped_before, true),
+        (sides.after, sides.after_catalog, &unmapped_after, false),
+    ] {
+        for name in names {
+            let spec = catalog.get(name);
+            if sides.speculative_handled && covered_by_speculative(catalog, spec, name) {
+                continue;
+            }
+            let Some(option) = launch.options.get(*name) else {
+                continue;
+            };
+            // An option set to its own engine's default did nothing there.
+            if let Some(default) = default_of(spec)
+                && values_equal(&option.value, &default, spec.map(|s| &s.kind))
+            {
+                equal_by_default.push(format!("{name}={} (default)", display(&option.value)));
+                continue;
+            }
+            let kind = if removed {
+                ChangeKind::Removed
+            } else {
+                ChangeKind::Added
+            };
+            let (before_value, after_value) = if removed {
+                (Some(&option.value), None)
+            } else {
+                (None, Some(&option.value))
+            };
+            let mut subject =
+                Subject::new(Area::Option, name, kind).values(before_value, after_value);
+            subject.option_category = spec.and_then(|spec| spec.category.as_deref());
+            let other = if removed {
+                sides.after.engine
+            } else {
+                sides.before.engine
+            };
+            let note = format!("engine switch: {other} has no counterpart");
+            let (before_written, after_written) = if removed {
+                (Some(option.written.clone()), None)
+            } else {
+                (None, Some(option.written.clone()))
+            };
+            collector.push(
+                &subject,
+                name.to_string(),
+                before_written,
+                after_written,
+                Some(note),
+            );
+        }
+    }
+}
+
+/// Applies an option's mapping of written values to the cross-engine value (`4` -> `int4`).
+fn map_value(spec: Option<&OptionSpec>, value: &Value) -> Value {
+    let Some(spec) = spec else {
+        return value.clone();
+    };
+    if spec.value_map.is_empty() {
+        return value.clone();
+    }
+    spec.value_map
+        .get(&display(value))
+        .cloned()
+        .unwrap_or_else(|| value.clone())
+}
+
+fn compare_option(
+    before: &OptionSide<'_>,
+    after: &OptionSide<'_>,
+    key: &str,
+    mapping: Option<String>,
+    collector: &mut Collector,
+    equal_by_default: &mut Vec<String>,
+) {
+    let kind = kind_of(after.spec, before.spec);
+    let common = after
+        .spec
+        .and_then(|spec| spec.common.as_deref())
+        .or_else(|| before.spec.and_then(|spec| spec.common.as_deref()));
+    let option_category = after
+        .spec
+        .and_then(|spec| spec.category.as_deref())
+        .or_else(|| before.spec.and_then(|spec| spec.category.as_deref()));
+    let join = |note: String| match &mapping {
+        Some(mapping) => format!("{note}; mapped across engines: {mapping}"),
+        None => note,
+    };
+    let (change_kind, before_effective, after_effective, note) = match (before.value, after.value) {
+        (None, None) => return,
+        (Some(a), Some(b)) => {
+            if values_equal(a, b, kind) {
+                return;
+            }
+            (
+                ChangeKind::Changed,
+                Some(a.clone()),
+                Some(b.clone()),
+                mapping.clone(),
+            )
+        }
+        (Some(a), None) => match default_of(after.spec) {
+            Some(default) if values_equal(a, &default, kind) => {
+                equal_by_default.push(format!("{key}={} (default)", display(a)));
+                return;
+            }
+            Some(default) => {
+                let note = join(format!("unset now: the default is {}", display(&default)));
+                (
+                    ChangeKind::Removed,
+                    Some(a.clone()),
+                    Some(default),
+                    Some(note),
+                )
+            }
+            None => (
+                ChangeKind::Removed,
+                Some(a.clone()),
+                None,
+                Some(join(String::from(
+                    "unset now: the engine decides at start-up",
+                ))),
+            ),
+        },
+        (None, Some(b)) => match default_of(before.spec) {
+            Some(default) if values_equal(b, &default, kind) => {
+                equal_by_default.push(format!("{key}={} (default)", display(b)));
+                return;
+            }
+            Some(default) => {
+                let note = join(format!("was unset: the default was {}", display(&default)));
+                (
+                    ChangeKind::Added,
+                    Some(default),
+                    Some(b.clone()),
+                    Some(note),
+                )
+            }
+            None => (
+                ChangeKind::Added,
+                None,
+                Some(b.clone()),
+                Some(join(String::from(
+                    "was unset: the engine decided at start-up",
+                ))),
+            ),
+        },
+    };
+    let mut subject = Subject::new(Area::Option, after.name, change_kind)
+        .values(before_effective.as_ref(), after_effective.as_ref());
+    if before.value.is_some() && after.value.is_none() {
+        subject.name = before.name;
+    }
+    subject.common = common;
+    subject.option_category = option_category;
+    let Some((mut change, volatile)) = change_for(&subject, key.to_string()) else {
+        return;
+    };
+    // The change records the values as written on each side; defaults live in the note.
+    change.before = before.value.cloned();
+    change.after = after.value.cloned();
+    change.before_written = before.written.clone();
+    change.after_written = after.written.clone();
+    change.note = note;
+    if volatile {
+        collector.volatile.push(change);
+    } else {
+        collector.changes.push(change);
+    }
+}
+
+fn compare_env(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+    collector: &mut Collector,
+) {
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for name in names {
+        let before_value = before.get(name);
+        let after_value = after.get(name);
+        if before_value == after_value {
+            continue;
+        }
+        let kind = match (before_value, after_value) {
+            (None, Some(_)) => ChangeKind::Added,
+            (Some(_), None) => ChangeKind::Removed,
+            _ => ChangeKind::Changed,
+        };
+        let redacted = |value: Option<&String>| value.is_some_and(|v| v.starts_with("<redacted"));
+        let note = match (redacted(before_value), redacted(after_value)) {
+            (true, true) => Some(String::from("values are redacted; their hashes differ")),
+            (true, false) | (false, true) if kind == ChangeKind::Changed => {
+                Some(String::from("one side is redacted: compared as different"))
+            }
+            _ => None,
+        };
+        let before_json = before_value.map(|v| Value::from(v.as_str()));
+        let after_json = after_value.map(|v| Value::from(v.as_str()));
+        let subject =
+            Subject::new(Area::Env, name, kind).values(before_json.as_ref(), after_json.as_ref());
+        collector.push(&subject, format!("env:{name}"), None, None, note);
+    }
+}
+
+fn compare_launch_details(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
+    let pairs = [
+        ("interpreter", &before.interpreter, &after.interpreter),
+        ("venv", &before.venv, &after.venv),
+        ("entrypoint", &before.entrypoint, &after.entrypoint),
+        (
+            "working_directory",
+            &before.working_directory,
+            &after.working_directory,
+        ),
+    ];
+    for (name, before_value, after_value) in pairs {
+        // Unknown on one side is not a change.
+        if let (Some(a), Some(b)) = (before_value, after_value)
+            && a.trim() != b.trim()
+        {
+            let before_json = Value::from(a.as_str());
+            let after_json = Value::from(b.as_str());
+            let subject = Subject::new(Area::Launch, name, ChangeKind::Changed)
+                .values(Some(&before_json), Some(&after_json));
+            collector.push(&subject, name.to_string(), None, None, None);
+        }
+    }
+    if before.wrappers != after.wrappers {
+        let before_json = Value::from(before.wrappers.join(" > "));
+        let after_json = Value::from(after.wrappers.join(" > "));
+        let subject = Subject::new(Area::Launch, "wrappers", ChangeKind::Changed)
+            .values(Some(&before_json), Some(&after_json));
+        collector.push(&subject, String::from("wrappers"), None, None, None);
+    }
+    let before_unknown: BTreeSet<&String> = before.unknown.iter().collect();
+    let after_unknown: BTreeSet<&String> = after.unknown.iter().collect();
+    for flag in before_unknown.difference(&after_unknown) {
+        let value = Value::from(flag.as_str());
+        let name = format!("unknown:{flag}");
+        let subject =
+            Subject::new(Area::Launch, &name, ChangeKind::Removed).values(Some(&value), None);
+        collector.push(&subject, name.clone(), Some(flag.to_string()), None, None);
+    }
+    for flag in after_unknown.difference(&before_unknown) {
+        let value = Value::from(flag.as_str());
+        let name = format!("unknown:{flag}");
+        let subject =
+            Subject::new(Area::Launch, &name, ChangeKind::Added).values(None, Some(&value));
+        collector.push(&subject, name.clone(), None, Some(flag.to_string()), None);
+    }
+}

@@ -1,0 +1,529 @@
+//! Impact rules: what a change likely does to throughput and latency, and the ranking that puts
+//! the likeliest cause of "why is it slower" first.
+//!
+//! The rules are data in `configs/impact.toml`, embedded at build time. For one change the rules
+//! are tried in file order and the first that matches decides its category, impact and
+//! explanation (see the comments in that file for the keys).
+
+use std::sync::OnceLock;
+
+use probe_model::{Category, Change, ChangeKind, Impact};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The embedded rule file.
+pub const RULES_TOML: &str = include_str!("../../../configs/impact.toml");
+
+/// What a change is about, as the rules name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Area {
+    Option,
+    Speculative,
+    Engine,
+    EngineVersion,
+    Model,
+    Env,
+    Launch,
+    Package,
+    Gpu,
+    ModelConfig,
+    Metric,
+    Host,
+    Unit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    Increase,
+    Decrease,
+}
+
+/// One rule of `configs/impact.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Rule {
+    pub id: String,
+    pub area: Area,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub commons: Vec<String>,
+    #[serde(default)]
+    pub option_categories: Vec<String>,
+    #[serde(default)]
+    pub kinds: Vec<ChangeKind>,
+    pub direction: Option<Direction>,
+    pub min_relative_change: Option<f64>,
+    #[serde(default)]
+    pub after_values: Vec<String>,
+    pub category: Option<Category>,
+    pub impact: Impact,
+    #[serde(default)]
+    pub volatile: bool,
+    #[serde(default)]
+    pub explanation: String,
+}
+
+/// The whole rule file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RuleSet {
+    #[serde(default)]
+    pub category_order: Vec<Category>,
+    #[serde(default)]
+    pub rule: Vec<Rule>,
+}
+
+impl RuleSet {
+    /// Parses a rule file (the embedded one, or another for tests and `probe lint`).
+    pub fn parse(text: &str) -> Result<RuleSet, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// Position of a category in the ranking order; categories not listed go last.
+    pub fn category_rank(&self, category: Category) -> usize {
+        self.category_order
+            .iter()
+            .position(|listed| *listed == category)
+            .unwrap_or(self.category_order.len())
+    }
+
+    /// The first rule that matches, with the resulting assessment.
+    pub fn assess(&self, subject: &Subject<'_>) -> Assessment {
+        for rule in &self.rule {
+            if rule_matches(rule, subject) {
+                return Assessment {
+                    category: rule.category.unwrap_or_default(),
+                    impact: rule.impact,
+                    explanation: fill_template(&rule.explanation, subject),
+                    volatile: rule.volatile,
+                    rule: Some(rule.id.clone()),
+                };
+            }
+        }
+        Assessment {
+            category: Category::Other,
+            impact: Impact::Low,
+            explanation: String::from("changed; effect on throughput not catalogued"),
+            volatile: false,
+            rule: None,
+        }
+    }
+}
+
+/// The embedded rules. The file is ours and checked by a test; should it ever fail to parse,
+/// every change is still reported, as `Other`/`Low`.
+pub fn rules() -> &'static RuleSet {
+    static RULES: OnceLock<RuleSet> = OnceLock::new();
+    RULES.get_or_init(|| RuleSet::parse(RULES_TOML).unwrap_or_default())
+}
+
+/// A change as the rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub area: Area,
+    /// Option canonical name, package name, GPU field, metric name, env variable, ...
+    pub name: &'a str,
+    /// Cross-engine key of an option.
+    pub common: Option<&'a str>,
+    /// The engine catalog's category of an option.
+    pub option_category: Option<&'a str>,
+    pub kind: ChangeKind,
+    pub before: Option<&'a Value>,
+    pub after: Option<&'a Value>,
+}
+
+impl<'a> Subject<'a> {
+    pub fn new(area: Area, name: &'a str, kind: ChangeKind) -> Subject<'a> {
+        Subject {
+            area,
+            name,
+            common: None,
+            option_category: None,
+            kind,
+            before: None,
+            after: None,
+        }
+    }
+
+    pub fn values(mut self, before: Option<&'a Value>, after: Option<&'a Value>) -> Subject<'a> {
+        self.before = before;
+        self.after = after;
+        self
+    }
+}
+
+/// What the rules say about one change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assessment {
+    pub category: Category,
+    pub impact: Impact,
+    pub explanation: String,
+    /// Expected churn: listed apart from the changes.
+    pub volatile: bool,
+    /// Id of the rule that decided, if any.
+    pub rule: Option<String>,
+}
+
+/// Assesses one change with the embedded rules.
+pub fn assess(subject: &Subject<'_>) -> Assessment {
+    rules().assess(subject)
+}
+
+/// Sorts changes by impact (high first), then category order from the rule file, then key.
+pub fn rank(changes: &mut [Change]) {
+    let rule_set = rules();
+    changes.sort_by(|left, right| {
+        left.impact
+            .cmp(&right.impact)
+            .then_with(|| {
+                rule_set
+                    .category_rank(left.category)
+                    .cmp(&rule_set.category_rank(right.category))
+            })
+            .then_with(|| left.key.cmp(&right.key))
+    });
+}
+
+/// Builds a [`Change`] for a subject with the embedded rules; `None` when the rules say it is not
+/// a change at all (impact `none`, not volatile). The second value says whether it is volatile.
+pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, bool)> {
+    let assessment = assess(subject);
+    if assessment.impact == Impact::None && !assessment.volatile {
+        return None;
+    }
+    let change = Change {
+        category: assessment.category,
+        impact: assessment.impact,
+        kind: subject.kind,
+        key,
+        before: subject.before.cloned(),
+        after: subject.after.cloned(),
+        before_written: None,
+        after_written: None,
+        explanation: assessment.explanation,
+        note: None,
+    };
+    Some((change, assessment.volatile))
+}
+
+fn rule_matches(rule: &Rule, subject: &Subject<'_>) -> bool {
+    if rule.area != subject.area {
+        return false;
+    }
+    let has_selector =
+        !rule.names.is_empty() || !rule.commons.is_empty() || !rule.option_categories.is_empty();
+    if has_selector {
+        let by_name = rule
+            .names
+            .iter()
+            .any(|pattern| glob_match(pattern, subject.name));
+        let by_common = subject
+            .common
+            .is_some_and(|common| rule.commons.iter().any(|listed| listed == common));
+        let by_category = subject.option_category.is_some_and(|category| {
+            rule.option_categories
+                .iter()
+                .any(|listed| listed.eq_ignore_ascii_case(category))
+        });
+        if !(by_name || by_common || by_category) {
+            return false;
+        }
+    }
+    if !rule.kinds.is_empty() && !rule.kinds.contains(&subject.kind) {
+        return false;
+    }
+    if !rule.after_values.is_empty() {
+        let Some(after) = subject.after.map(value_text) else {
+            return false;
+        };
+        if !rule
+            .after_values
+            .iter()
+            .any(|listed| listed.eq_ignore_ascii_case(&after))
+        {
+            return false;
+        }
+    }
+    if let Some(direction) = rule.direction {
+        match compare_direction(subject.before, subject.after) {
+            Some(std::cmp::Ordering::Less) if direction == Direction::Decrease => {}
+            Some(std::cmp::Ordering::Greater) if direction == Direction::Increase => {}
+            _ => return false,
+        }
+    }
+    if let Some(threshold) = rule.min_relative_change {
+        match relative_change(subject.before, subject.after) {
+            Some(change) if change.abs() >= threshold => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Case-sensitive glob with `*` only.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (index, part) in parts.iter().enumerate() {
+        if index == 0 {
+            match rest.strip_prefix(part) {
+                Some(after) => rest = after,
+                None => return false,
+            }
+        } else if index == parts.len() - 1 {
+            return rest.len() >= part.len() && rest.ends_with(part);
+        } else if let Some(position) = rest.find(part) {
+            rest = rest.get(position + part.len()..).unwrap_or("");
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// A value as plain text: strings without quotes.
+pub(crate) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::from("none"),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn value_number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(number) => number.as_f64(),
+        Value::String(text) => text.trim().parse::<f64>().ok(),
+        Value::Bool(flag) => Some(if *flag { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+/// Order of the value after relative to the value before (`Less`: it decreased), numerically, or
+/// as versions when both are texts.
+fn compare_direction(before: Option<&Value>, after: Option<&Value>) -> Option<std::cmp::Ordering> {
+    let (before, after) = (before?, after?);
+    if let (Some(left), Some(right)) = (value_number(before), value_number(after)) {
+        return right.partial_cmp(&left);
+    }
+    match (before, after) {
+        (Value::String(left), Value::String(right)) => Some(compare_versions(right, left)),
+        _ => None,
+    }
+}
+
+/// `after / before - 1` for numeric values.
+pub(crate) fn relative_change(before: Option<&Value>, after: Option<&Value>) -> Option<f64> {
+    let before = value_number(before?)?;
+    let after = value_number(after?)?;
+    if before == 0.0 || !before.is_finite() || !after.is_finite() {
+        return None;
+    }
+    Some(after / before - 1.0)
+}
+
+/// Orders versions like `2.9.1+cu128` and `0.5.10rc1` by their numeric parts first; a
+/// pre-release suffix sorts before the release.
+pub fn compare_versions(left: &str, right: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let left_parts = version_parts(left);
+    let right_parts = version_parts(right);
+    let length = left_parts.len().max(right_parts.len());
+    for index in 0..length {
+        let left_part = left_parts.get(index);
+        let right_part = right_parts.get(index);
+        let ordering = match (left_part, right_part) {
+            (Some(VersionPart::Number(a)), Some(VersionPart::Number(b))) => a.cmp(b),
+            (Some(VersionPart::Text(a)), Some(VersionPart::Text(b))) => a.cmp(b),
+            // A number beats a pre-release tag at the same position (1.0.1 > 1.0rc1).
+            (Some(VersionPart::Number(_)), Some(VersionPart::Text(_))) => Ordering::Greater,
+            (Some(VersionPart::Text(_)), Some(VersionPart::Number(_))) => Ordering::Less,
+            // A release beats its pre-release (1.0 > 1.0rc1); more numbers is newer (1.0.1 > 1.0).
+            (None, Some(VersionPart::Text(_))) => Ordering::Greater,
+            (Some(VersionPart::Text(_)), None) => Ordering::Less,
+            (None, Some(VersionPart::Number(_))) => Ordering::Less,
+            (Some(VersionPart::Number(_)), None) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum VersionPart {
+    Number(u64),
+    Text(String),
+}
+
+fn version_parts(version: &str) -> Vec<VersionPart> {
+    // The local part (`+cu128`) does not order releases.
+    let public = version.split('+').next().unwrap_or(version);
+    let public = public.trim().trim_start_matches(['v', 'V']);
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut current_is_digit = false;
+    for character in public.chars() {
+        let is_digit = character.is_ascii_digit();
+        if !character.is_ascii_alphanumeric() {
+            flush_version_part(&mut parts, &mut current, current_is_digit);
+            continue;
+        }
+        if !current.is_empty() && is_digit != current_is_digit {
+            flush_version_part(&mut parts, &mut current, current_is_digit);
+        }
+        current_is_digit = is_digit;
+        current.push(character.to_ascii_lowercase());
+    }
+    flush_version_part(&mut parts, &mut current, current_is_digit);
+    parts
+}
+
+fn flush_version_part(parts: &mut Vec<VersionPart>, current: &mut String, is_digit: bool) {
+    if current.is_empty() {
+        return;
+    }
+    let part = if is_digit {
+        current
+            .parse::<u64>()
+            .map(VersionPart::Number)
+            .unwrap_or_else(|_| VersionPart::Text(current.clone()))
+    } else {
+        VersionPart::Text(current.clone())
+    };
+    parts.push(part);
+    current.clear();
+}
+
+fn fill_template(template: &str, subject: &Subject<'_>) -> String {
+    if !template.contains('{') {
+        return template.to_string();
+    }
+    let before = subject
+        .before
+        .map(short_value)
+        .unwrap_or_else(|| String::from("unset"));
+    let after = subject
+        .after
+        .map(short_value)
+        .unwrap_or_else(|| String::from("unset"));
+    let percent = relative_change(subject.before, subject.after)
+        .map(|change| format!("{:+.0}", change * 100.0))
+        .unwrap_or_else(|| String::from("?"));
+    template
+        .replace("{before}", &before)
+        .replace("{after}", &after)
+        .replace("{name}", subject.name)
+        .replace("{pct}", &percent)
+}
+
+/// A value for an explanation: numbers with at most two decimals, long texts cut.
+fn short_value(value: &Value) -> String {
+    if let Value::Number(number) = value
+        && let Some(float) = number.as_f64()
+        && number.as_i64().is_none()
+        && number.as_u64().is_none()
+    {
+        let text = format!("{float:.2}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        return text.to_string();
+    }
+    let text = value_text(value);
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        return format!("{cut}...");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rules_parse_and_have_unique_ids() {
+        let rule_set = RuleSet::parse(RULES_TOML).expect("configs/impact.toml parses");
+        assert!(rule_set.rule.len() > 40);
+        let mut ids: Vec<&str> = rule_set.rule.iter().map(|rule| rule.id.as_str()).collect();
+        ids.sort_unstable();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(before, ids.len(), "rule ids are unique");
+        assert_eq!(rule_set.category_order.len(), 12);
+        for rule in &rule_set.rule {
+            if rule.impact != Impact::None {
+                assert!(
+                    !rule.explanation.is_empty(),
+                    "rule {} explains itself",
+                    rule.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("cuda-graph-*", "cuda-graph-max-bs"));
+        assert!(!glob_match("cuda-graph-*", "disable-cuda-graph"));
+        assert!(glob_match(
+            "*mtp_num_hidden_layers",
+            "text_config.mtp_num_hidden_layers"
+        ));
+        assert!(glob_match("*_PORT_*_TCP*", "X_PORT_80_TCP_ADDR"));
+        assert!(glob_match("a*b*c", "aXbYc"));
+        assert!(!glob_match("a*b*c", "aXbY"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn versions_order() {
+        use std::cmp::Ordering::*;
+        assert_eq!(compare_versions("0.5.9", "0.5.10"), Less);
+        assert_eq!(compare_versions("2.9.1+cu128", "2.9.1+cu126"), Equal);
+        assert_eq!(compare_versions("0.11.0", "0.11.0rc1"), Greater);
+        assert_eq!(compare_versions("1.0", "1.0.1"), Less);
+        assert_eq!(compare_versions("v0.33.0", "0.8.5"), Greater);
+    }
+
+    #[test]
+    fn direction_and_threshold_conditions() {
+        let before = Value::from(2000.0);
+        let after = Value::from(1200.0);
+        let subject = Subject::new(Area::Metric, "gen_throughput", ChangeKind::Changed)
+            .values(Some(&before), Some(&after));
+        let assessment = assess(&subject);
+        assert_eq!(assessment.impact, Impact::High);
+        assert_eq!(assessment.category, Category::Metrics);
+        assert!(
+            assessment.explanation.contains("-40%"),
+            "{}",
+            assessment.explanation
+        );
+
+        let small = Value::from(1950.0);
+        let subject = Subject::new(Area::Metric, "gen_throughput", ChangeKind::Changed)
+            .values(Some(&before), Some(&small));
+        assert_eq!(assess(&subject).impact, Impact::None);
+    }
+
+    #[test]
+    fn after_values_condition() {
+        let on = Value::Bool(true);
+        let subject =
+            Subject::new(Area::Option, "enforce-eager", ChangeKind::Added).values(None, Some(&on));
+        assert_eq!(assess(&subject).rule.as_deref(), Some("cuda-graph-off"));
+        let off = Value::Bool(false);
+        let subject = Subject::new(Area::Option, "enforce-eager", ChangeKind::Changed)
+            .values(Some(&on), Some(&off));
+        assert_eq!(assess(&subject).rule.as_deref(), Some("cuda-graph"));
+    }
+}
