@@ -7,5 +7,12 @@
 pub mod catalog;
 pub mod common;
 pub mod compare;
+pub mod impact;
 pub mod launch;
 pub mod timeline;
+
+pub use compare::{
+    CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
+    rank, unified_diff,
+};
+pub use timeline::{timeline, timeline_with};
