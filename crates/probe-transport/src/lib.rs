@@ -20,7 +20,6 @@ mod known_hosts;
 mod local;
 mod session;
 mod settings;
-mod shim;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

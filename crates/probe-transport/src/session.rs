@@ -339,12 +339,13 @@ where
 
 /// Connects to `target` through its jump hosts.
 pub(crate) async fn connect_ssh(target: &str, ctx: &ConnectCtx<'_>) -> Result<SshSession, TransportError> {
-    let mut settings = crate::settings::resolve(target, ctx.opts.config_file.as_ref())?;
+    let mut warnings = Vec::new();
+    let mut settings = crate::settings::resolve(target, ctx.opts.config_file.as_ref(), &mut warnings)?;
     apply_options(&mut settings, ctx);
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     let mut route = Vec::new();
     for hop in &settings.jumps {
-        let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref())
+        let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref(), &mut warnings)
             .map_err(|e| TransportError::new(settings.alias.clone(), ErrorKind::Jump { jump: hop.clone(), inner: Box::new(e.kind) }))?;
         apply_options(&mut hs, ctx);
         let via = match jumps.last() {
@@ -362,6 +363,9 @@ pub(crate) async fn connect_ssh(target: &str, ctx: &ConnectCtx<'_>) -> Result<Ss
         None => Via::Direct,
     };
     let handle = connect_hop(&settings, via, ctx).await?;
+    for w in warnings {
+        ctx.notice(w);
+    }
     let mut address = format!("{}@{}:{}", settings.user, settings.hostname, settings.port);
     if !route.is_empty() {
         address.push_str(&format!(" via {}", route.join(",")));

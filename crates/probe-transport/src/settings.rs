@@ -40,43 +40,38 @@ pub(crate) struct HostSettings {
     pub batch_mode: bool,
 }
 
-/// Resolves `target` through the ssh_config module.
-pub(crate) fn resolve(target: &str, config_file: Option<&PathBuf>) -> Result<HostSettings, TransportError> {
-    use crate::shim::{self as config, StrictHostKeyChecking};
+/// Resolves `target` through the ssh_config module. Config warnings go to `warnings`.
+pub(crate) fn resolve(
+    target: &str,
+    config_file: Option<&PathBuf>,
+    warnings: &mut Vec<String>,
+) -> Result<HostSettings, TransportError> {
+    use crate::config::{self, StrictHostKeyChecking};
     let cfg_err = |e: String| TransportError::new(target, ErrorKind::Config(e));
-    let parsed = crate::shim::parse_target(target).map_err(|e| cfg_err(e.to_string()))?;
+    let parsed = crate::target::parse_target(target).map_err(|e| cfg_err(e.to_string()))?;
     let opts = config::ResolveOptions::from_env(config_file.cloned());
     let rc = config::resolve(&parsed, &opts).map_err(|e| cfg_err(e.to_string()))?;
-    let jumps = rc.jump_hosts().map_err(|e| cfg_err(e.to_string()))?;
-    let jumps = jumps
-        .iter()
-        .map(|t| {
-            let mut s = String::new();
-            if let Some(u) = &t.user {
-                s.push_str(u);
-                s.push('@');
-            }
-            if t.host.contains(':') {
-                s.push_str(&format!("[{}]", t.host));
-            } else {
-                s.push_str(&t.host);
-            }
-            if let Some(p) = t.port {
-                s.push_str(&format!(":{p}"));
-            }
-            s
-        })
-        .collect();
+    if rc.proxy_command.is_some() {
+        return Err(cfg_err("ProxyCommand is not supported; use ProxyJump".into()));
+    }
+    let jumps = rc.jump_hosts().map_err(|e| cfg_err(e.to_string()))?.iter().map(|t| t.to_string()).collect();
+    warnings.extend(rc.warnings.iter().map(|w| format!("{}: {w}", rc.alias)));
     let identity_files = rc.expanded_identity_files();
-    let identities_configured = !rc.identity_files.is_empty();
+    // OpenSSH's defaults are all `~/.ssh/id_*`; anything else was configured.
+    let identities_configured = rc.identity_files.iter().any(|f| !f.starts_with("~/.ssh/id_"));
     let identity_agent = match rc.identity_agent.as_deref() {
-        None => None,
+        None | Some("SSH_AUTH_SOCK") => None,
         Some(a) if a.eq_ignore_ascii_case("none") => Some(None),
-        Some("SSH_AUTH_SOCK") => None,
-        Some(a) => Some(Some(expand_tilde(a, &opts.home))),
+        Some(a) => Some(Some(expand_tilde(a, &rc.home))),
     };
-    let user_known_hosts = rc.expanded_known_hosts_files();
-    let global_known_hosts = rc.global_known_hosts_files.iter().map(|p| expand_tilde(&p.to_string_lossy(), &opts.home)).collect();
+    let user_known_hosts: Vec<PathBuf> = rc
+        .user_known_hosts_files
+        .iter()
+        .filter(|f| !f.eq_ignore_ascii_case("none"))
+        .map(|f| expand_tilde(f, &rc.home))
+        .collect();
+    let global_known_hosts =
+        rc.expanded_known_hosts_files().into_iter().filter(|f| !user_known_hosts.contains(f)).collect();
     Ok(HostSettings {
         alias: rc.alias.clone(),
         hostname: rc.hostname.clone(),
@@ -87,7 +82,7 @@ pub(crate) fn resolve(target: &str, config_file: Option<&PathBuf>) -> Result<Hos
         identities_only: rc.identities_only,
         identity_agent,
         jumps,
-        connect_timeout: rc.connect_timeout,
+        connect_timeout: rc.connect_timeout.map(Duration::from_secs),
         user_known_hosts,
         global_known_hosts,
         strict: match rc.strict_host_key_checking {
@@ -95,8 +90,8 @@ pub(crate) fn resolve(target: &str, config_file: Option<&PathBuf>) -> Result<Hos
             StrictHostKeyChecking::AcceptNew => Strict::AcceptNew,
             StrictHostKeyChecking::No => Strict::No,
         },
-        server_alive_interval: rc.server_alive_interval,
-        server_alive_count_max: rc.server_alive_count_max.map(|n| n as usize),
+        server_alive_interval: Some(Duration::from_secs(rc.server_alive_interval)),
+        server_alive_count_max: usize::try_from(rc.server_alive_count_max).ok(),
         host_key_alias: rc.host_key_alias.clone(),
         batch_mode: rc.batch_mode,
     })
