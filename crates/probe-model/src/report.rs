@@ -1,0 +1,140 @@
+//! What the `probe` command prints as JSON: the report on one host (`probe host --format json`)
+//! and the per-host records and summary of an audit (`probe audit --jsonl`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    GpuState, HostFacts, LaunchConfig, LaunchDiff, MetricSummary, SectionReport, SnapshotDiff,
+    UnixTime,
+};
+
+/// The report on one host: what runs now, what ran before, what changed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostReport {
+    pub schema_version: u32,
+    /// The target as given.
+    pub target: String,
+    pub address: Option<String>,
+    /// The snapshot this report was made from.
+    pub snapshot_id: String,
+    pub collected_at: UnixTime,
+    /// Whether the snapshot was stored.
+    pub stored: bool,
+    pub host: HostFacts,
+    pub gpu: GpuState,
+    /// Launches running now.
+    pub running: Vec<LaunchConfig>,
+    /// Earlier launches reconstructed (history, unit files, logs), newest first.
+    pub earlier: Vec<LaunchConfig>,
+    /// The running launch against the one before it.
+    pub vs_previous_launch: Option<LaunchDiff>,
+    /// This snapshot against the last stored snapshot of the same host.
+    pub vs_last_snapshot: Option<SnapshotDiff>,
+    /// Log metrics with their time ranges.
+    pub metrics: Vec<MetricReport>,
+    /// Sections that did not complete (timed out, permission denied, truncated, failed).
+    pub problems: Vec<SectionReport>,
+    /// Messages from connecting (a host key recorded, a setting reinterpreted).
+    pub notices: Vec<String>,
+}
+
+/// One metric of one log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricReport {
+    pub name: String,
+    pub unit: String,
+    /// The log it came from (file path or unit name).
+    pub source: String,
+    pub summary: MetricSummary,
+}
+
+/// Outcome of one host in an audit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditStatus {
+    /// Collected, nothing meaningful changed (or no previous snapshot).
+    #[default]
+    Ok,
+    /// Collected, and something meaningful changed against the previous snapshot.
+    Changed,
+    Unreachable,
+    AuthFailed,
+    HostKeyRefused,
+    TimedOut,
+    Error,
+}
+
+impl AuditStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStatus::Ok => "ok",
+            AuditStatus::Changed => "changed",
+            AuditStatus::Unreachable => "unreachable",
+            AuditStatus::AuthFailed => "auth_failed",
+            AuditStatus::HostKeyRefused => "host_key_refused",
+            AuditStatus::TimedOut => "timed_out",
+            AuditStatus::Error => "error",
+        }
+    }
+
+    /// Whether the host was collected.
+    pub fn collected(self) -> bool {
+        matches!(self, AuditStatus::Ok | AuditStatus::Changed)
+    }
+}
+
+/// An engine running on a host, with its installed version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineVersion {
+    pub engine: String,
+    pub version: Option<String>,
+}
+
+/// One host's line of an audit (`"type": "host"` in JSON Lines).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditRecord {
+    pub schema_version: u32,
+    /// Always `host`.
+    #[serde(rename = "type")]
+    pub record_type: String,
+    /// The inventory name.
+    pub host: String,
+    pub target: String,
+    pub status: AuditStatus,
+    /// Meaningful changes against the previous snapshot.
+    pub changes: usize,
+    /// The highest-impact changes, one line each.
+    pub top_changes: Vec<String>,
+    /// The failure, one line (`HOST: cause`).
+    pub error: Option<String>,
+    pub snapshot_id: Option<String>,
+    pub previous_snapshot_id: Option<String>,
+    pub engines: Vec<EngineVersion>,
+    pub gpu_count: usize,
+    pub duration_ms: u64,
+    pub groups: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+/// The last line of an audit (`"type": "summary"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditSummary {
+    pub schema_version: u32,
+    /// Always `summary`.
+    #[serde(rename = "type")]
+    pub record_type: String,
+    pub inventory: String,
+    pub hosts: usize,
+    pub ok: usize,
+    pub changed: usize,
+    pub failed: usize,
+    pub started_at: UnixTime,
+    pub finished_at: UnixTime,
+    pub duration_ms: u64,
+    pub exit_code: u8,
+}
