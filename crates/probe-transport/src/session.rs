@@ -22,6 +22,15 @@ pub const MAX_CHANNELS: usize = 8;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
 const RETRIES: u32 = 3;
+/// Handshake attempts when the server resets the connection (MaxStartups).
+const HANDSHAKE_TRIES: u32 = 6;
+
+/// Backoff with random jitter, so clients that were reset together do not retry together.
+fn backoff(attempt: u32, base_ms: u64) -> Duration {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % (base_ms * 2 + 1);
+    Duration::from_millis((base_ms << attempt.min(5)) + jitter)
+}
 
 /// The russh handler: verifies the server's host key against known_hosts.
 pub(crate) struct Client {
@@ -270,6 +279,7 @@ async fn connect_hop(s: &HostSettings, via: Via<'_>, ctx: &ConnectCtx<'_>) -> Re
     let limit = s.connect_timeout.filter(|d| !d.is_zero()).unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let err = |kind| TransportError::new(s.alias.clone(), kind);
     let mut attempt = 0u32;
+    let give_up = Instant::now() + limit;
     let mut handle = loop {
         attempt += 1;
         let (config, client) = client_for(s, ctx);
@@ -307,9 +317,9 @@ async fn connect_hop(s: &HostSettings, via: Via<'_>, ctx: &ConnectCtx<'_>) -> Re
         };
         match result {
             Ok(h) => break h,
-            Err((kind, retry)) if retry && attempt < RETRIES => {
+            Err((kind, retry)) if retry && attempt < HANDSHAKE_TRIES && Instant::now() < give_up => {
                 tracing::debug!("{}: {kind}; retrying", s.alias);
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                tokio::time::sleep(backoff(attempt, 50)).await;
             }
             Err((kind, _)) => return Err(err(kind)),
         }
@@ -451,7 +461,7 @@ impl SshSession {
                 Ok(Ok(ch)) => break ch,
                 Ok(Err(russh::Error::ChannelOpenFailure(f))) if attempt < RETRIES => {
                     tracing::debug!("{}: channel open failed ({f:?}); retrying", self.host);
-                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                    tokio::time::sleep(backoff(attempt, 25)).await;
                 }
                 Ok(Err(e)) => return Err(err(ErrorKind::Channel(clean(&e.to_string())))),
             }

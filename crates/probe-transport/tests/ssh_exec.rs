@@ -241,3 +241,34 @@ async fn local_exec_same_semantics() {
     let st = Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
     assert!(!st.status.success(), "local process group survived");
 }
+
+#[tokio::test]
+async fn handshake_resets_past_max_startups_are_retried() {
+    // sshd drops every unauthenticated connection beyond 2; 6 clients at once would see resets.
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(dir.path(), "id", "ed25519", "", None);
+    let sshd = sshd_at(Ipv4Addr::LOCALHOST, vec![k.public.clone()], "MaxStartups 2:100:2\n");
+    let kh = dir.path().join("known_hosts");
+    sshd.write_known_hosts(&kh);
+    let cfg = dir.path().join("config");
+    std::fs::write(
+        &cfg,
+        format!("Host *\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n", k.private.display(), kh.display()),
+    )
+    .unwrap();
+    let opts = ConnectOptions { config_file: Some(cfg), ..Default::default() };
+    let target = sshd.target("root");
+    let results = futures_join_all((0..6).map(|_| probe_transport::connect(&target, &opts))).await;
+    let mut ok = 0;
+    for r in results {
+        match r {
+            Ok(c) => {
+                ok += 1;
+                c.close().await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(ok, 6);
+    assert!(sshd.log().contains("MaxStartups"), "the server did drop connections:\n{}", sshd.log());
+}
