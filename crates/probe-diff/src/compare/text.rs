@@ -10,7 +10,7 @@ const CONTEXT_LINES: usize = 3;
 /// Texts come from remote hosts: bound the time spent diffing them.
 const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// A unified diff of `before` and `after`, headed `a/<label>` / `b/<label>`; empty when the texts
+/// A unified diff of `before` and `after`, headed `a/<label>` / `b/<label>` (a leading `/` dropped); empty when the texts
 /// are equal.
 pub fn unified_diff(label: &str, before: &str, after: &str) -> TextDiff {
     if before == after {
@@ -19,8 +19,10 @@ pub fn unified_diff(label: &str, before: &str, after: &str) -> TextDiff {
             unified: String::new(),
         };
     }
-    let before_header = format!("a/{label}");
-    let after_header = format!("b/{label}");
+    // `a/etc/...` rather than `a//etc/...` for absolute paths, as `git diff` writes them.
+    let relative = label.trim_start_matches('/');
+    let before_header = format!("a/{relative}");
+    let after_header = format!("b/{relative}");
     let unified = similar::TextDiff::configure()
         .algorithm(Algorithm::Patience)
         .timeout(DIFF_TIMEOUT)
