@@ -9,10 +9,10 @@ use russh::client::Handle;
 use russh::keys::agent::client::AgentClient;
 use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
+use crate::PassphrasePrompt;
 use crate::error::{ErrorKind, TransportError, clean};
 use crate::session::Client;
 use crate::settings::HostSettings;
-use crate::PassphrasePrompt;
 
 /// Keys decrypted during this `connect`, so a key used for a jump host and the target is asked
 /// for once.
@@ -53,22 +53,33 @@ pub(crate) async fn authenticate(
     let agent_path = match &s.identity_agent {
         Some(None) => None,
         Some(Some(p)) => Some(p.clone()),
-        None => std::env::var_os("SSH_AUTH_SOCK").filter(|v| !v.is_empty()).map(PathBuf::from),
+        None => std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
     };
     if let Some(sock) = agent_path {
         match AgentClient::connect_uds(&sock).await {
-            Err(e) => tried.push(format!("agent ({}: {})", sock.display(), clean(&e.to_string()))),
+            Err(e) => tried.push(format!(
+                "agent ({}: {})",
+                sock.display(),
+                clean(&e.to_string())
+            )),
             Ok(mut agent) => match agent.request_identities().await {
                 Err(e) => tried.push(format!("agent ({})", clean(&e.to_string()))),
                 Ok(ids) => {
                     let mut n = 0usize;
                     for id in ids {
                         let pk = id.public_key().into_owned();
-                        if s.identities_only && !file_publics.iter().any(|f| f.key_data() == pk.key_data()) {
+                        if s.identities_only
+                            && !file_publics.iter().any(|f| f.key_data() == pk.key_data())
+                        {
                             continue;
                         }
                         n += 1;
-                        match h.authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent).await {
+                        match h
+                            .authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent)
+                            .await
+                        {
                             Ok(r) if r.success() => return Ok(()),
                             Ok(_) => {}
                             Err(e) => {
@@ -79,8 +90,15 @@ pub(crate) async fn authenticate(
                         }
                     }
                     if n != usize::MAX {
-                        let only = if s.identities_only { ", IdentitiesOnly" } else { "" };
-                        tried.push(format!("agent ({n} key{}{only})", if n == 1 { "" } else { "s" }));
+                        let only = if s.identities_only {
+                            ", IdentitiesOnly"
+                        } else {
+                            ""
+                        };
+                        tried.push(format!(
+                            "agent ({n} key{}{only})",
+                            if n == 1 { "" } else { "s" }
+                        ));
                     }
                 }
             },
@@ -103,11 +121,21 @@ pub(crate) async fn authenticate(
             }
         };
         let hash_for_key = if key.algorithm().is_rsa() { hash } else { None };
-        match h.authenticate_publickey(s.user.clone(), PrivateKeyWithHashAlg::new(key, hash_for_key)).await {
+        match h
+            .authenticate_publickey(
+                s.user.clone(),
+                PrivateKeyWithHashAlg::new(key, hash_for_key),
+            )
+            .await
+        {
             Ok(r) if r.success() => return Ok(()),
             Ok(_) => tried.push(format!("{} (rejected)", path.display())),
             Err(e) => {
-                tried.push(format!("{} (error: {})", path.display(), clean(&e.to_string())));
+                tried.push(format!(
+                    "{} (error: {})",
+                    path.display(),
+                    clean(&e.to_string())
+                ));
                 if h.is_closed() {
                     break;
                 }

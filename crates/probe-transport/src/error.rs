@@ -25,7 +25,10 @@ pub struct TransportError {
 
 impl TransportError {
     pub fn new(host: impl Into<String>, kind: ErrorKind) -> Self {
-        TransportError { host: host.into(), kind }
+        TransportError {
+            host: host.into(),
+            kind,
+        }
     }
 
     pub fn class(&self) -> FailureClass {
@@ -65,7 +68,10 @@ pub enum ErrorKind {
     #[error("{addr} unreachable: {cause}")]
     Unreachable { addr: String, cause: String },
     #[error("connection timed out after {}s ({phase})", secs(*.after))]
-    ConnectTimeout { after: Duration, phase: &'static str },
+    ConnectTimeout {
+        after: Duration,
+        phase: &'static str,
+    },
     #[error("connection reset during {phase}: {cause}")]
     Reset { phase: &'static str, cause: String },
     #[error("ssh handshake failed: {0}")]
@@ -113,14 +119,20 @@ pub enum ErrorKind {
 
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if s.fract() == 0.0 { format!("{}", s as u64) } else { format!("{s:.1}") }
+    if s.fract() == 0.0 {
+        format!("{}", s as u64)
+    } else {
+        format!("{s:.1}")
+    }
 }
 
 impl ErrorKind {
     pub fn class(&self) -> FailureClass {
         use ErrorKind::*;
         match self {
-            Dns { .. } | Refused { .. } | Unreachable { .. } | Reset { .. } => FailureClass::Unreachable,
+            Dns { .. } | Refused { .. } | Unreachable { .. } | Reset { .. } => {
+                FailureClass::Unreachable
+            }
             ConnectTimeout { .. } | ExecTimeout { .. } => FailureClass::TimedOut,
             UnknownHostKey(_) | HostKeyChanged(_) | HostKeyRevoked(_) | HostCertificate { .. } => {
                 FailureClass::HostKeyRefused
@@ -138,5 +150,9 @@ impl ErrorKind {
 /// Strips control characters (terminal escapes) from text that came from the remote side or
 /// from files, so an error line stays one harmless line.
 pub(crate) fn clean(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_string()
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_string()
 }

@@ -38,7 +38,9 @@ impl Hosts {
         let name = name.to_ascii_lowercase();
         match self {
             Hosts::Hashed { salt, hash } => {
-                let Ok(mut mac) = HmacSha1::new_from_slice(salt) else { return false };
+                let Ok(mut mac) = HmacSha1::new_from_slice(salt) else {
+                    return false;
+                };
                 mac.update(name.as_bytes());
                 mac.verify_slice(hash).is_ok()
             }
@@ -131,7 +133,11 @@ pub(crate) struct KnownHosts {
 /// the portless fallback.
 pub(crate) fn lookup_names(host: &str, port: u16) -> Vec<String> {
     let host = host.to_ascii_lowercase();
-    if port == 22 { vec![host] } else { vec![format!("[{host}]:{port}"), host] }
+    if port == 22 {
+        vec![host]
+    } else {
+        vec![format!("[{host}]:{port}"), host]
+    }
 }
 
 impl KnownHosts {
@@ -154,8 +160,14 @@ impl KnownHosts {
         }
     }
 
-    fn matching<'a>(&'a self, name: &'a str, marker: Marker) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries.iter().filter(move |e| e.marker == marker && e.hosts.matches(name))
+    fn matching<'a>(
+        &'a self,
+        name: &'a str,
+        marker: Marker,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.marker == marker && e.hosts.matches(name))
     }
 
     fn revoked(&self, names: &[String], key: &ssh_key::public::KeyData) -> Option<Location> {
@@ -199,7 +211,12 @@ impl KnownHosts {
 
     /// Checks a host certificate against the `@cert-authority` lines for `names`.
     /// `principal` is the bare host name the certificate must be issued for.
-    pub fn check_certificate(&self, names: &[String], principal: &str, cert: &Certificate) -> Verdict {
+    pub fn check_certificate(
+        &self,
+        names: &[String],
+        principal: &str,
+        cert: &Certificate,
+    ) -> Verdict {
         let ca_key = PublicKey::new(cert.signature_key().clone(), "");
         if let Some(loc) = self.revoked(names, cert.signature_key()) {
             return Verdict::Revoked(loc);
@@ -228,7 +245,10 @@ impl KnownHosts {
         }
         let principal = principal.to_ascii_lowercase();
         if !cert.valid_principals().is_empty()
-            && !cert.valid_principals().iter().any(|p| p.to_ascii_lowercase() == principal)
+            && !cert
+                .valid_principals()
+                .iter()
+                .any(|p| p.to_ascii_lowercase() == principal)
         {
             return Verdict::BadCertificate(format!(
                 "certificate principals {:?} do not include {principal}",
@@ -248,8 +268,12 @@ impl KnownHosts {
             for e in self.matching(name, Marker::None) {
                 let algs = match e.key.algorithm() {
                     Algorithm::Rsa { .. } => vec![
-                        Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
-                        Algorithm::Rsa { hash: Some(HashAlg::Sha256) },
+                        Algorithm::Rsa {
+                            hash: Some(HashAlg::Sha512),
+                        },
+                        Algorithm::Rsa {
+                            hash: Some(HashAlg::Sha256),
+                        },
                         Algorithm::Rsa { hash: None },
                     ],
                     other => vec![other],
@@ -269,13 +293,18 @@ impl KnownHosts {
 
     /// Whether any `@cert-authority` line applies to the host.
     pub fn has_cert_authority(&self, names: &[String]) -> bool {
-        names.iter().any(|n| self.matching(n, Marker::CertAuthority).next().is_some())
+        names
+            .iter()
+            .any(|n| self.matching(n, Marker::CertAuthority).next().is_some())
     }
 }
 
 impl Entry {
     fn location(&self) -> Location {
-        Location { file: self.file.clone(), line: self.line }
+        Location {
+            file: self.file.clone(),
+            line: self.line,
+        }
     }
     fn hosts_is_star(&self) -> bool {
         matches!(&self.hosts, Hosts::Patterns(p) if p.iter().any(|x| x == "*"))
@@ -309,7 +338,13 @@ fn parse_line(raw: &str, file: &Path, line: usize) -> Option<Entry> {
     let key_type = fields.next()?;
     let key_b64 = fields.next()?;
     let key = PublicKey::from_openssh(&format!("{key_type} {key_b64}")).ok()?;
-    Some(Entry { file: file.to_path_buf(), line, marker, hosts, key })
+    Some(Entry {
+        file: file.to_path_buf(),
+        line,
+        marker,
+        hosts,
+        key,
+    })
 }
 
 fn parse_hosts(field: &str) -> Option<Hosts> {
@@ -320,9 +355,16 @@ fn parse_hosts(field: &str) -> Option<Hosts> {
         let hash = b64.decode(hash).ok()?;
         return Some(Hosts::Hashed { salt, hash });
     }
-    let patterns: Vec<String> =
-        field.split(',').filter(|p| !p.is_empty()).map(|p| p.to_ascii_lowercase()).collect();
-    if patterns.is_empty() { None } else { Some(Hosts::Patterns(patterns)) }
+    let patterns: Vec<String> = field
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.to_ascii_lowercase())
+        .collect();
+    if patterns.is_empty() {
+        None
+    } else {
+        Some(Hosts::Patterns(patterns))
+    }
 }
 
 /// The line OpenSSH's accept-new writes (with `HashKnownHosts no`): `name keytype base64`.
@@ -335,11 +377,21 @@ pub(crate) fn entry_line(name: &str, key: &PublicKey) -> String {
 /// Appends `line` to `file`, creating the file (0600) and its directory (0700) when missing.
 pub(crate) fn append_line(file: &Path, line: &str) -> std::io::Result<usize> {
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    if let Some(dir) = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     let existing = std::fs::read(file).unwrap_or_default();
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(file)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?;
     let mut text = String::new();
     if existing.last().is_some_and(|&b| b != b'\n') {
         text.push('\n');
@@ -354,7 +406,8 @@ pub(crate) fn append_line(file: &Path, line: &str) -> std::io::Result<usize> {
 mod tests {
     use super::*;
 
-    const ED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXIKTzi/yfsqgEKTPLIijlXXnrJ+ZW3MJOD1wu99o2n";
+    const ED: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXIKTzi/yfsqgEKTPLIijlXXnrJ+ZW3MJOD1wu99o2n";
 
     fn key() -> PublicKey {
         PublicKey::from_openssh(ED).unwrap()
@@ -380,13 +433,25 @@ mod tests {
     fn tabs_spaces_lists_negation_and_port_fallback() {
         let names = lookup_names("Web1.example", 2222);
         let k = kh(&format!("# c\n\nfoo,web1.example\t\t{ED}   comment here\n"));
-        assert_eq!(k.check_key(&names, &key()), Verdict::Known(Location { file: "kh".into(), line: 3 }));
+        assert_eq!(
+            k.check_key(&names, &key()),
+            Verdict::Known(Location {
+                file: "kh".into(),
+                line: 3
+            })
+        );
         let k = kh(&format!("*.example,!web1.example {ED}\n"));
-        assert_eq!(k.check_key(&names, &key()), Verdict::Unknown { other_types: false });
+        assert_eq!(
+            k.check_key(&names, &key()),
+            Verdict::Unknown { other_types: false }
+        );
         let k = kh(&format!("[*.example]:2222 {ED}\n"));
         assert!(matches!(k.check_key(&names, &key()), Verdict::Known(_)));
         let k = kh(&format!("[web1.example]:2223 {ED}\n"));
-        assert_eq!(k.check_key(&names, &key()), Verdict::Unknown { other_types: false });
+        assert_eq!(
+            k.check_key(&names, &key()),
+            Verdict::Unknown { other_types: false }
+        );
     }
 
     #[test]
@@ -399,17 +464,35 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD;
         let line = format!("|1|{}|{} {ED}\n", b64.encode(&salt), b64.encode(hash));
         let names = lookup_names("h", 2222);
-        assert!(matches!(kh(&line).check_key(&names, &key()), Verdict::Known(_)));
-        assert!(matches!(kh(&line).check_key(&lookup_names("g", 2222), &key()), Verdict::Unknown { .. }));
+        assert!(matches!(
+            kh(&line).check_key(&names, &key()),
+            Verdict::Known(_)
+        ));
+        assert!(matches!(
+            kh(&line).check_key(&lookup_names("g", 2222), &key()),
+            Verdict::Unknown { .. }
+        ));
         let revoked = format!("{line}@revoked * {ED}\n");
-        assert_eq!(kh(&revoked).check_key(&names, &key()), Verdict::Revoked(Location { file: "kh".into(), line: 2 }));
-        let other = "h ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtLI4lrNo2ZkA3KdgEPUojtQthXTvq2B3Oog8NLtZsS\n";
-        assert!(matches!(kh(other).check_key(&lookup_names("h", 22), &key()), Verdict::Changed(_)));
+        assert_eq!(
+            kh(&revoked).check_key(&names, &key()),
+            Verdict::Revoked(Location {
+                file: "kh".into(),
+                line: 2
+            })
+        );
+        let other =
+            "h ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtLI4lrNo2ZkA3KdgEPUojtQthXTvq2B3Oog8NLtZsS\n";
+        assert!(matches!(
+            kh(other).check_key(&lookup_names("h", 22), &key()),
+            Verdict::Changed(_)
+        ));
     }
 
     #[test]
     fn garbage_is_skipped() {
-        let k = kh("@weird x y z\n|1|%%%|x ssh-ed25519 AAAA\nonlyhost\nh ssh-ed25519 !!!\n\u{1b}[31m\n");
+        let k = kh(
+            "@weird x y z\n|1|%%%|x ssh-ed25519 AAAA\nonlyhost\nh ssh-ed25519 !!!\n\u{1b}[31m\n",
+        );
         assert!(k.entries.is_empty());
     }
 }

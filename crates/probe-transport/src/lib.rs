@@ -89,13 +89,19 @@ pub struct ExecOutput {
 
 /// Something that runs commands on a host.
 pub trait Exec: Send + Sync {
-    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send;
+    fn exec(
+        &self,
+        req: &ExecRequest,
+    ) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send;
     /// Name for messages.
     fn host(&self) -> &str;
 }
 
 impl Exec for SshSession {
-    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
+    fn exec(
+        &self,
+        req: &ExecRequest,
+    ) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
         SshSession::exec(self, req)
     }
     fn host(&self) -> &str {
@@ -104,7 +110,10 @@ impl Exec for SshSession {
 }
 
 impl Exec for LocalExec {
-    fn exec(&self, req: &ExecRequest) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
+    fn exec(
+        &self,
+        req: &ExecRequest,
+    ) -> impl std::future::Future<Output = Result<ExecOutput, TransportError>> + Send {
         LocalExec::exec(self, req)
     }
     fn host(&self) -> &str {
@@ -148,7 +157,6 @@ pub enum Connection {
     Ssh(SshSession),
     Local(LocalExec),
 }
-
 
 impl Connection {
     /// Messages for the user produced while connecting (host keys recorded, settings
@@ -197,7 +205,11 @@ pub async fn connect(target: &str, opts: &ConnectOptions) -> Result<Connection, 
     if target == "local" {
         return Ok(Connection::Local(LocalExec::new()));
     }
-    let ctx = session::ConnectCtx { opts, notices: Arc::new(Mutex::new(Vec::new())), cache: Default::default() };
+    let ctx = session::ConnectCtx {
+        opts,
+        notices: Arc::new(Mutex::new(Vec::new())),
+        cache: Default::default(),
+    };
     let mut s = session::connect_ssh(target, &ctx).await?;
     s.notices = ctx.notices.lock().map(|n| n.clone()).unwrap_or_default();
     Ok(Connection::Ssh(s))

@@ -38,7 +38,9 @@ async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, bo
 
 #[allow(unsafe_code)]
 fn kill_group(pgid: u32) {
-    let Ok(pgid) = i32::try_from(pgid) else { return };
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return;
+    };
     if pgid > 0 {
         // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
         unsafe {
@@ -62,21 +64,37 @@ impl LocalExec {
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c")
             .arg(&req.command)
-            .stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if req.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| err(ErrorKind::Local(format!("cannot start sh: {e}"))))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| err(ErrorKind::Local(format!("cannot start sh: {e}"))))?;
         let pid = child.id().unwrap_or(0);
-        let stdin_task = child.stdin.take().zip(req.stdin.clone()).map(|(mut w, data)| {
-            tokio::spawn(async move {
-                let _ = w.write_all(&data).await;
-                let _ = w.shutdown().await;
-            })
-        });
-        let stdout = child.stdout.take().map(|r| tokio::spawn(read_capped(r, req.stdout_cap)));
-        let stderr = child.stderr.take().map(|r| tokio::spawn(read_capped(r, req.stderr_cap)));
+        let stdin_task = child
+            .stdin
+            .take()
+            .zip(req.stdin.clone())
+            .map(|(mut w, data)| {
+                tokio::spawn(async move {
+                    let _ = w.write_all(&data).await;
+                    let _ = w.shutdown().await;
+                })
+            });
+        let stdout = child
+            .stdout
+            .take()
+            .map(|r| tokio::spawn(read_capped(r, req.stdout_cap)));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|r| tokio::spawn(read_capped(r, req.stderr_cap)));
         let status = match tokio::time::timeout(req.timeout, child.wait()).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(err(ErrorKind::Local(e.to_string()))),
@@ -102,13 +120,14 @@ impl LocalExec {
             };
             (o, e)
         };
-        let ((stdout, stdout_truncated), (stderr, stderr_truncated)) = match tokio::time::timeout(rest, collect).await {
-            Ok(r) => r,
-            Err(_) => {
-                kill_group(pid);
-                return Err(err(ErrorKind::ExecTimeout { after: req.timeout }));
-            }
-        };
+        let ((stdout, stdout_truncated), (stderr, stderr_truncated)) =
+            match tokio::time::timeout(rest, collect).await {
+                Ok(r) => r,
+                Err(_) => {
+                    kill_group(pid);
+                    return Err(err(ErrorKind::ExecTimeout { after: req.timeout }));
+                }
+            };
         if let Some(t) = stdin_task {
             t.abort();
         }
@@ -118,6 +137,13 @@ impl LocalExec {
             (None, Some(sig)) => return Err(err(ErrorKind::Signal(format!("{sig}")))),
             (None, None) => return Err(err(ErrorKind::NoExitStatus("no status".into()))),
         };
-        Ok(ExecOutput { stdout, stderr, exit_status, stdout_truncated, stderr_truncated, elapsed: started.elapsed() })
+        Ok(ExecOutput {
+            stdout,
+            stderr,
+            exit_status,
+            stdout_truncated,
+            stderr_truncated,
+            elapsed: started.elapsed(),
+        })
     }
 }

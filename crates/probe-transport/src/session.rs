@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use russh::client::{self, Handle};
-use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
 use russh::keys::PublicKeyOrCertificate;
+use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
 use russh::{ChannelMsg, Disconnect};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
@@ -28,7 +28,10 @@ const HANDSHAKE_TRIES: u32 = 6;
 /// Backoff with random jitter, so clients that were reset together do not retry together.
 fn backoff(attempt: u32, base_ms: u64) -> Duration {
     use std::hash::{BuildHasher as _, Hasher as _};
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % (base_ms * 2 + 1);
+    let jitter = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % (base_ms * 2 + 1);
     Duration::from_millis((base_ms << attempt.min(5)) + jitter)
 }
 
@@ -55,10 +58,15 @@ struct Verifier {
 impl client::Handler for Client {
     type Error = russh::Error;
 
-    async fn check_server_key(&mut self, server_key: &PublicKeyOrCertificate) -> Result<bool, Self::Error> {
+    async fn check_server_key(
+        &mut self,
+        server_key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
         let v = &self.verifier;
         let (verdict, key) = match server_key {
-            PublicKeyOrCertificate::PublicKey { key, .. } => (v.known.check_key(&v.lookup, key), key.clone()),
+            PublicKeyOrCertificate::PublicKey { key, .. } => {
+                (v.known.check_key(&v.lookup, key), key.clone())
+            }
             PublicKeyOrCertificate::Certificate(cert) => {
                 let plain = russh::keys::PublicKey::new(cert.public_key().clone(), "");
                 match v.known.check_certificate(&v.lookup, &v.principal, cert) {
@@ -94,7 +102,10 @@ impl client::Handler for Client {
                 file: loc.file,
                 line: loc.line,
             }))),
-            Verdict::BadCertificate(reason) => refuse(ErrorKind::HostCertificate { name: v.name.clone(), reason }),
+            Verdict::BadCertificate(reason) => refuse(ErrorKind::HostCertificate {
+                name: v.name.clone(),
+                reason,
+            }),
             Verdict::Unknown { .. } if v.strict == Strict::Yes || v.write_to.is_none() => {
                 refuse(ErrorKind::UnknownHostKey(Box::new(UnknownKey {
                     name: v.lookup.first().cloned().unwrap_or_default(),
@@ -116,7 +127,10 @@ impl client::Handler for Client {
                         }
                         Ok(true)
                     }
-                    Err(e) => refuse(ErrorKind::KnownHostsWrite { file, cause: e.to_string() }),
+                    Err(e) => refuse(ErrorKind::KnownHostsWrite {
+                        file,
+                        cause: e.to_string(),
+                    }),
                 }
             }
         }
@@ -182,20 +196,35 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
         Some(alias) => vec![alias.to_ascii_lowercase()],
         None => known_hosts::lookup_names(&s.hostname, s.port),
     };
-    let mut preferred =
-        russh::Preferred { key: key_order(&known.known_algorithms(&lookup)).into(), ..Default::default() };
+    let mut preferred = russh::Preferred {
+        key: key_order(&known.known_algorithms(&lookup)).into(),
+        ..Default::default()
+    };
     if known.has_cert_authority(&lookup) {
         preferred.host_key_certificates = vec![
             Algorithm::Ed25519,
-            Algorithm::Ecdsa { curve: EcdsaCurve::NistP256 },
-            Algorithm::Ecdsa { curve: EcdsaCurve::NistP384 },
-            Algorithm::Ecdsa { curve: EcdsaCurve::NistP521 },
-            Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
-            Algorithm::Rsa { hash: Some(HashAlg::Sha256) },
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256,
+            },
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP384,
+            },
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP521,
+            },
+            Algorithm::Rsa {
+                hash: Some(HashAlg::Sha512),
+            },
+            Algorithm::Rsa {
+                hash: Some(HashAlg::Sha256),
+            },
         ]
         .into();
     }
-    let keepalive = s.server_alive_interval.filter(|d| !d.is_zero()).unwrap_or(DEFAULT_KEEPALIVE);
+    let keepalive = s
+        .server_alive_interval
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_KEEPALIVE);
     let config = client::Config {
         keepalive_interval: Some(keepalive),
         keepalive_max: s.server_alive_count_max.unwrap_or(3).max(1),
@@ -207,11 +236,18 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
     let files_desc = if s.user_known_hosts.is_empty() {
         "known_hosts".to_string()
     } else {
-        s.user_known_hosts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        s.user_known_hosts
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     let verifier = Verifier {
         name: s.alias.clone(),
-        principal: s.host_key_alias.clone().unwrap_or_else(|| s.hostname.clone()),
+        principal: s
+            .host_key_alias
+            .clone()
+            .unwrap_or_else(|| s.hostname.clone()),
         lookup,
         known,
         files_desc,
@@ -219,17 +255,32 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
         write_to: s.user_known_hosts.first().cloned(),
         notices: ctx.notices.clone(),
     };
-    (Arc::new(config), Client { verifier: Arc::new(verifier), verdict: Arc::new(Mutex::new(None)) })
+    (
+        Arc::new(config),
+        Client {
+            verifier: Arc::new(verifier),
+            verdict: Arc::new(Mutex::new(None)),
+        },
+    )
 }
 
 /// Opens a TCP connection, mapping failures to distinct messages.
 async fn tcp(s: &HostSettings) -> Result<tokio::net::TcpStream, ErrorKind> {
-    let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((s.hostname.as_str(), s.port)).await {
-        Ok(a) => a.collect(),
-        Err(e) => return Err(ErrorKind::Dns { name: s.hostname.clone(), cause: dns_cause(&e) }),
-    };
+    let addrs: Vec<std::net::SocketAddr> =
+        match tokio::net::lookup_host((s.hostname.as_str(), s.port)).await {
+            Ok(a) => a.collect(),
+            Err(e) => {
+                return Err(ErrorKind::Dns {
+                    name: s.hostname.clone(),
+                    cause: dns_cause(&e),
+                });
+            }
+        };
     if addrs.is_empty() {
-        return Err(ErrorKind::Dns { name: s.hostname.clone(), cause: "no addresses".into() });
+        return Err(ErrorKind::Dns {
+            name: s.hostname.clone(),
+            cause: "no addresses".into(),
+        });
     }
     let mut last = None;
     for addr in &addrs {
@@ -243,8 +294,13 @@ async fn tcp(s: &HostSettings) -> Result<tokio::net::TcpStream, ErrorKind> {
     }
     let (addr, e) = last.expect("at least one address was tried");
     Err(match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused { addr: addr.to_string() },
-        _ => ErrorKind::Unreachable { addr: addr.to_string(), cause: clean(&e.to_string()) },
+        std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused {
+            addr: addr.to_string(),
+        },
+        _ => ErrorKind::Unreachable {
+            addr: addr.to_string(),
+            cause: clean(&e.to_string()),
+        },
     })
 }
 
@@ -261,7 +317,9 @@ fn is_reset(e: &russh::Error) -> bool {
     match e {
         russh::Error::IO(io) => matches!(
             io.kind(),
-            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
         ),
         russh::Error::HUP | russh::Error::Disconnect => true,
         _ => false,
@@ -275,8 +333,15 @@ enum Via<'a> {
 }
 
 /// Connects and authenticates one hop, retrying resets during the handshake.
-async fn connect_hop(s: &HostSettings, via: Via<'_>, ctx: &ConnectCtx<'_>) -> Result<Handle<Client>, TransportError> {
-    let limit = s.connect_timeout.filter(|d| !d.is_zero()).unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+async fn connect_hop(
+    s: &HostSettings,
+    via: Via<'_>,
+    ctx: &ConnectCtx<'_>,
+) -> Result<Handle<Client>, TransportError> {
+    let limit = s
+        .connect_timeout
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let err = |kind| TransportError::new(s.alias.clone(), kind);
     let mut attempt = 0u32;
     let give_up = Instant::now() + limit;
@@ -292,39 +357,65 @@ async fn connect_hop(s: &HostSettings, via: Via<'_>, ctx: &ConnectCtx<'_>) -> Re
                 }
                 Via::Jump(j) => {
                     let ch = j
-                        .channel_open_direct_tcpip(s.hostname.clone(), u32::from(s.port), "127.0.0.1", 0)
+                        .channel_open_direct_tcpip(
+                            s.hostname.clone(),
+                            u32::from(s.port),
+                            "127.0.0.1",
+                            0,
+                        )
                         .await
-                        .map_err(|e| ErrorKind::Channel(format!("direct-tcpip to {}:{}: {e}", s.hostname, s.port)))?;
+                        .map_err(|e| {
+                            ErrorKind::Channel(format!(
+                                "direct-tcpip to {}:{}: {e}",
+                                s.hostname, s.port
+                            ))
+                        })?;
                     handshake(config, ch.into_stream(), client).await
                 }
             }
         })
         .await;
         let result = match started {
-            Err(_) => Err((ErrorKind::ConnectTimeout { after: limit, phase: "TCP connect and SSH handshake" }, false)),
+            Err(_) => Err((
+                ErrorKind::ConnectTimeout {
+                    after: limit,
+                    phase: "TCP connect and SSH handshake",
+                },
+                false,
+            )),
             Ok(Ok(h)) => Ok(h),
             Ok(Err(HandshakeError::Kind(k))) => Err((k, false)),
             Ok(Err(HandshakeError::Ssh(e))) => {
                 let refused = verdict.lock().ok().and_then(|mut v| v.take());
                 match refused {
                     Some(k) => Err((k, false)),
-                    None if is_reset(&e) => {
-                        Err((ErrorKind::Reset { phase: "SSH handshake", cause: clean(&e.to_string()) }, true))
-                    }
+                    None if is_reset(&e) => Err((
+                        ErrorKind::Reset {
+                            phase: "SSH handshake",
+                            cause: clean(&e.to_string()),
+                        },
+                        true,
+                    )),
                     None => Err((ErrorKind::Handshake(clean(&e.to_string())), false)),
                 }
             }
         };
         match result {
             Ok(h) => break h,
-            Err((kind, retry)) if retry && attempt < HANDSHAKE_TRIES && Instant::now() < give_up => {
+            Err((kind, retry))
+                if retry && attempt < HANDSHAKE_TRIES && Instant::now() < give_up =>
+            {
                 tracing::debug!("{}: {kind}; retrying", s.alias);
                 tokio::time::sleep(backoff(attempt, 50)).await;
             }
             Err((kind, _)) => return Err(err(kind)),
         }
     };
-    let input = AuthInput { prompt: ctx.opts.passphrase_prompt.as_ref(), batch: s.batch_mode, cache: &ctx.cache };
+    let input = AuthInput {
+        prompt: ctx.opts.passphrase_prompt.as_ref(),
+        batch: s.batch_mode,
+        cache: &ctx.cache,
+    };
     auth::authenticate(&mut handle, s, &input).await?;
     Ok(handle)
 }
@@ -340,30 +431,54 @@ impl From<ErrorKind> for HandshakeError {
     }
 }
 
-async fn handshake<S>(config: Arc<client::Config>, stream: S, client: Client) -> Result<Handle<Client>, HandshakeError>
+async fn handshake<S>(
+    config: Arc<client::Config>,
+    stream: S,
+    client: Client,
+) -> Result<Handle<Client>, HandshakeError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    client::connect_stream(config, stream, client).await.map_err(HandshakeError::Ssh)
+    client::connect_stream(config, stream, client)
+        .await
+        .map_err(HandshakeError::Ssh)
 }
 
 /// Connects to `target` through its jump hosts.
-pub(crate) async fn connect_ssh(target: &str, ctx: &ConnectCtx<'_>) -> Result<SshSession, TransportError> {
+pub(crate) async fn connect_ssh(
+    target: &str,
+    ctx: &ConnectCtx<'_>,
+) -> Result<SshSession, TransportError> {
     let mut warnings = Vec::new();
-    let mut settings = crate::settings::resolve(target, ctx.opts.config_file.as_ref(), &mut warnings)?;
+    let mut settings =
+        crate::settings::resolve(target, ctx.opts.config_file.as_ref(), &mut warnings)?;
     apply_options(&mut settings, ctx);
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     let mut route = Vec::new();
     for hop in &settings.jumps {
         let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref(), &mut warnings)
-            .map_err(|e| TransportError::new(settings.alias.clone(), ErrorKind::Jump { jump: hop.clone(), inner: Box::new(e.kind) }))?;
+            .map_err(|e| {
+                TransportError::new(
+                    settings.alias.clone(),
+                    ErrorKind::Jump {
+                        jump: hop.clone(),
+                        inner: Box::new(e.kind),
+                    },
+                )
+            })?;
         apply_options(&mut hs, ctx);
         let via = match jumps.last() {
             Some(h) => Via::Jump(h),
             None => Via::Direct,
         };
         let h = connect_hop(&hs, via, ctx).await.map_err(|e| {
-            TransportError::new(settings.alias.clone(), ErrorKind::Jump { jump: hop.clone(), inner: Box::new(e.kind) })
+            TransportError::new(
+                settings.alias.clone(),
+                ErrorKind::Jump {
+                    jump: hop.clone(),
+                    inner: Box::new(e.kind),
+                },
+            )
         })?;
         route.push(format!("{}@{}:{}", hs.user, hs.hostname, hs.port));
         jumps.push(h);
@@ -404,7 +519,10 @@ pub struct SshSession {
 
 impl std::fmt::Debug for SshSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SshSession").field("host", &self.host).field("address", &self.address).finish()
+        f.debug_struct("SshSession")
+            .field("host", &self.host)
+            .field("address", &self.address)
+            .finish()
     }
 }
 
@@ -421,7 +539,11 @@ pub fn wrap_remote(command: &str, limit: Duration) -> String {
     let inner = format!(
         "if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL {secs} sh -c \"$0\"; else exec sh -c \"$0\"; fi"
     );
-    format!("exec sh -c {} {}", shell_quote(&inner), shell_quote(command))
+    format!(
+        "exec sh -c {} {}",
+        shell_quote(&inner),
+        shell_quote(command)
+    )
 }
 
 impl SshSession {
@@ -440,7 +562,11 @@ impl SshSession {
         )
         .await;
         for j in self.jumps.iter().rev() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), j.disconnect(Disconnect::ByApplication, "", "en")).await;
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                j.disconnect(Disconnect::ByApplication, "", "en"),
+            )
+            .await;
         }
     }
 
@@ -489,7 +615,11 @@ struct Capped {
 
 impl Capped {
     fn new(cap: usize) -> Self {
-        Capped { buf: Vec::new(), cap, truncated: false }
+        Capped {
+            buf: Vec::new(),
+            cap,
+            truncated: false,
+        }
     }
     fn push(&mut self, data: &[u8]) {
         let room = self.cap.saturating_sub(self.buf.len());
@@ -547,8 +677,14 @@ async fn drain(
                 ChannelMsg::Data { data } => out.push(&data),
                 ChannelMsg::ExtendedData { data, ext: 1 } => errb.push(&data),
                 ChannelMsg::ExitStatus { exit_status } => status = Some(exit_status),
-                ChannelMsg::ExitSignal { signal_name, .. } => signal = Some(format!("{signal_name:?}")),
-                ChannelMsg::Failure => break Err(err(ErrorKind::Channel("server refused the exec request".into()))),
+                ChannelMsg::ExitSignal { signal_name, .. } => {
+                    signal = Some(format!("{signal_name:?}"))
+                }
+                ChannelMsg::Failure => {
+                    break Err(err(ErrorKind::Channel(
+                        "server refused the exec request".into(),
+                    )));
+                }
                 ChannelMsg::Close => break Ok(()),
                 _ => {}
             },
@@ -559,7 +695,11 @@ async fn drain(
     let exit_status = match (status, signal) {
         (Some(s), _) => s,
         (None, Some(sig)) => return Err(err(ErrorKind::Signal(sig))),
-        (None, None) => return Err(err(ErrorKind::NoExitStatus("channel closed early; connection lost?".into()))),
+        (None, None) => {
+            return Err(err(ErrorKind::NoExitStatus(
+                "channel closed early; connection lost?".into(),
+            )));
+        }
     };
     Ok(ExecOutput {
         stdout: out.buf,

@@ -52,13 +52,23 @@ pub(crate) fn resolve(
     let opts = config::ResolveOptions::from_env(config_file.cloned());
     let rc = config::resolve(&parsed, &opts).map_err(|e| cfg_err(e.to_string()))?;
     if rc.proxy_command.is_some() {
-        return Err(cfg_err("ProxyCommand is not supported; use ProxyJump".into()));
+        return Err(cfg_err(
+            "ProxyCommand is not supported; use ProxyJump".into(),
+        ));
     }
-    let jumps = rc.jump_hosts().map_err(|e| cfg_err(e.to_string()))?.iter().map(|t| t.to_string()).collect();
+    let jumps = rc
+        .jump_hosts()
+        .map_err(|e| cfg_err(e.to_string()))?
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
     warnings.extend(rc.warnings.iter().map(|w| format!("{}: {w}", rc.alias)));
     let identity_files = rc.expanded_identity_files();
     // OpenSSH's defaults are all `~/.ssh/id_*`; anything else was configured.
-    let identities_configured = rc.identity_files.iter().any(|f| !f.starts_with("~/.ssh/id_"));
+    let identities_configured = rc
+        .identity_files
+        .iter()
+        .any(|f| !f.starts_with("~/.ssh/id_"));
     let identity_agent = match rc.identity_agent.as_deref() {
         None | Some("SSH_AUTH_SOCK") => None,
         Some(a) if a.eq_ignore_ascii_case("none") => Some(None),
@@ -70,8 +80,11 @@ pub(crate) fn resolve(
         .filter(|f| !f.eq_ignore_ascii_case("none"))
         .map(|f| expand_tilde(f, &rc.home))
         .collect();
-    let global_known_hosts =
-        rc.expanded_known_hosts_files().into_iter().filter(|f| !user_known_hosts.contains(f)).collect();
+    let global_known_hosts = rc
+        .expanded_known_hosts_files()
+        .into_iter()
+        .filter(|f| !user_known_hosts.contains(f))
+        .collect();
     Ok(HostSettings {
         alias: rc.alias.clone(),
         hostname: rc.hostname.clone(),

@@ -5,8 +5,8 @@ mod ssh_support;
 
 use std::net::Ipv4Addr;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use probe_transport::{ConnectOptions, Exec, FailureClass};
 use ssh_support::*;
@@ -36,12 +36,20 @@ async fn rsa_pem_and_ecdsa_pkcs8_key_files() {
 async fn encrypted_key_asks_once_and_names_the_key_without_prompt() {
     let env = Env::with_key("ed25519", "s3cret", None);
     // No prompt (no TTY): a clear error naming the key file.
-    let err = probe_transport::connect(&env.target(), &env.opts()).await.unwrap_err();
+    let err = probe_transport::connect(&env.target(), &env.opts())
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert_eq!(err.class(), FailureClass::AuthFailed);
-    assert!(msg.contains(&env.key.private.display().to_string()), "{msg}");
+    assert!(
+        msg.contains(&env.key.private.display().to_string()),
+        "{msg}"
+    );
     assert!(msg.contains("encrypted, no passphrase: no TTY"), "{msg}");
-    assert!(msg.starts_with("root@127.0.0.1: authentication failed: tried "), "{msg}");
+    assert!(
+        msg.starts_with("root@127.0.0.1: authentication failed: tried "),
+        "{msg}"
+    );
 
     // With a prompt: asked once, and the connection works.
     let asked = Arc::new(AtomicUsize::new(0));
@@ -55,14 +63,21 @@ async fn encrypted_key_asks_once_and_names_the_key_without_prompt() {
         })),
         ..env.opts()
     };
-    let c = probe_transport::connect(&env.target(), &opts).await.unwrap();
+    let c = probe_transport::connect(&env.target(), &opts)
+        .await
+        .unwrap();
     let out = c.exec(&req("echo ok")).await.unwrap();
     assert_eq!(last_line(&out.stdout), "ok");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 
     // Batch mode never prompts.
-    let opts = ConnectOptions { batch_mode: true, ..opts };
-    let err = probe_transport::connect(&env.target(), &opts).await.unwrap_err();
+    let opts = ConnectOptions {
+        batch_mode: true,
+        ..opts
+    };
+    let err = probe_transport::connect(&env.target(), &opts)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("batch mode"), "{err}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }
@@ -82,11 +97,19 @@ async fn wrong_key_names_every_method_tried() {
         ),
     )
     .unwrap();
-    let err = probe_transport::connect(&env.target(), &env.opts()).await.unwrap_err();
+    let err = probe_transport::connect(&env.target(), &env.opts())
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert_eq!(err.class(), FailureClass::AuthFailed);
-    assert!(msg.contains(&format!("{} (rejected)", other.private.display())), "{msg}");
-    assert!(msg.contains(&format!("{} (not found)", missing.display())), "{msg}");
+    assert!(
+        msg.contains(&format!("{} (rejected)", other.private.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("{} (not found)", missing.display())),
+        "{msg}"
+    );
     assert!(!msg.contains('\n'));
 }
 
@@ -99,7 +122,12 @@ struct Agent {
 impl Agent {
     fn start(dir: &std::path::Path) -> Agent {
         let sock = dir.join("agent.sock");
-        let out = Command::new("ssh-agent").arg("-a").arg(&sock).arg("-s").output().expect("ssh-agent");
+        let out = Command::new("ssh-agent")
+            .arg("-a")
+            .arg(&sock)
+            .arg("-s")
+            .output()
+            .expect("ssh-agent");
         let text = String::from_utf8_lossy(&out.stdout);
         let pid = text
             .split(';')
@@ -110,8 +138,16 @@ impl Agent {
     }
 
     fn add(&self, key: &std::path::Path) {
-        let st = Command::new("ssh-add").arg(key).env("SSH_AUTH_SOCK", &self.sock).output().unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        let st = Command::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &self.sock)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
     }
 }
 
@@ -145,9 +181,17 @@ async fn agent_auth_and_identities_only() {
         ),
     )
     .unwrap();
-    let opts = ConnectOptions { config_file: Some(cfg.clone()), ..Default::default() };
-    let c = probe_transport::connect(&sshd.target("root"), &opts).await.unwrap();
-    assert_eq!(last_line(&c.exec(&req("echo agent-ok")).await.unwrap().stdout), "agent-ok");
+    let opts = ConnectOptions {
+        config_file: Some(cfg.clone()),
+        ..Default::default()
+    };
+    let c = probe_transport::connect(&sshd.target("root"), &opts)
+        .await
+        .unwrap();
+    assert_eq!(
+        last_line(&c.exec(&req("echo agent-ok")).await.unwrap().stdout),
+        "agent-ok"
+    );
     c.close().await;
 
     // IdentitiesOnly with a file whose key the server does not accept: agent keys are limited
@@ -162,8 +206,13 @@ async fn agent_auth_and_identities_only() {
         ),
     )
     .unwrap();
-    let err = probe_transport::connect(&sshd.target("root"), &opts).await.unwrap_err();
+    let err = probe_transport::connect(&sshd.target("root"), &opts)
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("agent (1 key, IdentitiesOnly)"), "{msg}");
-    assert!(msg.contains(&format!("{} (rejected)", decoy.private.display())), "{msg}");
+    assert!(
+        msg.contains(&format!("{} (rejected)", decoy.private.display())),
+        "{msg}"
+    );
 }

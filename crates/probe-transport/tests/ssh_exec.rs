@@ -12,29 +12,47 @@ use std::time::{Duration, Instant};
 use probe_transport::{ConnectOptions, Exec, ExecRequest, FailureClass, LocalExec};
 use ssh_support::*;
 
-const SCRIPT: &[u8] = b"echo script-start\nx=$((6*7))\necho answer=$x\necho to-stderr >&2\nexit 3\n";
+const SCRIPT: &[u8] =
+    b"echo script-start\nx=$((6*7))\necho answer=$x\necho to-stderr >&2\nexit 3\n";
 
 #[tokio::test]
 async fn stdout_stderr_exit_status_and_stdin_script() {
     let env = Env::new();
     let c = env.connect().await;
-    let out = c.exec(&req("echo out; echo err >&2; exit 7")).await.unwrap();
+    let out = c
+        .exec(&req("echo out; echo err >&2; exit 7"))
+        .await
+        .unwrap();
     assert_eq!(last_line(&out.stdout), "out");
     assert!(text(&out.stderr).contains("err"));
     assert_eq!(out.exit_status, 7);
     assert!(!out.stdout_truncated && !out.stderr_truncated);
 
     let out = c.exec(&req("sh -s").with_stdin(SCRIPT)).await.unwrap();
-    assert!(text(&out.stdout).contains("script-start\nanswer=42\n"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("script-start\nanswer=42\n"),
+        "{}",
+        text(&out.stdout)
+    );
     assert!(text(&out.stderr).contains("to-stderr"));
     assert_eq!(out.exit_status, 3);
 
     // Quotes and dollar signs survive the remote wrapping.
-    let out = c.exec(&req(r#"printf '%s|' "a b" 'c'"'"'d' "$((1+1))""#)).await.unwrap();
-    assert!(text(&out.stdout).ends_with("a b|c'd|2|"), "{}", text(&out.stdout));
+    let out = c
+        .exec(&req(r#"printf '%s|' "a b" 'c'"'"'d' "$((1+1))""#))
+        .await
+        .unwrap();
+    assert!(
+        text(&out.stdout).ends_with("a b|c'd|2|"),
+        "{}",
+        text(&out.stdout)
+    );
 
     // Caps: the rest is dropped and marked.
-    let out = c.exec(&req("head -c 100000 /dev/zero; head -c 5000 /dev/zero >&2").with_caps(1000, 10)).await.unwrap();
+    let out = c
+        .exec(&req("head -c 100000 /dev/zero; head -c 5000 /dev/zero >&2").with_caps(1000, 10))
+        .await
+        .unwrap();
     assert_eq!((out.stdout.len(), out.stdout_truncated), (1000, true));
     assert_eq!((out.stderr.len(), out.stderr_truncated), (10, true));
     assert_eq!(out.exit_status, 0);
@@ -50,25 +68,39 @@ async fn deadline_kills_the_remote_command_as_root() {
     // The marker is the sleep's own argument, so pgrep finds the sleep itself, not just a shell.
     let marker = format!("sleep 3{}.{}", env.sshd.port, std::process::id() % 1000);
     let started = Instant::now();
-    let request = ExecRequest::new(format!("echo started; {marker}; echo never")).with_timeout(Duration::from_secs(2));
+    let request = ExecRequest::new(format!("echo started; {marker}; echo never"))
+        .with_timeout(Duration::from_secs(2));
     let seen_running = {
         let marker = marker.clone();
         async move {
             tokio::time::sleep(Duration::from_millis(1200)).await;
-            Command::new("pgrep").arg("-f").arg(&marker).output().unwrap().status.success()
+            Command::new("pgrep")
+                .arg("-f")
+                .arg(&marker)
+                .output()
+                .unwrap()
+                .status
+                .success()
         }
     };
     let (result, seen_running) = tokio::join!(c.exec(&request), seen_running);
     let err = result.unwrap_err();
     let took = started.elapsed();
-    assert!(seen_running, "the marker must be visible while the command runs");
+    assert!(
+        seen_running,
+        "the marker must be visible while the command runs"
+    );
     assert_eq!(err.class(), FailureClass::TimedOut, "{err}");
     assert!(err.to_string().contains("timed out after 2s"), "{err}");
     assert!(took < Duration::from_secs(4), "took {took:?}");
     // The remote `timeout -s KILL` fires a second after the client's deadline.
     let mut gone = false;
     for _ in 0..40 {
-        let st = Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
+        let st = Command::new("pgrep")
+            .arg("-f")
+            .arg(&marker)
+            .output()
+            .unwrap();
         if !st.status.success() {
             gone = true;
             break;
@@ -77,7 +109,10 @@ async fn deadline_kills_the_remote_command_as_root() {
     }
     assert!(gone, "remote command {marker} still running");
     // The connection is still usable afterwards.
-    assert_eq!(last_line(&c.exec(&req("echo after")).await.unwrap().stdout), "after");
+    assert_eq!(
+        last_line(&c.exec(&req("echo after")).await.unwrap().stdout),
+        "after"
+    );
     c.close().await;
 }
 
@@ -88,7 +123,10 @@ async fn more_channels_than_the_limit_run_concurrently() {
     let started = Instant::now();
     let futs = (0..12).map(|i| {
         let c = &c;
-        async move { c.exec(&req(&format!("sleep 0.5; echo n{i}; exit {}", i % 4))).await }
+        async move {
+            c.exec(&req(&format!("sleep 0.5; echo n{i}; exit {}", i % 4)))
+                .await
+        }
     });
     let results = futures_join_all(futs).await;
     for (i, r) in results.into_iter().enumerate() {
@@ -97,7 +135,11 @@ async fn more_channels_than_the_limit_run_concurrently() {
         assert_eq!(out.exit_status, (i % 4) as u32);
     }
     // 12 commands of 0.5 s, 8 at a time: two waves, not twelve.
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     c.close().await;
 }
 
@@ -118,7 +160,11 @@ async fn futures_join_all<F: std::future::Future>(futs: impl Iterator<Item = F>)
                 }
             }
         }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
     })
     .await;
     out.into_iter().map(|o| o.unwrap()).collect()
@@ -133,8 +179,16 @@ async fn jump_chain_of_two() {
     let j2 = sshd_at(Ipv4Addr::new(127, 0, 0, 3), auth.clone(), "");
     let target = sshd_at(Ipv4Addr::new(127, 0, 0, 4), auth, "");
     let kh = dir.path().join("known_hosts");
-    std::fs::write(&kh, format!("{}{}{}", j1.known_hosts_lines(), j2.known_hosts_lines(), target.known_hosts_lines()))
-        .unwrap();
+    std::fs::write(
+        &kh,
+        format!(
+            "{}{}{}",
+            j1.known_hosts_lines(),
+            j2.known_hosts_lines(),
+            target.known_hosts_lines()
+        ),
+    )
+    .unwrap();
     let cfg = dir.path().join("config");
     std::fs::write(
         &cfg,
@@ -150,32 +204,62 @@ async fn jump_chain_of_two() {
         ),
     )
     .unwrap();
-    let opts = ConnectOptions { config_file: Some(cfg), ..Default::default() };
+    let opts = ConnectOptions {
+        config_file: Some(cfg),
+        ..Default::default()
+    };
     let started = Instant::now();
-    let c = probe_transport::connect("gpu", &opts).await.unwrap_or_else(|e| panic!("{e}"));
+    let c = probe_transport::connect("gpu", &opts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let out = c.exec(&req("echo $SSH_CONNECTION")).await.unwrap();
     let took = started.elapsed();
     // The target saw the connection come from the second jump host... over loopback, so it
     // shows the address the jump host connected from and the target's own address.
-    assert!(last_line(&out.stdout).ends_with(&format!("127.0.0.4 {}", target.port)), "{}", text(&out.stdout));
-    assert!(c.address().contains("via root@127.0.0.2"), "{}", c.address());
+    assert!(
+        last_line(&out.stdout).ends_with(&format!("127.0.0.4 {}", target.port)),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        c.address().contains("via root@127.0.0.2"),
+        "{}",
+        c.address()
+    );
     eprintln!("jump chain of two: connect+exec {took:?}");
     c.close().await;
 
     // An unknown key on the second hop is refused and named.
     let mut kh_text = std::fs::read_to_string(&kh).unwrap();
-    kh_text = kh_text.lines().filter(|l| !l.contains("127.0.0.3")).map(|l| format!("{l}\n")).collect();
+    kh_text = kh_text
+        .lines()
+        .filter(|l| !l.contains("127.0.0.3"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(&kh, kh_text).unwrap();
     let err = probe_transport::connect("gpu", &opts).await.unwrap_err();
     assert_eq!(err.class(), FailureClass::HostKeyRefused);
-    assert!(err.to_string().starts_with("gpu: via jump host jump2: host key not known"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("gpu: via jump host jump2: host key not known"),
+        "{err}"
+    );
 }
 
 fn cfg_for(dir: &std::path::Path, extra: &str) -> ConnectOptions {
     let cfg = dir.join("config");
-    std::fs::write(&cfg, format!("{extra}\nHost *\n  User root\n  IdentityAgent none\n  UserKnownHostsFile {}\n", dir.join("kh").display()))
-        .unwrap();
-    ConnectOptions { config_file: Some(cfg), ..Default::default() }
+    std::fs::write(
+        &cfg,
+        format!(
+            "{extra}\nHost *\n  User root\n  IdentityAgent none\n  UserKnownHostsFile {}\n",
+            dir.join("kh").display()
+        ),
+    )
+    .unwrap();
+    ConnectOptions {
+        config_file: Some(cfg),
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
@@ -185,15 +269,29 @@ async fn silent_server_is_bounded_by_connect_timeout() {
     let port = listener.local_addr().unwrap().port();
     let opts = cfg_for(dir.path(), "Host *\n  ConnectTimeout 1\n");
     let started = Instant::now();
-    let err = probe_transport::connect(&format!("127.0.0.1:{port}"), &opts).await.unwrap_err();
+    let err = probe_transport::connect(&format!("127.0.0.1:{port}"), &opts)
+        .await
+        .unwrap_err();
     let took = started.elapsed();
     assert_eq!(err.class(), FailureClass::TimedOut, "{err}");
-    assert!(err.to_string().starts_with("127.0.0.1: connection timed out after 1s"), "{err}");
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        err.to_string()
+            .starts_with("127.0.0.1: connection timed out after 1s"),
+        "{err}"
+    );
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     // ConnectOptions overrides the config value.
-    let opts = ConnectOptions { connect_timeout: Some(Duration::from_millis(300)), ..opts };
+    let opts = ConnectOptions {
+        connect_timeout: Some(Duration::from_millis(300)),
+        ..opts
+    };
     let started = Instant::now();
-    let err = probe_transport::connect(&format!("127.0.0.1:{port}"), &opts).await.unwrap_err();
+    let err = probe_transport::connect(&format!("127.0.0.1:{port}"), &opts)
+        .await
+        .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(1), "{err}");
     drop(listener);
 }
@@ -203,42 +301,77 @@ async fn refused_port_and_dns_failure_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let opts = cfg_for(dir.path(), "");
     let port = probe_testkit::sshd::free_port(Ipv4Addr::LOCALHOST);
-    let err = probe_transport::connect(&format!("root@127.0.0.1:{port}"), &opts).await.unwrap_err();
-    assert_eq!(err.to_string(), format!("127.0.0.1: connection refused on 127.0.0.1:{port}"));
+    let err = probe_transport::connect(&format!("root@127.0.0.1:{port}"), &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("127.0.0.1: connection refused on 127.0.0.1:{port}")
+    );
     assert_eq!(err.class(), FailureClass::Unreachable);
 
     let started = Instant::now();
-    let err = probe_transport::connect("no-such-host.invalid", &opts).await.unwrap_err();
+    let err = probe_transport::connect("no-such-host.invalid", &opts)
+        .await
+        .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.starts_with("no-such-host.invalid: cannot resolve host name no-such-host.invalid"), "{msg}");
+    assert!(
+        msg.starts_with("no-such-host.invalid: cannot resolve host name no-such-host.invalid"),
+        "{msg}"
+    );
     assert_eq!(err.class(), FailureClass::Unreachable);
     assert!(started.elapsed() < Duration::from_secs(11));
 }
 
 #[tokio::test]
 async fn local_exec_same_semantics() {
-    let c = probe_transport::connect("local", &ConnectOptions::default()).await.unwrap();
+    let c = probe_transport::connect("local", &ConnectOptions::default())
+        .await
+        .unwrap();
     assert_eq!(c.address(), "local");
     assert_eq!(c.host(), "local");
-    let out = c.exec(&req("echo out; echo err >&2; exit 7")).await.unwrap();
-    assert_eq!((text(&out.stdout).as_str(), text(&out.stderr).as_str(), out.exit_status), ("out\n", "err\n", 7));
+    let out = c
+        .exec(&req("echo out; echo err >&2; exit 7"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            text(&out.stdout).as_str(),
+            text(&out.stderr).as_str(),
+            out.exit_status
+        ),
+        ("out\n", "err\n", 7)
+    );
     let out = c.exec(&req("sh -s").with_stdin(SCRIPT)).await.unwrap();
     assert_eq!(text(&out.stdout), "script-start\nanswer=42\n");
     assert_eq!(out.exit_status, 3);
-    let out = c.exec(&req("head -c 100000 /dev/zero").with_caps(1000, 10)).await.unwrap();
-    assert_eq!((out.stdout.len(), out.stdout_truncated, out.exit_status), (1000, true, 0));
+    let out = c
+        .exec(&req("head -c 100000 /dev/zero").with_caps(1000, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.stdout.len(), out.stdout_truncated, out.exit_status),
+        (1000, true, 0)
+    );
 
     let marker = format!("sleep 4{}.5", std::process::id());
     let started = Instant::now();
     let l = LocalExec::new();
     let err = l
-        .exec(&ExecRequest::new(format!("{marker} & {marker}1; echo never")).with_timeout(Duration::from_millis(500)))
+        .exec(
+            &ExecRequest::new(format!("{marker} & {marker}1; echo never"))
+                .with_timeout(Duration::from_millis(500)),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.class(), FailureClass::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(2));
     std::thread::sleep(Duration::from_millis(100));
-    let st = Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
+    let st = Command::new("pgrep")
+        .arg("-f")
+        .arg(&marker)
+        .output()
+        .unwrap();
     assert!(!st.status.success(), "local process group survived");
 }
 
@@ -247,7 +380,11 @@ async fn handshake_resets_past_max_startups_are_retried() {
     // sshd drops every unauthenticated connection beyond 2; 6 clients at once would see resets.
     let dir = tempfile::tempdir().unwrap();
     let k = key(dir.path(), "id", "ed25519", "", None);
-    let sshd = sshd_at(Ipv4Addr::LOCALHOST, vec![k.public.clone()], "MaxStartups 2:100:2\n");
+    let sshd = sshd_at(
+        Ipv4Addr::LOCALHOST,
+        vec![k.public.clone()],
+        "MaxStartups 2:100:2\n",
+    );
     let kh = dir.path().join("known_hosts");
     sshd.write_known_hosts(&kh);
     let cfg = dir.path().join("config");
@@ -256,7 +393,10 @@ async fn handshake_resets_past_max_startups_are_retried() {
         format!("Host *\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n", k.private.display(), kh.display()),
     )
     .unwrap();
-    let opts = ConnectOptions { config_file: Some(cfg), ..Default::default() };
+    let opts = ConnectOptions {
+        config_file: Some(cfg),
+        ..Default::default()
+    };
     let target = sshd.target("root");
     let results = futures_join_all((0..6).map(|_| probe_transport::connect(&target, &opts))).await;
     let mut ok = 0;
@@ -270,5 +410,9 @@ async fn handshake_resets_past_max_startups_are_retried() {
         }
     }
     assert_eq!(ok, 6);
-    assert!(sshd.log().contains("MaxStartups"), "the server did drop connections:\n{}", sshd.log());
+    assert!(
+        sshd.log().contains("MaxStartups"),
+        "the server did drop connections:\n{}",
+        sshd.log()
+    );
 }

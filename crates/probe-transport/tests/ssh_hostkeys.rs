@@ -22,7 +22,14 @@ fn host_key(env: &Env, i: usize) -> String {
 fn fingerprint(env: &Env, i: usize) -> String {
     let pubfile = env.dir.path().join(format!("hk{i}.pub"));
     std::fs::write(&pubfile, format!("{}\n", env.sshd.host_keys[i])).unwrap();
-    let out = Command::new("ssh-keygen").arg("-l").arg("-E").arg("sha256").arg("-f").arg(&pubfile).output().unwrap();
+    let out = Command::new("ssh-keygen")
+        .arg("-l")
+        .arg("-E")
+        .arg("sha256")
+        .arg("-f")
+        .arg(&pubfile)
+        .output()
+        .unwrap();
     field(&String::from_utf8_lossy(&out.stdout), 1)
 }
 
@@ -38,7 +45,10 @@ async fn works(env: &Env, opts: &ConnectOptions) -> Vec<String> {
         Ok(c) => c,
         Err(e) => panic!("connect failed: {e}"),
     };
-    assert_eq!(last_line(&c.exec(&req("echo hi")).await.unwrap().stdout), "hi");
+    assert_eq!(
+        last_line(&c.exec(&req("echo hi")).await.unwrap().stdout),
+        "hi"
+    );
     let n = c.notices();
     c.close().await;
     n
@@ -54,31 +64,59 @@ async fn unknown_host_is_refused_with_fingerprint_and_hint() {
     assert!(msg.contains("ssh-ed25519"), "{msg}");
     assert!(msg.contains(&fingerprint(&env, 0)), "{msg}");
     assert!(msg.contains("--accept-new"), "{msg}");
-    assert!(msg.contains(&env.known_hosts.display().to_string()), "{msg}");
-    assert_eq!(std::fs::read_to_string(&env.known_hosts).unwrap(), "", "never accept silently");
+    assert!(
+        msg.contains(&env.known_hosts.display().to_string()),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&env.known_hosts).unwrap(),
+        "",
+        "never accept silently"
+    );
 }
 
 #[tokio::test]
 async fn accept_new_writes_a_line_openssh_accepts() {
     let env = Env::new();
     std::fs::write(&env.known_hosts, "# operator's file\n").unwrap();
-    let opts = ConnectOptions { accept_new: true, ..env.opts() };
+    let opts = ConnectOptions {
+        accept_new: true,
+        ..env.opts()
+    };
     let notices = works(&env, &opts).await;
     let kh = std::fs::read_to_string(&env.known_hosts).unwrap();
     let expected = format!("{} {}", env.sshd.known_hosts_name(), host_key(&env, 0));
     assert_eq!(kh, format!("# operator's file\n{expected}\n"));
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].contains("added ssh-ed25519 key SHA256:"), "{notices:?}");
-    assert!(notices[0].contains(&format!("{}:2", env.known_hosts.display())), "{notices:?}");
+    assert!(
+        notices[0].contains("added ssh-ed25519 key SHA256:"),
+        "{notices:?}"
+    );
+    assert!(
+        notices[0].contains(&format!("{}:2", env.known_hosts.display())),
+        "{notices:?}"
+    );
 
     // OpenSSH's own client, strict, accepts the recorded line.
     let out = Command::new("ssh")
         .arg("-F")
         .arg(&env.config)
-        .args(["-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "GlobalKnownHostsFile=/dev/null"])
+        .args([
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+        ])
         .arg("-o")
         .arg(format!("UserKnownHostsFile={}", env.known_hosts.display()))
-        .args(["-p", &env.sshd.port.to_string(), "root@127.0.0.1", "echo openssh-ok"])
+        .args([
+            "-p",
+            &env.sshd.port.to_string(),
+            "root@127.0.0.1",
+            "echo openssh-ok",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -89,7 +127,13 @@ async fn accept_new_writes_a_line_openssh_accepts() {
 
     // A second connect finds the key and adds nothing.
     assert!(works(&env, &env.opts()).await.is_empty());
-    assert_eq!(std::fs::read_to_string(&env.known_hosts).unwrap().lines().count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(&env.known_hosts)
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -98,8 +142,16 @@ async fn strict_no_is_accept_new_with_a_warning() {
     std::fs::write(&env.known_hosts, "").unwrap();
     env.write_config("Host 127.0.0.1\n  StrictHostKeyChecking no\n");
     let notices = works(&env, &env.opts()).await;
-    assert!(notices.iter().any(|n| n.contains("StrictHostKeyChecking no treated as accept-new")), "{notices:?}");
-    assert!(notices.iter().any(|n| n.contains("added ssh-ed25519")), "{notices:?}");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("StrictHostKeyChecking no treated as accept-new")),
+        "{notices:?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.contains("added ssh-ed25519")),
+        "{notices:?}"
+    );
 }
 
 #[tokio::test]
@@ -108,16 +160,27 @@ async fn changed_key_is_refused_naming_file_and_line() {
     let other = key(env.dir.path(), "other_host", "ed25519", "", None);
     std::fs::write(
         &env.known_hosts,
-        format!("# header\n{} {} {}\n", env.sshd.known_hosts_name(), field(&other.public, 0), field(&other.public, 1)),
+        format!(
+            "# header\n{} {} {}\n",
+            env.sshd.known_hosts_name(),
+            field(&other.public, 0),
+            field(&other.public, 1)
+        ),
     )
     .unwrap();
     // Even accept-new must not replace a changed key.
-    let opts = ConnectOptions { accept_new: true, ..env.opts() };
+    let opts = ConnectOptions {
+        accept_new: true,
+        ..env.opts()
+    };
     let err = connect_err(&env, &opts).await;
     let msg = err.to_string();
     assert_eq!(err.class(), FailureClass::HostKeyRefused);
     assert!(msg.contains("HOST KEY CHANGED"), "{msg}");
-    assert!(msg.contains(&format!("{}:2", env.known_hosts.display())), "{msg}");
+    assert!(
+        msg.contains(&format!("{}:2", env.known_hosts.display())),
+        "{msg}"
+    );
     assert!(msg.contains(&fingerprint(&env, 0)), "{msg}");
 }
 
@@ -130,13 +193,21 @@ async fn revoked_key_is_refused_loudly() {
     let err = connect_err(&env, &env.opts()).await;
     let msg = err.to_string();
     assert!(msg.contains("REVOKED HOST KEY"), "{msg}");
-    assert!(msg.contains(&format!("{}:4", env.known_hosts.display())), "{msg}");
+    assert!(
+        msg.contains(&format!("{}:4", env.known_hosts.display())),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
 async fn hashed_entry_is_found() {
     let env = Env::new();
-    let st = Command::new("ssh-keygen").arg("-H").arg("-f").arg(&env.known_hosts).output().unwrap();
+    let st = Command::new("ssh-keygen")
+        .arg("-H")
+        .arg("-f")
+        .arg(&env.known_hosts)
+        .output()
+        .unwrap();
     assert!(st.status.success());
     let kh = std::fs::read_to_string(&env.known_hosts).unwrap();
     assert!(kh.starts_with("|1|") && !kh.contains("127.0.0.1"), "{kh}");
@@ -147,9 +218,17 @@ async fn hashed_entry_is_found() {
 async fn only_rsa_known_is_offered_first() {
     // If ed25519 were negotiated (russh's default order), the key would be unknown and refused.
     let env = Env::new();
-    std::fs::write(&env.known_hosts, format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 1))).unwrap();
+    std::fs::write(
+        &env.known_hosts,
+        format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 1)),
+    )
+    .unwrap();
     assert!(works(&env, &env.opts()).await.is_empty());
-    std::fs::write(&env.known_hosts, format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 2))).unwrap();
+    std::fs::write(
+        &env.known_hosts,
+        format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 2)),
+    )
+    .unwrap();
     assert!(works(&env, &env.opts()).await.is_empty());
 }
 
@@ -157,10 +236,27 @@ async fn only_rsa_known_is_offered_first() {
 async fn wildcard_tabs_and_negation() {
     let env = Env::new();
     let port = env.sshd.port;
-    std::fs::write(&env.known_hosts, format!("foo,[127.0.0.*]:{port}\t\t{}   some comment\n", host_key(&env, 0))).unwrap();
+    std::fs::write(
+        &env.known_hosts,
+        format!(
+            "foo,[127.0.0.*]:{port}\t\t{}   some comment\n",
+            host_key(&env, 0)
+        ),
+    )
+    .unwrap();
     assert!(works(&env, &env.opts()).await.is_empty());
-    std::fs::write(&env.known_hosts, format!("[127.0.0.*]:{port},![127.0.0.1]:{port} {}\n", host_key(&env, 0))).unwrap();
-    assert_eq!(connect_err(&env, &env.opts()).await.class(), FailureClass::HostKeyRefused);
+    std::fs::write(
+        &env.known_hosts,
+        format!(
+            "[127.0.0.*]:{port},![127.0.0.1]:{port} {}\n",
+            host_key(&env, 0)
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        connect_err(&env, &env.opts()).await.class(),
+        FailureClass::HostKeyRefused
+    );
 }
 
 #[tokio::test]
@@ -183,12 +279,22 @@ async fn cert_authority_host_certificate() {
         .arg(sshd_dir.join("host_ed25519.pub"))
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let mut conf = std::fs::read_to_string(env.sshd.config_path()).unwrap();
-    conf.push_str(&format!("HostCertificate {}\n", sshd_dir.join("host_ed25519-cert.pub").display()));
+    conf.push_str(&format!(
+        "HostCertificate {}\n",
+        sshd_dir.join("host_ed25519-cert.pub").display()
+    ));
     std::fs::write(env.sshd.config_path(), conf).unwrap();
     // sshd -D re-executes itself on SIGHUP and rereads its config.
-    Command::new("kill").args(["-HUP", &env.sshd.pid().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-HUP", &env.sshd.pid().to_string()])
+        .status()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     for _ in 0..50 {
         if std::net::TcpStream::connect((env.sshd.addr, env.sshd.port)).is_ok() {
@@ -199,11 +305,22 @@ async fn cert_authority_host_certificate() {
     // Only the CA is known: the certificate must carry the connection.
     std::fs::write(
         &env.known_hosts,
-        format!("@cert-authority {} {}\n", env.sshd.known_hosts_name(), ca.public),
+        format!(
+            "@cert-authority {} {}\n",
+            env.sshd.known_hosts_name(),
+            ca.public
+        ),
     )
     .unwrap();
     assert!(works(&env, &env.opts()).await.is_empty());
     // A CA for other hosts only does not count.
-    std::fs::write(&env.known_hosts, format!("@cert-authority *.example {}\n", ca.public)).unwrap();
-    assert_eq!(connect_err(&env, &env.opts()).await.class(), FailureClass::HostKeyRefused);
+    std::fs::write(
+        &env.known_hosts,
+        format!("@cert-authority *.example {}\n", ca.public),
+    )
+    .unwrap();
+    assert_eq!(
+        connect_err(&env, &env.opts()).await.class(),
+        FailureClass::HostKeyRefused
+    );
 }

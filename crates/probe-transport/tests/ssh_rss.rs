@@ -25,18 +25,27 @@ async fn fifty_megabytes_capped_with_bounded_memory() {
     let c = env.connect().await;
     let connect = t0.elapsed();
     let t1 = Instant::now();
-    let out = c.exec(&ExecRequest::new("true").with_timeout(Duration::from_secs(20))).await.unwrap();
+    let out = c
+        .exec(&ExecRequest::new("true").with_timeout(Duration::from_secs(20)))
+        .await
+        .unwrap();
     let first_exec = t1.elapsed();
     assert_eq!(out.exit_status, 0);
     let t2 = Instant::now();
-    let out = c.exec(&ExecRequest::new("true").with_timeout(Duration::from_secs(20))).await.unwrap();
+    let out = c
+        .exec(&ExecRequest::new("true").with_timeout(Duration::from_secs(20)))
+        .await
+        .unwrap();
     let second_exec = t2.elapsed();
     assert_eq!(out.exit_status, 0);
     let before = vm_hwm_kb();
 
     let t3 = Instant::now();
     let out = c
-        .exec(&ExecRequest::new("head -c 52428800 /dev/urandom").with_timeout(Duration::from_secs(30)))
+        .exec(
+            &ExecRequest::new("head -c 52428800 /dev/urandom")
+                .with_timeout(Duration::from_secs(30)),
+        )
         .await
         .unwrap();
     let big = t3.elapsed();

@@ -22,7 +22,12 @@ pub fn key(dir: &Path, name: &str, kind: &str, pass: &str, format: Option<&str>)
 }
 
 pub fn sshd_at(addr: Ipv4Addr, authorized: Vec<String>, extra: &str) -> Sshd {
-    Sshd::start(SshdOptions { addr, authorized_keys: authorized, extra_config: extra.to_string(), ..Default::default() })
+    Sshd::start(SshdOptions {
+        addr,
+        authorized_keys: authorized,
+        extra_config: extra.to_string(),
+        ..Default::default()
+    })
 }
 
 impl Env {
@@ -38,7 +43,13 @@ impl Env {
         let known_hosts = dir.path().join("known_hosts");
         sshd.write_known_hosts(&known_hosts);
         let config = dir.path().join("ssh_config");
-        let env = Env { dir, key, sshd, config, known_hosts };
+        let env = Env {
+            dir,
+            key,
+            sshd,
+            config,
+            known_hosts,
+        };
         env.write_config("");
         env
     }
@@ -54,7 +65,10 @@ impl Env {
     }
 
     pub fn opts(&self) -> ConnectOptions {
-        ConnectOptions { config_file: Some(self.config.clone()), ..Default::default() }
+        ConnectOptions {
+            config_file: Some(self.config.clone()),
+            ..Default::default()
+        }
     }
 
     pub fn target(&self) -> String {
