@@ -81,7 +81,23 @@ pub fn parse_target(s: &str) -> Result<Target, TargetError> {
         None => (None, s),
     };
     let (host, port) = split_host_port(s, hostport, true)?;
+    check_chars(s, user.as_deref(), &host)?;
     Ok(Target { user, host, port })
+}
+
+/// OpenSSH (9.2 Debian, 9.6 upstream) refuses shell metacharacters in a command-line host and
+/// user name, since they end up in `%h`/`%r` expansions of `ProxyCommand` and friends.
+fn check_chars(input: &str, user: Option<&str>, host: &str) -> Result<(), TargetError> {
+    if host.starts_with('-') {
+        return Err(TargetError::new(input, "host must not start with '-'"));
+    }
+    if let Some(c) = host.chars().find(|c| "'`\"$\\;&<>|(){},".contains(*c)) {
+        return Err(TargetError::new(input, format!("host contains {c:?}")));
+    }
+    if let Some(c) = user.and_then(|u| u.chars().find(|c| "'`\";&<>|(){}".contains(*c))) {
+        return Err(TargetError::new(input, format!("user contains {c:?}")));
+    }
+    Ok(())
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
@@ -111,6 +127,7 @@ fn parse_uri(input: &str, rest: &str) -> Result<Target, TargetError> {
         None => (None, rest),
     };
     let (host, port) = split_host_port(input, hostport, false)?;
+    check_chars(input, user.as_deref(), &host)?;
     Ok(Target { user, host, port })
 }
 
@@ -174,7 +191,9 @@ fn split_host_port(
         }
         return Ok((host.to_string(), Some(parse_port(input, port)?)));
     }
-    if allow_bare_v6 && hp.parse::<std::net::Ipv6Addr>().is_ok() {
+    // A bare IPv6 address, possibly with a zone (`fe80::1%eth0`).
+    let addr = hp.split_once('%').map_or(hp, |(a, _)| a);
+    if allow_bare_v6 && addr.parse::<std::net::Ipv6Addr>().is_ok() {
         return Ok((hp.to_string(), None));
     }
     Err(TargetError::new(
@@ -232,9 +251,16 @@ mod tests {
             ("gpu-01:22", t(None, "gpu-01", Some(22))),
             ("[fe80::1]:2200", t(None, "fe80::1", Some(2200))),
             ("[fe80::1]", t(None, "fe80::1", None)),
-            ("ops@[2001:db8::7]:22", t(Some("ops"), "2001:db8::7", Some(22))),
+            (
+                "ops@[2001:db8::7]:22",
+                t(Some("ops"), "2001:db8::7", Some(22)),
+            ),
             ("2001:db8::7", t(None, "2001:db8::7", None)),
-            ("ssh://ops@host.example:2022", t(Some("ops"), "host.example", Some(2022))),
+            ("fe80::1%eth0", t(None, "fe80::1%eth0", None)),
+            (
+                "ssh://ops@host.example:2022",
+                t(Some("ops"), "host.example", Some(2022)),
+            ),
             ("ssh://host.example/", t(None, "host.example", None)),
             ("SSH://[::1]:22", t(None, "::1", Some(22))),
             ("ssh://a%40b@h", t(Some("a@b"), "h", None)),
@@ -266,6 +292,11 @@ mod tests {
             "a:b:c",
             "ssh://h/path",
             ":22",
+            "-oProxyCommand=x",
+            "a;b",
+            "h$(id)",
+            "comma,list",
+            "x`y`@h",
         ] {
             let e = parse_target(bad).expect_err(bad);
             let msg = e.to_string();

@@ -59,10 +59,11 @@ pub(crate) fn check_agent_path(arg: &str) -> Result<(), String> {
             None => return Err(format!("Invalid environment expansion {arg}")),
         }
     }
-    if let Some(name) = arg.strip_prefix('$') {
-        if !name.starts_with('{') && !valid_env_name(name) {
-            return Err(format!("Invalid environment name {arg}"));
-        }
+    if let Some(name) = arg.strip_prefix('$')
+        && !name.starts_with('{')
+        && !valid_env_name(name)
+    {
+        return Err(format!("Invalid environment name {arg}"));
     }
     Ok(())
 }
@@ -102,7 +103,11 @@ pub(crate) fn convtime(s: &str) -> Option<u64> {
     let mut num: Option<u64> = None;
     for c in s.chars() {
         if let Some(d) = c.to_digit(10) {
-            num = Some(num.unwrap_or(0).checked_mul(10)?.checked_add(u64::from(d))?);
+            num = Some(
+                num.unwrap_or(0)
+                    .checked_mul(10)?
+                    .checked_add(u64::from(d))?,
+            );
             continue;
         }
         let mult = match c.to_ascii_lowercase() {
@@ -149,9 +154,16 @@ mod tests {
             percent_dollar_expand("~/.ssh/id_%h_%r_%p%%", &toks, false).unwrap(),
             "~/.ssh/id_web_ops_22%"
         );
-        assert!(percent_dollar_expand("%x", &toks, false).unwrap_err().contains("%x"));
+        assert!(
+            percent_dollar_expand("%x", &toks, false)
+                .unwrap_err()
+                .contains("%x")
+        );
         assert!(percent_dollar_expand("abc%", &toks, false).is_err());
-        assert_eq!(percent_dollar_expand("${PATH}", &[], false).unwrap(), "${PATH}");
+        assert_eq!(
+            percent_dollar_expand("${PATH}", &[], false).unwrap(),
+            "${PATH}"
+        );
         // SAFETY-free: reading an env var that always exists in tests.
         let path = std::env::var("PATH").unwrap_or_default();
         assert_eq!(percent_dollar_expand("${PATH}", &[], true).unwrap(), path);

@@ -28,10 +28,10 @@ pub(crate) fn strdelim(s: &str) -> Option<(String, Option<&str>)> {
         return Some((token, Some(rest.trim_start_matches(is_ws))));
     }
     let mut rest = after.trim_start_matches(is_ws);
-    if delim != '=' {
-        if let Some(r) = rest.strip_prefix('=') {
-            rest = r.trim_start_matches(is_ws);
-        }
+    if delim != '='
+        && let Some(r) = rest.strip_prefix('=')
+    {
+        rest = r.trim_start_matches(is_ws);
     }
     Some((tok.to_string(), Some(rest)))
 }
@@ -58,7 +58,9 @@ pub(crate) fn argv_split(s: &str) -> Option<Vec<String>> {
             let next = chars.get(i + 1).copied();
             if c == '\\' {
                 match next {
-                    Some(n) if n == '\'' || n == '"' || n == '\\' || (quote.is_none() && n == ' ') => {
+                    Some(n)
+                        if n == '\'' || n == '"' || n == '\\' || (quote.is_none() && n == ' ') =>
+                    {
                         arg.push(n);
                         i += 2;
                         continue;

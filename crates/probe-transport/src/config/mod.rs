@@ -266,12 +266,11 @@ pub fn resolve(target: &Target, opts: &ResolveOptions) -> Result<ResolvedConfig,
         host = host.to_ascii_lowercase();
     }
     if r.want_final || r.st.canonicalize_hostname == Some(true) {
-        let src = r
-            .st
-            .hostname
-            .as_ref()
-            .map(|(_, f, l)| (f.clone(), *l))
-            .unwrap_or_default();
+        let src =
+            r.st.hostname
+                .as_ref()
+                .map(|(_, f, l)| (f.clone(), *l))
+                .unwrap_or_default();
         r.st.hostname = Some((host.clone(), src.0, src.1));
         r.host = host.clone();
         r.final_pass = true;
@@ -327,9 +326,11 @@ pub fn resolve(target: &Target, opts: &ResolveOptions) -> Result<ResolvedConfig,
         user_known_hosts_files: Vec::new(),
         global_known_hosts_files: global_known,
         strict_host_key_checking: st.strict.unwrap_or_default(),
-        server_alive_interval: st.server_alive_interval.unwrap_or(0),
-        server_alive_count_max: u64::try_from(st.server_alive_count_max.unwrap_or(3))
-            .unwrap_or(0),
+        // readconf.c: "in batch mode, default is 5mins".
+        server_alive_interval: st
+            .server_alive_interval
+            .unwrap_or(if st.batch_mode == Some(true) { 300 } else { 0 }),
+        server_alive_count_max: u64::try_from(st.server_alive_count_max.unwrap_or(3)).unwrap_or(0),
         host_key_alias,
         batch_mode: st.batch_mode.unwrap_or(false),
         host_key_algorithms: st.host_key_algorithms.map(|a| assemble_host_key_algs(&a)),
@@ -470,7 +471,10 @@ fn parse_jump_hop(s: &str) -> Option<Jump> {
         let (h, after) = inner.split_once(']')?;
         match after {
             "" => (h, None),
-            _ => (h, Some(after.strip_prefix(':').or(after.strip_prefix('/'))?)),
+            _ => (
+                h,
+                Some(after.strip_prefix(':').or(after.strip_prefix('/'))?),
+            ),
         }
     } else {
         match hp.find([':', '/']) {
@@ -502,7 +506,11 @@ impl Reader<'_> {
         match self.opts.config_file.clone() {
             Some(f) => {
                 let text = std::fs::read(&f).map_err(|e| {
-                    cerr(&f, 0, format!("Can't open user config file: {}", io_msg(&e)))
+                    cerr(
+                        &f,
+                        0,
+                        format!("Can't open user config file: {}", io_msg(&e)),
+                    )
                 })?;
                 let mut active = true;
                 self.read_text(&f, &text, user_flags, &mut active, 0)
@@ -579,9 +587,7 @@ impl Reader<'_> {
                 [] => Err(err("Missing argument".into())),
                 [a] if a.is_empty() => Err(err("Missing argument".into())),
                 [a] => Ok(a.as_str()),
-                _ => Err(err(format!(
-                    "keyword {kw} extra arguments at end of line"
-                ))),
+                _ => Err(err(format!("keyword {kw} extra arguments at end of line"))),
             }
         };
         let st = &mut self.st;
@@ -772,7 +778,8 @@ impl Reader<'_> {
             _ => {
                 if act {
                     let v = argv.join(" ");
-                    if keywords::ACCUMULATING.contains(&kw) || !st.other.iter().any(|(k, _)| k == kw)
+                    if keywords::ACCUMULATING.contains(&kw)
+                        || !st.other.iter().any(|(k, _)| k == kw)
                     {
                         st.other.push((kw.to_string(), v));
                     }
@@ -913,7 +920,11 @@ impl Reader<'_> {
             let a = a.to_ascii_lowercase();
             if a == "all" {
                 let arg = next(&mut cp);
-                if attributes > 1 || arg.as_deref().is_some_and(|x| !x.is_empty() && !x.starts_with('#')) {
+                if attributes > 1
+                    || arg
+                        .as_deref()
+                        .is_some_and(|x| !x.is_empty() && !x.starts_with('#'))
+                {
                     return Err(err(format!(
                         "'{attrib}' cannot be combined with other Match attributes"
                     )));
@@ -1001,7 +1012,10 @@ impl ResolvedConfig {
         let shorthost = thishost.split('.').next().unwrap_or("").to_string();
         let port = self.port.to_string();
         let uid = sys::uid().to_string();
-        let keyalias = self.host_key_alias.clone().unwrap_or_else(|| self.alias.clone());
+        let keyalias = self
+            .host_key_alias
+            .clone()
+            .unwrap_or_else(|| self.alias.clone());
         let conn_hash = {
             use sha1::Digest;
             let mut h = sha1::Sha1::new();

@@ -27,7 +27,8 @@ pub(crate) fn match_pattern(s: &str, pattern: &str) -> bool {
             },
         }
     }
-    p.get(pi..).is_some_and(|rest| rest.iter().all(|&c| c == '*'))
+    p.get(pi..)
+        .is_some_and(|rest| rest.iter().all(|&c| c == '*'))
 }
 
 /// `match_pattern_list`: 1 if a positive sub-pattern matched, -1 if a negated one did (which
@@ -77,13 +78,19 @@ mod tests {
         assert!(match_pattern("aXbXc", "a*b*c"));
         assert!(!match_pattern("aXbXd", "a*b*c"));
         assert!(match_pattern(&"a".repeat(60), &"*a".repeat(30)));
-        assert!(!match_pattern(&"a".repeat(60), &format!("{}b", "*a".repeat(30))));
+        assert!(!match_pattern(
+            &"a".repeat(60),
+            &format!("{}b", "*a".repeat(30))
+        ));
     }
 
     #[test]
     fn lists() {
         assert_eq!(match_pattern_list("web-1", "web-*,!web-secret", false), 1);
-        assert_eq!(match_pattern_list("web-secret", "web-*,!web-secret", false), -1);
+        assert_eq!(
+            match_pattern_list("web-secret", "web-*,!web-secret", false),
+            -1
+        );
         assert_eq!(match_pattern_list("db", "web-*", false), 0);
         assert_eq!(match_hostname("DB.Prod", "*.PROD"), 1);
     }

@@ -52,7 +52,13 @@ pub(crate) fn home_of(user: &str) -> Option<PathBuf> {
     let mut result: *mut libc::passwd = std::ptr::null_mut();
     // SAFETY: as in `current_user`; `name` is NUL-terminated.
     let rc = unsafe {
-        libc::getpwnam_r(name.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut result)
+        libc::getpwnam_r(
+            name.as_ptr(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
     };
     if rc != 0 || result.is_null() {
         return None;
