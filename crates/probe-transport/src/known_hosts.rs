@@ -65,14 +65,14 @@ impl Hosts {
 pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0usize, 0usize);
     let (mut star, mut mark) = (None::<usize>, 0usize);
-    while t < text.len() {
+    while let Some(&tc) = text.get(t) {
         match pattern.get(p) {
             Some(b'*') => {
                 star = Some(p);
                 mark = t;
                 p += 1;
             }
-            Some(&c) if c == b'?' || c == text[t] => {
+            Some(&c) if c == b'?' || c == tc => {
                 p += 1;
                 t += 1;
             }
@@ -86,7 +86,11 @@ pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
             },
         }
     }
-    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
+    pattern
+        .get(p..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&c| c == b'*')
 }
 
 /// One usable line of a known_hosts file.

@@ -214,3 +214,47 @@ pub async fn connect(target: &str, opts: &ConnectOptions) -> Result<Connection, 
     s.notices = ctx.notices.lock().map(|n| n.clone()).unwrap_or_default();
     Ok(Connection::Ssh(s))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn futures_are_send_for_fleet_fan_out() {
+        let opts = ConnectOptions::default();
+        let connecting = connect("local", &opts);
+        is_send(&connecting);
+        let req = ExecRequest::new("true");
+        let local = Connection::Local(LocalExec::new());
+        is_send(&Exec::exec(&local, &req));
+    }
+
+    #[test]
+    fn request_defaults_and_setters() {
+        let r = ExecRequest::new("x")
+            .with_stdin("in")
+            .with_timeout(Duration::from_secs(5))
+            .with_caps(10, 20);
+        assert_eq!(r.stdin.as_deref(), Some(&b"in"[..]));
+        assert_eq!(
+            (r.timeout, r.stdout_cap, r.stderr_cap),
+            (Duration::from_secs(5), 10, 20)
+        );
+        let d = ExecRequest::new("x");
+        assert_eq!(
+            (d.timeout, d.stdout_cap, d.stderr_cap),
+            (Duration::from_secs(60), 16 << 20, 1 << 20)
+        );
+    }
+
+    #[test]
+    fn remote_wrapper_quotes_and_bounds() {
+        let w = wrap_remote("echo 'a'", Duration::from_millis(1500));
+        assert_eq!(
+            w,
+            r#"exec sh -c 'if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL 3 sh -c "$0"; else exec sh -c "$0"; fi' 'echo '\''a'\'''"#
+        );
+    }
+}

@@ -276,13 +276,7 @@ async fn tcp(s: &HostSettings) -> Result<tokio::net::TcpStream, ErrorKind> {
                 });
             }
         };
-    if addrs.is_empty() {
-        return Err(ErrorKind::Dns {
-            name: s.hostname.clone(),
-            cause: "no addresses".into(),
-        });
-    }
-    let mut last = None;
+    let mut last: Option<(&std::net::SocketAddr, std::io::Error)> = None;
     for addr in &addrs {
         match tokio::net::TcpStream::connect(addr).await {
             Ok(sock) => {
@@ -292,7 +286,12 @@ async fn tcp(s: &HostSettings) -> Result<tokio::net::TcpStream, ErrorKind> {
             Err(e) => last = Some((addr, e)),
         }
     }
-    let (addr, e) = last.expect("at least one address was tried");
+    let Some((addr, e)) = last else {
+        return Err(ErrorKind::Dns {
+            name: s.hostname.clone(),
+            cause: "no addresses".into(),
+        });
+    };
     Err(match e.kind() {
         std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused {
             addr: addr.to_string(),

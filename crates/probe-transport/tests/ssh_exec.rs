@@ -315,6 +315,7 @@ async fn refused_port_and_dns_failure_are_named() {
         .await
         .unwrap_err();
     let msg = err.to_string();
+    eprintln!("{msg}");
     assert!(
         msg.starts_with("no-such-host.invalid: cannot resolve host name no-such-host.invalid"),
         "{msg}"
