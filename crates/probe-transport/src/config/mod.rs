@@ -716,11 +716,17 @@ impl Reader<'_> {
             }
             "serveralivecountmax" => {
                 let a = one()?;
+                // strtonum(arg, 0, INT_MAX)
                 let v: i64 = a
-                    .parse::<i32>()
-                    .map_err(|_| err("integer value invalid".into()))?
-                    .into();
-                if act && st.server_alive_count_max.is_none() && v != -1 {
+                    .parse::<i64>()
+                    .map_err(|_| err("integer value invalid".into()))?;
+                if v < 0 {
+                    return Err(err("integer value too small".into()));
+                }
+                if v > i64::from(i32::MAX) {
+                    return Err(err("integer value too large".into()));
+                }
+                if act && st.server_alive_count_max.is_none() {
                     st.server_alive_count_max = Some(v);
                 }
             }
