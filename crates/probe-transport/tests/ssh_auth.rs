@@ -1,5 +1,6 @@
 //! Authentication against a real sshd: key files of every kind, encrypted keys, the agent,
 //! and the failure message.
+#![allow(clippy::print_stderr)]
 
 mod ssh_support;
 
@@ -87,13 +88,18 @@ async fn wrong_key_names_every_method_tried() {
     let env = Env::new();
     let other = key(env.dir.path(), "id_other", "ed25519", "", None);
     let missing = env.dir.path().join("id_missing");
+    let garbage = env.dir.path().join("id_garbage");
+    std::fs::write(&garbage, "not a key\n").unwrap();
+    let no_agent = env.dir.path().join("no-agent.sock");
     std::fs::write(
         &env.config,
         format!(
-            "Host *\n  User root\n  IdentityFile {}\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n",
+            "Host *\n  User root\n  IdentityFile {}\n  IdentityFile {}\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent {}\n",
             other.private.display(),
             missing.display(),
-            env.known_hosts.display()
+            garbage.display(),
+            env.known_hosts.display(),
+            no_agent.display()
         ),
     )
     .unwrap();
@@ -110,7 +116,16 @@ async fn wrong_key_names_every_method_tried() {
         msg.contains(&format!("{} (not found)", missing.display())),
         "{msg}"
     );
+    assert!(
+        msg.contains(&format!("{} (unreadable key", garbage.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("tried agent ({}: ", no_agent.display())),
+        "{msg}"
+    );
     assert!(!msg.contains('\n'));
+    eprintln!("{msg}");
 }
 
 /// A real `ssh-agent` on a private socket, killed on drop.
