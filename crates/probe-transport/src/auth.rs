@@ -60,7 +60,7 @@ pub(crate) async fn authenticate(
     if let Some(sock) = agent_path {
         match AgentClient::connect_uds(&sock).await {
             Err(e) => tried.push(format!(
-                "agent ({}: {})",
+                "agent (not reachable at {}: {})",
                 sock.display(),
                 clean(&e.to_string())
             )),
