@@ -121,7 +121,10 @@ async fn wrong_key_names_every_method_tried() {
         "{msg}"
     );
     assert!(
-        msg.contains(&format!("tried agent (not reachable at {}: ", no_agent.display())),
+        msg.contains(&format!(
+            "tried agent (not reachable at {}: ",
+            no_agent.display()
+        )),
         "{msg}"
     );
     assert!(!msg.contains('\n'));
