@@ -571,12 +571,21 @@ fn compare_options_across_engines(
             };
             collector.push(
                 &subject,
-                name.to_string(),
+                option_key(name),
                 before_written,
                 after_written,
                 Some(note),
             );
         }
+    }
+}
+
+/// The key of an option change: its canonical name (a name lost in parsing still gets a key).
+fn option_key(name: &str) -> String {
+    if name.trim().is_empty() {
+        String::from("(unnamed option)")
+    } else {
+        name.to_string()
     }
 }
 
@@ -682,7 +691,7 @@ fn compare_option(
     }
     subject.common = common;
     subject.option_category = option_category;
-    let Some((mut change, volatile)) = change_for(&subject, key.to_string()) else {
+    let Some((mut change, volatile)) = change_for(&subject, option_key(key)) else {
         return;
     };
     // The change records the values as written on each side; defaults live in the note.

@@ -284,12 +284,14 @@ fn match_servers(
     before: &[Server<'_>],
     after: &[Server<'_>],
 ) -> Vec<(Option<usize>, Option<usize>)> {
-    let rules: [MatchRule; 5] = [
+    let rules: [MatchRule; 6] = [
         |a, b| a.unit.is_some() && a.unit == b.unit,
         |a, b| a.launch.engine == b.launch.engine && a.port.is_some() && a.port == b.port,
         |a, b| a.launch.engine == b.launch.engine && a.model.is_some() && a.model == b.model,
         |a, b| a.port.is_some() && a.port == b.port,
         |a, b| a.model.is_some() && a.model == b.model,
+        // Servers nothing identifies (no unit, port or model) pair up by engine, in order.
+        |a, b| a.launch.engine == b.launch.engine && a.identity() == b.identity(),
     ];
     let mut before_used = vec![false; before.len()];
     let mut after_used = vec![false; after.len()];
