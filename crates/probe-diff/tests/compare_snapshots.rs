@@ -288,6 +288,27 @@ fn package_upgrade_is_ranked_by_impact() {
 }
 
 #[test]
+fn engine_upgrade_is_reported_once() {
+    let before = snapshot(100, 1_700_000_000);
+    let mut after = snapshot(100, 1_700_090_000);
+    after.python_envs[0].packages[0] = package("sglang", "0.5.10");
+    let before_launches = [launch(100, &base_options())];
+    let mut upgraded = launch(100, &base_options());
+    upgraded.engine_version = Some(String::from("0.5.10"));
+    let diff = compare_snapshots_with(
+        &before,
+        &before_launches,
+        &after,
+        &[upgraded],
+        &CompareOptions::default(),
+    );
+    assert_eq!(keys(&diff.changes), ["package:sglang"]);
+    assert_eq!(diff.changes[0].impact, Impact::High);
+    // The launch comparison itself still says so.
+    assert_eq!(keys(&diff.launches[0].changes), ["engine_version"]);
+}
+
+#[test]
 fn gpu_power_limit_on_all_gpus_is_one_high_change() {
     let before = snapshot(100, 1_700_000_000);
     let mut after = snapshot(100, 1_700_090_000);

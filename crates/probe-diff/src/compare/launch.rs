@@ -373,6 +373,7 @@ fn compare_options_same_engine(
     collector: &mut Collector,
     equal_by_default: &mut Vec<String>,
 ) {
+    compare_changed_defaults(sides, collector);
     let names: BTreeSet<&str> = sides
         .before
         .options
@@ -577,6 +578,54 @@ fn compare_options_across_engines(
                 Some(note),
             );
         }
+    }
+}
+
+/// Options neither launch sets whose default differs between the two engine versions: the
+/// launches read the same but run differently (vLLM's `--gpu-memory-utilization` went from 0.9
+/// to 0.92).
+fn compare_changed_defaults(sides: &Sides<'_>, collector: &mut Collector) {
+    let (Some(before_version), Some(after_version)) = (
+        sides.before.engine_version.as_deref(),
+        sides.after.engine_version.as_deref(),
+    ) else {
+        return;
+    };
+    if before_version.trim() == after_version.trim() {
+        return;
+    }
+    for after_spec in sides.after_catalog.options() {
+        let name = after_spec.name.as_str();
+        if sides.before.options.contains_key(name) || sides.after.options.contains_key(name) {
+            continue;
+        }
+        let Some(before_spec) = sides.before_catalog.get(name) else {
+            continue;
+        };
+        if sides.speculative_handled
+            && covered_by_speculative(sides.after_catalog, Some(after_spec), name)
+        {
+            continue;
+        }
+        let (Some(before_default), Some(after_default)) =
+            (default_of(Some(before_spec)), default_of(Some(after_spec)))
+        else {
+            continue;
+        };
+        if values_equal(&before_default, &after_default, Some(&after_spec.kind)) {
+            continue;
+        }
+        let mut subject = Subject::new(Area::Option, name, ChangeKind::Changed)
+            .values(Some(&before_default), Some(&after_default));
+        subject.common = after_spec.common.as_deref();
+        subject.option_category = after_spec.category.as_deref();
+        let note = format!(
+            "set by neither launch: the default changed from {} ({before_version}) to {} \
+             ({after_version})",
+            display(&before_default),
+            display(&after_default)
+        );
+        collector.push(&subject, option_key(name), None, None, Some(note));
     }
 }
 

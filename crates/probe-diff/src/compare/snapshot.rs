@@ -65,7 +65,7 @@ pub fn compare_snapshots_with(
     diff.texts = compare_units(before, after, &mut collector);
     compare_containers(before, after, &mut collector);
 
-    let mut changes = collector.changes;
+    let mut changes = drop_engine_version_echoes(collector.changes);
     let mut volatile = collector.volatile;
     if options.include_volatile {
         changes.append(&mut volatile);
@@ -75,6 +75,27 @@ pub fn compare_snapshots_with(
     diff.changes = changes;
     diff.volatile = volatile;
     diff
+}
+
+/// A launch's engine version usually comes from its interpreter's packages; when the package
+/// change says the same (same versions), the launch-level `engine_version` change is dropped.
+fn drop_engine_version_echoes(changes: Vec<Change>) -> Vec<Change> {
+    let package_versions: Vec<(Option<Value>, Option<Value>)> = changes
+        .iter()
+        .filter(|change| change.key.starts_with("package:"))
+        .map(|change| (change.before.clone(), change.after.clone()))
+        .collect();
+    changes
+        .into_iter()
+        .filter(|change| {
+            let is_engine_version =
+                change.key == "engine_version" || change.key.ends_with("/engine_version");
+            !(is_engine_version
+                && package_versions
+                    .iter()
+                    .any(|(before, after)| *before == change.before && *after == change.after))
+        })
+        .collect()
 }
 
 /// Whether a snapshot diff holds anything an operator should look at (`probe diff` exits 1).
