@@ -25,7 +25,13 @@ use crate::keys::KeyPair;
 use crate::sshd::{Sshd, SshdOptions};
 
 /// Every fixture host definition, in address order (127.0.0.11 ...).
-pub const ALL: &[&str] = &["sglang-hybrid", "vllm-systemd", "docker-vllm", "bare", "hostile"];
+pub const ALL: &[&str] = &[
+    "sglang-hybrid",
+    "vllm-systemd",
+    "docker-vllm",
+    "bare",
+    "hostile",
+];
 
 /// `crates/probe-testkit/fixtures`.
 pub fn definitions_dir() -> PathBuf {
@@ -43,7 +49,8 @@ struct Manifest {
 }
 
 fn read_manifest(path: &Path) -> Manifest {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let mut m = Manifest::default();
     for line in text.lines() {
         let line = line.trim();
@@ -53,14 +60,27 @@ fn read_manifest(path: &Path) -> Manifest {
         let (kw, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let rest = rest.trim();
         match kw {
-            "addr" => m.addr = Some(rest.parse().unwrap_or_else(|e| panic!("{}: bad addr {rest}: {e}", path.display()))),
+            "addr" => {
+                m.addr = Some(
+                    rest.parse()
+                        .unwrap_or_else(|e| panic!("{}: bad addr {rest}: {e}", path.display())),
+                )
+            }
             "lib" => {
                 let (src, dst) = rest.split_once(char::is_whitespace).expect("lib SRC DEST");
-                m.libs.push((src.to_string(), dst.trim().trim_start_matches('/').to_string()));
+                m.libs.push((
+                    src.to_string(),
+                    dst.trim().trim_start_matches('/').to_string(),
+                ));
             }
             "ready" => {
-                let (file, text) = rest.split_once(char::is_whitespace).expect("ready FILE TEXT");
-                m.ready.push((file.trim_start_matches('/').to_string(), text.trim().to_string()));
+                let (file, text) = rest
+                    .split_once(char::is_whitespace)
+                    .expect("ready FILE TEXT");
+                m.ready.push((
+                    file.trim_start_matches('/').to_string(),
+                    text.trim().to_string(),
+                ));
             }
             _ => {}
         }
@@ -70,10 +90,12 @@ fn read_manifest(path: &Path) -> Manifest {
 
 /// Recursive copy that keeps symlinks as symlinks and file modes.
 fn copy_tree(src: &Path, dst: &Path) {
-    let meta = std::fs::symlink_metadata(src).unwrap_or_else(|e| panic!("stat {}: {e}", src.display()));
+    let meta =
+        std::fs::symlink_metadata(src).unwrap_or_else(|e| panic!("stat {}: {e}", src.display()));
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(src).expect("readlink");
-        std::os::unix::fs::symlink(target, dst).unwrap_or_else(|e| panic!("symlink {}: {e}", dst.display()));
+        std::os::unix::fs::symlink(target, dst)
+            .unwrap_or_else(|e| panic!("symlink {}: {e}", dst.display()));
     } else if meta.is_dir() {
         std::fs::create_dir_all(dst).unwrap_or_else(|e| panic!("mkdir {}: {e}", dst.display()));
         for entry in std::fs::read_dir(src).expect("read_dir") {
@@ -84,7 +106,8 @@ fn copy_tree(src: &Path, dst: &Path) {
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent).expect("mkdir parent");
         }
-        std::fs::copy(src, dst).unwrap_or_else(|e| panic!("copy {} -> {}: {e}", src.display(), dst.display()));
+        std::fs::copy(src, dst)
+            .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", src.display(), dst.display()));
     }
 }
 
@@ -111,7 +134,10 @@ pub struct FixtureHost {
 impl FixtureHost {
     /// Starts host `name` with its own client key.
     pub fn start(name: &str) -> FixtureHost {
-        let key_dir = tempfile::Builder::new().prefix("probe-fxkey-").tempdir().expect("tempdir");
+        let key_dir = tempfile::Builder::new()
+            .prefix("probe-fxkey-")
+            .tempdir()
+            .expect("tempdir");
         let key = KeyPair::generate(key_dir.path(), "id_ed25519", "ed25519", "", None);
         let client_dir = key_dir.path().to_path_buf();
         let mut host = Self::start_with_key(name, key, &client_dir);
@@ -125,10 +151,19 @@ impl FixtureHost {
     pub fn start_with_key(name: &str, key: KeyPair, client_dir: &Path) -> FixtureHost {
         let t0 = Instant::now();
         let def = definitions_dir().join(name);
-        assert!(def.join("host.conf").is_file(), "no fixture definition {}", def.display());
+        assert!(
+            def.join("host.conf").is_file(),
+            "no fixture definition {}",
+            def.display()
+        );
         let manifest = read_manifest(&def.join("host.conf"));
-        let addr = manifest.addr.unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
-        let copy = tempfile::Builder::new().prefix(&format!("probe-fx-{name}-")).tempdir().expect("tempdir");
+        let addr = manifest
+            .addr
+            .unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        let copy = tempfile::Builder::new()
+            .prefix(&format!("probe-fx-{name}-"))
+            .tempdir()
+            .expect("tempdir");
         let dir = copy.path().to_path_buf();
         copy_tree(&def, &dir);
         std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
@@ -151,7 +186,11 @@ impl FixtureHost {
         ]
         .iter()
         .map(|s| s.to_string())
-        .chain([dir.join("setup.sh").display().to_string(), dir.display().to_string(), name.to_string()])
+        .chain([
+            dir.join("setup.sh").display().to_string(),
+            dir.display().to_string(),
+            name.to_string(),
+        ])
         .collect();
         let sshd = Sshd::start(SshdOptions {
             addr,
@@ -214,9 +253,13 @@ impl FixtureHost {
     }
 
     fn write_client_files(&self) {
-        std::fs::write(self.known_hosts(), self.sshd().known_hosts_lines()).expect("write known_hosts");
-        std::fs::write(self.ssh_config(), self.ssh_config_block(&self.key.private, &self.known_hosts()))
-            .expect("write ssh_config");
+        std::fs::write(self.known_hosts(), self.sshd().known_hosts_lines())
+            .expect("write known_hosts");
+        std::fs::write(
+            self.ssh_config(),
+            self.ssh_config_block(&self.key.private, &self.known_hosts()),
+        )
+        .expect("write ssh_config");
     }
 
     /// Client ssh_config with `Host <alias>`.
@@ -296,7 +339,11 @@ impl Drop for FixtureHost {
 /// Whether `pid` exists on the host and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().next()) != Some("Z"),
+        Ok(stat) => {
+            stat.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().next())
+                != Some("Z")
+        }
         Err(_) => false,
     }
 }
@@ -306,10 +353,20 @@ pub fn descendants(root: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for entry in entries.flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-            let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-            if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            if let Some(ppid) = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u32>().ok())
+            {
                 parent_of.push((pid, ppid));
             }
         }
@@ -329,7 +386,14 @@ pub fn ssh_with(config: &Path, alias: &str, cmd: &str) -> Output {
     Command::new("/usr/bin/ssh")
         .arg("-F")
         .arg(config)
-        .args(["-o", "BatchMode=yes", "-o", "KexAlgorithms=curve25519-sha256", "-o", "ConnectTimeout=10"])
+        .args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "KexAlgorithms=curve25519-sha256",
+            "-o",
+            "ConnectTimeout=10",
+        ])
         .arg(alias)
         .arg(cmd)
         .output()
@@ -346,7 +410,10 @@ pub struct Fleet {
 impl Fleet {
     /// Starts the named hosts in parallel.
     pub fn start(names: &[&str]) -> Fleet {
-        let dir = tempfile::Builder::new().prefix("probe-fleet-").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("probe-fleet-")
+            .tempdir()
+            .expect("tempdir");
         let key = KeyPair::generate(dir.path(), "id_ed25519", "ed25519", "", None);
         let hosts: Vec<FixtureHost> = std::thread::scope(|s| {
             let handles: Vec<_> = names
@@ -357,7 +424,10 @@ impl Fleet {
                     s.spawn(move || FixtureHost::start_with_key(name, key, d))
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("fixture host start panicked")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("fixture host start panicked"))
+                .collect()
         });
         let fleet = Fleet { hosts, key, dir };
         let mut kh = String::new();
@@ -366,8 +436,11 @@ impl Fleet {
             kh.push_str(&h.known_hosts_lines());
             cfg.push_str(&h.ssh_config_block(&fleet.key.private, &fleet.known_hosts()));
             // Each host's own files point at the shared key and known_hosts too.
-            std::fs::write(h.ssh_config(), h.ssh_config_block(&fleet.key.private, &fleet.known_hosts()))
-                .expect("write ssh_config");
+            std::fs::write(
+                h.ssh_config(),
+                h.ssh_config_block(&fleet.key.private, &fleet.known_hosts()),
+            )
+            .expect("write ssh_config");
         }
         std::fs::write(fleet.known_hosts(), &kh).expect("write known_hosts");
         for h in &fleet.hosts {
@@ -392,6 +465,9 @@ impl Fleet {
 
     /// The host started from definition `name`.
     pub fn host(&self, name: &str) -> &FixtureHost {
-        self.hosts.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no host {name} in fleet"))
+        self.hosts
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("no host {name} in fleet"))
     }
 }

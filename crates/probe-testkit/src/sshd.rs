@@ -55,7 +55,10 @@ impl Sshd {
     pub fn start(opts: SshdOptions) -> Sshd {
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all("/run/sshd").expect("mkdir /run/sshd");
-        let dir = tempfile::Builder::new().prefix("probe-sshd-").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("probe-sshd-")
+            .tempdir()
+            .expect("tempdir");
         let port = opts.port.unwrap_or_else(|| free_port(opts.addr));
         let mut host_keys = Vec::new();
         let mut config = String::new();
@@ -66,7 +69,8 @@ impl Sshd {
             host_keys.push(pair.public);
         }
         let authorized = dir.path().join("authorized_keys");
-        std::fs::write(&authorized, opts.authorized_keys.join("\n") + "\n").expect("write authorized_keys");
+        std::fs::write(&authorized, opts.authorized_keys.join("\n") + "\n")
+            .expect("write authorized_keys");
         let pid_file = dir.path().join("sshd.pid");
         writeln!(config, "PidFile {}", pid_file.display()).unwrap();
         writeln!(config, "AuthorizedKeysFile {}", authorized.display()).unwrap();
@@ -103,7 +107,13 @@ impl Sshd {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?}: {e}"));
-        let mut sshd = Sshd { dir, addr: opts.addr, port, host_keys, child };
+        let mut sshd = Sshd {
+            dir,
+            addr: opts.addr,
+            port,
+            host_keys,
+            child,
+        };
         sshd.wait_ready();
         sshd
     }
@@ -144,7 +154,11 @@ impl Sshd {
 
     /// The known_hosts name of this server: `[127.0.0.1]:2222`.
     pub fn known_hosts_name(&self) -> String {
-        if self.port == 22 { self.addr.to_string() } else { format!("[{}]:{}", self.addr, self.port) }
+        if self.port == 22 {
+            self.addr.to_string()
+        } else {
+            format!("[{}]:{}", self.addr, self.port)
+        }
     }
 
     /// known_hosts lines for every host key of this server.
@@ -153,7 +167,12 @@ impl Sshd {
             .iter()
             .map(|k| {
                 let mut parts = k.split_whitespace();
-                format!("{} {} {}\n", self.known_hosts_name(), parts.next().unwrap(), parts.next().unwrap())
+                format!(
+                    "{} {} {}\n",
+                    self.known_hosts_name(),
+                    parts.next().unwrap(),
+                    parts.next().unwrap()
+                )
             })
             .collect()
     }
