@@ -381,3 +381,39 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn resolved_log_arguments_do_not_make_a_launch_different() {
+    let logged = |tp: i64, at: i64| {
+        let mut config = launch(
+            SourceKind::Log,
+            "/var/log/sglang.log",
+            false,
+            &[
+                ("tp-size", json!(tp)),
+                ("mem-fraction-static", json!(0.83)),
+                ("chunked-prefill-size", json!(8192)),
+            ],
+        );
+        config.source.time.at = Some(at);
+        config
+    };
+    let mut running = launch(
+        SourceKind::Process,
+        "pid:200",
+        true,
+        &[("tp-size", json!(4))],
+    );
+    running.source.time.at = Some(PROCESS_START);
+    let launches = vec![
+        logged(8, PROCESS_START - 5000),
+        logged(4, PROCESS_START - 1000),
+        running,
+    ];
+    let timeline = timeline_with(&Snapshot::default(), &launches);
+    let previous: Vec<usize> = positions(&timeline.events, |event| event.previous);
+    // The start-up 1000 s earlier ran the same command line (its extra values are the engine's
+    // own); the one before it ran tp 8.
+    assert_eq!(previous, [0]);
+    assert_eq!(positions(&timeline.events, |event| event.running), [2]);
+}

@@ -80,10 +80,19 @@ pub(crate) fn compare_launches_split(
 
 /// Whether two launches run the same configuration: same engine, model, options and speculative
 /// settings (environment, wrappers and where they were found do not count).
+///
+/// An engine's start-up log line lists values the engine resolved itself (SGLang's
+/// `server_args=` holds every argument), so against a command line an option only the log
+/// names is unknown on the other side, not different.
 pub(crate) fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
+    let left_is_log = left.source.kind == SourceKind::Log;
+    let right_is_log = right.source.kind == SourceKind::Log;
     let (diff, _) = compare_launches_split(left, right);
     diff.changes.iter().all(|change| {
-        change.key.starts_with("env:")
+        let only_in_log = (left_is_log && !right_is_log && change.kind == ChangeKind::Removed)
+            || (right_is_log && !left_is_log && change.kind == ChangeKind::Added);
+        only_in_log
+            || change.key.starts_with("env:")
             || matches!(
                 change.key.as_str(),
                 "engine_version"
