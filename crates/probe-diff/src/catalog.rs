@@ -13,14 +13,38 @@ use probe_model::Engine;
 use serde::Deserialize;
 
 const SOURCES: [(Engine, &str); 8] = [
-    (Engine::Sglang, include_str!("../../../configs/engines/sglang.toml")),
-    (Engine::Vllm, include_str!("../../../configs/engines/vllm.toml")),
-    (Engine::Tgi, include_str!("../../../configs/engines/tgi.toml")),
-    (Engine::LlamaCpp, include_str!("../../../configs/engines/llama.cpp.toml")),
-    (Engine::Lmdeploy, include_str!("../../../configs/engines/lmdeploy.toml")),
-    (Engine::Trtllm, include_str!("../../../configs/engines/trtllm.toml")),
-    (Engine::Ollama, include_str!("../../../configs/engines/ollama.toml")),
-    (Engine::Other, include_str!("../../../configs/engines/other.toml")),
+    (
+        Engine::Sglang,
+        include_str!("../../../configs/engines/sglang.toml"),
+    ),
+    (
+        Engine::Vllm,
+        include_str!("../../../configs/engines/vllm.toml"),
+    ),
+    (
+        Engine::Tgi,
+        include_str!("../../../configs/engines/tgi.toml"),
+    ),
+    (
+        Engine::LlamaCpp,
+        include_str!("../../../configs/engines/llama.cpp.toml"),
+    ),
+    (
+        Engine::Lmdeploy,
+        include_str!("../../../configs/engines/lmdeploy.toml"),
+    ),
+    (
+        Engine::Trtllm,
+        include_str!("../../../configs/engines/trtllm.toml"),
+    ),
+    (
+        Engine::Ollama,
+        include_str!("../../../configs/engines/ollama.toml"),
+    ),
+    (
+        Engine::Other,
+        include_str!("../../../configs/engines/other.toml"),
+    ),
 ];
 
 /// The type of an option's value, which also fixes its arity.
@@ -154,7 +178,9 @@ impl Catalog {
     }
 
     pub fn get(&self, canonical: &str) -> Option<&OptionSpec> {
-        self.by_name.get(canonical).and_then(|i| self.options.get(*i))
+        self.by_name
+            .get(canonical)
+            .and_then(|i| self.options.get(*i))
     }
 
     /// The first option carrying this cross-engine key.
@@ -325,7 +351,10 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     let (x, y) = (nums(a), nums(b));
     let n = x.len().max(y.len());
     for i in 0..n {
-        let (p, q) = (x.get(i).copied().unwrap_or(0), y.get(i).copied().unwrap_or(0));
+        let (p, q) = (
+            x.get(i).copied().unwrap_or(0),
+            y.get(i).copied().unwrap_or(0),
+        );
         match p.cmp(&q) {
             std::cmp::Ordering::Equal => {}
             o => return o,
@@ -360,6 +389,7 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
     let mut options: Vec<OptionSpec> = Vec::new();
     let mut by_name = HashMap::new();
     let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
+    let mut old: Vec<Vec<String>> = Vec::new();
     for o in raw.option {
         if o.name.is_empty() || !in_range(version, o.since.as_deref(), o.until.as_deref()) {
             continue;
@@ -399,19 +429,26 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             deprecated: o.deprecated,
         };
         by_name.entry(spec.name.clone()).or_insert(idx);
-        let main = if spec.name.starts_with('-') {
-            spec.name.clone()
-        } else {
-            format!("--{}", spec.name)
-        };
-        by_spelling.entry(main).or_insert((idx, false));
-        for a in spec.aliases.iter().chain(old_spellings.iter()) {
+        old.push(old_spellings);
+        options.push(spec);
+    }
+    // Canonical names first, then aliases and negations, then old spellings of renamed options:
+    // an option's own name always wins over another option's alias.
+    for (idx, spec) in options.iter().enumerate() {
+        by_spelling.insert(format!("--{}", spec.name), (idx, false));
+    }
+    for (idx, spec) in options.iter().enumerate() {
+        for a in &spec.aliases {
             by_spelling.entry(a.clone()).or_insert((idx, false));
         }
         for n in &spec.negations {
             by_spelling.entry(n.clone()).or_insert((idx, true));
         }
-        options.push(spec);
+    }
+    for (idx, olds) in old.iter().enumerate() {
+        for a in olds {
+            by_spelling.entry(a.clone()).or_insert((idx, false));
+        }
     }
     let entry_points = raw
         .entry
@@ -490,11 +527,17 @@ pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
             None => Box::leak(Box::new(build(engine, "", None))),
         }
     };
-    let Some(v) = version.map(str::trim).filter(|v| !v.is_empty() && v.len() < 64) else {
+    let Some(v) = version
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() < 64)
+    else {
         return fallback();
     };
     // Only narrow to a version when the version string looks like one.
-    if !v.trim_start_matches(['v', 'V']).starts_with(|c: char| c.is_ascii_digit()) {
+    if !v
+        .trim_start_matches(['v', 'V'])
+        .starts_with(|c: char| c.is_ascii_digit())
+    {
         return fallback();
     }
     let cache = VERSIONED.get_or_init(|| Mutex::new(HashMap::new()));

@@ -1,8 +1,34 @@
 //! Launch reconstruction: from any launch text to a `LaunchConfig`.
+//!
+//! Inputs: a `/proc` argv, a systemd unit, a shell line or script, a `docker run`, a compose
+//! service, a Kubernetes container, an engine's start-up log line. Every path ends in the same
+//! place: an argv whose wrappers (`nohup`, `bash -c`, `docker run`, `uv run`, ...) are unwrapped
+//! until an engine entry point is found, whose options are then read with that engine's catalog
+//! (`configs/engines/*.toml`). Nothing here panics on bad input: what cannot be read becomes a
+//! warning.
+
+mod argv;
+mod container;
+mod options;
+mod shell;
+mod systemd;
+mod values;
 
 use std::collections::BTreeMap;
 
-use probe_model::{Engine, LaunchConfig, LaunchSource, Snapshot, StartupRecord, SystemdUnit};
+use probe_model::{
+    Engine, LaunchConfig, LaunchOption, LaunchSource, ProcessRole, Snapshot, SourceKind, StartupRecord,
+    SystemdUnit, TimeBounds,
+};
+use serde_json::Value;
+
+use crate::catalog::catalog;
+use argv::{Ctx, basename};
+
+pub use values::{parse_human_int, python_literal};
+
+/// Inputs larger than this are cut (with a warning) before reading.
+const MAX_TEXT: usize = 4 * 1024 * 1024;
 
 /// What kind of text is given to [`reconstruct`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,31 +61,512 @@ pub struct ParseHints {
     pub working_directory: Option<String>,
 }
 
+fn detect_kind(text: &str) -> TextKind {
+    if text.contains('\0') {
+        return TextKind::Argv;
+    }
+    if text.contains("server_args=") {
+        return TextKind::SglangServerArgs;
+    }
+    if text.contains("non-default args:") {
+        return TextKind::VllmNonDefaultArgs;
+    }
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    if lines.iter().any(|l| *l == "[Service]" || l.starts_with("ExecStart=")) {
+        return TextKind::SystemdUnit;
+    }
+    let yaml_key = |l: &&str, k: &str| {
+        let l = l.trim_start_matches("- ").trim_start();
+        l.starts_with(k) && l.get(k.len()..).map(|r| r.starts_with(':')).unwrap_or(false)
+    };
+    let has = |k: &str| lines.iter().any(|l| yaml_key(l, k));
+    // Shell scripts that write YAML with a here-document are still shell.
+    let shellish = lines.iter().any(|l| l.contains("<<") || l.ends_with('\\'));
+    if !shellish || has("containers") || has("services") {
+        if has("containers") || (has("args") && has("image")) || (has("env") && has("image") && !has("environment")) {
+            return TextKind::Kubernetes;
+        }
+        if has("image") || has("services") || (has("command") && !shellish) || has("entrypoint") {
+            return TextKind::Compose;
+        }
+    }
+    TextKind::Shell
+}
+
+/// Removes Markdown code-fence lines (README snippets keep their fences).
+fn strip_fences(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("```"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn yaml_value(y: &yaml_rust2::Yaml, depth: usize) -> Value {
+    use yaml_rust2::Yaml;
+    if depth > 64 {
+        return Value::Null;
+    }
+    match y {
+        Yaml::Real(s) => s
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::String(s.clone())),
+        Yaml::Integer(i) => Value::Number((*i).into()),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(a) => Value::Array(a.iter().map(|v| yaml_value(v, depth + 1)).collect()),
+        Yaml::Hash(h) => {
+            let mut m = serde_json::Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) => s.clone(),
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Real(r) => r.clone(),
+                    Yaml::Boolean(b) => b.to_string(),
+                    _ => continue,
+                };
+                m.insert(key, yaml_value(v, depth + 1));
+            }
+            Value::Object(m)
+        }
+        _ => Value::Null,
+    }
+}
+
+/// Parses YAML text to JSON (first document); `None` when it is not YAML.
+pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
+    let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
+    docs.first().map(|d| yaml_value(d, 0))
+}
+
+/// Makes indented snippets (a service block cut out of a file) valid YAML: unquoted Helm
+/// templates (`{{ ... }}`) become strings.
+fn yaml_lenient(text: &str) -> Option<Value> {
+    if let Some(v) = yaml_to_json(text) {
+        return Some(v);
+    }
+    let fixed: String = text
+        .lines()
+        .map(|l| {
+            if let Some((k, v)) = l.split_once(": ")
+                && v.trim_start().starts_with("{{")
+            {
+                format!("{k}: \"{}\"", v.trim().replace('"', "\\\""))
+            } else if l.trim_start().starts_with("{{") || l.trim_start().starts_with("{%") {
+                String::new()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    yaml_to_json(&fixed)
+}
+
+fn base_ctx(hints: &ParseHints) -> Ctx {
+    Ctx { cwd: hints.working_directory.clone(), ..Ctx::default() }
+}
+
 /// Every launch in `text`; non-server commands are skipped.
-pub fn reconstruct(_text: &str, _hints: &ParseHints) -> Vec<LaunchConfig> {
-    Vec::new()
+pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    let mut warn_cut = None;
+    let text = if text.len() > MAX_TEXT {
+        let mut end = MAX_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        warn_cut = Some(format!("input cut to {MAX_TEXT} bytes"));
+        text.get(..end).unwrap_or("")
+    } else {
+        text
+    };
+    let kind = match hints.kind {
+        TextKind::Auto => detect_kind(text),
+        k => k,
+    };
+    let mut out = match kind {
+        TextKind::Argv => {
+            let argv: Vec<String> = text.split('\0').filter(|s| !s.is_empty()).map(str::to_string).collect();
+            from_argv(&argv, &hints.env, hints).into_iter().collect()
+        }
+        TextKind::SystemdUnit => unit_text(text, hints, None),
+        TextKind::Compose | TextKind::Kubernetes => {
+            let clean = strip_fences(text);
+            match yaml_lenient(&clean) {
+                Some(doc) => {
+                    let mut out = Vec::new();
+                    container::from_yaml(&doc, kind == TextKind::Kubernetes, &base_ctx(hints), hints, &mut out, 0);
+                    out
+                }
+                None => shell_text(&clean, hints),
+            }
+        }
+        TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
+            let engine = if kind == TextKind::SglangServerArgs { "sglang" } else { "vllm" };
+            let rec = StartupRecord { time: hints.source.time.at, engine: engine.into(), text: text.to_string(), version: None };
+            from_startup_log(&rec, hints).into_iter().collect()
+        }
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => shell_text(&strip_fences(text), hints),
+    };
+    if let Some(w) = warn_cut {
+        for l in &mut out {
+            l.warnings.push(w.clone());
+        }
+    }
+    for l in &mut out {
+        if l.engine_version.is_none() {
+            l.engine_version = hints.engine_version.clone();
+        }
+    }
+    out
+}
+
+fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    let mut st = shell::State { cwd: hints.working_directory.clone(), ..Default::default() };
+    for (k, v) in &hints.env {
+        st.vars.insert(k.clone(), shell::Val::Text(v.clone()));
+    }
+    let cmds = shell::commands(text, &mut st, 0);
+    cmds.iter()
+        .filter_map(|c| argv::from_shell_command(c, base_ctx(hints), hints))
+        .collect()
+}
+
+fn guess_engine_from_name(s: &str) -> Option<Engine> {
+    let l = s.to_ascii_lowercase();
+    if l.contains("sglang") {
+        Some(Engine::Sglang)
+    } else if l.contains("vllm") {
+        Some(Engine::Vllm)
+    } else if l.contains("ollama") {
+        Some(Engine::Ollama)
+    } else if l.contains("llama-server") || l.contains("llama.cpp") || l.contains("llamacpp") {
+        Some(Engine::LlamaCpp)
+    } else if l.contains("lmdeploy") {
+        Some(Engine::Lmdeploy)
+    } else if l.contains("trtllm") || l.contains("tensorrt") {
+        Some(Engine::Trtllm)
+    } else if l.contains("text-generation") || l.contains("tgi") {
+        Some(Engine::Tgi)
+    } else {
+        None
+    }
+}
+
+/// Launches of a unit given as text (`unit_name` for specifiers when known).
+fn unit_text(text: &str, hints: &ParseHints, unit_name: Option<&str>) -> Vec<LaunchConfig> {
+    let u = systemd::parse_unit(text);
+    let unit = SystemdUnit {
+        name: unit_name.unwrap_or_default().to_string(),
+        exec_start: u.exec_start.clone(),
+        environment: u.environment.clone(),
+        working_directory: u.working_directory.clone(),
+        run_as: u.user.clone(),
+        ..SystemdUnit::default()
+    };
+    let mut out = from_unit_inner(&unit, hints, u.description.as_deref());
+    if out.is_empty()
+        && u.exec_start.is_empty()
+        && let Some(e) = u.description.as_deref().and_then(guess_engine_from_name)
+    {
+        let _ = e; // no ExecStart: nothing launches
+    }
+    for l in &mut out {
+        for f in &u.environment_files {
+            if !hints.env.is_empty() {
+                continue;
+            }
+            l.warnings.push(format!("variables from EnvironmentFile={f} are not in the text"));
+        }
+    }
+    out
 }
 
 /// One launch from an argv (wrappers unwrapped), or `None` when it is no model server.
-pub fn from_argv(
-    _argv: &[String],
-    _env: &BTreeMap<String, String>,
-    _hints: &ParseHints,
-) -> Option<LaunchConfig> {
-    None
+pub fn from_argv(argv: &[String], env: &BTreeMap<String, String>, hints: &ParseHints) -> Option<LaunchConfig> {
+    let ctx = Ctx { env: env.clone(), ..base_ctx(hints) };
+    argv::launch(argv, ctx, hints)
 }
 
 /// Launches of a collected unit (effective `ExecStart=`, environment, working directory).
-pub fn from_unit(_unit: &SystemdUnit, _hints: &ParseHints) -> Vec<LaunchConfig> {
-    Vec::new()
+pub fn from_unit(unit: &SystemdUnit, hints: &ParseHints) -> Vec<LaunchConfig> {
+    from_unit_inner(unit, hints, None)
+}
+
+fn from_unit_inner(unit: &SystemdUnit, hints: &ParseHints, description: Option<&str>) -> Vec<LaunchConfig> {
+    let mut resolve_env = unit.environment.clone();
+    for f in &unit.environment_files {
+        for (k, v) in &f.vars {
+            resolve_env.insert(k.clone(), v.clone());
+        }
+    }
+    for (k, v) in &hints.env {
+        resolve_env.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let spec = systemd::specifiers(Some(unit.name.as_str()).filter(|n| !n.is_empty()), unit.run_as.as_deref());
+    let mut out = Vec::new();
+    let mut h = hints.clone();
+    if h.working_directory.is_none() {
+        h.working_directory = unit.working_directory.clone();
+    }
+    for line in &unit.exec_start {
+        let mut warnings = Vec::new();
+        let argv = systemd::split_exec(line, &resolve_env, &spec, &mut warnings, true);
+        let ctx = Ctx { env: resolve_env.clone(), warnings: warnings.clone(), ..base_ctx(&h) };
+        match argv::launch(&argv, ctx, &h) {
+            Some(l) => out.push(l),
+            None => {
+                // An opaque wrapper script: the engine is only known from its name.
+                let prog = argv.first().cloned().unwrap_or_default();
+                let engine = guess_engine_from_name(basename(&prog)).or_else(|| description.and_then(guess_engine_from_name));
+                if let Some(engine) = engine
+                    && !prog.is_empty()
+                {
+                    let mut w = warnings;
+                    w.push(format!("ExecStart runs {prog}, a script whose contents are not in the text; engine guessed from its name"));
+                    out.push(LaunchConfig {
+                        engine,
+                        entrypoint: Some(prog),
+                        env: unit.environment.clone(),
+                        warnings: w,
+                        argv,
+                        working_directory: h.working_directory.clone(),
+                        source: h.source.clone(),
+                        engine_version: h.engine_version.clone(),
+                        ..LaunchConfig::default()
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A launch from an engine's start-up log line.
-pub fn from_startup_log(_record: &StartupRecord, _hints: &ParseHints) -> Option<LaunchConfig> {
-    None
+pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<LaunchConfig> {
+    let engine = Engine::parse(&record.engine).or(hints.engine)?;
+    let text = record.text.as_str();
+    let start = text
+        .find("server_args=")
+        .map(|p| p + "server_args=".len())
+        .or_else(|| text.find("non-default args:").map(|p| p + "non-default args:".len()))
+        .unwrap_or(0);
+    let body = text.get(start..)?.trim();
+    let parsed = python_literal(body)?;
+    let Value::Object(m) = parsed else { return None };
+    let version = record.version.clone().or_else(|| hints.engine_version.clone());
+    let cat = catalog(engine, version.as_deref());
+    let mut options = BTreeMap::new();
+    let mut unknown = Vec::new();
+    let mut model = None;
+    for (k, v) in &m {
+        if matches!(k.as_str(), "model" | "model_path" | "model_tag") {
+            if let Some(s) = v.as_str() {
+                model.get_or_insert(s.to_string());
+            }
+        }
+        if v.is_null() {
+            continue;
+        }
+        match cat.lookup_name_loose(k) {
+            Some(spec) => {
+                let value = match (v, &spec.kind) {
+                    (Value::String(s), crate::catalog::ValueKind::Json) => values::lenient_json(s).unwrap_or_else(|| v.clone()),
+                    _ => v.clone(),
+                };
+                options.insert(spec.name.clone(), LaunchOption { value, written: format!("{k}={v}") });
+            }
+            None => unknown.push(format!("{k}={v}")),
+        }
+    }
+    let speculative = options::speculative(cat, &options);
+    Some(LaunchConfig {
+        engine,
+        engine_version: version,
+        entrypoint: Some(format!("{engine} start-up log")),
+        model,
+        options,
+        unknown,
+        speculative,
+        working_directory: hints.working_directory.clone(),
+        source: LaunchSource {
+            time: TimeBounds { at: record.time.or(hints.source.time.at), ..hints.source.time.clone() },
+            ..hints.source.clone()
+        },
+        ..LaunchConfig::default()
+    })
+}
+
+fn engine_package(engine: Engine) -> &'static [&'static str] {
+    match engine {
+        Engine::Vllm => &["vllm"],
+        Engine::Sglang => &["sglang"],
+        Engine::Lmdeploy => &["lmdeploy"],
+        Engine::Trtllm => &["tensorrt-llm", "tensorrt_llm"],
+        Engine::Tgi => &["text-generation-server", "text-generation"],
+        Engine::Other => &["trl"],
+        _ => &[],
+    }
+}
+
+/// Fills `engine_version` from the snapshot's Python environments: the one whose interpreter or
+/// users match the launch, else the only one that has the engine.
+fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
+    if l.engine_version.is_some() {
+        return;
+    }
+    let pkgs = engine_package(l.engine);
+    if pkgs.is_empty() {
+        return;
+    }
+    let version_in = |env: &probe_model::PythonEnv| {
+        env.packages
+            .iter()
+            .find(|p| pkgs.contains(&p.name.as_str()))
+            .map(|p| p.version.clone())
+    };
+    let loc = l.source.location.clone();
+    let matching = snapshot.python_envs.iter().find(|e| {
+        l.interpreter.as_deref().map(|i| i == e.interpreter).unwrap_or(false)
+            || e.used_by.iter().any(|u| *u == loc)
+            || l.venv.as_deref().zip(e.prefix.as_deref()).map(|(a, b)| a == b).unwrap_or(false)
+    });
+    if let Some(v) = matching.and_then(version_in) {
+        l.engine_version = Some(v);
+        return;
+    }
+    let all: Vec<String> = snapshot.python_envs.iter().filter_map(version_in).collect();
+    if let [only] = all.as_slice() {
+        l.engine_version = Some(only.clone());
+    }
+}
+
+/// Re-reads a launch with its engine version's catalog once the version is known.
+fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
+    let Some(v) = l.engine_version.clone() else { return l };
+    if l.argv.is_empty() {
+        return l;
+    }
+    let h = ParseHints { engine_version: Some(v), ..hints.clone() };
+    match argv::launch(&l.argv, Ctx { env: l.env.clone(), cwd: l.working_directory.clone(), ..Ctx::default() }, &h) {
+        Some(mut n) => {
+            n.source = l.source;
+            n.log_files = l.log_files;
+            n.wrappers = l.wrappers;
+            n
+        }
+        None => l,
+    }
 }
 
 /// Every piece of launch evidence in a snapshot.
-pub fn launches_of(_snapshot: &Snapshot) -> Vec<LaunchConfig> {
-    Vec::new()
+pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
+    let mut out = Vec::new();
+    let mut finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
+        fill_version(snapshot, &mut l);
+        let l = with_version(l, hints);
+        out.push(l);
+    };
+    for p in &snapshot.processes {
+        if p.role != ProcessRole::Launcher {
+            continue;
+        }
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Process,
+                location: format!("pid:{}", p.pid),
+                time: TimeBounds { at: p.start_time, ..TimeBounds::default() },
+                running: true,
+            },
+            working_directory: p.cwd.clone(),
+            ..ParseHints::default()
+        };
+        if let Some(mut l) = from_argv(&p.argv, &p.env, &hints) {
+            if let Some(e) = p.engine.as_deref().and_then(Engine::parse)
+                && l.engine == Engine::Other
+                && e != Engine::Other
+            {
+                l.engine = e;
+            }
+            finish(l, &hints, &mut out);
+        }
+    }
+    for u in &snapshot.units {
+        let running_pid = u.state.as_ref().and_then(|s| s.main_pid).filter(|p| *p != 0);
+        let running = running_pid.map(|pid| snapshot.processes.iter().any(|p| p.pid == pid)).unwrap_or(false)
+            || u.state.as_ref().and_then(|s| s.active_state.as_deref()) == Some("active");
+        let mtimes: Vec<i64> = std::iter::once(u.fragment.mtime).chain(u.drop_ins.iter().map(|d| d.mtime)).flatten().collect();
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Unit,
+                location: format!("unit:{}", u.name),
+                time: TimeBounds {
+                    at: u.state.as_ref().and_then(|s| s.exec_main_start).filter(|_| running),
+                    not_before: mtimes.iter().max().copied(),
+                    not_after: None,
+                },
+                running,
+            },
+            working_directory: u.working_directory.clone(),
+            ..ParseHints::default()
+        };
+        for l in from_unit(u, &hints) {
+            finish(l, &hints, &mut out);
+        }
+    }
+    for c in &snapshot.containers {
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Container,
+                location: format!("container:{}", c.name.clone().unwrap_or_else(|| c.id.clone())),
+                time: TimeBounds { at: c.started_at, ..TimeBounds::default() },
+                running: c.state.as_deref() == Some("running"),
+            },
+            ..ParseHints::default()
+        };
+        if let Some(l) = container::from_container(c, &hints) {
+            finish(l, &hints, &mut out);
+        }
+    }
+    for h in &snapshot.histories {
+        for e in &h.entries {
+            let hints = ParseHints {
+                kind: TextKind::Shell,
+                source: LaunchSource {
+                    kind: SourceKind::History,
+                    location: format!("{}#{}", h.path, e.index),
+                    time: TimeBounds { at: e.time, not_before: None, not_after: if e.time.is_none() { h.mtime } else { None } },
+                    running: false,
+                },
+                ..ParseHints::default()
+            };
+            for l in reconstruct(&e.command, &hints) {
+                finish(l, &hints, &mut out);
+            }
+        }
+    }
+    for log in &snapshot.logs {
+        for r in &log.startups {
+            let hints = ParseHints {
+                source: LaunchSource {
+                    kind: SourceKind::Log,
+                    location: log.location.clone(),
+                    time: TimeBounds { at: r.time, ..TimeBounds::default() },
+                    running: false,
+                },
+                engine_version: r.version.clone(),
+                ..ParseHints::default()
+            };
+            if let Some(mut l) = from_startup_log(r, &hints) {
+                fill_version(snapshot, &mut l);
+                out.push(l);
+            }
+        }
+    }
+    out
 }
+
+#[cfg(test)]
+mod tests;

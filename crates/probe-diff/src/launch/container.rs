@@ -1,0 +1,247 @@
+//! Containers: `docker run` / `podman run` command lines, compose services and Kubernetes
+//! container specs.
+
+use std::collections::BTreeMap;
+
+use probe_model::LaunchConfig;
+use serde_json::Value;
+
+use super::ParseHints;
+use super::argv::{Ctx, basename, entry_for_image, is_launcher_word, launch};
+use super::shell::split_words;
+
+/// docker/podman `run` options that take a value (when not written `--opt=value`).
+const VALUE_OPTS: &[&str] = &[
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
+    "--network", "--net", "--ulimit", "--entrypoint", "-w", "--workdir", "-u", "--user", "--runtime", "--restart",
+    "--mount", "--device", "--cpus", "--memory", "-m", "-h", "--hostname", "--label", "-l", "--add-host",
+    "--cap-add", "--cap-drop", "--security-opt", "--log-driver", "--log-opt", "--platform", "--pull", "--cgroupns",
+    "--pid", "--stop-signal", "--stop-timeout", "--health-cmd", "--health-interval", "--health-retries",
+    "--health-timeout", "--health-start-period", "--tmpfs", "--group-add", "--dns", "--expose", "--cidfile",
+    "--cpuset-cpus", "--cpuset-mems", "--memory-swap", "--memory-reservation", "--uts", "--userns", "--volumes-from",
+    "--label-file", "--link", "--network-alias", "--ip", "--ip6", "--mac-address", "--sysctl", "--device-cgroup-rule",
+    "--attach", "-a", "--cpu-shares", "-c", "--blkio-weight", "--isolation", "--kernel-memory", "--oom-score-adj",
+    "--pids-limit", "--storage-opt", "--detach-keys", "--annotation", "--hooks-dir", "--pod", "--replace",
+];
+
+/// Container facts shared by `docker run`, compose and Kubernetes.
+struct Spec {
+    image: Option<String>,
+    /// `None`: the image's own; `Some(empty)`: cleared.
+    entrypoint: Option<Vec<String>>,
+    cmd: Vec<String>,
+    env: BTreeMap<String, String>,
+    docker_wrapper: bool,
+}
+
+fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+    for (k, v) in &spec.env {
+        ctx.env.insert(k.clone(), v.clone());
+    }
+    if spec.docker_wrapper {
+        ctx.wrappers.push("docker".into());
+    }
+    let image_entry = spec.image.as_deref().and_then(entry_for_image);
+    let argv: Vec<String> = match spec.entrypoint {
+        Some(ep) if !ep.is_empty() => ep.into_iter().chain(spec.cmd).collect(),
+        Some(_) => spec.cmd,
+        None => {
+            let first_is_launcher = spec
+                .cmd
+                .first()
+                .map(|w| is_launcher_word(w, spec.cmd.get(1..).unwrap_or(&[])))
+                .unwrap_or(false);
+            match image_entry {
+                Some((_, ep)) if !first_is_launcher && !ep.image_entrypoint.is_empty() => {
+                    ep.image_entrypoint.iter().cloned().chain(spec.cmd).collect()
+                }
+                _ => spec.cmd,
+            }
+        }
+    };
+    ctx.depth += 1;
+    launch(&argv, ctx, hints)
+}
+
+/// `docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nerdctl, `container run`).
+pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+    let mut i = 1;
+    if argv.get(i).map(String::as_str) == Some("container") {
+        i += 1;
+    }
+    if !matches!(argv.get(i).map(String::as_str), Some("run" | "create")) {
+        return None;
+    }
+    i += 1;
+    let mut env = BTreeMap::new();
+    let mut entrypoint = None;
+    while let Some(a) = argv.get(i) {
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let takes_value = VALUE_OPTS.contains(&flag.as_str());
+        let value = if takes_value && inline.is_none() {
+            i += 1;
+            argv.get(i).cloned()
+        } else {
+            inline
+        };
+        i += 1;
+        match flag.as_str() {
+            "-e" | "--env" => {
+                if let Some(v) = value
+                    && let Some((k, val)) = v.split_once('=')
+                {
+                    env.insert(k.to_string(), val.to_string());
+                }
+            }
+            "--entrypoint" => entrypoint = value.map(|v| split_words(&v)),
+            _ => {}
+        }
+    }
+    let image = argv.get(i).cloned()?;
+    let cmd = argv.get(i + 1..).unwrap_or(&[]).to_vec();
+    resolve(Spec { image: Some(image), entrypoint, cmd, env, docker_wrapper: true }, ctx, hints)
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn words(v: Option<&Value>) -> Option<Vec<String>> {
+    match v? {
+        Value::Array(a) => Some(a.iter().filter_map(scalar).collect()),
+        Value::String(s) => Some(split_words(s)),
+        Value::Null => Some(Vec::new()),
+        other => scalar(other).map(|s| vec![s]),
+    }
+}
+
+/// Replaces Kubernetes `$(VAR)` references from the container's env (`$$(VAR)` stays literal).
+fn k8s_subst(s: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(p) = rest.find("$(") {
+        let (head, tail) = rest.split_at(p);
+        if head.ends_with('$') {
+            out.push_str(head.strip_suffix('$').unwrap_or(head));
+            out.push_str("$(");
+            rest = tail.get(2..).unwrap_or("");
+            continue;
+        }
+        out.push_str(head);
+        match tail.find(')') {
+            Some(end) => {
+                let name = tail.get(2..end).unwrap_or("");
+                match env.get(name) {
+                    Some(v) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => out.push_str(v),
+                    _ => out.push_str(tail.get(..=end).unwrap_or("")),
+                }
+                rest = tail.get(end + 1..).unwrap_or("");
+            }
+            None => {
+                out.push_str(tail);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Launches of compose services or Kubernetes containers found anywhere in a YAML document.
+pub(crate) fn from_yaml(doc: &Value, kubernetes: bool, ctx: &Ctx, hints: &ParseHints, out: &mut Vec<LaunchConfig>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    match doc {
+        Value::Object(m) => {
+            let is_container = m.contains_key("image") || m.contains_key("command") || m.contains_key("entrypoint") || m.contains_key("args");
+            if is_container && (m.contains_key("command") || m.contains_key("args") || m.contains_key("image")) {
+                let k8s = kubernetes || m.contains_key("args") || (m.get("env").map(Value::is_array).unwrap_or(false) && !m.contains_key("environment"));
+                let mut env = BTreeMap::new();
+                if k8s {
+                    if let Some(Value::Array(items)) = m.get("env") {
+                        for it in items {
+                            if let (Some(n), Some(v)) = (it.get("name").and_then(scalar), it.get("value").and_then(scalar)) {
+                                let v = k8s_subst(&v, &env);
+                                env.insert(n, v);
+                            }
+                        }
+                    }
+                    let entrypoint = words(m.get("command")).map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
+                    let cmd = words(m.get("args")).unwrap_or_default().iter().map(|s| k8s_subst(s, &env)).collect();
+                    let spec = Spec { image: m.get("image").and_then(scalar), entrypoint, cmd, env, docker_wrapper: false };
+                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
+                        out.push(l);
+                    }
+                } else {
+                    match m.get("environment") {
+                        Some(Value::Object(e)) => {
+                            for (k, v) in e {
+                                if let Some(v) = scalar(v) {
+                                    env.insert(k.clone(), v);
+                                }
+                            }
+                        }
+                        Some(Value::Array(items)) => {
+                            for it in items {
+                                if let Some(s) = scalar(it)
+                                    && let Some((k, v)) = s.split_once('=')
+                                {
+                                    env.insert(k.trim().to_string(), v.to_string());
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    let entrypoint = words(m.get("entrypoint"));
+                    let cmd = words(m.get("command")).unwrap_or_default();
+                    let spec = Spec { image: m.get("image").and_then(scalar), entrypoint, cmd, env, docker_wrapper: true };
+                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
+                        out.push(l);
+                    }
+                }
+                return;
+            }
+            for v in m.values() {
+                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+            }
+        }
+        Value::Array(a) => {
+            for v in a {
+                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A running container (`docker inspect` facts).
+pub(crate) fn from_container(c: &probe_model::ContainerInfo, hints: &ParseHints) -> Option<LaunchConfig> {
+    let spec = Spec {
+        image: Some(c.image.clone()),
+        entrypoint: Some(c.entrypoint.clone()).filter(|e| !e.is_empty()),
+        cmd: c.cmd.clone(),
+        env: c.env.clone(),
+        docker_wrapper: true,
+    };
+    let mut ctx = Ctx::default();
+    if c.runtime == "podman" {
+        ctx.wrappers.push("podman".into());
+        let mut l = resolve(Spec { docker_wrapper: false, ..spec }, ctx, hints)?;
+        l.wrappers.retain(|w| w != "docker");
+        return Some(l);
+    }
+    let _ = basename("");
+    resolve(spec, ctx, hints)
+}

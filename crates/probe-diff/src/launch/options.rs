@@ -1,0 +1,339 @@
+//! Reading an engine's arguments with its catalog: arity, aliases, prefixes, units, dotted keys.
+
+use std::collections::BTreeMap;
+
+use probe_model::{LaunchOption, Speculative};
+use serde_json::Value;
+
+use super::values::{guess, lenient_json, merge_dotted, parse_bool, parse_human_int, typed};
+use crate::catalog::{Catalog, OptionSpec, ValueKind};
+
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    pub options: BTreeMap<String, LaunchOption>,
+    pub positional_model: Option<String>,
+    pub unknown: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+fn looks_like_option(tok: &str) -> bool {
+    tok.len() > 1 && tok.starts_with('-') && tok.parse::<f64>().is_err()
+}
+
+fn resolve<'c>(
+    cat: &'c Catalog,
+    flag: &str,
+    warnings: &mut Vec<String>,
+) -> Option<(&'c OptionSpec, bool, Option<String>)> {
+    // Returns (spec, negated, dotted-subkey)
+    let mut name = flag.to_string();
+    let mut sub: Option<String> = None;
+    if cat.underscore_to_dash && name.starts_with("--") {
+        let (head, tail) = match name.split_once('.') {
+            Some((h, t)) => (h.to_string(), Some(t.to_string())),
+            None => (name.clone(), None),
+        };
+        let head = format!("--{}", head.trim_start_matches('-').replace('_', "-"));
+        name = match &tail {
+            Some(t) => format!("{head}.{t}"),
+            None => head,
+        };
+    }
+    if let Some((o, neg)) = cat.lookup_exact(&name) {
+        return Some((o, neg, None));
+    }
+    // Dotted sub-keys of JSON-valued options (vLLM): `--speculative-config.method`.
+    if cat.underscore_to_dash
+        && let Some((head, tail)) = name.split_once('.')
+        && let Some((o, false)) = cat.lookup_exact(head)
+    {
+        sub = Some(tail.to_string());
+        return Some((o, false, sub));
+    }
+    if cat.prefix_match && name.starts_with("--") && !name.contains('.') && name.len() > 3 {
+        let cands = cat.prefix_candidates(&name);
+        match cands.as_slice() {
+            [] => {}
+            [(_, o, neg)] => return Some((o, *neg, sub)),
+            [(_, o, neg), ..] => {
+                let names: Vec<String> = cands.iter().take(6).map(|(s, _, _)| s.to_string()).collect();
+                warnings.push(format!(
+                    "ambiguous abbreviation {flag}: matches {} (argparse rejects it); read as --{}",
+                    names.join(", "),
+                    o.name
+                ));
+                return Some((o, *neg, sub));
+            }
+        }
+    }
+    None
+}
+
+/// Reads `args` (what follows the entry point) with `cat`.
+pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> Parsed {
+    let mut p = Parsed::default();
+    let units = cat.units.as_str();
+    let mut i = 0;
+    let mut only_positional = false;
+    while let Some(tok) = args.get(i) {
+        i += 1;
+        if only_positional || !looks_like_option(tok) {
+            if tok == "--" && !only_positional {
+                only_positional = true;
+                continue;
+            }
+            if positional_model && p.positional_model.is_none() {
+                p.positional_model = Some(tok.clone());
+            } else {
+                if tok.contains('$') {
+                    p.warnings.push(format!("unresolved variable in argument {tok}"));
+                } else {
+                    p.warnings.push(format!("unexpected argument {tok}"));
+                }
+                p.unknown.push(tok.clone());
+            }
+            continue;
+        }
+        let (flag, inline) = match tok.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (tok.clone(), None),
+        };
+        let mut resolved = resolve(cat, &flag, &mut p.warnings);
+        let mut glued: Option<String> = None;
+        if resolved.is_none() && !flag.starts_with("--") && inline.is_none() {
+            // `-O3`: a short option with its value glued on.
+            for cut in (2..flag.len()).rev() {
+                if let Some(head) = flag.get(..cut)
+                    && let Some((o, neg)) = cat.lookup_exact(head)
+                    && !o.kind.takes_no_value()
+                {
+                    resolved = Some((o, neg, None));
+                    glued = flag.get(cut..).map(str::to_string);
+                    break;
+                }
+            }
+        }
+        let Some((spec, negated, sub)) = resolved else {
+            // Unknown: keep verbatim; a following bare word is taken as its value.
+            p.warnings.push(format!("unknown option {flag}"));
+            p.unknown.push(tok.clone());
+            if inline.is_none()
+                && let Some(next) = args.get(i)
+                && !looks_like_option(next)
+                && !(positional_model && p.positional_model.is_none() && false)
+            {
+                p.unknown.push(next.clone());
+                i += 1;
+            }
+            continue;
+        };
+        let inline = inline.or(glued);
+        let mut written = tok.clone();
+        let value: Value = match &spec.kind {
+            ValueKind::Bool => match inline.as_deref().and_then(parse_bool) {
+                Some(b) => Value::Bool(b != negated),
+                None => Value::Bool(!negated),
+            },
+            ValueKind::BoolOptional => {
+                if let Some(v) = inline.as_deref().and_then(parse_bool) {
+                    Value::Bool(v != negated)
+                } else if let Some(v) = args.get(i).and_then(|n| parse_bool(n)) {
+                    if let Some(n) = args.get(i) {
+                        written = format!("{tok} {n}");
+                    }
+                    i += 1;
+                    Value::Bool(v != negated)
+                } else {
+                    Value::Bool(!negated)
+                }
+            }
+            ValueKind::OptionalStr => {
+                if let Some(v) = inline {
+                    Value::String(v)
+                } else if let Some(n) = args.get(i).filter(|n| !looks_like_option(n)) {
+                    written = format!("{tok} {n}");
+                    i += 1;
+                    guess(n)
+                } else {
+                    Value::Bool(true)
+                }
+            }
+            ValueKind::List => {
+                let mut items = Vec::new();
+                if let Some(v) = inline {
+                    items.push(guess(&v));
+                } else {
+                    while let Some(n) = args.get(i) {
+                        if looks_like_option(n) && !items.is_empty() {
+                            break;
+                        }
+                        if looks_like_option(n) {
+                            break;
+                        }
+                        written.push(' ');
+                        written.push_str(n);
+                        items.push(Value::String(n.clone()));
+                        i += 1;
+                    }
+                }
+                if items.is_empty() {
+                    p.warnings.push(format!("{tok} is missing its value"));
+                }
+                Value::Array(items)
+            }
+            kind => {
+                let raw = match inline {
+                    Some(v) => Some(v),
+                    None => match args.get(i) {
+                        Some(n) => {
+                            written = format!("{tok} {n}");
+                            i += 1;
+                            Some(n.clone())
+                        }
+                        None => None,
+                    },
+                };
+                match raw {
+                    None => {
+                        p.warnings.push(format!("{tok} is missing its value"));
+                        Value::Null
+                    }
+                    Some(raw) => match &sub {
+                        Some(_) => lenient_json(&raw)
+                            .or_else(|| parse_human_int(&raw, units).map(|n| Value::Number(n.into())))
+                            .unwrap_or_else(|| guess(&raw)),
+                        None => typed(&raw, kind, units),
+                    },
+                }
+            }
+        };
+        let entry = p.options.entry(spec.name.clone());
+        match sub {
+            Some(path) => {
+                let opt = entry.or_default();
+                if !opt.value.is_object() {
+                    opt.value = Value::Object(Default::default());
+                }
+                merge_dotted(&mut opt.value, &path, value);
+                if opt.written.is_empty() {
+                    opt.written = written;
+                } else {
+                    opt.written = format!("{} {}", opt.written, written);
+                }
+            }
+            None => {
+                // Repeated flags: the last one wins (JSON objects replace as a whole).
+                let lo = LaunchOption { value, written };
+                match entry {
+                    std::collections::btree_map::Entry::Occupied(mut e) => {
+                        e.insert(lo);
+                    }
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(lo);
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+/// Adds options from a YAML/JSON config object (`--config file.yaml`): keys are option names (dash
+/// or underscore), nested objects are flattened to dotted names when the catalog knows those, else
+/// kept as JSON. Options already set on the command line win.
+pub(crate) fn merge_config(cat: &Catalog, config: &Value, options: &mut BTreeMap<String, LaunchOption>, prefix: &str) {
+    let Value::Object(m) = config else { return };
+    for (k, v) in m {
+        let full = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        if let Some(spec) = cat.lookup_name_loose(&full) {
+            if options.contains_key(&spec.name) {
+                continue;
+            }
+            let value = match (v, &spec.kind) {
+                (Value::String(s), kind) => typed(s, kind, &cat.units),
+                (other, _) => other.clone(),
+            };
+            options.insert(
+                spec.name.clone(),
+                LaunchOption { written: format!("{full}: {v} (config file)"), value },
+            );
+        } else if v.is_object() {
+            merge_config(cat, v, options, &full);
+        }
+    }
+}
+
+/// Normalises speculative decoding from the parsed options.
+pub(crate) fn speculative(cat: &Catalog, options: &BTreeMap<String, LaunchOption>) -> Option<Speculative> {
+    let mut s = Speculative::default();
+    let mut any = false;
+    let set = |s: &mut Speculative, key: &str, v: &Value| {
+        let as_string = |v: &Value| match v {
+            Value::String(x) => x.clone(),
+            other => other.to_string(),
+        };
+        match key {
+            "algorithm" => s.algorithm = Some(as_string(v)),
+            "num_steps" => s.num_steps = Some(v.clone()),
+            "eagle_topk" => s.eagle_topk = Some(v.clone()),
+            "num_draft_tokens" => s.num_draft_tokens = Some(v.clone()),
+            "num_speculative_tokens" => s.num_speculative_tokens = Some(v.clone()),
+            "draft_model" => s.draft_model = Some(as_string(v)),
+            _ => return false,
+        }
+        true
+    };
+    for spec in cat.options() {
+        if let Some(key) = &spec.speculative
+            && let Some(o) = options.get(&spec.name)
+            && !o.value.is_null()
+        {
+            any |= set(&mut s, key, &o.value);
+        }
+    }
+    if let Some(json_opt) = &cat.speculative.json_option
+        && let Some(o) = options.get(json_opt)
+    {
+        let obj = match &o.value {
+            Value::String(t) => lenient_json(t).unwrap_or(Value::Null),
+            v => v.clone(),
+        };
+        if let Value::Object(m) = obj {
+            for (k, key) in &cat.speculative.json_keys {
+                if let Some(v) = m.get(k)
+                    && !v.is_null()
+                {
+                    any |= set(&mut s, key, v);
+                }
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    if let Some(a) = &s.algorithm {
+        let up = a.to_ascii_uppercase();
+        s.effective_algorithm = Some(cat.speculative.effective.get(&up).cloned().unwrap_or(up.clone()));
+        if cat.speculative.implied_for.iter().any(|x| x == &up) {
+            let given = [
+                ("num_steps", s.num_steps.is_some()),
+                ("eagle_topk", s.eagle_topk.is_some()),
+                ("num_draft_tokens", s.num_draft_tokens.is_some()),
+            ];
+            if !given.iter().any(|(_, g)| *g) {
+                for (k, v) in &cat.speculative.implied {
+                    s.implied.insert(k.clone(), v.clone());
+                }
+            } else if s.eagle_topk.as_ref().and_then(Value::as_i64) == Some(1)
+                && let Some(steps) = s.num_steps.as_ref().and_then(Value::as_i64)
+                && s.num_draft_tokens.as_ref().and_then(Value::as_i64) != Some(steps + 1)
+            {
+                // SGLang forces draft tokens to steps + 1 when topk is 1.
+                s.implied.insert("num_draft_tokens".into(), Value::Number((steps + 1).into()));
+            }
+        }
+    } else if s.draft_model.is_some() {
+        s.effective_algorithm = Some("DRAFT_MODEL".into());
+    }
+    Some(s)
+}

@@ -1,0 +1,86 @@
+//! Every entry of the public launch corpus: reconstruct the text and compare the cross-engine
+//! fields with EVERY key of the hand-labelled `expected` reading (except `notes`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use probe_diff::common::common_fields;
+use probe_diff::launch::{ParseHints, reconstruct};
+use serde_json::Value;
+
+fn corpus_path() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("PROBE_CORPUS") {
+        return Some(PathBuf::from(p));
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidates = [
+        manifest.join("../../../shared/corpus/launch-public.jsonl"),
+        manifest.join("../../shared/corpus/launch-public.jsonl"),
+        PathBuf::from("/work/shared/corpus/launch-public.jsonl"),
+    ];
+    candidates.into_iter().find(|p| p.exists())
+}
+
+/// Numbers compare by value (`0.9` = `0.90`, `1` = `1.0`); objects key by key.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).map(|w| same(v, w)).unwrap_or(false))
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
+        _ => a == b,
+    }
+}
+
+#[test]
+fn public_corpus_matches_every_expected_field() {
+    let Some(path) = corpus_path() else {
+        panic!("launch corpus not found: set PROBE_CORPUS to launch-public.jsonl");
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    let mut passed = 0;
+    let started = Instant::now();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let rec: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        let id = rec.get("id").and_then(Value::as_str).unwrap_or("?").to_string();
+        let body = rec.get("text").and_then(Value::as_str).unwrap_or("");
+        let Some(Value::Object(expected)) = rec.get("expected") else { continue };
+        total += 1;
+        let launches = reconstruct(body, &ParseHints::default());
+        let Some(first) = launches.first() else {
+            failures.push(format!("{id}: no launch reconstructed"));
+            continue;
+        };
+        let got = common_fields(first);
+        let mut bad = Vec::new();
+        for (k, want) in expected {
+            if k == "notes" {
+                continue;
+            }
+            let have = got.get(k).cloned().unwrap_or(Value::Null);
+            if !same(&have, want) {
+                bad.push(format!("  {k}: expected {want}, got {have}"));
+            }
+        }
+        // Keys the text did not set must stay absent.
+        if let Value::Object(g) = &got {
+            for k in g.keys() {
+                if !expected.contains_key(k) {
+                    bad.push(format!("  {k}: not expected, got {}", g.get(k).cloned().unwrap_or(Value::Null)));
+                }
+            }
+        }
+        if bad.is_empty() {
+            passed += 1;
+        } else {
+            failures.push(format!("{id}:\n{}", bad.join("\n")));
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!("launch corpus: {passed}/{total} entries match ({elapsed:?})");
+    assert!(total > 0, "corpus at {} is empty", path.display());
+    assert!(failures.is_empty(), "{} of {total} corpus entries differ:\n{}", failures.len(), failures.join("\n"));
+}
