@@ -464,7 +464,7 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
 /// Every piece of launch evidence in a snapshot.
 pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     let mut out = Vec::new();
-    let mut finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
+    let finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
         fill_version(snapshot, &mut l);
         let l = with_version(l, hints);
         out.push(l);

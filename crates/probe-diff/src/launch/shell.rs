@@ -116,8 +116,9 @@ impl Lexer<'_> {
                 }
                 '\n' => {
                     self.pos += 1;
-                    self.toks.push(Tok::Op("\n".into()));
+                    // Here-document bodies belong to the command that ends on this line.
                     self.read_heredocs();
+                    self.toks.push(Tok::Op("\n".into()));
                 }
                 ';' | '&' | '|' | '(' | ')' => {
                     let two: String = [Some(c), self.peek(1)].iter().flatten().collect();
@@ -557,7 +558,6 @@ pub(crate) struct ShellCommand {
     pub redirects: Vec<(String, String)>,
     /// `| tee [-a] file`: the tee targets.
     pub tee: Vec<String>,
-    pub warnings: Vec<String>,
     /// Files written by here-documents earlier in the text (`cat > f <<EOF`).
     pub files: BTreeMap<String, String>,
 }
@@ -953,7 +953,6 @@ fn run_simple(
         venv: state.venv.clone(),
         redirects,
         tee: Vec::new(),
-        warnings: Vec::new(),
         files: state.files.clone(),
     });
 }
@@ -1252,7 +1251,9 @@ pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
                     None => raw.clone(),
                 });
                 let from_text = matches!(state.vars.get(name), Some(Val::Text(_) | Val::Array(_)));
-                if !*quoted && from_text && text.split_whitespace().count() > 1 {
+                // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
+                let placeholder = text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
+                if !*quoted && from_text && !placeholder && text.split_whitespace().count() > 1 {
                     let mut parts = text.split_whitespace();
                     if let Some(first) = parts.next()
                         && let Some(last) = fields.last_mut()
@@ -1344,7 +1345,7 @@ mod tests {
     fn loop_assignments_are_unstable() {
         let c = run("dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nrun --dp $dp --n $((dp * 2))");
         let argv = c.last().map(|c| c.argv.clone()).unwrap_or_default();
-        assert_eq!(argv, vec!["run", "--dp", "${dp}", "--n", "$((dp * 2))"]);
+        assert_eq!(argv, vec!["run", "--dp", "$dp", "--n", "$((dp * 2))"]);
     }
 
     #[test]
