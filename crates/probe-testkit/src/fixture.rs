@@ -38,6 +38,35 @@ pub fn definitions_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
+/// Fails with a clear reason when this machine cannot make the namespaces fixture hosts need
+/// (not root, no `unshare`, or a kernel/container that forbids them). Checked once per process.
+pub fn require_namespaces() -> Result<(), String> {
+    static RESULT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    RESULT
+        .get_or_init(|| {
+            let out = Command::new("/usr/bin/unshare")
+                .args([
+                    "--mount",
+                    "--uts",
+                    "--pid",
+                    "--fork",
+                    "--mount-proc",
+                    "true",
+                ])
+                .output()
+                .map_err(|e| format!("fixture hosts need util-linux unshare: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "fixture hosts need root and mount/UTS/PID namespaces: unshare failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        })
+        .clone()
+}
+
 /// What `host.conf` says that the Rust side needs.
 #[derive(Debug, Default)]
 struct Manifest {
@@ -150,6 +179,8 @@ impl FixtureHost {
     /// this host's own `ssh_config`/`known_hosts` go.
     pub fn start_with_key(name: &str, key: KeyPair, client_dir: &Path) -> FixtureHost {
         let t0 = Instant::now();
+        crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+        require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let def = definitions_dir().join(name);
         assert!(
             def.join("host.conf").is_file(),
