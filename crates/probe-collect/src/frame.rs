@@ -1,0 +1,309 @@
+//! Section framing of the script output. The script prints, for each section,
+//!
+//! ```text
+//! \n<B> BEGIN <name>\n<stdout, capped>\n<B> ERR <name>\n<stderr head + "\n<B> rc <N>\n">\n<B> END <name> <t0> <t1>\n
+//! ```
+//!
+//! where `<B>` is a boundary random per run (32 hex digits). Inside a section, records are
+//! started by `\n<B> R <kind> <args>\n` and file records by `\n<B> F <status> <tag> <mtime>
+//! <size> <path>\n`. Nothing in a file or command output can forge these lines without knowing
+//! `<B>`, so parsing goes by the boundary only, never by content.
+
+/// One framed section as received.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawSection {
+    pub name: String,
+    /// Stdout of the section (after the remote cap; may hold one byte more than the cap).
+    pub body: Vec<u8>,
+    /// First bytes of stderr.
+    pub stderr: Vec<u8>,
+    /// Exit code of the section's command (`None` when the trailer was lost).
+    pub rc: Option<i32>,
+    /// Centiseconds of uptime at start and end (from /proc/uptime).
+    pub t0: Option<u64>,
+    pub t1: Option<u64>,
+    /// Whether the END trailer was seen (false: output cut off mid-section).
+    pub complete: bool,
+}
+
+/// Whole output of one script run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Framed {
+    pub sections: Vec<RawSection>,
+    /// `<B> DONE` was seen: the script ran to its end.
+    pub done: bool,
+}
+
+/// Marker lines `\n<B> ` followed by a keyword. Returns (line start offset, line end offset
+/// (exclusive, without the \n), rest of the marker line after `<B> `).
+fn marker_lines<'a>(data: &'a [u8], boundary: &'a [u8]) -> impl Iterator<Item = (usize, usize, &'a [u8])> + 'a {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if boundary.is_empty() {
+            return None;
+        }
+        while pos < data.len() {
+            let rest = data.get(pos..)?;
+            let idx = find(rest, boundary)?;
+            let start = pos + idx;
+            pos = start + boundary.len();
+            // Must be at line start and be followed by a space.
+            let at_line_start = start == 0 || data.get(start - 1) == Some(&b'\n');
+            if !at_line_start || data.get(start + boundary.len()) != Some(&b' ') {
+                continue;
+            }
+            let after = start + boundary.len() + 1;
+            let end = data.get(after..).and_then(|r| r.iter().position(|&b| b == b'\n')).map_or(data.len(), |i| after + i);
+            pos = end;
+            return Some((start, end, data.get(after..end).unwrap_or(&[])));
+        }
+        None
+    })
+}
+
+/// Byte-substring search (no allocation).
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Strips the `\n` the framing put before a marker line.
+fn before_marker(data: &[u8], from: usize, marker_start: usize) -> &[u8] {
+    let end = if marker_start > from && data.get(marker_start - 1) == Some(&b'\n') { marker_start - 1 } else { marker_start };
+    data.get(from..end.max(from)).unwrap_or(&[])
+}
+
+fn words(b: &[u8]) -> Vec<&str> {
+    std::str::from_utf8(b).unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect()
+}
+
+/// Splits script output into sections. Total: any input gives some result.
+pub fn parse(data: &[u8], boundary: &str) -> Framed {
+    let b = boundary.as_bytes();
+    let mut out = Framed::default();
+    // State: current section and where its body / stderr started.
+    let mut cur: Option<RawSection> = None;
+    let mut body_from = 0usize;
+    let mut err_from: Option<usize> = None;
+    for (start, end, rest) in marker_lines(data, b) {
+        let w = words(rest);
+        match w.first().copied() {
+            Some("BEGIN") => {
+                if let Some(mut s) = cur.take() {
+                    // Previous section never ended: keep what came.
+                    close_incomplete(&mut s, data, body_from, err_from, start);
+                    out.sections.push(s);
+                }
+                cur = Some(RawSection { name: w.get(1).unwrap_or(&"").to_string(), ..Default::default() });
+                body_from = (end + 1).min(data.len());
+                err_from = None;
+            }
+            Some("ERR") => {
+                if let Some(s) = cur.as_mut()
+                    && err_from.is_none()
+                {
+                    s.body = before_marker(data, body_from, start).to_vec();
+                    err_from = Some((end + 1).min(data.len()));
+                }
+            }
+            Some("END") => {
+                if let Some(mut s) = cur.take() {
+                    match err_from {
+                        Some(ef) => {
+                            let err = before_marker(data, ef, start);
+                            let (stderr, rc) = split_rc(err, b);
+                            s.stderr = stderr;
+                            s.rc = rc;
+                        }
+                        None => s.body = before_marker(data, body_from, start).to_vec(),
+                    }
+                    s.t0 = w.get(2).and_then(|v| v.parse().ok());
+                    s.t1 = w.get(3).and_then(|v| v.parse().ok());
+                    s.complete = true;
+                    out.sections.push(s);
+                }
+                err_from = None;
+            }
+            Some("DONE") => {
+                if let Some(mut s) = cur.take() {
+                    close_incomplete(&mut s, data, body_from, err_from, start);
+                    out.sections.push(s);
+                }
+                out.done = true;
+            }
+            // Records inside a body and rc lines inside ERR are handled by their readers.
+            _ => {}
+        }
+    }
+    if let Some(mut s) = cur.take() {
+        close_incomplete(&mut s, data, body_from, err_from, data.len());
+        out.sections.push(s);
+    }
+    out
+}
+
+fn close_incomplete(s: &mut RawSection, data: &[u8], body_from: usize, err_from: Option<usize>, upto: usize) {
+    match err_from {
+        Some(ef) => {
+            let (stderr, rc) = split_rc(before_marker(data, ef, upto), b"");
+            s.stderr = stderr;
+            s.rc = rc;
+        }
+        None => s.body = before_marker(data, body_from, upto).to_vec(),
+    }
+}
+
+/// Takes the `<B> rc N` line out of the stderr block.
+fn split_rc(err: &[u8], b: &[u8]) -> (Vec<u8>, Option<i32>) {
+    let mut rc = None;
+    let mut stderr = Vec::with_capacity(err.len());
+    let mut last = 0usize;
+    for (start, end, rest) in marker_lines(err, b) {
+        let w = words(rest);
+        if w.first() == Some(&"rc") {
+            rc = w.get(1).and_then(|v| v.parse().ok());
+            stderr.extend_from_slice(err.get(last..start).unwrap_or(&[]));
+            last = (end + 1).min(err.len());
+        }
+    }
+    stderr.extend_from_slice(err.get(last..).unwrap_or(&[]));
+    while stderr.last().is_some_and(|c| c.is_ascii_whitespace()) {
+        stderr.pop();
+    }
+    while stderr.first().is_some_and(|c| c.is_ascii_whitespace()) {
+        stderr.remove(0);
+    }
+    (stderr, rc)
+}
+
+/// One record inside a section body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// `R` (plain record) or `F` (file).
+    pub kind: char,
+    /// The marker line after `<B> R ` / `<B> F ` (lossy UTF-8, raw).
+    pub header: String,
+    pub data: &'a [u8],
+}
+
+/// Splits a section body into records. Bytes before the first record are returned with kind
+/// `-` and an empty header.
+pub fn records<'a>(body: &'a [u8], boundary: &str) -> Vec<Record<'a>> {
+    let b = boundary.as_bytes();
+    let mut out = Vec::new();
+    let mut cur: Option<(char, String, usize)> = None;
+    let mut first_end = None;
+    for (start, end, rest) in marker_lines(body, b) {
+        let (kind, header) = match rest.split_first() {
+            Some((b'R', h)) => ('R', h),
+            Some((b'F', h)) => ('F', h),
+            _ => continue,
+        };
+        if h_ok(header) {
+            if let Some((k, h, from)) = cur.take() {
+                out.push(Record { kind: k, header: h, data: before_marker(body, from, start) });
+            } else if first_end.is_none() {
+                first_end = Some(start);
+            }
+            let header = String::from_utf8_lossy(header.strip_prefix(b" ").unwrap_or(header)).into_owned();
+            cur = Some((kind, header, (end + 1).min(body.len())));
+        }
+    }
+    if let Some((k, h, from)) = cur.take() {
+        let data = body.get(from..).unwrap_or(&[]);
+        out.push(Record { kind: k, header: h, data });
+    }
+    let lead = before_marker(body, 0, first_end.unwrap_or(body.len()));
+    if !lead.is_empty() && lead.iter().any(|c| !c.is_ascii_whitespace()) {
+        out.insert(0, Record { kind: '-', header: String::new(), data: lead });
+    }
+    out
+}
+
+fn h_ok(h: &[u8]) -> bool {
+    h.is_empty() || h.first() == Some(&b' ')
+}
+
+/// A file record header: `<status> <tag> <mtime> <size> <path>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileHeader {
+    pub status: String,
+    pub tag: String,
+    pub mtime: Option<i64>,
+    pub size: Option<u64>,
+    pub path: String,
+}
+
+pub fn file_header(h: &str) -> FileHeader {
+    let mut it = h.splitn(5, ' ');
+    FileHeader {
+        status: it.next().unwrap_or("").to_string(),
+        tag: it.next().unwrap_or("").to_string(),
+        mtime: it.next().and_then(|v| v.parse().ok()),
+        size: it.next().and_then(|v| v.parse().ok()),
+        path: crate::sanitize::sanitize_line(it.next().unwrap_or("")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: &str = "0123456789abcdef0123456789abcdef";
+
+    fn section(name: &str, body: &str, err: &str, rc: i32) -> String {
+        format!("\n{B} BEGIN {name}\n{body}\n{B} ERR {name}\n{err}\n{B} rc {rc}\n\n{B} END {name} 100 150\n")
+    }
+
+    #[test]
+    fn parses_sections() {
+        let out = format!("{}{}\n{B} DONE\n", section("a", "hello\nworld", "", 0), section("b", "x", "oops", 4));
+        let f = parse(out.as_bytes(), B);
+        assert!(f.done);
+        assert_eq!(f.sections.len(), 2);
+        assert_eq!(f.sections[0].body, b"hello\nworld");
+        assert_eq!(f.sections[0].rc, Some(0));
+        assert_eq!(f.sections[0].t0, Some(100));
+        assert_eq!(f.sections[1].stderr, b"oops");
+        assert_eq!(f.sections[1].rc, Some(4));
+    }
+
+    #[test]
+    fn forged_boundary_cannot_create_section() {
+        // A file containing a boundary-like line with a different boundary.
+        let forged = "line\n0123456789abcdef0123456789abcdee BEGIN evil\nx\n0123456789abcdef0123456789abcdee END evil 1 2";
+        let out = section("a", forged, "", 0);
+        let f = parse(out.as_bytes(), B);
+        assert_eq!(f.sections.len(), 1);
+        assert_eq!(f.sections[0].body, forged.as_bytes());
+    }
+
+    #[test]
+    fn records_split() {
+        let body = format!("lead\n{B} R clock\n123\n{B} F ok alice 1700000000 10 /home/a/.bash_history\nls -l\n\n{B} R empty\n");
+        let r = records(body.as_bytes(), B);
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[0].kind, '-');
+        assert_eq!(r[1].header, "clock");
+        assert_eq!(r[1].data, b"123");
+        assert_eq!(r[2].kind, 'F');
+        let h = file_header(&r[2].header);
+        assert_eq!(h.tag, "alice");
+        assert_eq!(h.mtime, Some(1_700_000_000));
+        assert_eq!(h.path, "/home/a/.bash_history");
+        assert_eq!(r[2].data, b"ls -l\n");
+        assert_eq!(r[3].data, b"");
+    }
+
+    #[test]
+    fn incomplete_section_kept() {
+        let out = format!("\n{B} BEGIN a\npartial output");
+        let f = parse(out.as_bytes(), B);
+        assert!(!f.done);
+        assert_eq!(f.sections.len(), 1);
+        assert!(!f.sections[0].complete);
+        assert_eq!(f.sections[0].body, b"partial output");
+    }
+}

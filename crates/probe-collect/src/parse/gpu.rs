@@ -1,0 +1,183 @@
+//! nvidia-smi: `--query-gpu` / `--query-compute-apps` CSV (with header, nounits), the banner
+//! (CUDA version), `topo -m`.
+
+use probe_model::{ComputeApp, Gpu, GpuState, GpuStatus};
+
+use crate::sanitize::{sanitize_line, text};
+
+/// CSV fields with their header name (units in brackets stripped).
+fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = t.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(|h| h.split(" [").next().unwrap_or("").trim().to_ascii_lowercase())
+        .collect();
+    let rows = lines.take(1024).map(|l| l.split(',').map(|v| v.trim().to_string()).collect()).collect();
+    (header, rows)
+}
+
+fn val<'a>(header: &[String], row: &'a [String], names: &[&str]) -> Option<&'a str> {
+    let i = header.iter().position(|h| names.contains(&h.as_str()))?;
+    let v = row.get(i)?.as_str();
+    let bad = v.is_empty() || v.starts_with('[') || v.eq_ignore_ascii_case("n/a");
+    (!bad).then_some(v)
+}
+
+fn num<T: std::str::FromStr>(v: Option<&str>) -> Option<T> {
+    v.and_then(|x| x.split_whitespace().next()).and_then(|x| x.parse().ok())
+}
+
+fn s(v: Option<&str>) -> Option<String> {
+    v.map(sanitize_line)
+}
+
+/// Whether the text looks like nvidia-smi CSV (a header naming `index` or `uuid`).
+fn is_csv(t: &str) -> bool {
+    t.lines().next().is_some_and(|h| h.contains("index") || h.contains("uuid") || h.contains("pid"))
+}
+
+/// Parses `--query-gpu` output into the state (status, GPUs, driver version).
+pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
+    let t = text(out);
+    if !is_csv(&t) {
+        let msg = first_line(&t).or_else(|| first_line(&text(stderr)));
+        state.status = if t.contains("No devices were found") { GpuStatus::NoDevices } else { GpuStatus::DriverError };
+        state.message = msg;
+        return;
+    }
+    let (h, rows) = csv(&t);
+    for r in rows {
+        if r.len() < 2 {
+            continue;
+        }
+        let g = Gpu {
+            index: num(val(&h, &r, &["index"])),
+            name: s(val(&h, &r, &["name", "gpu_name"])),
+            uuid: s(val(&h, &r, &["uuid", "gpu_uuid"])),
+            pci_bus_id: s(val(&h, &r, &["pci.bus_id", "gpu_bus_id"])),
+            driver_version: s(val(&h, &r, &["driver_version"])),
+            vbios_version: s(val(&h, &r, &["vbios_version"])),
+            compute_cap: s(val(&h, &r, &["compute_cap"])),
+            memory_total_mib: num(val(&h, &r, &["memory.total"])),
+            memory_used_mib: num(val(&h, &r, &["memory.used"])),
+            utilization_gpu_pct: num(val(&h, &r, &["utilization.gpu"])),
+            utilization_memory_pct: num(val(&h, &r, &["utilization.memory"])),
+            temperature_c: num(val(&h, &r, &["temperature.gpu"])),
+            power_draw_w: num(val(&h, &r, &["power.draw", "power.draw.average", "power.draw.instant"])),
+            power_limit_w: num(val(&h, &r, &["power.limit", "enforced.power.limit"])),
+            power_max_limit_w: num(val(&h, &r, &["power.max_limit"])),
+            clocks_sm_mhz: num(val(&h, &r, &["clocks.sm", "clocks.current.sm"])),
+            clocks_mem_mhz: num(val(&h, &r, &["clocks.mem", "clocks.current.memory"])),
+            clocks_max_sm_mhz: num(val(&h, &r, &["clocks.max.sm", "clocks.max.graphics"])),
+            clocks_max_mem_mhz: num(val(&h, &r, &["clocks.max.mem", "clocks.max.memory"])),
+            pstate: s(val(&h, &r, &["pstate"])),
+            persistence_mode: s(val(&h, &r, &["persistence_mode"])),
+            ecc_mode: s(val(&h, &r, &["ecc.mode.current"])),
+            mig_mode: s(val(&h, &r, &["mig.mode.current"])),
+            compute_mode: s(val(&h, &r, &["compute_mode"])),
+            pcie_link_gen: num(val(&h, &r, &["pcie.link.gen.current", "pcie.link.gen.gpucurrent"])),
+            pcie_link_width: num(val(&h, &r, &["pcie.link.width.current"])),
+        };
+        state.gpus.push(g);
+    }
+    state.driver_version = state.gpus.iter().find_map(|g| g.driver_version.clone());
+    state.status = if state.gpus.is_empty() { GpuStatus::NoDevices } else { GpuStatus::Present };
+}
+
+fn first_line(t: &str) -> Option<String> {
+    t.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| sanitize_line(l).chars().take(300).collect())
+}
+
+/// Banner of plain `nvidia-smi`: `CUDA Version: 12.4`, `Driver Version: 550.54.15`.
+pub fn parse_banner(out: &[u8], state: &mut GpuState) {
+    let t = text(out);
+    let grab = |key: &str| {
+        let i = t.find(key)?;
+        let rest = t.get(i + key.len()..)?.trim_start_matches([':', ' ']);
+        let v: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        (!v.is_empty()).then_some(v)
+    };
+    if let Some(c) = grab("CUDA Version") {
+        state.cuda_version = Some(c);
+    }
+    if state.driver_version.is_none() {
+        state.driver_version = grab("Driver Version");
+    }
+}
+
+/// `--query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,nounits`.
+pub fn parse_apps(out: &[u8]) -> Vec<ComputeApp> {
+    let t = text(out);
+    if !is_csv(&t) {
+        return Vec::new();
+    }
+    let (h, rows) = csv(&t);
+    rows.iter()
+        .filter(|r| r.len() >= 2)
+        .map(|r| ComputeApp {
+            gpu_uuid: s(val(&h, r, &["gpu_uuid"])),
+            pid: num(val(&h, r, &["pid"])),
+            process_name: s(val(&h, r, &["process_name", "name"])),
+            used_memory_mib: num(val(&h, r, &["used_gpu_memory", "used_memory"])),
+        })
+        .collect()
+}
+
+/// `topo -m` text, control characters stripped, leading whitespace kept.
+pub fn parse_topo(out: &[u8]) -> Option<String> {
+    let t = text(out);
+    let t = t.trim_end();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const Q: &str = "index, name, uuid, pci.bus_id, driver_version, vbios_version, compute_cap, memory.total [MiB], memory.used [MiB], utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W], power.limit [W], power.max_limit [W], clocks.current.sm [MHz], clocks.current.memory [MHz], clocks.max.sm [MHz], clocks.max.memory [MHz], pstate, persistence_mode, ecc.mode.current, mig.mode.current, compute_mode, pcie.link.gen.current, pcie.link.width.current
+0, NVIDIA H100 80GB HBM3, GPU-6f1c2b3a-1111-2222-3333-444455556666, 00000000:18:00.0, 550.54.15, 96.00.99.00.01, 9.0, 81559, 74213, 97, 61, 64, 612.45, 700.00, 700.00, 1980, 2619, 1980, 2619, P0, Enabled, Enabled, [N/A], Default, 5, 16
+1, NVIDIA H100 80GB HBM3, GPU-7f1c2b3a-1111-2222-3333-444455556666, 00000000:2A:00.0, 550.54.15, 96.00.99.00.01, 9.0, 81559, 3, 0, 0, 31, [N/A], 700.00, 700.00, 345, 2619, 1980, 2619, P0, Enabled, Enabled, Disabled, Default, 5, 16
+";
+
+    #[test]
+    fn query() {
+        let mut st = GpuState::default();
+        parse_query(Q.as_bytes(), b"", &mut st);
+        assert_eq!(st.status, GpuStatus::Present);
+        assert_eq!(st.gpus.len(), 2);
+        let g = &st.gpus[0];
+        assert_eq!(g.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(g.memory_total_mib, Some(81559));
+        assert_eq!(g.power_draw_w, Some(612.45));
+        assert_eq!(g.mig_mode, None);
+        assert_eq!(g.clocks_sm_mhz, Some(1980));
+        assert_eq!(st.gpus[1].power_draw_w, None);
+        assert_eq!(st.driver_version.as_deref(), Some("550.54.15"));
+    }
+
+    #[test]
+    fn broken_driver_and_banner() {
+        let mut st = GpuState::default();
+        parse_query(b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n", b"", &mut st);
+        assert_eq!(st.status, GpuStatus::DriverError);
+        assert!(st.message.as_deref().unwrap_or("").contains("couldn't communicate"));
+        let mut st = GpuState::default();
+        parse_query(b"No devices were found\n", b"", &mut st);
+        assert_eq!(st.status, GpuStatus::NoDevices);
+        let banner = "+-----------------------------------------------------------------------------------------+\n| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n";
+        parse_banner(banner.as_bytes(), &mut st);
+        assert_eq!(st.cuda_version.as_deref(), Some("12.4"));
+        assert_eq!(st.driver_version.as_deref(), Some("550.54.15"));
+    }
+
+    #[test]
+    fn apps() {
+        let a = parse_apps(b"gpu_uuid, pid, process_name, used_gpu_memory [MiB]\nGPU-6f1c, 4242, sglang::scheduler_TP0, 71234\nGPU-7f1c, 4243, [N/A], [N/A]\n");
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].pid, Some(4242));
+        assert_eq!(a[0].used_memory_mib, Some(71234));
+        assert_eq!(a[1].process_name, None);
+    }
+}

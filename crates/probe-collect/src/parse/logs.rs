@@ -1,0 +1,360 @@
+//! Server logs: start-up lines with resolved arguments (SGLang `server_args=`, vLLM
+//! `non-default args:`) and periodic metrics (SGLang decode/prefill batch lines, vLLM
+//! throughput and SpecDecoding lines) as bounded time series with summaries.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use probe_model::{LogOrigin, LogSource, MetricSeries, MetricSummary, SectionStatus, StartupRecord, UnixTime};
+use regex::Regex;
+
+use crate::frame::{file_header, records};
+use crate::sanitize::{sanitize_line, sanitize_terminal};
+
+/// Points kept per series (the newest); the summary covers all samples.
+pub const MAX_POINTS: usize = 512;
+/// Start-up records kept per log (the newest).
+pub const MAX_STARTUPS: usize = 32;
+/// Longest start-up text kept.
+const MAX_STARTUP_TEXT: usize = 64 * 1024;
+
+struct Res {
+    journal: Regex,
+    sglang_ts: Regex,
+    vllm_ts: Regex,
+    proc_prefix: Regex,
+    metric: Vec<(Regex, &'static str, &'static str, f64, Kind)>,
+    vllm_version: Regex,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    SglDecode,
+    SglPrefill,
+    VllmThroughput,
+    VllmSpec,
+}
+
+fn res() -> &'static Res {
+    static R: OnceLock<Res> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        let num = r"([0-9]+(?:\.[0-9]+)?)";
+        Res {
+            journal: r(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?) \S+ [^:]{1,256}: ?(.*)$"),
+            sglang_ts: r(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?[^\]]{0,64}\] ?(.*)$"),
+            vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d+)? \[[^\]]{0,128}\] ?(.*)$"),
+            proc_prefix: r(r"^\((?:[A-Za-z0-9_:]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?"),
+            metric: vec![
+                (r(&format!(r"#running-req: {num}")), "running_reqs", "count", 1.0, Kind::SglDecode),
+                (r(&format!(r"#queue-req: {num}")), "queue_reqs", "count", 1.0, Kind::SglDecode),
+                (r(&format!(r"(?:^|, )(?:full )?token usage: {num}")), "token_usage", "ratio", 1.0, Kind::SglDecode),
+                (r(&format!(r"mamba usage: {num}")), "mamba_usage", "ratio", 1.0, Kind::SglDecode),
+                (r(&format!(r"accept len: {num}")), "accept_len", "tokens", 1.0, Kind::SglDecode),
+                (r(&format!(r"accept rate: {num}")), "accept_rate", "ratio", 1.0, Kind::SglDecode),
+                (r(&format!(r"gen throughput \(token/s\): {num}")), "gen_throughput", "tok/s", 1.0, Kind::SglDecode),
+                (r(&format!(r"input throughput \(token/s\): {num}")), "input_throughput", "tok/s", 1.0, Kind::SglPrefill),
+                (r(&format!(r"Avg prompt throughput: {num}")), "prompt_throughput", "tok/s", 1.0, Kind::VllmThroughput),
+                (r(&format!(r"Avg generation throughput: {num}")), "gen_throughput", "tok/s", 1.0, Kind::VllmThroughput),
+                (r(&format!(r"Running: {num} reqs")), "running_reqs", "count", 1.0, Kind::VllmThroughput),
+                (r(&format!(r"(?:Waiting|Pending): {num} reqs")), "waiting_reqs", "count", 1.0, Kind::VllmThroughput),
+                (r(&format!(r"GPU KV cache usage: {num}%")), "kv_cache_usage", "ratio", 0.01, Kind::VllmThroughput),
+                (r(&format!(r"Prefix cache hit rate: (?:GPU: )?{num}%")), "prefix_cache_hit_rate", "ratio", 0.01, Kind::VllmThroughput),
+                (r(&format!(r"Mean acceptance length: {num}")), "accept_len", "tokens", 1.0, Kind::VllmSpec),
+                (r(&format!(r"Avg Draft acceptance rate: {num}%")), "accept_rate", "ratio", 0.01, Kind::VllmSpec),
+                (r(&format!(r"^SpecDecoding metrics: Draft acceptance rate: {num}%")), "accept_rate", "ratio", 0.01, Kind::VllmSpec),
+                (r(&format!(r"^Speculative metrics: Draft acceptance rate: {num},")), "accept_rate", "ratio", 1.0, Kind::VllmSpec),
+            ],
+            vllm_version: r(r"vLLM (?:API )?server version ([0-9A-Za-z.+_-]+)"),
+        }
+    })
+}
+
+/// Running accumulation of one series.
+#[derive(Default)]
+struct Acc {
+    unit: &'static str,
+    points: Vec<(Option<UnixTime>, f64)>,
+    all: Vec<f64>,
+    first_time: Option<UnixTime>,
+    last_time: Option<UnixTime>,
+}
+
+/// Parses one log text. `reference`: a time near the end of the log (file mtime or the remote
+/// clock), used to put the year on vLLM's `MM-DD` timestamps; `tz`: UTC offset of the host.
+pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSource) {
+    let r = res();
+    let mut acc: BTreeMap<&'static str, Acc> = BTreeMap::new();
+    let mut version: Option<String> = None;
+    for raw in t.lines() {
+        let clean = sanitize_terminal(raw);
+        let mut l = clean.as_str();
+        let mut time = None;
+        if let Some(c) = r.journal.captures(l) {
+            time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
+            l = c.get(2).map_or("", |m| m.as_str());
+        }
+        if let Some(m) = r.proc_prefix.find(l) {
+            l = l.get(m.end()..).unwrap_or("");
+        }
+        if let Some(c) = r.sglang_ts.captures(l) {
+            if let Some(x) = c.get(1).and_then(|m| super::parse_datetime(m.as_str())) {
+                time = Some(x - tz);
+            }
+            l = c.get(2).map_or("", |m| m.as_str());
+        } else if let Some(c) = r.vllm_ts.captures(l) {
+            let g = |i| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
+            if let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5)) {
+                let ref_t = reference.unwrap_or(0);
+                let mut y = super::year_of(ref_t + tz);
+                let mut at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
+                if let Some(a) = at
+                    && reference.is_some()
+                    && a > ref_t + 2 * 86_400
+                {
+                    y -= 1;
+                    at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
+                }
+                if at.is_some() {
+                    time = at;
+                }
+            }
+            l = c.get(6).map_or("", |m| m.as_str());
+        }
+        if let Some(c) = r.vllm_version.captures(l) {
+            version = c.get(1).map(|m| m.as_str().to_string());
+        }
+        if let Some(i) = l.find("server_args=") {
+            push_startup(src, time, "sglang", l.get(i + "server_args=".len()..).unwrap_or(""), None);
+            continue;
+        }
+        if let Some(i) = l.find("non-default args: ") {
+            push_startup(src, time, "vllm", l.get(i + "non-default args: ".len()..).unwrap_or(""), version.clone());
+            continue;
+        }
+        let kind = if l.starts_with("Decode batch") {
+            Kind::SglDecode
+        } else if l.starts_with("Prefill batch") {
+            Kind::SglPrefill
+        } else if l.contains("Avg prompt throughput:") {
+            Kind::VllmThroughput
+        } else if l.starts_with("SpecDecoding metrics:") || l.starts_with("Speculative metrics:") {
+            Kind::VllmSpec
+        } else {
+            continue;
+        };
+        for (re, name, unit, scale, k) in &r.metric {
+            if *k != kind {
+                continue;
+            }
+            let Some(v) = re.captures(l).and_then(|c| c.get(1)).and_then(|m| m.as_str().parse::<f64>().ok()) else { continue };
+            if !v.is_finite() {
+                continue;
+            }
+            let a = acc.entry(name).or_default();
+            if a.all.iter().len() == 0 && a.points.is_empty() {
+                a.unit = unit;
+            }
+            let v = v * scale;
+            a.all.push(v);
+            a.points.push((time, v));
+            if a.points.len() > 2 * MAX_POINTS {
+                a.points.drain(..MAX_POINTS);
+            }
+            if time.is_some() {
+                if a.first_time.is_none() {
+                    a.first_time = time;
+                }
+                a.last_time = time;
+            }
+        }
+    }
+    for (name, a) in acc {
+        let mut points = a.points;
+        if points.len() > MAX_POINTS {
+            points.drain(..points.len() - MAX_POINTS);
+        }
+        src.metrics.push(MetricSeries {
+            name: name.to_string(),
+            unit: a.unit.to_string(),
+            points,
+            summary: summarize(&a.all, a.first_time, a.last_time),
+        });
+    }
+    if src.startups.len() > MAX_STARTUPS {
+        src.startups.drain(..src.startups.len() - MAX_STARTUPS);
+    }
+}
+
+fn push_startup(src: &mut LogSource, time: Option<UnixTime>, engine: &str, text: &str, version: Option<String>) {
+    let mut t = text.trim().to_string();
+    if t.len() > MAX_STARTUP_TEXT {
+        let mut end = MAX_STARTUP_TEXT;
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t.truncate(end);
+    }
+    src.startups.push(StartupRecord { time, engine: engine.to_string(), text: t, version });
+    if src.startups.len() > 4 * MAX_STARTUPS {
+        src.startups.drain(..2 * MAX_STARTUPS);
+    }
+}
+
+/// count/min/max/mean/p50/p90/last over all samples.
+pub fn summarize(v: &[f64], first_time: Option<UnixTime>, last_time: Option<UnixTime>) -> MetricSummary {
+    if v.is_empty() {
+        return MetricSummary { first_time, last_time, ..Default::default() };
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        let i = ((s.len() - 1) as f64 * p).round() as usize;
+        s.get(i).copied().unwrap_or(0.0)
+    };
+    MetricSummary {
+        count: v.len() as u64,
+        min: s.first().copied().unwrap_or(0.0),
+        max: s.last().copied().unwrap_or(0.0),
+        mean: v.iter().sum::<f64>() / v.len() as f64,
+        p50: pct(0.5),
+        p90: pct(0.9),
+        last: v.last().copied().unwrap_or(0.0),
+        first_time,
+        last_time,
+    }
+}
+
+/// Parses the `logs` section (file tails).
+pub fn parse_files(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64) -> Vec<LogSource> {
+    let mut out = Vec::new();
+    for r in records(body, boundary) {
+        if r.kind != 'F' {
+            continue;
+        }
+        let h = file_header(&r.header);
+        let mut src = LogSource { origin: LogOrigin::File, location: h.path.clone(), mtime: h.mtime, ..Default::default() };
+        match h.status.as_str() {
+            "ok" => {
+                src.bytes_read = r.data.len() as u64;
+                src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
+                let mut data = r.data;
+                if src.truncated {
+                    // A tail starts mid-line.
+                    data = data.iter().position(|&c| c == b'\n').and_then(|i| data.get(i + 1..)).unwrap_or(&[]);
+                }
+                parse_text(&String::from_utf8_lossy(data), h.mtime.or(clock), tz, &mut src);
+                if src.truncated {
+                    src.status = SectionStatus::Truncated;
+                }
+            }
+            "missing" => src.status = SectionStatus::NotPresent,
+            "denied" => src.status = SectionStatus::PermissionDenied,
+            "symlink" => {
+                src.status = SectionStatus::PermissionDenied;
+                src.message = Some("symbolic link: not followed".into());
+            }
+            other => {
+                src.status = SectionStatus::Failed;
+                src.message = Some(sanitize_line(other));
+            }
+        }
+        out.push(src);
+    }
+    out
+}
+
+/// Parses the `journal` section (`journalctl -o short-iso` per unit).
+pub fn parse_journal(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64, cap: u64) -> Vec<LogSource> {
+    let mut out = Vec::new();
+    for r in records(body, boundary) {
+        let Some(rest) = r.header.strip_prefix("unit ") else { continue };
+        let name = sanitize_line(rest.split_once(' ').map_or(rest, |(_, n)| n));
+        let mut src = LogSource { origin: LogOrigin::Journal, location: name, bytes_read: r.data.len() as u64, ..Default::default() };
+        src.truncated = r.data.len() as u64 >= cap;
+        parse_text(&String::from_utf8_lossy(r.data), clock, tz, &mut src);
+        if r.data.is_empty() {
+            src.status = SectionStatus::NotPresent;
+            src.message = Some("no journal entries".into());
+        }
+        out.push(src);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sglang_lines() {
+        let t = "[2026-10-30 11:59:00] server_args=ServerArgs(model_path='/models/q', tp_size=2, speculative_algorithm='NEXTN')\n\
+                 [2026-10-30 12:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 64, #cached-token: 128, full token usage: 0.00, mamba usage: 0.05, #running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): 7.34\n\
+                 [2026-10-30 12:00:05 TP0] Decode batch, #running-req: 9, #full token: 11584, full token usage: 0.01, mamba num: 36, mamba usage: 0.60, accept len: 3.04, accept rate: 0.68, cuda graph: True, gen throughput (token/s): 422.40, #queue-req: 1\n\
+                 \x1b[32m[2026-10-30 12:00:09 TP0] Decode batch, #running-req: 13, #full token: 8704, full token usage: 0.02, mamba num: 36, mamba usage: 0.62, accept len: 3.20, accept rate: 0.73, cuda graph: True, gen throughput (token/s): 980.50, #queue-req: 2\x1b[0m\n";
+        let mut s = LogSource::default();
+        parse_text(t, None, 0, &mut s);
+        assert_eq!(s.startups.len(), 1);
+        assert_eq!(s.startups[0].engine, "sglang");
+        assert_eq!(s.startups[0].time, super::super::parse_datetime("2026-10-30 11:59:00"));
+        assert!(s.startups[0].text.starts_with("ServerArgs(model_path='/models/q'"));
+        let m = |n: &str| s.metrics.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(m("gen_throughput").summary.count, 2);
+        assert_eq!(m("gen_throughput").summary.max, 980.5);
+        assert_eq!(m("gen_throughput").summary.last, 980.5);
+        assert_eq!(m("accept_len").summary.min, 3.04);
+        assert_eq!(m("mamba_usage").summary.count, 2);
+        assert_eq!(m("token_usage").summary.count, 2);
+        assert_eq!(m("running_reqs").summary.max, 13.0);
+        assert_eq!(m("input_throughput").summary.count, 1);
+        assert_eq!(m("gen_throughput").summary.first_time, super::super::parse_datetime("2026-10-30 12:00:05"));
+    }
+
+    #[test]
+    fn vllm_lines_and_year() {
+        let t = "(APIServer pid=1234) INFO 11-01 09:59:00 [api_server.py:1] vLLM API server version 0.11.0\n\
+                 (APIServer pid=1234) INFO 11-01 09:59:01 [utils.py:1] non-default args: {'model': '/models/m', 'tensor_parallel_size': 4, 'api_key': 'x'}\n\
+                 (APIServer pid=1234) INFO 11-01 10:00:00 [loggers.py:336] Engine 000: Avg prompt throughput: 512.3 tokens/s, Avg generation throughput: 1830.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 43.1%\n\
+                 (APIServer pid=1234) INFO 11-01 10:00:00 [metrics.py:121] SpecDecoding metrics: Mean acceptance length: 2.38, Accepted throughput: 123.40 tokens/s, Drafted throughput: 178.30 tokens/s, Accepted: 1234 tokens, Drafted: 1783 tokens, Per-position acceptance rate: 0.812, 0.655, 0.512, Avg Draft acceptance rate: 69.2%\n";
+        let reference = super::super::parse_datetime("2026-11-02 00:00:00");
+        let mut s = LogSource::default();
+        parse_text(t, reference, 0, &mut s);
+        assert_eq!(s.startups.len(), 1);
+        assert_eq!(s.startups[0].version.as_deref(), Some("0.11.0"));
+        assert_eq!(s.startups[0].time, super::super::parse_datetime("2026-11-01 09:59:01"));
+        let m = |n: &str| s.metrics.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(m("gen_throughput").summary.last, 1830.5);
+        assert!((m("kv_cache_usage").summary.last - 0.125).abs() < 1e-9);
+        assert!((m("accept_rate").summary.last - 0.692).abs() < 1e-9);
+        assert_eq!(m("accept_len").summary.last, 2.38);
+        assert_eq!(m("running_reqs").summary.last, 24.0);
+        // A December line read in January belongs to the previous year.
+        let mut s = LogSource::default();
+        let jan = super::super::parse_datetime("2027-01-02 00:00:00");
+        parse_text("INFO 12-31 23:00:00 [x.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%\n", jan, 0, &mut s);
+        assert_eq!(s.metrics[0].summary.first_time, super::super::parse_datetime("2026-12-31 23:00:00"));
+    }
+
+    #[test]
+    fn journal_prefix() {
+        let body = "\nB R unit system sglang.service\n2026-10-30T12:00:05+0000 gpu7 python3[4242]: [2026-10-30 12:00:05 TP0] Decode batch, #running-req: 9, #token: 45210, token usage: 0.21, cuda graph: True, gen throughput (token/s): 2150.37, #queue-req: 0\n";
+        let s = parse_journal(body.as_bytes(), "B", None, 0, 1 << 22);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].location, "sglang.service");
+        assert_eq!(s[0].metrics.iter().find(|m| m.name == "gen_throughput").unwrap().summary.last, 2150.37);
+    }
+
+    #[test]
+    fn bounded_points() {
+        let mut t = String::new();
+        for i in 0..3000 {
+            t.push_str(&format!("[2026-10-30 12:00:00] Decode batch, #running-req: {i}, gen throughput (token/s): 1.0, #queue-req: 0\n"));
+        }
+        let mut s = LogSource::default();
+        parse_text(&t, None, 0, &mut s);
+        let m = s.metrics.iter().find(|m| m.name == "running_reqs").unwrap();
+        assert_eq!(m.summary.count, 3000);
+        assert_eq!(m.points.len(), MAX_POINTS);
+        assert_eq!(m.points.last().unwrap().1, 2999.0);
+    }
+}

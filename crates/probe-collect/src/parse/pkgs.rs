@@ -1,0 +1,195 @@
+//! Package manager history for GPU drivers, CUDA and NCCL: apt history.log, dpkg.log,
+//! dnf.rpm.log / yum.log.
+
+use probe_model::PackageEvent;
+use regex::{Regex, RegexBuilder};
+
+use crate::config;
+use crate::frame::{file_header, records};
+use crate::sanitize::{sanitize_line, text};
+
+/// At most this many events are kept (newest).
+pub const MAX_EVENTS: usize = 5000;
+
+fn sys_re() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        RegexBuilder::new(&config::packages().system_match).case_insensitive(true).build().unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|e| panic!("{e}")))
+    })
+}
+
+/// Parses the `pkg_history` section; `tz` is the remote UTC offset (logs use local time).
+pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
+    let mut out = Vec::new();
+    for r in records(body, boundary) {
+        match r.kind {
+            'F' => {
+                let h = file_header(&r.header);
+                if h.status == "ok" {
+                    let truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
+                    out.extend(apt_history(&text(r.data), &h.path, tz, truncated));
+                }
+            }
+            'R' => {
+                if let Some(path) = r.header.strip_prefix("grep ") {
+                    let path = sanitize_line(path);
+                    let t = text(r.data);
+                    if path.contains("dpkg") {
+                        out.extend(dpkg_log(&t, &path, tz));
+                    } else {
+                        out.extend(dnf_log(&t, &path, tz));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort_by_key(|e| e.time);
+    if out.len() > MAX_EVENTS {
+        out.drain(..out.len() - MAX_EVENTS);
+    }
+    out
+}
+
+/// apt `history.log`: blocks `Start-Date:` / `Commandline:` / `Install:` / `Upgrade:` / ...
+pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<PackageEvent> {
+    static ITEM: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let item = ITEM.get_or_init(|| Regex::new(r"([^\s,()]+) \(([^()]*)\)").unwrap_or_else(|e| panic!("{e}")));
+    let mut out = Vec::new();
+    let mut time = None;
+    let mut started = !truncated;
+    for l in t.lines() {
+        if let Some(d) = l.strip_prefix("Start-Date:") {
+            let d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+            time = super::parse_datetime(&d).map(|x| x - tz);
+            started = true;
+            continue;
+        }
+        if !started {
+            continue;
+        }
+        let Some((action, list)) = l.split_once(": ") else { continue };
+        let action = match action {
+            "Install" => "install",
+            "Upgrade" => "upgrade",
+            "Downgrade" => "downgrade",
+            "Remove" => "remove",
+            "Purge" => "purge",
+            "Reinstall" => "reinstall",
+            _ => continue,
+        };
+        for c in item.captures_iter(list) {
+            let pkg = c.get(1).map_or("", |m| m.as_str());
+            if !sys_re().is_match(pkg) {
+                continue;
+            }
+            let vers: Vec<&str> = c.get(2).map_or("", |m| m.as_str()).split(", ").filter(|v| *v != "automatic").collect();
+            let (from, to) = match action {
+                "upgrade" | "downgrade" => (vers.first().copied(), vers.get(1).copied()),
+                "remove" | "purge" => (vers.first().copied(), None),
+                _ => (None, vers.first().copied()),
+            };
+            out.push(PackageEvent {
+                time,
+                manager: "apt".into(),
+                action: action.into(),
+                package: sanitize_line(pkg.split(':').next().unwrap_or(pkg)),
+                from_version: from.map(sanitize_line),
+                to_version: to.map(sanitize_line),
+                source: source.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// `dpkg.log`: `2024-05-01 10:00:00 upgrade libnccl2:amd64 2.18.1-1+cuda12.1 2.19.3-1+cuda12.3`.
+pub fn dpkg_log(t: &str, source: &str, tz: i64) -> Vec<PackageEvent> {
+    let mut out = Vec::new();
+    for l in t.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let (Some(d), Some(tm), Some(action), Some(pkg)) = (w.first(), w.get(1), w.get(2), w.get(3)) else { continue };
+        if !matches!(*action, "install" | "upgrade" | "remove" | "purge") {
+            continue;
+        }
+        let v = |x: Option<&&str>| x.filter(|v| **v != "<none>").map(|v| sanitize_line(v));
+        out.push(PackageEvent {
+            time: super::parse_datetime(&format!("{d} {tm}")).map(|x| x - tz),
+            manager: "dpkg".into(),
+            action: (*action).to_string(),
+            package: sanitize_line(pkg.split(':').next().unwrap_or(pkg)),
+            from_version: v(w.get(4)),
+            to_version: v(w.get(5)),
+            source: source.to_string(),
+        });
+    }
+    out
+}
+
+/// `dnf.rpm.log`: `2024-05-01T10:00:00+0000 SUBDEBUG Upgrade: nvidia-driver-3:550.54.15-1.el9.x86_64`.
+pub fn dnf_log(t: &str, source: &str, tz: i64) -> Vec<PackageEvent> {
+    let mut out = Vec::new();
+    for l in t.lines() {
+        let mut w = l.splitn(3, ' ');
+        let (Some(ts), Some(_lvl), Some(rest)) = (w.next(), w.next(), w.next()) else { continue };
+        let Some((act, pkg)) = rest.split_once(": ") else { continue };
+        let action = match act.trim() {
+            "Installed" | "Install" => "install",
+            "Upgrade" | "Upgraded" => "upgrade",
+            "Erase" | "Erased" | "Remove" | "Removed" => "remove",
+            "Downgrade" | "Downgraded" => "downgrade",
+            _ => continue,
+        };
+        let time = super::parse_rfc3339(ts).or_else(|| super::parse_datetime(ts).map(|x| x - tz));
+        let pkg = pkg.trim();
+        // name-[epoch:]version-release.arch: the version starts at the first `-<digit>` or `-N:`.
+        let (name, ver) = split_nevra(pkg);
+        out.push(PackageEvent {
+            time,
+            manager: "dnf".into(),
+            action: action.into(),
+            package: sanitize_line(name),
+            from_version: None,
+            to_version: (!ver.is_empty()).then(|| sanitize_line(ver)),
+            source: source.to_string(),
+        });
+    }
+    out
+}
+
+fn split_nevra(s: &str) -> (&str, &str) {
+    let b = s.as_bytes();
+    for i in 0..b.len() {
+        if b.get(i) == Some(&b'-') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            return (s.get(..i).unwrap_or(s), s.get(i + 1..).unwrap_or(""));
+        }
+    }
+    (s, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apt() {
+        let t = "\nStart-Date: 2026-10-01  09:12:44\nCommandline: apt-get install -y cuda-drivers-550\nRequested-By: ops (1000)\nInstall: nvidia-driver-550:amd64 (550.54.15-0ubuntu1, automatic), curl:amd64 (7.88)\nUpgrade: libnccl2:amd64 (2.18.1-1+cuda12.1, 2.19.3-1+cuda12.3)\nEnd-Date: 2026-10-01  09:13:40\n";
+        let e = apt_history(t, "/var/log/apt/history.log", 0, false);
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].package, "nvidia-driver-550");
+        assert_eq!(e[0].to_version.as_deref(), Some("550.54.15-0ubuntu1"));
+        assert_eq!(e[1].from_version.as_deref(), Some("2.18.1-1+cuda12.1"));
+        assert_eq!(e[1].to_version.as_deref(), Some("2.19.3-1+cuda12.3"));
+        assert_eq!(e[0].time, super::super::parse_datetime("2026-10-01 09:12:44"));
+    }
+
+    #[test]
+    fn dpkg_and_dnf() {
+        let e = dpkg_log("2026-10-01 09:13:01 upgrade libnccl2:amd64 2.18.1-1+cuda12.1 2.19.3-1+cuda12.3\n2026-10-01 09:13:02 status installed libnccl2:amd64 2.19.3\n", "d", 3600);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].time, super::super::parse_datetime("2026-10-01 08:13:01"));
+        let e = dnf_log("2026-10-01T09:13:01+0000 SUBDEBUG Upgrade: nvidia-driver-3:550.54.15-1.el9.x86_64\n", "x", 0);
+        assert_eq!(e[0].package, "nvidia-driver");
+        assert_eq!(e[0].to_version.as_deref(), Some("3:550.54.15-1.el9.x86_64"));
+    }
+}

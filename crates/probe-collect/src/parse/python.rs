@@ -1,0 +1,143 @@
+//! Python environments: site-packages listings, METADATA Name/Version, dist-info mtimes,
+//! direct_url.json.
+
+use std::collections::BTreeMap;
+
+use probe_model::{PythonEnv, PythonPackage, UnixTime};
+
+use crate::config::{normalize_dist, wanted_package};
+use crate::frame::{file_header, records};
+use crate::sanitize::{line, sanitize_line, text};
+
+/// Parses the `python_envs` section into one env per prefix (packages filtered by
+/// `configs/packages.toml`).
+pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
+    let mut envs: Vec<PythonEnv> = Vec::new();
+    let mut mtimes: BTreeMap<String, UnixTime> = BTreeMap::new();
+    let mut cur: Option<usize> = None;
+    for r in records(body, boundary) {
+        match (r.kind, r.header.split_once(' ')) {
+            ('R', Some(("prefix", pre))) => {
+                envs.push(PythonEnv { prefix: Some(sanitize_line(pre)), ..Default::default() });
+                cur = Some(envs.len() - 1);
+            }
+            ('F', _) => {
+                let h = file_header(&r.header);
+                if h.tag == "pyvenv"
+                    && h.status == "ok"
+                    && let Some(e) = cur.and_then(|i| envs.get_mut(i))
+                {
+                    for l in text(r.data).lines() {
+                        if let Some((k, v)) = l.split_once('=')
+                            && matches!(k.trim(), "version" | "version_info")
+                        {
+                            e.python_version = Some(sanitize_line(v.trim()));
+                        }
+                    }
+                }
+            }
+            ('R', Some(("sp", rest))) => {
+                // `sp <prefix> <site-packages>`: the site-packages path starts at the prefix's end.
+                let sp = match envs.get(cur.unwrap_or(usize::MAX)).and_then(|e| e.prefix.clone()) {
+                    Some(pre) => rest.strip_prefix(&pre).map(|s| s.trim_start().to_string()).unwrap_or_else(|| rest.to_string()),
+                    None => rest.to_string(),
+                };
+                let sp = sanitize_line(&sp);
+                for l in String::from_utf8_lossy(r.data).lines() {
+                    if let Some((m, p)) = l.split_once(' ')
+                        && let Ok(m) = m.parse()
+                    {
+                        mtimes.insert(p.to_string(), m);
+                    }
+                }
+                if let Some(e) = cur.and_then(|i| envs.get_mut(i)) {
+                    if e.python_version.is_none() {
+                        e.python_version = sp.split('/').find_map(|c| c.strip_prefix("python")).filter(|v| v.starts_with('3')).map(str::to_string);
+                    }
+                    e.site_packages.push(sp);
+                }
+            }
+            ('R', Some(("meta", path))) => {
+                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else { continue };
+                let (mut name, mut version) = (None, None);
+                for l in String::from_utf8_lossy(r.data).lines() {
+                    if let Some(v) = l.strip_prefix("Name: ") {
+                        name = name.or_else(|| Some(v.trim().to_string()));
+                    } else if let Some(v) = l.strip_prefix("Version: ") {
+                        version = version.or_else(|| Some(v.trim().to_string()));
+                    }
+                }
+                let (Some(name), Some(version)) = (name, version) else { continue };
+                let n = normalize_dist(&name);
+                if !wanted_package(&n) || e.packages.iter().any(|p| p.name == n) || e.packages.len() >= 2000 {
+                    continue;
+                }
+                let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+                e.packages.push(PythonPackage { name: n, version: sanitize_line(&version), installed_at: mtimes.get(dir).copied(), direct_url: None });
+            }
+            ('R', Some(("durl", path))) => {
+                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else { continue };
+                let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+                let Some(durl) = direct_url(r.data) else { continue };
+                // Match the dist-info directory name (`name-version.dist-info`) to the package.
+                let base = dir.rsplit('/').next().unwrap_or(dir);
+                let n = normalize_dist(base.split('-').next().unwrap_or(""));
+                if let Some(p) = e.packages.iter_mut().find(|p| p.name == n) {
+                    p.direct_url = Some(durl);
+                }
+            }
+            _ => {}
+        }
+    }
+    for e in &mut envs {
+        e.packages.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    envs
+}
+
+/// `direct_url.json` → `url` (plus `@commit` for VCS installs).
+pub fn direct_url(data: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(data).ok()?;
+    let url = v.get("url")?.as_str()?;
+    let mut s = url.to_string();
+    if let Some(c) = v.get("vcs_info").and_then(|x| x.get("commit_id")).and_then(|x| x.as_str()) {
+        s.push('@');
+        s.push_str(c);
+    }
+    if v.get("dir_info").and_then(|x| x.get("editable")).and_then(|x| x.as_bool()) == Some(true) {
+        s.push_str(" (editable)");
+    }
+    Some(line(s.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env() {
+        let b = "B";
+        let sp = "/opt/venv/lib/python3.11/site-packages";
+        let body = format!(
+            "\n{b} R prefix /opt/venv\n{b} F ok pyvenv 1 40 /opt/venv/pyvenv.cfg\nhome = /usr/bin\nversion = 3.11.2\n\
+             {b} R sp /opt/venv {sp}\n1761800000 {sp}/torch-2.9.1+cu128.dist-info\n1761800100 {sp}/sglang-0.5.9.dist-info\n1761800200 {sp}/requests-2.32.dist-info\n\
+             {b} R meta {sp}/torch-2.9.1+cu128.dist-info/METADATA\nName: torch\nVersion: 2.9.1+cu128\n\
+             {b} R meta {sp}/sglang-0.5.9.dist-info/METADATA\nName: sglang\nVersion: 0.1.dev16016+g3cfc8f8b7\n\
+             {b} R meta {sp}/requests-2.32.dist-info/METADATA\nName: requests\nVersion: 2.32\n\
+             {b} R meta {sp}/Flash_Attn-2.7.4.dist-info/METADATA\nName: flash_attn\nVersion: 2.7.4.post1\n\
+             {b} R durl {sp}/sglang-0.5.9.dist-info/direct_url.json\n{{\"url\": \"https://github.com/sgl-project/sglang\", \"vcs_info\": {{\"vcs\": \"git\", \"commit_id\": \"3cfc8f8b7\"}}}}\n"
+        );
+        let e = parse(body.as_bytes(), b);
+        assert_eq!(e.len(), 1);
+        let e = &e[0];
+        assert_eq!(e.python_version.as_deref(), Some("3.11.2"));
+        assert_eq!(e.site_packages, vec![sp.to_string()]);
+        let names: Vec<&str> = e.packages.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["flash-attn", "sglang", "torch"]);
+        let torch = &e.packages[2];
+        assert_eq!(torch.version, "2.9.1+cu128");
+        assert_eq!(torch.installed_at, Some(1_761_800_000));
+        assert_eq!(e.packages[1].version, "0.1.dev16016+g3cfc8f8b7");
+        assert_eq!(e.packages[1].direct_url.as_deref(), Some("https://github.com/sgl-project/sglang@3cfc8f8b7"));
+    }
+}

@@ -1,0 +1,527 @@
+//! Turning framed sections into the snapshot, planning round 2 from round 1, and the final
+//! redaction pass.
+
+use std::collections::BTreeMap;
+
+use probe_model::{GpuStatus, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot, UnitScope};
+
+use crate::frame::{Framed, RawSection};
+use crate::parse::{self, Ctx, processes::ProcExtra};
+use crate::redact::Redactor;
+use crate::sanitize::{line, sanitize_line};
+use crate::script::{self, Round2Inputs};
+
+/// Limits on what round 2 reads.
+const MAX_PREFIXES: usize = 16;
+const MAX_MODELS: usize = 16;
+const MAX_LOGS: usize = 16;
+const MAX_UNITS: usize = 32;
+
+/// The report of one section, and its body cut to the probe's cap.
+pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Vec<u8>) {
+    let probe = script::probe(&raw.name);
+    let cap = probe.map_or(u64::MAX, |p| p.max_bytes);
+    let mut body = raw.body.clone();
+    let truncated = body.len() as u64 > cap;
+    if truncated {
+        body.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+    }
+    let stderr = line(raw.stderr.get(..raw.stderr.len().min(600)).unwrap_or(&[]));
+    let msg = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let (status, message) = match raw.rc {
+        _ if !raw.complete => (
+            if transport_truncated { SectionStatus::Truncated } else { SectionStatus::Failed },
+            Some("output cut off before the section ended".to_string()),
+        ),
+        Some(124 | 137 | 143) => (
+            SectionStatus::TimedOut,
+            Some(format!("stopped after its time limit of {}s", probe.map_or(0, |p| p.timeout_s))),
+        ),
+        Some(200) => (
+            SectionStatus::TimedOut,
+            Some(format!("not run: {} timed out", probe.and_then(|p| p.depends_on.clone()).unwrap_or_default())),
+        ),
+        Some(201) => (SectionStatus::TimedOut, Some("not run: collection deadline reached".to_string())),
+        _ if truncated => (SectionStatus::Truncated, Some(format!("output capped at {cap} bytes"))),
+        Some(0) => (SectionStatus::Ok, msg(&stderr)),
+        Some(3 | 127) => (SectionStatus::NotPresent, msg(&stderr)),
+        Some(4 | 126) => (SectionStatus::PermissionDenied, msg(&stderr)),
+        Some(rc) => (SectionStatus::Failed, Some(if stderr.is_empty() { format!("exit status {rc}") } else { stderr.clone() })),
+        None => (SectionStatus::Failed, Some("no exit status".to_string())),
+    };
+    let duration_ms = match (raw.t0, raw.t1) {
+        (Some(a), Some(b)) if b >= a => Some((b - a) * 10),
+        _ => None,
+    };
+    (
+        SectionReport { name: sanitize_line(&raw.name), status, bytes: body.len() as u64, duration_ms, exit_code: raw.rc, message },
+        body,
+    )
+}
+
+fn push_note(r: &mut SectionReport, note: String) {
+    r.message = Some(match r.message.take() {
+        Some(m) if !m.is_empty() => format!("{m}; {note}"),
+        _ => note,
+    });
+}
+
+/// Parses every round-1 section into the snapshot. Returns per-process extras for round 2.
+pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transport_truncated: bool) -> BTreeMap<u32, ProcExtra> {
+    let mut extra = BTreeMap::new();
+    let b = ctx.boundary.clone();
+    // `host` first: everything else needs its clock, users and CLK_TCK.
+    let mut order: Vec<&RawSection> = framed.sections.iter().collect();
+    order.sort_by_key(|s| s.name != "host");
+    let mut sudo_mode = None;
+    let mut show = None;
+    for raw in order {
+        let (mut rep, body) = report(raw, transport_truncated);
+        let parser = script::probe(&raw.name).map(|p| p.parser.as_str()).unwrap_or("");
+        match parser {
+            "host" => {
+                snap.host = parse::host::parse(&body, ctx);
+                sudo_mode = crate::frame::records(&body, &b).iter().find(|r| r.header == "sudo_mode").map(|r| line(r.data));
+            }
+            "history" => {
+                let (files, skipped) = parse::history::parse(&body, &b);
+                snap.histories = files;
+                for s in skipped.iter().take(20) {
+                    push_note(&mut rep, format!("{} not read ({})", s.path, s.why));
+                }
+            }
+            "units" => snap.units = parse::units::parse(&body, &b),
+            "unit_state" => show = Some(parse::units::parse_show(&body, ctx.tz_offset_s)),
+            "processes" => {
+                let (p, e) = parse::processes::parse(&body, ctx);
+                snap.processes = p;
+                extra = e;
+            }
+            "containers" => {
+                let (c, m) = parse::containers::parse(&body, &b);
+                snap.containers = c;
+                if let Some(m) = m {
+                    push_note(&mut rep, m);
+                }
+            }
+            "gpu_query" => match rep.status {
+                SectionStatus::NotPresent => snap.gpu.status = GpuStatus::NoNvidiaSmi,
+                SectionStatus::TimedOut => {
+                    snap.gpu.status = GpuStatus::DriverError;
+                    snap.gpu.message = Some("nvidia-smi did not answer within its time limit".into());
+                }
+                _ => parse::gpu::parse_query(&body, &raw.stderr, &mut snap.gpu),
+            },
+            "gpu_banner" => parse::gpu::parse_banner(&body, &mut snap.gpu),
+            "gpu_apps" => snap.gpu.compute_apps = parse::gpu::parse_apps(&body),
+            "gpu_topo" => snap.gpu.topology = parse::gpu::parse_topo(&body),
+            "pkg_history" => snap.package_events = parse::pkgs::parse(&body, &b, ctx.tz_offset_s),
+            _ => {}
+        }
+        // A broken driver is a GPU state, not a failed section.
+        if parser == "gpu_query" && rep.status == SectionStatus::Failed && snap.gpu.status != GpuStatus::Present {
+            rep.status = SectionStatus::Ok;
+            push_note(&mut rep, format!("GPU state: {:?}", snap.gpu.status));
+        }
+        snap.sections.push(rep);
+    }
+    if let Some(show) = show {
+        for u in snap.units.iter_mut().filter(|u| u.scope == UnitScope::System) {
+            if let Some(s) = show.get(&u.name) {
+                u.state = Some(s.clone());
+            }
+        }
+    }
+    // Sections the script never reached.
+    for p in script::probes(1) {
+        if !framed.sections.iter().any(|s| s.name == p.name) {
+            snap.sections.push(SectionReport {
+                name: p.name.clone(),
+                status: SectionStatus::Failed,
+                message: Some("not run: the script ended before this section".into()),
+                ..Default::default()
+            });
+        }
+    }
+    match sudo_mode.as_deref() {
+        Some("password") => snap.sections.push(SectionReport {
+            name: "sudo".into(),
+            status: SectionStatus::PermissionDenied,
+            message: Some("sudo -n: a password is required; collected without sudo".into()),
+            ..Default::default()
+        }),
+        Some("missing") => snap.sections.push(SectionReport {
+            name: "sudo".into(),
+            status: SectionStatus::NotPresent,
+            message: Some("sudo is not installed; collected without sudo".into()),
+            ..Default::default()
+        }),
+        _ => {}
+    }
+    extra
+}
+
+fn dirname(p: &str) -> Option<&str> {
+    p.rsplit_once('/').map(|(d, _)| if d.is_empty() { "/" } else { d })
+}
+
+/// `/opt/venv/bin/python3` → `/opt/venv`.
+fn prefix_of_bin(p: &str) -> Option<String> {
+    if !p.starts_with('/') {
+        return None;
+    }
+    let d = dirname(p)?;
+    if !d.ends_with("/bin") {
+        return None;
+    }
+    dirname(d).map(str::to_string)
+}
+
+fn join(base: Option<&str>, p: &str) -> Option<String> {
+    if p.starts_with('/') {
+        return Some(p.to_string());
+    }
+    let b = base.filter(|b| b.starts_with('/'))?;
+    let p = p.strip_prefix("./").unwrap_or(p);
+    Some(format!("{}/{p}", b.trim_end_matches('/')))
+}
+
+/// Value of `--flag V` / `--flag=V` in an argv.
+fn flag_value(argv: &[String], flags: &[&str]) -> Option<String> {
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        for f in flags {
+            if a == f {
+                return it.next().cloned();
+            }
+            if let Some(v) = a.strip_prefix(f).and_then(|r| r.strip_prefix('=')) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The model a launch argv names (`--model-path`, `--model`, `--model-id`, `vllm serve M`).
+pub fn model_of(argv: &[String]) -> Option<String> {
+    if let Some(m) = flag_value(argv, &["--model-path", "--model", "--model-id", "--model_path", "--model-name-or-path"]) {
+        return Some(m);
+    }
+    let i = argv.iter().position(|a| a == "serve")?;
+    argv.get(i + 1).filter(|m| !m.starts_with('-')).cloned()
+}
+
+fn is_hf_id(m: &str) -> bool {
+    let mut parts = m.split('/');
+    let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else { return false };
+    let ok = |s: &str| !s.is_empty() && !s.starts_with('.') && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    ok(a) && ok(b)
+}
+
+/// Round-2 inputs from what round 1 found.
+pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
+    let mut inp = Round2Inputs::default();
+    let add = |v: &mut Vec<String>, x: String, max: usize| {
+        if !x.is_empty() && !v.contains(&x) && v.len() < max {
+            v.push(x);
+        }
+    };
+    let mut models: Vec<(Option<String>, String, Option<String>, BTreeMap<String, String>)> = Vec::new(); // (cwd, model, user, env)
+    for p in snap.processes.iter().filter(|p| matches!(p.role, ProcessRole::Launcher)) {
+        for pre in [p.env.get("VIRTUAL_ENV").cloned(), p.env.get("CONDA_PREFIX").cloned()].into_iter().flatten() {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        let a0 = p.argv.first().map(String::as_str).unwrap_or("");
+        if let Some(pre) = prefix_of_bin(a0) {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        if a0.rsplit('/').next().unwrap_or("").starts_with("python")
+            && let Some(pre) = p.argv.get(1).and_then(|a| prefix_of_bin(a))
+        {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        if let Some(pre) = p.exe.as_deref().and_then(prefix_of_bin) {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        if let Some(m) = model_of(&p.argv) {
+            models.push((p.cwd.clone(), m, p.user.clone(), p.env.clone()));
+        }
+        if let Some(x) = extra.get(&p.pid) {
+            for f in [&x.stdout, &x.stderr].into_iter().flatten() {
+                if f.starts_with('/') && !f.starts_with("/dev/") && !f.ends_with(" (deleted)") {
+                    add(&mut inp.logs, f.clone(), MAX_LOGS);
+                }
+            }
+        }
+        if let Some(l) = flag_value(&p.argv, &["--log-file", "--log_file"]).and_then(|l| join(p.cwd.as_deref(), &l)) {
+            add(&mut inp.logs, l, MAX_LOGS);
+        }
+    }
+    for u in &snap.units {
+        let Some(first) = u.exec_start.last() else { continue };
+        let words = parse::units::split_quoted(first);
+        let argv: Vec<String> = words.iter().map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string()).collect();
+        if let Some(pre) = argv.first().and_then(|a| prefix_of_bin(a)) {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        if let Some(pre) = u.environment.get("VIRTUAL_ENV") {
+            add(&mut inp.python_prefixes, pre.clone(), MAX_PREFIXES);
+        }
+        if let Some(m) = model_of(&argv) {
+            let mut env = u.environment.clone();
+            for ef in &u.environment_files {
+                env.extend(ef.vars.clone());
+            }
+            models.push((u.working_directory.clone(), m, u.run_as.clone(), env));
+        }
+        if let Some(l) = flag_value(&argv, &["--log-file"]).and_then(|l| join(u.working_directory.as_deref(), &l)) {
+            add(&mut inp.logs, l, MAX_LOGS);
+        }
+        if (ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")) && inp.units.len() < MAX_UNITS {
+            let scope = if u.scope == UnitScope::User { "user" } else { "system" };
+            let e = (scope.to_string(), u.name.clone());
+            if !inp.units.contains(&e) {
+                inp.units.push(e);
+            }
+        }
+    }
+    for c in &snap.containers {
+        let argv: Vec<String> = c.entrypoint.iter().chain(c.cmd.iter()).cloned().collect();
+        if let Some(m) = model_of(&argv).or_else(|| c.env.get("MODEL_ID").cloned()) {
+            models.push((None, m, None, c.env.clone()));
+        }
+    }
+    // Launches reconstructed by probe-diff (interpreter, venv, model, log files).
+    let launches = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_diff::launch::launches_of(snap))).unwrap_or_default();
+    for l in &launches {
+        if let Some(v) = &l.venv {
+            add(&mut inp.python_prefixes, v.clone(), MAX_PREFIXES);
+        }
+        if let Some(pre) = l.interpreter.as_deref().and_then(prefix_of_bin) {
+            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        }
+        if let Some(m) = &l.model {
+            models.push((l.working_directory.clone(), m.clone(), None, l.env.clone()));
+        }
+        for f in &l.log_files {
+            if let Some(p) = join(l.working_directory.as_deref(), f) {
+                add(&mut inp.logs, p, MAX_LOGS);
+            }
+        }
+    }
+    for (cwd, m, user, env) in models {
+        if inp.models.len() >= MAX_MODELS * 4 {
+            break;
+        }
+        let mut push = |k: &str, d: String| {
+            let e = (k.to_string(), m.clone(), d);
+            if !inp.models.contains(&e) {
+                inp.models.push(e);
+            }
+        };
+        if m.starts_with('/') {
+            push("dir", m.clone());
+            continue;
+        }
+        if let Some(d) = join(cwd.as_deref(), &m).filter(|_| m.starts_with('.') || !is_hf_id(&m)) {
+            push("dir", d);
+            continue;
+        }
+        if !is_hf_id(&m) {
+            continue;
+        }
+        let repo = format!("models--{}", m.replace('/', "--"));
+        let mut hubs: Vec<String> = Vec::new();
+        if let Some(h) = env.get("HF_HUB_CACHE").or_else(|| env.get("HUGGINGFACE_HUB_CACHE")) {
+            hubs.push(h.clone());
+        }
+        if let Some(h) = env.get("HF_HOME") {
+            hubs.push(format!("{}/hub", h.trim_end_matches('/')));
+        }
+        if let Some(home) = user.as_ref().and_then(|u| ctx.homes.get(u)) {
+            hubs.push(format!("{}/.cache/huggingface/hub", home.trim_end_matches('/')));
+        }
+        hubs.push("/root/.cache/huggingface/hub".into());
+        if let Some(d) = join(cwd.as_deref(), &m) {
+            push("dir", d);
+        }
+        for h in hubs {
+            if h.starts_with('/') {
+                push("hf", format!("{}/{repo}", h.trim_end_matches('/')));
+            }
+        }
+    }
+    inp
+}
+
+/// Parses the round-2 sections into the snapshot.
+pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Round2Inputs) {
+    let b = &ctx.boundary;
+    for raw in &framed.sections {
+        let (mut rep, body) = report(raw, false);
+        match script::probe(&raw.name).map(|p| p.parser.as_str()).unwrap_or("") {
+            "python" => {
+                let mut envs = parse::python::parse(&body, b);
+                for e in &mut envs {
+                    fill_env_users(e, snap);
+                }
+                envs.retain(|e| !e.site_packages.is_empty());
+                snap.python_envs = envs;
+            }
+            "models" => {
+                snap.models = parse::models::parse(&body, b);
+            }
+            "logs" => snap.logs.extend(parse::logs::parse_files(&body, b, ctx.remote_clock, ctx.tz_offset_s)),
+            "journal" => {
+                let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
+                let j = parse::logs::parse_journal(&body, b, ctx.remote_clock, ctx.tz_offset_s, cap);
+                if j.is_empty() && rep.status == SectionStatus::Ok && !inputs.units.is_empty() {
+                    push_note(&mut rep, "no journal output".into());
+                }
+                snap.logs.extend(j);
+            }
+            _ => {}
+        }
+        snap.sections.push(rep);
+    }
+    for p in script::probes(2) {
+        if !framed.sections.iter().any(|s| s.name == p.name) {
+            snap.sections.push(SectionReport {
+                name: p.name.clone(),
+                status: SectionStatus::Failed,
+                message: Some("not run: the round-2 script ended early".into()),
+                ..Default::default()
+            });
+        }
+    }
+}
+
+/// Interpreter and users of a prefix, from processes and units.
+fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
+    let Some(pre) = e.prefix.clone() else { return };
+    let under = |p: &str| p.starts_with(&format!("{}/", pre.trim_end_matches('/')));
+    for p in snap.processes.iter().filter(|p| p.role == ProcessRole::Launcher) {
+        let a0 = p.argv.first().cloned().unwrap_or_default();
+        let uses = under(&a0)
+            || p.argv.get(1).is_some_and(|a| under(a))
+            || p.exe.as_deref().is_some_and(under)
+            || p.env.get("VIRTUAL_ENV") == Some(&pre)
+            || p.env.get("CONDA_PREFIX") == Some(&pre);
+        if uses {
+            e.used_by.push(format!("pid:{}", p.pid));
+            if e.interpreter.is_empty() {
+                e.interpreter = if under(&a0) { a0 } else { p.exe.clone().unwrap_or_default() };
+            }
+        }
+    }
+    for u in &snap.units {
+        let first = u.exec_start.last().map(|x| parse::units::split_quoted(x)).unwrap_or_default();
+        let a0 = first.first().map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string()).unwrap_or_default();
+        if under(&a0) || u.environment.get("VIRTUAL_ENV") == Some(&pre) {
+            e.used_by.push(format!("unit:{}", u.name));
+            if e.interpreter.is_empty() {
+                e.interpreter = a0;
+            }
+        }
+    }
+    if e.interpreter.is_empty() {
+        e.interpreter = format!("{}/bin/python3", pre.trim_end_matches('/'));
+    }
+}
+
+/// Redacts every secret the snapshot can hold.
+pub fn redact_snapshot(s: &mut Snapshot, r: &Redactor) {
+    let text = |x: &mut String| {
+        let n = r.redact_text(x).into_owned();
+        *x = n;
+    };
+    let env = |m: &mut BTreeMap<String, String>| {
+        for (k, v) in m.iter_mut() {
+            *v = r.redact_env(k, v);
+        }
+    };
+    for h in &mut s.histories {
+        for e in &mut h.entries {
+            text(&mut e.command);
+        }
+    }
+    for u in &mut s.units {
+        text(&mut u.fragment.content);
+        for d in &mut u.drop_ins {
+            text(&mut d.content);
+        }
+        for x in &mut u.exec_start {
+            text(x);
+        }
+        env(&mut u.environment);
+        for ef in &mut u.environment_files {
+            env(&mut ef.vars);
+        }
+    }
+    for p in &mut s.processes {
+        r.redact_argv(&mut p.argv);
+        env(&mut p.env);
+    }
+    for c in &mut s.containers {
+        r.redact_argv(&mut c.entrypoint);
+        r.redact_argv(&mut c.cmd);
+        env(&mut c.env);
+    }
+    for e in &mut s.python_envs {
+        for p in &mut e.packages {
+            if let Some(u) = p.direct_url.as_mut() {
+                text(u);
+            }
+        }
+    }
+    for l in &mut s.logs {
+        for st in &mut l.startups {
+            text(&mut st.text);
+        }
+        if let Some(m) = l.message.as_mut() {
+            text(m);
+        }
+    }
+    for sec in &mut s.sections {
+        if let Some(m) = sec.message.as_mut() {
+            text(m);
+        }
+    }
+    if let Some(m) = s.gpu.message.as_mut() {
+        text(m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_args() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(model_of(&v("python -m sglang.launch_server --model-path /m --tp 2")).as_deref(), Some("/m"));
+        assert_eq!(model_of(&v("vllm serve Qwen/Qwen3-8B --tp 2")).as_deref(), Some("Qwen/Qwen3-8B"));
+        assert_eq!(model_of(&v("vllm serve --model=/x")).as_deref(), Some("/x"));
+        assert!(is_hf_id("Qwen/Qwen3.5-35B-A3B"));
+        assert!(!is_hf_id("/abs/path"));
+        assert!(!is_hf_id("./rel/x"));
+        assert_eq!(prefix_of_bin("/opt/venv/bin/python3").as_deref(), Some("/opt/venv"));
+        assert_eq!(prefix_of_bin("/usr/bin/python3.11").as_deref(), Some("/usr"));
+        assert_eq!(prefix_of_bin("python3"), None);
+    }
+
+    #[test]
+    fn report_statuses() {
+        let mk = |rc, body: &[u8]| RawSection { name: "gpu_query".into(), body: body.to_vec(), rc: Some(rc), complete: true, t0: Some(10), t1: Some(25), ..Default::default() };
+        assert_eq!(report(&mk(0, b"x"), false).0.status, SectionStatus::Ok);
+        assert_eq!(report(&mk(0, b"x"), false).0.duration_ms, Some(150));
+        assert_eq!(report(&mk(124, b""), false).0.status, SectionStatus::TimedOut);
+        assert_eq!(report(&mk(3, b""), false).0.status, SectionStatus::NotPresent);
+        assert_eq!(report(&mk(4, b""), false).0.status, SectionStatus::PermissionDenied);
+        assert_eq!(report(&mk(9, b""), false).0.status, SectionStatus::Failed);
+        let big = vec![b'a'; 1_048_577];
+        let (r, b) = report(&mk(141, &big), false);
+        assert_eq!(r.status, SectionStatus::Truncated);
+        assert_eq!(b.len(), 1_048_576);
+    }
+}
