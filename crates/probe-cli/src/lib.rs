@@ -1,5 +1,132 @@
-//! The probe command.
+//! The `probe` command: argument parsing, settings, dispatch to one module per command, and
+//! rendering. This is the only crate that prints; libraries return values and errors.
+//!
+//! * [`args`]: clap types (the `--help` text), [`settings`]: flags over config file over defaults.
+//! * [`cmd`]: one module per command, returning an exit code or an [`errors::ExpectedError`].
+//! * [`render`]: reports as documents, rendered as human text, Markdown or JSON.
+//! * [`inventory`]: fleet inventories (TOML, Ansible INI/YAML, ssh_config).
+//! * [`output`]: the terminal: colour, sanitizing remote text, stdout/stderr.
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod args;
+pub mod cmd;
+pub mod collect;
+pub mod errors;
+pub mod inventory;
+pub mod output;
+pub mod prometheus;
+pub mod render;
+pub mod report;
+pub mod settings;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use probe_model::exit_codes;
+
+use args::Cli;
+use errors::ExpectedError;
+use output::Printer;
+use settings::Settings;
+
+/// Parses the command line, runs the command, and turns the outcome into an exit code.
+pub fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                exit_codes::ERROR
+            } else {
+                exit_codes::OK
+            });
+        }
+    };
+    init_tracing(cli.global.verbose);
+    let fallback = Printer::new(args::Format::Human, cli.global.color);
+    let settings = match Settings::resolve(&cli.global) {
+        Ok(settings) => settings,
+        Err(err) => return report_error(&fallback, &err),
+    };
+    let printer = Printer::new(settings.format, settings.color);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            return report_error(
+                &printer,
+                &ExpectedError::Other(format!("cannot start the async runtime: {err}")),
+            );
+        }
+    };
+    let ctx = cmd::Ctx {
+        settings: Arc::new(settings),
+        printer: printer.clone(),
+    };
+    let outcome = runtime.block_on(cmd::dispatch(cli.command, &ctx));
+    // Do not wait for stray blocking tasks (a hung local command) once the command is done.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => report_error(&printer, &err),
+    }
+}
+
+fn report_error(printer: &Printer, err: &ExpectedError) -> ExitCode {
+    printer.warn(&err.to_string());
+    if let Some(hint) = err.hint() {
+        printer.hint(&hint);
+    }
+    ExitCode::from(err.exit_code())
+}
+
+/// A panic is a bug, but the user still gets one line and exit code 2, never a backtrace.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        use std::io::Write;
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(
+            stderr,
+            "probe: internal error: {}{location} (please report this)",
+            output::one_line(&message)
+        );
+        let _ = stderr.flush();
+        // Exit now with the error code instead of unwinding into a runtime thread.
+        #[allow(clippy::exit)]
+        std::process::exit(i32::from(exit_codes::ERROR));
+    }));
+}
+
+/// Logs to stderr: `RUST_LOG` when set, else by `-v` count.
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(value) if !value.is_empty() => EnvFilter::new(value),
+        _ => EnvFilter::new(match verbose {
+            0 => "error",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        }),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(verbose >= 2)
+        .try_init();
 }

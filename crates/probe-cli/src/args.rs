@@ -1,0 +1,412 @@
+//! Command-line types (clap derive). Doc comments here are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str = "What is running on a GPU model server, how was it launched, and what changed?";
+
+const MAIN_AFTER: &str = "\
+Examples:
+  probe host local                        report on this machine (no SSH)
+  probe host gpu7 gpu8                    collect two hosts over SSH, store and report
+  probe diff gpu7@~1 gpu7@latest          what changed on gpu7 since the snapshot before last
+  probe diff gpu7 gpu8                    compare two live hosts (exit 1 when they differ)
+  probe timeline gpu7                     every launch on gpu7, oldest first
+  probe launch server.service --json      reconstruct a launch from a unit file
+  probe audit --inventory fleet.toml      audit a fleet, report drift
+  probe snapshots list                    stored snapshots, newest first
+  probe resolve gpu7                      the SSH settings probe uses for gpu7 (like ssh -G)
+
+Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 2 error,
+3 hosts failed (audit --fail-on error), 4 a host key was refused.
+
+Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
+Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given.";
+
+/// The `probe` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "probe",
+    version,
+    about = ABOUT,
+    long_about = "probe connects to model-serving GPU hosts over SSH (honouring your ~/.ssh/config, \
+agent and known_hosts), collects read-only evidence of how the model server was launched and what \
+it runs on, stores a snapshot, and explains what changed, ranked by likely throughput impact.",
+    after_long_help = MAIN_AFTER,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Args, Default)]
+pub struct GlobalArgs {
+    /// SSH client config file to use instead of ~/.ssh/config (as `ssh -F`).
+    #[arg(short = 'F', long = "ssh-config", value_name = "FILE", global = true)]
+    pub ssh_config: Option<PathBuf>,
+    /// Snapshot store (SQLite file) [default: $XDG_DATA_HOME/probe/snapshots.db].
+    #[arg(long, value_name = "PATH", global = true, env = "PROBE_STORE")]
+    pub store: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, global = true)]
+    pub format: Option<Format>,
+    /// When to use colour (NO_COLOR in the environment means never, unless `always`).
+    #[arg(long, value_enum, global = true)]
+    pub color: Option<ColorChoice>,
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// probe config file [default: $XDG_CONFIG_HOME/probe/config.toml].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Trust and record the key of a host seen for the first time (as StrictHostKeyChecking
+    /// accept-new). A changed key is always refused.
+    #[arg(long, global = true)]
+    pub accept_new: bool,
+    /// Use the known_hosts FILE only (read and write) instead of the configured ones.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub known_hosts: Option<PathBuf>,
+    /// Run the same read-only collection under `sudo -n` (never prompts).
+    #[arg(long, global = true)]
+    pub sudo: bool,
+    /// Keep secret values (tokens, keys, passwords) instead of redacting them. The snapshot is
+    /// stored unredacted too.
+    #[arg(long, global = true)]
+    pub no_redact: bool,
+    /// Also collect this systemd unit (repeatable), even if it does not look like a model server.
+    #[arg(long = "unit", value_name = "NAME", global = true)]
+    pub units: Vec<String>,
+    /// Seconds allowed for TCP connect plus SSH handshake [default: ConnectTimeout or 10].
+    #[arg(long, value_name = "SECS", global = true)]
+    pub connect_timeout: Option<u64>,
+    /// Seconds allowed per host for the whole collection [default: 120].
+    #[arg(long, value_name = "SECS", global = true)]
+    pub deadline: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Text for a terminal.
+    Human,
+    /// JSON documents (probe-model types, with `schema_version`).
+    Json,
+    /// Markdown that fits a ticket.
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Collect one or more hosts, store a snapshot of each, and print the report.
+    #[command(after_long_help = HOST_AFTER)]
+    Host(HostArgs),
+    /// Compare two hosts or snapshots (exit 0 same, 1 different, 2 error, like diff).
+    #[command(after_long_help = DIFF_AFTER)]
+    Diff(DiffArgs),
+    /// Every launch of a host's model server, oldest first, with the one running now marked.
+    #[command(after_long_help = TIMELINE_AFTER)]
+    Timeline(TimelineArgs),
+    /// Reconstruct a launch from a text: unit file, shell line, docker run, compose, k8s, argv.
+    #[command(after_long_help = LAUNCH_AFTER)]
+    Launch(LaunchArgs),
+    /// Audit a fleet from an inventory: collect all hosts, report drift and failures.
+    #[command(after_long_help = AUDIT_AFTER)]
+    Audit(AuditArgs),
+    /// List, show, export, import and prune stored snapshots.
+    #[command(subcommand)]
+    Snapshots(SnapshotsCommand),
+    /// Print the SSH settings probe resolves for a target, in the form of `ssh -G`.
+    #[command(after_long_help = RESOLVE_AFTER)]
+    Resolve(ResolveArgs),
+}
+
+const HOST_AFTER: &str = "\
+The report lists the host and its GPUs, each serving launch running now (engine, version, model,
+the options that matter and where the launch came from), earlier launches, what changed against
+the previous launch and against the last stored snapshot of this host (most likely cause of a
+slowdown first), then log metrics with their time range.
+
+Examples:
+  probe host local
+  probe host gpu7 root@10.0.0.8:2222 --format markdown > ticket.md
+  probe host gpu7 --sudo --unit my-llm.service
+  probe -F ./ssh_config host lab-a --accept-new";
+
+const DIFF_AFTER: &str = "\
+Each side is one of:
+  TARGET              a live host: collected now (and stored)
+  HOST@latest         the newest stored snapshot of HOST
+  HOST@~N             N snapshots before the newest (HOST@~1: the one before last)
+  HOST@YYYY-MM-DD     the newest snapshot taken on or before that day (UTC)
+  SNAPSHOT-ID         a stored snapshot, by id (see `probe snapshots list`)
+  FILE.json           a snapshot file (from `probe snapshots export`)
+
+Examples:
+  probe diff gpu7@~1 gpu7@latest
+  probe diff gpu7 gpu8 --format markdown
+  probe diff before.json gpu7";
+
+const TIMELINE_AFTER: &str = "\
+TARGET is a live host, a stored snapshot reference (HOST@latest, HOST@~1, an id) or a snapshot
+file.
+
+Examples:
+  probe timeline gpu7
+  probe timeline gpu7@latest --format json";
+
+const LAUNCH_AFTER: &str = "\
+Reads FILE, or standard input when FILE is `-` or absent. Secrets are redacted unless --no-redact.
+With --json (or --format json) prints an array of {\"launch\": LaunchConfig, \"common\": {...}}.
+
+Examples:
+  probe launch /etc/systemd/system/vllm.service
+  echo 'python -m sglang.launch_server --model-path m --tp 2' | probe launch - --json
+  probe launch compose.yaml --engine vllm --version 0.11.0";
+
+const AUDIT_AFTER: &str = "\
+Inventory formats (by extension, else by content): probe TOML (see configs/inventory.example.toml),
+Ansible INI and YAML inventories, and ssh_config files (every non-wildcard Host entry).
+
+The summary has one line per host: ok, changed (what), unreachable, auth failed, host key
+refused, timed out or error. Drift is measured against each host's previous stored snapshot.
+
+Exit status with --fail-on:
+  drift  (default) 1 when any host drifted, else 3 when a host failed, 4 on a refused host key
+  error  3 when a host failed (4 on a refused host key), drift does not fail
+  never  0 unless probe itself failed
+
+Examples:
+  probe audit --inventory fleet.toml
+  probe audit --inventory hosts.ini -j 16 --jsonl > audit.jsonl
+  probe audit --inventory ~/.ssh/config --prometheus /var/lib/node_exporter/probe.prom";
+
+const RESOLVE_AFTER: &str = "\
+Examples:
+  probe resolve gpu7
+  probe -F ./ssh_config resolve lab-a";
+
+#[derive(Debug, Args)]
+pub struct HostArgs {
+    /// Hosts to collect: `local`, an ssh_config alias, `host`, `user@host:port`, `[v6]:port`.
+    #[arg(value_name = "TARGET", required = true)]
+    pub targets: Vec<String>,
+    /// Do not store the snapshots (the report still compares with the stored ones).
+    #[arg(long)]
+    pub no_store: bool,
+    /// How many hosts to collect at once.
+    #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
+    pub jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The "before" side (target, HOST@latest, HOST@~N, HOST@DATE, snapshot id or file).
+    #[arg(value_name = "A")]
+    pub before: String,
+    /// The "after" side.
+    #[arg(value_name = "B")]
+    pub after: String,
+    /// Also count volatile differences (PIDs, uptime, utilisation) as changes.
+    #[arg(long)]
+    pub include_volatile: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// A live target, a stored snapshot reference or a snapshot file.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LaunchKind {
+    Auto,
+    Argv,
+    Unit,
+    Shell,
+    Docker,
+    Compose,
+    K8s,
+    SglangLog,
+    VllmLog,
+}
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// The launch text; `-` or absent: standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The engine, when the text does not make it clear.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Installed engine version, to read options with that version's catalog.
+    #[arg(long = "version", value_name = "V")]
+    pub engine_version: Option<String>,
+    /// What the text is [default: guessed].
+    #[arg(long, value_enum, default_value_t = LaunchKind::Auto)]
+    pub kind: LaunchKind,
+    /// Print JSON (same as --format json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Drift,
+    Error,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Inventory: probe TOML, Ansible INI or YAML, or an ssh_config file.
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub inventory: PathBuf,
+    /// Only hosts of this group (repeatable).
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// Only hosts with this tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Hosts collected at once.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Which outcome makes the exit status non-zero.
+    #[arg(long, value_enum, default_value_t = FailOn::Drift)]
+    pub fail_on: FailOn,
+    /// Print one JSON record per host as it finishes (JSON Lines), then a summary record.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Write node_exporter textfile metrics to FILE (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+    /// Progress bar on stderr [default: auto, only on a terminal].
+    #[arg(long, value_enum, default_value_t = ProgressChoice::Auto)]
+    pub progress: ProgressChoice,
+    /// Do not store the snapshots.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotsCommand {
+    /// Stored snapshots, newest first (optionally of one host).
+    List {
+        /// Host name, target, address or machine-id.
+        host: Option<String>,
+    },
+    /// Print one stored snapshot's report (or JSON with --format json).
+    Show {
+        /// HOST@latest, HOST@~N, HOST@DATE or a snapshot id.
+        reference: String,
+    },
+    /// Write a stored snapshot as a JSON file (standard output without -o).
+    Export {
+        reference: String,
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Store snapshot JSON files (from `export` or another machine).
+    Import {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Delete old snapshots; the newest --keep of each host are always kept.
+    Prune {
+        /// Snapshots kept per host regardless of age.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        keep: usize,
+        /// Delete only snapshots older than this many days.
+        #[arg(long, value_name = "DAYS")]
+        older_than: Option<u64>,
+        /// Only this host.
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Show what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// An ssh_config alias, `host`, `user@host:port`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_anywhere() {
+        let cli = Cli::try_parse_from([
+            "probe",
+            "host",
+            "gpu7",
+            "-F",
+            "cfg",
+            "--store",
+            "s.db",
+            "--format",
+            "markdown",
+            "--sudo",
+            "--unit",
+            "a.service",
+            "--unit",
+            "b.service",
+            "-vv",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.ssh_config, Some(PathBuf::from("cfg")));
+        assert_eq!(cli.global.format, Some(Format::Markdown));
+        assert_eq!(cli.global.units, ["a.service", "b.service"]);
+        assert_eq!(cli.global.verbose, 2);
+        assert!(cli.global.sudo);
+    }
+
+    #[test]
+    fn launch_version_flag_is_the_engine_version() {
+        let cli = Cli::try_parse_from([
+            "probe",
+            "launch",
+            "-",
+            "--engine",
+            "vllm",
+            "--version",
+            "0.11",
+        ])
+        .unwrap();
+        let Command::Launch(args) = cli.command else {
+            panic!("not launch")
+        };
+        assert_eq!(args.engine_version.as_deref(), Some("0.11"));
+    }
+}

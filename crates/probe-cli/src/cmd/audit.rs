@@ -1,0 +1,320 @@
+//! `probe audit --inventory FILE`: collect a fleet with bounded concurrency, report drift against
+//! each host's previous snapshot, stream JSON Lines, write Prometheus metrics.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use probe_model::{
+    AuditRecord, AuditStatus, AuditSummary, EngineVersion, Impact, SCHEMA_VERSION, Snapshot,
+    exit_codes,
+};
+
+use super::{Ctx, collect_live};
+use crate::args::{AuditArgs, FailOn, Format, ProgressChoice};
+use crate::errors::{ExpectedError, HostFailure, Result};
+use crate::inventory::{self, InventoryHost};
+use crate::render;
+use crate::settings::Settings;
+
+/// Changes named per host in the summary table.
+const TOP_CHANGES: usize = 3;
+
+pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
+    let started = Instant::now();
+    let started_at = jiff::Timestamp::now().as_second();
+    let inventory =
+        inventory::load(&args.inventory).map_err(|err| ExpectedError::Config(err.to_string()))?;
+    let hosts = inventory::select(&inventory.hosts, &args.groups, &args.tags);
+    if hosts.is_empty() {
+        return Err(ExpectedError::Usage(format!(
+            "{}: no host matches the selected groups/tags",
+            args.inventory.display()
+        )));
+    }
+    let store = ctx.open_store()?;
+    let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
+    let fail_on = if args.fail_on == FailOn::Drift {
+        ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
+    } else {
+        args.fail_on
+    };
+
+    // Jump hosts need settings the target string cannot carry: a generated client config.
+    let generated = generated_ssh_config(&hosts, &ctx.settings)
+        .map_err(|err| ExpectedError::Other(format!("cannot write temporary ssh config: {err}")))?;
+    let ctx = match &generated {
+        Some((_, path)) => {
+            let mut settings = (*ctx.settings).clone();
+            settings.ssh_config = Some(path.clone());
+            Ctx {
+                settings: Arc::new(settings),
+                printer: ctx.printer.clone(),
+            }
+        }
+        None => ctx.clone(),
+    };
+
+    let show_progress = match args.progress {
+        ProgressChoice::Always => true,
+        ProgressChoice::Never => false,
+        ProgressChoice::Auto => ctx.printer.stderr_tty,
+    } && !args.jsonl;
+    let progress = if show_progress {
+        let bar =
+            ProgressBar::with_draw_target(Some(hosts.len() as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} hosts, {msg} ETA {eta}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message("0 failed,");
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Some(bar)
+    } else {
+        None
+    };
+
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, host) in hosts.iter().enumerate() {
+        let ctx = ctx.clone();
+        let store = Arc::clone(&store);
+        let host = host.clone();
+        let semaphore = Arc::clone(&semaphore);
+        let target = if generated.is_some() {
+            host.name.clone()
+        } else {
+            host.target()
+        };
+        let no_store = args.no_store;
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            let host_started = Instant::now();
+            let result = collect_live(&ctx, &store, &target, no_store, false).await;
+            let record = record_for(&host, &target, result, host_started);
+            (index, record)
+        });
+    }
+
+    let mut records: Vec<(usize, AuditRecord)> = Vec::new();
+    let mut failed = 0usize;
+    while let Some(joined) = tasks.join_next().await {
+        let (index, record) =
+            joined.map_err(|err| ExpectedError::Other(format!("internal error: {err}")))?;
+        if !record.status.collected() {
+            failed += 1;
+        }
+        if args.jsonl {
+            ctx.printer
+                .out(&render::json::line(&record))
+                .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+        }
+        if let Some(bar) = &progress {
+            bar.set_message(format!("{failed} failed,"));
+            bar.inc(1);
+        }
+        records.push((index, record));
+    }
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    drop(generated);
+    records.sort_by_key(|(index, _)| *index);
+    let records: Vec<AuditRecord> = records.into_iter().map(|(_, record)| record).collect();
+
+    let changed = records
+        .iter()
+        .filter(|r| r.status == AuditStatus::Changed)
+        .count();
+    let ok = records
+        .iter()
+        .filter(|r| r.status == AuditStatus::Ok)
+        .count();
+    let key_refused = records
+        .iter()
+        .any(|r| r.status == AuditStatus::HostKeyRefused);
+    let failure_code = if key_refused {
+        exit_codes::HOST_KEY_REFUSED
+    } else {
+        exit_codes::HOSTS_FAILED
+    };
+    let exit_code = match fail_on {
+        FailOn::Never => exit_codes::OK,
+        FailOn::Drift if changed > 0 => exit_codes::DIFFERENCES,
+        FailOn::Drift | FailOn::Error if failed > 0 => failure_code,
+        FailOn::Drift | FailOn::Error => exit_codes::OK,
+    };
+    let summary = AuditSummary {
+        schema_version: SCHEMA_VERSION,
+        record_type: "summary".into(),
+        inventory: args.inventory.display().to_string(),
+        hosts: records.len(),
+        ok,
+        changed,
+        failed,
+        started_at,
+        finished_at: jiff::Timestamp::now().as_second(),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        exit_code,
+    };
+
+    if let Some(path) = args
+        .prometheus
+        .as_ref()
+        .or(ctx.settings.audit_prometheus.as_ref())
+    {
+        let text = crate::prometheus::render(&records, &summary);
+        crate::prometheus::write_atomic(path, text.as_bytes())
+            .map_err(|err| ExpectedError::file(path, err))?;
+    }
+
+    let output = if args.jsonl {
+        render::json::line(&summary)
+    } else if ctx.printer.format == Format::Json {
+        render::json::pretty(&serde_json::json!({ "hosts": records, "summary": summary }))
+    } else {
+        render::text(&render::audit_doc(&records, &summary), &ctx.printer)
+    };
+    ctx.printer
+        .out(&output)
+        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    Ok(exit_code)
+}
+
+fn record_for(
+    host: &InventoryHost,
+    target: &str,
+    result: std::result::Result<super::LiveSnapshot, crate::collect::CollectFailure>,
+    started: Instant,
+) -> AuditRecord {
+    let mut record = AuditRecord {
+        schema_version: SCHEMA_VERSION,
+        record_type: "host".into(),
+        host: host.name.clone(),
+        target: target.to_string(),
+        groups: host.groups.clone(),
+        tags: host.tags.clone(),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..AuditRecord::default()
+    };
+    match result {
+        Err(failure) => {
+            record.status = match failure.class {
+                HostFailure::Unreachable => AuditStatus::Unreachable,
+                HostFailure::AuthFailed => AuditStatus::AuthFailed,
+                HostFailure::HostKeyRefused => AuditStatus::HostKeyRefused,
+                HostFailure::TimedOut => AuditStatus::TimedOut,
+                HostFailure::Config | HostFailure::Error => AuditStatus::Error,
+            };
+            record.error = Some(crate::output::one_line(&failure.message));
+        }
+        Ok(live) => {
+            record.snapshot_id = Some(live.snapshot.id.clone());
+            record.engines = engines_of(&live.snapshot);
+            record.gpu_count = live.snapshot.gpu.gpus.len();
+            record.status = AuditStatus::Ok;
+            if let Some(previous) = &live.previous {
+                record.previous_snapshot_id = Some(previous.id.clone());
+                let diff = probe_diff::compare_snapshots(
+                    previous,
+                    &live.snapshot,
+                    &probe_diff::CompareOptions::default(),
+                );
+                let meaningful: Vec<_> = diff
+                    .changes
+                    .iter()
+                    .filter(|change| change.impact != Impact::None)
+                    .collect();
+                record.changes = meaningful.len();
+                record.top_changes = meaningful
+                    .iter()
+                    .take(TOP_CHANGES)
+                    .map(|change| crate::output::one_line(&render::change_summary(change)))
+                    .collect();
+                if probe_diff::is_meaningful(&diff) {
+                    record.status = AuditStatus::Changed;
+                }
+            }
+        }
+    }
+    record
+}
+
+/// Engines running now, with versions; falls back to what the process patterns matched.
+fn engines_of(snapshot: &Snapshot) -> Vec<EngineVersion> {
+    let mut seen = BTreeSet::new();
+    let mut engines = Vec::new();
+    for launch in probe_diff::launch::launches_of(snapshot) {
+        if launch.source.running && seen.insert(launch.engine.as_str().to_string()) {
+            engines.push(EngineVersion {
+                engine: launch.engine.as_str().to_string(),
+                version: launch.engine_version.clone(),
+            });
+        }
+    }
+    for process in &snapshot.processes {
+        if let Some(engine) = &process.engine
+            && seen.insert(engine.clone())
+        {
+            let version = snapshot
+                .python_envs
+                .iter()
+                .flat_map(|env| env.packages.iter())
+                .find(|package| &package.name == engine)
+                .map(|package| package.version.clone());
+            engines.push(EngineVersion {
+                engine: engine.clone(),
+                version,
+            });
+        }
+    }
+    engines
+}
+
+/// When any host has a jump host, writes a client config that gives each inventory host its
+/// HostName/User/Port/ProxyJump and then includes the operator's own config.
+fn generated_ssh_config(
+    hosts: &[InventoryHost],
+    settings: &Settings,
+) -> std::io::Result<Option<(tempfile::TempDir, PathBuf)>> {
+    if !hosts.iter().any(|host| host.jump.is_some()) {
+        return Ok(None);
+    }
+    let directory = tempfile::Builder::new().prefix("probe-audit-").tempdir()?;
+    let path = directory.path().join("ssh_config");
+    let mut text = String::from("# Generated by probe audit from the inventory.\n");
+    for host in hosts {
+        text.push_str(&format!("Host {}\n", host.name));
+        if host.address != host.name {
+            text.push_str(&format!("  HostName {}\n", host.address));
+        }
+        if let Some(user) = &host.user {
+            text.push_str(&format!("  User {user}\n"));
+        }
+        if let Some(port) = host.port {
+            text.push_str(&format!("  Port {port}\n"));
+        }
+        if let Some(jump) = &host.jump {
+            text.push_str(&format!("  ProxyJump {jump}\n"));
+        }
+    }
+    text.push_str("Host *\n");
+    let mut includes: Vec<PathBuf> = Vec::new();
+    match &settings.ssh_config {
+        Some(file) => includes.push(std::path::absolute(file)?),
+        None => {
+            if let Some(home) = std::env::var_os("HOME") {
+                includes.push(Path::new(&home).join(".ssh").join("config"));
+            }
+            includes.push(PathBuf::from("/etc/ssh/ssh_config"));
+        }
+    }
+    for include in includes.into_iter().filter(|p| p.exists()) {
+        text.push_str(&format!("Include {}\n", include.display()));
+    }
+    std::fs::write(&path, text)?;
+    Ok(Some((directory, path)))
+}

@@ -1,0 +1,146 @@
+//! One module per command. Each takes the [`Ctx`] and its arguments and returns the exit code;
+//! errors are [`ExpectedError`]s rendered by `lib.rs`.
+
+pub mod audit;
+pub mod diff;
+pub mod host;
+pub mod launch;
+pub mod resolve;
+pub mod snapshots;
+pub mod timeline;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use probe_model::Snapshot;
+use probe_store::{SnapshotStore, SqliteStore};
+
+use crate::args::Command;
+use crate::collect::{CollectFailure, collect_target, connect_options};
+use crate::errors::{ExpectedError, HostFailure, Result};
+use crate::output::Printer;
+use crate::settings::Settings;
+
+/// What every command gets.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub settings: Arc<Settings>,
+    pub printer: Printer,
+}
+
+impl Ctx {
+    /// Opens the snapshot store (checked read-only first; see `probe-store`).
+    pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
+        let path = self.settings.store_path()?;
+        tracing::debug!(store = %path.display(), "opening store");
+        Ok(Arc::new(SqliteStore::open(&path)?))
+    }
+}
+
+/// Runs a command.
+pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
+    match command {
+        Command::Host(args) => host::run(ctx, args).await,
+        Command::Diff(args) => diff::run(ctx, args).await,
+        Command::Timeline(args) => timeline::run(ctx, args).await,
+        Command::Launch(args) => launch::run(ctx, args),
+        Command::Audit(args) => audit::run(ctx, args).await,
+        Command::Snapshots(command) => snapshots::run(ctx, command),
+        Command::Resolve(args) => resolve::run(ctx, args),
+    }
+}
+
+/// A freshly collected snapshot with the stored one before it.
+#[derive(Debug)]
+pub struct LiveSnapshot {
+    pub snapshot: Snapshot,
+    pub previous: Option<Snapshot>,
+    pub stored: bool,
+    pub notices: Vec<String>,
+}
+
+/// Collects `target`, looks up its previous snapshot, and stores the new one (unless `no_store`).
+pub async fn collect_live(
+    ctx: &Ctx,
+    store: &Arc<SqliteStore>,
+    target: &str,
+    no_store: bool,
+    interactive: bool,
+) -> std::result::Result<LiveSnapshot, CollectFailure> {
+    let options = connect_options(&ctx.settings, interactive);
+    let collected = collect_target(target, &ctx.settings, &options).await?;
+    let store_failure = |err: probe_store::StoreError| CollectFailure {
+        target: target.to_string(),
+        class: HostFailure::Error,
+        message: format!("{target}: {err}"),
+        elapsed: collected.elapsed,
+    };
+    let previous = store.previous(&collected.snapshot).map_err(store_failure)?;
+    let stored = if no_store {
+        false
+    } else {
+        store.put(&collected.snapshot).map_err(store_failure)?;
+        true
+    };
+    Ok(LiveSnapshot {
+        snapshot: collected.snapshot,
+        previous,
+        stored,
+        notices: collected.notices,
+    })
+}
+
+/// Where a `diff`/`timeline` side comes from.
+#[derive(Debug)]
+pub enum Side {
+    Stored(Snapshot),
+    Live(String),
+}
+
+/// Reads a side: a snapshot file, a stored reference or id, else a live target.
+pub fn classify_side(store: &SqliteStore, text: &str) -> Result<Side> {
+    let path = Path::new(text);
+    if path.is_file() {
+        let body = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
+        return Ok(Side::Stored(probe_store::from_json(&body, text)?));
+    }
+    if let Some(selector) = probe_store::parse_host_reference(text)? {
+        return Ok(Side::Stored(store.resolve(&selector)?));
+    }
+    if let Some(snapshot) = store.get(text)? {
+        return Ok(Side::Stored(snapshot));
+    }
+    if text.ends_with(".json") {
+        return Err(ExpectedError::file(text, "no such snapshot file"));
+    }
+    Ok(Side::Live(text.to_string()))
+}
+
+/// Resolves a side to a snapshot, collecting a live target.
+pub async fn side_snapshot(ctx: &Ctx, store: &Arc<SqliteStore>, side: Side) -> Result<Snapshot> {
+    match side {
+        Side::Stored(snapshot) => Ok(snapshot),
+        Side::Live(target) => {
+            let live = collect_live(ctx, store, &target, false, false)
+                .await
+                .map_err(failure_error)?;
+            for notice in &live.notices {
+                ctx.printer.warn(&format!("{target}: {notice}"));
+            }
+            Ok(live.snapshot)
+        }
+    }
+}
+
+/// A collection failure as the command's error.
+pub fn failure_error(failure: CollectFailure) -> ExpectedError {
+    ExpectedError::Host {
+        host: failure.target.clone(),
+        cause: failure
+            .message
+            .strip_prefix(&format!("{}: ", failure.target))
+            .unwrap_or(&failure.message)
+            .to_string(),
+        class: failure.class,
+    }
+}

@@ -1,0 +1,113 @@
+//! `probe snapshots list|show|export|import|prune`.
+
+use probe_model::exit_codes;
+use probe_store::{PrunePolicy, Selector, SnapshotStore};
+
+use super::Ctx;
+use crate::args::{Format, SnapshotsCommand};
+use crate::errors::{ExpectedError, Result};
+use crate::render;
+
+pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
+    let store = ctx.open_store()?;
+    let write = |text: &str| {
+        ctx.printer
+            .out(text)
+            .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))
+    };
+    match command {
+        SnapshotsCommand::List { host } => {
+            let metas = store.list(host.as_deref())?;
+            match ctx.printer.format {
+                Format::Json => write(&render::json::pretty(&metas))?,
+                _ => write(&render::text(&render::snapshots_doc(&metas), &ctx.printer))?,
+            }
+        }
+        SnapshotsCommand::Show { reference } => {
+            let snapshot = resolve(&store, &reference)?;
+            match ctx.printer.format {
+                Format::Json => write(&probe_store::to_json(&snapshot))?,
+                _ => {
+                    let previous = store.previous(&snapshot)?;
+                    let report =
+                        crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
+                    write(&render::text(
+                        &render::host_report_doc(&report),
+                        &ctx.printer,
+                    ))?;
+                }
+            }
+        }
+        SnapshotsCommand::Export { reference, output } => {
+            let snapshot = resolve(&store, &reference)?;
+            let mut text = probe_store::to_json(&snapshot);
+            text.push('\n');
+            match output {
+                Some(path) => {
+                    crate::prometheus::write_atomic(&path, text.as_bytes())
+                        .map_err(|err| ExpectedError::file(&path, err))?;
+                }
+                None => write(&text)?,
+            }
+        }
+        SnapshotsCommand::Import { files } => {
+            for path in files {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|err| ExpectedError::file(&path, err))?;
+                let meta = store.import(&text, &path.display().to_string())?;
+                ctx.printer.warn(&format!(
+                    "imported {} ({}, {})",
+                    meta.id,
+                    meta.hostname.as_deref().unwrap_or(&meta.target),
+                    render::format_time(meta.collected_at)
+                ));
+            }
+        }
+        SnapshotsCommand::Prune {
+            keep,
+            older_than,
+            host,
+            dry_run,
+        } => {
+            let now = jiff::Timestamp::now().as_second();
+            let policy = PrunePolicy {
+                keep_last: keep,
+                older_than: older_than
+                    .map(|days| now - i64::try_from(days).unwrap_or(i64::MAX / 86_400) * 86_400),
+                host,
+                dry_run,
+            };
+            let pruned = store.prune(&policy)?;
+            let verb = if dry_run { "would delete" } else { "deleted" };
+            match ctx.printer.format {
+                Format::Json => write(&render::json::pretty(&pruned))?,
+                _ => {
+                    let mut text = format!("{verb} {} snapshot(s)\n", pruned.len());
+                    for meta in &pruned {
+                        text.push_str(&format!(
+                            "  {} {}\n",
+                            meta.id,
+                            render::format_time(meta.collected_at)
+                        ));
+                    }
+                    write(&crate::output::sanitize_terminal(&text))?;
+                }
+            }
+        }
+    }
+    Ok(exit_codes::OK)
+}
+
+fn resolve(store: &probe_store::SqliteStore, reference: &str) -> Result<probe_model::Snapshot> {
+    match probe_store::parse_host_reference(reference)? {
+        Some(selector) => Ok(store.resolve(&selector)?),
+        None => match store.get(reference)? {
+            Some(snapshot) => Ok(snapshot),
+            // A bare host name means its latest snapshot.
+            None => Ok(store.resolve(&Selector::Host {
+                host: reference.to_string(),
+                point: probe_store::HostPoint::Latest,
+            })?),
+        },
+    }
+}

@@ -1,0 +1,110 @@
+//! The one error type of the command line: each variant knows its exit code and its hint.
+
+use probe_model::exit_codes;
+
+/// An error that ends a command. `Display` is one line; [`ExpectedError::hint`] may add one.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectedError {
+    /// Bad arguments or flags that clap could not catch.
+    #[error("{0}")]
+    Usage(String),
+    /// A configuration or inventory file is wrong (`file:line: cause`).
+    #[error("{0}")]
+    Config(String),
+    /// Reading or writing a local file failed.
+    #[error("{path}: {cause}")]
+    File { path: String, cause: String },
+    /// The snapshot store.
+    #[error("{0}")]
+    Store(#[from] probe_store::StoreError),
+    /// A host could not be collected.
+    #[error("{host}: {cause}")]
+    Host {
+        host: String,
+        cause: String,
+        class: HostFailure,
+    },
+    /// Several hosts failed (`probe host a b c`); the first is shown, all were reported.
+    #[error("{failed} of {total} hosts failed")]
+    SomeHostsFailed {
+        failed: usize,
+        total: usize,
+        worst: HostFailure,
+    },
+    /// Something else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// How a host failed, for summaries and exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostFailure {
+    Unreachable,
+    AuthFailed,
+    HostKeyRefused,
+    TimedOut,
+    Config,
+    Error,
+}
+
+impl HostFailure {
+    pub fn label(self) -> &'static str {
+        match self {
+            HostFailure::Unreachable => "unreachable",
+            HostFailure::AuthFailed => "auth failed",
+            HostFailure::HostKeyRefused => "host key refused",
+            HostFailure::TimedOut => "timed out",
+            HostFailure::Config => "config error",
+            HostFailure::Error => "error",
+        }
+    }
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            HostFailure::HostKeyRefused => exit_codes::HOST_KEY_REFUSED,
+            _ => exit_codes::HOSTS_FAILED,
+        }
+    }
+}
+
+impl ExpectedError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ExpectedError::Host { class, .. } => class.exit_code(),
+            ExpectedError::SomeHostsFailed { worst, .. } => worst.exit_code(),
+            ExpectedError::Usage(_)
+            | ExpectedError::Config(_)
+            | ExpectedError::File { .. }
+            | ExpectedError::Store(_)
+            | ExpectedError::Other(_) => exit_codes::ERROR,
+        }
+    }
+
+    /// A second line telling the user what to do, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ExpectedError::Store(probe_store::StoreError::Busy { .. }) => {
+                Some("another probe audit is writing this store; retry later".into())
+            }
+            ExpectedError::Host {
+                class: HostFailure::AuthFailed,
+                ..
+            } => Some("check `probe resolve HOST` for the user and identity files used".into()),
+            ExpectedError::Host {
+                class: HostFailure::Config,
+                ..
+            } => Some("unknown alias? `probe resolve HOST` shows what probe resolves".into()),
+            _ => None,
+        }
+    }
+
+    pub fn file(path: impl AsRef<std::path::Path>, cause: impl std::fmt::Display) -> Self {
+        ExpectedError::File {
+            path: path.as_ref().display().to_string(),
+            cause: cause.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = ExpectedError> = std::result::Result<T, E>;

@@ -1,0 +1,365 @@
+//! Ansible INI inventories: `[group]`, `[group:vars]`, `[group:children]`, host lines with
+//! `key=value` variables, and host ranges (`gpu[01:04]`, `node-[a:c]`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{InventoryError, InventoryHost, error, parse_port, valid_host_name};
+
+#[derive(Debug, Default)]
+struct Group {
+    hosts: Vec<(String, BTreeMap<String, String>, usize)>,
+    vars: BTreeMap<String, String>,
+    children: Vec<String>,
+}
+
+pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, InventoryError> {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Section {
+        Hosts,
+        Vars,
+        Children,
+    }
+    let mut current = (String::from("ungrouped"), Section::Hosts);
+    for (index, raw_line) in text.lines().enumerate() {
+        let line_number = index + 1;
+        let line = raw_line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some(header) = rest.strip_suffix(']') else {
+                return Err(error(
+                    path,
+                    Some(line_number),
+                    format!("section header {line:?} is missing `]`"),
+                ));
+            };
+            let (name, kind) = match header.split_once(':') {
+                Some((name, "vars")) => (name, Section::Vars),
+                Some((name, "children")) => (name, Section::Children),
+                Some((_, other)) => {
+                    return Err(error(
+                        path,
+                        Some(line_number),
+                        format!("unknown section type `:{other}` (expected :vars or :children)"),
+                    ));
+                }
+                None => (header, Section::Hosts),
+            };
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                return Err(error(
+                    path,
+                    Some(line_number),
+                    format!("invalid group name {name:?}"),
+                ));
+            }
+            groups.entry(name.to_string()).or_default();
+            current = (name.to_string(), kind);
+            continue;
+        }
+        let group = groups.entry(current.0.clone()).or_default();
+        match current.1 {
+            Section::Vars => {
+                let Some((key, value)) = line.split_once('=') else {
+                    return Err(error(
+                        path,
+                        Some(line_number),
+                        format!("expected `key=value` in [{}:vars], got {line:?}", current.0),
+                    ));
+                };
+                group
+                    .vars
+                    .insert(key.trim().to_string(), unquote(value.trim()));
+            }
+            Section::Children => group.children.push(line.to_string()),
+            Section::Hosts => {
+                let words = split_words(line).ok_or_else(|| {
+                    error(path, Some(line_number), "unbalanced quote in host line")
+                })?;
+                let Some((pattern, vars)) = words.split_first() else {
+                    continue;
+                };
+                let mut host_vars = BTreeMap::new();
+                for word in vars {
+                    let Some((key, value)) = word.split_once('=') else {
+                        return Err(error(
+                            path,
+                            Some(line_number),
+                            format!("expected `key=value` after host {pattern}, got {word:?}"),
+                        ));
+                    };
+                    host_vars.insert(key.to_string(), value.to_string());
+                }
+                let names =
+                    expand_range(pattern).map_err(|cause| error(path, Some(line_number), cause))?;
+                for name in names {
+                    if !valid_host_name(&name) {
+                        return Err(error(
+                            path,
+                            Some(line_number),
+                            format!("invalid host name {name:?}"),
+                        ));
+                    }
+                    if !order.contains(&name) {
+                        order.push(name.clone());
+                    }
+                    group.hosts.push((name, host_vars.clone(), line_number));
+                }
+            }
+        }
+    }
+    // Children must name known groups.
+    for (name, group) in &groups {
+        for child in &group.children {
+            if !groups.contains_key(child) {
+                let line = super::line_of(text, &format!("[{name}:children]"));
+                return Err(error(
+                    path,
+                    line,
+                    format!("group {name:?} lists unknown child group {child:?}"),
+                ));
+            }
+        }
+    }
+    let mut hosts = Vec::new();
+    for name in order {
+        // Groups the host is in, nearest first, then their ancestors.
+        let mut host_groups: Vec<String> = groups
+            .iter()
+            .filter(|(_, g)| g.hosts.iter().any(|(h, _, _)| h == &name))
+            .map(|(group_name, _)| group_name.clone())
+            .collect();
+        let mut cursor = 0;
+        while let Some(group_name) = host_groups.get(cursor).cloned() {
+            for (parent, group) in &groups {
+                if group.children.contains(&group_name) && !host_groups.contains(parent) {
+                    host_groups.push(parent.clone());
+                }
+            }
+            cursor += 1;
+        }
+        let mut vars: BTreeMap<String, String> = BTreeMap::new();
+        let mut line_number = None;
+        for group_name in &host_groups {
+            if let Some(group) = groups.get(group_name) {
+                for (host, host_vars, line) in &group.hosts {
+                    if host == &name {
+                        line_number.get_or_insert(*line);
+                        for (k, v) in host_vars {
+                            vars.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        for group_name in host_groups
+            .iter()
+            .chain(std::iter::once(&"all".to_string()))
+        {
+            if let Some(group) = groups.get(group_name) {
+                for (k, v) in &group.vars {
+                    vars.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        let host_line = line_number;
+        let mut host = InventoryHost {
+            name: name.clone(),
+            address: name.clone(),
+            groups: host_groups
+                .into_iter()
+                .filter(|g| g != "ungrouped" && g != "all")
+                .collect(),
+            ..InventoryHost::default()
+        };
+        apply_vars(&mut host, &vars).map_err(|cause| error(path, host_line, cause))?;
+        hosts.push(host);
+    }
+    Ok(hosts)
+}
+
+/// Applies Ansible connection variables to a host.
+pub(super) fn apply_vars(
+    host: &mut InventoryHost,
+    vars: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    for (key, value) in vars {
+        match key.as_str() {
+            "ansible_host" | "ansible_ssh_host" => host.address = value.clone(),
+            "ansible_user" | "ansible_ssh_user" | "ansible_remote_user" => {
+                host.user = Some(value.clone());
+            }
+            "ansible_port" | "ansible_ssh_port" => {
+                host.port = Some(
+                    parse_port(value)
+                        .ok_or_else(|| format!("{key}={value:?} is not a port number"))?,
+                );
+            }
+            "ansible_ssh_common_args" | "ansible_ssh_extra_args" => {
+                if let Some(jump) = jump_from_args(value) {
+                    host.jump = Some(jump);
+                }
+            }
+            "probe_jump" => host.jump = Some(value.clone()),
+            "probe_tags" | "tags" => host.tags.extend(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string),
+            ),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `-J jump`, `-o ProxyJump=jump` or `-o 'ProxyJump jump'` in ssh arguments.
+fn jump_from_args(args: &str) -> Option<String> {
+    let words = split_words(args)?;
+    let mut iter = words.iter().peekable();
+    while let Some(word) = iter.next() {
+        if word == "-J" {
+            return iter.next().cloned();
+        }
+        if let Some(rest) = word.strip_prefix("-J") {
+            return Some(rest.to_string());
+        }
+        let option = if word == "-o" {
+            iter.next().cloned()
+        } else {
+            word.strip_prefix("-o").map(str::to_string)
+        };
+        if let Some(option) = option {
+            let (key, value) = option
+                .split_once(['=', ' '])
+                .map(|(k, v)| (k.trim(), v.trim()))?;
+            if key.eq_ignore_ascii_case("proxyjump") {
+                return Some(value.to_string());
+            }
+        }
+    }
+    None
+}
+
+fn unquote(value: &str) -> String {
+    let trimmed = value.trim();
+    for quote in ['"', '\''] {
+        if let Some(inner) = trimmed
+            .strip_prefix(quote)
+            .and_then(|rest| rest.strip_suffix(quote))
+        {
+            return inner.to_string();
+        }
+    }
+    trimmed.to_string()
+}
+
+/// Splits on whitespace, honouring single and double quotes (Ansible's shlex-like split).
+fn split_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => current.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut current));
+                    in_word = false;
+                }
+            }
+            None if c == '#' && !in_word => break,
+            None => {
+                current.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(current);
+    }
+    Some(words)
+}
+
+/// `gpu[01:03].lab` -> gpu01.lab, gpu02.lab, gpu03.lab; `n[a:c]`; `[1:9:2]` with a stride.
+pub(super) fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
+    let Some(open) = pattern.find('[') else {
+        return Ok(vec![pattern.to_string()]);
+    };
+    let Some(close_rel) = pattern.get(open..).and_then(|rest| rest.find(']')) else {
+        return Err(format!("host range in {pattern:?} is missing `]`"));
+    };
+    let close = open + close_rel;
+    let head = pattern.get(..open).unwrap_or("");
+    let body = pattern.get(open + 1..close).unwrap_or("");
+    let tail = pattern.get(close + 1..).unwrap_or("");
+    let parts: Vec<&str> = body.split(':').collect();
+    let (start, end, stride) = match parts.as_slice() {
+        [start, end] => (*start, *end, 1usize),
+        [start, end, stride] => (
+            *start,
+            *end,
+            stride
+                .parse::<usize>()
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| format!("bad stride in host range {pattern:?}"))?,
+        ),
+        _ => return Err(format!("bad host range {pattern:?} (expected [start:end])")),
+    };
+    let mut items = Vec::new();
+    if let (Ok(first), Ok(last)) = (start.parse::<u64>(), end.parse::<u64>()) {
+        if first > last || last - first > 10_000 {
+            return Err(format!("bad host range {pattern:?}"));
+        }
+        let width = if start.starts_with('0') && start.len() > 1 {
+            start.len()
+        } else {
+            0
+        };
+        let mut n = first;
+        while n <= last {
+            items.push(format!("{n:0width$}"));
+            n += stride as u64;
+        }
+    } else {
+        let (Some(first), Some(last)) = (single_char(start), single_char(end)) else {
+            return Err(format!("bad host range {pattern:?}"));
+        };
+        if first > last {
+            return Err(format!("bad host range {pattern:?}"));
+        }
+        items.extend(
+            (first..=last)
+                .step_by(stride)
+                .map(|c| char::from(c).to_string()),
+        );
+    }
+    let mut out = Vec::new();
+    for item in items {
+        for rest in expand_range(tail)? {
+            out.push(format!("{head}{item}{rest}"));
+        }
+    }
+    Ok(out)
+}
+
+fn single_char(text: &str) -> Option<u8> {
+    match text.as_bytes() {
+        [c] if c.is_ascii_alphabetic() => Some(*c),
+        _ => None,
+    }
+}

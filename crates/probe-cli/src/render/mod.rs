@@ -1,0 +1,873 @@
+//! Rendering: every command builds a [`doc::Doc`] (or a serde value for JSON) from model values;
+//! [`human`], [`markdown`] and [`json`] turn it into text. Nothing here does I/O.
+
+pub mod doc;
+pub mod human;
+pub mod json;
+pub mod markdown;
+
+use std::collections::BTreeMap;
+
+use probe_model::{
+    AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, GpuStatus, HostReport, Impact,
+    LaunchConfig, LaunchDiff, SectionStatus, SnapshotDiff, SourceKind, Timeline, UnixTime,
+};
+use probe_store::SnapshotMeta;
+
+use crate::args::Format;
+use crate::output::Printer;
+use doc::{Doc, Tone};
+
+/// Renders a document in the printer's format (JSON callers use [`json`] instead).
+pub fn text(doc: &Doc, printer: &Printer) -> String {
+    match printer.format {
+        Format::Markdown => markdown::render(doc),
+        Format::Human | Format::Json => human::render(doc, printer.styles()),
+    }
+}
+
+/// `2026-11-20 10:00:00 UTC`; `?` for an impossible time.
+pub fn format_time(time: UnixTime) -> String {
+    jiff::Timestamp::from_second(time)
+        .map(|ts| ts.strftime("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A JSON value as an operator would write it.
+pub fn format_value(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "(unset)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn impact_label(impact: Impact) -> &'static str {
+    match impact {
+        Impact::High => "HIGH",
+        Impact::Medium => "MED",
+        Impact::Low => "LOW",
+        Impact::None => "-",
+    }
+}
+
+fn impact_tone(impact: Impact) -> Tone {
+    match impact {
+        Impact::High => Tone::Bad,
+        Impact::Medium => Tone::Warn,
+        Impact::Low | Impact::None => Tone::Plain,
+    }
+}
+
+fn category_label(change: &Change) -> String {
+    serde_json::to_value(change.category)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+        .unwrap_or_default()
+}
+
+/// `key: before -> after` for a change.
+pub fn change_summary(change: &Change) -> String {
+    let before = change
+        .before_written
+        .clone()
+        .or_else(|| change.before.as_ref().map(format_value));
+    let after = change
+        .after_written
+        .clone()
+        .or_else(|| change.after.as_ref().map(format_value));
+    match change.kind {
+        ChangeKind::Added => format!("{} added: {}", change.key, after.unwrap_or_default()),
+        ChangeKind::Removed => format!(
+            "{} removed (was {})",
+            change.key,
+            before.unwrap_or_default()
+        ),
+        ChangeKind::Changed => format!(
+            "{}: {} -> {}",
+            change.key,
+            before.unwrap_or_else(|| "(unset)".into()),
+            after.unwrap_or_else(|| "(unset)".into())
+        ),
+    }
+}
+
+/// A ranked list of changes as a table: impact, category, what, why.
+fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
+    if changes.is_empty() {
+        doc.line(Tone::Good, "  no meaningful changes");
+        return;
+    }
+    let rows = changes
+        .iter()
+        .take(limit)
+        .map(|change| {
+            let mut why = change.explanation.clone();
+            if let Some(note) = &change.note {
+                why = if why.is_empty() {
+                    note.clone()
+                } else {
+                    format!("{why} ({note})")
+                };
+            }
+            (
+                impact_tone(change.impact),
+                vec![
+                    impact_label(change.impact).to_string(),
+                    category_label(change),
+                    change_summary(change),
+                    why,
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        vec![
+            "impact".into(),
+            "area".into(),
+            "change".into(),
+            "likely effect".into(),
+        ],
+        rows,
+    );
+    if changes.len() > limit {
+        doc.line(
+            Tone::Dim,
+            format!(
+                "  ... and {} more (--format json for all)",
+                changes.len() - limit
+            ),
+        );
+    }
+}
+
+fn source_label(launch: &LaunchConfig) -> String {
+    let kind = match launch.source.kind {
+        SourceKind::Process => "process",
+        SourceKind::Unit => "unit",
+        SourceKind::History => "history",
+        SourceKind::Log => "log",
+        SourceKind::Container => "container",
+        SourceKind::File => "file",
+        SourceKind::Text => "text",
+    };
+    let when = launch
+        .source
+        .time
+        .at
+        .map(|t| format!(", {}", format_time(t)))
+        .or_else(|| {
+            launch
+                .source
+                .time
+                .not_after
+                .map(|t| format!(", before {}", format_time(t)))
+        })
+        .unwrap_or_default();
+    if launch.source.location.is_empty() {
+        format!("{kind}{when}")
+    } else {
+        format!("{kind} {}{when}", launch.source.location)
+    }
+}
+
+/// The options that matter, as written, in a stable order.
+fn launch_options(launch: &LaunchConfig) -> Vec<String> {
+    let mut options: Vec<String> = launch
+        .options
+        .iter()
+        .map(|(name, option)| {
+            if option.written.is_empty() {
+                format!("--{name} {}", format_value(&option.value))
+            } else {
+                option.written.clone()
+            }
+        })
+        .collect();
+    options.extend(launch.unknown.iter().cloned());
+    options
+}
+
+/// The lines describing one launch.
+fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
+    let version = launch
+        .engine_version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    let model = launch.model.as_deref().unwrap_or("(model not set)");
+    items.push((
+        0,
+        if launch.source.running {
+            Tone::Good
+        } else {
+            Tone::Plain
+        },
+        format!("{}{version}  model {model}", launch.engine),
+    ));
+    items.push((1, Tone::Dim, format!("from {}", source_label(launch))));
+    let options = launch_options(launch);
+    if !options.is_empty() {
+        items.push((1, Tone::Plain, options.join(" ")));
+    }
+    if let Some(spec) = &launch.speculative {
+        let mut parts = Vec::new();
+        if let Some(algorithm) = spec
+            .effective_algorithm
+            .as_ref()
+            .or(spec.algorithm.as_ref())
+        {
+            parts.push(algorithm.clone());
+        }
+        for (label, value) in [
+            ("steps", &spec.num_steps),
+            ("topk", &spec.eagle_topk),
+            ("draft tokens", &spec.num_draft_tokens),
+            ("speculative tokens", &spec.num_speculative_tokens),
+        ] {
+            if let Some(value) = value {
+                parts.push(format!("{label} {}", format_value(value)));
+            }
+        }
+        if let Some(draft) = &spec.draft_model {
+            parts.push(format!("draft model {draft}"));
+        }
+        if !parts.is_empty() {
+            items.push((1, Tone::Plain, format!("speculative: {}", parts.join(", "))));
+        }
+    }
+    if !launch.wrappers.is_empty() {
+        items.push((1, Tone::Dim, format!("via {}", launch.wrappers.join(" > "))));
+    }
+    if let Some(directory) = &launch.working_directory {
+        items.push((1, Tone::Dim, format!("in {directory}")));
+    }
+    let env: Vec<String> = launch
+        .env
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    if !env.is_empty() {
+        items.push((1, Tone::Dim, format!("env {}", env.join(" "))));
+    }
+    for warning in &launch.warnings {
+        items.push((1, Tone::Warn, format!("warning: {warning}")));
+    }
+}
+
+fn gpu_line(report: &HostReport) -> String {
+    let gpu = &report.gpu;
+    match gpu.status {
+        GpuStatus::NoNvidiaSmi => return "no NVIDIA GPU stack (nvidia-smi not installed)".into(),
+        GpuStatus::NoDevices => return "nvidia-smi reports no GPUs".into(),
+        GpuStatus::DriverError => {
+            return format!(
+                "driver error: {}",
+                gpu.message.as_deref().unwrap_or("nvidia-smi failed")
+            );
+        }
+        GpuStatus::Present => {}
+    }
+    let mut models: BTreeMap<String, usize> = BTreeMap::new();
+    for device in &gpu.gpus {
+        *models
+            .entry(device.name.clone().unwrap_or_else(|| "unknown GPU".into()))
+            .or_default() += 1;
+    }
+    let mut parts: Vec<String> = models
+        .iter()
+        .map(|(name, count)| format!("{count} x {name}"))
+        .collect();
+    if parts.is_empty() {
+        parts.push("0 GPUs".into());
+    }
+    if let Some(driver) = gpu
+        .driver_version
+        .as_ref()
+        .or_else(|| gpu.gpus.first().and_then(|g| g.driver_version.as_ref()))
+    {
+        parts.push(format!("driver {driver}"));
+    }
+    if let Some(cuda) = &gpu.cuda_version {
+        parts.push(format!("CUDA {cuda}"));
+    }
+    let mut limits: Vec<String> = gpu
+        .gpus
+        .iter()
+        .filter_map(|g| g.power_limit_w)
+        .map(|w| format!("{w:.0} W"))
+        .collect();
+    limits.dedup();
+    if !limits.is_empty() {
+        parts.push(format!("power limit {}", limits.join("/")));
+    }
+    parts.join(", ")
+}
+
+fn host_line(report: &HostReport) -> String {
+    let host = &report.host;
+    let mut parts = Vec::new();
+    if let Some(os) = &host.os_pretty {
+        parts.push(os.clone());
+    }
+    if let Some(kernel) = &host.kernel {
+        parts.push(format!("kernel {kernel}"));
+    }
+    match (&host.cpu_count, &host.cpu_model) {
+        (Some(count), Some(model)) => parts.push(format!("{count} x {model}")),
+        (Some(count), None) => parts.push(format!("{count} CPUs")),
+        _ => {}
+    }
+    if let Some(kib) = host.mem_total_kib {
+        parts.push(format!("{} GiB RAM", kib / (1024 * 1024)));
+    }
+    if let Some(uptime) = host.uptime_s {
+        parts.push(format!(
+            "up {}d {}h",
+            uptime / 86_400,
+            uptime % 86_400 / 3_600
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The report on one host.
+pub fn host_report_doc(report: &HostReport) -> Doc {
+    let mut doc = Doc::default();
+    let name = report.host.hostname.as_deref().unwrap_or(&report.target);
+    let title = if name == report.target {
+        format!("probe report: {name}")
+    } else {
+        format!("probe report: {} ({name})", report.target)
+    };
+    doc.heading(1, title);
+    let mut fields = vec![("host".to_string(), host_line(report))];
+    fields.push(("GPUs".into(), gpu_line(report)));
+    fields.push((
+        "snapshot".into(),
+        format!(
+            "{}, {}{}",
+            report.snapshot_id,
+            format_time(report.collected_at),
+            if report.stored { "" } else { " (not stored)" }
+        ),
+    ));
+    if let Some(address) = &report.address {
+        fields.push(("address".into(), address.clone()));
+    }
+    if let Some(machine_id) = &report.host.machine_id {
+        fields.push(("machine-id".into(), machine_id.clone()));
+    }
+    doc.fields(fields);
+    for notice in &report.notices {
+        doc.line(Tone::Warn, format!("note: {notice}"));
+    }
+
+    doc.heading(2, "Running now");
+    if report.running.is_empty() {
+        doc.line(Tone::Dim, "  no model server is running");
+    } else {
+        let mut items = Vec::new();
+        for launch in &report.running {
+            launch_items(launch, &mut items);
+        }
+        doc.items(items);
+    }
+
+    if !report.earlier.is_empty() {
+        doc.heading(2, "Earlier launches (newest first)");
+        let mut items = Vec::new();
+        for launch in report.earlier.iter().take(10) {
+            launch_items(launch, &mut items);
+        }
+        doc.items(items);
+        if report.earlier.len() > 10 {
+            doc.line(
+                Tone::Dim,
+                format!("  ... {} more: probe timeline", report.earlier.len() - 10),
+            );
+        }
+    }
+
+    if let Some(diff) = &report.vs_previous_launch {
+        doc.heading(
+            2,
+            format!(
+                "What changed vs the previous launch ({} -> {})",
+                diff.before, diff.after
+            ),
+        );
+        launch_diff_body(&mut doc, diff);
+    }
+    match &report.vs_last_snapshot {
+        Some(diff) => {
+            doc.heading(
+                2,
+                format!(
+                    "What changed since the last snapshot ({}, {})",
+                    diff.before.id,
+                    format_time(diff.before.collected_at)
+                ),
+            );
+            changes_table(&mut doc, &diff.changes, 15);
+        }
+        None => {
+            doc.heading(2, "What changed since the last snapshot");
+            doc.line(Tone::Dim, "  no earlier snapshot of this host is stored");
+        }
+    }
+
+    if !report.metrics.is_empty() {
+        doc.heading(2, "Log metrics");
+        let rows = report
+            .metrics
+            .iter()
+            .map(|metric| {
+                let s = &metric.summary;
+                let range = match (s.first_time, s.last_time) {
+                    (Some(first), Some(last)) => {
+                        format!("{} .. {}", format_time(first), format_time(last))
+                    }
+                    _ => "no timestamps".into(),
+                };
+                (
+                    Tone::Plain,
+                    vec![
+                        metric.name.clone(),
+                        format!("{} {}", number(s.mean), metric.unit),
+                        format!("{} .. {}", number(s.min), number(s.max)),
+                        number(s.last),
+                        s.count.to_string(),
+                        range,
+                        metric.source.clone(),
+                    ],
+                )
+            })
+            .collect();
+        doc.table(
+            [
+                "metric",
+                "mean",
+                "min .. max",
+                "last",
+                "samples",
+                "time range",
+                "log",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        );
+    }
+
+    if !report.problems.is_empty() {
+        doc.heading(2, "Collection problems");
+        doc.items(
+            report
+                .problems
+                .iter()
+                .map(|section| {
+                    let status = section_status(section.status);
+                    let message = section
+                        .message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
+                    (
+                        0,
+                        Tone::Warn,
+                        format!("{}: {status}{message}", section.name),
+                    )
+                })
+                .collect(),
+        );
+    }
+    doc
+}
+
+fn section_status(status: SectionStatus) -> &'static str {
+    match status {
+        SectionStatus::Ok => "ok",
+        SectionStatus::Truncated => "truncated",
+        SectionStatus::TimedOut => "timed out",
+        SectionStatus::PermissionDenied => "permission denied",
+        SectionStatus::NotPresent => "not present",
+        SectionStatus::Failed => "failed",
+    }
+}
+
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e12 {
+        format!("{value:.0}")
+    } else if value.abs() >= 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+fn launch_diff_body(doc: &mut Doc, diff: &LaunchDiff) {
+    if let Some((before, after)) = diff.engine_switch {
+        doc.line(Tone::Bad, format!("  engine switched: {before} -> {after}"));
+    }
+    changes_table(doc, &diff.changes, 15);
+    if !diff.equal_by_default.is_empty() {
+        doc.line(
+            Tone::Dim,
+            format!(
+                "  equal once defaults apply: {}",
+                diff.equal_by_default.join(", ")
+            ),
+        );
+    }
+}
+
+/// Two snapshots compared.
+pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(
+        1,
+        format!(
+            "probe diff: {} ({}) -> {} ({})",
+            diff.before.host,
+            format_time(diff.before.collected_at),
+            diff.after.host,
+            format_time(diff.after.collected_at)
+        ),
+    );
+    doc.fields(vec![
+        ("before".into(), diff.before.id.clone()),
+        ("after".into(), diff.after.id.clone()),
+    ]);
+    doc.heading(2, "Changes, most likely cause of a slowdown first");
+    changes_table(&mut doc, &diff.changes, usize::MAX);
+    for launch in &diff.launches {
+        if launch.changes.is_empty() && launch.engine_switch.is_none() {
+            continue;
+        }
+        doc.heading(3, format!("Launch {} -> {}", launch.before, launch.after));
+        launch_diff_body(&mut doc, launch);
+    }
+    let metrics: Vec<_> = diff
+        .metrics
+        .iter()
+        .filter(|m| m.before.is_some() || m.after.is_some())
+        .collect();
+    if !metrics.is_empty() {
+        doc.heading(2, "Log metrics (mean, before -> after)");
+        let rows = metrics
+            .iter()
+            .map(|metric| {
+                let mean = |s: &Option<probe_model::MetricSummary>| {
+                    s.as_ref().map_or("-".into(), |s| number(s.mean))
+                };
+                (
+                    Tone::Plain,
+                    vec![
+                        metric.name.clone(),
+                        format!("{} {}", mean(&metric.before), metric.unit),
+                        format!("{} {}", mean(&metric.after), metric.unit),
+                        metric
+                            .change
+                            .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+                    ],
+                )
+            })
+            .collect();
+        doc.table(
+            ["metric", "before", "after", "change"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        );
+    }
+    for text in &diff.texts {
+        if text.unified.is_empty() {
+            continue;
+        }
+        doc.heading(3, text.label.clone());
+        doc.code(text.unified.clone());
+    }
+    if !diff.volatile.is_empty() {
+        doc.line(
+            Tone::Dim,
+            format!(
+                "{} volatile differences (PIDs, uptime, utilisation) not counted; --include-volatile shows them",
+                diff.volatile.len()
+            ),
+        );
+    }
+    doc
+}
+
+/// A host's launch timeline, oldest first.
+pub fn timeline_doc(timeline: &Timeline) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(1, format!("probe timeline: {}", timeline.host));
+    if timeline.events.is_empty() {
+        doc.line(Tone::Dim, "no launches or installs found");
+        return doc;
+    }
+    let rows = timeline
+        .events
+        .iter()
+        .map(|event| {
+            let when = event
+                .time
+                .at
+                .map(format_time)
+                .or_else(|| {
+                    event
+                        .time
+                        .not_after
+                        .map(|t| format!("<= {}", format_time(t)))
+                })
+                .or_else(|| {
+                    event
+                        .time
+                        .not_before
+                        .map(|t| format!(">= {}", format_time(t)))
+                })
+                .unwrap_or_else(|| "?".into());
+            let mark = if event.running {
+                "running"
+            } else if event.previous {
+                "previous"
+            } else {
+                ""
+            };
+            let kind = serde_json::to_value(event.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+                .unwrap_or_default();
+            let confidence = serde_json::to_value(event.confidence)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            (
+                if event.running {
+                    Tone::Good
+                } else if event.previous {
+                    Tone::Warn
+                } else {
+                    Tone::Plain
+                },
+                vec![
+                    when,
+                    confidence,
+                    kind,
+                    mark.to_string(),
+                    event.summary.clone(),
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        ["time", "order", "event", "", "what"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    );
+    doc
+}
+
+/// Launches read from a text (`probe launch`).
+pub fn launches_doc(launches: &[LaunchConfig]) -> Doc {
+    let mut doc = Doc::default();
+    if launches.is_empty() {
+        doc.line(Tone::Warn, "no model server launch found in the text");
+        return doc;
+    }
+    for (index, launch) in launches.iter().enumerate() {
+        if launches.len() > 1 {
+            doc.heading(2, format!("Launch {}", index + 1));
+        }
+        let mut fields = vec![("engine".to_string(), launch.engine.to_string())];
+        if let Some(version) = &launch.engine_version {
+            fields.push(("version".into(), version.clone()));
+        }
+        if let Some(model) = &launch.model {
+            fields.push(("model".into(), model.clone()));
+        }
+        if let Some(entry) = &launch.entrypoint {
+            fields.push(("entrypoint".into(), entry.clone()));
+        }
+        if let Some(interpreter) = &launch.interpreter {
+            fields.push(("interpreter".into(), interpreter.clone()));
+        }
+        if !launch.wrappers.is_empty() {
+            fields.push(("wrappers".into(), launch.wrappers.join(" > ")));
+        }
+        if let Some(directory) = &launch.working_directory {
+            fields.push(("directory".into(), directory.clone()));
+        }
+        if !launch.log_files.is_empty() {
+            fields.push(("logs".into(), launch.log_files.join(", ")));
+        }
+        doc.fields(fields);
+        if !launch.options.is_empty() {
+            let rows = launch
+                .options
+                .iter()
+                .map(|(name, option)| {
+                    (
+                        Tone::Plain,
+                        vec![
+                            name.clone(),
+                            format_value(&option.value),
+                            option.written.clone(),
+                        ],
+                    )
+                })
+                .collect();
+            doc.table(
+                ["option", "value", "as written"].map(String::from).to_vec(),
+                rows,
+            );
+        }
+        let mut items = Vec::new();
+        for (key, value) in &launch.env {
+            items.push((0, Tone::Plain, format!("env {key}={value}")));
+        }
+        for unknown in &launch.unknown {
+            items.push((0, Tone::Warn, format!("unknown flag kept: {unknown}")));
+        }
+        for warning in &launch.warnings {
+            items.push((0, Tone::Warn, format!("warning: {warning}")));
+        }
+        doc.items(items);
+    }
+    doc
+}
+
+fn status_label(status: AuditStatus) -> &'static str {
+    match status {
+        AuditStatus::Ok => "ok",
+        AuditStatus::Changed => "changed",
+        AuditStatus::Unreachable => "unreachable",
+        AuditStatus::AuthFailed => "auth failed",
+        AuditStatus::HostKeyRefused => "host key refused",
+        AuditStatus::TimedOut => "timed out",
+        AuditStatus::Error => "error",
+    }
+}
+
+/// The audit summary table.
+pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(1, format!("probe audit: {}", summary.inventory));
+    let rows = records
+        .iter()
+        .map(|record| {
+            let tone = match record.status {
+                AuditStatus::Ok => Tone::Good,
+                AuditStatus::Changed => Tone::Warn,
+                _ => Tone::Bad,
+            };
+            let engines = record
+                .engines
+                .iter()
+                .map(|e| match &e.version {
+                    Some(v) => format!("{} {v}", e.engine),
+                    None => e.engine.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let detail = match (&record.error, record.status) {
+                (Some(error), _) => error.clone(),
+                (None, AuditStatus::Changed) => format!(
+                    "{} change{}: {}",
+                    record.changes,
+                    if record.changes == 1 { "" } else { "s" },
+                    record.top_changes.join("; ")
+                ),
+                (None, _) if record.previous_snapshot_id.is_none() => {
+                    "first snapshot (baseline)".into()
+                }
+                (None, _) => "no drift".into(),
+            };
+            (
+                tone,
+                vec![
+                    record.host.clone(),
+                    status_label(record.status).to_string(),
+                    engines,
+                    format!("{:.1}s", record.duration_ms as f64 / 1000.0),
+                    detail,
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        ["host", "status", "engines", "time", "details"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    );
+    doc.line(
+        if summary.failed > 0 {
+            Tone::Bad
+        } else if summary.changed > 0 {
+            Tone::Warn
+        } else {
+            Tone::Good
+        },
+        format!(
+            "{} hosts: {} ok, {} changed, {} failed in {:.1}s",
+            summary.hosts,
+            summary.ok,
+            summary.changed,
+            summary.failed,
+            summary.duration_ms as f64 / 1000.0
+        ),
+    );
+    doc
+}
+
+/// `probe snapshots list`.
+pub fn snapshots_doc(metas: &[SnapshotMeta]) -> Doc {
+    let mut doc = Doc::default();
+    if metas.is_empty() {
+        doc.line(Tone::Dim, "no snapshots stored");
+        return doc;
+    }
+    let rows = metas
+        .iter()
+        .map(|meta| {
+            let versions = meta
+                .versions
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                Tone::Plain,
+                vec![
+                    meta.id.clone(),
+                    meta.hostname.clone().unwrap_or_else(|| "?".into()),
+                    meta.target.clone(),
+                    format_time(meta.collected_at),
+                    meta.engines.join(","),
+                    versions,
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        [
+            "id",
+            "hostname",
+            "target",
+            "collected",
+            "engines",
+            "versions",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    );
+    doc
+}
+
+#[cfg(test)]
+mod tests;

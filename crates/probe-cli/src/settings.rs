@@ -1,0 +1,173 @@
+//! Resolved settings: command-line flags over the config file over defaults. Commands read
+//! [`Settings`], never raw flags or the environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::args::{ColorChoice, FailOn, Format, GlobalArgs};
+use crate::errors::{ExpectedError, Result};
+
+/// The user config file (`--config FILE` or `$XDG_CONFIG_HOME/probe/config.toml`). Every key is
+/// optional; see `configs/probe.example.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    pub format: Option<Format>,
+    pub color: Option<ColorChoice>,
+    pub store: Option<PathBuf>,
+    pub ssh_config: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    pub accept_new: Option<bool>,
+    pub sudo: Option<bool>,
+    pub redact: Option<bool>,
+    pub units: Vec<String>,
+    pub connect_timeout: Option<u64>,
+    pub deadline: Option<u64>,
+    pub audit: AuditConfig,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AuditConfig {
+    pub jobs: Option<usize>,
+    pub fail_on: Option<String>,
+    pub prometheus: Option<PathBuf>,
+}
+
+/// Everything a command needs to know about how to run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub format: Format,
+    pub color: Option<ColorChoice>,
+    pub store_path: Option<PathBuf>,
+    pub ssh_config: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    pub accept_new: bool,
+    pub sudo: bool,
+    pub redact: bool,
+    pub units: Vec<String>,
+    pub connect_timeout: Option<Duration>,
+    pub deadline: Duration,
+    pub audit_jobs: usize,
+    pub audit_fail_on: Option<FailOn>,
+    pub audit_prometheus: Option<PathBuf>,
+}
+
+/// Default per-host deadline for a whole collection.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
+/// Default audit concurrency: enough to hide SSH latency, few enough for an ops laptop.
+pub const DEFAULT_JOBS: usize = 8;
+
+impl Settings {
+    /// Merges flags, the config file and defaults.
+    pub fn resolve(global: &GlobalArgs) -> Result<Settings> {
+        let config = match &global.config {
+            Some(path) => load_config(path)?,
+            None => match default_config_path().filter(|path| path.exists()) {
+                Some(path) => load_config(&path)?,
+                None => ConfigFile::default(),
+            },
+        };
+        let mut units = config.units.clone();
+        units.extend(global.units.iter().cloned());
+        let fail_on = match config.audit.fail_on.as_deref() {
+            None => None,
+            Some("drift") => Some(FailOn::Drift),
+            Some("error") => Some(FailOn::Error),
+            Some("never") => Some(FailOn::Never),
+            Some(other) => {
+                return Err(ExpectedError::Config(format!(
+                    "config: audit.fail-on must be drift, error or never, not {other:?}"
+                )));
+            }
+        };
+        Ok(Settings {
+            format: global.format.or(config.format).unwrap_or(Format::Human),
+            color: global.color.or(config.color),
+            store_path: global.store.clone().or(config.store),
+            ssh_config: global.ssh_config.clone().or(config.ssh_config),
+            known_hosts: global.known_hosts.clone().or(config.known_hosts),
+            accept_new: global.accept_new || config.accept_new.unwrap_or(false),
+            sudo: global.sudo || config.sudo.unwrap_or(false),
+            redact: !global.no_redact && config.redact.unwrap_or(true),
+            units,
+            connect_timeout: global
+                .connect_timeout
+                .or(config.connect_timeout)
+                .map(Duration::from_secs),
+            deadline: global
+                .deadline
+                .or(config.deadline)
+                .map_or(DEFAULT_DEADLINE, Duration::from_secs),
+            audit_jobs: config.audit.jobs.unwrap_or(DEFAULT_JOBS).max(1),
+            audit_fail_on: fail_on,
+            audit_prometheus: config.audit.prometheus,
+        })
+    }
+
+    /// The store file: `--store`, the config's `store`, or the XDG default.
+    pub fn store_path(&self) -> Result<PathBuf> {
+        self.store_path
+            .clone()
+            .or_else(probe_store::default_store_path)
+            .ok_or_else(|| {
+                ExpectedError::Config(
+                    "no store location: set HOME or XDG_DATA_HOME, or pass --store PATH".into(),
+                )
+            })
+    }
+}
+
+/// `$XDG_CONFIG_HOME/probe/config.toml`, else `~/.config/probe/config.toml`.
+pub fn default_config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|value| !value.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(base.join("probe").join("config.toml"))
+}
+
+fn load_config(path: &Path) -> Result<ConfigFile> {
+    let text = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
+    parse_config(&text, path)
+}
+
+pub fn parse_config(text: &str, path: &Path) -> Result<ConfigFile> {
+    toml::from_str(text).map_err(|err| {
+        let line = err
+            .span()
+            .map(|span| text.get(..span.start).unwrap_or("").matches('\n').count() + 1);
+        let message = err.message().to_string();
+        match line {
+            Some(line) => ExpectedError::Config(format!("{}:{line}: {message}", path.display())),
+            None => ExpectedError::Config(format!("{}: {message}", path.display())),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_config_parses() {
+        let text = include_str!("../../../configs/probe.example.toml");
+        let config = parse_config(text, Path::new("probe.example.toml")).unwrap();
+        assert_eq!(config.audit.jobs, Some(8));
+    }
+
+    #[test]
+    fn bad_key_names_file_and_line() {
+        let err = parse_config("format = \"human\"\n\nbogus = 1\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("c.toml:3:"), "{err}");
+    }
+}
