@@ -418,7 +418,11 @@ fn fill_template(template: &str, subject: &Subject<'_>) -> String {
     let percent = relative_change(subject.before, subject.after)
         .map(|change| format!("{:+.0}", change * 100.0))
         .unwrap_or_else(|| String::from("?"));
+    let absolute_percent = relative_change(subject.before, subject.after)
+        .map(|change| format!("{:.0}", change.abs() * 100.0))
+        .unwrap_or_else(|| String::from("?"));
     template
+        .replace("{abs_pct}", &absolute_percent)
         .replace("{before}", &before)
         .replace("{after}", &after)
         .replace("{name}", subject.name)
@@ -504,7 +508,9 @@ mod tests {
         assert_eq!(assessment.impact, Impact::High);
         assert_eq!(assessment.category, Category::Metrics);
         assert!(
-            assessment.explanation.contains("-40%"),
+            assessment
+                .explanation
+                .contains("fell 40% (mean 2000 -> 1200)"),
             "{}",
             assessment.explanation
         );

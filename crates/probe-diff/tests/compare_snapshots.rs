@@ -396,7 +396,7 @@ fn metrics_drop_and_model_config() {
     );
     assert_eq!(diff.changes[0].impact, Impact::High);
     assert!(
-        diff.changes[0].explanation.contains("fell -40%"),
+        diff.changes[0].explanation.contains("fell 40%"),
         "{}",
         diff.changes[0].explanation
     );
