@@ -156,8 +156,49 @@ pub struct FixtureHost {
     sshd: Option<Sshd>,
     key: KeyPair,
     client_dir: PathBuf,
+    keeper: Option<Keeper>,
     _own_key_dir: Option<tempfile::TempDir>,
     _copy: tempfile::TempDir,
+}
+
+/// The thread that spawned a host's `unshare`. It lives exactly as long as the host: the
+/// parent-death signal fires when the spawning *thread* ends, so hosts may be started from
+/// short-lived threads (as `Fleet` does) and still die with the test process, not before.
+struct Keeper {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn start_kept(opts: SshdOptions) -> (Sshd, Keeper) {
+    let (tx_sshd, rx_sshd) = std::sync::mpsc::channel::<Result<Sshd, String>>();
+    let (tx_stop, rx_stop) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Sshd::start(opts))) {
+            Ok(sshd) => {
+                let _ = tx_sshd.send(Ok(sshd));
+                let _ = rx_stop.recv();
+            }
+            Err(e) => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "sshd start panicked".into());
+                let _ = tx_sshd.send(Err(msg));
+            }
+        }
+    });
+    match rx_sshd.recv() {
+        Ok(Ok(sshd)) => (
+            sshd,
+            Keeper {
+                stop: Some(tx_stop),
+                thread: Some(thread),
+            },
+        ),
+        Ok(Err(msg)) => panic!("{msg}"),
+        Err(_) => panic!("fixture keeper thread died"),
+    }
 }
 
 impl FixtureHost {
@@ -191,11 +232,13 @@ impl FixtureHost {
         let addr = manifest
             .addr
             .unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        sweep_stale_copies();
         let copy = tempfile::Builder::new()
             .prefix(&format!("probe-fx-{name}-"))
             .tempdir()
             .expect("tempdir");
         let dir = copy.path().to_path_buf();
+        std::fs::write(dir.join(".owner"), std::process::id().to_string()).expect("write owner");
         copy_tree(&def, &dir);
         std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
         let lib = definitions_dir().join("_lib");
@@ -204,6 +247,12 @@ impl FixtureHost {
         }
         copy_tree(&lib.join("setup.sh"), &dir.join("setup.sh"));
         let wrapper: Vec<String> = [
+            // If this test process dies without dropping the host (killed, aborted), the kernel
+            // kills `unshare` (PR_SET_PDEATHSIG, kept across exec), and --kill-child takes the
+            // namespace down with it. The parent is the keeper thread (see `start_kept`).
+            "/usr/bin/setpriv",
+            "--pdeathsig",
+            "KILL",
             "/usr/bin/unshare",
             "--mount",
             "--uts",
@@ -223,7 +272,7 @@ impl FixtureHost {
             name.to_string(),
         ])
         .collect();
-        let sshd = Sshd::start(SshdOptions {
+        let (sshd, keeper) = start_kept(SshdOptions {
             addr,
             port: None,
             authorized_keys: vec![key.public.clone()],
@@ -240,6 +289,7 @@ impl FixtureHost {
             sshd: Some(sshd),
             key,
             client_dir: client_dir.to_path_buf(),
+            keeper: Some(keeper),
             _own_key_dir: None,
             _copy: copy,
         };
@@ -364,6 +414,12 @@ impl Drop for FixtureHost {
         while Instant::now() < deadline && pids.iter().any(|p| alive(*p)) {
             std::thread::sleep(Duration::from_millis(5));
         }
+        if let Some(mut keeper) = self.keeper.take() {
+            keeper.stop.take();
+            if let Some(t) = keeper.thread.take() {
+                let _ = t.join();
+            }
+        }
     }
 }
 
@@ -376,6 +432,27 @@ pub fn alive(pid: u32) -> bool {
                 != Some("Z")
         }
         Err(_) => false,
+    }
+}
+
+/// Removes copies left by test processes that were killed before dropping their hosts (the
+/// hostile host's copy holds 200 MB). A copy is stale when the PID in its `.owner` is gone.
+fn sweep_stale_copies() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("probe-fx-") {
+            continue;
+        }
+        let owner = std::fs::read_to_string(entry.path().join(".owner"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(pid) = owner
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
