@@ -16,7 +16,7 @@ pub fn render(doc: &Doc) -> String {
             }
             Block::Line(tone, text) => {
                 for line in sanitize_terminal(text).lines() {
-                    let _ = writeln!(out, "{}", emphasise(*tone, &inline(line)));
+                    let _ = writeln!(out, "{}", emphasise(*tone, &inline(line.trim())));
                 }
                 out.push('\n');
             }
@@ -110,6 +110,6 @@ mod tests {
         let mut doc = Doc::default();
         doc.line(Tone::Plain, "![x](http://evil) <script> | \u{1b}[31m");
         let text = render(&doc);
-        assert_eq!(text, "\\!\\[x\\](http://evil) \\<script\\> \\| \n");
+        assert_eq!(text, "\\!\\[x\\](http://evil) \\<script\\> \\|\n");
     }
 }

@@ -68,14 +68,17 @@ fn category_label(change: &Change) -> String {
 
 /// `key: before -> after` for a change.
 pub fn change_summary(change: &Change) -> String {
+    // Typed values read best (`3 -> 5`); the written form is the fallback.
     let before = change
-        .before_written
-        .clone()
-        .or_else(|| change.before.as_ref().map(format_value));
+        .before
+        .as_ref()
+        .map(format_value)
+        .or_else(|| change.before_written.clone());
     let after = change
-        .after_written
-        .clone()
-        .or_else(|| change.after.as_ref().map(format_value));
+        .after
+        .as_ref()
+        .map(format_value)
+        .or_else(|| change.after_written.clone());
     match change.kind {
         ChangeKind::Added => format!("{} added: {}", change.key, after.unwrap_or_default()),
         ChangeKind::Removed => format!(
@@ -164,10 +167,13 @@ fn source_label(launch: &LaunchConfig) -> String {
                 .map(|t| format!(", before {}", format_time(t)))
         })
         .unwrap_or_default();
-    if launch.source.location.is_empty() {
+    let location = &launch.source.location;
+    if location.is_empty() {
         format!("{kind}{when}")
+    } else if location.starts_with(&format!("{kind}:")) || location.starts_with("pid:") {
+        format!("{location}{when}")
     } else {
-        format!("{kind} {}{when}", launch.source.location)
+        format!("{kind} {location}{when}")
     }
 }
 
