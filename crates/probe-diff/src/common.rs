@@ -43,14 +43,19 @@ fn value_key(v: &Value) -> String {
 /// absent when the launch text did not set it.
 pub fn common_fields(launch: &LaunchConfig) -> Value {
     let mut out = Map::new();
-    out.insert("engine".into(), Value::String(launch.engine.as_str().into()));
+    out.insert(
+        "engine".into(),
+        Value::String(launch.engine.as_str().into()),
+    );
     if let Some(m) = &launch.model {
         out.insert("model".into(), Value::String(m.clone()));
     }
     let cat = catalog(launch.engine, launch.engine_version.as_deref());
     for key in OPTION_KEYS {
         for spec in cat.all_by_common(key) {
-            let Some(o) = launch.options.get(&spec.name) else { continue };
+            let Some(o) = launch.options.get(&spec.name) else {
+                continue;
+            };
             let mut v = o.value.clone();
             if v.is_null() {
                 continue;
@@ -96,7 +101,13 @@ pub fn common_fields(launch: &LaunchConfig) -> Value {
     if !launch.env.is_empty() {
         out.insert(
             "env".into(),
-            Value::Object(launch.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()),
+            Value::Object(
+                launch
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            ),
         );
     }
     if let Some(w) = launch.wrappers.first() {

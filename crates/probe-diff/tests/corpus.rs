@@ -26,9 +26,13 @@ fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).map(|w| same(v, w)).unwrap_or(false))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).map(|w| same(v, w)).unwrap_or(false))
         }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
+        }
         _ => a == b,
     }
 }
@@ -45,9 +49,15 @@ fn public_corpus_matches_every_expected_field() {
     let started = Instant::now();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let rec: Value = serde_json::from_str(line).unwrap_or(Value::Null);
-        let id = rec.get("id").and_then(Value::as_str).unwrap_or("?").to_string();
+        let id = rec
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
         let body = rec.get("text").and_then(Value::as_str).unwrap_or("");
-        let Some(Value::Object(expected)) = rec.get("expected") else { continue };
+        let Some(Value::Object(expected)) = rec.get("expected") else {
+            continue;
+        };
         total += 1;
         let launches = reconstruct(body, &ParseHints::default());
         let Some(first) = launches.first() else {
@@ -69,7 +79,10 @@ fn public_corpus_matches_every_expected_field() {
         if let Value::Object(g) = &got {
             for k in g.keys() {
                 if !expected.contains_key(k) {
-                    bad.push(format!("  {k}: not expected, got {}", g.get(k).cloned().unwrap_or(Value::Null)));
+                    bad.push(format!(
+                        "  {k}: not expected, got {}",
+                        g.get(k).cloned().unwrap_or(Value::Null)
+                    ));
                 }
             }
         }
@@ -80,7 +93,16 @@ fn public_corpus_matches_every_expected_field() {
         }
     }
     let elapsed = started.elapsed();
-    eprintln!("launch corpus: {passed}/{total} entries match ({elapsed:?})");
+    // The score is part of the test's output (shown with --nocapture and on failure).
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("launch corpus: {passed}/{total} entries match ({elapsed:?})");
+    }
     assert!(total > 0, "corpus at {} is empty", path.display());
-    assert!(failures.is_empty(), "{} of {total} corpus entries differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {total} corpus entries differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -22,7 +22,7 @@ pub(crate) struct Ctx {
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
     pub warnings: Vec<String>,
-    pub files: BTreeMap<String, String>,
+    pub files: std::rc::Rc<BTreeMap<String, String>>,
     pub log_files: Vec<String>,
     pub cwd: Option<String>,
     pub depth: usize,
@@ -44,26 +44,70 @@ fn is_python(base: &str) -> bool {
 /// Wrappers that take their own options and then run a command; the command is found by scanning
 /// for the next word that starts a known launcher.
 const SCAN_WRAPPERS: &[&str] = &[
-    "numactl", "taskset", "nice", "ionice", "timeout", "chrt", "setsid", "srun", "mpirun", "mpiexec",
-    "unbuffer", "xvfb-run", "ncu", "strace", "cgexec", "systemd-run", "prlimit", "stdbuf", "caffeinate",
-    "nsys", "runuser", "su-exec", "gosu", "tini", "dumb-init", "with-contenv", "ltrace", "perf", "py-spy",
-    "ray", "trtllm-llmapi-launch", "watchmedo",
+    "numactl",
+    "taskset",
+    "nice",
+    "ionice",
+    "timeout",
+    "chrt",
+    "setsid",
+    "srun",
+    "mpirun",
+    "mpiexec",
+    "unbuffer",
+    "xvfb-run",
+    "ncu",
+    "strace",
+    "cgexec",
+    "systemd-run",
+    "prlimit",
+    "stdbuf",
+    "caffeinate",
+    "nsys",
+    "runuser",
+    "su-exec",
+    "gosu",
+    "tini",
+    "dumb-init",
+    "with-contenv",
+    "ltrace",
+    "perf",
+    "py-spy",
+    "ray",
+    "trtllm-llmapi-launch",
+    "watchmedo",
+    "singularity",
+    "apptainer",
+    "screen",
+    "tmux",
+    "pm2",
 ];
 
 fn wrapper_label(base: &str, next: Option<&str>) -> Option<String> {
     match base {
-        "nsys" => Some(format!("nsys {}", next.filter(|n| !n.starts_with('-')).unwrap_or("profile"))),
-        "numactl" | "taskset" | "srun" | "mpirun" | "mpiexec" | "ncu" | "strace" | "perf" | "py-spy" => Some(base.to_string()),
+        "nsys" => Some(format!(
+            "nsys {}",
+            next.filter(|n| !n.starts_with('-')).unwrap_or("profile")
+        )),
+        "numactl" | "taskset" | "srun" | "mpirun" | "mpiexec" | "ncu" | "strace" | "perf"
+        | "py-spy" => Some(base.to_string()),
         _ => None,
     }
 }
 
-fn entry_for_binary(base: &str, rest: &[String]) -> Option<(&'static Catalog, &'static EntryPoint)> {
+fn entry_for_binary(
+    base: &str,
+    rest: &[String],
+) -> Option<(&'static Catalog, &'static EntryPoint)> {
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
             if ep.kind == "binary" && ep.matches == base {
-                let ok = ep.subcommand.iter().enumerate().all(|(k, w)| rest.get(k).map(String::as_str) == Some(w.as_str()));
+                let ok = ep
+                    .subcommand
+                    .iter()
+                    .enumerate()
+                    .all(|(k, w)| rest.get(k).map(String::as_str) == Some(w.as_str()));
                 if ok {
                     return Some((c, ep));
                 }
@@ -73,12 +117,19 @@ fn entry_for_binary(base: &str, rest: &[String]) -> Option<(&'static Catalog, &'
     None
 }
 
-fn entry_for_module(module: &str, rest: &[String]) -> Option<(&'static Catalog, &'static EntryPoint)> {
+fn entry_for_module(
+    module: &str,
+    rest: &[String],
+) -> Option<(&'static Catalog, &'static EntryPoint)> {
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
             if ep.kind == "module" && ep.matches == module {
-                let ok = ep.subcommand.iter().enumerate().all(|(k, w)| rest.get(k).map(String::as_str) == Some(w.as_str()));
+                let ok = ep
+                    .subcommand
+                    .iter()
+                    .enumerate()
+                    .all(|(k, w)| rest.get(k).map(String::as_str) == Some(w.as_str()));
                 if ok {
                     return Some((c, ep));
                 }
@@ -95,7 +146,8 @@ pub(crate) fn entry_for_image(image: &str) -> Option<(&'static Catalog, &'static
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
-            if ep.kind == "image" && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last) {
+            if ep.kind == "image" && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last)
+            {
                 return Some((c, ep));
             }
         }
@@ -107,7 +159,10 @@ fn image_repo(image: &str) -> String {
     let no_digest = image.split('@').next().unwrap_or(image);
     let last_slash = no_digest.rfind('/').map(|p| p + 1).unwrap_or(0);
     match no_digest.get(last_slash..).and_then(|t| t.find(':')) {
-        Some(colon) => no_digest.get(..last_slash + colon).unwrap_or(no_digest).to_string(),
+        Some(colon) => no_digest
+            .get(..last_slash + colon)
+            .unwrap_or(no_digest)
+            .to_string(),
         None => no_digest.to_string(),
     }
 }
@@ -117,7 +172,23 @@ pub(crate) fn is_launcher_word(word: &str, next: &[String]) -> bool {
     let base = basename(word);
     is_python(base)
         || entry_for_binary(base, next).is_some()
-        || matches!(base, "bash" | "sh" | "zsh" | "dash" | "docker" | "podman" | "nerdctl" | "uv" | "conda" | "nohup" | "env" | "exec" | "sudo" | "eval")
+        || matches!(
+            base,
+            "bash"
+                | "sh"
+                | "zsh"
+                | "dash"
+                | "docker"
+                | "podman"
+                | "nerdctl"
+                | "uv"
+                | "conda"
+                | "nohup"
+                | "env"
+                | "exec"
+                | "sudo"
+                | "eval"
+        )
         || SCAN_WRAPPERS.contains(&base)
 }
 
@@ -128,7 +199,11 @@ fn venv_of(path: &str) -> Option<(String, &'static str)> {
         return Some((dir.to_string(), "conda"));
     }
     let last = basename(dir);
-    if last.contains("venv") || last.contains("env") || last.starts_with('.') || lower.contains("venv") {
+    if last.contains("venv")
+        || last.contains("env")
+        || last.starts_with('.')
+        || lower.contains("venv")
+    {
         return Some((dir.to_string(), "venv"));
     }
     None
@@ -144,6 +219,32 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
     while matches!(argv.get(i).map(String::as_str), Some("$" | "%" | ">" | "#")) {
         i += 1;
     }
+    // `history` output (`  123  vllm serve ...`).
+    if argv
+        .get(i)
+        .map(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()))
+        .unwrap_or(false)
+        && argv.len() > i + 1
+    {
+        i += 1;
+    }
+    // Makefile recipe prefixes (`@python ...`, `-vllm ...`).
+    let owned: Vec<String>;
+    let argv: &[String] = match argv.get(i) {
+        Some(w)
+            if (w.starts_with('@') || w.starts_with('-'))
+                && w.len() > 1
+                && is_launcher_word(w.trim_start_matches(['@', '-']), &[]) =>
+        {
+            let mut v = argv.to_vec();
+            if let Some(x) = v.get_mut(i) {
+                *x = x.trim_start_matches(['@', '-']).to_string();
+            }
+            owned = v;
+            &owned
+        }
+        _ => argv,
+    };
     let mut interpreter: Option<String> = None;
     loop {
         let word = argv.get(i)?;
@@ -184,7 +285,10 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
             "sudo" | "doas" => {
                 i += 1;
                 while let Some(a) = argv.get(i) {
-                    if matches!(a.as_str(), "-u" | "-g" | "-C" | "-D" | "-p" | "-r" | "-t" | "-U" | "-h") {
+                    if matches!(
+                        a.as_str(),
+                        "-u" | "-g" | "-C" | "-D" | "-p" | "-r" | "-t" | "-U" | "-h"
+                    ) {
                         i += 2;
                     } else if a.starts_with('-') {
                         i += 1;
@@ -197,7 +301,21 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                 ctx.wrappers.push("uv run".into());
                 i += 2;
                 while let Some(a) = argv.get(i) {
-                    if matches!(a.as_str(), "--with" | "--python" | "-p" | "--directory" | "--project" | "--env-file" | "--extra" | "--group" | "--package" | "--index" | "--with-requirements" | "--index-url") {
+                    if matches!(
+                        a.as_str(),
+                        "--with"
+                            | "--python"
+                            | "-p"
+                            | "--directory"
+                            | "--project"
+                            | "--env-file"
+                            | "--extra"
+                            | "--group"
+                            | "--package"
+                            | "--index"
+                            | "--with-requirements"
+                            | "--index-url"
+                    ) {
                         i += 2;
                     } else if a.starts_with('-') {
                         i += 1;
@@ -242,7 +360,11 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                     return None;
                 }
                 let script = argv.get(j)?;
-                let label = if base == "sh" || base == "dash" || base == "busybox" { "sh -c" } else { "bash -c" };
+                let label = if base == "sh" || base == "dash" || base == "busybox" {
+                    "sh -c"
+                } else {
+                    "bash -c"
+                };
                 ctx.wrappers.push(label.into());
                 return from_shell_text(script, ctx, hints);
             }
@@ -251,7 +373,7 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                 let script = rest.join(" ");
                 return from_shell_text(&script, ctx, hints);
             }
-            "docker" | "podman" | "nerdctl" => {
+            "docker" | "podman" | "nerdctl" | "nvidia-docker" => {
                 return container::docker_run(argv.get(i..).unwrap_or(&[]), ctx, hints);
             }
             b if SCAN_WRAPPERS.contains(&b) => {
@@ -259,14 +381,27 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                     ctx.wrappers.push(l);
                 }
                 let j = (i + 1..argv.len()).find(|&j| {
-                    argv.get(j).map(|w| {
-                        let b = basename(w);
-                        b != "nohup" && b != "env" && is_launcher_word(w, argv.get(j + 1..).unwrap_or(&[]))
-                    }).unwrap_or(false)
-                })?;
-                i = j;
+                    argv.get(j)
+                        .map(|w| {
+                            let b = basename(w);
+                            b != "nohup"
+                                && b != "env"
+                                && is_launcher_word(w, argv.get(j + 1..).unwrap_or(&[]))
+                        })
+                        .unwrap_or(false)
+                });
+                match j {
+                    Some(j) => i = j,
+                    None => {
+                        // `tmux new -d 'cmd ...'`, `screen -dm bash -c ...`: a command given as one string.
+                        let script = rest.iter().find(|a| a.contains(' '))?.clone();
+                        return from_shell_text(&script, ctx, hints);
+                    }
+                }
             }
-            b if is_python(b) => {
+            b if is_python(b)
+                || (b.starts_with('$') && rest.first().map(String::as_str) == Some("-m")) =>
+            {
                 interpreter = Some(word.clone());
                 let mut j = i + 1;
                 let mut module: Option<String> = None;
@@ -296,7 +431,16 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                     .chain(ep.subcommand.iter().cloned())
                     .collect::<Vec<_>>()
                     .join(" ");
-                return Some(build(cat, ep, entry, interpreter, argv.get(after..).unwrap_or(&[]), argv, ctx, hints));
+                return Some(build(
+                    cat,
+                    ep,
+                    entry,
+                    interpreter,
+                    argv.get(after..).unwrap_or(&[]),
+                    argv,
+                    ctx,
+                    hints,
+                ));
             }
             _ => {
                 let (cat, ep) = entry_for_binary(base, rest)?;
@@ -314,7 +458,16 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                         }
                     }
                 }
-                return Some(build(cat, ep, entry, interpreter, argv.get(after..).unwrap_or(&[]), argv, ctx, hints));
+                return Some(build(
+                    cat,
+                    ep,
+                    entry,
+                    interpreter,
+                    argv.get(after..).unwrap_or(&[]),
+                    argv,
+                    ctx,
+                    hints,
+                ));
             }
         }
     }
@@ -324,7 +477,11 @@ pub(crate) fn assignment(s: &str) -> Option<(&str, &str, bool)> {
     let (name, value) = s.split_once('=')?;
     if name.is_empty()
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        || name.chars().next().map(|c| c.is_ascii_digit()).unwrap_or(true)
+        || name
+            .chars()
+            .next()
+            .map(|c| c.is_ascii_digit())
+            .unwrap_or(true)
     {
         return None;
     }
@@ -333,7 +490,12 @@ pub(crate) fn assignment(s: &str) -> Option<(&str, &str, bool)> {
 
 /// Runs a shell text (a `bash -c` string, an `eval`) and returns its first launch.
 pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
-    let mut st = State { exported: ctx.env.clone(), files: ctx.files.clone(), cwd: ctx.cwd.clone(), ..State::default() };
+    let mut st = State {
+        exported: ctx.env.clone(),
+        files: ctx.files.clone(),
+        cwd: ctx.cwd.clone(),
+        ..State::default()
+    };
     for (k, v) in &ctx.env {
         st.vars.insert(k.clone(), shell::Val::Text(v.clone()));
     }
@@ -349,7 +511,11 @@ pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Opt
 }
 
 /// A launch from one command of a shell text, with that command's environment and context.
-pub(crate) fn from_shell_command(c: &shell::ShellCommand, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+pub(crate) fn from_shell_command(
+    c: &shell::ShellCommand,
+    mut ctx: Ctx,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
     for (k, v) in &c.exported {
         ctx.env.insert(k.clone(), v.clone());
     }
@@ -369,8 +535,13 @@ pub(crate) fn from_shell_command(c: &shell::ShellCommand, mut ctx: Ctx, hints: &
     if c.cwd.is_some() {
         ctx.cwd = c.cwd.clone();
     }
-    for (k, v) in &c.files {
-        ctx.files.insert(k.clone(), v.clone());
+    if ctx.files.is_empty() {
+        ctx.files = c.files.clone();
+    } else if !c.files.is_empty() {
+        let m = std::rc::Rc::make_mut(&mut ctx.files);
+        for (k, v) in c.files.iter() {
+            m.insert(k.clone(), v.clone());
+        }
     }
     let mut logs: Vec<String> = c.redirects.iter().map(|(_, t)| t.clone()).collect();
     logs.extend(c.tee.iter().cloned());
@@ -419,7 +590,10 @@ fn build(
         {
             options.insert(
                 spec.name.clone(),
-                LaunchOption { value: super::values::typed(v, &spec.kind, &cat.units), written: format!("{var}={v}") },
+                LaunchOption {
+                    value: super::values::typed(v, &spec.kind, &cat.units),
+                    written: format!("{var}={v}"),
+                },
             );
         }
     }
@@ -429,31 +603,40 @@ fn build(
             && let Some(path) = o.value.as_str()
         {
             let key = shell::normalize_path(path);
-            let found = ctx.files.get(&key).or_else(|| ctx.files.iter().find(|(k, _)| basename(k) == basename(&key)).map(|(_, v)| v));
+            let found = ctx.files.get(&key).or_else(|| {
+                ctx.files
+                    .iter()
+                    .find(|(k, _)| basename(k) == basename(&key))
+                    .map(|(_, v)| v)
+            });
             if let Some(text) = found {
                 if let Some(cfg) = yaml_to_json(text) {
                     merge_config(cat, &cfg, &mut options, "");
                 }
             } else {
-                warnings.push(format!("options in config file {path} are not visible here"));
+                warnings.push(format!(
+                    "options in config file {path} are not visible here"
+                ));
             }
         }
     }
 
     let model = parsed.positional_model.clone().or_else(|| {
-        cat.model_options.iter().find_map(|m| options.get(m).and_then(|o| match &o.value {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Null => None,
-            other => Some(other.to_string()),
-        }))
+        cat.model_options.iter().find_map(|m| {
+            options.get(m).and_then(|o| match &o.value {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Null => None,
+                other => Some(other.to_string()),
+            })
+        })
     });
     let spec = speculative(cat, &options);
     let mut log_files = ctx.log_files.clone();
     for (k, o) in &options {
-        if k == "log-file" || k == "log_file" {
-            if let Some(s) = o.value.as_str() {
-                log_files.push(s.to_string());
-            }
+        if (k == "log-file" || k == "log_file")
+            && let Some(s) = o.value.as_str()
+        {
+            log_files.push(s.to_string());
         }
     }
     if let Some(ip) = &interpreter

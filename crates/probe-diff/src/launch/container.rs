@@ -12,16 +12,88 @@ use super::shell::split_words;
 
 /// docker/podman `run` options that take a value (when not written `--opt=value`).
 const VALUE_OPTS: &[&str] = &[
-    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
-    "--network", "--net", "--ulimit", "--entrypoint", "-w", "--workdir", "-u", "--user", "--runtime", "--restart",
-    "--mount", "--device", "--cpus", "--memory", "-m", "-h", "--hostname", "--label", "-l", "--add-host",
-    "--cap-add", "--cap-drop", "--security-opt", "--log-driver", "--log-opt", "--platform", "--pull", "--cgroupns",
-    "--pid", "--stop-signal", "--stop-timeout", "--health-cmd", "--health-interval", "--health-retries",
-    "--health-timeout", "--health-start-period", "--tmpfs", "--group-add", "--dns", "--expose", "--cidfile",
-    "--cpuset-cpus", "--cpuset-mems", "--memory-swap", "--memory-reservation", "--uts", "--userns", "--volumes-from",
-    "--label-file", "--link", "--network-alias", "--ip", "--ip6", "--mac-address", "--sysctl", "--device-cgroup-rule",
-    "--attach", "-a", "--cpu-shares", "-c", "--blkio-weight", "--isolation", "--kernel-memory", "--oom-score-adj",
-    "--pids-limit", "--storage-opt", "--detach-keys", "--annotation", "--hooks-dir", "--pod", "--replace",
+    "-e",
+    "--env",
+    "--env-file",
+    "-v",
+    "--volume",
+    "-p",
+    "--publish",
+    "--name",
+    "--gpus",
+    "--shm-size",
+    "--ipc",
+    "--network",
+    "--net",
+    "--ulimit",
+    "--entrypoint",
+    "-w",
+    "--workdir",
+    "-u",
+    "--user",
+    "--runtime",
+    "--restart",
+    "--mount",
+    "--device",
+    "--cpus",
+    "--memory",
+    "-m",
+    "-h",
+    "--hostname",
+    "--label",
+    "-l",
+    "--add-host",
+    "--cap-add",
+    "--cap-drop",
+    "--security-opt",
+    "--log-driver",
+    "--log-opt",
+    "--platform",
+    "--pull",
+    "--cgroupns",
+    "--pid",
+    "--stop-signal",
+    "--stop-timeout",
+    "--health-cmd",
+    "--health-interval",
+    "--health-retries",
+    "--health-timeout",
+    "--health-start-period",
+    "--tmpfs",
+    "--group-add",
+    "--dns",
+    "--expose",
+    "--cidfile",
+    "--cpuset-cpus",
+    "--cpuset-mems",
+    "--memory-swap",
+    "--memory-reservation",
+    "--uts",
+    "--userns",
+    "--volumes-from",
+    "--label-file",
+    "--link",
+    "--network-alias",
+    "--ip",
+    "--ip6",
+    "--mac-address",
+    "--sysctl",
+    "--device-cgroup-rule",
+    "--attach",
+    "-a",
+    "--cpu-shares",
+    "-c",
+    "--blkio-weight",
+    "--isolation",
+    "--kernel-memory",
+    "--oom-score-adj",
+    "--pids-limit",
+    "--storage-opt",
+    "--detach-keys",
+    "--annotation",
+    "--hooks-dir",
+    "--pod",
+    "--replace",
 ];
 
 /// Container facts shared by `docker run`, compose and Kubernetes.
@@ -52,9 +124,12 @@ fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig>
                 .map(|w| is_launcher_word(w, spec.cmd.get(1..).unwrap_or(&[])))
                 .unwrap_or(false);
             match image_entry {
-                Some((_, ep)) if !first_is_launcher && !ep.image_entrypoint.is_empty() => {
-                    ep.image_entrypoint.iter().cloned().chain(spec.cmd).collect()
-                }
+                Some((_, ep)) if !first_is_launcher && !ep.image_entrypoint.is_empty() => ep
+                    .image_entrypoint
+                    .iter()
+                    .cloned()
+                    .chain(spec.cmd)
+                    .collect(),
                 _ => spec.cmd,
             }
         }
@@ -105,7 +180,17 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
     }
     let image = argv.get(i).cloned()?;
     let cmd = argv.get(i + 1..).unwrap_or(&[]).to_vec();
-    resolve(Spec { image: Some(image), entrypoint, cmd, env, docker_wrapper: true }, ctx, hints)
+    resolve(
+        Spec {
+            image: Some(image),
+            entrypoint,
+            cmd,
+            env,
+            docker_wrapper: true,
+        },
+        ctx,
+        hints,
+    )
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -143,7 +228,9 @@ fn k8s_subst(s: &str, env: &BTreeMap<String, String>) -> String {
             Some(end) => {
                 let name = tail.get(2..end).unwrap_or("");
                 match env.get(name) {
-                    Some(v) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => out.push_str(v),
+                    Some(v) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                        out.push_str(v)
+                    }
                     _ => out.push_str(tail.get(..=end).unwrap_or("")),
                 }
                 rest = tail.get(end + 1..).unwrap_or("");
@@ -159,28 +246,57 @@ fn k8s_subst(s: &str, env: &BTreeMap<String, String>) -> String {
 }
 
 /// Launches of compose services or Kubernetes containers found anywhere in a YAML document.
-pub(crate) fn from_yaml(doc: &Value, kubernetes: bool, ctx: &Ctx, hints: &ParseHints, out: &mut Vec<LaunchConfig>, depth: usize) {
+pub(crate) fn from_yaml(
+    doc: &Value,
+    kubernetes: bool,
+    ctx: &Ctx,
+    hints: &ParseHints,
+    out: &mut Vec<LaunchConfig>,
+    depth: usize,
+) {
     if depth > 32 {
         return;
     }
     match doc {
         Value::Object(m) => {
-            let is_container = m.contains_key("image") || m.contains_key("command") || m.contains_key("entrypoint") || m.contains_key("args");
-            if is_container && (m.contains_key("command") || m.contains_key("args") || m.contains_key("image")) {
-                let k8s = kubernetes || m.contains_key("args") || (m.get("env").map(Value::is_array).unwrap_or(false) && !m.contains_key("environment"));
+            let is_container = m.contains_key("image")
+                || m.contains_key("command")
+                || m.contains_key("entrypoint")
+                || m.contains_key("args");
+            if is_container
+                && (m.contains_key("command") || m.contains_key("args") || m.contains_key("image"))
+            {
+                let k8s = kubernetes
+                    || m.contains_key("args")
+                    || (m.get("env").map(Value::is_array).unwrap_or(false)
+                        && !m.contains_key("environment"));
                 let mut env = BTreeMap::new();
                 if k8s {
                     if let Some(Value::Array(items)) = m.get("env") {
                         for it in items {
-                            if let (Some(n), Some(v)) = (it.get("name").and_then(scalar), it.get("value").and_then(scalar)) {
+                            if let (Some(n), Some(v)) = (
+                                it.get("name").and_then(scalar),
+                                it.get("value").and_then(scalar),
+                            ) {
                                 let v = k8s_subst(&v, &env);
                                 env.insert(n, v);
                             }
                         }
                     }
-                    let entrypoint = words(m.get("command")).map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
-                    let cmd = words(m.get("args")).unwrap_or_default().iter().map(|s| k8s_subst(s, &env)).collect();
-                    let spec = Spec { image: m.get("image").and_then(scalar), entrypoint, cmd, env, docker_wrapper: false };
+                    let entrypoint = words(m.get("command"))
+                        .map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
+                    let cmd = words(m.get("args"))
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|s| k8s_subst(s, &env))
+                        .collect();
+                    let spec = Spec {
+                        image: m.get("image").and_then(scalar),
+                        entrypoint,
+                        cmd,
+                        env,
+                        docker_wrapper: false,
+                    };
                     if let Some(l) = resolve(spec, ctx.clone(), hints) {
                         out.push(l);
                     }
@@ -206,7 +322,13 @@ pub(crate) fn from_yaml(doc: &Value, kubernetes: bool, ctx: &Ctx, hints: &ParseH
                     }
                     let entrypoint = words(m.get("entrypoint"));
                     let cmd = words(m.get("command")).unwrap_or_default();
-                    let spec = Spec { image: m.get("image").and_then(scalar), entrypoint, cmd, env, docker_wrapper: true };
+                    let spec = Spec {
+                        image: m.get("image").and_then(scalar),
+                        entrypoint,
+                        cmd,
+                        env,
+                        docker_wrapper: true,
+                    };
                     if let Some(l) = resolve(spec, ctx.clone(), hints) {
                         out.push(l);
                     }
@@ -227,7 +349,10 @@ pub(crate) fn from_yaml(doc: &Value, kubernetes: bool, ctx: &Ctx, hints: &ParseH
 }
 
 /// A running container (`docker inspect` facts).
-pub(crate) fn from_container(c: &probe_model::ContainerInfo, hints: &ParseHints) -> Option<LaunchConfig> {
+pub(crate) fn from_container(
+    c: &probe_model::ContainerInfo,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
     let spec = Spec {
         image: Some(c.image.clone()),
         entrypoint: Some(c.entrypoint.clone()).filter(|e| !e.is_empty()),
@@ -238,7 +363,14 @@ pub(crate) fn from_container(c: &probe_model::ContainerInfo, hints: &ParseHints)
     let mut ctx = Ctx::default();
     if c.runtime == "podman" {
         ctx.wrappers.push("podman".into());
-        let mut l = resolve(Spec { docker_wrapper: false, ..spec }, ctx, hints)?;
+        let mut l = resolve(
+            Spec {
+                docker_wrapper: false,
+                ..spec
+            },
+            ctx,
+            hints,
+        )?;
         l.wrappers.retain(|w| w != "docker");
         return Some(l);
     }

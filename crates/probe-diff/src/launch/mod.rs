@@ -17,8 +17,8 @@ mod values;
 use std::collections::BTreeMap;
 
 use probe_model::{
-    Engine, LaunchConfig, LaunchOption, LaunchSource, ProcessRole, Snapshot, SourceKind, StartupRecord,
-    SystemdUnit, TimeBounds,
+    Engine, LaunchConfig, LaunchOption, LaunchSource, ProcessRole, Snapshot, SourceKind,
+    StartupRecord, SystemdUnit, TimeBounds,
 };
 use serde_json::Value;
 
@@ -72,18 +72,27 @@ fn detect_kind(text: &str) -> TextKind {
         return TextKind::VllmNonDefaultArgs;
     }
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    if lines.iter().any(|l| *l == "[Service]" || l.starts_with("ExecStart=")) {
+    if lines
+        .iter()
+        .any(|l| *l == "[Service]" || l.starts_with("ExecStart="))
+    {
         return TextKind::SystemdUnit;
     }
     let yaml_key = |l: &&str, k: &str| {
         let l = l.trim_start_matches("- ").trim_start();
-        l.starts_with(k) && l.get(k.len()..).map(|r| r.starts_with(':')).unwrap_or(false)
+        l.starts_with(k)
+            && l.get(k.len()..)
+                .map(|r| r.starts_with(':'))
+                .unwrap_or(false)
     };
     let has = |k: &str| lines.iter().any(|l| yaml_key(l, k));
     // Shell scripts that write YAML with a here-document are still shell.
     let shellish = lines.iter().any(|l| l.contains("<<") || l.ends_with('\\'));
     if !shellish || has("containers") || has("services") {
-        if has("containers") || (has("args") && has("image")) || (has("env") && has("image") && !has("environment")) {
+        if has("containers")
+            || (has("args") && has("image"))
+            || (has("env") && has("image") && !has("environment"))
+        {
             return TextKind::Kubernetes;
         }
         if has("image") || has("services") || (has("command") && !shellish) || has("entrypoint") {
@@ -137,6 +146,14 @@ fn yaml_value(y: &yaml_rust2::Yaml, depth: usize) -> Value {
 
 /// Parses YAML text to JSON (first document); `None` when it is not YAML.
 pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
+    // Alias expansion can grow exponentially ("billion laughs"): refuse documents with many.
+    let aliases = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '[' | ',' | '{'))
+        .filter(|w| w.starts_with('*') && w.len() > 1)
+        .count();
+    if aliases > 32 || text.len() > MAX_TEXT {
+        return None;
+    }
     let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
     docs.first().map(|d| yaml_value(d, 0))
 }
@@ -166,7 +183,10 @@ fn yaml_lenient(text: &str) -> Option<Value> {
 }
 
 fn base_ctx(hints: &ParseHints) -> Ctx {
-    Ctx { cwd: hints.working_directory.clone(), ..Ctx::default() }
+    Ctx {
+        cwd: hints.working_directory.clone(),
+        ..Ctx::default()
+    }
 }
 
 /// Every launch in `text`; non-server commands are skipped.
@@ -188,7 +208,11 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
     };
     let mut out = match kind {
         TextKind::Argv => {
-            let argv: Vec<String> = text.split('\0').filter(|s| !s.is_empty()).map(str::to_string).collect();
+            let argv: Vec<String> = text
+                .split('\0')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
             from_argv(&argv, &hints.env, hints).into_iter().collect()
         }
         TextKind::SystemdUnit => unit_text(text, hints, None),
@@ -197,18 +221,36 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
             match yaml_lenient(&clean) {
                 Some(doc) => {
                     let mut out = Vec::new();
-                    container::from_yaml(&doc, kind == TextKind::Kubernetes, &base_ctx(hints), hints, &mut out, 0);
+                    container::from_yaml(
+                        &doc,
+                        kind == TextKind::Kubernetes,
+                        &base_ctx(hints),
+                        hints,
+                        &mut out,
+                        0,
+                    );
                     out
                 }
                 None => shell_text(&clean, hints),
             }
         }
         TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
-            let engine = if kind == TextKind::SglangServerArgs { "sglang" } else { "vllm" };
-            let rec = StartupRecord { time: hints.source.time.at, engine: engine.into(), text: text.to_string(), version: None };
+            let engine = if kind == TextKind::SglangServerArgs {
+                "sglang"
+            } else {
+                "vllm"
+            };
+            let rec = StartupRecord {
+                time: hints.source.time.at,
+                engine: engine.into(),
+                text: text.to_string(),
+                version: None,
+            };
             from_startup_log(&rec, hints).into_iter().collect()
         }
-        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => shell_text(&strip_fences(text), hints),
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
+            shell_text(&strip_fences(text), hints)
+        }
     };
     if let Some(w) = warn_cut {
         for l in &mut out {
@@ -224,7 +266,10 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
 }
 
 fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
-    let mut st = shell::State { cwd: hints.working_directory.clone(), ..Default::default() };
+    let mut st = shell::State {
+        cwd: hints.working_directory.clone(),
+        ..Default::default()
+    };
     for (k, v) in &hints.env {
         st.vars.insert(k.clone(), shell::Val::Text(v.clone()));
     }
@@ -278,15 +323,24 @@ fn unit_text(text: &str, hints: &ParseHints, unit_name: Option<&str>) -> Vec<Lau
             if !hints.env.is_empty() {
                 continue;
             }
-            l.warnings.push(format!("variables from EnvironmentFile={f} are not in the text"));
+            l.warnings.push(format!(
+                "variables from EnvironmentFile={f} are not in the text"
+            ));
         }
     }
     out
 }
 
 /// One launch from an argv (wrappers unwrapped), or `None` when it is no model server.
-pub fn from_argv(argv: &[String], env: &BTreeMap<String, String>, hints: &ParseHints) -> Option<LaunchConfig> {
-    let ctx = Ctx { env: env.clone(), ..base_ctx(hints) };
+pub fn from_argv(
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
+    let ctx = Ctx {
+        env: env.clone(),
+        ..base_ctx(hints)
+    };
     argv::launch(argv, ctx, hints)
 }
 
@@ -295,7 +349,11 @@ pub fn from_unit(unit: &SystemdUnit, hints: &ParseHints) -> Vec<LaunchConfig> {
     from_unit_inner(unit, hints, None)
 }
 
-fn from_unit_inner(unit: &SystemdUnit, hints: &ParseHints, description: Option<&str>) -> Vec<LaunchConfig> {
+fn from_unit_inner(
+    unit: &SystemdUnit,
+    hints: &ParseHints,
+    description: Option<&str>,
+) -> Vec<LaunchConfig> {
     let mut resolve_env = unit.environment.clone();
     for f in &unit.environment_files {
         for (k, v) in &f.vars {
@@ -305,7 +363,10 @@ fn from_unit_inner(unit: &SystemdUnit, hints: &ParseHints, description: Option<&
     for (k, v) in &hints.env {
         resolve_env.entry(k.clone()).or_insert_with(|| v.clone());
     }
-    let spec = systemd::specifiers(Some(unit.name.as_str()).filter(|n| !n.is_empty()), unit.run_as.as_deref());
+    let spec = systemd::specifiers(
+        Some(unit.name.as_str()).filter(|n| !n.is_empty()),
+        unit.run_as.as_deref(),
+    );
     let mut out = Vec::new();
     let mut h = hints.clone();
     if h.working_directory.is_none() {
@@ -314,13 +375,18 @@ fn from_unit_inner(unit: &SystemdUnit, hints: &ParseHints, description: Option<&
     for line in &unit.exec_start {
         let mut warnings = Vec::new();
         let argv = systemd::split_exec(line, &resolve_env, &spec, &mut warnings, true);
-        let ctx = Ctx { env: resolve_env.clone(), warnings: warnings.clone(), ..base_ctx(&h) };
+        let ctx = Ctx {
+            env: resolve_env.clone(),
+            warnings: warnings.clone(),
+            ..base_ctx(&h)
+        };
         match argv::launch(&argv, ctx, &h) {
             Some(l) => out.push(l),
             None => {
                 // An opaque wrapper script: the engine is only known from its name.
                 let prog = argv.first().cloned().unwrap_or_default();
-                let engine = guess_engine_from_name(basename(&prog)).or_else(|| description.and_then(guess_engine_from_name));
+                let engine = guess_engine_from_name(basename(&prog))
+                    .or_else(|| description.and_then(guess_engine_from_name));
                 if let Some(engine) = engine
                     && !prog.is_empty()
                 {
@@ -351,21 +417,29 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
     let start = text
         .find("server_args=")
         .map(|p| p + "server_args=".len())
-        .or_else(|| text.find("non-default args:").map(|p| p + "non-default args:".len()))
+        .or_else(|| {
+            text.find("non-default args:")
+                .map(|p| p + "non-default args:".len())
+        })
         .unwrap_or(0);
     let body = text.get(start..)?.trim();
     let parsed = python_literal(body)?;
-    let Value::Object(m) = parsed else { return None };
-    let version = record.version.clone().or_else(|| hints.engine_version.clone());
+    let Value::Object(m) = parsed else {
+        return None;
+    };
+    let version = record
+        .version
+        .clone()
+        .or_else(|| hints.engine_version.clone());
     let cat = catalog(engine, version.as_deref());
     let mut options = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut model = None;
     for (k, v) in &m {
-        if matches!(k.as_str(), "model" | "model_path" | "model_tag") {
-            if let Some(s) = v.as_str() {
-                model.get_or_insert(s.to_string());
-            }
+        if matches!(k.as_str(), "model" | "model_path" | "model_tag")
+            && let Some(s) = v.as_str()
+        {
+            model.get_or_insert(s.to_string());
         }
         if v.is_null() {
             continue;
@@ -373,10 +447,18 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         match cat.lookup_name_loose(k) {
             Some(spec) => {
                 let value = match (v, &spec.kind) {
-                    (Value::String(s), crate::catalog::ValueKind::Json) => values::lenient_json(s).unwrap_or_else(|| v.clone()),
+                    (Value::String(s), crate::catalog::ValueKind::Json) => {
+                        values::lenient_json(s).unwrap_or_else(|| v.clone())
+                    }
                     _ => v.clone(),
                 };
-                options.insert(spec.name.clone(), LaunchOption { value, written: format!("{k}={v}") });
+                options.insert(
+                    spec.name.clone(),
+                    LaunchOption {
+                        value,
+                        written: format!("{k}={v}"),
+                    },
+                );
             }
             None => unknown.push(format!("{k}={v}")),
         }
@@ -392,7 +474,10 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         speculative,
         working_directory: hints.working_directory.clone(),
         source: LaunchSource {
-            time: TimeBounds { at: record.time.or(hints.source.time.at), ..hints.source.time.clone() },
+            time: TimeBounds {
+                at: record.time.or(hints.source.time.at),
+                ..hints.source.time.clone()
+            },
             ..hints.source.clone()
         },
         ..LaunchConfig::default()
@@ -429,9 +514,16 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
     };
     let loc = l.source.location.clone();
     let matching = snapshot.python_envs.iter().find(|e| {
-        l.interpreter.as_deref().map(|i| i == e.interpreter).unwrap_or(false)
-            || e.used_by.iter().any(|u| *u == loc)
-            || l.venv.as_deref().zip(e.prefix.as_deref()).map(|(a, b)| a == b).unwrap_or(false)
+        l.interpreter
+            .as_deref()
+            .map(|i| i == e.interpreter)
+            .unwrap_or(false)
+            || e.used_by.contains(&loc)
+            || l.venv
+                .as_deref()
+                .zip(e.prefix.as_deref())
+                .map(|(a, b)| a == b)
+                .unwrap_or(false)
     });
     if let Some(v) = matching.and_then(version_in) {
         l.engine_version = Some(v);
@@ -445,12 +537,25 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
 
 /// Re-reads a launch with its engine version's catalog once the version is known.
 fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
-    let Some(v) = l.engine_version.clone() else { return l };
+    let Some(v) = l.engine_version.clone() else {
+        return l;
+    };
     if l.argv.is_empty() {
         return l;
     }
-    let h = ParseHints { engine_version: Some(v), ..hints.clone() };
-    match argv::launch(&l.argv, Ctx { env: l.env.clone(), cwd: l.working_directory.clone(), ..Ctx::default() }, &h) {
+    let h = ParseHints {
+        engine_version: Some(v),
+        ..hints.clone()
+    };
+    match argv::launch(
+        &l.argv,
+        Ctx {
+            env: l.env.clone(),
+            cwd: l.working_directory.clone(),
+            ..Ctx::default()
+        },
+        &h,
+    ) {
         Some(mut n) => {
             n.source = l.source;
             n.log_files = l.log_files;
@@ -477,7 +582,10 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             source: LaunchSource {
                 kind: SourceKind::Process,
                 location: format!("pid:{}", p.pid),
-                time: TimeBounds { at: p.start_time, ..TimeBounds::default() },
+                time: TimeBounds {
+                    at: p.start_time,
+                    ..TimeBounds::default()
+                },
                 running: true,
             },
             working_directory: p.cwd.clone(),
@@ -494,16 +602,29 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         }
     }
     for u in &snapshot.units {
-        let running_pid = u.state.as_ref().and_then(|s| s.main_pid).filter(|p| *p != 0);
-        let running = running_pid.map(|pid| snapshot.processes.iter().any(|p| p.pid == pid)).unwrap_or(false)
+        let running_pid = u
+            .state
+            .as_ref()
+            .and_then(|s| s.main_pid)
+            .filter(|p| *p != 0);
+        let running = running_pid
+            .map(|pid| snapshot.processes.iter().any(|p| p.pid == pid))
+            .unwrap_or(false)
             || u.state.as_ref().and_then(|s| s.active_state.as_deref()) == Some("active");
-        let mtimes: Vec<i64> = std::iter::once(u.fragment.mtime).chain(u.drop_ins.iter().map(|d| d.mtime)).flatten().collect();
+        let mtimes: Vec<i64> = std::iter::once(u.fragment.mtime)
+            .chain(u.drop_ins.iter().map(|d| d.mtime))
+            .flatten()
+            .collect();
         let hints = ParseHints {
             source: LaunchSource {
                 kind: SourceKind::Unit,
                 location: format!("unit:{}", u.name),
                 time: TimeBounds {
-                    at: u.state.as_ref().and_then(|s| s.exec_main_start).filter(|_| running),
+                    at: u
+                        .state
+                        .as_ref()
+                        .and_then(|s| s.exec_main_start)
+                        .filter(|_| running),
                     not_before: mtimes.iter().max().copied(),
                     not_after: None,
                 },
@@ -520,8 +641,14 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         let hints = ParseHints {
             source: LaunchSource {
                 kind: SourceKind::Container,
-                location: format!("container:{}", c.name.clone().unwrap_or_else(|| c.id.clone())),
-                time: TimeBounds { at: c.started_at, ..TimeBounds::default() },
+                location: format!(
+                    "container:{}",
+                    c.name.clone().unwrap_or_else(|| c.id.clone())
+                ),
+                time: TimeBounds {
+                    at: c.started_at,
+                    ..TimeBounds::default()
+                },
                 running: c.state.as_deref() == Some("running"),
             },
             ..ParseHints::default()
@@ -537,7 +664,11 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                 source: LaunchSource {
                     kind: SourceKind::History,
                     location: format!("{}#{}", h.path, e.index),
-                    time: TimeBounds { at: e.time, not_before: None, not_after: if e.time.is_none() { h.mtime } else { None } },
+                    time: TimeBounds {
+                        at: e.time,
+                        not_before: None,
+                        not_after: if e.time.is_none() { h.mtime } else { None },
+                    },
                     running: false,
                 },
                 ..ParseHints::default()
@@ -553,7 +684,10 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                 source: LaunchSource {
                     kind: SourceKind::Log,
                     location: log.location.clone(),
-                    time: TimeBounds { at: r.time, ..TimeBounds::default() },
+                    time: TimeBounds {
+                        at: r.time,
+                        ..TimeBounds::default()
+                    },
                     running: false,
                 },
                 engine_version: r.version.clone(),

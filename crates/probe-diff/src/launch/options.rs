@@ -56,7 +56,11 @@ fn resolve<'c>(
             [] => {}
             [(_, o, neg)] => return Some((o, *neg, sub)),
             [(_, o, neg), ..] => {
-                let names: Vec<String> = cands.iter().take(6).map(|(s, _, _)| s.to_string()).collect();
+                let names: Vec<String> = cands
+                    .iter()
+                    .take(6)
+                    .map(|(s, _, _)| s.to_string())
+                    .collect();
                 warnings.push(format!(
                     "ambiguous abbreviation {flag}: matches {} (argparse rejects it); read as --{}",
                     names.join(", "),
@@ -86,7 +90,8 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
                 p.positional_model = Some(tok.clone());
             } else {
                 if tok.contains('$') {
-                    p.warnings.push(format!("unresolved variable in argument {tok}"));
+                    p.warnings
+                        .push(format!("unresolved variable in argument {tok}"));
                 } else {
                     p.warnings.push(format!("unexpected argument {tok}"));
                 }
@@ -120,7 +125,6 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
             if inline.is_none()
                 && let Some(next) = args.get(i)
                 && !looks_like_option(next)
-                && !(positional_model && p.positional_model.is_none() && false)
             {
                 p.unknown.push(next.clone());
                 i += 1;
@@ -200,7 +204,9 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
                     }
                     Some(raw) => match &sub {
                         Some(_) => lenient_json(&raw)
-                            .or_else(|| parse_human_int(&raw, units).map(|n| Value::Number(n.into())))
+                            .or_else(|| {
+                                parse_human_int(&raw, units).map(|n| Value::Number(n.into()))
+                            })
                             .unwrap_or_else(|| guess(&raw)),
                         None => typed(&raw, kind, units),
                     },
@@ -241,10 +247,19 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
 /// Adds options from a YAML/JSON config object (`--config file.yaml`): keys are option names (dash
 /// or underscore), nested objects are flattened to dotted names when the catalog knows those, else
 /// kept as JSON. Options already set on the command line win.
-pub(crate) fn merge_config(cat: &Catalog, config: &Value, options: &mut BTreeMap<String, LaunchOption>, prefix: &str) {
+pub(crate) fn merge_config(
+    cat: &Catalog,
+    config: &Value,
+    options: &mut BTreeMap<String, LaunchOption>,
+    prefix: &str,
+) {
     let Value::Object(m) = config else { return };
     for (k, v) in m {
-        let full = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        let full = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
         if let Some(spec) = cat.lookup_name_loose(&full) {
             if options.contains_key(&spec.name) {
                 continue;
@@ -255,7 +270,10 @@ pub(crate) fn merge_config(cat: &Catalog, config: &Value, options: &mut BTreeMap
             };
             options.insert(
                 spec.name.clone(),
-                LaunchOption { written: format!("{full}: {v} (config file)"), value },
+                LaunchOption {
+                    written: format!("{full}: {v} (config file)"),
+                    value,
+                },
             );
         } else if v.is_object() {
             merge_config(cat, v, options, &full);
@@ -264,7 +282,10 @@ pub(crate) fn merge_config(cat: &Catalog, config: &Value, options: &mut BTreeMap
 }
 
 /// Normalises speculative decoding from the parsed options.
-pub(crate) fn speculative(cat: &Catalog, options: &BTreeMap<String, LaunchOption>) -> Option<Speculative> {
+pub(crate) fn speculative(
+    cat: &Catalog,
+    options: &BTreeMap<String, LaunchOption>,
+) -> Option<Speculative> {
     let mut s = Speculative::default();
     let mut any = false;
     let set = |s: &mut Speculative, key: &str, v: &Value| {
@@ -313,7 +334,13 @@ pub(crate) fn speculative(cat: &Catalog, options: &BTreeMap<String, LaunchOption
     }
     if let Some(a) = &s.algorithm {
         let up = a.to_ascii_uppercase();
-        s.effective_algorithm = Some(cat.speculative.effective.get(&up).cloned().unwrap_or(up.clone()));
+        s.effective_algorithm = Some(
+            cat.speculative
+                .effective
+                .get(&up)
+                .cloned()
+                .unwrap_or(up.clone()),
+        );
         if cat.speculative.implied_for.iter().any(|x| x == &up) {
             let given = [
                 ("num_steps", s.num_steps.is_some()),
@@ -329,7 +356,8 @@ pub(crate) fn speculative(cat: &Catalog, options: &BTreeMap<String, LaunchOption
                 && s.num_draft_tokens.as_ref().and_then(Value::as_i64) != Some(steps + 1)
             {
                 // SGLang forces draft tokens to steps + 1 when topk is 1.
-                s.implied.insert("num_draft_tokens".into(), Value::Number((steps + 1).into()));
+                s.implied
+                    .insert("num_draft_tokens".into(), Value::Number((steps + 1).into()));
             }
         }
     } else if s.draft_model.is_some() {

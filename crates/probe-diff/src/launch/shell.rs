@@ -13,6 +13,11 @@ use std::collections::BTreeMap;
 /// Bounds against hostile input.
 const MAX_TOKENS: usize = 200_000;
 const MAX_DEPTH: usize = 8;
+/// Here-document files kept per text, and their size.
+const MAX_FILES: usize = 16;
+const MAX_FILE_BYTES: usize = 64 * 1024;
+/// Exported variables tracked per text.
+const MAX_EXPORTS: usize = 512;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Part {
@@ -219,8 +224,14 @@ impl Lexer<'_> {
                     break;
                 }
             }
-            self.toks
-                .push(Tok::Redir(fd, op, Word { parts: vec![Part::Lit(t, false)], array: None }));
+            self.toks.push(Tok::Redir(
+                fd,
+                op,
+                Word {
+                    parts: vec![Part::Lit(t, false)],
+                    array: None,
+                },
+            ));
             return;
         }
         if self.peek(0) == Some('|') {
@@ -243,9 +254,18 @@ impl Lexer<'_> {
                 while self.pos < self.chars.len() && self.chars.get(self.pos) != Some(&'\n') {
                     self.pos += 1;
                 }
-                let line: String = self.chars.get(start..self.pos).unwrap_or(&[]).iter().collect();
+                let line: String = self
+                    .chars
+                    .get(start..self.pos)
+                    .unwrap_or(&[])
+                    .iter()
+                    .collect();
                 self.pos += 1; // newline
-                let cmp = if strip { line.trim_start_matches('\t') } else { line.as_str() };
+                let cmp = if strip {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
                 if cmp.trim_end() == delim {
                     break;
                 }
@@ -283,17 +303,15 @@ impl Lexer<'_> {
                     lit.push(c);
                     self.pos += 1;
                 }
-                '\\' => {
-                    match self.peek(1) {
-                        Some('\n') => self.pos += 2,
-                        Some(n) => {
-                            flush(&mut lit, &mut w.parts, false);
-                            w.parts.push(Part::Lit(n.to_string(), true));
-                            self.pos += 2;
-                        }
-                        None => self.pos += 1,
+                '\\' => match self.peek(1) {
+                    Some('\n') => self.pos += 2,
+                    Some(n) => {
+                        flush(&mut lit, &mut w.parts, false);
+                        w.parts.push(Part::Lit(n.to_string(), true));
+                        self.pos += 2;
                     }
-                }
+                    None => self.pos += 1,
+                },
                 '\'' => {
                     flush(&mut lit, &mut w.parts, false);
                     self.pos += 1;
@@ -494,14 +512,25 @@ impl Lexer<'_> {
                 let rest = inner.get(name.len()..).unwrap_or("");
                 Part::Var {
                     name,
-                    op: if rest.is_empty() { None } else { Some(rest.to_string()) },
+                    op: if rest.is_empty() {
+                        None
+                    } else {
+                        Some(rest.to_string())
+                    },
                     raw,
                     quoted,
                 }
             }
-            Some(c) if c.is_ascii_digit() || matches!(c, '@' | '*' | '#' | '?' | '$' | '!' | '-') => {
+            Some(c)
+                if c.is_ascii_digit() || matches!(c, '@' | '*' | '#' | '?' | '$' | '!' | '-') =>
+            {
                 self.pos += 2;
-                Part::Var { name: c.to_string(), op: None, raw: self.slice(start, self.pos), quoted }
+                Part::Var {
+                    name: c.to_string(),
+                    op: None,
+                    raw: self.slice(start, self.pos),
+                    quoted,
+                }
             }
             Some(c) if is_name_char(c) => {
                 self.pos += 1;
@@ -509,7 +538,12 @@ impl Lexer<'_> {
                     self.pos += 1;
                 }
                 let raw = self.slice(start, self.pos);
-                Part::Var { name: raw.trim_start_matches('$').to_string(), op: None, raw, quoted }
+                Part::Var {
+                    name: raw.trim_start_matches('$').to_string(),
+                    op: None,
+                    raw,
+                    quoted,
+                }
             }
             _ => {
                 self.pos += 1;
@@ -559,7 +593,7 @@ pub(crate) struct ShellCommand {
     /// `| tee [-a] file`: the tee targets.
     pub tee: Vec<String>,
     /// Files written by here-documents earlier in the text (`cat > f <<EOF`).
-    pub files: BTreeMap<String, String>,
+    pub files: std::rc::Rc<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -582,7 +616,7 @@ pub(crate) struct State {
     pub cwd: Option<String>,
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
-    pub files: BTreeMap<String, String>,
+    pub files: std::rc::Rc<BTreeMap<String, String>>,
 }
 
 /// Walks the commands of `text` and returns every simple command with its context.
@@ -597,11 +631,7 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
     let mut after_or_and = false;
     while i <= toks.len() {
         let t = toks.get(i);
-        let is_end = match t {
-            None => true,
-            Some(Tok::Op(_)) => true,
-            _ => false,
-        };
+        let is_end = matches!(t, None | Some(Tok::Op(_)));
         if !is_end {
             if let Some(t) = t {
                 cur.push(t);
@@ -638,13 +668,23 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
             } else {
                 Vec::new()
             };
-            if tee_words.first().map(|w| basename(w) == "tee").unwrap_or(false) {
+            if tee_words
+                .first()
+                .map(|w| basename(w) == "tee")
+                .unwrap_or(false)
+            {
                 // `cmd | tee [-a] file`: attach the targets to the command before the pipe.
                 if let Some(idx) = pending_tee_target.take()
                     && let Some(c) = out.get_mut(idx)
                 {
                     let c: &mut ShellCommand = c;
-                    c.tee.extend(tee_words.iter().skip(1).filter(|w| !w.starts_with('-')).cloned());
+                    c.tee.extend(
+                        tee_words
+                            .iter()
+                            .skip(1)
+                            .filter(|w| !w.starts_with('-'))
+                            .cloned(),
+                    );
                 }
             } else {
                 let before = out.len();
@@ -679,7 +719,11 @@ fn is_assignment(s: &str) -> Option<(&str, &str, bool)> {
     };
     if name.is_empty()
         || !name.chars().all(is_name_char)
-        || name.chars().next().map(|c| c.is_ascii_digit()).unwrap_or(true)
+        || name
+            .chars()
+            .next()
+            .map(|c| c.is_ascii_digit())
+            .unwrap_or(true)
     {
         return None;
     }
@@ -752,7 +796,9 @@ fn run_simple(
     }
     // Inside `case` arms the first word is a pattern followed by `)`; the lexer split it off as
     // its own command. Patterns look like `--dp` or `*`; skip single-word commands there.
-    let conditional = frames.iter().any(|f| !matches!(f, Frame::Group | Frame::IfThen));
+    let conditional = frames
+        .iter()
+        .any(|f| !matches!(f, Frame::Group | Frame::IfThen));
     let unstable = frames.iter().any(|f| !matches!(f, Frame::Group));
 
     // Leading assignments.
@@ -761,7 +807,9 @@ fn run_simple(
     let mut assigns: Vec<(String, Val, bool)> = Vec::new();
     while let Some(w) = words.get(idx) {
         let lit = word_lit(w);
-        let Some((name, _, append)) = is_assignment(&lit) else { break };
+        let Some((name, _, append)) = is_assignment(&lit) else {
+            break;
+        };
         let name = name.to_string();
         let val = if let Some(items) = &w.array {
             let mut v = Vec::new();
@@ -807,13 +855,28 @@ fn run_simple(
     for w in rest {
         argv.extend(expand_word(w, state));
     }
-    let Some(cmd) = argv.first().cloned() else { return };
+    let Some(cmd) = argv.first().cloned() else {
+        return;
+    };
     let args: Vec<String> = argv.iter().skip(1).cloned().collect();
 
+    // Makefile-style assignment (`MODEL ?= x`, `PORT := 8000`).
+    if let Some(op) = args.first()
+        && matches!(op.as_str(), "=" | ":=" | "?=" | "::=")
+        && cmd.chars().all(is_name_char)
+        && !unstable
+    {
+        let value = args.get(1..).unwrap_or(&[]).join(" ");
+        if !(op == "?=" && state.vars.contains_key(&cmd)) {
+            state.vars.insert(cmd.clone(), Val::Text(value));
+        }
+        return;
+    }
     // Builtins that change state.
     match cmd.as_str() {
         "export" | "declare" | "typeset" | "local" | "readonly" => {
-            let exporting = cmd == "export" || args.iter().any(|a| a.starts_with('-') && a.contains('x'));
+            let exporting =
+                cmd == "export" || args.iter().any(|a| a.starts_with('-') && a.contains('x'));
             for (j, w) in rest.iter().enumerate().skip(1) {
                 let lit = word_lit(w);
                 if lit.starts_with('-') {
@@ -834,7 +897,10 @@ fn run_simple(
                     set_var(state, &name, val.clone(), append);
                     if exporting {
                         let text = val_text(&name, state.vars.get(&name).unwrap_or(&val));
-                        state.exported.insert(name, text);
+                        if state.exported.len() < MAX_EXPORTS || state.exported.contains_key(&name)
+                        {
+                            state.exported.insert(name, text);
+                        }
                     }
                 } else if exporting {
                     let name = args.get(j - 1).cloned().unwrap_or_default();
@@ -875,7 +941,11 @@ fn run_simple(
                 && args.len() > j + 1
             {
                 let value = args.get(j + 1..).unwrap_or(&[]).join(" ");
-                let val = if unstable { Val::Opaque } else { Val::Text(value.clone()) };
+                let val = if unstable {
+                    Val::Opaque
+                } else {
+                    Val::Text(value.clone())
+                };
                 state.vars.insert(name.clone(), val);
                 if export {
                     state.exported.insert(name.clone(), value);
@@ -885,10 +955,15 @@ fn run_simple(
         }
         "cd" | "pushd" => {
             if let Some(d) = args.iter().find(|a| !a.starts_with('-')) {
-                state.cwd = Some(match (&state.cwd, d.starts_with('/') || d.starts_with('~') || d.starts_with('$')) {
-                    (Some(c), false) => format!("{}/{}", c.trim_end_matches('/'), d),
-                    _ => d.clone(),
-                });
+                state.cwd = Some(
+                    match (
+                        &state.cwd,
+                        d.starts_with('/') || d.starts_with('~') || d.starts_with('$'),
+                    ) {
+                        (Some(c), false) => format!("{}/{}", c.trim_end_matches('/'), d),
+                        _ => d.clone(),
+                    },
+                );
             }
             return;
         }
@@ -904,16 +979,16 @@ fn run_simple(
             }
             return;
         }
-        "conda" | "mamba" | "micromamba" => {
-            if args.first().map(String::as_str) == Some("activate") {
-                if !state.context_wrappers.iter().any(|w| w == "conda") {
-                    state.context_wrappers.push("conda".into());
-                }
-                if let Some(env) = args.get(1) {
-                    state.venv = Some(env.clone());
-                }
-                return;
+        "conda" | "mamba" | "micromamba"
+            if args.first().map(String::as_str) == Some("activate") =>
+        {
+            if !state.context_wrappers.iter().any(|w| w == "conda") {
+                state.context_wrappers.push("conda".into());
             }
+            if let Some(env) = args.get(1) {
+                state.venv = Some(env.clone());
+            }
+            return;
         }
         "eval" if depth < MAX_DEPTH => {
             let inner = args.join(" ");
@@ -930,9 +1005,13 @@ fn run_simple(
     // Here-document written to a file: remember the content.
     if let Some(body) = heredoc {
         for (_, op, w) in &redirs {
-            if matches!(*op, ">" | ">>" | ">|") {
+            if matches!(*op, ">" | ">>" | ">|")
+                && state.files.len() < MAX_FILES
+                && body.len() <= MAX_FILE_BYTES
+            {
                 let target = expand_simple(w, state);
-                state.files.insert(normalize_path(&target), body.to_string());
+                std::rc::Rc::make_mut(&mut state.files)
+                    .insert(normalize_path(&target), body.to_string());
             }
         }
     }
@@ -940,7 +1019,10 @@ fn run_simple(
     let mut redirects = Vec::new();
     for (fd, op, w) in &redirs {
         let target = expand_simple(w, state);
-        if matches!(*op, ">" | ">>" | "&>" | "&>>" | ">|") && !target.starts_with('&') && fd.unwrap_or(1) <= 2 {
+        if matches!(*op, ">" | ">>" | "&>" | "&>>" | ">|")
+            && !target.starts_with('&')
+            && fd.unwrap_or(1) <= 2
+        {
             redirects.push((op.to_string(), target));
         }
     }
@@ -1047,7 +1129,12 @@ fn resolve_var(name: &str, op: Option<&str>, raw: &str, state: &State) -> Option
         Some(Val::Opaque) => Some(raw.to_string()),
         // Environment variables, positional parameters: kept as written.
         None => match op {
-            Some(o) if !(o.starts_with(":-") || o.starts_with('-') || o.starts_with(":=") || o.starts_with('[')) => {
+            Some(o)
+                if !(o.starts_with(":-")
+                    || o.starts_with('-')
+                    || o.starts_with(":=")
+                    || o.starts_with('[')) =>
+            {
                 None
             }
             _ => Some(raw.to_string()),
@@ -1060,22 +1147,46 @@ fn param_op(v: &str, op: &str) -> Option<String> {
         if pat == "*/" {
             return Some(v.rsplit('/').next().unwrap_or(v).to_string());
         }
-        return v.strip_prefix(pat).map(str::to_string).or(Some(v.to_string()));
+        return v
+            .strip_prefix(pat)
+            .map(str::to_string)
+            .or(Some(v.to_string()));
     }
     if let Some(pat) = op.strip_prefix("%%").or_else(|| op.strip_prefix('%')) {
         if pat == "/*" {
-            return Some(v.rsplit_once('/').map(|(a, _)| a.to_string()).unwrap_or_default());
+            return Some(
+                v.rsplit_once('/')
+                    .map(|(a, _)| a.to_string())
+                    .unwrap_or_default(),
+            );
         }
-        return v.strip_suffix(pat).map(str::to_string).or(Some(v.to_string()));
+        return v
+            .strip_suffix(pat)
+            .map(str::to_string)
+            .or(Some(v.to_string()));
     }
     if let Some(pat) = op.strip_prefix('#') {
         if pat == "*/" {
-            return Some(v.split_once('/').map(|(_, b)| b.to_string()).unwrap_or_else(|| v.to_string()));
+            return Some(
+                v.split_once('/')
+                    .map(|(_, b)| b.to_string())
+                    .unwrap_or_else(|| v.to_string()),
+            );
         }
-        return v.strip_prefix(pat).map(str::to_string).or(Some(v.to_string()));
+        return v
+            .strip_prefix(pat)
+            .map(str::to_string)
+            .or(Some(v.to_string()));
     }
     if op.starts_with(":+") || op.starts_with('+') {
-        return Some(if v.is_empty() { String::new() } else { op.trim_start_matches(':').get(1..).unwrap_or("").to_string() });
+        return Some(if v.is_empty() {
+            String::new()
+        } else {
+            op.trim_start_matches(':')
+                .get(1..)
+                .unwrap_or("")
+                .to_string()
+        });
     }
     None
 }
@@ -1093,27 +1204,64 @@ fn static_cmd_subst(raw: &str, state: &State) -> CmdSubst {
         .or_else(|| raw.strip_prefix('`').and_then(|s| s.strip_suffix('`')))
         .unwrap_or("")
         .trim();
-    if inner.contains("BASH_SOURCE") || inner.contains("$0") || inner.contains("pwd") || inner.contains("realpath") || inner.contains("readlink") {
+    if inner.contains("BASH_SOURCE")
+        || inner.contains("$0")
+        || inner.contains("pwd")
+        || inner.contains("realpath")
+        || inner.contains("readlink")
+    {
         return CmdSubst::Opaque;
     }
-    let mut st = state.clone();
-    let cmds = commands(inner, &mut st, MAX_DEPTH);
-    if let [c] = cmds.as_slice()
-        && let [cmd, arg] = c.argv.as_slice()
-        && !arg.contains('$')
+    // Make variables: `$(MODEL)` where MODEL is assigned in the text.
+    if inner.chars().all(is_name_char)
+        && let Some(Val::Text(v)) = state.vars.get(inner)
     {
-        match cmd.as_str() {
-            "basename" => return CmdSubst::Value(basename(arg.trim_end_matches('/')).to_string()),
-            "dirname" => {
-                return CmdSubst::Value(
-                    arg.trim_end_matches('/').rsplit_once('/').map(|(a, _)| if a.is_empty() { "/".to_string() } else { a.to_string() }).unwrap_or_else(|| ".".into()),
-                );
-            }
-            "echo" => return CmdSubst::Value(arg.clone()),
-            _ => {}
-        }
+        return CmdSubst::Value(v.clone());
     }
-    CmdSubst::Literal
+    // Nested substitutions are left as written (and bound the recursion).
+    if inner.contains("$(") || inner.contains('`') || inner.len() > 4096 {
+        return CmdSubst::Literal;
+    }
+    let toks = lex(inner);
+    let words: Vec<&Word> = toks
+        .iter()
+        .filter_map(|t| match t {
+            Tok::Word(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    if words.len() != 2
+        || toks
+            .iter()
+            .any(|t| matches!(t, Tok::Op(o) if o != "\n") || matches!(t, Tok::Redir(..)))
+    {
+        return CmdSubst::Literal;
+    }
+    let (Some(cmd), Some(arg)) = (words.first(), words.get(1)) else {
+        return CmdSubst::Literal;
+    };
+    let cmd = cmd.raw();
+    let arg = expand_simple(arg, state);
+    if arg.contains('$') {
+        return CmdSubst::Literal;
+    }
+    match cmd.as_str() {
+        "basename" => CmdSubst::Value(basename(arg.trim_end_matches('/')).to_string()),
+        "dirname" => CmdSubst::Value(
+            arg.trim_end_matches('/')
+                .rsplit_once('/')
+                .map(|(a, _)| {
+                    if a.is_empty() {
+                        "/".to_string()
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .unwrap_or_else(|| ".".into()),
+        ),
+        "echo" => CmdSubst::Value(arg),
+        _ => CmdSubst::Literal,
+    }
 }
 
 /// Integer arithmetic on literals and in-text integer variables; `None` otherwise.
@@ -1182,7 +1330,7 @@ fn eval_arith(e: &str) -> Option<i64> {
                 return None;
             }
         }
-        total = total.checked_add(sign * acc?)?;
+        total = total.checked_add(acc?.checked_mul(sign)?)?;
     }
     Some(total)
 }
@@ -1227,7 +1375,12 @@ pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
                 }
                 produced = true;
             }
-            Part::Var { name, op, raw, quoted } => {
+            Part::Var {
+                name,
+                op,
+                raw,
+                quoted,
+            } => {
                 // Arrays: `${ARR[@]}` / `${ARR[*]}`.
                 if let Some(o) = op
                     && (o == "[@]" || o == "[*]")
@@ -1246,13 +1399,16 @@ pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
                     any_quoted |= *quoted;
                     continue;
                 }
-                let text = resolve_var(name, op.as_deref(), raw, state).unwrap_or_else(|| match state.vars.get(name) {
-                    Some(_) => raw.clone(),
-                    None => raw.clone(),
+                let text = resolve_var(name, op.as_deref(), raw, state).unwrap_or_else(|| {
+                    match state.vars.get(name) {
+                        Some(_) => raw.clone(),
+                        None => raw.clone(),
+                    }
                 });
                 let from_text = matches!(state.vars.get(name), Some(Val::Text(_) | Val::Array(_)));
                 // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
-                let placeholder = text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
+                let placeholder =
+                    text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
                 if !*quoted && from_text && !placeholder && text.split_whitespace().count() > 1 {
                     let mut parts = text.split_whitespace();
                     if let Some(first) = parts.next()
@@ -1330,20 +1486,49 @@ mod tests {
     #[test]
     fn continuation_and_comment_end_the_command() {
         let c = run("python -m x \\\n--a 1 \\\n# comment\n--b 2\n");
-        assert_eq!(c.first().map(|c| c.argv.clone()), Some(vec!["python".into(), "-m".into(), "x".into(), "--a".into(), "1".into()]));
-        assert_eq!(c.get(1).map(|c| c.argv.clone()), Some(vec!["--b".into(), "2".into()]));
+        assert_eq!(
+            c.first().map(|c| c.argv.clone()),
+            Some(vec![
+                "python".into(),
+                "-m".into(),
+                "x".into(),
+                "--a".into(),
+                "1".into()
+            ])
+        );
+        assert_eq!(
+            c.get(1).map(|c| c.argv.clone()),
+            Some(vec!["--b".into(), "2".into()])
+        );
     }
 
     #[test]
     fn variables_follow_assignments_and_keep_outside_values() {
-        let c = run("port=8082 # c\nm=$1\nx=\"${HOST:-0.0.0.0}\"\nrun --port $port --m ${m} --h \"${x}\" --e $ENV");
+        let c = run(
+            "port=8082 # c\nm=$1\nx=\"${HOST:-0.0.0.0}\"\nrun --port $port --m ${m} --h \"${x}\" --e $ENV",
+        );
         let argv = c.last().map(|c| c.argv.clone()).unwrap_or_default();
-        assert_eq!(argv, vec!["run", "--port", "8082", "--m", "$1", "--h", "${HOST:-0.0.0.0}", "--e", "$ENV"]);
+        assert_eq!(
+            argv,
+            vec![
+                "run",
+                "--port",
+                "8082",
+                "--m",
+                "$1",
+                "--h",
+                "${HOST:-0.0.0.0}",
+                "--e",
+                "$ENV"
+            ]
+        );
     }
 
     #[test]
     fn loop_assignments_are_unstable() {
-        let c = run("dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nrun --dp $dp --n $((dp * 2))");
+        let c = run(
+            "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nrun --dp $dp --n $((dp * 2))",
+        );
         let argv = c.last().map(|c| c.argv.clone()).unwrap_or_default();
         assert_eq!(argv, vec!["run", "--dp", "$dp", "--n", "$((dp * 2))"]);
     }
@@ -1351,22 +1536,38 @@ mod tests {
     #[test]
     fn arithmetic_on_fixed_values() {
         let c = run("dp=2\nrun $((dp * 512 + 1))");
-        assert_eq!(c.last().map(|c| c.argv.clone()), Some(vec!["run".into(), "1025".into()]));
+        assert_eq!(
+            c.last().map(|c| c.argv.clone()),
+            Some(vec!["run".into(), "1025".into()])
+        );
     }
 
     #[test]
     fn redirections_tee_and_heredoc() {
-        let c = run("cat > ./a.yml <<EOF\nk: v\nEOF\nnohup srv > out.log 2>&1 &\nsrv2 | tee -a t.log\n");
-        assert_eq!(c.get(1).map(|c| c.redirects.clone()), Some(vec![(">".into(), "out.log".into())]));
+        let c = run(
+            "cat > ./a.yml <<EOF\nk: v\nEOF\nnohup srv > out.log 2>&1 &\nsrv2 | tee -a t.log\n",
+        );
+        assert_eq!(
+            c.get(1).map(|c| c.redirects.clone()),
+            Some(vec![(">".into(), "out.log".into())])
+        );
         assert_eq!(c.get(2).map(|c| c.tee.clone()), Some(vec!["t.log".into()]));
-        assert_eq!(c.get(2).and_then(|c| c.files.get("a.yml").cloned()), Some("k: v\n".into()));
+        assert_eq!(
+            c.get(2).and_then(|c| c.files.get("a.yml").cloned()),
+            Some("k: v\n".into())
+        );
     }
 
     #[test]
     fn arrays_and_quote_concatenation() {
-        let c = run("N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"");
+        let c = run(
+            "N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"",
+        );
         let argv = c.last().map(|c| c.argv.clone()).unwrap_or_default();
-        assert_eq!(argv, vec!["exec", "run", "m", "--x", "1", "--j", "{\"n\":${N:-3}}"]);
+        assert_eq!(
+            argv,
+            vec!["exec", "run", "m", "--x", "1", "--j", "{\"n\":${N:-3}}"]
+        );
     }
 
     #[test]

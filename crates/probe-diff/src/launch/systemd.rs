@@ -55,7 +55,9 @@ pub(crate) fn parse_unit(text: &str) -> UnitText {
             section = l.trim_matches(['[', ']']).to_string();
             continue;
         }
-        let Some((k, v)) = l.split_once('=') else { continue };
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         if k.contains(' ') {
             continue;
@@ -72,14 +74,22 @@ pub(crate) fn parse_unit(text: &str) -> UnitText {
                 if v.is_empty() {
                     u.environment.clear();
                 }
-                for w in split_exec(v, &BTreeMap::new(), &BTreeMap::new(), &mut Vec::new(), false) {
+                for w in split_exec(
+                    v,
+                    &BTreeMap::new(),
+                    &BTreeMap::new(),
+                    &mut Vec::new(),
+                    false,
+                ) {
                     if let Some((a, b)) = w.split_once('=') {
                         u.environment.insert(a.to_string(), b.to_string());
                     }
                 }
             }
             ("Service", "EnvironmentFile") => u.environment_files.push(v.to_string()),
-            ("Service", "WorkingDirectory") => u.working_directory = Some(v.trim_start_matches('-').to_string()),
+            ("Service", "WorkingDirectory") => {
+                u.working_directory = Some(v.trim_start_matches('-').to_string())
+            }
             ("Service", "User") => u.user = Some(v.to_string()),
             ("Unit", "Description") => u.description = Some(v.to_string()),
             _ => {}
@@ -200,7 +210,9 @@ pub(crate) fn split_exec(
                             match env.get(&name) {
                                 Some(v) => w.push_str(v),
                                 None => {
-                                    warnings.push(format!("unresolved variable ${{{name}}} (not set in the unit)"));
+                                    warnings.push(format!(
+                                        "unresolved variable ${{{name}}} (not set in the unit)"
+                                    ));
                                     w.push_str(&format!("${{{name}}}"));
                                 }
                             }
@@ -260,15 +272,40 @@ mod tests {
         env.insert("ARGS".into(), "--y 1 --z".into());
         let sp = specifiers(Some("srv@inst.service"), None);
         let mut w = Vec::new();
-        let argv = split_exec(u.exec_start.first().map(String::as_str).unwrap_or(""), &env, &sp, &mut w, true);
-        assert_eq!(argv, vec!["/usr/bin/python", "-m", "m", "--x", "inst", "--y", "1", "--z", "3"]);
+        let argv = split_exec(
+            u.exec_start.first().map(String::as_str).unwrap_or(""),
+            &env,
+            &sp,
+            &mut w,
+            true,
+        );
+        assert_eq!(
+            argv,
+            vec![
+                "/usr/bin/python",
+                "-m",
+                "m",
+                "--x",
+                "inst",
+                "--y",
+                "1",
+                "--z",
+                "3"
+            ]
+        );
         assert!(w.is_empty());
     }
 
     #[test]
     fn unresolved_unit_variables_are_kept_and_reported() {
         let mut w = Vec::new();
-        let argv = split_exec("/bin/x --a 1 $SGLANG_ARGS", &BTreeMap::new(), &BTreeMap::new(), &mut w, true);
+        let argv = split_exec(
+            "/bin/x --a 1 $SGLANG_ARGS",
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &mut w,
+            true,
+        );
         assert_eq!(argv, vec!["/bin/x", "--a", "1", "$SGLANG_ARGS"]);
         assert_eq!(w.len(), 1);
     }

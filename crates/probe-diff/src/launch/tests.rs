@@ -10,12 +10,25 @@ fn one(text: &str) -> LaunchConfig {
 
 #[test]
 fn sglang_prefixes_resolve_against_the_catalog() {
-    let l = one("python -m sglang.launch_server --model m --tp 2 --speculative-algo NEXTN --mem-fraction 0.8");
+    let l = one(
+        "python -m sglang.launch_server --model m --tp 2 --speculative-algo NEXTN --mem-fraction 0.8",
+    );
     assert_eq!(l.engine, Engine::Sglang);
     assert_eq!(l.model.as_deref(), Some("m"));
-    assert_eq!(l.options.get("tp-size").map(|o| o.value.clone()), Some(serde_json::json!(2)));
-    assert_eq!(l.options.get("tp-size").map(|o| o.written.clone()), Some("--tp 2".into()));
-    assert_eq!(l.options.get("mem-fraction-static").map(|o| o.value.clone()), Some(serde_json::json!(0.8)));
+    assert_eq!(
+        l.options.get("tp-size").map(|o| o.value.clone()),
+        Some(serde_json::json!(2))
+    );
+    assert_eq!(
+        l.options.get("tp-size").map(|o| o.written.clone()),
+        Some("--tp 2".into())
+    );
+    assert_eq!(
+        l.options
+            .get("mem-fraction-static")
+            .map(|o| o.value.clone()),
+        Some(serde_json::json!(0.8))
+    );
     let s = l.speculative.unwrap_or_default();
     assert_eq!(s.algorithm.as_deref(), Some("NEXTN"));
     assert_eq!(s.effective_algorithm.as_deref(), Some("EAGLE"));
@@ -25,14 +38,28 @@ fn sglang_prefixes_resolve_against_the_catalog() {
 #[test]
 fn ambiguous_prefix_is_reported() {
     let l = one("python -m sglang.launch_server --model-path m --speculative-draft d");
-    assert!(l.warnings.iter().any(|w| w.contains("ambiguous")), "{:?}", l.warnings);
+    assert!(
+        l.warnings.iter().any(|w| w.contains("ambiguous")),
+        "{:?}",
+        l.warnings
+    );
 }
 
 #[test]
 fn vllm_units_underscores_and_dotted_keys() {
-    let l = one("vllm serve m --max_model_len 16K --max-num-batched-tokens 16k --speculative-config.method mtp --speculative-config.num_speculative_tokens 2");
-    assert_eq!(l.options.get("max-model-len").map(|o| o.value.clone()), Some(serde_json::json!(16384)));
-    assert_eq!(l.options.get("max-num-batched-tokens").map(|o| o.value.clone()), Some(serde_json::json!(16000)));
+    let l = one(
+        "vllm serve m --max_model_len 16K --max-num-batched-tokens 16k --speculative-config.method mtp --speculative-config.num_speculative_tokens 2",
+    );
+    assert_eq!(
+        l.options.get("max-model-len").map(|o| o.value.clone()),
+        Some(serde_json::json!(16384))
+    );
+    assert_eq!(
+        l.options
+            .get("max-num-batched-tokens")
+            .map(|o| o.value.clone()),
+        Some(serde_json::json!(16000))
+    );
     assert_eq!(
         l.options.get("speculative-config").map(|o| o.value.clone()),
         Some(serde_json::json!({"method": "mtp", "num_speculative_tokens": 2}))
@@ -42,7 +69,10 @@ fn vllm_units_underscores_and_dotted_keys() {
 #[test]
 fn repeated_flag_last_wins_and_unknown_kept() {
     let l = one("vllm serve m --port 1 --port 2 --frobnicate 3");
-    assert_eq!(l.options.get("port").map(|o| o.value.clone()), Some(serde_json::json!(2)));
+    assert_eq!(
+        l.options.get("port").map(|o| o.value.clone()),
+        Some(serde_json::json!(2))
+    );
     assert_eq!(l.unknown, vec!["--frobnicate".to_string(), "3".to_string()]);
     assert!(l.warnings.iter().any(|w| w.contains("--frobnicate")));
 }
@@ -51,16 +81,30 @@ fn repeated_flag_last_wins_and_unknown_kept() {
 fn renamed_sglang_flags_follow_the_version() {
     let old = reconstruct(
         "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 8",
-        &ParseHints { engine_version: Some("0.5.14".into()), ..ParseHints::default() },
+        &ParseHints {
+            engine_version: Some("0.5.14".into()),
+            ..ParseHints::default()
+        },
     );
     let l = old.first().cloned().unwrap_or_default();
-    assert!(l.options.contains_key("cuda-graph-max-bs-decode"), "{:?}", l.options.keys().collect::<Vec<_>>());
+    assert!(
+        l.options.contains_key("cuda-graph-max-bs-decode"),
+        "{:?}",
+        l.options.keys().collect::<Vec<_>>()
+    );
     let new = reconstruct(
         "python -m sglang.launch_server --model-path m --cuda-graph-max-bs 8",
-        &ParseHints { engine_version: Some("0.5.23".into()), ..ParseHints::default() },
+        &ParseHints {
+            engine_version: Some("0.5.23".into()),
+            ..ParseHints::default()
+        },
     );
     let l = new.first().cloned().unwrap_or_default();
-    assert!(l.warnings.iter().any(|w| w.contains("ambiguous")), "{:?}", l.warnings);
+    assert!(
+        l.warnings.iter().any(|w| w.contains("ambiguous")),
+        "{:?}",
+        l.warnings
+    );
 }
 
 #[test]
@@ -78,21 +122,36 @@ fn wrappers_logs_and_workdir() {
 
 #[test]
 fn docker_and_argv() {
-    let l = one("docker run --gpus all -e A=1 -p 80:8000 vllm/vllm-openai:v0.9.0 m --tensor-parallel-size 2");
+    let l = one(
+        "docker run --gpus all -e A=1 -p 80:8000 vllm/vllm-openai:v0.9.0 m --tensor-parallel-size 2",
+    );
     assert_eq!(l.engine, Engine::Vllm);
     assert_eq!(l.model.as_deref(), Some("m"));
     assert_eq!(l.env.get("A").map(String::as_str), Some("1"));
     assert_eq!(l.wrappers.first().map(String::as_str), Some("docker"));
-    let v = reconstruct("/opt/v/bin/python3\0-m\0vllm.entrypoints.openai.api_server\0--model\0x\0", &ParseHints::default());
-    assert_eq!(v.first().and_then(|l| l.model.clone()).as_deref(), Some("x"));
+    let v = reconstruct(
+        "/opt/v/bin/python3\0-m\0vllm.entrypoints.openai.api_server\0--model\0x\0",
+        &ParseHints::default(),
+    );
+    assert_eq!(
+        v.first().and_then(|l| l.model.clone()).as_deref(),
+        Some("x")
+    );
 }
 
 #[test]
 fn startup_lines() {
-    let l = one("[2025] server_args=ServerArgs(model_path='m', tp_size=4, speculative_algorithm='EAGLE', speculative_num_steps=3)");
+    let l = one(
+        "[2025] server_args=ServerArgs(model_path='m', tp_size=4, speculative_algorithm='EAGLE', speculative_num_steps=3)",
+    );
     assert_eq!(l.engine, Engine::Sglang);
-    assert_eq!(l.options.get("tp-size").map(|o| o.value.clone()), Some(serde_json::json!(4)));
-    let l = one("INFO non-default args: {'model': 'x', 'tensor_parallel_size': 2, 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1}}");
+    assert_eq!(
+        l.options.get("tp-size").map(|o| o.value.clone()),
+        Some(serde_json::json!(4))
+    );
+    let l = one(
+        "INFO non-default args: {'model': 'x', 'tensor_parallel_size': 2, 'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1}}",
+    );
     assert_eq!(l.engine, Engine::Vllm);
     assert_eq!(l.model.as_deref(), Some("x"));
     assert_eq!(l.speculative.and_then(|s| s.algorithm), Some("mtp".into()));

@@ -108,7 +108,11 @@ pub fn lenient_json(s: &str) -> Option<Value> {
     if let Ok(v) = serde_json::from_str::<Value>(s) {
         return Some(v);
     }
-    let mut p = PyParser { s: s.as_bytes(), pos: 0, depth: 0 };
+    let mut p = PyParser {
+        s: s.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
     let v = p.value()?;
     p.ws();
     if p.pos == p.s.len() && (v.is_object() || v.is_array()) {
@@ -122,7 +126,11 @@ pub fn lenient_json(s: &str) -> Option<Value> {
 /// `ServerArgs(model_path='x', tp_size=2)`) into JSON. Calls become objects of their keyword
 /// arguments.
 pub fn python_literal(s: &str) -> Option<Value> {
-    let mut p = PyParser { s: s.as_bytes(), pos: 0, depth: 0 };
+    let mut p = PyParser {
+        s: s.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
     p.value()
 }
 
@@ -248,7 +256,9 @@ impl PyParser<'_> {
                 b'<' => depth += 1,
                 b'(' => {
                     // A call: `Name(k=v, ...)`.
-                    let name = String::from_utf8_lossy(self.s.get(start..self.pos)?).trim().to_string();
+                    let name = String::from_utf8_lossy(self.s.get(start..self.pos)?)
+                        .trim()
+                        .to_string();
                     return self.call(name);
                 }
                 b',' | b'}' | b']' | b')' | b':' if depth == 0 => break,
@@ -257,7 +267,9 @@ impl PyParser<'_> {
             }
             self.pos += 1;
         }
-        let raw = String::from_utf8_lossy(self.s.get(start..self.pos)?).trim().to_string();
+        let raw = String::from_utf8_lossy(self.s.get(start..self.pos)?)
+            .trim()
+            .to_string();
         if raw.is_empty() {
             return None;
         }
@@ -297,7 +309,10 @@ impl PyParser<'_> {
                 .collect();
             self.pos += ident.len();
             self.ws();
-            if !ident.is_empty() && self.peek() == Some(b'=') && self.s.get(self.pos + 1) != Some(&b'=') {
+            if !ident.is_empty()
+                && self.peek() == Some(b'=')
+                && self.s.get(self.pos + 1) != Some(&b'=')
+            {
                 self.pos += 1;
                 let v = self.value()?;
                 m.insert(String::from_utf8_lossy(&ident).into_owned(), v);
@@ -323,10 +338,14 @@ pub fn merge_dotted(target: &mut Value, path: &str, value: Value) {
     }
     let mut cur = target;
     let keys: Vec<&str> = path.split('.').filter(|k| !k.is_empty()).collect();
-    let Some((last, inner)) = keys.split_last() else { return };
+    let Some((last, inner)) = keys.split_last() else {
+        return;
+    };
     for k in inner {
         let Value::Object(m) = cur else { return };
-        let e = m.entry(k.to_string()).or_insert_with(|| Value::Object(Map::new()));
+        let e = m
+            .entry(k.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
         if !e.is_object() {
             *e = Value::Object(Map::new());
         }
@@ -338,7 +357,9 @@ pub fn merge_dotted(target: &mut Value, path: &str, value: Value) {
             None => (*last, false),
         };
         if append {
-            let e = m.entry(key.to_string()).or_insert_with(|| Value::Array(Vec::new()));
+            let e = m
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()));
             if let Value::Array(a) = e {
                 a.push(value);
             }
@@ -374,15 +395,23 @@ mod tests {
 
     #[test]
     fn python_reprs() {
-        let v = python_literal("ServerArgs(model_path='m', tp_size=2, mem_fraction_static=0.9, x=None, l=[1, 2])");
-        assert_eq!(
-            v,
-            Some(serde_json::json!({"model_path": "m", "tp_size": 2, "mem_fraction_static": 0.9, "x": null, "l": [1, 2]}))
+        let v = python_literal(
+            "ServerArgs(model_path='m', tp_size=2, mem_fraction_static=0.9, x=None, l=[1, 2])",
         );
-        let v = python_literal("{'model': 'a', 'speculative_config': {'method': 'mtp'}, 'enable_prefix_caching': True}");
         assert_eq!(
             v,
-            Some(serde_json::json!({"model": "a", "speculative_config": {"method": "mtp"}, "enable_prefix_caching": true}))
+            Some(
+                serde_json::json!({"model_path": "m", "tp_size": 2, "mem_fraction_static": 0.9, "x": null, "l": [1, 2]})
+            )
+        );
+        let v = python_literal(
+            "{'model': 'a', 'speculative_config': {'method': 'mtp'}, 'enable_prefix_caching': True}",
+        );
+        assert_eq!(
+            v,
+            Some(
+                serde_json::json!({"model": "a", "speculative_config": {"method": "mtp"}, "enable_prefix_caching": true})
+            )
         );
     }
 
@@ -391,6 +420,9 @@ mod tests {
         let mut v = serde_json::json!({"method": "x"});
         merge_dotted(&mut v, "num_speculative_tokens", serde_json::json!(3));
         merge_dotted(&mut v, "a.b", serde_json::json!(1));
-        assert_eq!(v, serde_json::json!({"method": "x", "num_speculative_tokens": 3, "a": {"b": 1}}));
+        assert_eq!(
+            v,
+            serde_json::json!({"method": "x", "num_speculative_tokens": 3, "a": {"b": 1}})
+        );
     }
 }

@@ -1,0 +1,134 @@
+//! Bad input never panics: random bytes, random argv built from real flag spellings, random unit
+//! files and shell-ish text.
+
+use std::collections::BTreeMap;
+
+use probe_diff::common::common_fields;
+use probe_diff::launch::{ParseHints, TextKind, from_argv, reconstruct};
+use proptest::prelude::*;
+
+const KINDS: [TextKind; 9] = [
+    TextKind::Auto,
+    TextKind::Argv,
+    TextKind::SystemdUnit,
+    TextKind::Shell,
+    TextKind::DockerRun,
+    TextKind::Compose,
+    TextKind::Kubernetes,
+    TextKind::SglangServerArgs,
+    TextKind::VllmNonDefaultArgs,
+];
+
+fn word() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("vllm".to_string()),
+        Just("serve".to_string()),
+        Just("python3".to_string()),
+        Just("-m".to_string()),
+        Just("sglang.launch_server".to_string()),
+        Just("docker".to_string()),
+        Just("run".to_string()),
+        Just("bash".to_string()),
+        Just("-c".to_string()),
+        Just("nohup".to_string()),
+        Just("--tp".to_string()),
+        Just("--speculative-config.method".to_string()),
+        Just("--speculative-config".to_string()),
+        Just("--max-model-len".to_string()),
+        Just("--context-length".to_string()),
+        Just("-tp".to_string()),
+        Just("--speculative-draft".to_string()),
+        Just("16K".to_string()),
+        Just("1Mi".to_string()),
+        Just("{\"method\":".to_string()),
+        Just("$X".to_string()),
+        Just("${Y:-3}".to_string()),
+        Just("$(echo".to_string()),
+        Just("'".to_string()),
+        Just("\"".to_string()),
+        Just("\\".to_string()),
+        Just("=".to_string()),
+        Just("--=".to_string()),
+        Just("-".to_string()),
+        Just("--".to_string()),
+        "[a-zA-Z0-9_./:=${}()'\"-]{0,12}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600), k in 0usize..9) {
+        let text = String::from_utf8_lossy(&bytes);
+        let hints = ParseHints { kind: KINDS[k % KINDS.len()], ..ParseHints::default() };
+        for l in reconstruct(&text, &hints) {
+            let _ = common_fields(&l);
+        }
+    }
+
+    #[test]
+    fn random_argv_never_panics(argv in proptest::collection::vec(word(), 0..24)) {
+        let hints = ParseHints::default();
+        if let Some(l) = from_argv(&argv, &BTreeMap::new(), &hints) {
+            let _ = common_fields(&l);
+        }
+        let joined = argv.join(" ");
+        for l in reconstruct(&joined, &hints) {
+            let _ = common_fields(&l);
+        }
+        let nul = argv.join("\0");
+        let _ = reconstruct(&nul, &ParseHints { kind: TextKind::Argv, ..ParseHints::default() });
+    }
+
+    #[test]
+    fn random_units_never_panic(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                Just("[Service]".to_string()),
+                Just("[Unit]".to_string()),
+                Just("ExecStart=".to_string()),
+                Just("Environment=\"A=1 2\" B".to_string()),
+                Just("EnvironmentFile=-/etc/x".to_string()),
+                Just("# comment \\".to_string()),
+                Just("  \\".to_string()),
+                Just("WorkingDirectory=-%h/x".to_string()),
+                (proptest::collection::vec(word(), 0..10)).prop_map(|w| format!("ExecStart=-@{}", w.join(" "))),
+                (proptest::collection::vec(word(), 0..10)).prop_map(|w| format!("  {} \\", w.join(" "))),
+                "[ -~]{0,40}",
+            ],
+            0..20,
+        )
+    ) {
+        let text = lines.join("\n");
+        let hints = ParseHints { kind: TextKind::SystemdUnit, ..ParseHints::default() };
+        for l in reconstruct(&text, &hints) {
+            let _ = common_fields(&l);
+        }
+        let _ = reconstruct(&text, &ParseHints::default());
+    }
+}
+
+#[test]
+fn hostile_shapes_terminate() {
+    let deep = format!("{}x{}", "$(".repeat(5000), ")".repeat(5000));
+    let _ = reconstruct(&deep, &ParseHints::default());
+    let braces = format!(
+        "vllm serve m --speculative-config '{}'",
+        "{\"a\":".repeat(5000)
+    );
+    let _ = reconstruct(&braces, &ParseHints::default());
+    let many = "export A=1\n".repeat(20_000) + "vllm serve m\n";
+    let v = reconstruct(&many, &ParseHints::default());
+    assert_eq!(v.len(), 1);
+    let repr = format!("server_args=ServerArgs({})", "x=[".repeat(3000));
+    let _ = reconstruct(&repr, &ParseHints::default());
+    let yaml = format!("a: &a [{}]\nb: [{}]", "x,".repeat(10), "*a,".repeat(100));
+    let _ = reconstruct(
+        &yaml,
+        &ParseHints {
+            kind: TextKind::Compose,
+            ..ParseHints::default()
+        },
+    );
+}
