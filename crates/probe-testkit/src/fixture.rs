@@ -372,6 +372,26 @@ impl FixtureHost {
         ssh_with(&self.ssh_config(), &self.alias, cmd)
     }
 
+    /// Runs `cmd` as `user` (any account of the host's passwd; the same client key is accepted
+    /// for every user).
+    pub fn ssh_as(&self, user: &str, cmd: &str) -> Output {
+        Command::new("/usr/bin/ssh")
+            .arg("-F")
+            .arg(self.ssh_config())
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "KexAlgorithms=curve25519-sha256",
+                "-l",
+                user,
+            ])
+            .arg(&self.alias)
+            .arg(cmd)
+            .output()
+            .expect("run ssh")
+    }
+
     /// Processes started by the host's `start.sh`: (label, PID inside the namespace), as
     /// recorded in `/usr/local/share/fixture/run/<label>.pid`.
     pub fn pids(&self) -> Vec<(String, u32)> {

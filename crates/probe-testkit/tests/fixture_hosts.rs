@@ -294,6 +294,12 @@ fn check_vllm_systemd(h: &FixtureHost) {
             ),
             ("id", "id -u vllm"),
             (
+                "iso",
+                "journalctl -u vllm -n 1 -o short-iso --no-pager | cut -c1-26",
+            ),
+            ("badopt", "journalctl --frobnicate; echo rc=$?"),
+            ("badverb", "systemctl frobnicate; echo rc=$?"),
+            (
                 "dist",
                 "cat /opt/venvs/vllm/lib/python3.11/site-packages/vllm-*.dist-info/direct_url.json",
             ),
@@ -330,6 +336,25 @@ fn check_vllm_systemd(h: &FixtureHost) {
     assert_eq!(get(&m, "journal_old"), "0");
     assert_eq!(get(&m, "envfile"), "1\n600");
     assert_eq!(get(&m, "id"), "4242");
+    let iso = get(&m, "iso");
+    assert!(
+        iso.len() == 26 && iso.starts_with("20") && iso.ends_with("+00:00 "),
+        "{iso:?}"
+    );
+    assert_eq!(
+        get(&m, "badopt"),
+        "journalctl: unrecognized option '--frobnicate'\nrc=1"
+    );
+    assert_eq!(
+        get(&m, "badverb"),
+        "Unknown command verb 'frobnicate'.\nrc=1"
+    );
+    // A non-root login sees what that user can read, and not the 0600 EnvironmentFile.
+    let out = h.ssh_as("vllm", "id -un; cat /etc/default/vllm; echo rc=$?");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().next(), Some("vllm"), "{text}");
+    assert!(text.trim_end().ends_with("rc=1"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
     assert!(get(&m, "dist").contains("3cfc8f8b7"));
 }
 
@@ -361,6 +386,10 @@ fn check_docker_vllm(h: &FixtureHost) {
                 "logs",
                 "docker logs --tail 50 vllm-llama | grep -c 'Avg generation throughput'",
             ),
+            (
+                "badcmd",
+                "docker frobnicate 2>&1 | head -1; docker frobnicate >/dev/null 2>&1; echo rc=$?",
+            ),
         ],
     );
     assert_eq!(get(&m, "hostname"), "fixture-docker-vllm");
@@ -383,6 +412,10 @@ fn check_docker_vllm(h: &FixtureHost) {
     );
     assert!(!get(&m, "systemd").starts_with("running"), "{m:?}");
     assert!(get(&m, "logs").parse::<u32>().unwrap_or(0) >= 1);
+    assert_eq!(
+        get(&m, "badcmd"),
+        "docker: unknown command: docker frobnicate\nrc=1"
+    );
 }
 
 fn check_bare(h: &FixtureHost) {
