@@ -74,13 +74,16 @@ pub async fn collect_target(
         let connection = probe_transport::connect(target, options)
             .await
             .map_err(|err| transport_failure(target, &err, started))?;
-        let notices = connection.notices();
+        let mut notices = connection.notices();
         let result = run_collection(&connection, target, settings).await;
         connection.close().await;
-        result.map(|snapshot| Collected {
-            snapshot,
-            notices,
-            elapsed: started.elapsed(),
+        result.map(|(snapshot, more)| {
+            notices.extend(more);
+            Collected {
+                snapshot,
+                notices,
+                elapsed: started.elapsed(),
+            }
         })
     };
     match tokio::time::timeout(deadline + Duration::from_secs(5), work).await {
@@ -101,13 +104,45 @@ async fn run_collection(
     connection: &probe_transport::Connection,
     target: &str,
     settings: &Settings,
-) -> Result<Snapshot, CollectFailure> {
-    // Wired to probe_collect::collect once that lands.
-    let _ = (connection, settings);
-    Err(CollectFailure {
+) -> Result<(Snapshot, Vec<String>), CollectFailure> {
+    let started = Instant::now();
+    let options = probe_collect::CollectOptions {
         target: target.to_string(),
-        class: HostFailure::Error,
-        message: format!("{target}: collection is not available in this build"),
-        elapsed: Duration::ZERO,
-    })
+        sudo: settings.sudo,
+        redact: settings.redact,
+        extra_units: settings.units.clone(),
+        deadline: settings.deadline,
+    };
+    let mut notices = Vec::new();
+    let mut snapshot = match probe_collect::collect(connection, &options).await {
+        Ok(snapshot) => snapshot,
+        // What was collected before a deadline is still evidence: keep it, say so.
+        Err(err) if err.partial.is_some() => {
+            notices.push(format!("collection incomplete: {}", err.kind));
+            match err.partial {
+                Some(partial) => *partial,
+                None => Snapshot::default(),
+            }
+        }
+        Err(err) => {
+            let class = match &err.kind {
+                probe_collect::CollectErrorKind::Transport(transport) => transport.class().into(),
+                probe_collect::CollectErrorKind::Deadline(_) => HostFailure::TimedOut,
+                probe_collect::CollectErrorKind::NoOutput { .. } => HostFailure::Error,
+            };
+            return Err(CollectFailure {
+                target: target.to_string(),
+                class,
+                message: crate::output::one_line(&err.to_string()),
+                elapsed: started.elapsed(),
+            });
+        }
+    };
+    if snapshot.address.is_none() {
+        snapshot.address = Some(connection.address());
+    }
+    if snapshot.target.is_empty() {
+        snapshot.target = target.to_string();
+    }
+    Ok((snapshot, notices))
 }

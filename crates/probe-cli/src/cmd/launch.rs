@@ -2,8 +2,9 @@
 
 use std::io::Read;
 
+use probe_collect::redact::Redactor;
 use probe_diff::launch::{ParseHints, TextKind, reconstruct};
-use probe_model::{Engine, exit_codes};
+use probe_model::{Engine, LaunchConfig, exit_codes};
 
 use super::Ctx;
 use crate::args::{Format, LaunchArgs, LaunchKind};
@@ -32,12 +33,9 @@ pub fn run(ctx: &Ctx, args: LaunchArgs) -> Result<u8> {
             MAX_INPUT >> 20
         )));
     }
+    // Reconstruct from the text as written (a redaction marker would read as shell syntax), then
+    // redact every value of the result before anything is printed.
     let text = String::from_utf8_lossy(&raw).into_owned();
-    let text = if ctx.settings.redact {
-        redact_text(&text)
-    } else {
-        text
-    };
     let engine = match args.engine.as_deref() {
         Some(name) => Some(Engine::parse(name).ok_or_else(|| {
             ExpectedError::Usage(format!(
@@ -55,13 +53,7 @@ pub fn run(ctx: &Ctx, args: LaunchArgs) -> Result<u8> {
     };
     let mut launches = reconstruct(&text, &hints);
     if ctx.settings.redact {
-        // Values in argv/env already passed the text redactor; keys such as HF_TOKEN in `env`
-        // are redacted again by key in case the text form hid them.
-        for launch in &mut launches {
-            for (key, value) in launch.env.iter_mut() {
-                *value = redact_env(key, value);
-            }
-        }
+        launches.iter_mut().for_each(redact_launch);
     }
     let json = args.json || ctx.printer.format == Format::Json;
     let output = if json {
@@ -107,11 +99,46 @@ fn text_kind(kind: LaunchKind) -> TextKind {
     }
 }
 
-// PENDING(collect): switch to probe_collect::redact::Redactor::builtin() once it is committed.
-fn redact_text(text: &str) -> String {
-    text.to_string()
-}
-
-fn redact_env(_key: &str, value: &str) -> String {
-    value.to_string()
+/// Redacts secret values in a reconstructed launch: argv, environment, option values and their
+/// written forms, unknown flags, warnings, model and draft model (URLs with credentials).
+pub fn redact_launch(launch: &mut LaunchConfig) {
+    let redactor = Redactor::builtin();
+    redactor.redact_argv(&mut launch.argv);
+    redactor.redact_argv(&mut launch.unknown);
+    for (key, value) in launch.env.iter_mut() {
+        *value = redactor.redact_env(key, value);
+    }
+    for (name, option) in launch.options.iter_mut() {
+        let secret_value = match &option.value {
+            serde_json::Value::Null | serde_json::Value::Bool(_) => None,
+            serde_json::Value::String(text) => Some(text.clone()),
+            other => Some(other.to_string()),
+        };
+        match secret_value {
+            Some(value) if redactor.is_secret_key(name) && !value.starts_with("<redacted:") => {
+                let marker = probe_collect::redact::marker(&value);
+                option.written = format!("--{name} {marker}");
+                option.value = serde_json::Value::String(marker);
+            }
+            _ => {
+                option.written = redactor.redact_text(&option.written).into_owned();
+                if let serde_json::Value::String(text) = &mut option.value {
+                    *text = redactor.redact_text(text).into_owned();
+                }
+            }
+        }
+    }
+    for warning in &mut launch.warnings {
+        *warning = redactor.redact_text(warning).into_owned();
+    }
+    if let Some(model) = &mut launch.model {
+        *model = redactor.redact_text(model).into_owned();
+    }
+    if let Some(draft) = launch
+        .speculative
+        .as_mut()
+        .and_then(|spec| spec.draft_model.as_mut())
+    {
+        *draft = redactor.redact_text(draft).into_owned();
+    }
 }
