@@ -240,7 +240,13 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         {
             add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
         }
-        if let Some(pre) = p.exe.as_deref().and_then(prefix_of_bin) {
+        // /proc/PID/exe resolves a venv's python symlink to the base interpreter: use it only
+        // when nothing names the environment.
+        let named = p.env.contains_key("VIRTUAL_ENV")
+            || p.env.contains_key("CONDA_PREFIX")
+            || prefix_of_bin(a0).is_some()
+            || p.argv.get(1).and_then(|a| prefix_of_bin(a)).is_some();
+        if !named && let Some(pre) = p.exe.as_deref().and_then(prefix_of_bin) {
             add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
         }
         if let Some(m) = model_of(&p.argv) {

@@ -82,6 +82,8 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
     }
     let mut list: Vec<ProcessInfo> = procs.into_values().filter(|p| !p.argv.is_empty() || p.comm.is_some()).collect();
     classify(&mut list);
+    // Ancestors that turned out to be neither launcher, worker nor wrapper are not kept.
+    list.retain(|p| p.role != ProcessRole::Other || p.engine.is_some());
     (list, extra)
 }
 
