@@ -7,7 +7,9 @@ use crate::sanitize::{sanitize_line, text};
 
 /// CSV fields with their header name (units in brackets stripped).
 fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut lines = t.lines().filter(|l| !l.trim().is_empty());
+    // The header is the first line naming `index`, `uuid` or `pid` (an error from a first
+    // attempt may precede it).
+    let mut lines = t.lines().filter(|l| !l.trim().is_empty()).skip_while(|l| !is_header(l));
     let header: Vec<String> = lines
         .next()
         .unwrap_or("")
@@ -35,7 +37,11 @@ fn s(v: Option<&str>) -> Option<String> {
 
 /// Whether the text looks like nvidia-smi CSV (a header naming `index` or `uuid`).
 fn is_csv(t: &str) -> bool {
-    t.lines().next().is_some_and(|h| h.contains("index") || h.contains("uuid") || h.contains("pid"))
+    t.lines().any(is_header)
+}
+
+fn is_header(h: &str) -> bool {
+    h.split(',').map(|f| f.split(" [").next().unwrap_or("").trim()).any(|f| matches!(f, "index" | "uuid" | "gpu_uuid" | "pid"))
 }
 
 /// Parses `--query-gpu` output into the state (status, GPUs, driver version).
