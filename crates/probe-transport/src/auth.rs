@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use russh::client::Handle;
 use russh::keys::agent::client::AgentClient;
@@ -19,6 +20,15 @@ use crate::settings::HostSettings;
 #[derive(Default)]
 pub(crate) struct KeyCache {
     keys: Mutex<HashMap<PathBuf, Option<Arc<PrivateKey>>>>,
+    /// Time spent in the passphrase prompt, which the authentication deadline does not count.
+    prompt_wait: Mutex<Duration>,
+}
+
+impl KeyCache {
+    /// Total time spent waiting for the user at the passphrase prompt so far.
+    pub(crate) fn prompt_wait(&self) -> Duration {
+        self.prompt_wait.lock().map(|d| *d).unwrap_or_default()
+    }
 }
 
 enum Loaded {
@@ -151,6 +161,16 @@ fn pub_path(p: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Calls the prompt, adding the time the user took to [`KeyCache::prompt_wait`].
+fn timed_prompt(prompt: &PassphrasePrompt, path: &Path, cache: &KeyCache) -> Option<String> {
+    let started = Instant::now();
+    let answer = prompt(path);
+    if let Ok(mut d) = cache.prompt_wait.lock() {
+        *d += started.elapsed();
+    }
+    answer
+}
+
 fn load_key(path: &Path, input: &AuthInput<'_>) -> Loaded {
     if let Ok(cache) = input.cache.keys.lock()
         && let Some(hit) = cache.get(path)
@@ -177,7 +197,7 @@ fn load_key(path: &Path, input: &AuthInput<'_>) -> Loaded {
             match (why, input.prompt) {
                 (Some(why), _) => Loaded::Skip(why.into()),
                 (None, None) => Loaded::Skip("encrypted".into()),
-                (None, Some(prompt)) => match prompt(path) {
+                (None, Some(prompt)) => match timed_prompt(prompt, path, input.cache) {
                     None => Loaded::Skip("encrypted, no passphrase given".into()),
                     Some(pass) => match russh::keys::decode_secret_key(&text, Some(&pass)) {
                         Ok(k) => Loaded::Key(Arc::new(k)),
@@ -198,4 +218,106 @@ fn load_key(path: &Path, input: &AuthInput<'_>) -> Loaded {
         );
     }
     result
+}
+
+/// Tries a user gets for one key's passphrase, as OpenSSH's `NumberOfPasswordPrompts`.
+const PASSPHRASE_TRIES: usize = 3;
+
+/// Wraps `inner` so each key file's passphrase is asked for once per process, not once per
+/// host: keep the returned prompt for the whole run (a fleet audit connects to many hosts with
+/// the same key).
+///
+/// * A passphrase is checked against the key file before it is remembered; a wrong one is asked
+///   again, up to 3 tries (OpenSSH's `NumberOfPasswordPrompts`).
+/// * A refusal (`inner` returns `None`) or 3 wrong answers are remembered too: that key is
+///   skipped for the rest of the run instead of asking again on every host.
+/// * Prompts are serialised: concurrent connections waiting for the same key wait for the one
+///   answer, and two prompts never interleave on the terminal.
+/// * Keys are remembered by canonical path. Passphrases stay in memory for the process.
+pub fn cached_prompt(inner: PassphrasePrompt) -> PassphrasePrompt {
+    let answers: Mutex<HashMap<PathBuf, Option<String>>> = Mutex::new(HashMap::new());
+    Arc::new(move |path: &Path| {
+        let id = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        // Held across the prompt on purpose (see above).
+        let mut answers = answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(hit) = answers.get(&id) {
+            return hit.clone();
+        }
+        let text = std::fs::read_to_string(path).ok();
+        let mut answer = None;
+        for _ in 0..PASSPHRASE_TRIES {
+            let Some(pass) = inner(path) else { break };
+            // An unreadable file cannot be checked here; the caller reports it.
+            let fits = text
+                .as_deref()
+                .is_none_or(|t| russh::keys::decode_secret_key(t, Some(&pass)).is_ok());
+            if fits {
+                answer = Some(pass);
+                break;
+            }
+        }
+        answers.insert(id, answer.clone());
+        answer
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn counting(answers: Vec<Option<&'static str>>) -> (PassphrasePrompt, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let prompt: PassphrasePrompt = Arc::new(move |_p: &Path| {
+            let i = seen.fetch_add(1, Ordering::SeqCst);
+            answers.get(i).copied().flatten().map(str::to_string)
+        });
+        (prompt, calls)
+    }
+
+    #[test]
+    fn cached_prompt_asks_once_per_key_and_retries_wrong_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let k1 = probe_testkit::KeyPair::generate(dir.path(), "k1", "ed25519", "right", None);
+        let k2 = probe_testkit::KeyPair::generate(dir.path(), "k2", "ed25519", "other", None);
+
+        // Wrong, then right: asked twice, then never again for that key.
+        let (inner, calls) = counting(vec![Some("wrong"), Some("right"), Some("other")]);
+        let prompt = cached_prompt(inner);
+        assert_eq!(prompt(&k1.private).as_deref(), Some("right"));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        for _ in 0..5 {
+            assert_eq!(prompt(&k1.private).as_deref(), Some("right"));
+        }
+        // The same file under another spelling is the same key.
+        let other_spelling = dir.path().join(".").join("k1");
+        assert_eq!(prompt(&other_spelling).as_deref(), Some("right"));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // Another key is asked for separately.
+        assert_eq!(prompt(&k2.private).as_deref(), Some("other"));
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(prompt(&k2.private).as_deref(), Some("other"));
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn cached_prompt_remembers_refusals_and_gives_up_after_three_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = probe_testkit::KeyPair::generate(dir.path(), "k", "ed25519", "right", None);
+        let (inner, calls) = counting(vec![None, Some("right")]);
+        let prompt = cached_prompt(inner);
+        assert_eq!(prompt(&k.private), None);
+        assert_eq!(prompt(&k.private), None);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+        let (inner, calls) = counting(vec![Some("a"), Some("b"), Some("c"), Some("right")]);
+        let prompt = cached_prompt(inner);
+        assert_eq!(prompt(&k.private), None);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(prompt(&k.private), None);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
 }

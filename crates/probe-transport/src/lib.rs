@@ -25,11 +25,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use auth::cached_prompt;
 pub use error::{ErrorKind, FailureClass, KeyAt, TransportError, UnknownKey};
 pub use local::LocalExec;
 pub use session::{MAX_CHANNELS, SshSession, shell_quote, wrap_remote};
 
 /// Asks for the passphrase of an encrypted key file; `None` when the user gives none.
+///
+/// Called synchronously from the connecting task (it may block on a terminal); time spent in it
+/// does not count against the connect deadline. Wrap it with [`cached_prompt`] to ask once per
+/// key for a whole run rather than once per connection.
 pub type PassphrasePrompt = Arc<dyn Fn(&Path) -> Option<String> + Send + Sync>;
 
 /// One command to run.
@@ -128,13 +133,21 @@ pub struct ConnectOptions {
     pub config_file: Option<PathBuf>,
     /// Record unknown host keys (`--accept-new`), as `StrictHostKeyChecking accept-new`.
     pub accept_new: bool,
-    /// Overrides `ConnectTimeout` (default 10 s) for TCP connect plus handshake.
+    /// Overrides `ConnectTimeout` (default 10 s). Per hop (each jump host and the target), it
+    /// bounds the TCP connect plus the SSH key exchange, and then separately the authentication
+    /// (time at the passphrase prompt not counted), so a hop gives up after at most twice this
+    /// long even when the server stalls after its banner or in the middle of authentication.
     pub connect_timeout: Option<Duration>,
     /// Use only this known_hosts file (read and write), instead of the configured ones.
     pub known_hosts_file: Option<PathBuf>,
     /// Never prompt (`BatchMode yes`).
     pub batch_mode: bool,
     /// Asks for a key's passphrase (on a TTY); `None`: encrypted keys are skipped with a reason.
+    ///
+    /// Invoked at most once per key file per [`connect`] call, jump hosts included: the answer
+    /// (right, wrong or refused) is kept for that connection, and a wrong passphrase skips the
+    /// key with "wrong passphrase" instead of asking again. Never invoked in `batch_mode`. To
+    /// ask once per key across many hosts, pass one [`cached_prompt`] to every connect.
     pub passphrase_prompt: Option<PassphrasePrompt>,
 }
 

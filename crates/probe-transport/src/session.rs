@@ -188,7 +188,80 @@ pub(crate) fn apply_options(s: &mut HostSettings, ctx: &ConnectCtx<'_>) {
     }
 }
 
-fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, Client) {
+/// Host certificate algorithms we can verify, most preferred first.
+fn certificate_algorithms() -> Vec<Algorithm> {
+    vec![
+        Algorithm::Ed25519,
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP256,
+        },
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP384,
+        },
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP521,
+        },
+        Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        },
+        Algorithm::Rsa {
+            hash: Some(HashAlg::Sha256),
+        },
+    ]
+}
+
+/// The host key algorithms to offer, plain and certificate. With `HostKeyAlgorithms`
+/// configured: those of the list this client supports, in the configured order (OpenSSH does not
+/// reorder an explicit list). Otherwise OpenSSH's `order_hostkeyalgs`: the algorithms already
+/// known for the host first, then the defaults. Certificate algorithms only when a
+/// `@cert-authority` line applies to the host (a certificate is otherwise of no use to us).
+pub(crate) fn host_key_preferences(
+    configured: Option<&[String]>,
+    known_first: &[Algorithm],
+    with_certificates: bool,
+) -> Result<(Vec<Algorithm>, Vec<Algorithm>), ErrorKind> {
+    let supported_certs = certificate_algorithms();
+    let Some(list) = configured else {
+        let certs = if with_certificates {
+            supported_certs
+        } else {
+            Vec::new()
+        };
+        return Ok((key_order(known_first), certs));
+    };
+    let mut keys: Vec<Algorithm> = Vec::new();
+    let mut certs: Vec<Algorithm> = Vec::new();
+    for name in list {
+        if name.ends_with("-cert-v01@openssh.com") {
+            if let Ok(a) = Algorithm::new_certificate(name)
+                && supported_certs.contains(&a)
+                && !certs.contains(&a)
+            {
+                certs.push(a);
+            }
+        } else if let Ok(a) = Algorithm::new(name)
+            && russh::Preferred::DEFAULT.key.contains(&a)
+            && !keys.contains(&a)
+        {
+            keys.push(a);
+        }
+    }
+    if !with_certificates {
+        certs.clear();
+    }
+    if keys.is_empty() && certs.is_empty() {
+        return Err(ErrorKind::Config(format!(
+            "HostKeyAlgorithms {}: none of these is supported here",
+            list.join(",")
+        )));
+    }
+    Ok((keys, certs))
+}
+
+fn client_for(
+    s: &HostSettings,
+    ctx: &ConnectCtx<'_>,
+) -> Result<(Arc<client::Config>, Client), ErrorKind> {
     let mut files: Vec<std::path::PathBuf> = s.user_known_hosts.clone();
     files.extend(s.global_known_hosts.iter().cloned());
     let known = KnownHosts::load(&files);
@@ -196,31 +269,16 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
         Some(alias) => vec![alias.to_ascii_lowercase()],
         None => known_hosts::lookup_names(&s.hostname, s.port),
     };
-    let mut preferred = russh::Preferred {
-        key: key_order(&known.known_algorithms(&lookup)).into(),
+    let (keys, certs) = host_key_preferences(
+        s.host_key_algorithms.as_deref(),
+        &known.known_algorithms(&lookup),
+        known.has_cert_authority(&lookup),
+    )?;
+    let preferred = russh::Preferred {
+        key: keys.into(),
+        host_key_certificates: certs.into(),
         ..Default::default()
     };
-    if known.has_cert_authority(&lookup) {
-        preferred.host_key_certificates = vec![
-            Algorithm::Ed25519,
-            Algorithm::Ecdsa {
-                curve: EcdsaCurve::NistP256,
-            },
-            Algorithm::Ecdsa {
-                curve: EcdsaCurve::NistP384,
-            },
-            Algorithm::Ecdsa {
-                curve: EcdsaCurve::NistP521,
-            },
-            Algorithm::Rsa {
-                hash: Some(HashAlg::Sha512),
-            },
-            Algorithm::Rsa {
-                hash: Some(HashAlg::Sha256),
-            },
-        ]
-        .into();
-    }
     let keepalive = s
         .server_alive_interval
         .filter(|d| !d.is_zero())
@@ -255,13 +313,13 @@ fn client_for(s: &HostSettings, ctx: &ConnectCtx<'_>) -> (Arc<client::Config>, C
         write_to: s.user_known_hosts.first().cloned(),
         notices: ctx.notices.clone(),
     };
-    (
+    Ok((
         Arc::new(config),
         Client {
             verifier: Arc::new(verifier),
             verdict: Arc::new(Mutex::new(None)),
         },
-    )
+    ))
 }
 
 /// Opens a TCP connection, mapping failures to distinct messages.
@@ -346,7 +404,7 @@ async fn connect_hop(
     let give_up = Instant::now() + limit;
     let mut handle = loop {
         attempt += 1;
-        let (config, client) = client_for(s, ctx);
+        let (config, client) = client_for(s, ctx).map_err(err)?;
         let verdict = client.verdict.clone();
         let started = tokio::time::timeout(limit, async {
             match via {
@@ -415,8 +473,56 @@ async fn connect_hop(
         batch: s.batch_mode,
         cache: &ctx.cache,
     };
-    auth::authenticate(&mut handle, s, &input).await?;
-    Ok(handle)
+    // Authentication has its own deadline of the same length (time at the passphrase prompt
+    // not counted): a server that finished the key exchange and then stalls (a hung
+    // AuthorizedKeysCommand, a wedged PAM module) must not hang us.
+    let authenticated = within_auth_deadline(
+        limit,
+        &ctx.cache,
+        auth::authenticate(&mut handle, s, &input),
+    )
+    .await;
+    match authenticated {
+        Some(Ok(())) => Ok(handle),
+        Some(Err(e)) => Err(e),
+        None => {
+            let _ = tokio::time::timeout(
+                Duration::from_millis(500),
+                handle.disconnect(Disconnect::ByApplication, "", "en"),
+            )
+            .await;
+            Err(err(ErrorKind::ConnectTimeout {
+                after: limit,
+                phase: "SSH authentication",
+            }))
+        }
+    }
+}
+
+/// Runs `fut` for at most `limit`, not counting the time spent at the passphrase prompt (which
+/// blocks inside `fut`; the deadline is pushed back by that much when it fires).
+async fn within_auth_deadline<F: std::future::Future>(
+    limit: Duration,
+    cache: &KeyCache,
+    fut: F,
+) -> Option<F::Output> {
+    let start = tokio::time::Instant::now();
+    let waited_before = cache.prompt_wait();
+    let mut deadline = start + limit;
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut fut => return Some(out),
+            () = tokio::time::sleep_until(deadline) => {
+                let extended = start + limit + cache.prompt_wait().saturating_sub(waited_before);
+                if extended <= tokio::time::Instant::now() {
+                    return None;
+                }
+                deadline = extended;
+            }
+        }
+    }
 }
 
 enum HandshakeError {
@@ -443,7 +549,61 @@ where
         .map_err(HandshakeError::Ssh)
 }
 
-/// Connects to `target` through its jump hosts.
+/// Most hops a route may have, jump hosts' own `ProxyJump`s included.
+const MAX_HOPS: usize = 16;
+
+/// A jump host to go through: the hop as written in `ProxyJump`, and its settings.
+struct Hop {
+    spec: String,
+    settings: HostSettings,
+}
+
+/// The jump hosts in connection order for a host whose `ProxyJump` is `jumps`, as OpenSSH
+/// builds them: `ProxyJump a,b,c` runs `ssh -J a,b -W host:port c`, so `c` is reached through
+/// `a,b` and its own `ProxyJump` is ignored (the `-J` wins), and so on down to the first hop
+/// `a`, which is connected as a plain `ssh a` whose own `ProxyJump` applies, recursively.
+/// `stack` holds the hosts whose route is being built, to refuse a loop. Errors name the hop
+/// they belong to, if any.
+fn plan_route(
+    jumps: &[String],
+    ctx: &ConnectCtx<'_>,
+    warnings: &mut Vec<String>,
+    stack: &mut Vec<String>,
+    out: &mut Vec<Hop>,
+) -> Result<(), (Option<String>, ErrorKind)> {
+    for (i, hop) in jumps.iter().enumerate() {
+        let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref(), warnings)
+            .map_err(|e| (Some(hop.clone()), e.kind))?;
+        apply_options(&mut hs, ctx);
+        if i == 0 && !hs.jumps.is_empty() {
+            if stack.contains(hop) {
+                let mut path = stack.clone();
+                path.push(hop.clone());
+                return Err((
+                    None,
+                    ErrorKind::Config(format!("ProxyJump loop: {}", path.join(" -> "))),
+                ));
+            }
+            stack.push(hop.clone());
+            let own = std::mem::take(&mut hs.jumps);
+            plan_route(&own, ctx, warnings, stack, out)?;
+            stack.pop();
+        }
+        if out.len() >= MAX_HOPS {
+            return Err((
+                None,
+                ErrorKind::Config(format!("ProxyJump route longer than {MAX_HOPS} hops")),
+            ));
+        }
+        out.push(Hop {
+            spec: hop.clone(),
+            settings: hs,
+        });
+    }
+    Ok(())
+}
+
+/// Connects to `target` through its jump hosts (and theirs), verifying each hop's host key.
 pub(crate) async fn connect_ssh(
     target: &str,
     ctx: &ConnectCtx<'_>,
@@ -452,33 +612,34 @@ pub(crate) async fn connect_ssh(
     let mut settings =
         crate::settings::resolve(target, ctx.opts.config_file.as_ref(), &mut warnings)?;
     apply_options(&mut settings, ctx);
+    let jump_err = |hop: String, inner: ErrorKind| {
+        TransportError::new(
+            settings.alias.clone(),
+            ErrorKind::Jump {
+                jump: hop,
+                inner: Box::new(inner),
+            },
+        )
+    };
+    let mut hops = Vec::new();
+    let mut stack = vec![target.to_string()];
+    plan_route(&settings.jumps, ctx, &mut warnings, &mut stack, &mut hops).map_err(
+        |(hop, kind)| match hop {
+            Some(hop) => jump_err(hop, kind),
+            None => TransportError::new(settings.alias.clone(), kind),
+        },
+    )?;
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     let mut route = Vec::new();
-    for hop in &settings.jumps {
-        let mut hs = crate::settings::resolve(hop, ctx.opts.config_file.as_ref(), &mut warnings)
-            .map_err(|e| {
-                TransportError::new(
-                    settings.alias.clone(),
-                    ErrorKind::Jump {
-                        jump: hop.clone(),
-                        inner: Box::new(e.kind),
-                    },
-                )
-            })?;
-        apply_options(&mut hs, ctx);
+    for hop in &hops {
+        let hs = &hop.settings;
         let via = match jumps.last() {
             Some(h) => Via::Jump(h),
             None => Via::Direct,
         };
-        let h = connect_hop(&hs, via, ctx).await.map_err(|e| {
-            TransportError::new(
-                settings.alias.clone(),
-                ErrorKind::Jump {
-                    jump: hop.clone(),
-                    inner: Box::new(e.kind),
-                },
-            )
-        })?;
+        let h = connect_hop(hs, via, ctx)
+            .await
+            .map_err(|e| jump_err(hop.spec.clone(), e.kind))?;
         route.push(format!("{}@{}:{}", hs.user, hs.hostname, hs.port));
         jumps.push(h);
     }

@@ -38,6 +38,9 @@ pub(crate) struct HostSettings {
     pub server_alive_count_max: Option<usize>,
     pub host_key_alias: Option<String>,
     pub batch_mode: bool,
+    /// `HostKeyAlgorithms` names in order when configured; `None`: OpenSSH's default (known
+    /// algorithms for the host first).
+    pub host_key_algorithms: Option<Vec<String>>,
 }
 
 /// Resolves `target` through the ssh_config module. Config warnings go to `warnings`.
@@ -107,6 +110,12 @@ pub(crate) fn resolve(
         server_alive_count_max: usize::try_from(rc.server_alive_count_max).ok(),
         host_key_alias: rc.host_key_alias.clone(),
         batch_mode: rc.batch_mode,
+        host_key_algorithms: rc.host_key_algorithms.as_ref().map(|list| {
+            list.split(',')
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
     })
 }
 

@@ -234,3 +234,34 @@ async fn agent_auth_and_identities_only() {
         "{msg}"
     );
 }
+
+#[tokio::test]
+async fn passphrase_prompt_time_is_not_counted_and_cached_prompt_asks_once_per_run() {
+    let env = Env::with_key("ed25519", "s3cret", None);
+    // ConnectTimeout 1, and a user who takes 1.5 s to type the passphrase: still connects,
+    // because the authentication deadline does not count time at the prompt.
+    env.write_config("Host *\n  ConnectTimeout 1\n");
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = asked.clone();
+    let slow_user: probe_transport::PassphrasePrompt = Arc::new(move |_p: &std::path::Path| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        Some("s3cret".to_string())
+    });
+    let opts = ConnectOptions {
+        passphrase_prompt: Some(probe_transport::cached_prompt(slow_user)),
+        ..env.opts()
+    };
+    for _ in 0..3 {
+        let c = probe_transport::connect(&env.target(), &opts)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            last_line(&c.exec(&req("echo ok")).await.unwrap().stdout),
+            "ok"
+        );
+        c.close().await;
+    }
+    // Three connections, one question.
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}

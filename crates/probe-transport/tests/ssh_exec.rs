@@ -417,3 +417,215 @@ async fn handshake_resets_past_max_startups_are_retried() {
         sshd.log()
     );
 }
+
+#[tokio::test]
+async fn server_that_stalls_after_its_banner_is_bounded() {
+    use std::io::{Read as _, Write as _};
+    // Speaks a valid SSH banner, reads whatever the client sends, never answers it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = conn.write_all(b"SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n");
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    let _ = tx.send(got.clone());
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let opts = cfg_for(dir.path(), "Host *\n  ConnectTimeout 1\n");
+    let started = Instant::now();
+    let err = probe_transport::connect(&format!("127.0.0.1:{port}"), &opts)
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(
+        err.to_string(),
+        "127.0.0.1: connection timed out after 1s (TCP connect and SSH handshake)"
+    );
+    assert_eq!(err.class(), FailureClass::TimedOut);
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2500),
+        "{took:?}"
+    );
+    // We did get past TCP: the peer saw our banner and key exchange init.
+    let seen: Vec<u8> = rx.try_iter().last().unwrap_or_default();
+    assert!(seen.starts_with(b"SSH-2.0-"), "{:?}", text(&seen));
+    assert!(seen.len() > 100, "no KEXINIT sent: {:?}", text(&seen));
+}
+
+#[tokio::test]
+async fn server_that_stalls_during_authentication_is_bounded() {
+    // A real sshd whose key lookup hangs (an AuthorizedKeysCommand that sleeps, like a wedged
+    // LDAP lookup): the key exchange completes, then the server stops answering. (sshd reads
+    // authorized_keys first; the key is not there, so it runs the command.)
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(dir.path(), "id", "ed25519", "", None);
+    let sshd = sshd_at(
+        Ipv4Addr::LOCALHOST,
+        Vec::new(),
+        "AuthorizedKeysCommand /usr/bin/sleep 4\nAuthorizedKeysCommandUser nobody\nLoginGraceTime 5\n",
+    );
+    let kh = dir.path().join("known_hosts");
+    sshd.write_known_hosts(&kh);
+    let cfg = dir.path().join("config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host *\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n  ConnectTimeout 1\n",
+            k.private.display(),
+            kh.display()
+        ),
+    )
+    .unwrap();
+    let opts = ConnectOptions {
+        config_file: Some(cfg),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let err = match probe_transport::connect(&sshd.target("root"), &opts).await {
+        Ok(_) => panic!("connected; sshd log:\n{}", sshd.log()),
+        Err(e) => e,
+    };
+    let took = started.elapsed();
+    assert_eq!(
+        err.to_string(),
+        "127.0.0.1: connection timed out after 1s (SSH authentication)",
+        "sshd log:\n{}",
+        sshd.log()
+    );
+    assert_eq!(err.class(), FailureClass::TimedOut);
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2500),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn jump_hosts_own_proxyjump_is_followed_and_every_hop_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(dir.path(), "id", "ed25519", "", None);
+    let auth = vec![k.public.clone()];
+    let j1 = sshd_at(Ipv4Addr::new(127, 0, 0, 5), auth.clone(), "");
+    let j2 = sshd_at(Ipv4Addr::new(127, 0, 0, 6), auth.clone(), "");
+    let target = sshd_at(Ipv4Addr::new(127, 0, 0, 7), auth, "");
+    let kh = dir.path().join("known_hosts");
+    let all_keys = format!(
+        "{}{}{}",
+        j1.known_hosts_lines(),
+        j2.known_hosts_lines(),
+        target.known_hosts_lines()
+    );
+    std::fs::write(&kh, &all_keys).unwrap();
+    let closed = probe_testkit::sshd::free_port(Ipv4Addr::LOCALHOST);
+    let cfg = dir.path().join("config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host target\n  HostName 127.0.0.7\n  Port {}\n  ProxyJump j2\n\
+             Host chained\n  HostName 127.0.0.7\n  Port {}\n  ProxyJump j1,j2\n\
+             Host j2\n  HostName 127.0.0.6\n  Port {}\n  ProxyJump j1\n\
+             Host j1\n  HostName 127.0.0.5\n  Port {}\n\
+             Host dead\n  HostName 127.0.0.1\n  Port {closed}\n\
+             Host via-dead-j2\n  HostName 127.0.0.7\n  Port {}\n  ProxyJump dead,j2\n\
+             Host loop-a\n  ProxyJump loop-b\nHost loop-b\n  ProxyJump loop-a\n\
+             Host *\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n  ConnectTimeout 5\n",
+            target.port,
+            target.port,
+            j2.port,
+            j1.port,
+            target.port,
+            k.private.display(),
+            kh.display()
+        ),
+    )
+    .unwrap();
+    let opts = ConnectOptions {
+        config_file: Some(cfg),
+        ..Default::default()
+    };
+    // target -> ProxyJump j2, and j2's own config -> ProxyJump j1: j1, then j2, then target.
+    let c = probe_transport::connect("target", &opts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = c.exec(&req("echo $SSH_CONNECTION")).await.unwrap();
+    assert!(
+        last_line(&out.stdout).ends_with(&format!("127.0.0.7 {}", target.port)),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        c.address(),
+        format!(
+            "root@127.0.0.7:{} via root@127.0.0.5:{},root@127.0.0.6:{}",
+            target.port, j1.port, j2.port
+        )
+    );
+    c.close().await;
+    assert!(
+        j1.log().contains("Accepted publickey for root"),
+        "{}",
+        j1.log()
+    );
+    assert!(
+        j2.log().contains("Accepted publickey for root"),
+        "{}",
+        j2.log()
+    );
+
+    // In an explicit chain `j1,j2`, j2 is reached through j1 as `ssh -J j1 j2`: its own
+    // ProxyJump is not added again (the route has two hops, not three).
+    let c = probe_transport::connect("chained", &opts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.address(),
+        format!(
+            "root@127.0.0.7:{} via root@127.0.0.5:{},root@127.0.0.6:{}",
+            target.port, j1.port, j2.port
+        )
+    );
+    c.close().await;
+    // ... and the chain's first hop is used as written (here: a closed port), not j2's config.
+    let err = probe_transport::connect("via-dead-j2", &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("via-dead-j2: via jump host dead: connection refused on 127.0.0.1:{closed}")
+    );
+
+    // A loop in the operator's config is refused, not followed forever.
+    let err = probe_transport::connect("loop-a", &opts).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "loop-a: configuration: ProxyJump loop: loop-a -> loop-b -> loop-a"
+    );
+    assert_eq!(err.class(), FailureClass::Config);
+
+    // The hop found through j2's config has its host key checked too.
+    let without_j1: String = all_keys
+        .lines()
+        .filter(|l| !l.contains("127.0.0.5"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&kh, without_j1).unwrap();
+    let err = probe_transport::connect("target", &opts).await.unwrap_err();
+    assert_eq!(err.class(), FailureClass::HostKeyRefused);
+    assert!(
+        err.to_string()
+            .starts_with("target: via jump host j1: host key not known"),
+        "{err}"
+    );
+}

@@ -324,3 +324,68 @@ async fn cert_authority_host_certificate() {
         FailureClass::HostKeyRefused
     );
 }
+
+#[tokio::test]
+async fn host_key_algorithms_from_the_config_are_honoured_in_order() {
+    let env = Env::new();
+    // Which key the server proved it holds shows in the accept-new notice.
+    async fn negotiated(env: &Env, extra: &str) -> String {
+        std::fs::write(&env.known_hosts, "").unwrap();
+        env.write_config(extra);
+        let opts = ConnectOptions {
+            accept_new: true,
+            ..env.opts()
+        };
+        let notices = works(env, &opts).await;
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        field(&notices[0], 1)
+    }
+    assert_eq!(negotiated(&env, "").await, "ssh-ed25519");
+    assert_eq!(
+        negotiated(
+            &env,
+            "Host *\n  HostKeyAlgorithms ecdsa-sha2-nistp256,ssh-ed25519\n"
+        )
+        .await,
+        "ecdsa-sha2-nistp256"
+    );
+    assert_eq!(
+        negotiated(
+            &env,
+            "Host *\n  HostKeyAlgorithms rsa-sha2-512,ssh-ed25519\n"
+        )
+        .await,
+        "ssh-rsa"
+    );
+    // `^` puts algorithms first, the way OpenSSH expands it.
+    assert_eq!(
+        negotiated(&env, "Host *\n  HostKeyAlgorithms ^ecdsa-sha2-nistp256\n").await,
+        "ecdsa-sha2-nistp256"
+    );
+
+    // An explicit list is not reordered by what known_hosts holds (OpenSSH does not either):
+    // only the rsa key is known, but ed25519 comes first in the list, so it is negotiated, is
+    // unknown, and is refused.
+    env.write_config("Host *\n  HostKeyAlgorithms ssh-ed25519,rsa-sha2-512\n");
+    std::fs::write(
+        &env.known_hosts,
+        format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 1)),
+    )
+    .unwrap();
+    let err = connect_err(&env, &env.opts()).await;
+    assert_eq!(err.class(), FailureClass::HostKeyRefused);
+    assert!(err.to_string().contains("ssh-ed25519"), "{err}");
+    // The default order puts the known rsa key first and connects.
+    env.write_config("");
+    assert!(works(&env, &env.opts()).await.is_empty());
+
+    // A list with nothing this client can use is a configuration error naming it.
+    env.write_config("Host *\n  HostKeyAlgorithms sk-ssh-ed25519@openssh.com\n");
+    let err = connect_err(&env, &env.opts()).await;
+    assert_eq!(err.class(), FailureClass::Config);
+    assert!(
+        err.to_string()
+            .contains("HostKeyAlgorithms sk-ssh-ed25519@openssh.com: none of these is supported"),
+        "{err}"
+    );
+}

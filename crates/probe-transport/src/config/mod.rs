@@ -307,6 +307,24 @@ pub fn resolve(target: &Target, opts: &ResolveOptions) -> Result<ResolvedConfig,
         ];
     }
     let jump = st.jump.flatten();
+    // ssh.c: a ProxyJump whose (last) hop is the destination itself is fatal ("jumphost loop
+    // via HOST"). Host compared exactly, an unset hop port as 22, an unset hop user as any.
+    if let Some(j) = jump.as_ref().filter(|j| {
+        j.host == host && j.port.unwrap_or(22) == port && j.user.as_ref().is_none_or(|u| *u == user)
+    }) {
+        let file = opts
+            .config_file
+            .clone()
+            .unwrap_or_else(|| opts.home.join(".ssh/config"));
+        return Err(cerr(
+            &file,
+            0,
+            format!(
+                "jumphost loop via {} (ProxyJump names the destination itself)",
+                j.host
+            ),
+        ));
+    }
     let proxy_command = match (&jump, st.proxy_command) {
         (None, Some(pc)) if !pc.eq_ignore_ascii_case("none") => Some(pc),
         _ => None,
