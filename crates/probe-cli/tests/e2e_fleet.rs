@@ -257,6 +257,26 @@ fn diff_exit_codes_and_timeline_order() {
         "{}",
         text(&out.stdout)
     );
+    // The rollback checklist example stops on the high-impact differences between them.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rollback-checklist.sh");
+    let out = Command::new("sh")
+        .arg(&script)
+        .args(["fx-bare@latest", "fx-sglang-hybrid@latest"])
+        .env("PROBE", PROBE)
+        .env("PROBE_STORE", &store)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("STOP: "), "{stdout}");
+    let out = Command::new("sh")
+        .arg(&script)
+        .args(["fx-bare@latest", "fx-bare@latest"])
+        .env("PROBE", PROBE)
+        .env("PROBE_STORE", &store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     // A live side against a stored one.
     let out = probe(
         &["diff", "fx-bare@latest", "fx-bare", "--format", "json"],
