@@ -90,7 +90,10 @@ pub struct ModelKeys {
 }
 
 fn ci(p: &str) -> Regex {
-    RegexBuilder::new(p).case_insensitive(true).build().unwrap_or_else(|e| panic!("configs: bad pattern {p}: {e}"))
+    RegexBuilder::new(p)
+        .case_insensitive(true)
+        .build()
+        .unwrap_or_else(|e| panic!("configs: bad pattern {p}: {e}"))
 }
 
 pub fn probes() -> &'static Probes {
@@ -101,7 +104,8 @@ pub fn probes() -> &'static Probes {
 pub fn servers() -> &'static Servers {
     static S: OnceLock<Servers> = OnceLock::new();
     S.get_or_init(|| {
-        let t: ServersToml = toml::from_str(SERVERS).unwrap_or_else(|e| panic!("configs/servers.toml: {e}"));
+        let t: ServersToml =
+            toml::from_str(SERVERS).unwrap_or_else(|e| panic!("configs/servers.toml: {e}"));
         Servers {
             process_re: ci(&t.process_match),
             unit_exec_re: ci(&t.unit_exec_match),
@@ -109,7 +113,11 @@ pub fn servers() -> &'static Servers {
             engines: t
                 .engine
                 .iter()
-                .map(|e| EnginePatterns { name: e.name.clone(), matches: ci(&e.matches), worker: ci(&e.worker) })
+                .map(|e| EnginePatterns {
+                    name: e.name.clone(),
+                    matches: ci(&e.matches),
+                    worker: ci(&e.worker),
+                })
                 .collect(),
             process_match: t.process_match,
             unit_exec_match: t.unit_exec_match,
@@ -121,12 +129,16 @@ pub fn servers() -> &'static Servers {
 
 pub fn packages() -> &'static Packages {
     static P: OnceLock<Packages> = OnceLock::new();
-    P.get_or_init(|| toml::from_str(PACKAGES).unwrap_or_else(|e| panic!("configs/packages.toml: {e}")))
+    P.get_or_init(|| {
+        toml::from_str(PACKAGES).unwrap_or_else(|e| panic!("configs/packages.toml: {e}"))
+    })
 }
 
 pub fn model_keys() -> &'static ModelKeys {
     static M: OnceLock<ModelKeys> = OnceLock::new();
-    M.get_or_init(|| toml::from_str(MODEL_KEYS).unwrap_or_else(|e| panic!("configs/model_keys.toml: {e}")))
+    M.get_or_init(|| {
+        toml::from_str(MODEL_KEYS).unwrap_or_else(|e| panic!("configs/model_keys.toml: {e}"))
+    })
 }
 
 /// PEP 503 normalisation: lower case, runs of `-_.` become `-`.
@@ -150,7 +162,10 @@ pub fn normalize_dist(name: &str) -> String {
 /// Whether a distribution is one the collector keeps.
 pub fn wanted_package(normalized: &str) -> bool {
     let p = packages();
-    p.python.iter().any(|n| normalize_dist(n) == normalized) || p.python_prefixes.iter().any(|pre| normalized.starts_with(pre.as_str()))
+    p.python.iter().any(|n| normalize_dist(n) == normalized)
+        || p.python_prefixes
+            .iter()
+            .any(|pre| normalized.starts_with(pre.as_str()))
 }
 
 #[cfg(test)]
@@ -162,7 +177,13 @@ mod tests {
         let p = probes();
         assert!(p.probes.len() >= 10);
         for pr in &p.probes {
-            assert!(pr.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{}", pr.name);
+            assert!(
+                pr.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{}",
+                pr.name
+            );
             assert!(pr.timeout_s > 0 && pr.max_bytes > 0);
             if let Some(d) = &pr.depends_on {
                 assert!(p.probes.iter().any(|q| &q.name == d), "{d}");
@@ -170,9 +191,17 @@ mod tests {
         }
         let s = servers();
         assert!(s.process_re.is_match("python3 -m sglang.launch_server"));
-        assert!(s.engines.iter().any(|e| e.name == "vllm" && e.worker.is_match("VLLM::Worker_TP0")));
+        assert!(
+            s.engines
+                .iter()
+                .any(|e| e.name == "vllm" && e.worker.is_match("VLLM::Worker_TP0"))
+        );
         assert!(!packages().python.is_empty());
-        assert!(model_keys().keys.contains(&"num_nextn_predict_layers".to_string()));
+        assert!(
+            model_keys()
+                .keys
+                .contains(&"num_nextn_predict_layers".to_string())
+        );
         assert_eq!(normalize_dist("Flash_Attn"), "flash-attn");
         assert!(wanted_package("nvidia-nccl-cu12"));
         assert!(wanted_package("sgl-kernel"));

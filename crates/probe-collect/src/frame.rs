@@ -36,7 +36,10 @@ pub struct Framed {
 
 /// Marker lines `\n<B> ` followed by a keyword. Returns (line start offset, line end offset
 /// (exclusive, without the \n), rest of the marker line after `<B> `).
-fn marker_lines<'a>(data: &'a [u8], boundary: &'a [u8]) -> impl Iterator<Item = (usize, usize, &'a [u8])> + 'a {
+fn marker_lines<'a>(
+    data: &'a [u8],
+    boundary: &'a [u8],
+) -> impl Iterator<Item = (usize, usize, &'a [u8])> + 'a {
     let mut pos = 0usize;
     std::iter::from_fn(move || {
         if boundary.is_empty() {
@@ -53,7 +56,10 @@ fn marker_lines<'a>(data: &'a [u8], boundary: &'a [u8]) -> impl Iterator<Item = 
                 continue;
             }
             let after = start + boundary.len() + 1;
-            let end = data.get(after..).and_then(|r| r.iter().position(|&b| b == b'\n')).map_or(data.len(), |i| after + i);
+            let end = data
+                .get(after..)
+                .and_then(|r| r.iter().position(|&b| b == b'\n'))
+                .map_or(data.len(), |i| after + i);
             pos = end;
             return Some((start, end, data.get(after..end).unwrap_or(&[])));
         }
@@ -71,12 +77,20 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Strips the `\n` the framing put before a marker line.
 fn before_marker(data: &[u8], from: usize, marker_start: usize) -> &[u8] {
-    let end = if marker_start > from && data.get(marker_start - 1) == Some(&b'\n') { marker_start - 1 } else { marker_start };
+    let end = if marker_start > from && data.get(marker_start - 1) == Some(&b'\n') {
+        marker_start - 1
+    } else {
+        marker_start
+    };
     data.get(from..end.max(from)).unwrap_or(&[])
 }
 
 fn words(b: &[u8]) -> Vec<&str> {
-    std::str::from_utf8(b).unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect()
+    std::str::from_utf8(b)
+        .unwrap_or("")
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// Splits script output into sections. Total: any input gives some result.
@@ -96,7 +110,10 @@ pub fn parse(data: &[u8], boundary: &str) -> Framed {
                     close_incomplete(&mut s, data, body_from, err_from, start);
                     out.sections.push(s);
                 }
-                cur = Some(RawSection { name: w.get(1).unwrap_or(&"").to_string(), ..Default::default() });
+                cur = Some(RawSection {
+                    name: w.get(1).unwrap_or(&"").to_string(),
+                    ..Default::default()
+                });
                 body_from = (end + 1).min(data.len());
                 err_from = None;
             }
@@ -144,7 +161,13 @@ pub fn parse(data: &[u8], boundary: &str) -> Framed {
     out
 }
 
-fn close_incomplete(s: &mut RawSection, data: &[u8], body_from: usize, err_from: Option<usize>, upto: usize) {
+fn close_incomplete(
+    s: &mut RawSection,
+    data: &[u8],
+    body_from: usize,
+    err_from: Option<usize>,
+    upto: usize,
+) {
     match err_from {
         Some(ef) => {
             let (stderr, rc) = split_rc(before_marker(data, ef, upto), b"");
@@ -203,21 +226,37 @@ pub fn records<'a>(body: &'a [u8], boundary: &str) -> Vec<Record<'a>> {
         };
         if h_ok(header) {
             if let Some((k, h, from)) = cur.take() {
-                out.push(Record { kind: k, header: h, data: before_marker(body, from, start) });
+                out.push(Record {
+                    kind: k,
+                    header: h,
+                    data: before_marker(body, from, start),
+                });
             } else if first_end.is_none() {
                 first_end = Some(start);
             }
-            let header = String::from_utf8_lossy(header.strip_prefix(b" ").unwrap_or(header)).into_owned();
+            let header =
+                String::from_utf8_lossy(header.strip_prefix(b" ").unwrap_or(header)).into_owned();
             cur = Some((kind, header, (end + 1).min(body.len())));
         }
     }
     if let Some((k, h, from)) = cur.take() {
         let data = body.get(from..).unwrap_or(&[]);
-        out.push(Record { kind: k, header: h, data });
+        out.push(Record {
+            kind: k,
+            header: h,
+            data,
+        });
     }
     let lead = before_marker(body, 0, first_end.unwrap_or(body.len()));
     if !lead.is_empty() && lead.iter().any(|c| !c.is_ascii_whitespace()) {
-        out.insert(0, Record { kind: '-', header: String::new(), data: lead });
+        out.insert(
+            0,
+            Record {
+                kind: '-',
+                header: String::new(),
+                data: lead,
+            },
+        );
     }
     out
 }
@@ -254,12 +293,18 @@ mod tests {
     const B: &str = "0123456789abcdef0123456789abcdef";
 
     fn section(name: &str, body: &str, err: &str, rc: i32) -> String {
-        format!("\n{B} BEGIN {name}\n{body}\n{B} ERR {name}\n{err}\n{B} rc {rc}\n\n{B} END {name} 100 150\n")
+        format!(
+            "\n{B} BEGIN {name}\n{body}\n{B} ERR {name}\n{err}\n{B} rc {rc}\n\n{B} END {name} 100 150\n"
+        )
     }
 
     #[test]
     fn parses_sections() {
-        let out = format!("{}{}\n{B} DONE\n", section("a", "hello\nworld", "", 0), section("b", "x", "oops", 4));
+        let out = format!(
+            "{}{}\n{B} DONE\n",
+            section("a", "hello\nworld", "", 0),
+            section("b", "x", "oops", 4)
+        );
         let f = parse(out.as_bytes(), B);
         assert!(f.done);
         assert_eq!(f.sections.len(), 2);
@@ -282,7 +327,9 @@ mod tests {
 
     #[test]
     fn records_split() {
-        let body = format!("lead\n{B} R clock\n123\n{B} F ok alice 1700000000 10 /home/a/.bash_history\nls -l\n\n{B} R empty\n");
+        let body = format!(
+            "lead\n{B} R clock\n123\n{B} F ok alice 1700000000 10 /home/a/.bash_history\nls -l\n\n{B} R empty\n"
+        );
         let r = records(body.as_bytes(), B);
         assert_eq!(r.len(), 4);
         assert_eq!(r[0].kind, '-');

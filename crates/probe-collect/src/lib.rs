@@ -44,7 +44,13 @@ pub struct CollectOptions {
 
 impl Default for CollectOptions {
     fn default() -> Self {
-        CollectOptions { target: String::new(), sudo: false, redact: true, extra_units: Vec::new(), deadline: Duration::from_secs(120) }
+        CollectOptions {
+            target: String::new(),
+            sudo: false,
+            redact: true,
+            extra_units: Vec::new(),
+            deadline: Duration::from_secs(120),
+        }
     }
 }
 
@@ -101,7 +107,10 @@ pub async fn collect<E: Exec>(exec: &E, opts: &CollectOptions) -> Result<Snapsho
 }
 
 /// [`collect`], also returning byte and time statistics.
-pub async fn collect_with_stats<E: Exec>(exec: &E, opts: &CollectOptions) -> Result<(Snapshot, CollectStats), CollectError> {
+pub async fn collect_with_stats<E: Exec>(
+    exec: &E,
+    opts: &CollectOptions,
+) -> Result<(Snapshot, CollectStats), CollectError> {
     let started = Instant::now();
     let host = exec.host().to_string();
     let mut stats = CollectStats::default();
@@ -128,7 +137,11 @@ pub async fn collect_with_stats<E: Exec>(exec: &E, opts: &CollectOptions) -> Res
             } else {
                 CollectErrorKind::Transport(e)
             };
-            return Err(CollectError { host, kind, partial: None });
+            return Err(CollectError {
+                host,
+                kind,
+                partial: None,
+            });
         }
     };
     stats.round1_bytes = out.stdout.len() as u64;
@@ -136,14 +149,28 @@ pub async fn collect_with_stats<E: Exec>(exec: &E, opts: &CollectOptions) -> Res
     let framed = frame::parse(&out.stdout, &boundary);
     if framed.sections.is_empty() {
         let stderr = sanitize::line(out.stderr.get(..out.stderr.len().min(400)).unwrap_or(&[]));
-        return Err(CollectError { host, kind: CollectErrorKind::NoOutput { status: out.exit_status, stderr }, partial: None });
+        return Err(CollectError {
+            host,
+            kind: CollectErrorKind::NoOutput {
+                status: out.exit_status,
+                stderr,
+            },
+            partial: None,
+        });
     }
-    let mut ctx = parse::Ctx { boundary: boundary.clone(), ..Default::default() };
+    let mut ctx = parse::Ctx {
+        boundary: boundary.clone(),
+        ..Default::default()
+    };
     let extra = plan::apply_round1(&mut snap, &mut ctx, &framed, out.stdout_truncated);
     if !framed.done {
         snap.sections.push(SectionReport {
             name: "round1".into(),
-            status: if out.stdout_truncated { SectionStatus::Truncated } else { SectionStatus::Failed },
+            status: if out.stdout_truncated {
+                SectionStatus::Truncated
+            } else {
+                SectionStatus::Failed
+            },
             bytes: out.stdout.len() as u64,
             duration_ms: Some(stats.round1_ms),
             exit_code: i32::try_from(out.exit_status).ok(),
@@ -161,14 +188,19 @@ pub async fn collect_with_stats<E: Exec>(exec: &E, opts: &CollectOptions) -> Res
             snap.sections.push(SectionReport {
                 name: "round2".into(),
                 status: SectionStatus::TimedOut,
-                message: Some("no time left for round 2 (model configs, logs, journals, packages)".into()),
+                message: Some(
+                    "no time left for round 2 (model configs, logs, journals, packages)".into(),
+                ),
                 ..Default::default()
             });
         } else {
             let b2 = script::new_boundary();
             let budget = left.saturating_sub(Duration::from_secs(2));
             let text = script::build_round2(opts, &b2, budget, &inputs);
-            let req = ExecRequest::new("sh -s").with_stdin(text.into_bytes()).with_timeout(left).with_caps(stdout_cap(2), 64 << 10);
+            let req = ExecRequest::new("sh -s")
+                .with_stdin(text.into_bytes())
+                .with_timeout(left)
+                .with_caps(stdout_cap(2), 64 << 10);
             match exec.exec(&req).await {
                 Ok(o) => {
                     stats.round2_bytes = o.stdout.len() as u64;
@@ -190,17 +222,30 @@ pub async fn collect_with_stats<E: Exec>(exec: &E, opts: &CollectOptions) -> Res
             }
         }
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     snap.collected_at = i64::try_from(now).unwrap_or(0);
     snap.remote_clock = ctx.remote_clock;
     snap.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let hn = snap.host.hostname.clone().unwrap_or_else(|| host.clone());
     let rnd: [u8; 4] = rand::random();
-    snap.id = format!("{}-{}-{}", sanitize::sanitize_line(&hn).replace(' ', "_"), snap.collected_at, rnd.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    snap.id = format!(
+        "{}-{}-{}",
+        sanitize::sanitize_line(&hn).replace(' ', "_"),
+        snap.collected_at,
+        rnd.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
     if opts.redact {
         plan::redact_snapshot(&mut snap, redact::Redactor::builtin());
     }
-    if snap.gpu.status == GpuStatus::NoNvidiaSmi && snap.sections.iter().any(|s| s.name == "gpu_query" && s.status == SectionStatus::TimedOut) {
+    if snap.gpu.status == GpuStatus::NoNvidiaSmi
+        && snap
+            .sections
+            .iter()
+            .any(|s| s.name == "gpu_query" && s.status == SectionStatus::TimedOut)
+    {
         snap.gpu.status = GpuStatus::DriverError;
         snap.gpu.message = Some("nvidia-smi timed out".into());
     }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{GpuStatus, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot, UnitScope};
+use probe_model::{
+    GpuStatus, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot, UnitScope,
+};
 
 use crate::frame::{Framed, RawSection};
 use crate::parse::{self, Ctx, processes::ProcExtra};
@@ -30,23 +32,46 @@ pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Ve
     let msg = |s: &str| (!s.is_empty()).then(|| s.to_string());
     let (status, message) = match raw.rc {
         _ if !raw.complete => (
-            if transport_truncated { SectionStatus::Truncated } else { SectionStatus::Failed },
+            if transport_truncated {
+                SectionStatus::Truncated
+            } else {
+                SectionStatus::Failed
+            },
             Some("output cut off before the section ended".to_string()),
         ),
         Some(124 | 137 | 143) => (
             SectionStatus::TimedOut,
-            Some(format!("stopped after its time limit of {}s", probe.map_or(0, |p| p.timeout_s))),
+            Some(format!(
+                "stopped after its time limit of {}s",
+                probe.map_or(0, |p| p.timeout_s)
+            )),
         ),
         Some(200) => (
             SectionStatus::TimedOut,
-            Some(format!("not run: {} timed out", probe.and_then(|p| p.depends_on.clone()).unwrap_or_default())),
+            Some(format!(
+                "not run: {} timed out",
+                probe.and_then(|p| p.depends_on.clone()).unwrap_or_default()
+            )),
         ),
-        Some(201) => (SectionStatus::TimedOut, Some("not run: collection deadline reached".to_string())),
-        _ if truncated => (SectionStatus::Truncated, Some(format!("output capped at {cap} bytes"))),
+        Some(201) => (
+            SectionStatus::TimedOut,
+            Some("not run: collection deadline reached".to_string()),
+        ),
+        _ if truncated => (
+            SectionStatus::Truncated,
+            Some(format!("output capped at {cap} bytes")),
+        ),
         Some(0) => (SectionStatus::Ok, msg(&stderr)),
         Some(3 | 127) => (SectionStatus::NotPresent, msg(&stderr)),
         Some(4 | 126) => (SectionStatus::PermissionDenied, msg(&stderr)),
-        Some(rc) => (SectionStatus::Failed, Some(if stderr.is_empty() { format!("exit status {rc}") } else { stderr.clone() })),
+        Some(rc) => (
+            SectionStatus::Failed,
+            Some(if stderr.is_empty() {
+                format!("exit status {rc}")
+            } else {
+                stderr.clone()
+            }),
+        ),
         None => (SectionStatus::Failed, Some("no exit status".to_string())),
     };
     let duration_ms = match (raw.t0, raw.t1) {
@@ -54,7 +79,14 @@ pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Ve
         _ => None,
     };
     (
-        SectionReport { name: sanitize_line(&raw.name), status, bytes: body.len() as u64, duration_ms, exit_code: raw.rc, message },
+        SectionReport {
+            name: sanitize_line(&raw.name),
+            status,
+            bytes: body.len() as u64,
+            duration_ms,
+            exit_code: raw.rc,
+            message,
+        },
         body,
     )
 }
@@ -67,7 +99,12 @@ fn push_note(r: &mut SectionReport, note: String) {
 }
 
 /// Parses every round-1 section into the snapshot. Returns per-process extras for round 2.
-pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transport_truncated: bool) -> BTreeMap<u32, ProcExtra> {
+pub fn apply_round1(
+    snap: &mut Snapshot,
+    ctx: &mut Ctx,
+    framed: &Framed,
+    transport_truncated: bool,
+) -> BTreeMap<u32, ProcExtra> {
     let mut extra = BTreeMap::new();
     let b = ctx.boundary.clone();
     // `host` first: everything else needs its clock, users and CLK_TCK.
@@ -77,11 +114,16 @@ pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transpo
     let mut show = None;
     for raw in order {
         let (mut rep, body) = report(raw, transport_truncated);
-        let parser = script::probe(&raw.name).map(|p| p.parser.as_str()).unwrap_or("");
+        let parser = script::probe(&raw.name)
+            .map(|p| p.parser.as_str())
+            .unwrap_or("");
         match parser {
             "host" => {
                 snap.host = parse::host::parse(&body, ctx);
-                sudo_mode = crate::frame::records(&body, &b).iter().find(|r| r.header == "sudo_mode").map(|r| line(r.data));
+                sudo_mode = crate::frame::records(&body, &b)
+                    .iter()
+                    .find(|r| r.header == "sudo_mode")
+                    .map(|r| line(r.data));
             }
             "history" => {
                 let (files, skipped) = parse::history::parse(&body, &b);
@@ -108,7 +150,8 @@ pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transpo
                 SectionStatus::NotPresent => snap.gpu.status = GpuStatus::NoNvidiaSmi,
                 SectionStatus::TimedOut => {
                     snap.gpu.status = GpuStatus::DriverError;
-                    snap.gpu.message = Some("nvidia-smi did not answer within its time limit".into());
+                    snap.gpu.message =
+                        Some("nvidia-smi did not answer within its time limit".into());
                 }
                 _ => parse::gpu::parse_query(&body, &raw.stderr, &mut snap.gpu),
             },
@@ -119,14 +162,21 @@ pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transpo
             _ => {}
         }
         // A broken driver is a GPU state, not a failed section.
-        if parser == "gpu_query" && rep.status == SectionStatus::Failed && snap.gpu.status != GpuStatus::Present {
+        if parser == "gpu_query"
+            && rep.status == SectionStatus::Failed
+            && snap.gpu.status != GpuStatus::Present
+        {
             rep.status = SectionStatus::Ok;
             push_note(&mut rep, format!("GPU state: {:?}", snap.gpu.status));
         }
         snap.sections.push(rep);
     }
     if let Some(show) = show {
-        for u in snap.units.iter_mut().filter(|u| u.scope == UnitScope::System) {
+        for u in snap
+            .units
+            .iter_mut()
+            .filter(|u| u.scope == UnitScope::System)
+        {
             if let Some(s) = show.get(&u.name) {
                 u.state = Some(s.clone());
             }
@@ -162,7 +212,8 @@ pub fn apply_round1(snap: &mut Snapshot, ctx: &mut Ctx, framed: &Framed, transpo
 }
 
 fn dirname(p: &str) -> Option<&str> {
-    p.rsplit_once('/').map(|(d, _)| if d.is_empty() { "/" } else { d })
+    p.rsplit_once('/')
+        .map(|(d, _)| if d.is_empty() { "/" } else { d })
 }
 
 /// `/opt/venv/bin/python3` → `/opt/venv`.
@@ -204,7 +255,16 @@ fn flag_value(argv: &[String], flags: &[&str]) -> Option<String> {
 
 /// The model a launch argv names (`--model-path`, `--model`, `--model-id`, `vllm serve M`).
 pub fn model_of(argv: &[String]) -> Option<String> {
-    if let Some(m) = flag_value(argv, &["--model-path", "--model", "--model-id", "--model_path", "--model-name-or-path"]) {
+    if let Some(m) = flag_value(
+        argv,
+        &[
+            "--model-path",
+            "--model",
+            "--model-id",
+            "--model_path",
+            "--model-name-or-path",
+        ],
+    ) {
         return Some(m);
     }
     let i = argv.iter().position(|a| a == "serve")?;
@@ -213,10 +273,25 @@ pub fn model_of(argv: &[String]) -> Option<String> {
 
 fn is_hf_id(m: &str) -> bool {
     let mut parts = m.split('/');
-    let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else { return false };
-    let ok = |s: &str| !s.is_empty() && !s.starts_with('.') && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let ok = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
     ok(a) && ok(b)
 }
+
+/// (working directory, model as named, run-as user, environment) of one launch.
+type ModelRef = (
+    Option<String>,
+    String,
+    Option<String>,
+    BTreeMap<String, String>,
+);
 
 /// Round-2 inputs from what round 1 found.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
@@ -226,9 +301,19 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             v.push(x);
         }
     };
-    let mut models: Vec<(Option<String>, String, Option<String>, BTreeMap<String, String>)> = Vec::new(); // (cwd, model, user, env)
-    for p in snap.processes.iter().filter(|p| matches!(p.role, ProcessRole::Launcher)) {
-        for pre in [p.env.get("VIRTUAL_ENV").cloned(), p.env.get("CONDA_PREFIX").cloned()].into_iter().flatten() {
+    let mut models: Vec<ModelRef> = Vec::new(); // (cwd, model, user, env)
+    for p in snap
+        .processes
+        .iter()
+        .filter(|p| matches!(p.role, ProcessRole::Launcher))
+    {
+        for pre in [
+            p.env.get("VIRTUAL_ENV").cloned(),
+            p.env.get("CONDA_PREFIX").cloned(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
         }
         let a0 = p.argv.first().map(String::as_str).unwrap_or("");
@@ -259,14 +344,21 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
                 }
             }
         }
-        if let Some(l) = flag_value(&p.argv, &["--log-file", "--log_file"]).and_then(|l| join(p.cwd.as_deref(), &l)) {
+        if let Some(l) = flag_value(&p.argv, &["--log-file", "--log_file"])
+            .and_then(|l| join(p.cwd.as_deref(), &l))
+        {
             add(&mut inp.logs, l, MAX_LOGS);
         }
     }
     for u in &snap.units {
-        let Some(first) = u.exec_start.last() else { continue };
+        let Some(first) = u.exec_start.last() else {
+            continue;
+        };
         let words = parse::units::split_quoted(first);
-        let argv: Vec<String> = words.iter().map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string()).collect();
+        let argv: Vec<String> = words
+            .iter()
+            .map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string())
+            .collect();
         if let Some(pre) = argv.first().and_then(|a| prefix_of_bin(a)) {
             add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
         }
@@ -280,11 +372,19 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             }
             models.push((u.working_directory.clone(), m, u.run_as.clone(), env));
         }
-        if let Some(l) = flag_value(&argv, &["--log-file"]).and_then(|l| join(u.working_directory.as_deref(), &l)) {
+        if let Some(l) = flag_value(&argv, &["--log-file"])
+            .and_then(|l| join(u.working_directory.as_deref(), &l))
+        {
             add(&mut inp.logs, l, MAX_LOGS);
         }
-        if (ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")) && inp.units.len() < MAX_UNITS {
-            let scope = if u.scope == UnitScope::User { "user" } else { "system" };
+        if (ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl"))
+            && inp.units.len() < MAX_UNITS
+        {
+            let scope = if u.scope == UnitScope::User {
+                "user"
+            } else {
+                "system"
+            };
             let e = (scope.to_string(), u.name.clone());
             if !inp.units.contains(&e) {
                 inp.units.push(e);
@@ -298,7 +398,10 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         }
     }
     // Launches reconstructed by probe-diff (interpreter, venv, model, log files).
-    let launches = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_diff::launch::launches_of(snap))).unwrap_or_default();
+    let launches = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        probe_diff::launch::launches_of(snap)
+    }))
+    .unwrap_or_default();
     for l in &launches {
         if let Some(v) = &l.venv {
             add(&mut inp.python_prefixes, v.clone(), MAX_PREFIXES);
@@ -338,14 +441,20 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         }
         let repo = format!("models--{}", m.replace('/', "--"));
         let mut hubs: Vec<String> = Vec::new();
-        if let Some(h) = env.get("HF_HUB_CACHE").or_else(|| env.get("HUGGINGFACE_HUB_CACHE")) {
+        if let Some(h) = env
+            .get("HF_HUB_CACHE")
+            .or_else(|| env.get("HUGGINGFACE_HUB_CACHE"))
+        {
             hubs.push(h.clone());
         }
         if let Some(h) = env.get("HF_HOME") {
             hubs.push(format!("{}/hub", h.trim_end_matches('/')));
         }
         if let Some(home) = user.as_ref().and_then(|u| ctx.homes.get(u)) {
-            hubs.push(format!("{}/.cache/huggingface/hub", home.trim_end_matches('/')));
+            hubs.push(format!(
+                "{}/.cache/huggingface/hub",
+                home.trim_end_matches('/')
+            ));
         }
         hubs.push("/root/.cache/huggingface/hub".into());
         if let Some(d) = join(cwd.as_deref(), &m) {
@@ -365,7 +474,10 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
     let b = &ctx.boundary;
     for raw in &framed.sections {
         let (mut rep, body) = report(raw, false);
-        match script::probe(&raw.name).map(|p| p.parser.as_str()).unwrap_or("") {
+        match script::probe(&raw.name)
+            .map(|p| p.parser.as_str())
+            .unwrap_or("")
+        {
             "python" => {
                 let mut envs = parse::python::parse(&body, b);
                 for e in &mut envs {
@@ -377,10 +489,16 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
             "models" => {
                 snap.models = parse::models::parse(&body, b);
             }
-            "logs" => snap.logs.extend(parse::logs::parse_files(&body, b, ctx.remote_clock, ctx.tz_offset_s)),
+            "logs" => snap.logs.extend(parse::logs::parse_files(
+                &body,
+                b,
+                ctx.remote_clock,
+                ctx.tz_offset_s,
+            )),
             "journal" => {
                 let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
-                let j = parse::logs::parse_journal(&body, b, ctx.remote_clock, ctx.tz_offset_s, cap);
+                let j =
+                    parse::logs::parse_journal(&body, b, ctx.remote_clock, ctx.tz_offset_s, cap);
                 if j.is_empty() && rep.status == SectionStatus::Ok && !inputs.units.is_empty() {
                     push_note(&mut rep, "no journal output".into());
                 }
@@ -406,7 +524,11 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
 fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
     let Some(pre) = e.prefix.clone() else { return };
     let under = |p: &str| p.starts_with(&format!("{}/", pre.trim_end_matches('/')));
-    for p in snap.processes.iter().filter(|p| p.role == ProcessRole::Launcher) {
+    for p in snap
+        .processes
+        .iter()
+        .filter(|p| p.role == ProcessRole::Launcher)
+    {
         let a0 = p.argv.first().cloned().unwrap_or_default();
         let uses = under(&a0)
             || p.argv.get(1).is_some_and(|a| under(a))
@@ -416,13 +538,24 @@ fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
         if uses {
             e.used_by.push(format!("pid:{}", p.pid));
             if e.interpreter.is_empty() {
-                e.interpreter = if under(&a0) { a0 } else { p.exe.clone().unwrap_or_default() };
+                e.interpreter = if under(&a0) {
+                    a0
+                } else {
+                    p.exe.clone().unwrap_or_default()
+                };
             }
         }
     }
     for u in &snap.units {
-        let first = u.exec_start.last().map(|x| parse::units::split_quoted(x)).unwrap_or_default();
-        let a0 = first.first().map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string()).unwrap_or_default();
+        let first = u
+            .exec_start
+            .last()
+            .map(|x| parse::units::split_quoted(x))
+            .unwrap_or_default();
+        let a0 = first
+            .first()
+            .map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string())
+            .unwrap_or_default();
         if under(&a0) || u.environment.get("VIRTUAL_ENV") == Some(&pre) {
             e.used_by.push(format!("unit:{}", u.name));
             if e.interpreter.is_empty() {
@@ -505,25 +638,54 @@ mod tests {
     #[test]
     fn model_args() {
         let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(model_of(&v("python -m sglang.launch_server --model-path /m --tp 2")).as_deref(), Some("/m"));
-        assert_eq!(model_of(&v("vllm serve Qwen/Qwen3-8B --tp 2")).as_deref(), Some("Qwen/Qwen3-8B"));
+        assert_eq!(
+            model_of(&v("python -m sglang.launch_server --model-path /m --tp 2")).as_deref(),
+            Some("/m")
+        );
+        assert_eq!(
+            model_of(&v("vllm serve Qwen/Qwen3-8B --tp 2")).as_deref(),
+            Some("Qwen/Qwen3-8B")
+        );
         assert_eq!(model_of(&v("vllm serve --model=/x")).as_deref(), Some("/x"));
         assert!(is_hf_id("Qwen/Qwen3.5-35B-A3B"));
         assert!(!is_hf_id("/abs/path"));
         assert!(!is_hf_id("./rel/x"));
-        assert_eq!(prefix_of_bin("/opt/venv/bin/python3").as_deref(), Some("/opt/venv"));
-        assert_eq!(prefix_of_bin("/usr/bin/python3.11").as_deref(), Some("/usr"));
+        assert_eq!(
+            prefix_of_bin("/opt/venv/bin/python3").as_deref(),
+            Some("/opt/venv")
+        );
+        assert_eq!(
+            prefix_of_bin("/usr/bin/python3.11").as_deref(),
+            Some("/usr")
+        );
         assert_eq!(prefix_of_bin("python3"), None);
     }
 
     #[test]
     fn report_statuses() {
-        let mk = |rc, body: &[u8]| RawSection { name: "gpu_query".into(), body: body.to_vec(), rc: Some(rc), complete: true, t0: Some(10), t1: Some(25), ..Default::default() };
+        let mk = |rc, body: &[u8]| RawSection {
+            name: "gpu_query".into(),
+            body: body.to_vec(),
+            rc: Some(rc),
+            complete: true,
+            t0: Some(10),
+            t1: Some(25),
+            ..Default::default()
+        };
         assert_eq!(report(&mk(0, b"x"), false).0.status, SectionStatus::Ok);
         assert_eq!(report(&mk(0, b"x"), false).0.duration_ms, Some(150));
-        assert_eq!(report(&mk(124, b""), false).0.status, SectionStatus::TimedOut);
-        assert_eq!(report(&mk(3, b""), false).0.status, SectionStatus::NotPresent);
-        assert_eq!(report(&mk(4, b""), false).0.status, SectionStatus::PermissionDenied);
+        assert_eq!(
+            report(&mk(124, b""), false).0.status,
+            SectionStatus::TimedOut
+        );
+        assert_eq!(
+            report(&mk(3, b""), false).0.status,
+            SectionStatus::NotPresent
+        );
+        assert_eq!(
+            report(&mk(4, b""), false).0.status,
+            SectionStatus::PermissionDenied
+        );
         assert_eq!(report(&mk(9, b""), false).0.status, SectionStatus::Failed);
         let big = vec![b'a'; 1_048_577];
         let (r, b) = report(&mk(141, &big), false);

@@ -51,14 +51,18 @@ fn is_marker(v: &str) -> bool {
 }
 
 fn norm_key(k: &str) -> String {
-    k.trim_start_matches('-').to_ascii_uppercase().replace('-', "_")
+    k.trim_start_matches('-')
+        .to_ascii_uppercase()
+        .replace('-', "_")
 }
 
 impl Redactor {
     /// The rules of `configs/redaction.toml` (embedded at build time).
     pub fn builtin() -> &'static Redactor {
         static R: OnceLock<Redactor> = OnceLock::new();
-        R.get_or_init(|| Redactor::from_toml(RULES).unwrap_or_else(|e| panic!("configs/redaction.toml: {e}")))
+        R.get_or_init(|| {
+            Redactor::from_toml(RULES).unwrap_or_else(|e| panic!("configs/redaction.toml: {e}"))
+        })
     }
 
     /// Builds a redactor from rules text (same schema as `configs/redaction.toml`).
@@ -71,19 +75,25 @@ impl Redactor {
             .collect::<Result<Vec<_>, _>>()?;
         let re = |s: &str| Regex::new(s).map_err(|e| e.to_string());
         Ok(Redactor {
-            components: r.secret_components.iter().map(|s| s.to_ascii_uppercase()).collect(),
+            components: r
+                .secret_components
+                .iter()
+                .map(|s| s.to_ascii_uppercase())
+                .collect(),
             keys: r.secret_keys.iter().map(|s| norm_key(s)).collect(),
             not_secret: r.not_secret.iter().map(|s| norm_key(s)).collect(),
             placeholders: r.placeholder_values,
             shapes,
-            assign: re(
-                r#"(?x)
+            assign: re(r#"(?x)
                 (?P<key>[A-Za-z_][A-Za-z0-9_.-]*)
                 (?P<sep> ['"]? \s* (?: = | : ) \s* )
-                (?P<val> '[^'\n]*' | "[^"\n]*" | [^\s'",;)}\]]+ )"#,
+                (?P<val> '[^'\n]*' | "[^"\n]*" | [^\s'",;)}\]]+ )"#)?,
+            flag: re(
+                r#"(?P<flag>--[A-Za-z0-9][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?P<val>'[^'\n]*'|"[^"\n]*"|[^\s'"-][^\s'"]*)"#,
             )?,
-            flag: re(r#"(?P<flag>--[A-Za-z0-9][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?P<val>'[^'\n]*'|"[^"\n]*"|[^\s'"-][^\s'"]*)"#)?,
-            url_cred: re(r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)(?P<val>[^@\s/]+)(?P<post>@)")?,
+            url_cred: re(
+                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)(?P<val>[^@\s/]+)(?P<post>@)",
+            )?,
             bearer: re(r"(?i)(?P<pre>\b(?:bearer|basic|token)\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")?,
         })
     }
@@ -97,7 +107,8 @@ impl Redactor {
         if self.keys.contains(&k) {
             return true;
         }
-        k.split(['_', '.']).any(|c| self.components.iter().any(|s| s == c))
+        k.split(['_', '.'])
+            .any(|c| self.components.iter().any(|s| s == c))
     }
 
     fn is_placeholder(&self, v: &str) -> bool {
@@ -116,6 +127,7 @@ impl Redactor {
 
     /// Redacts secret flag values (`--api-key X`, `--api-key=X`), `KEY=VALUE` words and token
     /// shapes in an argv, in place.
+    #[allow(clippy::ptr_arg)] // the public API takes the Vec the snapshot holds
     pub fn redact_argv(&self, argv: &mut Vec<String>) {
         let mut i = 0;
         while i < argv.len() {
@@ -161,8 +173,14 @@ impl Redactor {
             let bare = unquote(val);
             let sep = c.name("sep").map_or("", |m| m.as_str());
             let q = quote_of(val);
-            let scheme = ["bearer", "basic", "token"].iter().any(|w| bare.eq_ignore_ascii_case(w));
-            if self.is_secret_key(key) && !self.is_placeholder(bare) && !key.starts_with('-') && !scheme {
+            let scheme = ["bearer", "basic", "token"]
+                .iter()
+                .any(|w| bare.eq_ignore_ascii_case(w));
+            if self.is_secret_key(key)
+                && !self.is_placeholder(bare)
+                && !key.starts_with('-')
+                && !scheme
+            {
                 format!("{key}{sep}{q}{}{q}", marker(bare))
             } else if !q.is_empty() && bare.len() < val.len() {
                 // `Environment="API_KEY=x"`: look inside the quotes.
@@ -180,7 +198,11 @@ impl Redactor {
             let bare = unquote(val);
             if self.is_secret_key(flag) && !self.is_placeholder(bare) {
                 let q = quote_of(val);
-                format!("{flag}{}{q}{}{q}", c.name("sep").map_or("", |m| m.as_str()), marker(bare))
+                format!(
+                    "{flag}{}{q}{}{q}",
+                    c.name("sep").map_or("", |m| m.as_str()),
+                    marker(bare)
+                )
             } else {
                 c.get(0).map_or("", |m| m.as_str()).to_string()
             }
@@ -191,7 +213,11 @@ impl Redactor {
         let replaced = self.url_cred.replace_all(&cur, |c: &regex::Captures<'_>| {
             let val = c.name("val").map_or("", |m| m.as_str());
             let pre = c.name("pre").map_or("", |m| m.as_str());
-            if is_marker(val) { c.get(0).map_or("", |m| m.as_str()).to_string() } else { format!("{pre}{}@", marker(val)) }
+            if is_marker(val) {
+                c.get(0).map_or("", |m| m.as_str()).to_string()
+            } else {
+                format!("{pre}{}@", marker(val))
+            }
         });
         if let Cow::Owned(o) = replaced {
             cur = Cow::Owned(o);
@@ -205,7 +231,9 @@ impl Redactor {
             cur = Cow::Owned(o);
         }
         for shape in &self.shapes {
-            let replaced = shape.replace_all(&cur, |c: &regex::Captures<'_>| marker(c.get(0).map_or("", |m| m.as_str())));
+            let replaced = shape.replace_all(&cur, |c: &regex::Captures<'_>| {
+                marker(c.get(0).map_or("", |m| m.as_str()))
+            });
             if let Cow::Owned(o) = replaced {
                 cur = Cow::Owned(o);
             }
@@ -243,10 +271,30 @@ mod tests {
 
     #[test]
     fn keys() {
-        for k in ["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "--api-key", "api_key", "--hf-token", "KEY"] {
+        for k in [
+            "HF_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "--api-key",
+            "api_key",
+            "--hf-token",
+            "KEY",
+        ] {
             assert!(r().is_secret_key(k), "{k}");
         }
-        for k in ["KEYBOARD", "TOKENIZERS_PARALLELISM", "PATH", "--tokenizer", "--max-num-batched-tokens", "SSH_AUTH_SOCK", "--ssl-keyfile", "--speculative-token-map", "PWD", "HOTKEYS"] {
+        for k in [
+            "KEYBOARD",
+            "TOKENIZERS_PARALLELISM",
+            "PATH",
+            "--tokenizer",
+            "--max-num-batched-tokens",
+            "SSH_AUTH_SOCK",
+            "--ssl-keyfile",
+            "--speculative-token-map",
+            "PWD",
+            "HOTKEYS",
+        ] {
             assert!(!r().is_secret_key(k), "{k}");
         }
     }
@@ -254,13 +302,26 @@ mod tests {
     #[test]
     fn env_and_argv() {
         let m = marker("hf_abcdefghijklmnopqrstuvwxyz");
-        assert_eq!(r().redact_env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"), m);
+        assert_eq!(
+            r().redact_env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"),
+            m
+        );
         assert_eq!(r().redact_env("HF_TOKEN", ""), "");
         assert_eq!(r().redact_env("PATH", "/usr/bin"), "/usr/bin");
-        let mut argv: Vec<String> =
-            ["python3", "-m", "sglang.launch_server", "--api-key", "s3cret", "--tp", "2", "--admin-api-key=abc", "--tokenizer", "x"]
-                .map(String::from)
-                .to_vec();
+        let mut argv: Vec<String> = [
+            "python3",
+            "-m",
+            "sglang.launch_server",
+            "--api-key",
+            "s3cret",
+            "--tp",
+            "2",
+            "--admin-api-key=abc",
+            "--tokenizer",
+            "x",
+        ]
+        .map(String::from)
+        .to_vec();
         r().redact_argv(&mut argv);
         assert_eq!(argv[4], marker("s3cret"));
         assert_eq!(argv[6], "2");
@@ -280,17 +341,28 @@ mod tests {
         assert!(!o.contains("k e y"), "{o}");
         assert!(o.contains("--port 8000"), "{o}");
         assert!(o.contains(&marker("hf_AAAAAAAAAAAAAAAAAAAAAAAA")), "{o}");
-        let o = r().redact_text("curl -H 'Authorization: Bearer abcdefghijkl' https://user:pa55w0rd@example.com/x");
-        assert!(!o.contains("abcdefghijkl") && !o.contains("pa55w0rd"), "{o}");
-        let o = r().redact_text("server_args=ServerArgs(model_path='m', api_key='topsecret', tp_size=2)");
+        let o = r().redact_text(
+            "curl -H 'Authorization: Bearer abcdefghijkl' https://user:pa55w0rd@example.com/x",
+        );
+        assert!(
+            !o.contains("abcdefghijkl") && !o.contains("pa55w0rd"),
+            "{o}"
+        );
+        let o = r()
+            .redact_text("server_args=ServerArgs(model_path='m', api_key='topsecret', tp_size=2)");
         assert!(!o.contains("topsecret"), "{o}");
         assert!(o.contains("tp_size=2"));
-        let o = r().redact_text("{'model': 'x', 'api_key': None, 'hf_token': 'hf_zzzzzzzzzzzzzzzzzzzzzzzz'}");
+        let o = r().redact_text(
+            "{'model': 'x', 'api_key': None, 'hf_token': 'hf_zzzzzzzzzzzzzzzzzzzzzzzz'}",
+        );
         assert!(o.contains("'api_key': None"), "{o}");
         assert!(!o.contains("hf_zzzz"), "{o}");
         let o = r().redact_text("Environment=\"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz\"");
         assert!(!o.contains("sk-abc"), "{o}");
-        assert_eq!(r().redact_text("nothing here: tokens=5 KEYBOARD=us"), "nothing here: tokens=5 KEYBOARD=us");
+        assert_eq!(
+            r().redact_text("nothing here: tokens=5 KEYBOARD=us"),
+            "nothing here: tokens=5 KEYBOARD=us"
+        );
         let once = r().redact_text(t).into_owned();
         assert_eq!(r().redact_text(&once), once);
     }

@@ -36,7 +36,9 @@ pub fn text(b: &[u8]) -> String {
 
 /// Lossy UTF-8 then [`sanitize_line`], trimmed.
 pub fn line(b: &[u8]) -> String {
-    sanitize_line(&String::from_utf8_lossy(b)).trim().to_string()
+    sanitize_line(&String::from_utf8_lossy(b))
+        .trim()
+        .to_string()
 }
 
 type It<'a> = std::iter::Peekable<std::str::Chars<'a>>;
@@ -89,7 +91,10 @@ mod tests {
     fn strips_escapes_keeps_lines() {
         assert_eq!(sanitize_terminal("a\x1b[31mred\x1b[0m\tb\nc"), "ared\tb\nc");
         assert_eq!(sanitize_terminal("x\x1b]0;evil title\x07y"), "xy");
-        assert_eq!(sanitize_terminal("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y"), "xlinky");
+        assert_eq!(
+            sanitize_terminal("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y"),
+            "xlinky"
+        );
         assert_eq!(sanitize_terminal("a\rb\x08c\x00d\u{7f}"), "abcd");
         assert_eq!(sanitize_terminal("ab\u{202e}cd"), "abcd");
         assert_eq!(sanitize_line("a\nb\tc"), "a b c");

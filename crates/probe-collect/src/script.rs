@@ -41,7 +41,10 @@ pub struct Round2Inputs {
 
 impl Round2Inputs {
     pub fn is_empty(&self) -> bool {
-        self.python_prefixes.is_empty() && self.models.is_empty() && self.logs.is_empty() && self.units.is_empty()
+        self.python_prefixes.is_empty()
+            && self.models.is_empty()
+            && self.logs.is_empty()
+            && self.units.is_empty()
     }
 }
 
@@ -97,21 +100,44 @@ DL=$((T0 + BUDGET_CS))
 
 fn globs_word(globs: &[String]) -> String {
     // Globs go into one space-separated variable; a glob containing a space or quote is dropped.
-    globs.iter().filter(|g| !g.is_empty() && g.chars().all(|c| c.is_ascii_graphic() && c != '\'' && c != '"')).cloned().collect::<Vec<_>>().join(" ")
+    globs
+        .iter()
+        .filter(|g| {
+            !g.is_empty()
+                && g.chars()
+                    .all(|c| c.is_ascii_graphic() && c != '\'' && c != '"')
+        })
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Unit names given with `--unit` that are safe to pass (others are ignored).
 pub fn valid_unit_name(n: &str) -> bool {
-    !n.is_empty() && n.len() <= 256 && n.chars().all(|c| c.is_ascii_alphanumeric() || "@._:-\\".contains(c))
+    !n.is_empty()
+        && n.len() <= 256
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@._:-\\".contains(c))
 }
 
-fn header(opts: &CollectOptions, boundary: &str, budget: Duration, vars: &[(&str, String)]) -> String {
+fn header(
+    opts: &CollectOptions,
+    boundary: &str,
+    budget: Duration,
+    vars: &[(&str, String)],
+) -> String {
     let s = config::servers();
     let mut extra: Vec<String> = opts
         .extra_units
         .iter()
         .filter(|u| valid_unit_name(u))
-        .map(|u| if u.contains('.') { u.clone() } else { format!("{u}.service") })
+        .map(|u| {
+            if u.contains('.') {
+                u.clone()
+            } else {
+                format!("{u}.service")
+            }
+        })
         .collect();
     extra.dedup();
     let mut p = config::probes().prelude.clone();
@@ -167,7 +193,10 @@ pub fn build(opts: &CollectOptions, boundary: &str) -> String {
 
 /// Round 1 may use 70 % of the deadline; round 2 gets the rest.
 pub fn round1_budget(deadline: Duration) -> Duration {
-    deadline.mul_f64(0.7).saturating_sub(Duration::from_secs(2)).max(Duration::from_secs(5))
+    deadline
+        .mul_f64(0.7)
+        .saturating_sub(Duration::from_secs(2))
+        .max(Duration::from_secs(5))
 }
 
 pub fn build_with_budget(opts: &CollectOptions, boundary: &str, budget: Duration) -> String {
@@ -177,16 +206,33 @@ pub fn build_with_budget(opts: &CollectOptions, boundary: &str, budget: Duration
 }
 
 /// The round-2 script.
-pub fn build_round2(opts: &CollectOptions, boundary: &str, budget: Duration, inputs: &Round2Inputs) -> String {
-    let line = |v: &[String]| v.iter().filter(|x| !x.contains('\n')).cloned().collect::<Vec<_>>().join("\n");
+pub fn build_round2(
+    opts: &CollectOptions,
+    boundary: &str,
+    budget: Duration,
+    inputs: &Round2Inputs,
+) -> String {
+    let line = |v: &[String]| {
+        v.iter()
+            .filter(|x| !x.contains('\n'))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let models: Vec<String> = inputs
         .models
         .iter()
-        .filter(|(k, m, d)| !(k.contains(['\t', '\n']) || m.contains(['\t', '\n']) || d.contains(['\t', '\n'])))
+        .filter(|(k, m, d)| {
+            !(k.contains(['\t', '\n']) || m.contains(['\t', '\n']) || d.contains(['\t', '\n']))
+        })
         .map(|(k, m, d)| format!("{k}\t{m}\t{d}"))
         .collect();
-    let units: Vec<String> =
-        inputs.units.iter().filter(|(_, n)| valid_unit_name(n)).map(|(s, n)| format!("{s} {n}")).collect();
+    let units: Vec<String> = inputs
+        .units
+        .iter()
+        .filter(|(_, n)| valid_unit_name(n))
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
     let vars = [
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
@@ -209,7 +255,10 @@ pub fn commands() -> Vec<String> {
 
 /// Probes of one round.
 pub fn probes(round: u8) -> impl Iterator<Item = &'static Probe> {
-    config::probes().probes.iter().filter(move |p| p.round == round)
+    config::probes()
+        .probes
+        .iter()
+        .filter(move |p| p.round == round)
 }
 
 /// The probe named `name`.

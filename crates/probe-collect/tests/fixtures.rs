@@ -10,11 +10,22 @@ use probe_model::*;
 use probe_testkit::fixture::FixtureHost;
 use probe_transport::{ConnectOptions, connect};
 
-async fn collect_host(host: &FixtureHost, opts: CollectOptions) -> (Snapshot, CollectStats, Duration) {
-    let copts = ConnectOptions { config_file: Some(host.ssh_config()), batch_mode: true, ..Default::default() };
-    let conn = connect(&host.alias, &copts).await.unwrap_or_else(|e| panic!("connect: {e}"));
+async fn collect_host(
+    host: &FixtureHost,
+    opts: CollectOptions,
+) -> (Snapshot, CollectStats, Duration) {
+    let copts = ConnectOptions {
+        config_file: Some(host.ssh_config()),
+        batch_mode: true,
+        ..Default::default()
+    };
+    let conn = connect(&host.alias, &copts)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
     let t = Instant::now();
-    let (snap, stats) = collect_with_stats(&conn, &opts).await.unwrap_or_else(|e| panic!("collect: {e}"));
+    let (snap, stats) = collect_with_stats(&conn, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("collect: {e}"));
     let wall = t.elapsed();
     conn.close().await;
     eprintln!(
@@ -22,33 +33,58 @@ async fn collect_host(host: &FixtureHost, opts: CollectOptions) -> (Snapshot, Co
         host.name, wall, stats.round1_bytes, stats.round1_ms, stats.round2_bytes, stats.round2_ms
     );
     for s in &snap.sections {
-        eprintln!("  {:12} {:?} {}B {:?}ms rc={:?} {:?}", s.name, s.status, s.bytes, s.duration_ms, s.exit_code, s.message);
+        eprintln!(
+            "  {:12} {:?} {}B {:?}ms rc={:?} {:?}",
+            s.name, s.status, s.bytes, s.duration_ms, s.exit_code, s.message
+        );
     }
     if let Ok(dir) = std::env::var("PROBE_COLLECT_DUMP") {
-        let _ = std::fs::write(format!("{dir}/{}.json", host.name), serde_json::to_string_pretty(&snap).unwrap());
+        let _ = std::fs::write(
+            format!("{dir}/{}.json", host.name),
+            serde_json::to_string_pretty(&snap).unwrap(),
+        );
     }
     (snap, stats, wall)
 }
 
 fn opts(target: &str) -> CollectOptions {
-    CollectOptions { target: target.into(), ..Default::default() }
+    CollectOptions {
+        target: target.into(),
+        ..Default::default()
+    }
 }
 
 fn section<'a>(s: &'a Snapshot, name: &str) -> &'a SectionReport {
-    s.sections.iter().find(|x| x.name == name).unwrap_or_else(|| panic!("no section {name}"))
+    s.sections
+        .iter()
+        .find(|x| x.name == name)
+        .unwrap_or_else(|| panic!("no section {name}"))
 }
 
 fn metric<'a>(l: &'a LogSource, name: &str) -> &'a MetricSeries {
-    l.metrics.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("{}: no metric {name}", l.location))
+    l.metrics
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("{}: no metric {name}", l.location))
 }
 
 fn log<'a>(s: &'a Snapshot, location: &str) -> &'a LogSource {
-    s.logs.iter().find(|l| l.location == location).unwrap_or_else(|| panic!("no log {location}"))
+    s.logs
+        .iter()
+        .find(|l| l.location == location)
+        .unwrap_or_else(|| panic!("no log {location}"))
 }
 
 fn pkg<'a>(s: &'a Snapshot, prefix: &str, name: &str) -> &'a PythonPackage {
-    let e = s.python_envs.iter().find(|e| e.prefix.as_deref() == Some(prefix)).unwrap_or_else(|| panic!("no env {prefix}"));
-    e.packages.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{prefix}: no package {name}"))
+    let e = s
+        .python_envs
+        .iter()
+        .find(|e| e.prefix.as_deref() == Some(prefix))
+        .unwrap_or_else(|| panic!("no env {prefix}"));
+    e.packages
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{prefix}: no package {name}"))
 }
 
 /// No secret value of the fixtures appears anywhere in the snapshot.
@@ -66,10 +102,25 @@ async fn sglang_hybrid() {
     let (s, _, wall) = collect_host(&host, opts("fx-sglang-hybrid")).await;
     assert!(wall < Duration::from_secs(20));
     assert_eq!(s.host.hostname.as_deref(), Some("fixture-sglang-hybrid"));
-    assert_eq!(s.host.machine_id.as_deref(), Some("1b2c3d4e5f60718293a4b5c6d7e8f901"));
+    assert_eq!(
+        s.host.machine_id.as_deref(),
+        Some("1b2c3d4e5f60718293a4b5c6d7e8f901")
+    );
     // The running launch: the parent holds the real argv, workers point at it.
-    let l: Vec<&ProcessInfo> = s.processes.iter().filter(|p| p.role == ProcessRole::Launcher).collect();
-    assert_eq!(l.len(), 1, "{:?}", s.processes.iter().map(|p| (&p.argv, p.role)).collect::<Vec<_>>());
+    let l: Vec<&ProcessInfo> = s
+        .processes
+        .iter()
+        .filter(|p| p.role == ProcessRole::Launcher)
+        .collect();
+    assert_eq!(
+        l.len(),
+        1,
+        "{:?}",
+        s.processes
+            .iter()
+            .map(|p| (&p.argv, p.role))
+            .collect::<Vec<_>>()
+    );
     let l = l[0];
     assert_eq!(l.engine.as_deref(), Some("sglang"));
     assert_eq!(host.launcher_pids(), vec![l.pid]);
@@ -79,26 +130,67 @@ async fn sglang_hybrid() {
     );
     assert_eq!(l.cwd.as_deref(), Some("/root"));
     assert_eq!(l.user.as_deref(), Some("root"));
-    assert!(l.start_time.is_some_and(|t| (t - s.remote_clock.unwrap()).abs() < 120));
-    assert!(l.env.get("HF_TOKEN").is_some_and(|v| v.starts_with("<redacted:")));
-    assert_eq!(l.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str), Some("0,1"));
-    let workers: Vec<&ProcessInfo> = s.processes.iter().filter(|p| p.role == ProcessRole::Worker).collect();
+    assert!(
+        l.start_time
+            .is_some_and(|t| (t - s.remote_clock.unwrap()).abs() < 120)
+    );
+    assert!(
+        l.env
+            .get("HF_TOKEN")
+            .is_some_and(|v| v.starts_with("<redacted:"))
+    );
+    assert_eq!(
+        l.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+        Some("0,1")
+    );
+    let workers: Vec<&ProcessInfo> = s
+        .processes
+        .iter()
+        .filter(|p| p.role == ProcessRole::Worker)
+        .collect();
     assert_eq!(workers.len(), 3);
     assert!(workers.iter().all(|w| w.launcher_pid == Some(l.pid)));
     // Histories with timestamps; zsh continuation.
-    let root = s.histories.iter().find(|h| h.path == "/root/.bash_history").unwrap();
+    let root = s
+        .histories
+        .iter()
+        .find(|h| h.path == "/root/.bash_history")
+        .unwrap();
     assert_eq!(root.entries.len(), 18);
     assert_eq!(root.mtime, Some(1_795_857_292));
     assert!(root.entries.iter().all(|e| e.time.is_some()));
-    assert!(root.entries.iter().any(|e| e.command.contains('\n')), "multi-line entry");
-    let mei = s.histories.iter().find(|h| h.path == "/home/mei/.zsh_history").unwrap();
+    assert!(
+        root.entries.iter().any(|e| e.command.contains('\n')),
+        "multi-line entry"
+    );
+    let mei = s
+        .histories
+        .iter()
+        .find(|h| h.path == "/home/mei/.zsh_history")
+        .unwrap();
     assert_eq!(mei.shell, ShellKind::Zsh);
-    assert!(mei.entries.iter().any(|e| e.command.contains("bench_serving.py") && e.command.contains('\n')));
+    assert!(
+        mei.entries
+            .iter()
+            .any(|e| e.command.contains("bench_serving.py") && e.command.contains('\n'))
+    );
     // The unit holds the older configuration.
-    let u = s.units.iter().find(|u| u.name == "sglang-qwen.service").unwrap();
+    let u = s
+        .units
+        .iter()
+        .find(|u| u.name == "sglang-qwen.service")
+        .unwrap();
     assert_eq!(u.exec_start.len(), 1);
-    assert!(u.exec_start[0].contains("--mem-fraction-static 0.80") && !u.exec_start[0].contains("NEXTN"));
-    assert_eq!(u.environment.get("SGLANG_DISABLE_REQUEST_LOGGING").map(String::as_str), Some("1"));
+    assert!(
+        u.exec_start[0].contains("--mem-fraction-static 0.80")
+            && !u.exec_start[0].contains("NEXTN")
+    );
+    assert_eq!(
+        u.environment
+            .get("SGLANG_DISABLE_REQUEST_LOGGING")
+            .map(String::as_str),
+        Some("1")
+    );
     let st = u.state.as_ref().expect("systemctl show");
     assert_eq!(st.active_state.as_deref(), Some("inactive"));
     assert_eq!(st.exec_main_start, Some(1_795_074_339));
@@ -109,18 +201,32 @@ async fn sglang_hybrid() {
     assert!(sg.direct_url.is_some());
     assert_eq!(pkg(&s, "/opt/venvs/sglang", "torch").version, "2.9.1+cu128");
     assert_eq!(pkg(&s, "/opt/venvs/sglang", "sgl-kernel").version, "0.3.21");
-    assert_eq!(pkg(&s, "/opt/venvs/sglang", "nvidia-nccl-cu12").version, "2.27.5");
+    assert_eq!(
+        pkg(&s, "/opt/venvs/sglang", "nvidia-nccl-cu12").version,
+        "2.27.5"
+    );
     // GPUs.
     assert_eq!(s.gpu.status, GpuStatus::Present);
     assert_eq!(s.gpu.gpus.len(), 2);
-    assert!(s.gpu.gpus.iter().all(|g| g.name.as_deref() == Some("NVIDIA H200") && g.memory_total_mib == Some(143_771)));
+    assert!(
+        s.gpu.gpus.iter().all(
+            |g| g.name.as_deref() == Some("NVIDIA H200") && g.memory_total_mib == Some(143_771)
+        )
+    );
     assert_eq!(s.gpu.cuda_version.as_deref(), Some("12.8"));
     assert_eq!(s.gpu.driver_version.as_deref(), Some("570.172.08"));
     assert_eq!(s.gpu.compute_apps.len(), 2);
     assert!(s.gpu.topology.as_deref().unwrap_or("").contains("GPU0"));
     // Model from the HF cache snapshot named by refs/main.
-    let m = s.models.iter().find(|m| m.model == "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8").unwrap();
-    assert!(m.config_path.contains("/snapshots/9c7f2fbe84465e40164a94a6f4b1e8c26b16a1e0/"));
+    let m = s
+        .models
+        .iter()
+        .find(|m| m.model == "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8")
+        .unwrap();
+    assert!(
+        m.config_path
+            .contains("/snapshots/9c7f2fbe84465e40164a94a6f4b1e8c26b16a1e0/")
+    );
     assert_eq!(m.fields["model_type"], "qwen3_next");
     assert_eq!(m.fields["num_hidden_layers"], 48);
     assert_eq!(m.fields["full_attention_interval"], 4);
@@ -129,17 +235,31 @@ async fn sglang_hybrid() {
     // Logs: the live log (fd 1) and the unit's journal.
     let live = log(&s, "/root/sglang.log");
     assert_eq!(live.startups.last().unwrap().engine, "sglang");
-    assert!(live.startups.last().unwrap().text.contains("speculative_algorithm='NEXTN'"));
+    assert!(
+        live.startups
+            .last()
+            .unwrap()
+            .text
+            .contains("speculative_algorithm='NEXTN'")
+    );
     let g = &metric(live, "gen_throughput").summary;
     assert!(g.count >= 1 && g.min >= 380.0 && g.max <= 470.0, "{g:?}");
     let a = &metric(live, "accept_len").summary;
     assert!(a.min >= 2.9 && a.max <= 3.3);
     assert!(metric(live, "mamba_usage").summary.count >= 1);
-    let j = s.logs.iter().find(|l| l.origin == LogOrigin::Journal && l.location == "sglang-qwen.service").unwrap();
+    let j = s
+        .logs
+        .iter()
+        .find(|l| l.origin == LogOrigin::Journal && l.location == "sglang-qwen.service")
+        .unwrap();
     assert_eq!(j.startups.len(), 3);
     assert_eq!(metric(j, "gen_throughput").summary.count, 1970);
     assert!(j.metrics.iter().all(|m| m.name != "accept_len"));
-    assert!(s.package_events.iter().any(|e| e.package.starts_with("nvidia-driver-570-server-open")));
+    assert!(
+        s.package_events
+            .iter()
+            .any(|e| e.package.starts_with("nvidia-driver-570-server-open"))
+    );
     assert_no_secrets(&s, &["hf_"]);
 }
 
@@ -150,31 +270,69 @@ async fn vllm_systemd() {
     let u = s.units.iter().find(|u| u.name == "vllm.service").unwrap();
     // The drop-in's empty ExecStart= reset the list; its ExecStart is the running command.
     assert_eq!(u.drop_ins.len(), 1);
-    assert!(u.drop_ins[0].path.ends_with("vllm.service.d/10-override.conf"));
+    assert!(
+        u.drop_ins[0]
+            .path
+            .ends_with("vllm.service.d/10-override.conf")
+    );
     assert_eq!(u.exec_start.len(), 1);
     assert!(u.exec_start[0].contains("--speculative-config") && u.exec_start[0].contains("0.92"));
-    assert_eq!(u.environment.get("VLLM_USE_DEEP_GEMM").map(String::as_str), Some("1"));
+    assert_eq!(
+        u.environment.get("VLLM_USE_DEEP_GEMM").map(String::as_str),
+        Some("1")
+    );
     assert_eq!(u.run_as.as_deref(), Some("vllm"));
     assert_eq!(u.working_directory.as_deref(), Some("/home/vllm"));
     let ef = &u.environment_files[0];
     assert_eq!(ef.path, "/etc/default/vllm");
-    assert!(ef.vars.get("HF_TOKEN").is_some_and(|v| v.starts_with("<redacted:")));
+    assert!(
+        ef.vars
+            .get("HF_TOKEN")
+            .is_some_and(|v| v.starts_with("<redacted:"))
+    );
     let st = u.state.as_ref().unwrap();
     assert_eq!(st.active_state.as_deref(), Some("active"));
-    let l = s.processes.iter().find(|p| p.role == ProcessRole::Launcher).unwrap();
+    let l = s
+        .processes
+        .iter()
+        .find(|p| p.role == ProcessRole::Launcher)
+        .unwrap();
     assert_eq!(st.main_pid, Some(l.pid));
     assert_eq!(l.user.as_deref(), Some("vllm"));
     assert_eq!(l.engine.as_deref(), Some("vllm"));
-    assert_eq!(s.processes.iter().filter(|p| p.role == ProcessRole::Worker && p.launcher_pid == Some(l.pid)).count(), 5);
+    assert_eq!(
+        s.processes
+            .iter()
+            .filter(|p| p.role == ProcessRole::Worker && p.launcher_pid == Some(l.pid))
+            .count(),
+        5
+    );
     let v = pkg(&s, "/opt/venvs/vllm", "vllm");
     assert_eq!(v.version, "0.1.dev16016+g3cfc8f8b7");
-    assert!(v.direct_url.as_deref().unwrap_or("").contains("3cfc8f8b7d2a"));
-    let m = s.models.iter().find(|m| m.model == "/mnt/models/GLM-4.5-Air-FP8").unwrap();
+    assert!(
+        v.direct_url
+            .as_deref()
+            .unwrap_or("")
+            .contains("3cfc8f8b7d2a")
+    );
+    let m = s
+        .models
+        .iter()
+        .find(|m| m.model == "/mnt/models/GLM-4.5-Air-FP8")
+        .unwrap();
     assert_eq!(m.fields["num_nextn_predict_layers"], 1);
     assert_eq!(m.fields["num_hidden_layers"], 46);
-    let j = s.logs.iter().find(|l| l.origin == LogOrigin::Journal && l.location == "vllm.service").unwrap();
+    let j = s
+        .logs
+        .iter()
+        .find(|l| l.origin == LogOrigin::Journal && l.location == "vllm.service")
+        .unwrap();
     assert!(j.startups.len() >= 4, "{}", j.startups.len());
-    assert!(j.startups.iter().all(|x| x.version.as_deref() == Some("0.1.dev16016+g3cfc8f8b7")));
+    assert!(
+        j.startups
+            .iter()
+            .all(|x| x.version.as_deref() == Some("0.1.dev16016+g3cfc8f8b7"))
+    );
     assert!(metric(j, "accept_len").summary.min >= 1.78);
     assert!(metric(j, "gen_throughput").summary.max <= 2500.0);
     assert_eq!(s.gpu.gpus.len(), 4);
@@ -186,16 +344,33 @@ async fn docker_vllm() {
     let host = FixtureHost::start("docker-vllm");
     let (s, _, _) = collect_host(&host, opts("fx-docker-vllm")).await;
     assert_eq!(s.containers.len(), 2);
-    let c = s.containers.iter().find(|c| c.name.as_deref() == Some("vllm-llama")).unwrap();
+    let c = s
+        .containers
+        .iter()
+        .find(|c| c.name.as_deref() == Some("vllm-llama"))
+        .unwrap();
     assert_eq!(c.image, "vllm/vllm-openai:v0.11.0");
-    assert_eq!(c.entrypoint, ["python3", "-m", "vllm.entrypoints.openai.api_server"]);
+    assert_eq!(
+        c.entrypoint,
+        ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    );
     assert_eq!(c.state.as_deref(), Some("running"));
-    assert!(c.env.get("HF_TOKEN").is_some_and(|v| v.starts_with("<redacted:")));
-    let old = s.containers.iter().find(|c| c.name.as_deref() == Some("vllm-llama-v0102")).unwrap();
+    assert!(
+        c.env
+            .get("HF_TOKEN")
+            .is_some_and(|v| v.starts_with("<redacted:"))
+    );
+    let old = s
+        .containers
+        .iter()
+        .find(|c| c.name.as_deref() == Some("vllm-llama-v0102"))
+        .unwrap();
     assert!(old.cmd.join(" ").contains("--max-model-len 16384"));
     assert_eq!(pkg(&s, "/usr", "vllm").version, "0.11.0");
     assert_eq!(pkg(&s, "/usr", "xformers").version, "0.0.32.post1");
-    assert!(s.package_events.iter().any(|e| e.package == "cuda-drivers-570" && e.to_version.as_deref() == Some("570.133.20-1")));
+    assert!(s.package_events.iter().any(
+        |e| e.package == "cuda-drivers-570" && e.to_version.as_deref() == Some("570.133.20-1")
+    ));
     assert!(s.package_events.iter().any(|e| e.manager == "dpkg"));
     assert_eq!(s.models[0].fields["model_type"], "llama");
     assert_no_secrets(&s, &["hf_"]);
@@ -205,11 +380,17 @@ async fn docker_vllm() {
 async fn bare() {
     let host = FixtureHost::start("bare");
     let (s, stats, _) = collect_host(&host, opts("fx-bare")).await;
-    assert_eq!(s.host.machine_id.as_deref(), Some("6a1f0c9e2b7d4e8f9a0b1c2d3e4f5a60"));
+    assert_eq!(
+        s.host.machine_id.as_deref(),
+        Some("6a1f0c9e2b7d4e8f9a0b1c2d3e4f5a60")
+    );
     assert_eq!(s.gpu.status, GpuStatus::NoNvidiaSmi);
     assert_eq!(section(&s, "gpu_query").status, SectionStatus::NotPresent);
     assert!(s.processes.is_empty() && s.units.is_empty() && s.containers.is_empty());
-    assert_eq!(stats.round2_bytes, 0, "nothing depends on round 1 here: no second round");
+    assert_eq!(
+        stats.round2_bytes, 0,
+        "nothing depends on round 1 here: no second round"
+    );
     let root = s.histories.iter().find(|h| h.user == "root").unwrap();
     assert_eq!(root.entries.len(), 8);
     assert_eq!(root.mtime, Some(1_795_797_730));
@@ -218,7 +399,11 @@ async fn bare() {
     assert_eq!(fish.entries.len(), 4);
     assert!(fish.entries.iter().all(|e| e.time.is_some()));
     assert!(s.package_events.is_empty());
-    assert!(s.sections.iter().all(|x| x.status != SectionStatus::Failed), "{:?}", s.sections);
+    assert!(
+        s.sections.iter().all(|x| x.status != SectionStatus::Failed),
+        "{:?}",
+        s.sections
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,12 +414,25 @@ async fn hostile() {
     assert_eq!(section(&s, "gpu_query").status, SectionStatus::TimedOut);
     assert_eq!(s.gpu.status, GpuStatus::DriverError);
     assert!(wall < Duration::from_secs(30), "{wall:?}");
-    for n in ["host", "history", "units", "processes", "python_envs", "logs"] {
+    for n in [
+        "host",
+        "history",
+        "units",
+        "processes",
+        "python_envs",
+        "logs",
+    ] {
         assert_eq!(section(&s, n).status, SectionStatus::Ok, "{n}");
     }
     // Symlinked history not read, and said so.
     assert!(s.histories.iter().all(|h| h.path != "/root/.bash_history"));
-    assert!(section(&s, "history").message.as_deref().unwrap_or("").contains("/root/.bash_history not read"));
+    assert!(
+        section(&s, "history")
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("/root/.bash_history not read")
+    );
     // Junk history parsed, escapes gone, secrets redacted.
     let m = s.histories.iter().find(|h| h.user == "mallory").unwrap();
     assert!(!m.entries.is_empty());
@@ -245,12 +443,26 @@ async fn hostile() {
     assert!(metric(l, "gen_throughput").summary.count > 1000);
     assert!(stats.round2_bytes < 6 << 20);
     // 10,000-line unit: bounded, its ExecStart still found.
-    let u = s.units.iter().find(|u| u.name == "llm-bloat.service").unwrap();
+    let u = s
+        .units
+        .iter()
+        .find(|u| u.name == "llm-bloat.service")
+        .unwrap();
     assert!(u.exec_start[0].contains("--port 30001"));
     assert!(u.environment.len() <= 1000);
     // Broken model config recorded, not fatal.
-    let mc = s.models.iter().find(|m| m.model == "/srv/models/broken").unwrap();
+    let mc = s
+        .models
+        .iter()
+        .find(|m| m.model == "/srv/models/broken")
+        .unwrap();
     assert_eq!(mc.status, SectionStatus::Failed);
-    assert!(s.host.os_pretty.as_deref().unwrap().starts_with("Debian GNU/Linux 12"));
+    assert!(
+        s.host
+            .os_pretty
+            .as_deref()
+            .unwrap()
+            .starts_with("Debian GNU/Linux 12")
+    );
     assert_no_secrets(&s, &["sk-proj-", "hunter2", "root:$y$"]);
 }

@@ -13,7 +13,9 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<ContainerInfo>, Option<String>
     let mut out = Vec::new();
     let mut msg = None;
     for r in records(body, boundary) {
-        let Some(rt) = r.header.strip_prefix("ctr ") else { continue };
+        let Some(rt) = r.header.strip_prefix("ctr ") else {
+            continue;
+        };
         let runtime = sanitize_line(rt.trim());
         match serde_json::from_slice::<Value>(r.data) {
             Ok(Value::Array(items)) => {
@@ -34,7 +36,12 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<ContainerInfo>, Option<String>
 
 fn strs(v: Option<&Value>) -> Vec<String> {
     match v {
-        Some(Value::Array(a)) => a.iter().take(4096).filter_map(|x| x.as_str()).map(sanitize_terminal).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .take(4096)
+            .filter_map(|x| x.as_str())
+            .map(sanitize_terminal)
+            .collect(),
         Some(Value::String(s)) => vec![sanitize_terminal(s)],
         _ => Vec::new(),
     }
@@ -43,7 +50,11 @@ fn strs(v: Option<&Value>) -> Vec<String> {
 fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
     let id = v.get("Id")?.as_str()?;
     let cfg = v.get("Config");
-    let image = cfg.and_then(|c| c.get("Image")).and_then(Value::as_str).or_else(|| v.get("ImageName").and_then(Value::as_str)).unwrap_or("");
+    let image = cfg
+        .and_then(|c| c.get("Image"))
+        .and_then(Value::as_str)
+        .or_else(|| v.get("ImageName").and_then(Value::as_str))
+        .unwrap_or("");
     let mut env = std::collections::BTreeMap::new();
     for kv in strs(cfg.and_then(|c| c.get("Env"))) {
         if let Some((k, val)) = kv.split_once('=') {
@@ -54,13 +65,23 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
     Some(ContainerInfo {
         runtime: runtime.to_string(),
         id: sanitize_line(id),
-        name: v.get("Name").and_then(Value::as_str).map(|n| sanitize_line(n.trim_start_matches('/'))),
+        name: v
+            .get("Name")
+            .and_then(Value::as_str)
+            .map(|n| sanitize_line(n.trim_start_matches('/'))),
         image: sanitize_line(image),
         entrypoint: strs(cfg.and_then(|c| c.get("Entrypoint"))),
         cmd: strs(cfg.and_then(|c| c.get("Cmd"))),
         env,
-        started_at: state.and_then(|s| s.get("StartedAt")).and_then(Value::as_str).and_then(super::parse_rfc3339).filter(|&t| t > 0),
-        state: state.and_then(|s| s.get("Status")).and_then(Value::as_str).map(sanitize_line),
+        started_at: state
+            .and_then(|s| s.get("StartedAt"))
+            .and_then(Value::as_str)
+            .and_then(super::parse_rfc3339)
+            .filter(|&t| t > 0),
+        state: state
+            .and_then(|s| s.get("Status"))
+            .and_then(Value::as_str)
+            .map(sanitize_line),
     })
 }
 

@@ -9,14 +9,26 @@ use crate::sanitize::{sanitize_line, text};
 fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
     // The header is the first line naming `index`, `uuid` or `pid` (an error from a first
     // attempt may precede it).
-    let mut lines = t.lines().filter(|l| !l.trim().is_empty()).skip_while(|l| !is_header(l));
+    let mut lines = t
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .skip_while(|l| !is_header(l));
     let header: Vec<String> = lines
         .next()
         .unwrap_or("")
         .split(',')
-        .map(|h| h.split(" [").next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|h| {
+            h.split(" [")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .collect();
-    let rows = lines.take(1024).map(|l| l.split(',').map(|v| v.trim().to_string()).collect()).collect();
+    let rows = lines
+        .take(1024)
+        .map(|l| l.split(',').map(|v| v.trim().to_string()).collect())
+        .collect();
     (header, rows)
 }
 
@@ -28,7 +40,8 @@ fn val<'a>(header: &[String], row: &'a [String], names: &[&str]) -> Option<&'a s
 }
 
 fn num<T: std::str::FromStr>(v: Option<&str>) -> Option<T> {
-    v.and_then(|x| x.split_whitespace().next()).and_then(|x| x.parse().ok())
+    v.and_then(|x| x.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
 }
 
 fn s(v: Option<&str>) -> Option<String> {
@@ -41,7 +54,9 @@ fn is_csv(t: &str) -> bool {
 }
 
 fn is_header(h: &str) -> bool {
-    h.split(',').map(|f| f.split(" [").next().unwrap_or("").trim()).any(|f| matches!(f, "index" | "uuid" | "gpu_uuid" | "pid"))
+    h.split(',')
+        .map(|f| f.split(" [").next().unwrap_or("").trim())
+        .any(|f| matches!(f, "index" | "uuid" | "gpu_uuid" | "pid"))
 }
 
 /// Parses `--query-gpu` output into the state (status, GPUs, driver version).
@@ -49,7 +64,11 @@ pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
     let t = text(out);
     if !is_csv(&t) {
         let msg = first_line(&t).or_else(|| first_line(&text(stderr)));
-        state.status = if t.contains("No devices were found") { GpuStatus::NoDevices } else { GpuStatus::DriverError };
+        state.status = if t.contains("No devices were found") {
+            GpuStatus::NoDevices
+        } else {
+            GpuStatus::DriverError
+        };
         state.message = msg;
         return;
     }
@@ -71,7 +90,11 @@ pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
             utilization_gpu_pct: num(val(&h, &r, &["utilization.gpu"])),
             utilization_memory_pct: num(val(&h, &r, &["utilization.memory"])),
             temperature_c: num(val(&h, &r, &["temperature.gpu"])),
-            power_draw_w: num(val(&h, &r, &["power.draw", "power.draw.average", "power.draw.instant"])),
+            power_draw_w: num(val(
+                &h,
+                &r,
+                &["power.draw", "power.draw.average", "power.draw.instant"],
+            )),
             power_limit_w: num(val(&h, &r, &["power.limit", "enforced.power.limit"])),
             power_max_limit_w: num(val(&h, &r, &["power.max_limit"])),
             clocks_sm_mhz: num(val(&h, &r, &["clocks.sm", "clocks.current.sm"])),
@@ -83,17 +106,28 @@ pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
             ecc_mode: s(val(&h, &r, &["ecc.mode.current"])),
             mig_mode: s(val(&h, &r, &["mig.mode.current"])),
             compute_mode: s(val(&h, &r, &["compute_mode"])),
-            pcie_link_gen: num(val(&h, &r, &["pcie.link.gen.current", "pcie.link.gen.gpucurrent"])),
+            pcie_link_gen: num(val(
+                &h,
+                &r,
+                &["pcie.link.gen.current", "pcie.link.gen.gpucurrent"],
+            )),
             pcie_link_width: num(val(&h, &r, &["pcie.link.width.current"])),
         };
         state.gpus.push(g);
     }
     state.driver_version = state.gpus.iter().find_map(|g| g.driver_version.clone());
-    state.status = if state.gpus.is_empty() { GpuStatus::NoDevices } else { GpuStatus::Present };
+    state.status = if state.gpus.is_empty() {
+        GpuStatus::NoDevices
+    } else {
+        GpuStatus::Present
+    };
 }
 
 fn first_line(t: &str) -> Option<String> {
-    t.lines().map(str::trim).find(|l| !l.is_empty()).map(|l| sanitize_line(l).chars().take(300).collect())
+    t.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| sanitize_line(l).chars().take(300).collect())
 }
 
 /// Banner of plain `nvidia-smi`: `CUDA Version: 12.4`, `Driver Version: 550.54.15`.
@@ -102,7 +136,10 @@ pub fn parse_banner(out: &[u8], state: &mut GpuState) {
     let grab = |key: &str| {
         let i = t.find(key)?;
         let rest = t.get(i + key.len()..)?.trim_start_matches([':', ' ']);
-        let v: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let v: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
         (!v.is_empty()).then_some(v)
     };
     if let Some(c) = grab("CUDA Version") {
@@ -168,7 +205,12 @@ mod tests {
         let mut st = GpuState::default();
         parse_query(b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n", b"", &mut st);
         assert_eq!(st.status, GpuStatus::DriverError);
-        assert!(st.message.as_deref().unwrap_or("").contains("couldn't communicate"));
+        assert!(
+            st.message
+                .as_deref()
+                .unwrap_or("")
+                .contains("couldn't communicate")
+        );
         let mut st = GpuState::default();
         parse_query(b"No devices were found\n", b"", &mut st);
         assert_eq!(st.status, GpuStatus::NoDevices);

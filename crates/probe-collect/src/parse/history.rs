@@ -31,12 +31,20 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
                 let user = crate::sanitize::sanitize_line(&h.tag);
                 if h.status != "ok" {
                     let (reason, why) = match h.status.as_str() {
-                        "symlink" => (SectionStatus::PermissionDenied, "symbolic link: not followed"),
+                        "symlink" => (
+                            SectionStatus::PermissionDenied,
+                            "symbolic link: not followed",
+                        ),
                         "denied" => (SectionStatus::PermissionDenied, "permission denied"),
                         "missing" => (SectionStatus::NotPresent, "missing"),
                         _ => (SectionStatus::Failed, "not a regular file"),
                     };
-                    skipped.push(Skipped { user, path: h.path, reason, why: why.into() });
+                    skipped.push(Skipped {
+                        user,
+                        path: h.path,
+                        reason,
+                        why: why.into(),
+                    });
                     continue;
                 }
                 if files.iter().any(|f| f.path == h.path) {
@@ -45,7 +53,15 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
                 let truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
                 let shell = kind_of(&h.path, r.data);
                 let entries = parse_entries(shell, r.data, truncated);
-                files.push(HistoryFile { user, path: h.path, shell, mtime: h.mtime, size: h.size, truncated, entries });
+                files.push(HistoryFile {
+                    user,
+                    path: h.path,
+                    shell,
+                    mtime: h.mtime,
+                    size: h.size,
+                    truncated,
+                    entries,
+                });
             }
             'R' => {
                 let mut it = r.header.splitn(3, ' ');
@@ -57,7 +73,12 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
                     "foreign" => "HISTFILE owned by another user: not read",
                     _ => continue,
                 };
-                skipped.push(Skipped { user, path, reason: SectionStatus::PermissionDenied, why: why.into() });
+                skipped.push(Skipped {
+                    user,
+                    path,
+                    reason: SectionStatus::PermissionDenied,
+                    why: why.into(),
+                });
             }
             _ => {}
         }
@@ -81,7 +102,8 @@ pub fn kind_of(path: &str, data: &[u8]) -> ShellKind {
         return ShellKind::Sh;
     }
     // Custom HISTFILE or `.history`: look at the content.
-    let head = String::from_utf8_lossy(data.get(..data.len().min(4096)).unwrap_or(&[])).into_owned();
+    let head =
+        String::from_utf8_lossy(data.get(..data.len().min(4096)).unwrap_or(&[])).into_owned();
     if head.lines().any(|l| zsh_prefix(l).is_some()) {
         ShellKind::Zsh
     } else if head.lines().any(|l| l.starts_with("- cmd: ")) {
@@ -132,7 +154,9 @@ fn clip(s: &str) -> String {
 
 fn bash_stamp(l: &str) -> Option<UnixTime> {
     let d = l.strip_prefix('#')?;
-    (d.len() >= 9 && d.len() <= 11 && d.bytes().all(|c| c.is_ascii_digit())).then(|| d.parse().ok()).flatten()
+    (d.len() >= 9 && d.len() <= 11 && d.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| d.parse().ok())
+        .flatten()
 }
 
 fn bash(text: &str) -> Vec<HistoryEntry> {
@@ -141,7 +165,11 @@ fn bash(text: &str) -> Vec<HistoryEntry> {
     if !stamped {
         for l in text.lines() {
             if !l.trim().is_empty() {
-                out.push(HistoryEntry { index: 0, time: None, command: l.to_string() });
+                out.push(HistoryEntry {
+                    index: 0,
+                    time: None,
+                    command: l.to_string(),
+                });
             }
         }
         return out;
@@ -153,7 +181,11 @@ fn bash(text: &str) -> Vec<HistoryEntry> {
             if let Some(e) = cur.take().filter(|e| !e.command.is_empty()) {
                 out.push(e);
             }
-            cur = Some(HistoryEntry { index: 0, time: Some(t), command: String::new() });
+            cur = Some(HistoryEntry {
+                index: 0,
+                time: Some(t),
+                command: String::new(),
+            });
             continue;
         }
         match cur.as_mut() {
@@ -163,7 +195,11 @@ fn bash(text: &str) -> Vec<HistoryEntry> {
                 }
                 e.command.push_str(l);
             }
-            None if !l.trim().is_empty() => out.push(HistoryEntry { index: 0, time: None, command: l.to_string() }),
+            None if !l.trim().is_empty() => out.push(HistoryEntry {
+                index: 0,
+                time: None,
+                command: l.to_string(),
+            }),
             None => {}
         }
     }
@@ -178,7 +214,10 @@ fn zsh_prefix(l: &str) -> Option<(UnixTime, &str)> {
     let rest = l.strip_prefix(": ")?;
     let (ts, rest) = rest.split_once(':')?;
     let (dur, cmd) = rest.split_once(';')?;
-    if ts.is_empty() || !ts.bytes().all(|c| c.is_ascii_digit()) || !dur.bytes().all(|c| c.is_ascii_digit()) {
+    if ts.is_empty()
+        || !ts.bytes().all(|c| c.is_ascii_digit())
+        || !dur.bytes().all(|c| c.is_ascii_digit())
+    {
         return None;
     }
     Some((ts.parse().ok()?, cmd))
@@ -200,7 +239,11 @@ fn zsh(text: &str) -> Vec<HistoryEntry> {
             None => (None, l),
         };
         continued = cmd.ends_with('\\');
-        out.push(HistoryEntry { index: 0, time, command: cmd.strip_suffix('\\').unwrap_or(cmd).to_string() });
+        out.push(HistoryEntry {
+            index: 0,
+            time,
+            command: cmd.strip_suffix('\\').unwrap_or(cmd).to_string(),
+        });
     }
     out
 }
@@ -225,7 +268,11 @@ fn fish(text: &str) -> Vec<HistoryEntry> {
     let mut out: Vec<HistoryEntry> = Vec::new();
     for l in text.lines() {
         if let Some(cmd) = l.strip_prefix("- cmd: ") {
-            out.push(HistoryEntry { index: 0, time: None, command: fish_unescape(cmd) });
+            out.push(HistoryEntry {
+                index: 0,
+                time: None,
+                command: fish_unescape(cmd),
+            });
         } else if let Some(when) = l.trim_start().strip_prefix("when: ")
             && l.starts_with("  ")
             && let Some(e) = out.last_mut()
@@ -267,7 +314,10 @@ mod tests {
         let e = parse_entries(ShellKind::Bash, t.as_bytes(), false);
         assert_eq!(e.len(), 3);
         assert_eq!(e[0].time, Some(1_761_811_200));
-        assert_eq!(e[1].command, "python -m sglang.launch_server \\\n  --model-path /models/q --tp 2");
+        assert_eq!(
+            e[1].command,
+            "python -m sglang.launch_server \\\n  --model-path /models/q --tp 2"
+        );
         assert_eq!(e[1].time, Some(1_761_811_260));
         assert_eq!(e[2].index, 2);
     }
@@ -275,7 +325,10 @@ mod tests {
     #[test]
     fn bash_plain_and_truncated() {
         let e = parse_entries(ShellKind::Bash, b"l -part\nls\n\nnvidia-smi\n", true);
-        assert_eq!(e.iter().map(|e| e.command.as_str()).collect::<Vec<_>>(), ["ls", "nvidia-smi"]);
+        assert_eq!(
+            e.iter().map(|e| e.command.as_str()).collect::<Vec<_>>(),
+            ["ls", "nvidia-smi"]
+        );
         assert!(e.iter().all(|e| e.time.is_none()));
     }
 

@@ -16,7 +16,10 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
             "clock" => ctx.remote_clock = first.parse().ok(),
             "tz" => ctx.tz_offset_s = super::parse_offset(&first).unwrap_or(0),
             "hostname" => h.hostname = non_empty(&first),
-            "machine_id" => h.machine_id = non_empty(&first).filter(|m| m.len() <= 64 && m.chars().all(|c| c.is_ascii_hexdigit())),
+            "machine_id" => {
+                h.machine_id = non_empty(&first)
+                    .filter(|m| m.len() <= 64 && m.chars().all(|c| c.is_ascii_hexdigit()))
+            }
             "os_release" => {
                 for l in text(r.data).lines() {
                     if let Some((k, val)) = l.split_once('=') {
@@ -41,7 +44,12 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
                 h.boot_time = v.split_whitespace().nth(1).and_then(|x| x.parse().ok());
                 ctx.boot_time = h.boot_time;
             }
-            "cpu" => h.cpu_model = v.split_once(':').map(|(_, m)| m.trim().to_string()).and_then(|m| non_empty(&m)),
+            "cpu" => {
+                h.cpu_model = v
+                    .split_once(':')
+                    .map(|(_, m)| m.trim().to_string())
+                    .and_then(|m| non_empty(&m))
+            }
             "nproc" => h.cpu_count = first.parse().ok(),
             "meminfo" => {
                 for l in v.split("kB") {
@@ -60,10 +68,16 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
             "passwd" => {
                 for l in text(r.data).lines().take(100_000) {
                     let f: Vec<&str> = l.split(':').collect();
-                    if let (Some(name), Some(uid), Some(home)) = (f.first(), f.get(2).and_then(|u| u.parse::<u32>().ok()), f.get(5)) {
+                    if let (Some(name), Some(uid), Some(home)) = (
+                        f.first(),
+                        f.get(2).and_then(|u| u.parse::<u32>().ok()),
+                        f.get(5),
+                    ) {
                         let name = crate::sanitize::sanitize_line(name);
                         ctx.users.entry(uid).or_insert_with(|| name.clone());
-                        ctx.homes.entry(name).or_insert_with(|| crate::sanitize::sanitize_line(home));
+                        ctx.homes
+                            .entry(name)
+                            .or_insert_with(|| crate::sanitize::sanitize_line(home));
                     }
                 }
             }
@@ -99,22 +113,34 @@ mod tests {
              {b} R meminfo\nMemTotal:       2113440808 kB\nMemAvailable:   1900000000 kB\n{b} R user\nroot\n{b} R clk_tck\n100\n\
              {b} R tools\nsystemctl\nnvidia-smi\n{b} R systemd\nrunning\n{b} R passwd\nroot:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/zsh\n"
         );
-        let mut ctx = Ctx { boundary: b.into(), ..Default::default() };
+        let mut ctx = Ctx {
+            boundary: b.into(),
+            ..Default::default()
+        };
         let h = parse(body.as_bytes(), &mut ctx);
         assert_eq!(h.hostname.as_deref(), Some("gpu7"));
-        assert_eq!(h.os_pretty.as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
+        assert_eq!(
+            h.os_pretty.as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
         assert_eq!(h.os_version_id.as_deref(), Some("12"));
         assert_eq!(h.kernel.as_deref(), Some("6.1.0-18-amd64"));
         assert_eq!(h.uptime_s, Some(3600));
         assert_eq!(h.boot_time, Some(1_793_358_000));
-        assert_eq!(h.cpu_model.as_deref(), Some("AMD EPYC 9654 96-Core Processor"));
+        assert_eq!(
+            h.cpu_model.as_deref(),
+            Some("AMD EPYC 9654 96-Core Processor")
+        );
         assert_eq!(h.cpu_count, Some(192));
         assert_eq!(h.mem_total_kib, Some(2_113_440_808));
         assert_eq!(h.mem_available_kib, Some(1_900_000_000));
         assert_eq!(ctx.remote_clock, Some(1_793_361_601));
         assert_eq!(ctx.tz_offset_s, 3600);
         assert_eq!(ctx.users.get(&1000).map(String::as_str), Some("alice"));
-        assert_eq!(ctx.homes.get("alice").map(String::as_str), Some("/home/alice"));
+        assert_eq!(
+            ctx.homes.get("alice").map(String::as_str),
+            Some("/home/alice")
+        );
         assert!(ctx.systemd_running);
         assert_eq!(ctx.clk_tck, Some(100));
     }

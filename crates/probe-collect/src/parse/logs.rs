@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use probe_model::{LogOrigin, LogSource, MetricSeries, MetricSummary, SectionStatus, StartupRecord, UnixTime};
+use probe_model::{
+    LogOrigin, LogSource, MetricSeries, MetricSummary, SectionStatus, StartupRecord, UnixTime,
+};
 use regex::Regex;
 
 use crate::frame::{file_header, records};
@@ -104,7 +106,8 @@ pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSo
             l = c.get(2).map_or("", |m| m.as_str());
         } else if let Some(c) = r.vllm_ts.captures(l) {
             let g = |i| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
-            if let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5)) {
+            if let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5))
+            {
                 let ref_t = reference.unwrap_or(0);
                 let mut y = super::year_of(ref_t + tz);
                 let mut at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
@@ -125,11 +128,23 @@ pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSo
             version = c.get(1).map(|m| m.as_str().to_string());
         }
         if let Some(i) = l.find("server_args=") {
-            push_startup(src, time, "sglang", l.get(i + "server_args=".len()..).unwrap_or(""), None);
+            push_startup(
+                src,
+                time,
+                "sglang",
+                l.get(i + "server_args=".len()..).unwrap_or(""),
+                None,
+            );
             continue;
         }
         if let Some(i) = l.find("non-default args: ") {
-            push_startup(src, time, "vllm", l.get(i + "non-default args: ".len()..).unwrap_or(""), version.clone());
+            push_startup(
+                src,
+                time,
+                "vllm",
+                l.get(i + "non-default args: ".len()..).unwrap_or(""),
+                version.clone(),
+            );
             continue;
         }
         let kind = if l.starts_with("Decode batch") {
@@ -147,7 +162,13 @@ pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSo
             if *k != kind {
                 continue;
             }
-            let Some(v) = re.captures(l).and_then(|c| c.get(1)).and_then(|m| m.as_str().parse::<f64>().ok()) else { continue };
+            let Some(v) = re
+                .captures(l)
+                .and_then(|c| c.get(1))
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+            else {
+                continue;
+            };
             if !v.is_finite() {
                 continue;
             }
@@ -186,7 +207,13 @@ pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSo
     }
 }
 
-fn push_startup(src: &mut LogSource, time: Option<UnixTime>, engine: &str, text: &str, version: Option<String>) {
+fn push_startup(
+    src: &mut LogSource,
+    time: Option<UnixTime>,
+    engine: &str,
+    text: &str,
+    version: Option<String>,
+) {
     let mut t = text.trim().to_string();
     if t.len() > MAX_STARTUP_TEXT {
         let mut end = MAX_STARTUP_TEXT;
@@ -195,16 +222,29 @@ fn push_startup(src: &mut LogSource, time: Option<UnixTime>, engine: &str, text:
         }
         t.truncate(end);
     }
-    src.startups.push(StartupRecord { time, engine: engine.to_string(), text: t, version });
+    src.startups.push(StartupRecord {
+        time,
+        engine: engine.to_string(),
+        text: t,
+        version,
+    });
     if src.startups.len() > 4 * MAX_STARTUPS {
         src.startups.drain(..2 * MAX_STARTUPS);
     }
 }
 
 /// count/min/max/mean/p50/p90/last over all samples.
-pub fn summarize(v: &[f64], first_time: Option<UnixTime>, last_time: Option<UnixTime>) -> MetricSummary {
+pub fn summarize(
+    v: &[f64],
+    first_time: Option<UnixTime>,
+    last_time: Option<UnixTime>,
+) -> MetricSummary {
     if v.is_empty() {
-        return MetricSummary { first_time, last_time, ..Default::default() };
+        return MetricSummary {
+            first_time,
+            last_time,
+            ..Default::default()
+        };
     }
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -226,14 +266,24 @@ pub fn summarize(v: &[f64], first_time: Option<UnixTime>, last_time: Option<Unix
 }
 
 /// Parses the `logs` section (file tails).
-pub fn parse_files(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64) -> Vec<LogSource> {
+pub fn parse_files(
+    body: &[u8],
+    boundary: &str,
+    clock: Option<UnixTime>,
+    tz: i64,
+) -> Vec<LogSource> {
     let mut out = Vec::new();
     for r in records(body, boundary) {
         if r.kind != 'F' {
             continue;
         }
         let h = file_header(&r.header);
-        let mut src = LogSource { origin: LogOrigin::File, location: h.path.clone(), mtime: h.mtime, ..Default::default() };
+        let mut src = LogSource {
+            origin: LogOrigin::File,
+            location: h.path.clone(),
+            mtime: h.mtime,
+            ..Default::default()
+        };
         match h.status.as_str() {
             "ok" => {
                 src.bytes_read = r.data.len() as u64;
@@ -241,9 +291,18 @@ pub fn parse_files(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64
                 let mut data = r.data;
                 if src.truncated {
                     // A tail starts mid-line.
-                    data = data.iter().position(|&c| c == b'\n').and_then(|i| data.get(i + 1..)).unwrap_or(&[]);
+                    data = data
+                        .iter()
+                        .position(|&c| c == b'\n')
+                        .and_then(|i| data.get(i + 1..))
+                        .unwrap_or(&[]);
                 }
-                parse_text(&String::from_utf8_lossy(data), h.mtime.or(clock), tz, &mut src);
+                parse_text(
+                    &String::from_utf8_lossy(data),
+                    h.mtime.or(clock),
+                    tz,
+                    &mut src,
+                );
                 if src.truncated {
                     src.status = SectionStatus::Truncated;
                 }
@@ -265,12 +324,25 @@ pub fn parse_files(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64
 }
 
 /// Parses the `journal` section (`journalctl -o short-iso` per unit).
-pub fn parse_journal(body: &[u8], boundary: &str, clock: Option<UnixTime>, tz: i64, cap: u64) -> Vec<LogSource> {
+pub fn parse_journal(
+    body: &[u8],
+    boundary: &str,
+    clock: Option<UnixTime>,
+    tz: i64,
+    cap: u64,
+) -> Vec<LogSource> {
     let mut out = Vec::new();
     for r in records(body, boundary) {
-        let Some(rest) = r.header.strip_prefix("unit ") else { continue };
+        let Some(rest) = r.header.strip_prefix("unit ") else {
+            continue;
+        };
         let name = sanitize_line(rest.split_once(' ').map_or(rest, |(_, n)| n));
-        let mut src = LogSource { origin: LogOrigin::Journal, location: name, bytes_read: r.data.len() as u64, ..Default::default() };
+        let mut src = LogSource {
+            origin: LogOrigin::Journal,
+            location: name,
+            bytes_read: r.data.len() as u64,
+            ..Default::default()
+        };
         src.truncated = r.data.len() as u64 >= cap;
         parse_text(&String::from_utf8_lossy(r.data), clock, tz, &mut src);
         if r.data.is_empty() {
@@ -296,8 +368,15 @@ mod tests {
         parse_text(t, None, 0, &mut s);
         assert_eq!(s.startups.len(), 1);
         assert_eq!(s.startups[0].engine, "sglang");
-        assert_eq!(s.startups[0].time, super::super::parse_datetime("2026-10-30 11:59:00"));
-        assert!(s.startups[0].text.starts_with("ServerArgs(model_path='/models/q'"));
+        assert_eq!(
+            s.startups[0].time,
+            super::super::parse_datetime("2026-10-30 11:59:00")
+        );
+        assert!(
+            s.startups[0]
+                .text
+                .starts_with("ServerArgs(model_path='/models/q'")
+        );
         let m = |n: &str| s.metrics.iter().find(|x| x.name == n).unwrap();
         assert_eq!(m("gen_throughput").summary.count, 2);
         assert_eq!(m("gen_throughput").summary.max, 980.5);
@@ -307,7 +386,10 @@ mod tests {
         assert_eq!(m("token_usage").summary.count, 2);
         assert_eq!(m("running_reqs").summary.max, 13.0);
         assert_eq!(m("input_throughput").summary.count, 1);
-        assert_eq!(m("gen_throughput").summary.first_time, super::super::parse_datetime("2026-10-30 12:00:05"));
+        assert_eq!(
+            m("gen_throughput").summary.first_time,
+            super::super::parse_datetime("2026-10-30 12:00:05")
+        );
     }
 
     #[test]
@@ -321,7 +403,10 @@ mod tests {
         parse_text(t, reference, 0, &mut s);
         assert_eq!(s.startups.len(), 1);
         assert_eq!(s.startups[0].version.as_deref(), Some("0.11.0"));
-        assert_eq!(s.startups[0].time, super::super::parse_datetime("2026-11-01 09:59:01"));
+        assert_eq!(
+            s.startups[0].time,
+            super::super::parse_datetime("2026-11-01 09:59:01")
+        );
         let m = |n: &str| s.metrics.iter().find(|x| x.name == n).unwrap();
         assert_eq!(m("gen_throughput").summary.last, 1830.5);
         assert!((m("kv_cache_usage").summary.last - 0.125).abs() < 1e-9);
@@ -331,8 +416,16 @@ mod tests {
         // A December line read in January belongs to the previous year.
         let mut s = LogSource::default();
         let jan = super::super::parse_datetime("2027-01-02 00:00:00");
-        parse_text("INFO 12-31 23:00:00 [x.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%\n", jan, 0, &mut s);
-        assert_eq!(s.metrics[0].summary.first_time, super::super::parse_datetime("2026-12-31 23:00:00"));
+        parse_text(
+            "INFO 12-31 23:00:00 [x.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%\n",
+            jan,
+            0,
+            &mut s,
+        );
+        assert_eq!(
+            s.metrics[0].summary.first_time,
+            super::super::parse_datetime("2026-12-31 23:00:00")
+        );
     }
 
     #[test]
@@ -341,7 +434,15 @@ mod tests {
         let s = parse_journal(body.as_bytes(), "B", None, 0, 1 << 22);
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].location, "sglang.service");
-        assert_eq!(s[0].metrics.iter().find(|m| m.name == "gen_throughput").unwrap().summary.last, 2150.37);
+        assert_eq!(
+            s[0].metrics
+                .iter()
+                .find(|m| m.name == "gen_throughput")
+                .unwrap()
+                .summary
+                .last,
+            2150.37
+        );
     }
 
     #[test]

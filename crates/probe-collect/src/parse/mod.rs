@@ -61,10 +61,21 @@ pub fn year_of(t: UnixTime) -> i64 {
 /// `YYYY-MM-DD` + `HH:MM:SS` as UTC seconds (caller subtracts the zone offset). `None` when
 /// out of range.
 pub fn civil(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<UnixTime> {
-    if !(1970..=9999).contains(&y) || !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+    if !(1970..=9999).contains(&y)
+        || !(1..=12).contains(&mo)
+        || !(1..=31).contains(&d)
+        || h > 23
+        || mi > 59
+        || s > 60
+    {
         return None;
     }
-    Some(days_from_civil(y, mo, d) * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(s))
+    Some(
+        days_from_civil(y, mo, d) * 86_400
+            + i64::from(h) * 3600
+            + i64::from(mi) * 60
+            + i64::from(s),
+    )
 }
 
 /// Parses `YYYY-MM-DD[T ]HH:MM:SS` at the start of `s` (UTC, no zone).
@@ -74,10 +85,21 @@ pub fn parse_datetime(s: &str) -> Option<UnixTime> {
         return None;
     }
     let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<u32>().ok());
-    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(13) != Some(&b':') || b.get(16) != Some(&b':') {
+    if b.get(4) != Some(&b'-')
+        || b.get(7) != Some(&b'-')
+        || b.get(13) != Some(&b':')
+        || b.get(16) != Some(&b':')
+    {
         return None;
     }
-    civil(i64::from(num(0..4)?), num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?)
+    civil(
+        i64::from(num(0..4)?),
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    )
 }
 
 /// Parses a zone suffix `+0100`, `-05:30`, `Z` into seconds east of UTC.
@@ -105,13 +127,18 @@ pub fn parse_rfc3339(s: &str) -> Option<UnixTime> {
     let base = parse_datetime(s)?;
     let rest = s.get(19..)?;
     let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
-    let off = if rest.is_empty() { 0 } else { parse_offset(rest)? };
+    let off = if rest.is_empty() {
+        0
+    } else {
+        parse_offset(rest)?
+    };
     Some(base - off)
 }
 
 /// Lines of a byte buffer, lossily decoded (no sanitising).
 pub fn lines(b: &[u8]) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
-    b.split(|&c| c == b'\n').map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)))
+    b.split(|&c| c == b'\n')
+        .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)))
 }
 
 #[cfg(test)]
@@ -122,7 +149,10 @@ mod tests {
     fn dates() {
         assert_eq!(civil(1970, 1, 1, 0, 0, 0), Some(0));
         assert_eq!(parse_datetime("2026-10-30 12:00:01"), Some(1_793_361_601));
-        assert_eq!(parse_rfc3339("2026-10-30T12:00:01.5+01:00"), Some(1_793_361_601 - 3600));
+        assert_eq!(
+            parse_rfc3339("2026-10-30T12:00:01.5+01:00"),
+            Some(1_793_361_601 - 3600)
+        );
         assert_eq!(parse_offset("-0530"), Some(-(5 * 3600 + 30 * 60)));
         assert_eq!(year_of(1_793_361_601), 2026);
         assert_eq!(year_of(0), 1970);

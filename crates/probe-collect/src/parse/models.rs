@@ -16,16 +16,29 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
     for r in records(body, boundary) {
         match r.kind {
             'R' if r.header.starts_with("model") => {
-                cur = Some(sanitize_line(String::from_utf8_lossy(r.data).lines().next().unwrap_or("").trim()));
+                cur = Some(sanitize_line(
+                    String::from_utf8_lossy(r.data)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .trim(),
+                ));
             }
             'F' => {
                 let Some(model) = cur.clone() else { continue };
                 let h = file_header(&r.header);
                 let existing = out.iter().position(|m| m.model == model);
-                if existing.is_some_and(|i| out.get(i).is_some_and(|m| m.status == SectionStatus::Ok)) {
+                if existing
+                    .is_some_and(|i| out.get(i).is_some_and(|m| m.status == SectionStatus::Ok))
+                {
                     continue;
                 }
-                let mut m = ModelConfig { model: model.clone(), config_path: h.path.clone(), mtime: h.mtime, ..Default::default() };
+                let mut m = ModelConfig {
+                    model: model.clone(),
+                    config_path: h.path.clone(),
+                    mtime: h.mtime,
+                    ..Default::default()
+                };
                 match h.status.as_str() {
                     "ok" => match serde_json::from_slice::<Value>(r.data) {
                         Ok(v) => m.fields = fields(&v),
@@ -63,7 +76,11 @@ pub fn fields(v: &Value) -> BTreeMap<String, Value> {
     let mut take = |prefix: &str, obj: &Value| {
         for k in &mk.keys {
             if let Some(x) = obj.get(k) {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 out.insert(key, bounded(x, mk.max_value_bytes));
             }
         }
@@ -91,7 +108,11 @@ fn clean(v: &Value) -> Value {
     match v {
         Value::String(s) => Value::String(sanitize_terminal(s)),
         Value::Array(a) => Value::Array(a.iter().map(clean).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (sanitize_line(k), clean(x))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (sanitize_line(k), clean(x)))
+                .collect(),
+        ),
         x => x.clone(),
     }
 }
@@ -103,7 +124,10 @@ mod tests {
     #[test]
     fn qwen35_nested() {
         let cfg = r#"{"architectures":["Qwen3_5MoeForConditionalGeneration"],"model_type":"qwen3_5_moe","text_config":{"model_type":"qwen3_5_moe_text","num_hidden_layers":48,"full_attention_interval":4,"mtp_num_hidden_layers":1,"layer_types":["linear_attention","full_attention"]},"quantization_config":{"quant_method":"fp8"},"unrelated":1}"#;
-        let body = format!("\nB R model hf\nQwen/Qwen3.5-35B-A3B\n\nB F ok cfg 1761800000 {} /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-35B-A3B/snapshots/abc/config.json\n{cfg}", cfg.len());
+        let body = format!(
+            "\nB R model hf\nQwen/Qwen3.5-35B-A3B\n\nB F ok cfg 1761800000 {} /root/.cache/huggingface/hub/models--Qwen--Qwen3.5-35B-A3B/snapshots/abc/config.json\n{cfg}",
+            cfg.len()
+        );
         let m = parse(body.as_bytes(), "B");
         assert_eq!(m.len(), 1);
         let f = &m[0].fields;

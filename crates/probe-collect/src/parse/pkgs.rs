@@ -14,7 +14,10 @@ pub const MAX_EVENTS: usize = 5000;
 fn sys_re() -> &'static Regex {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     R.get_or_init(|| {
-        RegexBuilder::new(&config::packages().system_match).case_insensitive(true).build().unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|e| panic!("{e}")))
+        RegexBuilder::new(&config::packages().system_match)
+            .case_insensitive(true)
+            .build()
+            .unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|e| panic!("{e}")))
     })
 }
 
@@ -54,7 +57,8 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
 /// apt `history.log`: blocks `Start-Date:` / `Commandline:` / `Install:` / `Upgrade:` / ...
 pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<PackageEvent> {
     static ITEM: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let item = ITEM.get_or_init(|| Regex::new(r"([^\s,()]+) \(([^()]*)\)").unwrap_or_else(|e| panic!("{e}")));
+    let item = ITEM
+        .get_or_init(|| Regex::new(r"([^\s,()]+) \(([^()]*)\)").unwrap_or_else(|e| panic!("{e}")));
     let mut out = Vec::new();
     let mut time = None;
     let mut started = !truncated;
@@ -68,7 +72,9 @@ pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<Packa
         if !started {
             continue;
         }
-        let Some((action, list)) = l.split_once(": ") else { continue };
+        let Some((action, list)) = l.split_once(": ") else {
+            continue;
+        };
         let action = match action {
             "Install" => "install",
             "Upgrade" => "upgrade",
@@ -83,7 +89,12 @@ pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<Packa
             if !sys_re().is_match(pkg) {
                 continue;
             }
-            let vers: Vec<&str> = c.get(2).map_or("", |m| m.as_str()).split(", ").filter(|v| *v != "automatic").collect();
+            let vers: Vec<&str> = c
+                .get(2)
+                .map_or("", |m| m.as_str())
+                .split(", ")
+                .filter(|v| *v != "automatic")
+                .collect();
             let (from, to) = match action {
                 "upgrade" | "downgrade" => (vers.first().copied(), vers.get(1).copied()),
                 "remove" | "purge" => (vers.first().copied(), None),
@@ -108,7 +119,11 @@ pub fn dpkg_log(t: &str, source: &str, tz: i64) -> Vec<PackageEvent> {
     let mut out = Vec::new();
     for l in t.lines() {
         let w: Vec<&str> = l.split_whitespace().collect();
-        let (Some(d), Some(tm), Some(action), Some(pkg)) = (w.first(), w.get(1), w.get(2), w.get(3)) else { continue };
+        let (Some(d), Some(tm), Some(action), Some(pkg)) =
+            (w.first(), w.get(1), w.get(2), w.get(3))
+        else {
+            continue;
+        };
         if !matches!(*action, "install" | "upgrade" | "remove" | "purge") {
             continue;
         }
@@ -131,8 +146,12 @@ pub fn dnf_log(t: &str, source: &str, tz: i64) -> Vec<PackageEvent> {
     let mut out = Vec::new();
     for l in t.lines() {
         let mut w = l.splitn(3, ' ');
-        let (Some(ts), Some(_lvl), Some(rest)) = (w.next(), w.next(), w.next()) else { continue };
-        let Some((act, pkg)) = rest.split_once(": ") else { continue };
+        let (Some(ts), Some(_lvl), Some(rest)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let Some((act, pkg)) = rest.split_once(": ") else {
+            continue;
+        };
         let action = match act.trim() {
             "Installed" | "Install" => "install",
             "Upgrade" | "Upgraded" => "upgrade",
@@ -180,15 +199,29 @@ mod tests {
         assert_eq!(e[0].to_version.as_deref(), Some("550.54.15-0ubuntu1"));
         assert_eq!(e[1].from_version.as_deref(), Some("2.18.1-1+cuda12.1"));
         assert_eq!(e[1].to_version.as_deref(), Some("2.19.3-1+cuda12.3"));
-        assert_eq!(e[0].time, super::super::parse_datetime("2026-10-01 09:12:44"));
+        assert_eq!(
+            e[0].time,
+            super::super::parse_datetime("2026-10-01 09:12:44")
+        );
     }
 
     #[test]
     fn dpkg_and_dnf() {
-        let e = dpkg_log("2026-10-01 09:13:01 upgrade libnccl2:amd64 2.18.1-1+cuda12.1 2.19.3-1+cuda12.3\n2026-10-01 09:13:02 status installed libnccl2:amd64 2.19.3\n", "d", 3600);
+        let e = dpkg_log(
+            "2026-10-01 09:13:01 upgrade libnccl2:amd64 2.18.1-1+cuda12.1 2.19.3-1+cuda12.3\n2026-10-01 09:13:02 status installed libnccl2:amd64 2.19.3\n",
+            "d",
+            3600,
+        );
         assert_eq!(e.len(), 1);
-        assert_eq!(e[0].time, super::super::parse_datetime("2026-10-01 08:13:01"));
-        let e = dnf_log("2026-10-01T09:13:01+0000 SUBDEBUG Upgrade: nvidia-driver-3:550.54.15-1.el9.x86_64\n", "x", 0);
+        assert_eq!(
+            e[0].time,
+            super::super::parse_datetime("2026-10-01 08:13:01")
+        );
+        let e = dnf_log(
+            "2026-10-01T09:13:01+0000 SUBDEBUG Upgrade: nvidia-driver-3:550.54.15-1.el9.x86_64\n",
+            "x",
+            0,
+        );
         assert_eq!(e[0].package, "nvidia-driver");
         assert_eq!(e[0].to_version.as_deref(), Some("3:550.54.15-1.el9.x86_64"));
     }

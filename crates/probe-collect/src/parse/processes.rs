@@ -33,12 +33,17 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
         if it.next() != Some("p") {
             continue;
         }
-        let Some(pid) = it.next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Some(pid) = it.next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
         let what = it.next().unwrap_or("");
         if !procs.contains_key(&pid) && procs.len() >= MAX_PROCESSES {
             continue;
         }
-        let p = procs.entry(pid).or_insert_with(|| ProcessInfo { pid, ..Default::default() });
+        let p = procs.entry(pid).or_insert_with(|| ProcessInfo {
+            pid,
+            ..Default::default()
+        });
         match what {
             "stat" => parse_stat(p, &String::from_utf8_lossy(r.data), ctx),
             "status" => {
@@ -48,7 +53,10 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
                     } else if let Some(v) = l.strip_prefix("PPid:") {
                         p.ppid = p.ppid.or_else(|| v.trim().parse().ok());
                     } else if let Some(v) = l.strip_prefix("Name:") {
-                        p.comm = p.comm.clone().or_else(|| Some(crate::sanitize::sanitize_line(v.trim())));
+                        p.comm = p
+                            .comm
+                            .clone()
+                            .or_else(|| Some(crate::sanitize::sanitize_line(v.trim())));
                     }
                 }
             }
@@ -57,7 +65,11 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
                 if parts.last().is_some_and(|l| l.is_empty()) {
                     parts.pop();
                 }
-                p.argv = parts.iter().take(4096).map(|a| sanitize_terminal(&String::from_utf8_lossy(a))).collect();
+                p.argv = parts
+                    .iter()
+                    .take(4096)
+                    .map(|a| sanitize_terminal(&String::from_utf8_lossy(a)))
+                    .collect();
             }
             "environ" => {
                 for kv in r.data.split(|&c| c == 0).take(4096) {
@@ -65,7 +77,8 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
                     if let Some((k, v)) = kv.split_once('=')
                         && !k.is_empty()
                     {
-                        p.env.insert(crate::sanitize::sanitize_line(k), sanitize_terminal(v));
+                        p.env
+                            .insert(crate::sanitize::sanitize_line(k), sanitize_terminal(v));
                     }
                 }
             }
@@ -80,7 +93,10 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
     for p in procs.values_mut() {
         p.user = p.uid.and_then(|u| ctx.users.get(&u).cloned());
     }
-    let mut list: Vec<ProcessInfo> = procs.into_values().filter(|p| !p.argv.is_empty() || p.comm.is_some()).collect();
+    let mut list: Vec<ProcessInfo> = procs
+        .into_values()
+        .filter(|p| !p.argv.is_empty() || p.comm.is_some())
+        .collect();
     classify(&mut list);
     // Ancestors that turned out to be neither launcher, worker nor wrapper are not kept.
     list.retain(|p| p.role != ProcessRole::Other || p.engine.is_some());
@@ -93,13 +109,25 @@ fn non_empty(s: String) -> Option<String> {
 
 /// `pid (comm) S ppid ... starttime(22) ...`; comm may hold spaces and parentheses.
 fn parse_stat(p: &mut ProcessInfo, stat: &str, ctx: &Ctx) {
-    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { return };
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return;
+    };
     if close > open {
-        p.comm = stat.get(open + 1..close).map(crate::sanitize::sanitize_line);
+        p.comm = stat
+            .get(open + 1..close)
+            .map(crate::sanitize::sanitize_line);
     }
-    let rest: Vec<&str> = stat.get(close + 1..).unwrap_or("").split_whitespace().collect();
+    let rest: Vec<&str> = stat
+        .get(close + 1..)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     p.ppid = rest.get(1).and_then(|v| v.parse().ok());
-    if let (Some(ticks), Some(hz), Some(btime)) = (rest.get(19).and_then(|v| v.parse::<u64>().ok()), ctx.clk_tck, ctx.boot_time) {
+    if let (Some(ticks), Some(hz), Some(btime)) = (
+        rest.get(19).and_then(|v| v.parse::<u64>().ok()),
+        ctx.clk_tck,
+        ctx.boot_time,
+    ) {
         p.start_time = Some(btime + i64::try_from(ticks / hz).unwrap_or(0));
     }
 }
@@ -107,7 +135,11 @@ fn parse_stat(p: &mut ProcessInfo, stat: &str, ctx: &Ctx) {
 /// A 64-hex container id in a cgroup path (docker, containerd, podman/libpod).
 pub fn container_of(cgroup: &str) -> Option<String> {
     for part in cgroup.split(['/', ':', '\n', '-', '.']) {
-        if part.len() == 64 && part.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
+        if part.len() == 64
+            && part
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        {
             return Some(part.to_string());
         }
     }
@@ -139,14 +171,18 @@ fn is_wrapper_name(argv: &[String]) -> bool {
     let w = &config::servers().wrappers;
     argv.first().is_some_and(|a| {
         let b = basename(a);
-        w.iter().any(|x| x == b || (b.starts_with("python") && x == "python"))
+        w.iter()
+            .any(|x| x == b || (b.starts_with("python") && x == "python"))
     })
 }
+
+/// (engine match: (engine, is re-titled worker), ppid) per process.
+type Info = (Option<(String, bool)>, Option<u32>);
 
 /// Sets role, engine and launcher_pid on every process.
 pub fn classify(list: &mut [ProcessInfo]) {
     let by_pid: BTreeMap<u32, usize> = list.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
-    let info: Vec<(Option<(String, bool)>, Option<u32>)> = list.iter().map(|p| (engine_of(&p.argv), p.ppid)).collect();
+    let info: Vec<Info> = list.iter().map(|p| (engine_of(&p.argv), p.ppid)).collect();
     let ancestors = |i: usize| {
         let mut out = Vec::new();
         let mut cur = info.get(i).and_then(|x| x.1);
@@ -166,7 +202,9 @@ pub fn classify(list: &mut [ProcessInfo]) {
     let mut roles = vec![ProcessRole::Other; list.len()];
     let mut engines: Vec<Option<String>> = vec![None; list.len()];
     for i in 0..list.len() {
-        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else { continue };
+        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
+            continue;
+        };
         engines[i] = Some(eng.clone());
         if worker {
             roles[i] = ProcessRole::Worker;
@@ -175,9 +213,15 @@ pub fn classify(list: &mut [ProcessInfo]) {
         let anc = ancestors(i);
         let under_launcher = anc.iter().any(|&j| {
             matches!(info.get(j).and_then(|x| x.0.as_ref()), Some((e, false)) if *e == eng)
-                && !list.get(j).is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
+                && !list
+                    .get(j)
+                    .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
         });
-        roles[i] = if under_launcher { ProcessRole::Worker } else { ProcessRole::Launcher };
+        roles[i] = if under_launcher {
+            ProcessRole::Worker
+        } else {
+            ProcessRole::Launcher
+        };
     }
     // Wrappers: matched launchers with a launcher descendant, and unmatched known wrappers that
     // are ancestors of a launcher.
@@ -192,7 +236,8 @@ pub fn classify(list: &mut [ProcessInfo]) {
                 if let Some(x) = roles.get_mut(j) {
                     *x = ProcessRole::Wrapper;
                 }
-                if let (Some(e), Some(slot)) = (engines.get(i).cloned().flatten(), engines.get_mut(j))
+                if let (Some(e), Some(slot)) =
+                    (engines.get(i).cloned().flatten(), engines.get_mut(j))
                     && slot.is_none()
                 {
                     *slot = Some(e);
@@ -205,7 +250,9 @@ pub fn classify(list: &mut [ProcessInfo]) {
     for i in 0..list.len() {
         let role = roles.get(i).copied().unwrap_or_default();
         let launcher = match role {
-            ProcessRole::Worker => ancestors(i).into_iter().find(|&j| roles.get(j) == Some(&ProcessRole::Launcher)),
+            ProcessRole::Worker => ancestors(i)
+                .into_iter()
+                .find(|&j| roles.get(j) == Some(&ProcessRole::Launcher)),
             ProcessRole::Wrapper => descendants_launcher(i, &info, &by_pid, &roles, list.len()),
             _ => None,
         };
@@ -218,12 +265,14 @@ pub fn classify(list: &mut [ProcessInfo]) {
 }
 
 fn is_python_launcher(argv: &[String]) -> bool {
-    argv.first().is_some_and(|a| basename(a).starts_with("python")) && argv.iter().any(|a| a == "-m" || a.ends_with(".py"))
+    argv.first()
+        .is_some_and(|a| basename(a).starts_with("python"))
+        && argv.iter().any(|a| a == "-m" || a.ends_with(".py"))
 }
 
 fn descendants_launcher(
     i: usize,
-    info: &[(Option<(String, bool)>, Option<u32>)],
+    info: &[Info],
     by_pid: &BTreeMap<u32, usize>,
     roles: &[ProcessRole],
     n: usize,
@@ -271,19 +320,59 @@ mod tests {
         };
         let mut body = Vec::new();
         // nohup'd bash -c wrapper → python launcher → sglang::scheduler worker.
-        body.extend(rec(b, 100, "stat", b"100 (bash) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0"));
-        body.extend(rec(b, 100, "cmdline", b"bash\0-c\0python3 -m sglang.launch_server --model-path /m\0"));
-        body.extend(rec(b, 101, "stat", b"101 (python3) S 100 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 6000 0 0"));
-        body.extend(rec(b, 101, "status", b"Name:\tpython3\nPPid:\t100\nUid:\t0\t0\t0\t0\n"));
-        body.extend(rec(b, 101, "cmdline", b"/opt/venv/bin/python3\0-m\0sglang.launch_server\0--model-path\0/m\0--api-key\0x\0"));
+        body.extend(rec(
+            b,
+            100,
+            "stat",
+            b"100 (bash) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0",
+        ));
+        body.extend(rec(
+            b,
+            100,
+            "cmdline",
+            b"bash\0-c\0python3 -m sglang.launch_server --model-path /m\0",
+        ));
+        body.extend(rec(
+            b,
+            101,
+            "stat",
+            b"101 (python3) S 100 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 6000 0 0",
+        ));
+        body.extend(rec(
+            b,
+            101,
+            "status",
+            b"Name:\tpython3\nPPid:\t100\nUid:\t0\t0\t0\t0\n",
+        ));
+        body.extend(rec(
+            b,
+            101,
+            "cmdline",
+            b"/opt/venv/bin/python3\0-m\0sglang.launch_server\0--model-path\0/m\0--api-key\0x\0",
+        ));
         body.extend(rec(b, 101, "environ", b"HF_TOKEN=hf_abc\0PATH=/usr/bin\0"));
         body.extend(rec(b, 101, "exe", b"/usr/bin/python3.11\n"));
         body.extend(rec(b, 101, "cwd", b"/srv/sglang\n"));
         body.extend(rec(b, 101, "fd1", b"/srv/sglang/server.log\n"));
-        body.extend(rec(b, 102, "stat", b"102 (sglang::sched) S 101 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7000 0 0"));
+        body.extend(rec(
+            b,
+            102,
+            "stat",
+            b"102 (sglang::sched) S 101 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7000 0 0",
+        ));
         body.extend(rec(b, 102, "cmdline", b"sglang::scheduler_TP0\0"));
-        body.extend(rec(b, 103, "stat", b"103 (python3) S 101 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7000 0 0"));
-        body.extend(rec(b, 103, "cmdline", b"/opt/venv/bin/python3\0-c\0from multiprocessing.spawn import spawn_main; sglang\0"));
+        body.extend(rec(
+            b,
+            103,
+            "stat",
+            b"103 (python3) S 101 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7000 0 0",
+        ));
+        body.extend(rec(
+            b,
+            103,
+            "cmdline",
+            b"/opt/venv/bin/python3\0-c\0from multiprocessing.spawn import spawn_main; sglang\0",
+        ));
         body.extend(rec(b, 104, "cgroup", b"0::/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"));
         body.extend(rec(b, 104, "cmdline", b"vllm\0serve\0m\0"));
         let (list, extra) = parse(&body, &ctx);
@@ -295,12 +384,21 @@ mod tests {
         assert_eq!(get(101).start_time, Some(1_761_800_060));
         assert_eq!(get(101).user.as_deref(), Some("root"));
         assert_eq!(get(101).argv.len(), 7);
-        assert_eq!(get(101).env.get("PATH").map(String::as_str), Some("/usr/bin"));
+        assert_eq!(
+            get(101).env.get("PATH").map(String::as_str),
+            Some("/usr/bin")
+        );
         assert_eq!(get(102).role, ProcessRole::Worker);
         assert_eq!(get(102).launcher_pid, Some(101));
         assert_eq!(get(103).role, ProcessRole::Worker);
-        assert_eq!(get(104).container_id.as_deref(), Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+        assert_eq!(
+            get(104).container_id.as_deref(),
+            Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+        );
         assert_eq!(get(104).role, ProcessRole::Launcher);
-        assert_eq!(extra[&101].stdout.as_deref(), Some("/srv/sglang/server.log"));
+        assert_eq!(
+            extra[&101].stdout.as_deref(),
+            Some("/srv/sglang/server.log")
+        );
     }
 }

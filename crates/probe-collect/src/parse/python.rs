@@ -18,7 +18,10 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
     for r in records(body, boundary) {
         match (r.kind, r.header.split_once(' ')) {
             ('R', Some(("prefix", pre))) => {
-                envs.push(PythonEnv { prefix: Some(sanitize_line(pre)), ..Default::default() });
+                envs.push(PythonEnv {
+                    prefix: Some(sanitize_line(pre)),
+                    ..Default::default()
+                });
                 cur = Some(envs.len() - 1);
             }
             ('F', _) => {
@@ -38,8 +41,14 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
             }
             ('R', Some(("sp", rest))) => {
                 // `sp <prefix> <site-packages>`: the site-packages path starts at the prefix's end.
-                let sp = match envs.get(cur.unwrap_or(usize::MAX)).and_then(|e| e.prefix.clone()) {
-                    Some(pre) => rest.strip_prefix(&pre).map(|s| s.trim_start().to_string()).unwrap_or_else(|| rest.to_string()),
+                let sp = match envs
+                    .get(cur.unwrap_or(usize::MAX))
+                    .and_then(|e| e.prefix.clone())
+                {
+                    Some(pre) => rest
+                        .strip_prefix(&pre)
+                        .map(|s| s.trim_start().to_string())
+                        .unwrap_or_else(|| rest.to_string()),
                     None => rest.to_string(),
                 };
                 let sp = sanitize_line(&sp);
@@ -52,13 +61,19 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
                 }
                 if let Some(e) = cur.and_then(|i| envs.get_mut(i)) {
                     if e.python_version.is_none() {
-                        e.python_version = sp.split('/').find_map(|c| c.strip_prefix("python")).filter(|v| v.starts_with('3')).map(str::to_string);
+                        e.python_version = sp
+                            .split('/')
+                            .find_map(|c| c.strip_prefix("python"))
+                            .filter(|v| v.starts_with('3'))
+                            .map(str::to_string);
                     }
                     e.site_packages.push(sp);
                 }
             }
             ('R', Some(("meta", path))) => {
-                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else { continue };
+                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else {
+                    continue;
+                };
                 let (mut name, mut version) = (None, None);
                 for l in String::from_utf8_lossy(r.data).lines() {
                     if let Some(v) = l.strip_prefix("Name: ") {
@@ -67,18 +82,32 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
                         version = version.or_else(|| Some(v.trim().to_string()));
                     }
                 }
-                let (Some(name), Some(version)) = (name, version) else { continue };
+                let (Some(name), Some(version)) = (name, version) else {
+                    continue;
+                };
                 let n = normalize_dist(&name);
-                if !wanted_package(&n) || e.packages.iter().any(|p| p.name == n) || e.packages.len() >= 2000 {
+                if !wanted_package(&n)
+                    || e.packages.iter().any(|p| p.name == n)
+                    || e.packages.len() >= 2000
+                {
                     continue;
                 }
                 let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
-                e.packages.push(PythonPackage { name: n, version: sanitize_line(&version), installed_at: mtimes.get(dir).copied(), direct_url: None });
+                e.packages.push(PythonPackage {
+                    name: n,
+                    version: sanitize_line(&version),
+                    installed_at: mtimes.get(dir).copied(),
+                    direct_url: None,
+                });
             }
             ('R', Some(("durl", path))) => {
-                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else { continue };
+                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else {
+                    continue;
+                };
                 let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
-                let Some(durl) = direct_url(r.data) else { continue };
+                let Some(durl) = direct_url(r.data) else {
+                    continue;
+                };
                 // Match the dist-info directory name (`name-version.dist-info`) to the package.
                 let base = dir.rsplit('/').next().unwrap_or(dir);
                 let n = normalize_dist(base.split('-').next().unwrap_or(""));
@@ -100,11 +129,19 @@ pub fn direct_url(data: &[u8]) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(data).ok()?;
     let url = v.get("url")?.as_str()?;
     let mut s = url.to_string();
-    if let Some(c) = v.get("vcs_info").and_then(|x| x.get("commit_id")).and_then(|x| x.as_str()) {
+    if let Some(c) = v
+        .get("vcs_info")
+        .and_then(|x| x.get("commit_id"))
+        .and_then(|x| x.as_str())
+    {
         s.push('@');
         s.push_str(c);
     }
-    if v.get("dir_info").and_then(|x| x.get("editable")).and_then(|x| x.as_bool()) == Some(true) {
+    if v.get("dir_info")
+        .and_then(|x| x.get("editable"))
+        .and_then(|x| x.as_bool())
+        == Some(true)
+    {
         s.push_str(" (editable)");
     }
     Some(line(s.as_bytes()))
@@ -138,6 +175,9 @@ mod tests {
         assert_eq!(torch.version, "2.9.1+cu128");
         assert_eq!(torch.installed_at, Some(1_761_800_000));
         assert_eq!(e.packages[1].version, "0.1.dev16016+g3cfc8f8b7");
-        assert_eq!(e.packages[1].direct_url.as_deref(), Some("https://github.com/sgl-project/sglang@3cfc8f8b7"));
+        assert_eq!(
+            e.packages[1].direct_url.as_deref(),
+            Some("https://github.com/sgl-project/sglang@3cfc8f8b7")
+        );
     }
 }

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{EnvironmentFile, FileText, SectionStatus, SystemdUnit, UnitScope, UnitState, UnixTime};
+use probe_model::{
+    EnvironmentFile, FileText, SectionStatus, SystemdUnit, UnitScope, UnitState, UnixTime,
+};
 
 use crate::frame::{FileHeader, file_header, records};
 use crate::sanitize::{sanitize_line, text};
@@ -50,22 +52,42 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
                 if h.status != "ok" {
                     continue;
                 }
-                let scope = if tag.next() == Some("user") { UnitScope::User } else { UnitScope::System };
+                let scope = if tag.next() == Some("user") {
+                    UnitScope::User
+                } else {
+                    UnitScope::System
+                };
                 let owner = tag.next().filter(|o| *o != "-").map(sanitize_line);
                 let name = sanitize_line(h.path.rsplit('/').next().unwrap_or(""));
-                if units.iter().any(|u| u.name == name && u.scope == scope && u.owner == owner) {
+                if units
+                    .iter()
+                    .any(|u| u.name == name && u.scope == scope && u.owner == owner)
+                {
                     continue; // a higher-priority directory already gave this unit
                 }
-                units.push(SystemdUnit { name, scope, owner, fragment: file_text(&h, r.data), ..Default::default() });
+                units.push(SystemdUnit {
+                    name,
+                    scope,
+                    owner,
+                    fragment: file_text(&h, r.data),
+                    ..Default::default()
+                });
             }
             Some("dropin") => {
                 if h.status != "ok" {
                     continue;
                 }
-                let scope = if tag.next() == Some("user") { UnitScope::User } else { UnitScope::System };
+                let scope = if tag.next() == Some("user") {
+                    UnitScope::User
+                } else {
+                    UnitScope::System
+                };
                 let owner = tag.next().filter(|o| *o != "-").map(sanitize_line);
                 let unit = sanitize_line(tag.next().unwrap_or(""));
-                let Some(idx) = units.iter().position(|u| u.name == unit && u.scope == scope && u.owner == owner) else {
+                let Some(idx) = units
+                    .iter()
+                    .position(|u| u.name == unit && u.scope == scope && u.owner == owner)
+                else {
                     continue;
                 };
                 let file = h.path.rsplit('/').next().unwrap_or("").to_string();
@@ -104,7 +126,10 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
     for u in &mut units {
         apply(u);
         for ef in &mut u.environment_files {
-            if let Some((_, h, data)) = envfiles.iter().find(|(n, h, _)| n == &u.name && h.path == ef.path) {
+            if let Some((_, h, data)) = envfiles
+                .iter()
+                .find(|(n, h, _)| n == &u.name && h.path == ef.path)
+            {
                 ef.status = match h.status.as_str() {
                     "ok" => SectionStatus::Ok,
                     "missing" => SectionStatus::NotPresent,
@@ -177,7 +202,9 @@ pub fn apply(u: &mut SystemdUnit) {
     let mut exec: Vec<String> = Vec::new();
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     let mut envfiles: Vec<EnvironmentFile> = Vec::new();
-    let texts: Vec<String> = std::iter::once(u.fragment.content.clone()).chain(u.drop_ins.iter().map(|d| d.content.clone())).collect();
+    let texts: Vec<String> = std::iter::once(u.fragment.content.clone())
+        .chain(u.drop_ins.iter().map(|d| d.content.clone()))
+        .collect();
     for t in &texts {
         for (k, v) in service_lines(t) {
             match k.as_str() {
@@ -211,12 +238,19 @@ pub fn apply(u: &mut SystemdUnit) {
                                 None => (false, w),
                             };
                             if envfiles.len() < 64 {
-                                envfiles.push(EnvironmentFile { path, optional, ..Default::default() });
+                                envfiles.push(EnvironmentFile {
+                                    path,
+                                    optional,
+                                    ..Default::default()
+                                });
                             }
                         }
                     }
                 }
-                "WorkingDirectory" => u.working_directory = (!v.is_empty()).then(|| v.trim_start_matches('-').to_string()),
+                "WorkingDirectory" => {
+                    u.working_directory =
+                        (!v.is_empty()).then(|| v.trim_start_matches('-').to_string())
+                }
                 "User" => u.run_as = (!v.is_empty()).then_some(v),
                 _ => {}
             }
@@ -276,7 +310,11 @@ pub fn parse_env_file(t: &str) -> BTreeMap<String, String> {
         let l = l.strip_prefix("export ").unwrap_or(l);
         if let Some((k, v)) = l.split_once('=') {
             let k = k.trim();
-            if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+            if k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
                 continue;
             }
             let v = v.trim();
@@ -295,7 +333,9 @@ pub fn parse_show(body: &[u8], tz_offset_s: i64) -> BTreeMap<String, UnitState> 
         let mut id = None;
         let mut s = UnitState::default();
         for l in block.lines() {
-            let Some((k, v)) = l.split_once('=') else { continue };
+            let Some((k, v)) = l.split_once('=') else {
+                continue;
+            };
             let v = v.trim();
             match k.trim() {
                 "Id" => id = Some(v.to_string()),
@@ -306,7 +346,9 @@ pub fn parse_show(body: &[u8], tz_offset_s: i64) -> BTreeMap<String, UnitState> 
                 "NRestarts" => s.n_restarts = v.parse().ok(),
                 "NeedDaemonReload" => s.need_daemon_reload = Some(v == "yes"),
                 "FragmentPath" => s.fragment_path = (!v.is_empty()).then(|| v.to_string()),
-                "DropInPaths" => s.drop_in_paths = v.split_whitespace().map(str::to_string).collect(),
+                "DropInPaths" => {
+                    s.drop_in_paths = v.split_whitespace().map(str::to_string).collect()
+                }
                 _ => {}
             }
         }
@@ -327,7 +369,10 @@ pub fn parse_systemd_time(v: &str, tz_offset_s: i64) -> Option<UnixTime> {
     }
     let time = parts.next()?;
     let base = super::parse_datetime(&format!("{first} {time}"))?;
-    let off = parts.next().map(|z| super::parse_offset(z).unwrap_or(tz_offset_s)).unwrap_or(tz_offset_s);
+    let off = parts
+        .next()
+        .map(|z| super::parse_offset(z).unwrap_or(tz_offset_s))
+        .unwrap_or(tz_offset_s);
     Some(base - off)
 }
 
@@ -351,17 +396,44 @@ mod tests {
         let u = &u[0];
         assert_eq!(u.fragment.path, "/etc/systemd/system/vllm.service");
         assert_eq!(u.drop_ins.len(), 2);
-        assert_eq!(u.drop_ins[0].path, "/usr/lib/systemd/system/vllm.service.d/10-env.conf");
-        assert_eq!(u.drop_ins[1].path, "/etc/systemd/system/vllm.service.d/20-spec.conf");
-        assert_eq!(u.exec_start, vec!["/opt/venv/bin/vllm serve /models/a --speculative-config '{\"method\":\"mtp\"}'".to_string()]);
-        assert_eq!(u.environment.get("HF_HOME").map(String::as_str), Some("/data/hf"));
-        assert_eq!(u.environment.get("VLLM_LOGGING_LEVEL").map(String::as_str), Some("DEBUG"));
+        assert_eq!(
+            u.drop_ins[0].path,
+            "/usr/lib/systemd/system/vllm.service.d/10-env.conf"
+        );
+        assert_eq!(
+            u.drop_ins[1].path,
+            "/etc/systemd/system/vllm.service.d/20-spec.conf"
+        );
+        assert_eq!(
+            u.exec_start,
+            vec![
+                "/opt/venv/bin/vllm serve /models/a --speculative-config '{\"method\":\"mtp\"}'"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            u.environment.get("HF_HOME").map(String::as_str),
+            Some("/data/hf")
+        );
+        assert_eq!(
+            u.environment.get("VLLM_LOGGING_LEVEL").map(String::as_str),
+            Some("DEBUG")
+        );
         assert_eq!(u.run_as.as_deref(), Some("svc"));
         assert_eq!(u.working_directory.as_deref(), Some("/srv"));
         assert_eq!(u.environment_files.len(), 1);
         assert!(u.environment_files[0].optional);
-        assert_eq!(u.environment_files[0].vars.get("PORT").map(String::as_str), Some("8000"));
-        assert_eq!(u.environment_files[0].vars.get("HF_TOKEN").map(String::as_str), Some("hf_x"));
+        assert_eq!(
+            u.environment_files[0].vars.get("PORT").map(String::as_str),
+            Some("8000")
+        );
+        assert_eq!(
+            u.environment_files[0]
+                .vars
+                .get("HF_TOKEN")
+                .map(String::as_str),
+            Some("hf_x")
+        );
     }
 
     #[test]

@@ -1,0 +1,102 @@
+//! Property tests: every parser and the framing are total on random bytes, and a body
+//! containing boundary-like lines cannot create a section or a record.
+
+use probe_collect::{frame, parse, redact::Redactor, sanitize_terminal};
+use probe_model::{GpuState, LogSource, ShellKind};
+use proptest::prelude::*;
+
+const B: &str = "00112233445566778899aabbccddeeff";
+
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    // Random bytes mixed with fragments that steer parsers into their interesting paths.
+    let frags = prop_oneof![
+        any::<Vec<u8>>(),
+        Just(format!("\n{B} R p 12 cmdline\n").into_bytes()),
+        Just(format!("\n{B} F ok root 1 5 /x\n").into_bytes()),
+        Just(format!("\n{B} R meta /sp/x.dist-info/METADATA\nName: torch\nVersion: 2\n").into_bytes()),
+        Just(b"#1761811200\n: 1761811200:0;ls\\\n- cmd: x\n  when: 5\n".to_vec()),
+        Just(b"[2026-10-30 12:00:05 TP0] Decode batch, #running-req: 9, accept len: 3.0, gen throughput (token/s): 1.5\n".to_vec()),
+        Just(b"INFO 11-01 10:00:00 [x.py:1] non-default args: {'a': 1}\nserver_args=X\n".to_vec()),
+        Just(b"index, name, uuid\n0, H100, GPU-1\n[N/A], \xff, \n".to_vec()),
+        Just(b"[Service]\nExecStart=\nExecStart=a \\\nEnvironment=\"A=1\" 'B\nStart-Date: 2026-01-01  00:00:00\nInstall: nvidia (1, 2)\n".to_vec()),
+        Just(b"\x1b[31m\x1b]0;t\x07\x00\xc3".to_vec()),
+    ];
+    prop::collection::vec(frags, 0..12).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn framing_is_total(data in bytes()) {
+        let f = frame::parse(&data, B);
+        for s in &f.sections {
+            let _ = frame::records(&s.body, B);
+        }
+        let _ = frame::records(&data, B);
+    }
+
+    #[test]
+    fn forged_lines_cannot_create_sections(body in bytes(), fake in "[0-9a-f]{32}") {
+        // A body printing section markers with any other boundary stays one section.
+        prop_assume!(fake != B);
+        let mut b = body.clone();
+        b.extend_from_slice(format!("\n{fake} END s 1 2\n{fake} BEGIN evil\n{fake} DONE\n").as_bytes());
+        // The body itself must not contain the real boundary (it is random per run).
+        prop_assume!(frame::find(&b, B.as_bytes()).is_none());
+        let mut out = format!("\n{B} BEGIN s\n").into_bytes();
+        out.extend_from_slice(&b);
+        out.extend_from_slice(format!("\n{B} ERR s\n\n{B} rc 0\n\n{B} END s 1 2\n\n{B} DONE\n").as_bytes());
+        let f = frame::parse(&out, B);
+        prop_assert_eq!(f.sections.len(), 1);
+        prop_assert_eq!(&f.sections[0].body, &b);
+        prop_assert_eq!(f.sections[0].rc, Some(0));
+        prop_assert!(frame::records(&b, B).iter().all(|r| r.kind == '-'));
+    }
+
+    #[test]
+    fn parsers_are_total(data in bytes()) {
+        let mut ctx = parse::Ctx { boundary: B.into(), clk_tck: Some(100), boot_time: Some(1), ..Default::default() };
+        let _ = parse::host::parse(&data, &mut ctx);
+        let _ = parse::history::parse(&data, B);
+        for k in [ShellKind::Bash, ShellKind::Zsh, ShellKind::Fish] {
+            let _ = parse::history::parse_entries(k, &data, true);
+            let _ = parse::history::parse_entries(k, &data, false);
+        }
+        let _ = parse::units::parse(&data, B);
+        let _ = parse::units::parse_show(&data, 3600);
+        let _ = parse::processes::parse(&data, &ctx);
+        let _ = parse::containers::parse(&data, B);
+        let mut g = GpuState::default();
+        parse::gpu::parse_query(&data, &data, &mut g);
+        parse::gpu::parse_banner(&data, &mut g);
+        let _ = parse::gpu::parse_apps(&data);
+        let _ = parse::gpu::parse_topo(&data);
+        let _ = parse::pkgs::parse(&data, B, 0);
+        let _ = parse::python::parse(&data, B);
+        let _ = parse::models::parse(&data, B);
+        let _ = parse::logs::parse_files(&data, B, Some(1_800_000_000), -18000);
+        let _ = parse::logs::parse_journal(&data, B, None, 0, 10);
+        let mut l = LogSource::default();
+        parse::logs::parse_text(&String::from_utf8_lossy(&data), Some(0), 0, &mut l);
+    }
+
+    #[test]
+    fn sanitized_text_has_no_controls(s in any::<String>()) {
+        let t = sanitize_terminal(&s);
+        prop_assert!(t.chars().all(|c| c == '\n' || c == '\t' || !c.is_control()));
+    }
+
+    #[test]
+    fn redaction_is_total_and_idempotent(s in any::<String>(), v in "[A-Za-z0-9]{8,30}") {
+        let r = Redactor::builtin();
+        let once = r.redact_text(&s).into_owned();
+        prop_assert_eq!(r.redact_text(&once).into_owned(), once);
+        let t = format!("HF_TOKEN={v} --api-key {v}");
+        let red = r.redact_text(&t).into_owned();
+        prop_assert!(!red.contains(&v), "{}", red);
+        let mut argv = vec!["x".to_string(), "--api-key".to_string(), v.clone()];
+        r.redact_argv(&mut argv);
+        prop_assert!(!argv.contains(&v));
+    }
+}
