@@ -1,4 +1,4 @@
-//! Every entry of the public launch corpus: reconstruct the text and compare the cross-engine
+//! Every entry of the public launch corpus and of the extra corpus (`tests/data/launch-extra.jsonl`): reconstruct the text and compare the cross-engine
 //! fields with EVERY key of the hand-labelled `expected` reading (except `notes`).
 
 use std::path::PathBuf;
@@ -37,16 +37,12 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-#[test]
-fn public_corpus_matches_every_expected_field() {
-    let Some(path) = corpus_path() else {
-        panic!("launch corpus not found: set PROBE_CORPUS to launch-public.jsonl");
-    };
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+/// Reads every record of a JSONL corpus and compares each expected key with the reconstruction.
+/// Returns (passed, total, failure descriptions).
+fn score(text: &str) -> (usize, usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut total = 0;
     let mut passed = 0;
-    let started = Instant::now();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let rec: Value = serde_json::from_str(line).unwrap_or(Value::Null);
         let id = rec
@@ -92,16 +88,54 @@ fn public_corpus_matches_every_expected_field() {
             failures.push(format!("{id}:\n{}", bad.join("\n")));
         }
     }
+    (passed, total, failures)
+}
+
+#[test]
+fn public_corpus_matches_every_expected_field() {
+    let Some(path) = corpus_path() else {
+        panic!("launch corpus not found: set PROBE_CORPUS to launch-public.jsonl");
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let started = Instant::now();
+    let (passed, total, failures) = score(&text);
     let elapsed = started.elapsed();
     // The score is part of the test's output (shown with --nocapture and on failure).
     #[allow(clippy::print_stderr)]
     {
-        eprintln!("launch corpus: {passed}/{total} entries match ({elapsed:?})");
+        eprintln!("launch corpus (public): {passed}/{total} entries match ({elapsed:?})");
     }
     assert!(total > 0, "corpus at {} is empty", path.display());
     assert!(
         failures.is_empty(),
         "{} of {total} corpus entries differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// More real launch texts (public repositories and issues), labelled by the same rules
+/// (`tests/data/launch-extra.jsonl`); kept apart from the public corpus so that its score is
+/// reported on its own.
+#[test]
+fn extra_corpus_matches_every_expected_field() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/launch-extra.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let started = Instant::now();
+    let (passed, total, failures) = score(&text);
+    let elapsed = started.elapsed();
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("launch corpus (extra): {passed}/{total} entries match ({elapsed:?})");
+    }
+    assert!(
+        total >= 40,
+        "extra corpus at {} has {total} entries",
+        path.display()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} extra corpus entries differ:\n{}",
         failures.len(),
         failures.join("\n")
     );

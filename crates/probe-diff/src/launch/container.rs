@@ -7,7 +7,7 @@ use probe_model::LaunchConfig;
 use serde_json::Value;
 
 use super::ParseHints;
-use super::argv::{Ctx, basename, entry_for_image, is_launcher_word, launch};
+use super::argv::{Ctx, basename, entry_for_image, guess_image_entry, is_launcher_word, launch};
 use super::shell::split_words;
 
 /// docker/podman `run` options that take a value (when not written `--opt=value`).
@@ -130,6 +130,16 @@ fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig>
                     .cloned()
                     .chain(spec.cmd)
                     .collect(),
+                None if !first_is_launcher => {
+                    match spec
+                        .image
+                        .as_deref()
+                        .and_then(|i| guess_image_entry(i, &spec.cmd))
+                    {
+                        Some(head) => head.into_iter().chain(spec.cmd).collect(),
+                        None => spec.cmd,
+                    }
+                }
                 _ => spec.cmd,
             }
         }

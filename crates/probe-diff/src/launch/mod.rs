@@ -265,7 +265,70 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
     out
 }
 
+/// The command after a pasted shell prompt (`(venv) user@host:~/dir$ vllm serve ...`,
+/// `root@box:/# ...`, `C:\\Users\\me>llama-server.exe ...`, `$ ...`, `> ...`), or `None` when the
+/// line does not start with a prompt followed by something we can launch.
+pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
+    let indent = line.len() - line.trim_start().len();
+    let mut rest = line.get(indent..)?;
+    // A virtualenv / conda marker: `(name) `.
+    if let Some(inner) = rest.strip_prefix('(')
+        && let Some(end) = inner.find(") ")
+        && inner
+            .get(..end)
+            .map(|n| !n.is_empty() && !n.contains(char::is_whitespace))
+            .unwrap_or(false)
+    {
+        rest = inner.get(end + 2..)?.trim_start();
+    }
+    let first = rest.split_whitespace().next()?;
+    let after = if matches!(first, "$" | "%" | ">" | "#") {
+        // A bare prompt sign; `#` only when something else marks a prompt (it is a comment).
+        if first == "#" {
+            return None;
+        }
+        rest.get(first.len()..)?.trim_start()
+    } else if first.contains('@')
+        && (first.ends_with('$') || first.ends_with('#') || first.ends_with('%'))
+        && first.contains(':')
+    {
+        // `user@host:path$`
+        rest.get(first.len()..)?.trim_start()
+    } else if first.len() > 3
+        && first.as_bytes().get(1) == Some(&b':')
+        && first.as_bytes().get(2) == Some(&b'\\')
+        && let Some(gt) = rest.find('>')
+    {
+        // Windows `C:\\dir>cmd` (the command is glued to the prompt).
+        rest.get(gt + 1..)?.trim_start()
+    } else {
+        return None;
+    };
+    if after.is_empty() || std::ptr::eq(after, line) {
+        return None;
+    }
+    let words: Vec<String> = after.split_whitespace().map(str::to_string).collect();
+    let head = words.first()?;
+    let head = head.trim_matches(['"', '\'']);
+    if argv::is_launcher_word(head, words.get(1..).unwrap_or(&[]))
+        || argv::assignment(head).is_some()
+    {
+        Some(after)
+    } else {
+        None
+    }
+}
+
+fn strip_prompts(text: &str) -> String {
+    text.lines()
+        .map(|l| strip_prompt(l).unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    let text = strip_prompts(text);
+    let text = text.as_str();
     let mut st = shell::State {
         cwd: hints.working_directory.clone(),
         ..Default::default()
@@ -279,7 +342,7 @@ fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
         .collect()
 }
 
-fn guess_engine_from_name(s: &str) -> Option<Engine> {
+pub(crate) fn guess_engine_from_name(s: &str) -> Option<Engine> {
     let l = s.to_ascii_lowercase();
     if l.contains("sglang") {
         Some(Engine::Sglang)

@@ -108,6 +108,16 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
         if resolved.is_none() && !flag.starts_with("--") && inline.is_none() {
             // `-O3`: a short option with its value glued on.
             for cut in (2..flag.len()).rev() {
+                // Only a value-looking rest is a glued value (`-tp8`, `-m/models/x`); `-mla` is
+                // an unknown short option, not `-m la`.
+                let rest_ok = flag
+                    .get(cut..)
+                    .and_then(|r| r.chars().next())
+                    .map(|c| c.is_ascii_digit() || matches!(c, '/' | '.' | '~' | '$'))
+                    .unwrap_or(false);
+                if !rest_ok {
+                    continue;
+                }
                 if let Some(head) = flag.get(..cut)
                     && let Some((o, neg)) = cat.lookup_exact(head)
                     && !o.kind.takes_no_value()
