@@ -10,6 +10,11 @@
 //! The library never prints: things the user should know (a host key was recorded, a config
 //! value was reinterpreted) come back from [`Connection::notices`], and the passphrase prompt
 //! is a callback the caller supplies.
+//!
+//! Deadlines: per hop, `ConnectTimeout` bounds TCP connect plus key exchange, and then
+//! authentication separately (see [`ConnectOptions::connect_timeout`]). Measured costs (connect,
+//! exec latency, concurrency, throughput, memory): `docs/BENCHMARKS.md`, section Transport,
+//! from `cargo bench -p probe-transport`.
 
 pub mod config;
 pub mod target;
