@@ -192,7 +192,7 @@ fn json_matches_the_model_schema() {
         running.model.as_deref(),
         Some("/mnt/models/GLM-4.5-Air-FP8")
     );
-    assert_eq!(report.gpu.gpus.len() > 0, true);
+    assert!(!report.gpu.gpus.is_empty());
 }
 
 #[test]

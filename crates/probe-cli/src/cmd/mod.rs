@@ -93,7 +93,7 @@ pub async fn collect_live(
 /// Where a `diff`/`timeline` side comes from.
 #[derive(Debug)]
 pub enum Side {
-    Stored(Snapshot),
+    Stored(Box<Snapshot>),
     Live(String),
 }
 
@@ -102,13 +102,13 @@ pub fn classify_side(store: &SqliteStore, text: &str) -> Result<Side> {
     let path = Path::new(text);
     if path.is_file() {
         let body = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
-        return Ok(Side::Stored(probe_store::from_json(&body, text)?));
+        return Ok(Side::Stored(Box::new(probe_store::from_json(&body, text)?)));
     }
     if let Some(selector) = probe_store::parse_host_reference(text)? {
-        return Ok(Side::Stored(store.resolve(&selector)?));
+        return Ok(Side::Stored(Box::new(store.resolve(&selector)?)));
     }
     if let Some(snapshot) = store.get(text)? {
-        return Ok(Side::Stored(snapshot));
+        return Ok(Side::Stored(Box::new(snapshot)));
     }
     if text.ends_with(".json") {
         return Err(ExpectedError::file(text, "no such snapshot file"));
@@ -119,7 +119,7 @@ pub fn classify_side(store: &SqliteStore, text: &str) -> Result<Side> {
 /// Resolves a side to a snapshot, collecting a live target.
 pub async fn side_snapshot(ctx: &Ctx, store: &Arc<SqliteStore>, side: Side) -> Result<Snapshot> {
     match side {
-        Side::Stored(snapshot) => Ok(snapshot),
+        Side::Stored(snapshot) => Ok(*snapshot),
         Side::Live(target) => {
             let live = collect_live(ctx, store, &target, false, false)
                 .await
