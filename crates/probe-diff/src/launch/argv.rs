@@ -449,6 +449,21 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                 let script = rest.join(" ");
                 return from_shell_text(&script, ctx, hints);
             }
+            // Distributed launchers running a module (`torchrun --nproc_per_node 2 -m
+            // sglang.launch_server ...`, `accelerate launch -m ...`): read as `python -m`.
+            "torchrun" | "accelerate" | "deepspeed" => {
+                let j = (i + 1..argv.len()).find(|&j| {
+                    argv.get(j)
+                        .map(|a| a == "-m" || a == "--module")
+                        .unwrap_or(false)
+                })?;
+                let v: Vec<String> = std::iter::once("python".to_string())
+                    .chain(std::iter::once("-m".to_string()))
+                    .chain(argv.get(j + 1..).unwrap_or(&[]).iter().cloned())
+                    .collect();
+                ctx.depth += 1;
+                return launch(&v, ctx, hints);
+            }
             "docker" | "podman" | "nerdctl" | "nvidia-docker" => {
                 return container::docker_run(argv.get(i..).unwrap_or(&[]), ctx, hints);
             }

@@ -154,6 +154,9 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
     if argv.get(i).map(String::as_str) == Some("container") {
         i += 1;
     }
+    if argv.get(i).map(String::as_str) == Some("exec") {
+        return docker_exec(argv.get(i + 1..).unwrap_or(&[]), ctx, hints);
+    }
     if !matches!(argv.get(i).map(String::as_str), Some("run" | "create")) {
         return None;
     }
@@ -201,6 +204,42 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
         ctx,
         hints,
     )
+}
+
+/// `docker exec [OPTIONS] CONTAINER COMMAND [ARG...]`: the command runs inside a container that
+/// already exists (its image is not in the text).
+fn docker_exec(args: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let takes_value = matches!(
+            flag,
+            "-e" | "--env" | "--env-file" | "-u" | "--user" | "-w" | "--workdir" | "--detach-keys"
+        );
+        let value = if takes_value && inline.is_none() {
+            i += 1;
+            args.get(i).cloned()
+        } else {
+            inline
+        };
+        i += 1;
+        if matches!(flag, "-e" | "--env")
+            && let Some((k, v)) = value.as_deref().and_then(|v| v.split_once('='))
+        {
+            ctx.env.insert(k.to_string(), v.to_string());
+        }
+    }
+    // The container name, then the command.
+    let cmd = args.get(i + 1..)?;
+    ctx.wrappers.push("docker".into());
+    ctx.depth += 1;
+    launch(cmd, ctx, hints)
 }
 
 fn scalar(v: &Value) -> Option<String> {

@@ -836,6 +836,11 @@ fn run_simple(
                     }
                     // Alternative branches: left out.
                     (Val::Array(_), true) => {}
+                    // First set in the first branch of an `if` (nothing else gives it a value):
+                    // taken as the default path, like array extensions above.
+                    _ if !conditional && !state.vars.contains_key(&name) => {
+                        set_var(state, &name, val, append);
+                    }
                     _ => {
                         state.vars.insert(name, Val::Opaque);
                     }

@@ -1,0 +1,180 @@
+//! The general mechanisms behind the extra corpus, each on its own: pasted shell prompts, images
+//! without a catalog entry, `docker exec`, distributed launchers, first-branch assignments, glued
+//! short-option values, newer/older entry points. Plus property tests: a prompt in front of a
+//! launch line never changes its reading, and a prompt-looking line that is no launch stays none.
+
+use probe_diff::common::common_fields;
+use probe_diff::launch::{ParseHints, reconstruct};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn first(text: &str) -> Value {
+    reconstruct(text, &ParseHints::default())
+        .first()
+        .map(common_fields)
+        .unwrap_or(Value::Null)
+}
+
+fn field(text: &str, key: &str) -> Value {
+    first(text).get(key).cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn pasted_prompts_are_not_part_of_the_command() {
+    let line = "vllm serve /m --port 8001 -tp 2";
+    let want = first(line);
+    assert_eq!(want.get("engine"), Some(&json!("vllm")));
+    for prompt in [
+        "$ ",
+        "(venv) user@gpu-01:~/work$ ",
+        "root@4034937c8c66:/mnt/gemma2# ",
+        "(base) root@box:/# ",
+        "> ",
+    ] {
+        assert_eq!(first(&format!("{prompt}{line}")), want, "prompt {prompt:?}");
+    }
+    // Windows cmd.exe: the command is glued to the prompt and the binary ends in .exe.
+    let win = r#"C:\Users\me>llama-server.exe -m "D:\m\q.gguf" --port 8084"#;
+    assert_eq!(field(win, "engine"), json!("llama.cpp"));
+    assert_eq!(field(win, "model"), json!(r"D:\m\q.gguf"));
+    assert_eq!(field(win, "port"), json!(8084));
+    // A comment stays a comment, and a prompt before a non-launch is nothing.
+    assert!(reconstruct("# vllm serve /m", &ParseHints::default()).is_empty());
+    assert!(reconstruct("user@host:~$ ls -la", &ParseHints::default()).is_empty());
+}
+
+#[test]
+fn unknown_images_are_read_from_their_name_or_their_flags() {
+    // Engine named in a third-party image.
+    let t = "docker run --gpus all vastai/vllm:v0.7.0 --model /m --max-num-seqs 16";
+    assert_eq!(field(t, "engine"), json!("vllm"));
+    assert_eq!(field(t, "model"), json!("/m"));
+    assert_eq!(field(t, "max_running_requests"), json!(16));
+    // Nothing in the name: the launcher flags decide (TGI here).
+    let t = "docker run --gpus all falcon-lctx:0.9.2 --model-id /data --num-shard 4 \
+             --max-total-tokens 12001 --quantize gptq";
+    assert_eq!(field(t, "engine"), json!("tgi"));
+    assert_eq!(field(t, "tensor_parallel"), json!(4));
+    assert_eq!(field(t, "quantization"), json!("gptq"));
+    // Too little evidence: no guess.
+    let t = "docker run --gpus all my/app:1 --port 8000";
+    assert!(reconstruct(t, &ParseHints::default()).is_empty());
+    // A command after the image is still run as written.
+    let t = "docker run my/app:1 bash";
+    assert!(reconstruct(t, &ParseHints::default()).is_empty());
+}
+
+#[test]
+fn docker_exec_runs_its_command_in_a_container() {
+    let t = r#"docker exec -d -e A=1 --workdir /w box env B=2 bash -lc "python3 -m sglang.launch_server --model-path /m --tp-size 2""#;
+    let got = first(t);
+    assert_eq!(got.get("engine"), Some(&json!("sglang")));
+    assert_eq!(got.get("tensor_parallel"), Some(&json!(2)));
+    assert_eq!(got.get("env"), Some(&json!({"A": "1", "B": "2"})));
+    assert_eq!(got.get("wrapper"), Some(&json!("docker")));
+    assert!(reconstruct("docker exec -it node /bin/bash", &ParseHints::default()).is_empty());
+}
+
+#[test]
+fn distributed_launchers_run_the_module() {
+    for t in [
+        "torchrun --nproc_per_node 2 -m sglang.launch_server --model-path /m --tp 2",
+        "accelerate launch --num_processes 2 -m sglang.launch_server --model-path /m --tp 2",
+    ] {
+        assert_eq!(field(t, "engine"), json!("sglang"), "{t}");
+        assert_eq!(field(t, "tensor_parallel"), json!(2), "{t}");
+    }
+    assert!(reconstruct("torchrun --nnodes 2 train.py", &ParseHints::default()).is_empty());
+}
+
+#[test]
+fn first_branch_assignment_of_an_unset_variable_is_the_default_path() {
+    let t = "if [ \"$E\" == sglang ]; then\n  cmd=(python3 -m sglang.launch_server --model /x)\nfi\n\"${cmd[@]}\"";
+    assert_eq!(field(t, "model"), json!("/x"));
+    // A variable that already had a value becomes unknown, not the branch value.
+    let t = "M=/a\nif [ -n \"$B\" ]; then\n  M=/b\nfi\nvllm serve $M";
+    assert_ne!(field(t, "model"), json!("/b"));
+}
+
+#[test]
+fn glued_short_values_only_when_they_look_like_values() {
+    // ik_llama.cpp `-mla 2` is its own option, not `-m la`.
+    let t = "llama-server -m /m.gguf -mla 2 -c 4096";
+    assert_eq!(field(t, "model"), json!("/m.gguf"));
+    assert_eq!(field(t, "context_length"), json!(4096));
+    // `-tp8` is `-tp 8`.
+    assert_eq!(field("vllm serve /m -tp8", "tensor_parallel"), json!(8));
+}
+
+#[test]
+fn entry_point_generations() {
+    // trtllm-serve with and without the `serve` subcommand.
+    let a = first("trtllm-serve serve /m --tp_size 2");
+    let b = first("trtllm-serve /m --tp_size 2");
+    assert_eq!(a, b);
+    assert_eq!(a.get("model"), Some(&json!("/m")));
+    // LMDeploy's old fire CLI module with underscore flags; --session-len is the context length.
+    let t = "python -m lmdeploy.serve.openai.api_server --tp=2 --server_name=0.0.0.0 ./ws";
+    assert_eq!(
+        first(t),
+        json!({"engine": "lmdeploy", "model": "./ws", "tensor_parallel": 2, "host": "0.0.0.0"})
+    );
+    assert_eq!(
+        field(
+            "lmdeploy serve api_server /m --session-len 8000",
+            "context_length"
+        ),
+        json!(8000)
+    );
+}
+
+fn launch_line() -> impl Strategy<Value = String> {
+    (
+        prop_oneof![
+            Just("vllm serve /models/a"),
+            Just("python3 -m sglang.launch_server --model-path /m"),
+            Just("llama-server -m /m.gguf"),
+            Just("lmdeploy serve api_server /m"),
+            Just("trtllm-serve /m"),
+        ],
+        prop::collection::vec(
+            prop_oneof![
+                Just("--port 8001"),
+                Just("--host 0.0.0.0"),
+                Just("--tp 2"),
+                Just("-c 4096"),
+            ],
+            0..3,
+        ),
+    )
+        .prop_map(|(head, flags)| format!("{head} {}", flags.join(" ")))
+}
+
+fn prompt() -> impl Strategy<Value = String> {
+    (
+        prop::option::of("[a-z_]{1,8}"),
+        "[a-z]{1,8}",
+        "[a-z0-9-]{1,12}",
+        "[~/a-z]{0,12}",
+        prop_oneof![Just('$'), Just('#')],
+    )
+        .prop_map(|(env, user, host, dir, sign)| {
+            let env = env.map(|e| format!("({e}) ")).unwrap_or_default();
+            format!("{env}{user}@{host}:{dir}{sign} ")
+        })
+}
+
+proptest! {
+    #[test]
+    fn a_prompt_never_changes_the_reading(line in launch_line(), p in prompt()) {
+        let plain = first(&line);
+        prop_assert_eq!(first(&format!("{p}{line}")), plain);
+    }
+
+    #[test]
+    fn a_prompt_before_a_non_launch_is_no_launch(p in prompt(), cmd in "(ls|cd|echo|cat|nvidia-smi)( [a-z/]{1,10}){0,3}") {
+        let text = format!("{p}{cmd}");
+        let n = reconstruct(&text, &ParseHints::default()).len();
+        prop_assert_eq!(n, 0);
+    }
+}
