@@ -82,3 +82,23 @@ async fn deadline_stops_starting_sections() {
     assert!(f.done);
     assert_eq!(f.sections.len(), script::probes(1).count());
 }
+
+#[tokio::test]
+async fn sudo_requested_but_unavailable_is_reported() {
+    let exec = LocalExec::new();
+    let opts = CollectOptions {
+        target: "local".into(),
+        sudo: true,
+        ..Default::default()
+    };
+    let snap = probe_collect::collect(&exec, &opts).await.expect("collect");
+    assert!(snap.sudo);
+    assert!(snap.host.hostname.is_some());
+    let has_sudo = std::path::Path::new("/usr/bin/sudo").exists();
+    let s = snap.sections.iter().find(|s| s.name == "sudo");
+    if !has_sudo {
+        let s = s.expect("sudo section");
+        assert_eq!(s.status, SectionStatus::NotPresent);
+        assert!(s.message.as_deref().unwrap_or("").contains("without sudo"));
+    }
+}

@@ -84,6 +84,11 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
             _ => {}
         }
     }
+    if ctx.clk_tck.is_none() {
+        // No getconf (busybox): USER_HZ, which /proc/PID/stat counts in, is 100 on every
+        // mainstream Linux architecture.
+        ctx.clk_tck = Some(100);
+    }
     if h.boot_time.is_none()
         && let (Some(c), Some(u)) = (ctx.remote_clock, h.uptime_s)
     {
