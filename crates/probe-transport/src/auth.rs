@@ -161,10 +161,19 @@ fn pub_path(p: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Calls the prompt, adding the time the user took to [`KeyCache::prompt_wait`].
+/// Calls the prompt, adding the time the user took to [`KeyCache::prompt_wait`]. On a
+/// multi-threaded runtime the (blocking) prompt runs via `block_in_place`, so other hosts'
+/// connections keep moving, and their timers stay honest, while the user types.
 fn timed_prompt(prompt: &PassphrasePrompt, path: &Path, cache: &KeyCache) -> Option<String> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
     let started = Instant::now();
-    let answer = prompt(path);
+    let multi_thread = Handle::try_current()
+        .is_ok_and(|h| matches!(h.runtime_flavor(), RuntimeFlavor::MultiThread));
+    let answer = if multi_thread {
+        tokio::task::block_in_place(|| prompt(path))
+    } else {
+        prompt(path)
+    };
     if let Ok(mut d) = cache.prompt_wait.lock() {
         *d += started.elapsed();
     }

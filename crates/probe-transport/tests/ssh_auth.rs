@@ -235,11 +235,12 @@ async fn agent_auth_and_identities_only() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passphrase_prompt_time_is_not_counted_and_cached_prompt_asks_once_per_run() {
     let env = Env::with_key("ed25519", "s3cret", None);
     // ConnectTimeout 1, and a user who takes 1.5 s to type the passphrase: still connects,
-    // because the authentication deadline does not count time at the prompt.
+    // because the authentication deadline does not count time at the prompt (nor time waiting
+    // for another connection's prompt of the same key).
     env.write_config("Host *\n  ConnectTimeout 1\n");
     let asked = Arc::new(AtomicUsize::new(0));
     let seen = asked.clone();
@@ -252,16 +253,28 @@ async fn passphrase_prompt_time_is_not_counted_and_cached_prompt_asks_once_per_r
         passphrase_prompt: Some(probe_transport::cached_prompt(slow_user)),
         ..env.opts()
     };
+    // Three hosts of a fleet at once (here: the same server three times), then one more later.
+    let mut set = tokio::task::JoinSet::new();
     for _ in 0..3 {
-        let c = probe_transport::connect(&env.target(), &opts)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            last_line(&c.exec(&req("echo ok")).await.unwrap().stdout),
-            "ok"
-        );
-        c.close().await;
+        let (target, opts) = (env.target(), opts.clone());
+        set.spawn(async move {
+            let c = probe_transport::connect(&target, &opts).await?;
+            let out = c.exec(&req("echo ok")).await?;
+            c.close().await;
+            Ok::<_, probe_transport::TransportError>(last_line(&out.stdout))
+        });
     }
-    // Three connections, one question.
+    while let Some(r) = set.join_next().await {
+        assert_eq!(r.unwrap().unwrap_or_else(|e| panic!("{e}")), "ok");
+    }
+    let c = probe_transport::connect(&env.target(), &opts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        last_line(&c.exec(&req("echo ok")).await.unwrap().stdout),
+        "ok"
+    );
+    c.close().await;
+    // Four connections, one question.
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }
