@@ -128,6 +128,18 @@ fn entry_point_generations() {
     );
 }
 
+#[test]
+fn container_runtimes_and_helm_items() {
+    // `apptainer exec IMAGE cmd`: `exec` is the wrapper's subcommand, not the shell builtin.
+    let t = "apptainer exec --nv vllm.sif vllm serve /m --tensor-parallel-size 4";
+    assert_eq!(field(t, "model"), json!("/m"));
+    assert_eq!(field(t, "tensor_parallel"), json!(4));
+    // An unrendered Helm list item stays a literal value.
+    let t = "      containers:\n        - name: vllm\n          image: \"{{ .Values.image }}\"\n          command: [\"vllm\", \"serve\"]\n          args:\n            - {{ .Values.model }}\n            - --tensor-parallel-size\n            - \"{{ .Values.tp }}\"";
+    assert_eq!(field(t, "model"), json!("{{ .Values.model }}"));
+    assert_eq!(field(t, "tensor_parallel"), json!("{{ .Values.tp }}"));
+}
+
 fn launch_line() -> impl Strategy<Value = String> {
     (
         prop_oneof![

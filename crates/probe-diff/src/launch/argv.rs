@@ -475,8 +475,10 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                     argv.get(j)
                         .map(|w| {
                             let b = basename(w);
+                            // `apptainer exec IMAGE cmd`, `env`: the wrapper's own words.
                             b != "nohup"
                                 && b != "env"
+                                && b != "exec"
                                 && is_launcher_word(w, argv.get(j + 1..).unwrap_or(&[]))
                         })
                         .unwrap_or(false)

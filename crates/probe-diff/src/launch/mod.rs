@@ -161,16 +161,31 @@ pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
 /// Makes indented snippets (a service block cut out of a file) valid YAML: unquoted Helm
 /// templates (`{{ ... }}`) become strings.
 fn yaml_lenient(text: &str) -> Option<Value> {
-    if let Some(v) = yaml_to_json(text) {
+    // A bare `{{ ... }}` is valid YAML (a flow mapping with a mapping key) that loses the
+    // template text, so Helm templates are always made strings first.
+    if !text.contains("{{")
+        && let Some(v) = yaml_to_json(text)
+    {
         return Some(v);
     }
     let fixed: String = text
         .lines()
         .map(|l| {
+            let item = l.trim_start();
             if let Some((k, v)) = l.split_once(": ")
                 && v.trim_start().starts_with("{{")
             {
                 format!("{k}: \"{}\"", v.trim().replace('"', "\\\""))
+            } else if let Some(v) = item.strip_prefix("- ")
+                && v.trim_start().starts_with("{{")
+            {
+                // A list item that is a bare template (`- {{ .Values.model }}`).
+                let indent = l.len() - item.len();
+                format!(
+                    "{}- \"{}\"",
+                    " ".repeat(indent),
+                    v.trim().replace('"', "\\\"")
+                )
             } else if l.trim_start().starts_with("{{") || l.trim_start().starts_with("{%") {
                 String::new()
             } else {
@@ -179,7 +194,7 @@ fn yaml_lenient(text: &str) -> Option<Value> {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    yaml_to_json(&fixed)
+    yaml_to_json(&fixed).or_else(|| yaml_to_json(text))
 }
 
 fn base_ctx(hints: &ParseHints) -> Ctx {
