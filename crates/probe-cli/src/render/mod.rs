@@ -194,6 +194,60 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
     options
 }
 
+/// Options shown per launch in a report (JSON has all of them).
+const MAX_OPTIONS_SHOWN: usize = 24;
+/// Environment variables shown per launch in a report.
+const MAX_ENV_SHOWN: usize = 12;
+/// Earlier launches shown in a host report (`probe timeline` shows all).
+const MAX_EARLIER_SHOWN: usize = 6;
+
+/// Joins at most `limit` items, then says how many were left out.
+fn capped(items: &[String], limit: usize, separator: &str) -> String {
+    let mut text = items
+        .iter()
+        .take(limit)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(separator);
+    if items.len() > limit {
+        text.push_str(&format!(" ... (+{} more)", items.len() - limit));
+    }
+    text
+}
+
+/// Variables every login or service has; they say nothing about the server's configuration.
+fn is_session_variable(key: &str) -> bool {
+    matches!(
+        key,
+        "HOME"
+            | "LANG"
+            | "LANGUAGE"
+            | "LOGNAME"
+            | "USER"
+            | "SHELL"
+            | "TERM"
+            | "PWD"
+            | "OLDPWD"
+            | "SHLVL"
+            | "_"
+            | "MAIL"
+            | "MOTD_SHOWN"
+            | "INVOCATION_ID"
+            | "JOURNAL_STREAM"
+            | "SYSTEMD_EXEC_PID"
+            | "MANAGERPID"
+            | "NOTIFY_SOCKET"
+            | "HISTFILE"
+            | "HISTSIZE"
+            | "HISTTIMEFORMAT"
+            | "LS_COLORS"
+            | "PS1"
+            | "PATH"
+    ) || key.starts_with("SSH_")
+        || key.starts_with("XDG_")
+        || key.starts_with("LC_")
+}
+
 /// The lines describing one launch.
 fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
     let version = launch
@@ -214,7 +268,7 @@ fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
     items.push((1, Tone::Dim, format!("from {}", source_label(launch))));
     let options = launch_options(launch);
     if !options.is_empty() {
-        items.push((1, Tone::Plain, options.join(" ")));
+        items.push((1, Tone::Plain, capped(&options, MAX_OPTIONS_SHOWN, " ")));
     }
     if let Some(spec) = &launch.speculative {
         let mut parts = Vec::new();
@@ -251,10 +305,15 @@ fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
     let env: Vec<String> = launch
         .env
         .iter()
+        .filter(|(key, _)| !is_session_variable(key))
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
     if !env.is_empty() {
-        items.push((1, Tone::Dim, format!("env {}", env.join(" "))));
+        items.push((
+            1,
+            Tone::Dim,
+            format!("env {}", capped(&env, MAX_ENV_SHOWN, " ")),
+        ));
     }
     for warning in &launch.warnings {
         items.push((1, Tone::Warn, format!("warning: {warning}")));
@@ -383,14 +442,18 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
     if !report.earlier.is_empty() {
         doc.heading(2, "Earlier launches (newest first)");
         let mut items = Vec::new();
-        for launch in report.earlier.iter().take(10) {
+        for launch in report.earlier.iter().take(MAX_EARLIER_SHOWN) {
             launch_items(launch, &mut items);
         }
         doc.items(items);
-        if report.earlier.len() > 10 {
+        if report.earlier.len() > MAX_EARLIER_SHOWN {
             doc.line(
                 Tone::Dim,
-                format!("  ... {} more: probe timeline", report.earlier.len() - 10),
+                format!(
+                    "  ... {} more: probe timeline {}",
+                    report.earlier.len() - MAX_EARLIER_SHOWN,
+                    report.target
+                ),
             );
         }
     }
