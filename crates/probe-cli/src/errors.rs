@@ -95,6 +95,20 @@ impl ExpectedError {
                 class: HostFailure::Config,
                 ..
             } => Some("unknown alias? `probe resolve HOST` shows what probe resolves".into()),
+            ExpectedError::Host {
+                host,
+                class: HostFailure::Unreachable,
+                ..
+            } => Some(format!(
+                "not an alias in your ssh_config? `probe resolve {host}` shows the address used"
+            )),
+            ExpectedError::Host {
+                class: HostFailure::HostKeyRefused,
+                ..
+            } => Some(
+                "a new host can be trusted with --accept-new; a changed key is never accepted"
+                    .into(),
+            ),
             _ => None,
         }
     }

@@ -462,6 +462,10 @@ fn bad_input_gives_one_line_and_exit_code() {
         stderr.starts_with("probe: no-such-alias.invalid"),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("probe resolve no-such-alias.invalid"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     // Corrupt store: refused, untouched.
     let corrupt = dir.path().join("corrupt.db");
@@ -546,6 +550,30 @@ fn concurrent_hosts_and_resolve() {
     let out = probe(&["snapshots", "list", "--format", "json"], &store);
     let metas: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metas.len(), 3);
+    // Two probes writing the same store at once: both succeed, nothing is lost.
+    let spawn = || {
+        let env = env();
+        Command::new(PROBE)
+            .arg("-F")
+            .arg(&env.config)
+            .arg("--store")
+            .arg(&store)
+            .args(["host", "fx-bare", "fx-docker-vllm", "--format", "json"])
+            .env("HOME", env.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(), spawn());
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let out = probe(&["snapshots", "list", "--format", "json"], &store);
+    let metas: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(metas.len(), 7);
     let out = probe(&["resolve", "fx-bare"], &store);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
