@@ -49,8 +49,52 @@ pub fn connect_options(settings: &Settings, interactive: bool) -> ConnectOptions
         connect_timeout: settings.connect_timeout,
         known_hosts_file: settings.known_hosts.clone(),
         batch_mode: !interactive,
-        passphrase_prompt: None,
+        passphrase_prompt: if interactive {
+            Some(std::sync::Arc::new(tty_passphrase))
+        } else {
+            None
+        },
     }
+}
+
+/// Asks for a key's passphrase on the controlling terminal, echo off (`stty -echo`), once per key.
+fn tty_passphrase(key: &std::path::Path) -> Option<String> {
+    use std::io::{BufRead, Write};
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    let stty = |setting: &str| {
+        std::fs::File::open("/dev/tty")
+            .ok()
+            .and_then(|input| {
+                std::process::Command::new("stty")
+                    .arg(setting)
+                    .stdin(input)
+                    .status()
+                    .ok()
+            })
+            .is_some_and(|status| status.success())
+    };
+    let mut writer = &tty;
+    write!(
+        writer,
+        "Enter passphrase for key '{}': ",
+        crate::output::one_line(&key.display().to_string())
+    )
+    .ok()?;
+    writer.flush().ok()?;
+    let echo_off = stty("-echo");
+    let mut line = String::new();
+    let read = std::io::BufReader::new(&tty).read_line(&mut line);
+    if echo_off {
+        stty("echo");
+    }
+    let _ = writeln!(writer);
+    read.ok()?;
+    let passphrase = line.trim_end_matches(['\n', '\r']).to_string();
+    (!passphrase.is_empty()).then_some(passphrase)
 }
 
 fn transport_failure(target: &str, err: &TransportError, started: Instant) -> CollectFailure {
