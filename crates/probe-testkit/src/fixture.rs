@@ -129,6 +129,10 @@ fn copy_tree(src: &Path, dst: &Path) {
         std::fs::create_dir_all(dst).unwrap_or_else(|e| panic!("mkdir {}: {e}", dst.display()));
         for entry in std::fs::read_dir(src).expect("read_dir") {
             let entry = entry.expect("dir entry");
+            // `.gitkeep` only makes git keep an empty directory; the host never sees it.
+            if entry.file_name() == ".gitkeep" {
+                continue;
+            }
             copy_tree(&entry.path(), &dst.join(entry.file_name()));
         }
     } else {
