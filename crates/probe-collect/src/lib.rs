@@ -11,6 +11,16 @@
 //! * [`sanitize_terminal`]: every remote string is made terminal-safe at parse time (escape
 //!   sequences and control characters other than `\n`/`\t` removed); renderers may rely on it
 //!   but the CLI uses the same function for anything else it prints.
+//!
+//! Nothing already collected is lost: once round 1 produced framed output, [`collect`] returns
+//! a snapshot. A round 2 that fails at the transport level (connection dropped, deadline) marks
+//! each round-2 section `failed` / `timed_out` and keeps everything of round 1. Limit: the
+//! transport returns only whole outputs, so a round 1 that fails at the transport level (its
+//! connection dropped, or the transport's deadline passed before the script ended) leaves
+//! nothing to keep; [`CollectError::partial`] is then `None`. The script's own budget (70 % of
+//! the deadline, see [`script::round1_budget`]) makes it end, with every section accounted
+//! for, well before the transport's deadline, so the second case needs a host that does not
+//! honour `timeout`.
 
 pub mod config;
 pub mod frame;
@@ -54,7 +64,8 @@ impl Default for CollectOptions {
     }
 }
 
-/// Collection failed; `partial` keeps whatever was collected.
+/// Collection failed; `partial` keeps whatever was collected (`None` only when nothing was:
+/// round 1 failed at the transport level or produced no framed output).
 #[derive(Debug, thiserror::Error)]
 #[error("{host}: {kind}")]
 pub struct CollectError {
@@ -180,19 +191,16 @@ pub async fn collect_with_stats<E: Exec>(
             )),
         });
     }
-    // Round 2: only what depends on round 1.
+    // Round 2: only what depends on round 1. Whatever happens here, round 1 is kept.
     let inputs = plan::round2_inputs(&snap, &ctx, &extra);
     let left = opts.deadline.saturating_sub(started.elapsed());
     if !inputs.is_empty() {
         if left < Duration::from_secs(3) {
-            snap.sections.push(SectionReport {
-                name: "round2".into(),
-                status: SectionStatus::TimedOut,
-                message: Some(
-                    "no time left for round 2 (model configs, logs, journals, packages)".into(),
-                ),
-                ..Default::default()
-            });
+            plan::round2_not_run(
+                &mut snap,
+                SectionStatus::TimedOut,
+                "not run: no time left before the collection deadline",
+            );
         } else {
             let b2 = script::new_boundary();
             let budget = left.saturating_sub(Duration::from_secs(2));
@@ -209,16 +217,19 @@ pub async fn collect_with_stats<E: Exec>(
                     ctx.boundary = b2;
                     plan::apply_round2(&mut snap, &ctx, &f, &inputs);
                 }
-                Err(e) => snap.sections.push(SectionReport {
-                    name: "round2".into(),
-                    status: if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
+                Err(e) => {
+                    let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. })
+                    {
                         SectionStatus::TimedOut
                     } else {
                         SectionStatus::Failed
-                    },
-                    message: Some(sanitize::sanitize_line(&e.to_string())),
-                    ..Default::default()
-                }),
+                    };
+                    let msg = format!(
+                        "not collected: round 2 failed ({})",
+                        sanitize::sanitize_line(&e.kind.to_string())
+                    );
+                    plan::round2_not_run(&mut snap, status, &msg);
+                }
             }
         }
     }

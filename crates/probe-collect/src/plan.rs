@@ -520,6 +520,25 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
     }
 }
 
+/// Round 2 did not run or its output never came (deadline, connection dropped): every
+/// round-2 section is reported with `status` and `message`, plus a `round2` summary section.
+pub fn round2_not_run(snap: &mut Snapshot, status: SectionStatus, message: &str) {
+    snap.sections.push(SectionReport {
+        name: "round2".into(),
+        status,
+        message: Some(message.to_string()),
+        ..Default::default()
+    });
+    for p in script::probes(2) {
+        snap.sections.push(SectionReport {
+            name: p.name.clone(),
+            status,
+            message: Some(message.to_string()),
+            ..Default::default()
+        });
+    }
+}
+
 /// Interpreter and users of a prefix, from processes and units.
 fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
     let Some(pre) = e.prefix.clone() else { return };
