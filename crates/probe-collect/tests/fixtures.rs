@@ -372,6 +372,27 @@ async fn docker_vllm() {
         |e| e.package == "cuda-drivers-570" && e.to_version.as_deref() == Some("570.133.20-1")
     ));
     assert!(s.package_events.iter().any(|e| e.manager == "dpkg"));
+    // Last month's driver upgrade, only in the gzip-rotated logs.
+    let up = |m: &str, src: &str| {
+        s.package_events.iter().any(|e| {
+            e.manager == m
+                && e.source == src
+                && e.action == "upgrade"
+                && e.package == "nvidia-driver-550-server"
+                && e.from_version.as_deref() == Some("550.144.03-0ubuntu1")
+                && e.to_version.as_deref() == Some("550.163.01-0ubuntu1")
+        })
+    };
+    assert!(
+        up("apt", "/var/log/apt/history.log.1.gz"),
+        "{:?}",
+        s.package_events
+    );
+    assert!(up("dpkg", "/var/log/dpkg.log.2.gz"));
+    assert!(
+        s.package_events.iter().all(|e| e.package != "tzdata"),
+        "only GPU/CUDA packages"
+    );
     assert_eq!(s.models[0].fields["model_type"], "llama");
     assert_no_secrets(&s, &["hf_"]);
 }

@@ -68,6 +68,8 @@ const ALLOWED: &[&str] = &[
     "docker",
     "podman",
     "nvidia-smi",
+    "zcat",
+    "gzip",
     // functions defined by the prelude / runner
     "rec",
     "has",
@@ -80,6 +82,7 @@ const ALLOWED: &[&str] = &[
     "units",
     "sec",
     "_emit",
+    "unz",
 ];
 
 /// Never allowed anywhere as a program.
@@ -454,6 +457,30 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 }
             }
         }
+        "gzip" => {
+            // Only decompression to stdout: `gzip -dc` / `-cd` / `-d -c`, no other flag, and no
+            // file operand (it reads stdin), so nothing is written, replaced or removed.
+            let flags: String = args
+                .iter()
+                .filter(|a| a.starts_with('-'))
+                .map(|a| a.trim_start_matches('-'))
+                .collect();
+            let files = args.iter().any(|a| !a.starts_with('-'));
+            if !(flags.contains('d') && flags.contains('c'))
+                || flags.chars().any(|c| c != 'd' && c != 'c')
+                || files
+            {
+                v.push(format!(
+                    "gzip may write: {} (only `gzip -dc` reading stdin)",
+                    cmd.words.join(" ")
+                ));
+            }
+        }
+        "zcat" => {
+            if args.iter().any(|a| a.starts_with('-')) {
+                v.push(format!("zcat with options: {}", cmd.words.join(" ")));
+            }
+        }
         "sort" => {
             if args
                 .iter()
@@ -550,6 +577,11 @@ fn checker_catches_writes_signals_and_restarts() {
         "hostname evil",
         "case $x in a) mv a b;; esac",
         "exec rm -rf /",
+        "gzip /var/log/dpkg.log",
+        "gzip -d /var/log/apt/history.log.1.gz",
+        "gzip -dcf x.gz",
+        "gunzip /var/log/dpkg.log.2.gz",
+        "zcat -f x",
     ] {
         assert!(!violations(bad).is_empty(), "not caught: {bad}");
     }
@@ -558,6 +590,8 @@ fn checker_catches_writes_signals_and_restarts() {
         "to 10 \"$_rt\" inspect $_ids | head -c 100",
         "case $x in *.service) ;; esac",
         "systemctl show -p Id x || exit 3",
+        "head -c 10 \"$_f\" | gzip -dc 2>/dev/null | tail -c 5",
+        "head -c 10 \"$_f\" | zcat | tail -c 5",
     ] {
         assert!(
             violations(good).is_empty(),

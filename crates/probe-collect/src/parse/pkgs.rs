@@ -11,6 +11,9 @@ use crate::sanitize::{sanitize_line, text};
 /// At most this many events are kept (newest).
 pub const MAX_EVENTS: usize = 5000;
 
+/// Bytes of a gzip-rotated apt history the script keeps (`tail -c`).
+const GZ_APT_TAIL: usize = 1 << 20;
+
 fn sys_re() -> &'static Regex {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     R.get_or_init(|| {
@@ -34,7 +37,12 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
                 }
             }
             'R' => {
-                if let Some(path) = r.header.strip_prefix("grep ") {
+                if let Some(path) = r.header.strip_prefix("gz apt ") {
+                    // A gzip-rotated apt history: the tail of its text (1 MiB), so a cut
+                    // first block is skipped like in a truncated file.
+                    let cut = r.data.len() >= GZ_APT_TAIL;
+                    out.extend(apt_history(&text(r.data), &sanitize_line(path), tz, cut));
+                } else if let Some(path) = r.header.strip_prefix("grep ") {
                     let path = sanitize_line(path);
                     let t = text(r.data);
                     if path.contains("dpkg") {
@@ -203,6 +211,29 @@ mod tests {
             e[0].time,
             super::super::parse_datetime("2026-10-01 09:12:44")
         );
+    }
+
+    #[test]
+    fn rotated_gzip_records() {
+        let b = "BB";
+        let body = format!(
+            "\n{b} R gz apt /var/log/apt/history.log.1.gz\n\nStart-Date: 2026-09-16  10:02:11\nCommandline: apt-get upgrade -y\nUpgrade: nvidia-driver-550-server:amd64 (550.144.03-0ubuntu1, 550.163.01-0ubuntu1), curl:amd64 (1, 2)\nEnd-Date: 2026-09-16  10:04:40\n\n{b} R grep /var/log/dpkg.log.2.gz\n2026-09-16 10:02:30 upgrade nvidia-driver-550-server:amd64 550.144.03-0ubuntu1 550.163.01-0ubuntu1\n\n{b} R denied /var/log/dpkg.log.3.gz\n"
+        );
+        let e = parse(body.as_bytes(), b, 0);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e[0].manager, "apt");
+        assert_eq!(e[0].action, "upgrade");
+        assert_eq!(e[0].source, "/var/log/apt/history.log.1.gz");
+        assert_eq!(e[0].from_version.as_deref(), Some("550.144.03-0ubuntu1"));
+        assert_eq!(e[1].manager, "dpkg");
+        assert_eq!(e[1].source, "/var/log/dpkg.log.2.gz");
+        // A tail that was cut starts at the next block.
+        let cut = format!(
+            "Upgrade: nvidia-x:amd64 (1, 2)\n{}",
+            "x".repeat(GZ_APT_TAIL)
+        );
+        let body = format!("\n{b} R gz apt /p.gz\n{cut}");
+        assert!(parse(body.as_bytes(), b, 0).is_empty());
     }
 
     #[test]
