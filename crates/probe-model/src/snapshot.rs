@@ -237,6 +237,11 @@ pub struct ProcessInfo {
     pub launcher_pid: Option<u32>,
     /// Container id when the process runs in a container (from its cgroup).
     pub container_id: Option<String>,
+    /// `/proc/PID/root` when the process sees another filesystem than the collector (its own
+    /// mount namespace: a container, a unit with a private filesystem view); its packages,
+    /// model config and log files are read through it. `None`: same filesystem.
+    #[serde(default)]
+    pub mount_root: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -267,6 +272,11 @@ pub struct PythonEnv {
     /// Who uses it: `pid:1234`, `unit:sglang.service`.
     pub used_by: Vec<String>,
     pub packages: Vec<PythonPackage>,
+    /// `/proc/PID/root` when it was read inside another mount namespace (a container, a unit
+    /// with a private filesystem view) through that process's root; the paths above are as
+    /// that process sees them. `None`: read at the host's own paths.
+    #[serde(default)]
+    pub mount_root: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -364,6 +374,11 @@ pub struct ModelConfig {
     pub fields: BTreeMap<String, serde_json::Value>,
     pub status: SectionStatus,
     pub message: Option<String>,
+    /// `/proc/PID/root` when the config was read inside another mount namespace (a
+    /// container, a unit with a private filesystem view) through that process's root; the
+    /// paths above are as that process sees them. `None`: read at the host's own paths.
+    #[serde(default)]
+    pub mount_root: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -392,6 +407,11 @@ pub struct LogSource {
     pub metrics: Vec<MetricSeries>,
     pub status: SectionStatus,
     pub message: Option<String>,
+    /// `/proc/PID/root` when the file was read inside another mount namespace (a
+    /// container, a unit with a private filesystem view) through that process's root; the
+    /// paths above are as that process sees them. `None`: read at the host's own paths.
+    #[serde(default)]
+    pub mount_root: Option<String>,
 }
 
 /// An engine's start-up line with its resolved arguments (SGLang `server_args=ServerArgs(...)`,
