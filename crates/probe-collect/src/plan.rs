@@ -285,13 +285,65 @@ fn is_hf_id(m: &str) -> bool {
     ok(a) && ok(b)
 }
 
-/// (working directory, model as named, run-as user, environment) of one launch.
+/// (working directory, model as named, run-as user, environment, `/proc/PID/root` of a process
+/// in another mount namespace) of one launch.
 type ModelRef = (
     Option<String>,
     String,
     Option<String>,
     BTreeMap<String, String>,
+    Option<String>,
 );
+
+/// `path` as seen through `root` (`/proc/PID/root`) for a process in another mount namespace.
+fn rooted(root: Option<&str>, path: &str) -> String {
+    match root {
+        Some(r) if path.starts_with('/') => format!("{r}{path}"),
+        _ => path.to_string(),
+    }
+}
+
+/// `/proc/PID/root/rest` → (`/proc/PID/root`, `/rest`).
+pub fn split_root(path: &str) -> Option<(String, String)> {
+    let rest = path.strip_prefix("/proc/")?;
+    let (pid, rest) = rest.split_once('/')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let rest = rest.strip_prefix("root")?;
+    if !rest.starts_with('/') {
+        return None;
+    }
+    Some((format!("/proc/{pid}/root"), rest.to_string()))
+}
+
+/// The root to read a process's files through: its own, or that of the first launcher of the
+/// same container (one set of reads per container).
+fn root_of<'a>(snap: &'a Snapshot, p: &'a probe_model::ProcessInfo) -> Option<&'a str> {
+    let own = p.mount_root.as_deref()?;
+    let Some(cid) = p.container_id.as_deref() else {
+        return Some(own);
+    };
+    snap.processes
+        .iter()
+        .filter(|q| q.role == ProcessRole::Launcher && q.container_id.as_deref() == Some(cid))
+        .find_map(|q| q.mount_root.as_deref())
+        .or(Some(own))
+}
+
+/// The running process of a container (its cgroup names the container's id).
+fn container_root<'a>(snap: &'a Snapshot, c: &probe_model::ContainerInfo) -> Option<&'a str> {
+    if c.id.len() < 12 {
+        return None;
+    }
+    let p = snap.processes.iter().find(|p| {
+        p.role == ProcessRole::Launcher
+            && p.container_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with(&c.id) || c.id.starts_with(id))
+    })?;
+    root_of(snap, p)
+}
 
 /// Round-2 inputs from what round 1 found.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
@@ -301,12 +353,16 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             v.push(x);
         }
     };
-    let mut models: Vec<ModelRef> = Vec::new(); // (cwd, model, user, env)
+    let mut models: Vec<ModelRef> = Vec::new();
     for p in snap
         .processes
         .iter()
         .filter(|p| matches!(p.role, ProcessRole::Launcher))
     {
+        // A process in another mount namespace (a container): its paths are read through
+        // /proc/PID/root; the host's own paths would show the host's files, not its.
+        let root = root_of(snap, p);
+        let r = |x: &str| rooted(root, x);
         for pre in [
             p.env.get("VIRTUAL_ENV").cloned(),
             p.env.get("CONDA_PREFIX").cloned(),
@@ -314,16 +370,16 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         .into_iter()
         .flatten()
         {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
         }
         let a0 = p.argv.first().map(String::as_str).unwrap_or("");
         if let Some(pre) = prefix_of_bin(a0) {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
         }
         if a0.rsplit('/').next().unwrap_or("").starts_with("python")
             && let Some(pre) = p.argv.get(1).and_then(|a| prefix_of_bin(a))
         {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
         }
         // /proc/PID/exe resolves a venv's python symlink to the base interpreter: use it only
         // when nothing names the environment.
@@ -331,23 +387,35 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             || p.env.contains_key("CONDA_PREFIX")
             || prefix_of_bin(a0).is_some()
             || p.argv.get(1).and_then(|a| prefix_of_bin(a)).is_some();
-        if !named && let Some(pre) = p.exe.as_deref().and_then(prefix_of_bin) {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+        let exe_prefix = p.exe.as_deref().and_then(prefix_of_bin);
+        if !named && let Some(pre) = &exe_prefix {
+            add(&mut inp.python_prefixes, r(pre), MAX_PREFIXES);
+        }
+        // A container whose exe could not be read (not root): images keep Python under /usr
+        // (`/usr/local/lib/python3.X/dist-packages` included).
+        if !named && exe_prefix.is_none() && root.is_some() {
+            add(&mut inp.python_prefixes, r("/usr"), MAX_PREFIXES);
         }
         if let Some(m) = model_of(&p.argv) {
-            models.push((p.cwd.clone(), m, p.user.clone(), p.env.clone()));
+            models.push((
+                p.cwd.clone(),
+                m,
+                p.user.clone(),
+                p.env.clone(),
+                root.map(str::to_string),
+            ));
         }
         if let Some(x) = extra.get(&p.pid) {
             for f in [&x.stdout, &x.stderr].into_iter().flatten() {
                 if f.starts_with('/') && !f.starts_with("/dev/") && !f.ends_with(" (deleted)") {
-                    add(&mut inp.logs, f.clone(), MAX_LOGS);
+                    add(&mut inp.logs, r(f), MAX_LOGS);
                 }
             }
         }
         if let Some(l) = flag_value(&p.argv, &["--log-file", "--log_file"])
             .and_then(|l| join(p.cwd.as_deref(), &l))
         {
-            add(&mut inp.logs, l, MAX_LOGS);
+            add(&mut inp.logs, r(&l), MAX_LOGS);
         }
     }
     for u in &snap.units {
@@ -370,7 +438,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             for ef in &u.environment_files {
                 env.extend(ef.vars.clone());
             }
-            models.push((u.working_directory.clone(), m, u.run_as.clone(), env));
+            models.push((u.working_directory.clone(), m, u.run_as.clone(), env, None));
         }
         if let Some(l) = flag_value(&argv, &["--log-file"])
             .and_then(|l| join(u.working_directory.as_deref(), &l))
@@ -394,7 +462,8 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     for c in &snap.containers {
         let argv: Vec<String> = c.entrypoint.iter().chain(c.cmd.iter()).cloned().collect();
         if let Some(m) = model_of(&argv).or_else(|| c.env.get("MODEL_ID").cloned()) {
-            models.push((None, m, None, c.env.clone()));
+            let root = container_root(snap, c).map(str::to_string);
+            models.push((None, m, None, c.env.clone(), root));
         }
     }
     // Launches reconstructed by probe-diff (interpreter, venv, model, log files).
@@ -403,22 +472,45 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     }))
     .unwrap_or_default();
     for l in &launches {
+        // A running process's or container's launch names paths inside its mount namespace.
+        let loc = l.source.location.as_str();
+        let root = if let Some(pid) = loc.strip_prefix("pid:") {
+            snap.processes
+                .iter()
+                .find(|p| pid.parse() == Ok(p.pid))
+                .and_then(|p| root_of(snap, p))
+        } else if let Some(name) = loc.strip_prefix("container:") {
+            snap.containers
+                .iter()
+                .find(|c| c.name.as_deref() == Some(name) || c.id == name)
+                .and_then(|c| container_root(snap, c))
+        } else {
+            None
+        };
+        let r = |x: &str| rooted(root, x);
         if let Some(v) = &l.venv {
-            add(&mut inp.python_prefixes, v.clone(), MAX_PREFIXES);
+            add(&mut inp.python_prefixes, r(v), MAX_PREFIXES);
         }
         if let Some(pre) = l.interpreter.as_deref().and_then(prefix_of_bin) {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
+            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
         }
         if let Some(m) = &l.model {
-            models.push((l.working_directory.clone(), m.clone(), None, l.env.clone()));
+            models.push((
+                l.working_directory.clone(),
+                m.clone(),
+                None,
+                l.env.clone(),
+                root.map(str::to_string),
+            ));
         }
         for f in &l.log_files {
             if let Some(p) = join(l.working_directory.as_deref(), f) {
-                add(&mut inp.logs, p, MAX_LOGS);
+                add(&mut inp.logs, r(&p), MAX_LOGS);
             }
         }
     }
-    for (cwd, m, user, env) in models {
+    for (cwd, m, user, env, root) in models {
+        let root = root.as_deref();
         if inp.models.len() >= MAX_MODELS * 4 {
             break;
         }
@@ -429,11 +521,11 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             }
         };
         if m.starts_with('/') {
-            push("dir", m.clone());
+            push("dir", rooted(root, &m));
             continue;
         }
         if let Some(d) = join(cwd.as_deref(), &m).filter(|_| m.starts_with('.') || !is_hf_id(&m)) {
-            push("dir", d);
+            push("dir", rooted(root, &d));
             continue;
         }
         if !is_hf_id(&m) {
@@ -450,7 +542,12 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         if let Some(h) = env.get("HF_HOME") {
             hubs.push(format!("{}/hub", h.trim_end_matches('/')));
         }
-        if let Some(home) = user.as_ref().and_then(|u| ctx.homes.get(u)) {
+        // Home directories are the host's (its /etc/passwd): not for a container.
+        if let Some(home) = user
+            .as_ref()
+            .filter(|_| root.is_none())
+            .and_then(|u| ctx.homes.get(u))
+        {
             hubs.push(format!(
                 "{}/.cache/huggingface/hub",
                 home.trim_end_matches('/')
@@ -458,11 +555,14 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         }
         hubs.push("/root/.cache/huggingface/hub".into());
         if let Some(d) = join(cwd.as_deref(), &m) {
-            push("dir", d);
+            push("dir", rooted(root, &d));
         }
         for h in hubs {
             if h.starts_with('/') {
-                push("hf", format!("{}/{repo}", h.trim_end_matches('/')));
+                push(
+                    "hf",
+                    rooted(root, &format!("{}/{repo}", h.trim_end_matches('/'))),
+                );
             }
         }
     }
@@ -481,20 +581,62 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
             "python" => {
                 let mut envs = parse::python::parse(&body, b);
                 for e in &mut envs {
+                    unroot_env(e);
                     fill_env_users(e, snap);
                 }
                 envs.retain(|e| !e.site_packages.is_empty());
+                let denied: Vec<String> = crate::frame::records(&body, b)
+                    .iter()
+                    .filter_map(|r| r.header.strip_prefix("denied "))
+                    .map(|p| match split_root(p) {
+                        Some((root, rest)) => format!("{rest} (through {root})"),
+                        None => p.to_string(),
+                    })
+                    .map(|p| sanitize_line(&p))
+                    .collect();
+                if !denied.is_empty() {
+                    push_note(
+                        &mut rep,
+                        format!(
+                            "permission denied (another mount namespace; needs root or --sudo): {}",
+                            denied.join(", ")
+                        ),
+                    );
+                    if envs.is_empty() && rep.status == SectionStatus::Ok {
+                        rep.status = SectionStatus::PermissionDenied;
+                    }
+                }
                 snap.python_envs = envs;
             }
             "models" => {
-                snap.models = parse::models::parse(&body, b);
+                let mut models = parse::models::parse(&body, b);
+                for m in &mut models {
+                    if let Some((root, rest)) = split_root(&m.config_path) {
+                        m.config_path = rest;
+                        m.mount_root = Some(root);
+                    }
+                }
+                all_denied(
+                    &mut rep,
+                    models.iter().map(|m| (m.status, m.config_path.as_str())),
+                );
+                snap.models = models;
             }
-            "logs" => snap.logs.extend(parse::logs::parse_files(
-                &body,
-                b,
-                ctx.remote_clock,
-                ctx.tz_offset_s,
-            )),
+            "logs" => {
+                let mut logs =
+                    parse::logs::parse_files(&body, b, ctx.remote_clock, ctx.tz_offset_s);
+                for l in &mut logs {
+                    if let Some((root, rest)) = split_root(&l.location) {
+                        l.location = rest;
+                        l.mount_root = Some(root);
+                    }
+                }
+                all_denied(
+                    &mut rep,
+                    logs.iter().map(|l| (l.status, l.location.as_str())),
+                );
+                snap.logs.extend(logs);
+            }
             "journal" => {
                 let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
                 let j =
@@ -539,15 +681,56 @@ pub fn round2_not_run(snap: &mut Snapshot, status: SectionStatus, message: &str)
     }
 }
 
-/// Interpreter and users of a prefix, from processes and units.
+/// A section whose every item was refused (a container's root, not root) says so.
+fn all_denied<'a>(rep: &mut SectionReport, items: impl Iterator<Item = (SectionStatus, &'a str)>) {
+    let mut n = 0;
+    let mut denied = Vec::new();
+    for (st, path) in items {
+        n += 1;
+        if st == SectionStatus::PermissionDenied {
+            denied.push(path.to_string());
+        }
+    }
+    if denied.is_empty() {
+        return;
+    }
+    push_note(rep, format!("permission denied: {}", denied.join(", ")));
+    if denied.len() == n && rep.status == SectionStatus::Ok {
+        rep.status = SectionStatus::PermissionDenied;
+    }
+}
+
+/// A Python env read through `/proc/PID/root`: paths as the process sees them, root recorded.
+fn unroot_env(e: &mut PythonEnv) {
+    let Some((root, pre)) = e.prefix.as_deref().and_then(split_root) else {
+        return;
+    };
+    for sp in &mut e.site_packages {
+        if let Some((_, rest)) = split_root(sp) {
+            *sp = rest;
+        }
+    }
+    e.prefix = Some(pre);
+    e.mount_root = Some(root);
+}
+
+/// Interpreter and users of a prefix, from processes and units (only those that see the same
+/// filesystem: a container's env belongs to the processes of that container).
 fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
     let Some(pre) = e.prefix.clone() else { return };
     let under = |p: &str| p.starts_with(&format!("{}/", pre.trim_end_matches('/')));
-    for p in snap
+    let same_fs = |p: &probe_model::ProcessInfo| match (&e.mount_root, &p.mount_root) {
+        (None, None) => true,
+        (Some(r), Some(_)) => root_of(snap, p) == Some(r.as_str()),
+        _ => false,
+    };
+    let container_env = e.mount_root.is_some();
+    let procs: Vec<&probe_model::ProcessInfo> = snap
         .processes
         .iter()
-        .filter(|p| p.role == ProcessRole::Launcher)
-    {
+        .filter(|p| p.role == ProcessRole::Launcher && same_fs(p))
+        .collect();
+    for p in procs {
         let a0 = p.argv.first().cloned().unwrap_or_default();
         let uses = under(&a0)
             || p.argv.get(1).is_some_and(|a| under(a))
@@ -565,7 +748,7 @@ fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
             }
         }
     }
-    for u in &snap.units {
+    for u in snap.units.iter().filter(|_| !container_env) {
         let first = u
             .exec_start
             .last()

@@ -14,12 +14,20 @@ async fn collect_host(
     host: &FixtureHost,
     opts: CollectOptions,
 ) -> (Snapshot, CollectStats, Duration) {
+    collect_host_as(host, "root", opts).await
+}
+
+async fn collect_host_as(
+    host: &FixtureHost,
+    user: &str,
+    opts: CollectOptions,
+) -> (Snapshot, CollectStats, Duration) {
     let copts = ConnectOptions {
         config_file: Some(host.ssh_config()),
         batch_mode: true,
         ..Default::default()
     };
-    let conn = connect(&host.alias, &copts)
+    let conn = connect(&format!("{user}@{}", host.alias), &copts)
         .await
         .unwrap_or_else(|e| panic!("connect: {e}"));
     let t = Instant::now();
@@ -29,7 +37,7 @@ async fn collect_host(
     let wall = t.elapsed();
     conn.close().await;
     eprintln!(
-        "{}: collection {:?} (round1 {} B in {} ms, round2 {} B in {} ms)",
+        "{} as {user}: collection {:?} (round1 {} B in {} ms, round2 {} B in {} ms)",
         host.name, wall, stats.round1_bytes, stats.round1_ms, stats.round2_bytes, stats.round2_ms
     );
     for s in &snap.sections {
@@ -366,8 +374,52 @@ async fn docker_vllm() {
         .find(|c| c.name.as_deref() == Some("vllm-llama-v0102"))
         .unwrap();
     assert!(old.cmd.join(" ").contains("--max-model-len 16384"));
+    // The container's process: its own mount namespace, found by its docker cgroup; its
+    // packages and model exist only inside it and were read through /proc/PID/root.
+    let l = s
+        .processes
+        .iter()
+        .find(|p| p.role == ProcessRole::Launcher)
+        .unwrap();
+    assert_eq!(host.launcher_pids(), vec![l.pid]);
+    assert_eq!(l.container_id.as_deref(), Some(c.id.as_str()));
+    let root = format!("/proc/{}/root", l.pid);
+    assert_eq!(l.mount_root.as_deref(), Some(root.as_str()));
+    let shim = s
+        .processes
+        .iter()
+        .find(|p| Some(p.pid) == l.ppid)
+        .expect("shim");
+    assert_eq!(shim.role, ProcessRole::Wrapper);
+    assert_eq!(shim.argv[0], "containerd-shim-runc-v2");
+    assert_eq!(shim.mount_root, None);
     assert_eq!(pkg(&s, "/usr", "vllm").version, "0.11.0");
     assert_eq!(pkg(&s, "/usr", "xformers").version, "0.0.32.post1");
+    assert_eq!(pkg(&s, "/usr", "torch").version, "2.8.0+cu128");
+    assert_eq!(pkg(&s, "/usr", "vllm").installed_at, Some(1_795_611_732));
+    let env = s
+        .python_envs
+        .iter()
+        .find(|e| e.prefix.as_deref() == Some("/usr"))
+        .unwrap();
+    assert_eq!(env.mount_root.as_deref(), Some(root.as_str()));
+    assert_eq!(env.used_by, [format!("pid:{}", l.pid)]);
+    assert_eq!(env.interpreter, "/usr/bin/python3.11");
+    assert!(
+        env.site_packages
+            .contains(&"/usr/local/lib/python3.11/dist-packages".to_string()),
+        "{:?}",
+        env.site_packages
+    );
+    assert_eq!(s.models.len(), 1, "{:?}", s.models);
+    let m = &s.models[0];
+    assert_eq!(m.model, "/mnt/models/Llama-3.3-70B-Instruct");
+    assert_eq!(
+        m.config_path,
+        "/mnt/models/Llama-3.3-70B-Instruct/config.json"
+    );
+    assert_eq!(m.mount_root.as_deref(), Some(root.as_str()));
+    assert_eq!(m.mtime, Some(1_793_354_400));
     assert!(s.package_events.iter().any(
         |e| e.package == "cuda-drivers-570" && e.to_version.as_deref() == Some("570.133.20-1")
     ));
@@ -395,6 +447,43 @@ async fn docker_vllm() {
     );
     assert_eq!(s.models[0].fields["model_type"], "llama");
     assert_no_secrets(&s, &["hf_"]);
+
+    // Not root: the container's root cannot be entered; said per section, the rest collected.
+    let (s, _, _) = collect_host_as(&host, "monitor", opts("monitor@fx-docker-vllm")).await;
+    assert_eq!(s.host.collected_as.as_deref(), Some("monitor"));
+    let l = s
+        .processes
+        .iter()
+        .find(|p| p.role == ProcessRole::Launcher)
+        .unwrap();
+    assert_eq!(l.container_id.as_deref(), Some(c.id.as_str()));
+    assert!(l.env.is_empty() && l.exe.is_none(), "{l:?}");
+    assert_eq!(
+        l.mount_root.as_deref(),
+        Some(format!("/proc/{}/root", l.pid).as_str())
+    );
+    assert_eq!(
+        section(&s, "python_envs").status,
+        SectionStatus::PermissionDenied,
+        "{:?}",
+        section(&s, "python_envs")
+    );
+    assert!(s.python_envs.is_empty());
+    assert_eq!(
+        section(&s, "models").status,
+        SectionStatus::PermissionDenied
+    );
+    assert_eq!(s.models[0].status, SectionStatus::PermissionDenied);
+    assert_eq!(
+        s.models[0].config_path,
+        "/mnt/models/Llama-3.3-70B-Instruct/config.json"
+    );
+    assert!(!s.histories.is_empty() || section(&s, "history").status == SectionStatus::Ok);
+    assert!(
+        s.package_events
+            .iter()
+            .any(|e| e.package == "cuda-drivers-570")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -83,6 +83,7 @@ const ALLOWED: &[&str] = &[
     "sec",
     "_emit",
     "unz",
+    "rootok",
 ];
 
 /// Never allowed anywhere as a program.

@@ -375,7 +375,33 @@ fn check_docker_vllm(h: &FixtureHost) {
             ("missing", "docker inspect nosuch; echo rc=$?"),
             (
                 "metadata",
-                "grep '^Version' /usr/local/lib/python3.11/dist-packages/vllm-0.11.0.dist-info/METADATA",
+                "grep '^Version' /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/root/usr/local/lib/python3.11/dist-packages/vllm-0.11.0.dist-info/METADATA",
+            ),
+            // The container's files are only in its own mount namespace.
+            (
+                "host_paths",
+                "find /usr/local/lib/python3.11/dist-packages /mnt -mindepth 1 | wc -l; test -e /mnt/models/Llama-3.3-70B-Instruct/config.json; echo rc=$?",
+            ),
+            (
+                "model_in_ctr",
+                "grep -c '\"model_type\": \"llama\"' /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/root/mnt/models/Llama-3.3-70B-Instruct/config.json",
+            ),
+            (
+                "mntns",
+                "p=$(cat /usr/local/share/fixture/run/vllm.pid); [ \"$(readlink /proc/$p/ns/mnt)\" != \"$(readlink /proc/self/ns/mnt)\" ] && echo differs",
+            ),
+            (
+                "cgroup",
+                "cat /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/cgroup",
+            ),
+            ("fd1", "readlink /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/fd/1 | cut -d: -f1"),
+            (
+                "nonroot",
+                "su -s /bin/sh monitor -c 'ls /proc/'$(cat /usr/local/share/fixture/run/vllm.pid)'/root/ 2>&1; id -un'",
+            ),
+            (
+                "rotated",
+                "zcat /var/log/apt/history.log.1.gz | grep -c '^Upgrade: nvidia-driver-550-server'; zcat /var/log/dpkg.log.2.gz | grep -c ' upgrade nvidia-driver-550-server'",
             ),
             (
                 "apt",
@@ -406,6 +432,20 @@ fn check_docker_vllm(h: &FixtureHost) {
             && get(&m, "missing").ends_with("rc=1")
     );
     assert_eq!(get(&m, "metadata"), "Version: 0.11.0");
+    assert_eq!(get(&m, "host_paths"), "0\nrc=1", "{m:?}");
+    assert_eq!(get(&m, "model_in_ctr"), "1", "{m:?}");
+    assert_eq!(get(&m, "mntns"), "differs", "{m:?}");
+    assert_eq!(
+        get(&m, "cgroup"),
+        "0::/system.slice/docker-3f2a9c1d8e7b5a4f6c0d2e1b9a8f7c6d5e4b3a2f1c0d9e8b7a6f5c4d3e2b1a0f.scope"
+    );
+    assert_eq!(get(&m, "fd1"), "pipe", "{m:?}");
+    let nonroot = get(&m, "nonroot");
+    assert!(
+        nonroot.contains("Permission denied") && nonroot.ends_with("monitor"),
+        "{m:?}"
+    );
+    assert_eq!(get(&m, "rotated"), "1\n1", "{m:?}");
     assert_eq!(
         get(&m, "apt"),
         "/var/log/apt/history.log:1\n/var/log/dpkg.log:4"

@@ -28,9 +28,8 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
                 let Some(model) = cur.clone() else { continue };
                 let h = file_header(&r.header);
                 let existing = out.iter().position(|m| m.model == model);
-                if existing
-                    .is_some_and(|i| out.get(i).is_some_and(|m| m.status == SectionStatus::Ok))
-                {
+                let status_now = existing.and_then(|i| out.get(i)).map(|m| m.status);
+                if status_now.is_some_and(|st| rank(st) >= rank(file_status(&h.status))) {
                     continue;
                 }
                 let mut m = ModelConfig {
@@ -67,6 +66,27 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
         }
     }
     out
+}
+
+/// Status of a config file record (before its JSON is read).
+fn file_status(s: &str) -> SectionStatus {
+    match s {
+        "ok" => SectionStatus::Ok,
+        "missing" => SectionStatus::NotPresent,
+        "denied" => SectionStatus::PermissionDenied,
+        _ => SectionStatus::Failed,
+    }
+}
+
+/// Of several candidate places for one model, the most telling result is kept: a config read
+/// beats a broken one, which beats "permission denied", which beats "not there".
+fn rank(s: SectionStatus) -> u8 {
+    match s {
+        SectionStatus::Ok => 4,
+        SectionStatus::Failed | SectionStatus::Truncated | SectionStatus::TimedOut => 3,
+        SectionStatus::PermissionDenied => 2,
+        SectionStatus::NotPresent => 1,
+    }
 }
 
 /// Selected keys, top level and nested (`text_config.num_hidden_layers`).
@@ -146,5 +166,11 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].status, SectionStatus::Ok);
         assert_eq!(m[0].config_path, "/m/config.json");
+        // Denied inside a container, then not at the host's path: the denial is what counts.
+        let body = "\nB R model dir\n/m\n\nB F denied cfg - - /proc/9/root/m/config.json\n\nB R model dir\n/m\n\nB F missing cfg - - /m/config.json\n";
+        let m = parse(body.as_bytes(), "B");
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].status, SectionStatus::PermissionDenied);
+        assert_eq!(m[0].config_path, "/proc/9/root/m/config.json");
     }
 }

@@ -25,8 +25,14 @@ pub struct ProcExtra {
 pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExtra>) {
     let mut procs: BTreeMap<u32, ProcessInfo> = BTreeMap::new();
     let mut extra: BTreeMap<u32, ProcExtra> = BTreeMap::new();
+    let mut self_ns: Option<String> = None;
+    let mut mnt_ns: BTreeMap<u32, String> = BTreeMap::new();
     for r in records(body, &ctx.boundary) {
         if r.kind != 'R' {
+            continue;
+        }
+        if r.header == "self mntns" {
+            self_ns = non_empty(line(r.data));
             continue;
         }
         let mut it = r.header.split(' ');
@@ -87,11 +93,23 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
             "fd1" => extra.entry(pid).or_default().stdout = non_empty(line(r.data)),
             "fd2" => extra.entry(pid).or_default().stderr = non_empty(line(r.data)),
             "cgroup" => p.container_id = container_of(&String::from_utf8_lossy(r.data)),
+            "mntns" => {
+                if let Some(ns) = non_empty(line(r.data)) {
+                    mnt_ns.insert(pid, ns);
+                }
+            }
             _ => {}
         }
     }
     for p in procs.values_mut() {
         p.user = p.uid.and_then(|u| ctx.users.get(&u).cloned());
+        if other_mount_ns(
+            self_ns.as_deref(),
+            mnt_ns.get(&p.pid).map(String::as_str),
+            p,
+        ) {
+            p.mount_root = Some(format!("/proc/{}/root", p.pid));
+        }
     }
     let mut list: Vec<ProcessInfo> = procs
         .into_values()
@@ -105,6 +123,15 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
 
 fn non_empty(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
+}
+
+/// Whether `p` sees another filesystem than the collector: its mount namespace differs from
+/// ours, or, where its namespace cannot be read (not root), its cgroup names a container.
+fn other_mount_ns(ours: Option<&str>, theirs: Option<&str>, p: &ProcessInfo) -> bool {
+    match (ours, theirs) {
+        (Some(a), Some(b)) => a != b,
+        _ => p.container_id.is_some(),
+    }
 }
 
 /// `pid (comm) S ppid ... starttime(22) ...`; comm may hold spaces and parentheses.
@@ -375,8 +402,18 @@ mod tests {
         ));
         body.extend(rec(b, 104, "cgroup", b"0::/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"));
         body.extend(rec(b, 104, "cmdline", b"vllm\0serve\0m\0"));
+        body.extend(format!("\n{b} R self mntns\nmnt:[4026531841]\n").into_bytes());
+        body.extend(rec(b, 101, "mntns", b"mnt:[4026531841]\n"));
+        // 105: another mount namespace without a container cgroup (PrivateTmp unit).
+        body.extend(rec(b, 105, "cmdline", b"vllm\0serve\0/m2\0"));
+        body.extend(rec(b, 105, "mntns", b"mnt:[4026532999]\n"));
         let (list, extra) = parse(&body, &ctx);
         let get = |pid| list.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(get(101).mount_root, None);
+        // 104: namespace unreadable, docker cgroup: read through its root.
+        assert_eq!(get(104).mount_root.as_deref(), Some("/proc/104/root"));
+        assert_eq!(get(105).mount_root.as_deref(), Some("/proc/105/root"));
+        assert_eq!(get(105).container_id, None);
         assert_eq!(get(100).role, ProcessRole::Wrapper);
         assert_eq!(get(100).launcher_pid, Some(101));
         assert_eq!(get(101).role, ProcessRole::Launcher);

@@ -67,7 +67,9 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
                             .filter(|v| v.starts_with('3'))
                             .map(str::to_string);
                     }
-                    e.site_packages.push(sp);
+                    if !e.site_packages.contains(&sp) {
+                        e.site_packages.push(sp);
+                    }
                 }
             }
             ('R', Some(("meta", path))) => {
