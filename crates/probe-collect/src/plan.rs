@@ -864,6 +864,70 @@ mod tests {
     }
 
     #[test]
+    fn container_paths_go_through_proc_root() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let cid = "3f2a9c1d8e7b5a4f6c0d2e1b9a8f7c6d5e4b3a2f1c0d9e8b7a6f5c4d3e2b1a0f";
+        let mut snap = Snapshot::default();
+        snap.processes.push(probe_model::ProcessInfo {
+            pid: 66,
+            argv: v(
+                "python3 -m vllm.entrypoints.openai.api_server --model /mnt/m --log-file l.log",
+            ),
+            exe: Some("/usr/bin/python3.11".into()),
+            cwd: Some("/workspace".into()),
+            role: ProcessRole::Launcher,
+            container_id: Some(cid.into()),
+            mount_root: Some("/proc/66/root".into()),
+            ..Default::default()
+        });
+        snap.processes.push(probe_model::ProcessInfo {
+            pid: 7,
+            argv: v("/opt/venv/bin/python3 -m sglang.launch_server --model-path /srv/m"),
+            role: ProcessRole::Launcher,
+            ..Default::default()
+        });
+        let extra: BTreeMap<u32, ProcExtra> = [(
+            66,
+            ProcExtra {
+                stdout: Some("/var/log/vllm/server.log".into()),
+                stderr: Some("pipe:[123]".into()),
+            },
+        )]
+        .into();
+        let inp = round2_inputs(&snap, &Ctx::default(), &extra);
+        assert!(
+            inp.python_prefixes
+                .contains(&"/proc/66/root/usr".to_string())
+        );
+        assert!(inp.python_prefixes.contains(&"/opt/venv".to_string()));
+        assert!(inp.models.contains(&(
+            "dir".into(),
+            "/mnt/m".into(),
+            "/proc/66/root/mnt/m".into()
+        )));
+        assert!(
+            inp.models
+                .contains(&("dir".into(), "/srv/m".into(), "/srv/m".into()))
+        );
+        assert!(
+            inp.logs
+                .contains(&"/proc/66/root/var/log/vllm/server.log".to_string())
+        );
+        assert!(
+            inp.logs
+                .contains(&"/proc/66/root/workspace/l.log".to_string())
+        );
+        assert_eq!(inp.logs.len(), 2, "{:?}", inp.logs);
+        assert_eq!(
+            split_root("/proc/66/root/var/log/x"),
+            Some(("/proc/66/root".into(), "/var/log/x".into()))
+        );
+        assert_eq!(split_root("/proc/66/rootx/y"), None);
+        assert_eq!(split_root("/proc/self/root/y"), None);
+        assert_eq!(split_root("/var/log/x"), None);
+    }
+
+    #[test]
     fn report_statuses() {
         let mk = |rc, body: &[u8]| RawSection {
             name: "gpu_query".into(),

@@ -394,7 +394,10 @@ fn check_docker_vllm(h: &FixtureHost) {
                 "cgroup",
                 "cat /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/cgroup",
             ),
-            ("fd1", "readlink /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/fd/1 | cut -d: -f1"),
+            (
+                "fd1",
+                "readlink /proc/$(cat /usr/local/share/fixture/run/vllm.pid)/fd/1 | cut -d: -f1",
+            ),
             (
                 "nonroot",
                 "su -s /bin/sh monitor -c 'ls /proc/'$(cat /usr/local/share/fixture/run/vllm.pid)'/root/ 2>&1; id -un'",
