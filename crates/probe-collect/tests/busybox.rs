@@ -2,8 +2,6 @@
 //! awk, grep, timeout, ...) a busybox applet. Fails with a clear message when busybox is missing
 //! (`.ci/run` installs it).
 
-#![allow(clippy::print_stderr)] // prints the per-section timings it measures
-
 #![allow(clippy::print_stderr)]
 
 use probe_collect::{CollectOptions, frame, parse::Ctx, plan, script};
