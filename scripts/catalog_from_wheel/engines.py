@@ -36,7 +36,7 @@ class Types:
         if self.is_dataclass(cref):
             return ("dataclass", cref)
         for b in cref.node.bases:
-            bl = _last(b)
+            bl = _last(b.value if isinstance(b, ast.Subscript) else b)
             if bl in ("dict", "Dict", "TypedDict", "OrderedDict"):
                 return ("dict",)
         for c in self.it.class_mro(cref)[1:]:
@@ -75,7 +75,7 @@ class Types:
                 return ("union", [self.of(elts[0], mod, depth + 1), ("none",)])
             if head == "Union":
                 return ("union", [self.of(e, mod, depth + 1) for e in elts])
-            if head == "Annotated":
+            if head in ("Annotated", "SkipValidation", "Required", "NotRequired", "Final", "ReadOnly", "InitVar"):
                 return self.of(elts[0], mod, depth + 1)
             if head == "Literal":
                 vals = []
@@ -266,7 +266,15 @@ def vllm_hooks(it: Interp, types: Types, arg_utils):
             return it.ev(node.args[0], mod, env)
         return NotImplemented
 
-    return {"get_kwargs": get_kwargs, "optional_type": passthrough, "parse_type": passthrough}, vk
+    def literal_args(it, node, mod, env):
+        if len(node.args) == 1:
+            t = types.of(node.args[0], mod)
+            if t[0] == "literal":
+                return list(t[1])
+        return NotImplemented
+
+    return {"get_kwargs": get_kwargs, "optional_type": passthrough, "parse_type": passthrough,
+            "get_args": literal_args}, vk
 
 
 # ------------------------------------------------------------------ SGLang declarative fields

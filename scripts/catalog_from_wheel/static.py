@@ -50,6 +50,7 @@ class FuncRef:
     mod: "Module"
     node: ast.FunctionDef
     owner: ClassRef | None = None
+    defined_in: ClassRef | None = None
 
     @property
     def name(self):
@@ -81,6 +82,7 @@ class Module:
         self.source = source
         self.symbols: dict[str, tuple] = {}
         self.classes: dict[str, ast.ClassDef] = {}
+        self.star_imports: list[str] = []
         self._build(tree.body, primary=True)
 
     def _put(self, name, entry, primary):
@@ -111,6 +113,7 @@ class Module:
                 base = self._abs_module(s.module, s.level)
                 for a in s.names:
                     if a.name == "*":
+                        self.star_imports.append(base)
                         continue
                     self._put(a.asname or a.name, ("from", base, a.name), primary)
             elif isinstance(s, ast.If):
@@ -199,6 +202,12 @@ class Interp:
         seen.add(key)
         entry = mod.symbols.get(name)
         if entry is None:
+            for base in mod.star_imports:
+                m = self.p.module(base)
+                if m is not None and (name in m.symbols or m.star_imports):
+                    v = self.lookup(m, name, seen)
+                    if not is_unknown(v):
+                        return v
             if mod.is_pkg and self.p.has_module(f"{mod.name}.{name}"):
                 return ModRef(self.p.module(f"{mod.name}.{name}"))
             if name in BUILTIN_NAMES:
@@ -243,7 +252,12 @@ class Interp:
         for _ in range(20):
             entry = mod.symbols.get(name)
             if entry is None:
-                return None
+                star = [self.p.module(b) for b in mod.star_imports]
+                star = [m for m in star if m is not None and name in m.symbols]
+                if not star:
+                    return None
+                mod = star[0]
+                continue
             if entry[0] == "from":
                 m = self.p.module(entry[1])
                 if m is None:
@@ -290,7 +304,7 @@ class Interp:
                 if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in s.targets):
                     return self.ev(s.value, c.mod, {})
                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == attr:
-                    return FuncRef(c.mod, s, c)
+                    return FuncRef(c.mod, s, cref, c)  # owner: the class it was looked up on (cls)
                 if isinstance(s, ast.ClassDef) and s.name == attr:
                     return ClassRef(c.mod, s)
         return Unknown(f"{cref.name}.{attr} not found")
@@ -306,6 +320,8 @@ class Interp:
                 if fname == "Field" and node.args:
                     return self.ev(node.args[0], mod, {})
                 if "default_factory" in kw:
+                    if isinstance(kw["default_factory"], ast.Lambda) and not kw["default_factory"].args.args:
+                        return self.ev(kw["default_factory"].body, mod, {})
                     f = self.ev(kw["default_factory"], mod, {})
                     if isinstance(f, Sym) and f.name in ("list", "dict", "set", "tuple"):
                         return {"list": [], "dict": {}, "set": [], "tuple": []}[f.name]
@@ -503,7 +519,12 @@ class Interp:
         return Unknown(f"attribute .{name} of {type(base).__name__}")
 
     def call(self, node: ast.Call, mod, env):
-        func = self.ev(node.func, mod, env)
+        if (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)
+                and isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "super"
+                and "__owner__" in env):
+            func = self.super_member(env["__owner__"], env.get("__defined__"), node.func.attr)
+        else:
+            func = self.ev(node.func, mod, env)
         fname = ast.unparse(node.func)
         last = fname.rsplit(".", 1)[-1]
         # parser-building calls
@@ -521,8 +542,12 @@ class Interp:
                 return r
         args = [self.ev(a.value if isinstance(a, ast.Starred) else a, mod, env) for a in node.args]
         kwargs = {k.arg: self.ev(k.value, mod, env) for k in node.keywords if k.arg}
-        if isinstance(func, FuncRef) and any(a is PARSER for a in list(args) + list(kwargs.values())):
-            return self.run_function(func, args, kwargs)
+        if isinstance(func, FuncRef) and any(a is PARSER or isinstance(a, dict) for a in list(args) + list(kwargs.values())):
+            # Code that registers options on a parser or edits a kwargs dict: run it.
+            r = self.run_function(func, args, kwargs)
+            if (r is None or is_unknown(r)) and any(a is PARSER for a in list(args) + list(kwargs.values())):
+                return PARSER
+            return r
         if isinstance(func, tuple) and func and func[0] == "method":
             _, obj, meth = func
             try:
@@ -530,6 +555,8 @@ class Interp:
                                                      "removeprefix", "removesuffix", "format", "join", "split"):
                     if all(not is_unknown(a) for a in args):
                         return getattr(obj, meth)(*args)
+                if isinstance(obj, dict) and meth in ("pop", "setdefault") and args and not is_unknown(args[0]):
+                    return getattr(obj, meth)(*args)
                 if isinstance(obj, dict) and meth in ("keys", "values", "items", "get"):
                     if meth == "items":
                         return list(obj.items())
@@ -565,6 +592,17 @@ class Interp:
                 return self.ev(body[0].value, func.mod, e2)
         return Unknown(f"call {fname[:60]}")
 
+    def super_member(self, owner, defined, attr):
+        if not isinstance(owner, ClassRef):
+            return Unknown("super() outside a class")
+        mro = self.class_mro(owner)
+        idx = next((i for i, c in enumerate(mro) if defined is not None and c.node is defined.node), 0)
+        for c in mro[idx + 1:]:
+            for s in c.node.body:
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == attr:
+                    return FuncRef(c.mod, s, owner, c)
+        return Unknown(f"super().{attr}")
+
     def bind(self, func: FuncRef, args, kwargs):
         a = func.node.args
         params = [p.arg for p in a.posonlyargs + a.args]
@@ -578,6 +616,11 @@ class Interp:
         for p, d in zip(a.kwonlyargs, a.kw_defaults):
             if d is not None:
                 env[p.arg] = self.ev(d, func.mod, {})
+        if func.owner is not None and "staticmethod" not in decos and a.args:
+            env[a.args[0].arg] = func.owner
+        if func.owner is not None:
+            env["__owner__"] = func.owner
+            env["__defined__"] = func.defined_in
         for p, v in zip(params, args):
             env[p] = v
         for k, v in kwargs.items():
@@ -587,24 +630,22 @@ class Interp:
     def run_function(self, func: FuncRef, args, kwargs):
         if self.depth >= self.max_depth:
             self.unresolved.append(f"call depth exceeded at {func.name}")
-            return PARSER
+            return None
         self.depth += 1
         try:
             env = self.bind(func, args, kwargs)
-            self.exec_block(func.node.body, func.mod, env, f"{func.mod.name}.{func.name}")
+            r = self.exec_block(func.node.body, func.mod, env, f"{func.mod.name}.{func.name}")
         finally:
             self.depth -= 1
-        return PARSER
+        return r[1] if isinstance(r, tuple) else None
 
     # ---------------------------------------------------------------- statements
     def exec_block(self, stmts, mod, env, where):
         for s in stmts:
             if isinstance(s, ast.Return):
-                if s.value is not None:
-                    self.ev(s.value, mod, env)
-                return "return"
+                return ("return", self.ev(s.value, mod, env) if s.value is not None else None)
             r = self.exec_stmt(s, mod, env, where)
-            if r == "return":
+            if isinstance(r, tuple):
                 return r
         return None
 
@@ -634,6 +675,14 @@ class Interp:
                 self.assign(t, v, mod, env)
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.assign(s.target, self.ev(s.value, mod, env), mod, env)
+        elif isinstance(s, ast.ImportFrom):
+            tmp = Module.__new__(Module)
+            tmp.name, tmp.is_pkg = mod.name, mod.is_pkg
+            base = tmp._abs_module(s.module, s.level)
+            m = self.p.module(base)
+            for a in s.names:
+                if m is not None and a.name != "*":
+                    env[a.asname or a.name] = self.lookup(m, a.name)
         elif isinstance(s, ast.Delete):
             for t in s.targets:
                 if isinstance(t, ast.Subscript):
@@ -648,8 +697,9 @@ class Interp:
             if isinstance(it, (list, tuple)):
                 for x in it:
                     self.assign(s.target, x, mod, env)
-                    if self.exec_block(s.body, mod, env, where) == "return":
-                        return "return"
+                    r = self.exec_block(s.body, mod, env, where)
+                    if isinstance(r, tuple):
+                        return r
             else:
                 self.unresolved.append(f"{where}: loop over {ast.unparse(s.iter)[:80]} not expanded")
         elif isinstance(s, ast.If):
@@ -671,6 +721,13 @@ class Interp:
     def record_action(self, node: ast.Call, mod, env):
         args, kwargs, unresolved = [], {}, []
         for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.ev(a.value, mod, env)
+                if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+                    args.extend(v)
+                else:
+                    unresolved.append(f"option strings *{ast.unparse(a.value)[:60]}")
+                continue
             v = self.ev(a, mod, env)
             if isinstance(v, str):
                 args.append(v)
