@@ -18,6 +18,8 @@ const MAX_PREFIXES: usize = 16;
 const MAX_MODELS: usize = 16;
 const MAX_LOGS: usize = 16;
 const MAX_UNITS: usize = 32;
+/// Container log files read (running containers first).
+const MAX_CONTAINER_LOGS: usize = 8;
 
 /// The report of one section, and its body cut to the probe's cap.
 pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Vec<u8>) {
@@ -111,6 +113,7 @@ pub fn apply_round1(
     let mut order: Vec<&RawSection> = framed.sections.iter().collect();
     order.sort_by_key(|s| s.name != "host");
     let mut sudo_mode = None;
+    let mut sudo_msg = None;
     let mut show = None;
     for raw in order {
         let (mut rep, body) = report(raw, transport_truncated);
@@ -120,10 +123,10 @@ pub fn apply_round1(
         match parser {
             "host" => {
                 snap.host = parse::host::parse(&body, ctx);
-                sudo_mode = crate::frame::records(&body, &b)
-                    .iter()
-                    .find(|r| r.header == "sudo_mode")
-                    .map(|r| line(r.data));
+                let recs = crate::frame::records(&body, &b);
+                let rec = |name: &str| recs.iter().find(|r| r.header == name).map(|r| line(r.data));
+                sudo_mode = rec("sudo_mode");
+                sudo_msg = rec("sudo_msg").filter(|m| !m.is_empty());
             }
             "history" => {
                 let (files, skipped) = parse::history::parse(&body, &b);
@@ -193,11 +196,24 @@ pub fn apply_round1(
             });
         }
     }
+    // `Snapshot::sudo` says whether sudo was used, not only asked for.
+    if let Some(m) = sudo_mode.as_deref() {
+        snap.sudo = m == "on";
+    }
     match sudo_mode.as_deref() {
         Some("password") => snap.sections.push(SectionReport {
             name: "sudo".into(),
             status: SectionStatus::PermissionDenied,
             message: Some("sudo -n: a password is required; collected without sudo".into()),
+            ..Default::default()
+        }),
+        Some("failed") => snap.sections.push(SectionReport {
+            name: "sudo".into(),
+            status: SectionStatus::PermissionDenied,
+            message: Some(format!(
+                "sudo -n failed ({}); collected without sudo",
+                sudo_msg.as_deref().unwrap_or("no message")
+            )),
             ..Default::default()
         }),
         Some("missing") => snap.sections.push(SectionReport {
@@ -208,7 +224,53 @@ pub fn apply_round1(
         }),
         _ => {}
     }
+    container_log_notes(snap);
     extra
+}
+
+/// The log driver of a container whose log is kept (docker `json-file`, podman `k8s-file`),
+/// when `inspect` names a file for it.
+fn container_log_driver(c: &probe_model::ContainerInfo) -> Option<&str> {
+    let p = c.log_path.as_deref()?;
+    match c.log_driver.as_deref() {
+        Some(d) => Some(d),
+        None if p.ends_with("-json.log") => Some("json-file"),
+        None => None,
+    }
+}
+
+/// Containers whose log this collector does not read (a binary `local` log, journald, none)
+/// get a log entry that says so.
+fn container_log_notes(snap: &mut Snapshot) {
+    let mut notes = Vec::new();
+    for c in &snap.containers {
+        let Some(d) = c.log_driver.as_deref() else {
+            continue;
+        };
+        if parse::logs::container_log_readable(d) {
+            continue;
+        }
+        let what = match d {
+            "local" => "binary format, not supported (only json-file and k8s-file are read)",
+            "journald" => "kept in the journal, not read",
+            "none" => "the container's output is not kept",
+            _ => "not read (only json-file and k8s-file logs are)",
+        };
+        notes.push(probe_model::LogSource {
+            origin: probe_model::LogOrigin::Container,
+            location: c
+                .log_path
+                .clone()
+                .unwrap_or_else(|| format!("container:{}", c.name.as_deref().unwrap_or(&c.id))),
+            status: SectionStatus::NotPresent,
+            message: Some(format!(
+                "container {}: log driver {d}: {what}",
+                c.name.as_deref().unwrap_or(&c.id)
+            )),
+            ..Default::default()
+        });
+    }
+    snap.logs.extend(notes);
 }
 
 fn dirname(p: &str) -> Option<&str> {
@@ -459,6 +521,23 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             }
         }
     }
+    // The runtime's log file of each container (running ones first): read as a file.
+    let mut ctrs: Vec<&probe_model::ContainerInfo> = snap.containers.iter().collect();
+    ctrs.sort_by_key(|c| c.state.as_deref() != Some("running"));
+    for c in ctrs {
+        let (Some(d), Some(p)) = (container_log_driver(c), c.log_path.as_deref()) else {
+            continue;
+        };
+        let e = (d.to_string(), p.to_string());
+        if parse::logs::container_log_readable(d)
+            && p.starts_with('/')
+            && !p.split('/').any(|x| x == "..")
+            && !inp.container_logs.contains(&e)
+            && inp.container_logs.len() < MAX_CONTAINER_LOGS
+        {
+            inp.container_logs.push(e);
+        }
+    }
     for c in &snap.containers {
         let argv: Vec<String> = c.entrypoint.iter().chain(c.cmd.iter()).cloned().collect();
         if let Some(m) = model_of(&argv).or_else(|| c.env.get("MODEL_ID").cloned()) {
@@ -635,6 +714,27 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     &mut rep,
                     logs.iter().map(|l| (l.status, l.location.as_str())),
                 );
+                snap.logs.extend(logs);
+            }
+            "container_logs" => {
+                let logs =
+                    parse::logs::parse_container_logs(&body, b, ctx.remote_clock, ctx.tz_offset_s);
+                let denied = logs
+                    .iter()
+                    .filter(|l| l.status == SectionStatus::PermissionDenied)
+                    .count();
+                if denied > 0 {
+                    push_note(
+                        &mut rep,
+                        format!(
+                            "{denied} of {} container log files readable by root only (needs root or --sudo)",
+                            logs.len()
+                        ),
+                    );
+                    if denied == logs.len() && rep.status == SectionStatus::Ok {
+                        rep.status = SectionStatus::PermissionDenied;
+                    }
+                }
                 snap.logs.extend(logs);
             }
             "journal" => {

@@ -37,6 +37,9 @@ pub struct Round2Inputs {
     pub logs: Vec<String>,
     /// (`system`|`user`, unit name) for journalctl.
     pub units: Vec<(String, String)>,
+    /// (log driver, `LogPath`) of containers whose runtime keeps a text log file
+    /// (`json-file`, `k8s-file`): tailed as files, decoded by the parser.
+    pub container_logs: Vec<(String, String)>,
 }
 
 impl Round2Inputs {
@@ -45,6 +48,7 @@ impl Round2Inputs {
             && self.models.is_empty()
             && self.logs.is_empty()
             && self.units.is_empty()
+            && self.container_logs.is_empty()
     }
 }
 
@@ -83,16 +87,20 @@ if command -v timeout >/dev/null 2>&1; then
   elif timeout -t 5 true </dev/null >/dev/null 2>&1; then TO='timeout -t'
   fi
 fi
-SU=; SUDO_MODE=off
+SU=; SUDO_MODE=off; SUDO_MSG=
 if [ "$WANT_SUDO" = 1 ]; then
   if ! command -v sudo >/dev/null 2>&1; then SUDO_MODE=missing
-  elif sudo -n true </dev/null >/dev/null 2>&1; then SU='sudo -n'; SUDO_MODE=on
-  else SUDO_MODE=password
+  elif SUDO_MSG=$(to 10 sudo -n true 2>&1 </dev/null); then SU='sudo -n'; SUDO_MODE=on
+  else
+    SUDO_MODE=failed
+    case $SUDO_MSG in *assword*) SUDO_MODE=password;; esac
   fi
+  SUDO_MSG=$(printf '%s\n' "$SUDO_MSG" | head -n 2 | tr -c 'A-Za-z0-9 .,:;_/()+=@-' ' ' | head -c 300)
 fi
 P="$P
 TO='$TO'
 SUDO_MODE='$SUDO_MODE'
+SUDO_MSG='$SUDO_MSG'
 "
 T0=$(now)
 DL=$((T0 + BUDGET_CS))
@@ -233,11 +241,20 @@ pub fn build_round2(
         .filter(|(_, n)| valid_unit_name(n))
         .map(|(s, n)| format!("{s} {n}"))
         .collect();
+    let clogs: Vec<String> = inputs
+        .container_logs
+        .iter()
+        .filter(|(d, p)| {
+            !(d.contains(['\t', '\n']) || p.contains(['\t', '\n']) || !p.starts_with('/'))
+        })
+        .map(|(d, p)| format!("{d}\t{p}"))
+        .collect();
     let vars = [
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
         ("R2_LOGS", line(&inputs.logs)),
         ("R2_UNITS", units.join("\n")),
+        ("R2_CLOGS", clogs.join("\n")),
     ];
     let mut s = header(opts, boundary, budget, &vars);
     s.push_str(&section_calls(2));

@@ -446,6 +446,52 @@ async fn docker_vllm() {
         "only GPU/CUDA packages"
     );
     assert_eq!(s.models[0].fields["model_type"], "llama");
+    // The containers' stdout/stderr, read from docker's json-file logs (LogPath), not through
+    // the daemon: the running container's start-up args and live throughput, and the exited
+    // container's earlier launch, with docker's own per-line times.
+    let log_path = |id: &str| format!("/var/lib/docker/containers/{id}/{id}-json.log");
+    assert_eq!(c.log_path.as_deref(), Some(log_path(&c.id).as_str()));
+    assert_eq!(c.log_driver.as_deref(), Some("json-file"));
+    assert_eq!(section(&s, "container_logs").status, SectionStatus::Ok);
+    let live = log(&s, &log_path(&c.id));
+    assert_eq!(live.origin, LogOrigin::Container);
+    assert_eq!(live.status, SectionStatus::Ok, "{live:?}");
+    let st = live
+        .startups
+        .last()
+        .expect("start-up line in the container log");
+    assert_eq!(st.engine, "vllm");
+    assert_eq!(st.version.as_deref(), Some("0.11.0"));
+    assert!(
+        st.text.contains("'max_model_len': 32768") && st.text.contains("'tensor_parallel_size': 4"),
+        "{st:?}"
+    );
+    let started = l.start_time.unwrap();
+    assert!(
+        st.time.is_some_and(|t| (t - started).abs() <= 5),
+        "{st:?} vs {started}"
+    );
+    let g = &metric(live, "gen_throughput").summary;
+    assert!(g.count >= 1 && g.min >= 2100.0 && g.max <= 2500.0, "{g:?}");
+    let clock = s.remote_clock.unwrap();
+    assert!(
+        g.last_time.is_some_and(|t| t >= started && t <= clock + 5),
+        "{g:?}"
+    );
+    assert!(metric(live, "kv_cache_usage").summary.count >= 1);
+    let old_log = log(&s, &log_path(&old.id));
+    assert_eq!(old_log.origin, LogOrigin::Container);
+    assert_eq!(old_log.mtime, Some(1_795_611_880));
+    assert_eq!(old_log.startups.len(), 1);
+    let st = &old_log.startups[0];
+    assert_eq!(st.version.as_deref(), Some("0.10.2"));
+    assert_eq!(st.time, Some(1_793_612_516));
+    assert!(st.text.contains("'max_model_len': 16384") && st.text.contains("'max_num_seqs': 256"));
+    let g = &metric(old_log, "gen_throughput").summary;
+    assert_eq!(g.count, 240);
+    assert!(g.min >= 1900.0 && g.max <= 2300.0, "{g:?}");
+    assert_eq!(g.first_time, Some(1_795_611_880 - 2400));
+    assert_eq!(g.last_time, Some(1_795_611_880 - 10));
     assert_no_secrets(&s, &["hf_"]);
 
     // Not root: the container's root cannot be entered; said per section, the rest collected.
@@ -479,6 +525,24 @@ async fn docker_vllm() {
         "/mnt/models/Llama-3.3-70B-Instruct/config.json"
     );
     assert!(!s.histories.is_empty() || section(&s, "history").status == SectionStatus::Ok);
+    // docker's log files are root-only: said, not read.
+    let cl = section(&s, "container_logs");
+    assert_eq!(cl.status, SectionStatus::PermissionDenied, "{cl:?}");
+    assert!(
+        cl.message.as_deref().unwrap_or("").contains("--sudo"),
+        "{cl:?}"
+    );
+    let clogs: Vec<&LogSource> = s
+        .logs
+        .iter()
+        .filter(|l| l.origin == LogOrigin::Container)
+        .collect();
+    assert_eq!(clogs.len(), 2);
+    assert!(
+        clogs
+            .iter()
+            .all(|l| l.status == SectionStatus::PermissionDenied && l.metrics.is_empty())
+    );
     assert!(
         s.package_events
             .iter()

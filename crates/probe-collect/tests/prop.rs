@@ -20,6 +20,10 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
         Just(b"index, name, uuid\n0, H100, GPU-1\n[N/A], \xff, \n".to_vec()),
         Just(b"[Service]\nExecStart=\nExecStart=a \\\nEnvironment=\"A=1\" 'B\nStart-Date: 2026-01-01  00:00:00\nInstall: nvidia (1, 2)\n".to_vec()),
         Just(b"\x1b[31m\x1b]0;t\x07\x00\xc3".to_vec()),
+        Just(format!("\n{B} R clog json-file\n\n{B} F ok log 1 9 /l\n").into_bytes()),
+        Just(b"{\"log\":\"INFO 11-01 10:00:00 [x.py:1] non-default args: {}\",\"stream\":\"stdout\",\"time\":\"2026-11-30T10:00:00.5Z\"}\n".to_vec()),
+        Just(b"{\"log\":\"\\u001b[2J Avg prompt throughput: 1.0 tokens/s\\n\",\"stream\":\"stderr\",\"time\":\"9999-99-99T\"}\n".to_vec()),
+        Just(b"2026-11-30T10:00:00.1+00:00 stdout P Decode batch, #running-req: 9\n".to_vec()),
     ];
     prop::collection::vec(frags, 0..12).prop_map(|v| v.concat())
 }
@@ -77,6 +81,12 @@ proptest! {
         let _ = parse::models::parse(&data, B);
         let _ = parse::logs::parse_files(&data, B, Some(1_800_000_000), -18000);
         let _ = parse::logs::parse_journal(&data, B, None, 0, 10);
+        let _ = parse::logs::parse_container_logs(&data, B, None, 0);
+        for driver in ["json-file", "k8s-file", "local"] {
+            let mut budget = 100;
+            let (lines, _) = parse::logs::decode_container_log(&data, driver, &mut budget);
+            prop_assert!(lines.len() <= 100);
+        }
         let mut l = LogSource::default();
         parse::logs::parse_text(&String::from_utf8_lossy(&data), Some(0), 0, &mut l);
     }

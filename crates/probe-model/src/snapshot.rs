@@ -257,6 +257,15 @@ pub struct ContainerInfo {
     pub env: BTreeMap<String, String>,
     pub started_at: Option<UnixTime>,
     pub state: Option<String>,
+    /// The file the runtime keeps the container's stdout/stderr in (`LogPath` of `inspect`:
+    /// docker's `/var/lib/docker/containers/<id>/<id>-json.log`); absent for drivers without
+    /// one (journald, syslog, none).
+    #[serde(default)]
+    pub log_path: Option<String>,
+    /// Its log driver (`HostConfig.LogConfig.Type`: `json-file`, `local`, `k8s-file`,
+    /// `journald`, ...).
+    #[serde(default)]
+    pub log_driver: Option<String>,
 }
 
 /// A Python environment that serves (or served) a model.
@@ -389,6 +398,10 @@ pub enum LogOrigin {
     /// A file a launch writes to (`> server.log 2>&1`, `nohup.out`, `--log-file`).
     #[default]
     File,
+    /// The log file a container runtime keeps of a container's stdout/stderr (docker
+    /// `json-file`, podman `k8s-file`), decoded; `location` is that file (the container's
+    /// `log_path`) and times are the runtime's own per-line timestamps.
+    Container,
 }
 
 /// One server log that was read (a bounded tail of it).

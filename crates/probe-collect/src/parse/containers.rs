@@ -82,6 +82,18 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
             .and_then(|s| s.get("Status"))
             .and_then(Value::as_str)
             .map(sanitize_line),
+        log_path: v
+            .get("LogPath")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(sanitize_line),
+        log_driver: v
+            .get("HostConfig")
+            .and_then(|h| h.get("LogConfig"))
+            .and_then(|l| l.get("Type"))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(sanitize_line),
     })
 }
 
@@ -106,6 +118,14 @@ mod tests {
         assert_eq!(c[0].cmd[0], "Qwen/Qwen3-8B");
         assert_eq!(c[0].started_at, Some(1_793_361_601));
         assert_eq!(c[0].env.get("HF_TOKEN").map(String::as_str), Some("hf_x"));
+        assert_eq!(c[0].log_path, None);
+        let j = r#"[{"Id":"abc","Config":{"Image":"vllm/vllm-openai:v0.11.0"},"LogPath":"/var/lib/docker/containers/abc/abc-json.log","HostConfig":{"LogConfig":{"Type":"json-file","Config":{"max-size":"100m"}}}}]"#;
+        let (c, _) = parse(format!("\nB R ctr docker\n{j}").as_bytes(), "B");
+        assert_eq!(
+            c[0].log_path.as_deref(),
+            Some("/var/lib/docker/containers/abc/abc-json.log")
+        );
+        assert_eq!(c[0].log_driver.as_deref(), Some("json-file"));
         let (_, m) = parse(b"\nB R ctr docker\n[{\"Id\":", "B");
         assert!(m.is_some());
     }

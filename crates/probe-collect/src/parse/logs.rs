@@ -85,10 +85,31 @@ struct Acc {
 /// Parses one log text. `reference`: a time near the end of the log (file mtime or the remote
 /// clock), used to put the year on vLLM's `MM-DD` timestamps; `tz`: UTC offset of the host.
 pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSource) {
+    parse_lines(t.lines().map(|l| (None, l)), reference, tz, src);
+}
+
+/// [`parse_text`] for lines that carry their own time (a container runtime's per-line
+/// timestamp): that time is the line's, whatever timestamp the text itself shows (an engine's
+/// `MM-DD HH:MM:SS` has no year and is in the container's time zone).
+pub fn parse_timed_lines<'a>(
+    lines: impl IntoIterator<Item = (Option<UnixTime>, &'a str)>,
+    reference: Option<UnixTime>,
+    tz: i64,
+    src: &mut LogSource,
+) {
+    parse_lines(lines.into_iter(), reference, tz, src);
+}
+
+fn parse_lines<'a>(
+    lines: impl Iterator<Item = (Option<UnixTime>, &'a str)>,
+    reference: Option<UnixTime>,
+    tz: i64,
+    src: &mut LogSource,
+) {
     let r = res();
     let mut acc: BTreeMap<&'static str, Acc> = BTreeMap::new();
     let mut version: Option<String> = None;
-    for raw in t.lines() {
+    for (outer, raw) in lines {
         let clean = sanitize_terminal(raw);
         let mut l = clean.as_str();
         let mut time = None;
@@ -123,6 +144,9 @@ pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSo
                 }
             }
             l = c.get(6).map_or("", |m| m.as_str());
+        }
+        if outer.is_some() {
+            time = outer;
         }
         if let Some(c) = r.vllm_version.captures(l) {
             version = c.get(1).map(|m| m.as_str().to_string());
@@ -354,6 +378,235 @@ pub fn parse_journal(
     out
 }
 
+/// Decoded lines kept per container log (the newest).
+pub const MAX_CONTAINER_LINES: usize = 200_000;
+/// Decoded lines over all container logs of one collection.
+pub const MAX_CONTAINER_LINES_TOTAL: usize = 1_000_000;
+/// Longest line rebuilt from partial entries (docker splits lines at 16 KiB).
+const MAX_JOINED_LINE: usize = 1 << 20;
+
+/// Log drivers whose file [`decode_container_log`] reads.
+pub fn container_log_readable(driver: &str) -> bool {
+    matches!(driver, "json-file" | "k8s-file")
+}
+
+/// One entry of docker's json-file log.
+#[derive(serde::Deserialize)]
+struct JsonEntry {
+    #[serde(default)]
+    log: String,
+    #[serde(default)]
+    stream: String,
+    #[serde(default)]
+    time: String,
+}
+
+/// Lines being rebuilt from partial entries, per stream (stdout, everything else).
+#[derive(Default)]
+struct Joiner {
+    parts: [Option<(Option<UnixTime>, String)>; 2],
+    out: Vec<(Option<UnixTime>, String)>,
+    budget: usize,
+}
+
+impl Joiner {
+    /// Adds one entry's text; `done`: the entry ends its line.
+    fn push(&mut self, stream: &str, time: Option<UnixTime>, text: &str, done: bool) {
+        let slot = usize::from(stream != "stdout");
+        let Some(part) = self.parts.get_mut(slot) else {
+            return;
+        };
+        let (t0, mut line) = part.take().unwrap_or((time, String::new()));
+        if line.len() < MAX_JOINED_LINE {
+            let mut end = text.len().min(MAX_JOINED_LINE - line.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.push_str(text.get(..end).unwrap_or(""));
+        }
+        if done {
+            self.emit(t0, &line);
+        } else {
+            *part = Some((t0, line));
+        }
+    }
+
+    fn emit(&mut self, time: Option<UnixTime>, text: &str) {
+        for l in text.split('\n') {
+            if self.budget == 0 {
+                return;
+            }
+            self.budget -= 1;
+            self.out
+                .push((time, l.strip_suffix('\r').unwrap_or(l).to_string()));
+        }
+        if self.out.len() > 2 * MAX_CONTAINER_LINES {
+            self.out.drain(..MAX_CONTAINER_LINES);
+        }
+    }
+
+    fn finish(mut self) -> Vec<(Option<UnixTime>, String)> {
+        for slot in 0..self.parts.len() {
+            if let Some((t, l)) = self.parts.get_mut(slot).and_then(Option::take) {
+                self.emit(t, &l);
+            }
+        }
+        let mut out = self.out;
+        if out.len() > MAX_CONTAINER_LINES {
+            out.drain(..out.len() - MAX_CONTAINER_LINES);
+        }
+        out
+    }
+}
+
+/// Decodes the text of a container runtime's log file into (time, line) pairs: docker
+/// `json-file` (one JSON object a line, `{"log":"...\n","stream":"stdout","time":"RFC 3339"}`;
+/// an entry whose `log` lacks the final `\n` is the first part of a longer line) or podman/CRI
+/// `k8s-file` (`TIME STREAM P|F TEXT`, `P` = partial). Stdout and stderr are joined
+/// separately. Returns the lines (the newest [`MAX_CONTAINER_LINES`], at most `budget` lines
+/// decoded, which is decreased) and how many lines could not be decoded.
+pub fn decode_container_log(
+    data: &[u8],
+    driver: &str,
+    budget: &mut usize,
+) -> (Vec<(Option<UnixTime>, String)>, usize) {
+    let mut j = Joiner {
+        budget: *budget,
+        ..Default::default()
+    };
+    let mut bad = 0usize;
+    for raw in data.split(|&c| c == b'\n') {
+        if j.budget == 0 {
+            break;
+        }
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match driver {
+            "k8s-file" => {
+                let l = String::from_utf8_lossy(raw);
+                let mut it = l.splitn(4, ' ');
+                let (Some(t), Some(stream), Some(tag)) = (it.next(), it.next(), it.next()) else {
+                    bad += 1;
+                    continue;
+                };
+                let time = super::parse_rfc3339(t);
+                if time.is_none() || !matches!(tag, "F" | "P") {
+                    bad += 1;
+                    continue;
+                }
+                let text = it.next().unwrap_or("");
+                j.push(stream, time, text, tag == "F");
+            }
+            _ => match serde_json::from_slice::<JsonEntry>(raw) {
+                Ok(e) => {
+                    let time = super::parse_rfc3339(&e.time);
+                    let (text, done) = match e.log.strip_suffix('\n') {
+                        Some(t) => (t, true),
+                        None => (e.log.as_str(), false),
+                    };
+                    j.push(&e.stream, time, text, done);
+                }
+                Err(_) => bad += 1,
+            },
+        }
+    }
+    let used = *budget - j.budget;
+    *budget -= used;
+    (j.finish(), bad)
+}
+
+/// Parses the `container_logs` section: per container a `clog DRIVER` record, then the tail
+/// of its log file; decoded by driver and read for start-ups and metrics with the runtime's
+/// own line times.
+pub fn parse_container_logs(
+    body: &[u8],
+    boundary: &str,
+    clock: Option<UnixTime>,
+    tz: i64,
+) -> Vec<LogSource> {
+    let mut out = Vec::new();
+    let mut driver = String::new();
+    let mut budget = MAX_CONTAINER_LINES_TOTAL;
+    for r in records(body, boundary) {
+        if let Some(d) = r.header.strip_prefix("clog ") {
+            driver = d.trim().to_string();
+            continue;
+        }
+        if r.kind != 'F' {
+            continue;
+        }
+        let h = file_header(&r.header);
+        let mut src = LogSource {
+            origin: LogOrigin::Container,
+            location: h.path.clone(),
+            mtime: h.mtime,
+            ..Default::default()
+        };
+        match h.status.as_str() {
+            "ok" if !container_log_readable(&driver) => {
+                src.status = SectionStatus::Failed;
+                src.message = Some(format!(
+                    "log driver {}: not a text log this collector reads",
+                    sanitize_line(&driver)
+                ));
+            }
+            "ok" => {
+                src.bytes_read = r.data.len() as u64;
+                src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
+                let mut data = r.data;
+                if src.truncated {
+                    // A tail starts mid-line.
+                    data = data
+                        .iter()
+                        .position(|&c| c == b'\n')
+                        .and_then(|i| data.get(i + 1..))
+                        .unwrap_or(&[]);
+                }
+                let (lines, bad) = decode_container_log(data, &driver, &mut budget);
+                parse_timed_lines(
+                    lines.iter().map(|(t, l)| (*t, l.as_str())),
+                    h.mtime.or(clock),
+                    tz,
+                    &mut src,
+                );
+                if src.truncated {
+                    src.status = SectionStatus::Truncated;
+                }
+                if bad > 0 && lines.is_empty() {
+                    src.status = SectionStatus::Failed;
+                    src.message = Some(format!(
+                        "not a {} log: none of its {bad} lines could be decoded",
+                        sanitize_line(&driver)
+                    ));
+                } else if bad > 0 {
+                    src.message = Some(format!("{bad} lines could not be decoded"));
+                }
+                if budget == 0 {
+                    src.message = Some(format!(
+                        "stopped decoding after {MAX_CONTAINER_LINES_TOTAL} lines of container logs"
+                    ));
+                }
+            }
+            "missing" => src.status = SectionStatus::NotPresent,
+            "denied" => {
+                src.status = SectionStatus::PermissionDenied;
+                src.message = Some("readable by root only (needs root or --sudo)".into());
+            }
+            "symlink" => {
+                src.status = SectionStatus::PermissionDenied;
+                src.message = Some("symbolic link: not followed".into());
+            }
+            other => {
+                src.status = SectionStatus::Failed;
+                src.message = Some(sanitize_line(other));
+            }
+        }
+        out.push(src);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +696,171 @@ mod tests {
                 .last,
             2150.37
         );
+    }
+
+    #[test]
+    fn docker_json_file() {
+        // vLLM lines as docker's json-file driver stores them: the engine's own `MM-DD`
+        // timestamp (no year, container time zone) loses to docker's per-line `time`; a
+        // start-up line over 16 KiB arrives in parts; stderr interleaves with stdout.
+        let long = "x".repeat(20_000);
+        let args =
+            format!("{{'model': '/mnt/models/L', 'tensor_parallel_size': 4, 'pad': '{long}'}}");
+        let (a, b) = args.split_at(16_384 - 60);
+        let j = |log: &str, stream: &str, time: &str| {
+            format!(
+                "{}\n",
+                serde_json::json!({"log": log, "stream": stream, "time": time})
+            )
+        };
+        let mut text = String::from("{\"log\":\"cut off\\n\",\"stre"); // a tail's first line
+        text = text.split_at(10).0.to_string() + "\n";
+        text += &j(
+            "(APIServer pid=7) INFO 11-30 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n",
+            "stdout",
+            "2026-11-30T10:00:00.1Z",
+        );
+        text += &j(
+            &format!("(APIServer pid=7) INFO 11-30 10:00:01 [utils.py:233] non-default args: {a}"),
+            "stdout",
+            "2026-11-30T10:00:01.123456789Z",
+        );
+        text += &j(
+            "(EngineCore_DP0 pid=9) WARNING 11-30 10:00:01 [x.py:1] partial line on stderr\n",
+            "stderr",
+            "2026-11-30T10:00:01.2Z",
+        );
+        text += &j(&format!("{b}\n"), "stdout", "2026-11-30T10:00:01.3Z");
+        text += "garbage that is not json\n";
+        for (i, t) in ["2026-11-30T10:00:05Z", "2026-11-30T10:00:06.5Z"]
+            .iter()
+            .enumerate()
+        {
+            text += &j(
+                &format!(
+                    "(APIServer pid=7) INFO 01-01 00:00:0{i} [loggers.py:127] Engine 000: Avg prompt throughput: 512.3 tokens/s, Avg generation throughput: {}.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 43.1%\n",
+                    2100 + i
+                ),
+                "stdout",
+                t,
+            );
+        }
+        let mut budget = MAX_CONTAINER_LINES_TOTAL;
+        let (lines, bad) = decode_container_log(text.as_bytes(), "json-file", &mut budget);
+        assert_eq!(bad, 2, "the cut first line and the garbage");
+        assert_eq!(lines.len(), 5);
+        assert_eq!(budget, MAX_CONTAINER_LINES_TOTAL - 5);
+        let mut s = LogSource::default();
+        parse_timed_lines(
+            lines.iter().map(|(t, l)| (*t, l.as_str())),
+            None,
+            3600,
+            &mut s,
+        );
+        assert_eq!(s.startups.len(), 1);
+        assert_eq!(s.startups[0].version.as_deref(), Some("0.11.0"));
+        assert_eq!(
+            s.startups[0].time,
+            super::super::parse_rfc3339("2026-11-30T10:00:01Z")
+        );
+        assert!(
+            s.startups[0]
+                .text
+                .starts_with("{'model': '/mnt/models/L', 'tensor_parallel_size': 4")
+        );
+        assert!(
+            s.startups[0]
+                .text
+                .ends_with(&format!("{}'}}", "x".repeat(10)))
+        );
+        let g = &s
+            .metrics
+            .iter()
+            .find(|m| m.name == "gen_throughput")
+            .unwrap()
+            .summary;
+        assert_eq!((g.count, g.last), (2, 2101.5));
+        assert_eq!(
+            g.first_time,
+            super::super::parse_rfc3339("2026-11-30T10:00:05Z")
+        );
+        assert_eq!(
+            g.last_time,
+            super::super::parse_rfc3339("2026-11-30T10:00:06Z")
+        );
+        // Parse through the section record format.
+        let body = format!(
+            "\nB R clog json-file\n\nB F ok log 1795000000 {} /var/lib/docker/containers/c/c-json.log\n{text}",
+            text.len()
+        );
+        let l = parse_container_logs(body.as_bytes(), "B", None, 0);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].origin, LogOrigin::Container);
+        assert_eq!(l[0].location, "/var/lib/docker/containers/c/c-json.log");
+        assert_eq!(l[0].status, SectionStatus::Ok);
+        assert_eq!(
+            l[0].message.as_deref(),
+            Some("2 lines could not be decoded")
+        );
+        assert_eq!(l[0].startups.len(), 1);
+        // A binary (`local` driver) or non-JSON file is recorded, not parsed.
+        let body = "\nB R clog local\n\nB F ok log 1 4 /x\n\u{1}\u{2}\u{3}\n\nB R clog json-file\n\nB F ok log 1 4 /y\nabc\n\nB R clog json-file\n\nB F denied log - - /z\n";
+        let l = parse_container_logs(body.as_bytes(), "B", None, 0);
+        assert_eq!(l.len(), 3);
+        assert_eq!(l[0].status, SectionStatus::Failed);
+        assert!(
+            l[0].message
+                .as_deref()
+                .unwrap()
+                .contains("log driver local")
+        );
+        assert_eq!(l[1].status, SectionStatus::Failed);
+        assert!(
+            l[1].message
+                .as_deref()
+                .unwrap()
+                .contains("none of its 1 lines")
+        );
+        assert_eq!(l[2].status, SectionStatus::PermissionDenied);
+    }
+
+    #[test]
+    fn podman_k8s_file_and_budget() {
+        let text = "2026-11-30T10:00:00.5+01:00 stdout P [2026-11-30 10:00:00 TP0] Decode batch, #running-req: 9, gen thr\n\
+                    2026-11-30T10:00:00.6+01:00 stderr F some warning\n\
+                    2026-11-30T10:00:00.7+01:00 stdout F oughput (token/s): 422.40, #queue-req: 1\n\
+                    not a k8s line\n";
+        let mut budget = 10;
+        let (lines, bad) = decode_container_log(text.as_bytes(), "k8s-file", &mut budget);
+        assert_eq!(bad, 1);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[1].1,
+            "[2026-11-30 10:00:00 TP0] Decode batch, #running-req: 9, gen throughput (token/s): 422.40, #queue-req: 1"
+        );
+        assert_eq!(
+            lines[1].0,
+            super::super::parse_rfc3339("2026-11-30T09:00:00Z")
+        );
+        let mut s = LogSource::default();
+        parse_timed_lines(lines.iter().map(|(t, l)| (*t, l.as_str())), None, 0, &mut s);
+        let g = &s
+            .metrics
+            .iter()
+            .find(|m| m.name == "gen_throughput")
+            .unwrap()
+            .summary;
+        assert_eq!(g.last, 422.4);
+        assert_eq!(
+            g.last_time,
+            super::super::parse_rfc3339("2026-11-30T09:00:00Z")
+        );
+        // The total budget stops decoding.
+        let many = "{\"log\":\"a\\n\",\"stream\":\"stdout\",\"time\":\"2026-11-30T10:00:00Z\"}\n"
+            .repeat(50);
+        let mut budget = 7;
+        let (lines, _) = decode_container_log(many.as_bytes(), "json-file", &mut budget);
+        assert_eq!((lines.len(), budget), (7, 0));
     }
 
     #[test]
