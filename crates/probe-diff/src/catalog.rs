@@ -232,6 +232,17 @@ impl Catalog {
     }
 
     /// Option names whose spelling in a YAML config or a dotted key may use `_` for `-`.
+    /// Whether an option's value is the model itself (`model`, `model-path`, `model-id`, vLLM's
+    /// logged `model_tag`): it is [`probe_model::LaunchConfig::model`], not an option.
+    pub fn is_model_option(&self, name: &str) -> bool {
+        let dashed = name.trim_start_matches('-').replace('_', "-");
+        self.model_options.contains(&dashed)
+            || matches!(
+                dashed.as_str(),
+                "model" | "model-path" | "model-id" | "model-tag"
+            )
+    }
+
     pub fn lookup_name_loose(&self, name: &str) -> Option<&OptionSpec> {
         let dashed = name.replace('_', "-");
         let underscored = name.replace('-', "_");

@@ -79,6 +79,17 @@ pub struct LaunchDiff {
     pub changes: Vec<Change>,
     /// Options equal once defaults are taken into account, for the curious.
     pub equal_by_default: Vec<String>,
+    /// What could not be compared and why (variables set on one side whose other side is a
+    /// history line or a log, which show only what was written there).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Log metrics of the period each launch ran (from its start to the next start of the same
+    /// server): before = the earlier launch's period, after = the later one's.
+    #[serde(default)]
+    pub metrics: Vec<MetricComparison>,
+    /// Which periods `metrics` compares (the earlier launch had no metrics of its own, say).
+    #[serde(default)]
+    pub metrics_note: Option<String>,
 }
 
 /// A unified diff of two texts (unit files and the like).

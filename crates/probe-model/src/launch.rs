@@ -115,6 +115,12 @@ pub struct LaunchSource {
     pub time: TimeBounds,
     /// Whether this launch is what runs now.
     pub running: bool,
+    /// Other evidence of the same run merged into this launch, most precise first: the unit
+    /// that started the process (`unit:vllm.service`), its container (`container:vllm-llama`),
+    /// the engine's start-up line in a log (`log:/root/sglang.log`), the history line that ran
+    /// it. The options come from `location`, the most precise source.
+    #[serde(default)]
+    pub also_seen_in: Vec<String>,
 }
 
 /// One option after normalisation.

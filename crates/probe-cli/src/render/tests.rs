@@ -56,6 +56,7 @@ fn running_launch() -> LaunchConfig {
                 ..TimeBounds::default()
             },
             running: true,
+            ..LaunchSource::default()
         },
         ..LaunchConfig::default()
     }
@@ -81,6 +82,7 @@ fn earlier_launch() -> LaunchConfig {
                 ..TimeBounds::default()
             },
             running: false,
+            ..LaunchSource::default()
         },
         ..LaunchConfig::default()
     }
@@ -143,6 +145,7 @@ fn snapshot_diff() -> SnapshotDiff {
             engine_switch: None,
             changes: vec![steps_change()],
             equal_by_default: vec!["chunked-prefill-size".into()],
+            ..LaunchDiff::default()
         }],
         texts: vec![TextDiff {
             label: "sglang.service".into(),

@@ -70,7 +70,7 @@ pub(crate) fn compare_launches_split(
     } else {
         compare_options_across_engines(&sides, &mut collector, &mut diff.equal_by_default);
     }
-    compare_env(&before.env, &after.env, &mut collector);
+    compare_env(before, after, &mut collector, &mut diff.notes);
     compare_launch_details(before, after, &mut collector);
 
     rank(&mut collector.changes);
@@ -326,6 +326,11 @@ fn covered_by_speculative(catalog: &Catalog, spec: Option<&OptionSpec>, name: &s
     )
 }
 
+/// Whether an option is the model itself: compared once, as [`LaunchConfig::model`].
+fn is_model_option(sides: &Sides<'_>, name: &str) -> bool {
+    sides.before_catalog.is_model_option(name) || sides.after_catalog.is_model_option(name)
+}
+
 /// The part of a JSON speculative config the normalised form does not cover.
 fn speculative_leftover(catalog: &Catalog, value: &Value) -> Option<Value> {
     let parsed;
@@ -391,6 +396,9 @@ fn compare_options_same_engine(
         .map(String::as_str)
         .collect();
     for name in names {
+        if is_model_option(sides, name) {
+            continue;
+        }
         let before_spec = sides.before_catalog.get(name);
         let after_spec = sides.after_catalog.get(name);
         let mut before_value = sides
@@ -463,6 +471,9 @@ fn compare_options_across_engines(
     let mut unmapped_before = Vec::new();
     let mut unmapped_after = Vec::new();
     for name in sides.before.options.keys() {
+        if is_model_option(sides, name) {
+            continue;
+        }
         match sides
             .before_catalog
             .get(name)
@@ -473,6 +484,9 @@ fn compare_options_across_engines(
         }
     }
     for name in sides.after.options.keys() {
+        if is_model_option(sides, name) {
+            continue;
+        }
         match sides
             .after_catalog
             .get(name)
@@ -605,7 +619,10 @@ fn compare_changed_defaults(sides: &Sides<'_>, collector: &mut Collector) {
     }
     for after_spec in sides.after_catalog.options() {
         let name = after_spec.name.as_str();
-        if sides.before.options.contains_key(name) || sides.after.options.contains_key(name) {
+        if is_model_option(sides, name)
+            || sides.before.options.contains_key(name)
+            || sides.after.options.contains_key(name)
+        {
             continue;
         }
         let Some(before_spec) = sides.before_catalog.get(name) else {
@@ -765,17 +782,71 @@ fn compare_option(
     }
 }
 
+/// Whether a launch's environment is the whole environment it ran with, so that a variable
+/// missing from it was really unset: a process's environment, a container's (for the container),
+/// a unit's (`Environment=` and `EnvironmentFile=`). A history line, a script or a log shows only
+/// the variables written there: what the shell had exported is unknown.
+pub(crate) fn env_is_complete(kind: SourceKind) -> bool {
+    matches!(
+        kind,
+        SourceKind::Process | SourceKind::Container | SourceKind::Unit
+    )
+}
+
+fn source_word(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Process => "the process",
+        SourceKind::Unit => "the unit",
+        SourceKind::History => "the history line",
+        SourceKind::Log => "the start-up log line",
+        SourceKind::Container => "the container",
+        SourceKind::File => "the file",
+        SourceKind::Text => "the text",
+    }
+}
+
+/// Variables shown by name in a note about variables that could not be compared.
+const ENV_NOTE_NAMES: usize = 6;
+
 fn compare_env(
-    before: &BTreeMap<String, String>,
-    after: &BTreeMap<String, String>,
+    before_launch: &LaunchConfig,
+    after_launch: &LaunchConfig,
     collector: &mut Collector,
+    notes: &mut Vec<String>,
 ) {
+    let before = &before_launch.env;
+    let after = &after_launch.env;
+    let before_complete = env_is_complete(before_launch.source.kind);
+    let after_complete = env_is_complete(after_launch.source.kind);
     let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    // Variables set on one side only, where the other side does not show its whole environment.
+    let mut unknown_before: Vec<&str> = Vec::new();
+    let mut unknown_after: Vec<&str> = Vec::new();
     for name in names {
         let before_value = before.get(name);
         let after_value = after.get(name);
         if before_value == after_value {
             continue;
+        }
+        let noise = || {
+            let assessment =
+                crate::impact::assess(&Subject::new(Area::Env, name, ChangeKind::Changed));
+            assessment.volatile && assessment.impact == probe_model::Impact::None
+        };
+        match (before_value, after_value) {
+            (None, Some(_)) if !before_complete => {
+                if !noise() {
+                    unknown_before.push(name);
+                }
+                continue;
+            }
+            (Some(_), None) if !after_complete => {
+                if !noise() {
+                    unknown_after.push(name);
+                }
+                continue;
+            }
+            _ => {}
         }
         let kind = match (before_value, after_value) {
             (None, Some(_)) => ChangeKind::Added,
@@ -796,6 +867,30 @@ fn compare_env(
             Subject::new(Area::Env, name, kind).values(before_json.as_ref(), after_json.as_ref());
         collector.push(&subject, format!("env:{name}"), None, None, note);
     }
+    let mut note_for = |names: &[&str], set_in: &LaunchConfig, unknown_in: &LaunchConfig| {
+        if names.is_empty() {
+            return;
+        }
+        let mut shown = names
+            .iter()
+            .take(ENV_NOTE_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > ENV_NOTE_NAMES {
+            shown.push_str(&format!(" and {} more", names.len() - ENV_NOTE_NAMES));
+        }
+        notes.push(format!(
+            "env not compared: {shown} set in {} ({}); {} ({}) shows only the variables \
+             written on it, so whether they were set there is unknown",
+            source_word(set_in.source.kind),
+            launch_label(set_in),
+            source_word(unknown_in.source.kind),
+            launch_label(unknown_in),
+        ));
+    };
+    note_for(&unknown_before, after_launch, before_launch);
+    note_for(&unknown_after, before_launch, after_launch);
 }
 
 fn compare_launch_details(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {

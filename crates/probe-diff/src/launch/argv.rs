@@ -516,7 +516,19 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                         _ => break,
                     }
                 }
-                let module = module?;
+                let Some(module) = module else {
+                    // `python3 /opt/venv/bin/vllm serve ...`: a console script run by its
+                    // interpreter (how /proc shows a script started through its shebang).
+                    let script = argv.get(j)?;
+                    if script.contains('/')
+                        && entry_for_binary(basename(script), argv.get(j + 1..).unwrap_or(&[]))
+                            .is_some()
+                    {
+                        i = j;
+                        continue;
+                    }
+                    return None;
+                };
                 let rest = argv.get(j..).unwrap_or(&[]);
                 let (cat, ep) = entry_for_module(&module, rest)?;
                 let after = j + ep.subcommand.len();
@@ -542,13 +554,12 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
                     .chain(ep.subcommand.iter().cloned())
                     .collect::<Vec<_>>()
                     .join(" ");
-                if word.contains('/') {
-                    interpreter = interpreter.or(None);
-                    if let Some((dir, kind)) = venv_of(word) {
-                        ctx.venv.get_or_insert(dir);
-                        if !ctx.context_wrappers.iter().any(|w| w == kind) {
-                            ctx.context_wrappers.push(kind.into());
-                        }
+                if word.contains('/')
+                    && let Some((dir, kind)) = venv_of(word)
+                {
+                    ctx.venv.get_or_insert(dir);
+                    if !ctx.context_wrappers.iter().any(|w| w == kind) {
+                        ctx.context_wrappers.push(kind.into());
                     }
                 }
                 return Some(build(

@@ -513,11 +513,23 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
     let mut options = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut model = None;
-    for (k, v) in &m {
-        if matches!(k.as_str(), "model" | "model_path" | "model_tag")
-            && let Some(s) = v.as_str()
+    // The model is the model, not an option (vLLM logs it twice: `model` and `model_tag`).
+    for key in ["model_tag", "model_path", "model", "model_id"] {
+        if let Some(s) = m.get(key).and_then(Value::as_str)
+            && !s.trim().is_empty()
         {
-            model.get_or_insert(s.to_string());
+            model = Some(s.to_string());
+            break;
+        }
+    }
+    for (k, v) in &m {
+        if cat.is_model_option(k) {
+            if model.is_none()
+                && let Some(s) = v.as_str()
+            {
+                model = Some(s.to_string());
+            }
+            continue;
         }
         if v.is_null() {
             continue;
@@ -530,13 +542,8 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
                     }
                     _ => v.clone(),
                 };
-                options.insert(
-                    spec.name.clone(),
-                    LaunchOption {
-                        value,
-                        written: format!("{k}={v}"),
-                    },
-                );
+                let written = options::written_like_cli(spec, &value);
+                options.insert(spec.name.clone(), LaunchOption { value, written });
             }
             None => unknown.push(format!("{k}={v}")),
         }
@@ -665,6 +672,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                     ..TimeBounds::default()
                 },
                 running: true,
+                ..LaunchSource::default()
             },
             working_directory: p.cwd.clone(),
             ..ParseHints::default()
@@ -707,6 +715,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                     not_after: None,
                 },
                 running,
+                ..LaunchSource::default()
             },
             working_directory: u.working_directory.clone(),
             ..ParseHints::default()
@@ -728,6 +737,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                     ..TimeBounds::default()
                 },
                 running: c.state.as_deref() == Some("running"),
+                ..LaunchSource::default()
             },
             ..ParseHints::default()
         };
@@ -748,6 +758,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                         not_after: if e.time.is_none() { h.mtime } else { None },
                     },
                     running: false,
+                    ..LaunchSource::default()
                 },
                 ..ParseHints::default()
             };
@@ -767,6 +778,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                         ..TimeBounds::default()
                     },
                     running: false,
+                    ..LaunchSource::default()
                 },
                 engine_version: r.version.clone(),
                 ..ParseHints::default()

@@ -375,3 +375,53 @@ pub(crate) fn speculative(
     }
     Some(s)
 }
+
+/// A word as a shell would need it: quoted when it holds blanks, quotes or shell syntax.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | ',' | '=' | '+' | '@' | '%')
+        });
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// How an option with a value read elsewhere (an engine's start-up log) is written on a command
+/// line: `--mem-fraction-static 0.85`, `--enable-prefix-caching`, `--served-model-name a b`,
+/// `--speculative-config '{"method":"mtp"}'`.
+pub(crate) fn written_like_cli(spec: &OptionSpec, value: &Value) -> String {
+    let flag = format!("--{}", spec.name);
+    match (value, &spec.kind) {
+        (Value::Bool(true), ValueKind::Bool) => flag,
+        (Value::Bool(false), ValueKind::Bool) => spec
+            .negations
+            .iter()
+            .find(|n| n.starts_with("--no-"))
+            .or_else(|| spec.negations.first())
+            .cloned()
+            .unwrap_or_else(|| format!("{flag}=false")),
+        (Value::Array(items), _) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            let words: Vec<String> = items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => shell_word(s),
+                    other => other.to_string(),
+                })
+                .collect();
+            if words.is_empty() {
+                flag
+            } else {
+                format!("{flag} {}", words.join(" "))
+            }
+        }
+        (Value::String(s), _) => format!("{flag} {}", shell_word(s)),
+        (Value::Object(_) | Value::Array(_), _) => {
+            format!("{flag} {}", shell_word(&value.to_string()))
+        }
+        (other, _) => format!("{flag} {other}"),
+    }
+}

@@ -94,6 +94,26 @@ pub(crate) fn lex(text: &str) -> Vec<Tok> {
     lx.toks
 }
 
+/// The redaction marker's prefix (`configs/redaction.toml`: `<redacted:XXXXXXXX>`).
+const MARKER_PREFIX: &str = "<redacted:";
+
+/// Length in chars of a redaction marker at the start of `chars` (`<redacted:` + 4 to 64 hex
+/// digits + `>`), or `None`.
+pub(crate) fn redaction_marker_len(chars: &[char]) -> Option<usize> {
+    let prefix = MARKER_PREFIX.chars().count();
+    if !chars.iter().take(prefix).copied().eq(MARKER_PREFIX.chars()) {
+        return None;
+    }
+    let digits = chars
+        .get(prefix..)?
+        .iter()
+        .take(65)
+        .take_while(|c| c.is_ascii_hexdigit())
+        .count();
+    ((4..=64).contains(&digits) && chars.get(prefix + digits) == Some(&'>'))
+        .then_some(prefix + digits + 1)
+}
+
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -101,6 +121,13 @@ fn is_name_char(c: char) -> bool {
 impl Lexer<'_> {
     fn peek(&self, off: usize) -> Option<char> {
         self.chars.get(self.pos + off).copied()
+    }
+
+    /// Length of a redaction marker (`<redacted:c457ccd7>`) starting here: the collector puts it
+    /// where a secret was, and it is one literal word, not two redirections.
+    fn redaction_marker(&self) -> Option<usize> {
+        let rest = self.chars.get(self.pos..)?;
+        redaction_marker_len(rest)
     }
 
     fn run(&mut self) {
@@ -152,6 +179,10 @@ impl Lexer<'_> {
                         c.to_string()
                     };
                     self.toks.push(Tok::Op(op));
+                }
+                '<' if self.redaction_marker().is_some() => {
+                    let w = self.word();
+                    self.toks.push(Tok::Word(w));
                 }
                 '<' | '>' => self.redirection(None),
                 _ => {
@@ -286,6 +317,20 @@ impl Lexer<'_> {
             }
         };
         while let Some(c) = self.peek(0) {
+            if c == '<'
+                && let Some(len) = self.redaction_marker()
+            {
+                flush(&mut lit, &mut w.parts, false);
+                let marker: String = self
+                    .chars
+                    .get(self.pos..self.pos + len)
+                    .unwrap_or(&[])
+                    .iter()
+                    .collect();
+                w.parts.push(Part::Lit(marker, true));
+                self.pos += len;
+                continue;
+            }
             match c {
                 ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|' | '<' | '>' | ')' => break,
                 '(' => {

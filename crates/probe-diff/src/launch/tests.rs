@@ -161,3 +161,31 @@ fn startup_lines() {
 fn non_server_commands_are_skipped() {
     assert!(reconstruct("echo hi\nls -la\npython train.py\n", &ParseHints::default()).is_empty());
 }
+
+#[test]
+fn console_script_run_by_its_interpreter() {
+    // /proc/PID/cmdline of a script started through its shebang.
+    let argv: Vec<String> = [
+        "/opt/venvs/vllm/bin/python3",
+        "/opt/venvs/vllm/bin/vllm",
+        "serve",
+        "/mnt/models/GLM-4.5-Air-FP8",
+        "--tensor-parallel-size",
+        "4",
+    ]
+    .map(String::from)
+    .to_vec();
+    let l = from_argv(&argv, &BTreeMap::new(), &ParseHints::default()).unwrap_or_default();
+    assert_eq!(l.engine, Engine::Vllm);
+    assert_eq!(l.model.as_deref(), Some("/mnt/models/GLM-4.5-Air-FP8"));
+    assert_eq!(
+        l.interpreter.as_deref(),
+        Some("/opt/venvs/vllm/bin/python3")
+    );
+    assert_eq!(l.venv.as_deref(), Some("/opt/venvs/vllm"));
+    // A script that is no engine stays no launch.
+    let argv: Vec<String> = ["python3", "/srv/train.py", "serve"]
+        .map(String::from)
+        .to_vec();
+    assert!(from_argv(&argv, &BTreeMap::new(), &ParseHints::default()).is_none());
+}
