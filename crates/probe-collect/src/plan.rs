@@ -30,7 +30,8 @@ pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Ve
     if truncated {
         body.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
     }
-    let stderr = line(raw.stderr.get(..raw.stderr.len().min(600)).unwrap_or(&[]));
+    let err = without_sudo_noise(&raw.stderr);
+    let stderr = line(err.get(..err.len().min(600)).unwrap_or(&[]));
     let msg = |s: &str| (!s.is_empty()).then(|| s.to_string());
     let (status, message) = match raw.rc {
         _ if !raw.complete => (
@@ -91,6 +92,20 @@ pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Ve
         },
         body,
     )
+}
+
+/// A section's stderr without sudo's warning that the host's own name does not resolve (common
+/// on cloud hosts; sudo prints it for every command, so it would be every section's message).
+fn without_sudo_noise(stderr: &[u8]) -> Vec<u8> {
+    const NOISE: &[u8] = b"sudo: unable to resolve host ";
+    if crate::frame::find(stderr, NOISE).is_none() {
+        return stderr.to_vec();
+    }
+    stderr
+        .split(|&c| c == b'\n')
+        .filter(|l| !l.starts_with(NOISE) && !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(&b'\n')
 }
 
 fn push_note(r: &mut SectionReport, note: String) {
@@ -1053,6 +1068,15 @@ mod tests {
             SectionStatus::PermissionDenied
         );
         assert_eq!(report(&mk(9, b""), false).0.status, SectionStatus::Failed);
+        let mut noisy = mk(0, b"x");
+        noisy.stderr =
+            b"sudo: unable to resolve host gpu7: Name or service not known\nreal problem".to_vec();
+        assert_eq!(
+            report(&noisy, false).0.message.as_deref(),
+            Some("real problem")
+        );
+        noisy.stderr = b"sudo: unable to resolve host gpu7: Name or service not known\n".to_vec();
+        assert_eq!(report(&noisy, false).0.message, None);
         let big = vec![b'a'; 1_048_577];
         let (r, b) = report(&mk(141, &big), false);
         assert_eq!(r.status, SectionStatus::Truncated);

@@ -345,6 +345,127 @@ async fn vllm_systemd() {
     assert!(metric(j, "gen_throughput").summary.max <= 2500.0);
     assert_eq!(s.gpu.gpus.len(), 4);
     assert_no_secrets(&s, &["hf_"]);
+    vllm_systemd_sudo(&host).await;
+}
+
+/// `--sudo` as non-root users of the vllm-systemd host: `ops` (NOPASSWD: ALL) reads what only
+/// root can; `intern` (sudo with a password) gets what it can read and a `sudo` section that
+/// says a password is required.
+async fn vllm_systemd_sudo(host: &FixtureHost) {
+    assert!(
+        std::path::Path::new("/usr/bin/sudo").exists(),
+        "sudo is not installed here (apt-get install sudo; .ci/run installs it)"
+    );
+    let sudo_opts = |target: &str| CollectOptions {
+        sudo: true,
+        ..opts(target)
+    };
+    let launcher = |s: &Snapshot| {
+        s.processes
+            .iter()
+            .find(|p| p.role == ProcessRole::Launcher)
+            .cloned()
+            .expect("launcher")
+    };
+    let env_file = |s: &Snapshot| {
+        s.units
+            .iter()
+            .find(|u| u.name == "vllm.service")
+            .expect("vllm.service")
+            .environment_files
+            .first()
+            .map(|e| e.vars.clone())
+            .unwrap_or_default()
+    };
+    let root_history = |s: &Snapshot| {
+        s.histories
+            .iter()
+            .find(|h| h.path == "/root/.bash_history")
+            .map(|h| h.entries.len())
+    };
+    // ops with --sudo: root's history (/root is 0700), the environment of the vllm user's
+    // process and the 0600 EnvironmentFile, all through `sudo -n`; the snapshot says so.
+    let (su, _, _) = collect_host_as(host, "ops", sudo_opts("ops@fx-vllm-systemd")).await;
+    assert_eq!(su.host.collected_as.as_deref(), Some("ops"));
+    assert!(su.sudo, "sudo was used");
+    assert!(
+        su.sections.iter().all(|x| x.name != "sudo"),
+        "{:?}",
+        su.sections
+    );
+    assert!(
+        root_history(&su).is_some_and(|n| n > 0),
+        "{:?}",
+        su.histories
+    );
+    let l = launcher(&su);
+    assert!(
+        l.env
+            .get("HF_TOKEN")
+            .is_some_and(|v| v.starts_with("<redacted:"))
+            && l.env.contains_key("INVOCATION_ID"),
+        "{:?}",
+        l.env
+    );
+    assert!(
+        env_file(&su)
+            .get("HF_TOKEN")
+            .is_some_and(|v| v.starts_with("<redacted:"))
+    );
+    assert!(su.histories.iter().any(|h| h.user == "ops"));
+    // The unit's journal: the stand-ins live in /usr/local/sbin, which only root's PATH (and
+    // sudo's secure_path) has (fixtures README); a plain user gets the real, empty journal.
+    assert!(
+        su.logs
+            .iter()
+            .any(|j| j.origin == LogOrigin::Journal && !j.metrics.is_empty())
+    );
+    // sudo's "unable to resolve host" warning (the fixture's name is in no /etc/hosts) is not
+    // made every section's message.
+    assert!(
+        su.sections.iter().all(|x| !x
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("unable to resolve")),
+        "{:?}",
+        su.sections
+    );
+    assert_no_secrets(&su, &["hf_"]);
+    // The same user without --sudo reads none of it.
+    let (plain, _, _) = collect_host_as(host, "ops", opts("ops@fx-vllm-systemd")).await;
+    assert!(!plain.sudo);
+    assert_eq!(root_history(&plain), None);
+    assert!(launcher(&plain).env.is_empty());
+    assert!(env_file(&plain).is_empty());
+    // intern: sudo wants a password. Said in a `sudo` section; the rest is collected as intern.
+    let (pw, _, _) = collect_host_as(host, "intern", sudo_opts("intern@fx-vllm-systemd")).await;
+    assert!(!pw.sudo, "sudo was asked for, not used");
+    let sec = section(&pw, "sudo");
+    assert_eq!(sec.status, SectionStatus::PermissionDenied);
+    assert!(
+        sec.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("a password is required"),
+        "{sec:?}"
+    );
+    let l = launcher(&pw);
+    assert!(l.argv.join(" ").contains("--speculative-config"));
+    assert!(l.env.is_empty());
+    assert_eq!(root_history(&pw), None);
+    let u = pw.units.iter().find(|u| u.name == "vllm.service").unwrap();
+    assert!(u.exec_start[0].contains("0.92"));
+    assert!(
+        pkg(&pw, "/opt/venvs/vllm", "vllm")
+            .version
+            .starts_with("0.1.dev")
+    );
+    assert!(
+        pw.logs
+            .iter()
+            .all(|j| j.origin != LogOrigin::Journal || j.metrics.is_empty())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

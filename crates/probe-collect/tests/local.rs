@@ -92,9 +92,13 @@ async fn sudo_requested_but_unavailable_is_reported() {
         ..Default::default()
     };
     let snap = probe_collect::collect(&exec, &opts).await.expect("collect");
-    assert!(snap.sudo);
     assert!(snap.host.hostname.is_some());
     let has_sudo = std::path::Path::new("/usr/bin/sudo").exists();
+    // `Snapshot::sudo`: sudo was used, not only asked for (root may always use it).
+    assert_eq!(
+        snap.sudo,
+        has_sudo && snap.host.collected_as.as_deref() == Some("root")
+    );
     let s = snap.sections.iter().find(|s| s.name == "sudo");
     if !has_sudo {
         let s = s.expect("sudo section");
