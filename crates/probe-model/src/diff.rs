@@ -1,12 +1,24 @@
 //! Differences between launches or snapshots, and the launch timeline of a host.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{LaunchConfig, MetricSummary, TimeBounds, UnixTime};
 
 /// What a change is about; the categories an operator asks "why is it slower" in.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
@@ -27,7 +39,18 @@ pub enum Category {
 
 /// Likely effect on throughput and latency, highest first when sorted.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Impact {
@@ -38,7 +61,7 @@ pub enum Impact {
     None,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     Added,
@@ -48,7 +71,7 @@ pub enum ChangeKind {
 }
 
 /// One difference, explained.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Change {
     pub category: Category,
@@ -68,7 +91,7 @@ pub struct Change {
 }
 
 /// Two launches compared.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LaunchDiff {
     pub before: String,
@@ -93,14 +116,14 @@ pub struct LaunchDiff {
 }
 
 /// A unified diff of two texts (unit files and the like).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TextDiff {
     pub label: String,
     pub unified: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MetricComparison {
     pub name: String,
@@ -111,7 +134,7 @@ pub struct MetricComparison {
     pub change: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SnapshotRef {
     pub id: String,
@@ -120,7 +143,7 @@ pub struct SnapshotRef {
 }
 
 /// Two snapshots compared (one host over time, or two hosts).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SnapshotDiff {
     pub schema_version: u32,
@@ -135,7 +158,7 @@ pub struct SnapshotDiff {
     pub volatile: Vec<Change>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     /// Ordered by exact timestamps.
@@ -148,7 +171,7 @@ pub enum Confidence {
     Unknown,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TimelineEventKind {
     #[default]
@@ -158,7 +181,7 @@ pub enum TimelineEventKind {
     UnitChange,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TimelineEvent {
     pub kind: TimelineEventKind,
@@ -174,7 +197,7 @@ pub struct TimelineEvent {
 }
 
 /// Everything that happened on a host, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Timeline {
     pub schema_version: u32,

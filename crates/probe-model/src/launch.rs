@@ -3,12 +3,24 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::UnixTime;
 
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 pub enum Engine {
     #[serde(rename = "sglang")]
@@ -74,7 +86,7 @@ impl std::fmt::Display for Engine {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// A running process's `/proc/PID/cmdline`.
@@ -95,7 +107,7 @@ pub enum SourceKind {
 }
 
 /// When a launch happened, as far as the evidence tells.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TimeBounds {
     /// Exact time (a timestamped history entry, a process start, a log line).
@@ -106,7 +118,7 @@ pub struct TimeBounds {
     pub not_after: Option<UnixTime>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LaunchSource {
     pub kind: SourceKind,
@@ -124,7 +136,7 @@ pub struct LaunchSource {
 }
 
 /// One option after normalisation.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LaunchOption {
     /// Typed value: bool, number, string, list or object (JSON-valued flags).
@@ -134,7 +146,7 @@ pub struct LaunchOption {
 }
 
 /// Speculative decoding, normalised across engines.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Speculative {
     /// The method exactly as written (`NEXTN`, `EAGLE3`, `mtp`, `medusa`).
@@ -151,7 +163,7 @@ pub struct Speculative {
 }
 
 /// A launch configuration rebuilt from one piece of evidence.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LaunchConfig {
     pub engine: Engine,

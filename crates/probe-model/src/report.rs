@@ -1,6 +1,7 @@
 //! What the `probe` command prints as JSON: the report on one host (`probe host --format json`)
 //! and the per-host records and summary of an audit (`probe audit --jsonl`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -9,7 +10,7 @@ use crate::{
 };
 
 /// The report on one host: what runs now, what ran before, what changed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct HostReport {
     pub schema_version: u32,
@@ -40,7 +41,7 @@ pub struct HostReport {
 }
 
 /// One metric of one log.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MetricReport {
     pub name: String,
@@ -51,7 +52,7 @@ pub struct MetricReport {
 }
 
 /// Outcome of one host in an audit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditStatus {
     /// Collected, nothing meaningful changed (or no previous snapshot).
@@ -86,7 +87,7 @@ impl AuditStatus {
 }
 
 /// An engine running on a host, with its installed version.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct EngineVersion {
     pub engine: String,
@@ -94,7 +95,7 @@ pub struct EngineVersion {
 }
 
 /// One host's line of an audit (`"type": "host"` in JSON Lines).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AuditRecord {
     pub schema_version: u32,
@@ -121,7 +122,7 @@ pub struct AuditRecord {
 }
 
 /// The last line of an audit (`"type": "summary"`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AuditSummary {
     pub schema_version: u32,

@@ -7,12 +7,13 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::UnixTime;
 
 /// One host at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Snapshot {
     pub schema_version: u32,
@@ -49,7 +50,7 @@ pub struct Snapshot {
 }
 
 /// Facts about the machine itself.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct HostFacts {
     pub hostname: Option<String>,
@@ -72,7 +73,7 @@ pub struct HostFacts {
 }
 
 /// How one section of the collection ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SectionStatus {
     #[default]
@@ -88,7 +89,7 @@ pub enum SectionStatus {
     Failed,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SectionReport {
     pub name: String,
@@ -100,7 +101,7 @@ pub struct SectionReport {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ShellKind {
     #[default]
@@ -112,7 +113,7 @@ pub enum ShellKind {
 }
 
 /// One shell history file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct HistoryFile {
     pub user: String,
@@ -126,7 +127,7 @@ pub struct HistoryFile {
     pub entries: Vec<HistoryEntry>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct HistoryEntry {
     /// 0-based position of the entry in the file (orders entries without timestamps).
@@ -136,7 +137,7 @@ pub struct HistoryEntry {
     pub command: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnitScope {
     #[default]
@@ -145,7 +146,7 @@ pub enum UnitScope {
 }
 
 /// A file that was read, with its text (redacted).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct FileText {
     pub path: String,
@@ -155,7 +156,7 @@ pub struct FileText {
 }
 
 /// A systemd unit that looks like a model server, with drop-ins applied.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SystemdUnit {
     pub name: String,
@@ -178,7 +179,7 @@ pub struct SystemdUnit {
     pub state: Option<UnitState>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct EnvironmentFile {
     pub path: String,
@@ -188,7 +189,7 @@ pub struct EnvironmentFile {
     pub status: SectionStatus,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct UnitState {
     pub active_state: Option<String>,
@@ -201,7 +202,7 @@ pub struct UnitState {
     pub drop_in_paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessRole {
     /// Holds the real launch command (the engine's parent process).
@@ -215,7 +216,7 @@ pub enum ProcessRole {
 }
 
 /// A process that is or wraps a model server.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ProcessInfo {
     pub pid: u32,
@@ -244,7 +245,7 @@ pub struct ProcessInfo {
     pub mount_root: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ContainerInfo {
     /// `docker` or `podman`.
@@ -269,7 +270,7 @@ pub struct ContainerInfo {
 }
 
 /// A Python environment that serves (or served) a model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PythonEnv {
     /// Interpreter path (`/opt/venv/bin/python3`).
@@ -288,7 +289,7 @@ pub struct PythonEnv {
     pub mount_root: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PythonPackage {
     /// Normalised distribution name (PEP 503: lower case, `-`).
@@ -301,7 +302,7 @@ pub struct PythonPackage {
     pub direct_url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuStatus {
     /// `nvidia-smi` answered.
@@ -315,7 +316,7 @@ pub enum GpuStatus {
     DriverError,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GpuState {
     pub status: GpuStatus,
@@ -330,7 +331,7 @@ pub struct GpuState {
     pub topology: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Gpu {
     pub index: Option<u32>,
@@ -361,7 +362,7 @@ pub struct Gpu {
     pub pcie_link_width: Option<u32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ComputeApp {
     pub gpu_uuid: Option<String>,
@@ -371,7 +372,7 @@ pub struct ComputeApp {
 }
 
 /// Serving-relevant keys of a model's `config.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelConfig {
     /// The model path as the launch names it.
@@ -390,7 +391,7 @@ pub struct ModelConfig {
     pub mount_root: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LogOrigin {
     /// The journal of a systemd unit.
@@ -405,7 +406,7 @@ pub enum LogOrigin {
 }
 
 /// One server log that was read (a bounded tail of it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LogSource {
     pub origin: LogOrigin,
@@ -429,7 +430,7 @@ pub struct LogSource {
 
 /// An engine's start-up line with its resolved arguments (SGLang `server_args=ServerArgs(...)`,
 /// vLLM `non-default args: {...}`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StartupRecord {
     pub time: Option<UnixTime>,
@@ -441,7 +442,7 @@ pub struct StartupRecord {
     pub version: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MetricSeries {
     /// `gen_throughput`, `accept_len`, `token_usage`, `running_reqs`, ...
@@ -454,7 +455,7 @@ pub struct MetricSeries {
     pub summary: MetricSummary,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MetricSummary {
     /// Number of samples seen (also those dropped from `points`).
@@ -470,7 +471,7 @@ pub struct MetricSummary {
 }
 
 /// A package manager event concerning GPU drivers, CUDA or NCCL.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct PackageEvent {
     pub time: Option<UnixTime>,
