@@ -83,6 +83,39 @@ fn probe(args: &[&str], store: &Path) -> Output {
         .unwrap()
 }
 
+/// Checks `value` against the committed `docs/schema/NAME.schema.json` (generated from the model
+/// types by `crates/probe-model/tests/schema.rs`): what the binary writes is what is documented.
+fn assert_schema(name: &str, value: &serde_json::Value) {
+    let errors = schema_errors(name, value);
+    assert!(
+        errors.is_empty(),
+        "output does not match docs/schema/{name}.schema.json:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// The first violations of `docs/schema/NAME.schema.json` by `value`.
+fn schema_errors(name: &str, value: &serde_json::Value) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schema")
+        .join(format!("{name}.schema.json"));
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let validator = jsonschema::validator_for(&schema)
+        .unwrap_or_else(|e| panic!("{}: not a schema: {e}", path.display()));
+    validator
+        .iter_errors(value)
+        .take(10)
+        .map(|e| {
+            let message = e.to_string();
+            let short: String = message.chars().take(300).collect();
+            format!("at {:?}: {short}", e.instance_path().as_str())
+        })
+        .collect()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -165,6 +198,7 @@ fn json_matches_the_model_schema() {
     let out = probe(&["host", "fx-vllm-systemd", "--format", "json"], &store);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("host-report", &value);
     let reports: Vec<HostReport> = serde_json::from_value(value.clone()).unwrap();
     // Round trip: nothing in the output is outside the documented types.
     assert_eq!(serde_json::to_value(&reports).unwrap(), value);
@@ -193,6 +227,12 @@ fn json_matches_the_model_schema() {
         Some("/mnt/models/GLM-4.5-Air-FP8")
     );
     assert!(!report.gpu.gpus.is_empty());
+    // Again: now with a comparison against the stored snapshot in the document.
+    let out = probe(&["host", "fx-vllm-systemd", "--format", "json"], &store);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("host-report", &value);
+    assert!(value[0]["vs_last_snapshot"].is_object(), "{value:#}");
 }
 
 #[test]
@@ -235,8 +275,10 @@ fn diff_exit_codes_and_timeline_order() {
         &store,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let exported: Snapshot =
+    let exported: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_schema("snapshot", &exported);
+    let exported: Snapshot = serde_json::from_value(exported).unwrap();
     assert_eq!(exported.target, "fx-bare");
     let out = probe(&["diff", file.to_str().unwrap(), "fx-bare@latest"], &store);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
@@ -287,7 +329,10 @@ fn diff_exit_codes_and_timeline_order() {
         "{}",
         text(&out.stderr)
     );
-    let diff: probe_model::SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("snapshot-diff", &value);
+    let diff: probe_model::SnapshotDiff = serde_json::from_value(value.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&diff).unwrap(), value);
     assert_ne!(diff.before.id, diff.after.id);
 
     // Timeline: oldest first, the running launch marked.
@@ -296,7 +341,10 @@ fn diff_exit_codes_and_timeline_order() {
         &store,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let timeline: Timeline = serde_json::from_slice(&out.stdout).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("timeline", &value);
+    let timeline: Timeline = serde_json::from_value(value.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&timeline).unwrap(), value);
     let times: Vec<i64> = timeline
         .events
         .iter()
@@ -372,9 +420,17 @@ fn audit_all_hosts_with_unreachable_and_wrong_key() {
     assert_eq!(lines.len(), env.fleet.hosts.len() + 3, "{stdout}");
     let records: Vec<AuditRecord> = lines[..lines.len() - 1]
         .iter()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_schema("audit-record", &value);
+            let record: AuditRecord = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&record).unwrap(), value);
+            record
+        })
         .collect();
-    let summary: AuditSummary = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    assert_schema("audit-summary", &summary);
+    let summary: AuditSummary = serde_json::from_value(summary).unwrap();
     assert_eq!(summary.record_type, "summary");
     let status_of = |name: &str| records.iter().find(|r| r.host == name).unwrap().status;
     for host in &env.fleet.hosts {
@@ -579,4 +635,53 @@ fn concurrent_hosts_and_resolve() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(stdout.contains("hostname 127.0.0.14\n"), "{stdout}");
     assert!(stdout.contains("user root\n"), "{stdout}");
+}
+
+#[test]
+fn launch_and_audit_json_match_the_schema() {
+    let (dir, store) = store();
+    // A shell line continued over two lines: one launch.
+    let launch = dir.path().join("launch.txt");
+    std::fs::write(
+        &launch,
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 \\\n  \
+         --speculative-algorithm NEXTN --mem-fraction-static 0.85 --port 30000\n",
+    )
+    .unwrap();
+    let out = probe(&["launch", launch.to_str().unwrap(), "--json"], &store);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("launch-output", &value);
+    let items = value.as_array().expect("an array");
+    assert_eq!(items.len(), 1, "{value:#}");
+    let config: probe_model::LaunchConfig =
+        serde_json::from_value(items[0]["launch"].clone()).unwrap();
+    assert_eq!(serde_json::to_value(&config).unwrap(), items[0]["launch"]);
+    assert_eq!(config.engine, probe_model::Engine::Sglang);
+    assert_eq!(items[0]["common"]["engine"], "sglang");
+
+    // `probe audit --format json`: the records and the summary in one document.
+    let inventory = dir.path().join("one.toml");
+    std::fs::write(&inventory, "[hosts.bare]\naddress = \"fx-bare\"\n").unwrap();
+    let out = probe(
+        &[
+            "audit",
+            "--inventory",
+            inventory.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &store,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema("audit-report", &value);
+    assert_eq!(value["hosts"][0]["status"], "ok", "{value:#}");
+    assert_eq!(value["summary"]["type"], "summary");
+    // The schema is not a formality: a record without its status, or a summary where a host
+    // record belongs, is refused.
+    let mut broken = value.clone();
+    broken["hosts"][0].as_object_mut().unwrap().remove("status");
+    assert!(!schema_errors("audit-report", &broken).is_empty());
+    assert!(!schema_errors("audit-record", &value["summary"]).is_empty());
 }
