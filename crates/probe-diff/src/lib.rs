@@ -13,6 +13,6 @@ pub mod timeline;
 
 pub use compare::{
     CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
-    rank, unified_diff,
+    option_at_default, rank, unified_diff,
 };
 pub use timeline::{timeline, timeline_with};

@@ -339,11 +339,15 @@ fn source_text(launch: &LaunchConfig) -> String {
         SourceKind::File => "file",
         SourceKind::Text => "text",
     };
-    if launch.source.location.is_empty() {
+    let mut text = if launch.source.location.is_empty() {
         kind.to_string()
     } else {
         format!("{kind} {}", launch.source.location)
+    };
+    if !launch.source.also_seen_in.is_empty() {
+        text.push_str(&format!("; also {}", launch.source.also_seen_in.join(", ")));
     }
+    text
 }
 
 /// Marks, for each running launch, the most recent earlier launch of the same server with a

@@ -179,9 +179,17 @@ fn source_label(launch: &LaunchConfig) -> String {
 
 /// The options that matter, as written, in a stable order.
 fn launch_options(launch: &LaunchConfig) -> Vec<String> {
+    // A start-up log lists every value the engine resolved: the defaults say nothing.
+    let from_log = launch.source.kind == SourceKind::Log;
+    let mut at_default = 0usize;
     let mut options: Vec<String> = launch
         .options
         .iter()
+        .filter(|(name, _)| {
+            let hide = from_log && probe_diff::option_at_default(launch, name);
+            at_default += usize::from(hide);
+            !hide
+        })
         .map(|(name, option)| {
             if option.written.is_empty() {
                 format!("--{name} {}", format_value(&option.value))
@@ -191,6 +199,9 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
         })
         .collect();
     options.extend(launch.unknown.iter().cloned());
+    if at_default > 0 {
+        options.push(format!("(+{at_default} at their defaults)"));
+    }
     options
 }
 
@@ -198,6 +209,8 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
 const MAX_OPTIONS_SHOWN: usize = 24;
 /// Environment variables shown per launch in a report.
 const MAX_ENV_SHOWN: usize = 12;
+/// Other evidence of the same run named per launch.
+const MAX_EVIDENCE_SHOWN: usize = 4;
 /// Earlier launches shown in a host report (`probe timeline` shows all).
 const MAX_EARLIER_SHOWN: usize = 6;
 
@@ -265,7 +278,14 @@ fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
         },
         format!("{}{version}  model {model}", launch.engine),
     ));
-    items.push((1, Tone::Dim, format!("from {}", source_label(launch))));
+    let mut from = format!("from {}", source_label(launch));
+    if !launch.source.also_seen_in.is_empty() {
+        from.push_str(&format!(
+            "; also seen in {}",
+            capped(&launch.source.also_seen_in, MAX_EVIDENCE_SHOWN, ", ")
+        ));
+    }
+    items.push((1, Tone::Dim, from));
     let options = launch_options(launch);
     if !options.is_empty() {
         items.push((1, Tone::Plain, capped(&options, MAX_OPTIONS_SHOWN, " ")));

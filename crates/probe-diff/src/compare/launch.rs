@@ -326,6 +326,19 @@ fn covered_by_speculative(catalog: &Catalog, spec: Option<&OptionSpec>, name: &s
     )
 }
 
+/// Whether a launch's option is set to the value the engine takes when it is left out (an
+/// engine's start-up log lists every value it resolved, most of them defaults).
+pub fn option_at_default(launch: &LaunchConfig, name: &str) -> bool {
+    let engine_catalog = catalog(launch.engine, launch.engine_version.as_deref());
+    let spec = engine_catalog.get(name);
+    match (launch.options.get(name), default_of(spec)) {
+        (Some(option), Some(default)) => {
+            values_equal(&option.value, &default, spec.map(|s| &s.kind))
+        }
+        _ => false,
+    }
+}
+
 /// Whether an option is the model itself: compared once, as [`LaunchConfig::model`].
 fn is_model_option(sides: &Sides<'_>, name: &str) -> bool {
     sides.before_catalog.is_model_option(name) || sides.after_catalog.is_model_option(name)

@@ -13,7 +13,7 @@ mod text;
 mod values;
 
 pub use crate::impact::rank;
-pub use launch::compare_launches;
+pub use launch::{compare_launches, option_at_default};
 pub(crate) use launch::{launch_label, same_configuration};
 pub(crate) use snapshot::same_server;
 pub use snapshot::{compare_snapshots, compare_snapshots_with, is_meaningful};

@@ -10,6 +10,7 @@
 mod argv;
 mod container;
 mod options;
+mod runs;
 mod shell;
 mod systemd;
 mod values;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use crate::catalog::catalog;
 use argv::{Ctx, basename};
 
+pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
 
 /// Inputs larger than this are cut (with a warning) before reading.
@@ -651,7 +653,8 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
     }
 }
 
-/// Every piece of launch evidence in a snapshot.
+/// Every launch in a snapshot: each piece of evidence reconstructed, then the evidence of one
+/// run merged into one launch ([`merge_runs`]).
 pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     let mut out = Vec::new();
     let finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
@@ -789,7 +792,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             }
         }
     }
-    out
+    merge_runs(snapshot, out)
 }
 
 #[cfg(test)]

@@ -1,0 +1,404 @@
+//! One run, one launch: evidence of the same run of a server merged into one [`LaunchConfig`].
+//!
+//! A running server leaves several traces: its process, the container or unit that started it,
+//! the start-up line it wrote to its log a second later (and the journal's copy of that line), the
+//! history line that ran it. Each is reconstructed on its own; this pass merges those that
+//! describe the same run, keeps the most precise one's options (process argv > unit > container >
+//! history > log), lets the others fill in what it lacks (a log's resolved speculative values, a
+//! container's wrapper), and lists them in [`probe_model::LaunchSource::also_seen_in`].
+
+use probe_model::{LaunchConfig, ProcessRole, Snapshot, SourceKind, UnixTime};
+
+use crate::compare::{same_configuration, same_server};
+
+/// A start-up log line written this long after a run started belongs to that run.
+pub const LOG_AFTER_START_S: i64 = 600;
+/// A timestamped history line run this long before a process, unit or container started is the
+/// command that started it.
+pub const HISTORY_BEFORE_START_S: i64 = 120;
+/// Copies of one start-up line (the journal and a file) are at most this far apart.
+const SAME_LINE_S: i64 = 5;
+/// Ancestors walked from a process to find the unit whose main PID started it.
+const MAX_ANCESTORS: usize = 8;
+
+/// How precise a source's options are: lower is more precise.
+fn precision(kind: SourceKind) -> u8 {
+    match kind {
+        SourceKind::Process => 0,
+        SourceKind::Unit => 1,
+        SourceKind::Container => 2,
+        SourceKind::History => 3,
+        SourceKind::File => 4,
+        SourceKind::Text => 5,
+        SourceKind::Log => 6,
+    }
+}
+
+/// `unit:vllm.service`, `container:vllm-llama`, `pid:120`, `log:/root/sglang.log`,
+/// `history:/root/.bash_history#4`.
+pub fn evidence_label(launch: &LaunchConfig) -> String {
+    let location = launch.source.location.trim();
+    let kind = match launch.source.kind {
+        SourceKind::Process => "pid",
+        SourceKind::Unit => "unit",
+        SourceKind::History => "history",
+        SourceKind::Log => "log",
+        SourceKind::Container => "container",
+        SourceKind::File => "file",
+        SourceKind::Text => "text",
+    };
+    if location.starts_with(&format!("{kind}:")) {
+        location.to_string()
+    } else {
+        format!("{kind}:{location}")
+    }
+}
+
+fn pid_of(launch: &LaunchConfig) -> Option<u32> {
+    if launch.source.kind != SourceKind::Process {
+        return None;
+    }
+    launch
+        .source
+        .location
+        .trim()
+        .strip_prefix("pid:")
+        .and_then(|pid| pid.trim().parse().ok())
+}
+
+fn unit_name(launch: &LaunchConfig) -> Option<&str> {
+    if launch.source.kind != SourceKind::Unit {
+        return None;
+    }
+    let location = launch.source.location.trim();
+    Some(location.strip_prefix("unit:").unwrap_or(location))
+}
+
+/// When the run this launch describes started, as exactly as the evidence tells: a process's
+/// start, a unit's last `ExecMainStartTimestamp`, a container's start, a timestamped history line,
+/// a start-up log line.
+pub fn run_start(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<UnixTime> {
+    match launch.source.kind {
+        SourceKind::Unit => launch.source.time.at.or_else(|| {
+            let name = unit_name(launch)?;
+            snapshot
+                .units
+                .iter()
+                .find(|unit| unit.name == name)
+                .and_then(|unit| unit.state.as_ref())
+                .and_then(|state| state.exec_main_start)
+                .filter(|at| *at > 0)
+        }),
+        _ => launch.source.time.at,
+    }
+}
+
+/// The process launch `launch` runs in: the process itself, the unit whose main PID is it or an
+/// ancestor, the container whose id its cgroup names.
+fn same_run_structurally(
+    snapshot: &Snapshot,
+    process: &LaunchConfig,
+    other: &LaunchConfig,
+) -> bool {
+    let Some(pid) = pid_of(process) else {
+        return false;
+    };
+    let info = snapshot.processes.iter().find(|p| p.pid == pid);
+    match other.source.kind {
+        SourceKind::Container => {
+            let Some(container_id) = info.and_then(|p| p.container_id.as_deref()) else {
+                return false;
+            };
+            let location = other.source.location.trim();
+            let label = location.strip_prefix("container:").unwrap_or(location);
+            snapshot.containers.iter().any(|c| {
+                let named = c.name.as_deref() == Some(label) || c.id == label;
+                let id = c.id.trim();
+                named
+                    && id.len() >= 12
+                    && container_id.len() >= 12
+                    && (id.starts_with(container_id) || container_id.starts_with(id))
+            })
+        }
+        SourceKind::Unit => {
+            let Some(name) = unit_name(other) else {
+                return false;
+            };
+            let Some(main_pid) = snapshot
+                .units
+                .iter()
+                .find(|unit| unit.name == name)
+                .and_then(|unit| unit.state.as_ref())
+                .and_then(|state| state.main_pid)
+                .filter(|pid| *pid > 1)
+            else {
+                return false;
+            };
+            let mut current = pid;
+            for _ in 0..MAX_ANCESTORS {
+                if current == main_pid {
+                    return true;
+                }
+                match snapshot
+                    .processes
+                    .iter()
+                    .find(|p| p.pid == current)
+                    .and_then(|p| p.ppid)
+                {
+                    Some(parent) if parent > 1 && parent != current => current = parent,
+                    _ => return false,
+                }
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Folds `other` (less precise) into `primary`.
+fn absorb(primary: &mut LaunchConfig, other: LaunchConfig, start: Option<UnixTime>) {
+    let label = evidence_label(&other);
+    if !primary.source.also_seen_in.contains(&label) {
+        primary.source.also_seen_in.push(label);
+    }
+    for more in other.source.also_seen_in {
+        if !primary.source.also_seen_in.contains(&more) {
+            primary.source.also_seen_in.push(more);
+        }
+    }
+    primary.source.running |= other.source.running;
+    if primary.source.time.at.is_none()
+        && let Some(start) = start.or(other.source.time.at)
+    {
+        primary.source.time.at = Some(start);
+    }
+    if primary.engine_version.is_none() {
+        primary.engine_version = other.engine_version;
+    }
+    if primary.model.is_none() {
+        primary.model = other.model;
+    }
+    if primary.entrypoint.is_none() {
+        primary.entrypoint = other.entrypoint;
+    }
+    if primary.interpreter.is_none() {
+        primary.interpreter = other.interpreter;
+    }
+    if primary.venv.is_none() {
+        primary.venv = other.venv;
+    }
+    if primary.working_directory.is_none() {
+        primary.working_directory = other.working_directory;
+    }
+    // The wrappers around it (a container's `docker`) come first.
+    let outer: Vec<String> = other
+        .wrappers
+        .iter()
+        .filter(|w| !primary.wrappers.contains(w))
+        .cloned()
+        .collect();
+    if other.source.kind == SourceKind::Container || primary.wrappers.is_empty() {
+        primary.wrappers.splice(0..0, outer);
+    }
+    if primary.env.is_empty() {
+        primary.env = other.env;
+    }
+    for file in other.log_files {
+        if !primary.log_files.contains(&file) {
+            primary.log_files.push(file);
+        }
+    }
+    if other.source.kind == SourceKind::Log {
+        let location = other.source.location.trim().to_string();
+        if location.starts_with('/') && !primary.log_files.contains(&location) {
+            primary.log_files.push(location);
+        }
+    }
+    // What the engine resolved at start-up fills in what the command line left to it.
+    if let (Some(mine), Some(theirs)) = (primary.speculative.as_mut(), other.speculative) {
+        mine.num_steps = mine.num_steps.take().or(theirs.num_steps);
+        mine.eagle_topk = mine.eagle_topk.take().or(theirs.eagle_topk);
+        mine.num_draft_tokens = mine.num_draft_tokens.take().or(theirs.num_draft_tokens);
+        mine.num_speculative_tokens = mine
+            .num_speculative_tokens
+            .take()
+            .or(theirs.num_speculative_tokens);
+        mine.draft_model = mine.draft_model.take().or(theirs.draft_model);
+    }
+}
+
+/// Merges the evidence of each run into one launch (see the module documentation).
+pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<LaunchConfig> {
+    let count = launches.len();
+    let starts: Vec<Option<UnixTime>> = launches.iter().map(|l| run_start(snapshot, l)).collect();
+    // `into[i] = Some(j)`: launch i is merged into launch j.
+    let mut into: Vec<Option<usize>> = vec![None; count];
+    let kind = |i: usize| launches.get(i).map(|l| l.source.kind);
+
+    // 1. A process and the unit or container that started it.
+    for (i, process) in launches.iter().enumerate() {
+        if process.source.kind != SourceKind::Process {
+            continue;
+        }
+        let is_launcher = pid_of(process)
+            .and_then(|pid| snapshot.processes.iter().find(|p| p.pid == pid))
+            .is_none_or(|p| p.role == ProcessRole::Launcher);
+        if !is_launcher {
+            continue;
+        }
+        for (j, other) in launches.iter().enumerate() {
+            if i == j
+                || into.get(j).copied().flatten().is_some()
+                || !matches!(other.source.kind, SourceKind::Unit | SourceKind::Container)
+                || other.engine != process.engine
+            {
+                continue;
+            }
+            if same_run_structurally(snapshot, process, other)
+                && same_configuration(other, process)
+                && let Some(slot) = into.get_mut(j)
+            {
+                *slot = Some(i);
+            }
+        }
+    }
+
+    // 2. Start-up log lines and timestamped history lines, by time: a log line written shortly
+    // after a run started, a history line run shortly before.
+    let anchors: Vec<usize> = (0..count)
+        .filter(|&i| {
+            into.get(i).copied().flatten().is_none()
+                && matches!(
+                    kind(i),
+                    Some(SourceKind::Process | SourceKind::Unit | SourceKind::Container)
+                )
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..count)
+        .filter(|&i| matches!(kind(i), Some(SourceKind::History)))
+        .chain((0..count).filter(|&i| matches!(kind(i), Some(SourceKind::Log))))
+        .collect();
+    order.retain(|&i| into.get(i).copied().flatten().is_none());
+    for i in order {
+        let (Some(launch), Some(Some(at))) = (launches.get(i), starts.get(i)) else {
+            continue;
+        };
+        let at = *at;
+        let is_log = launch.source.kind == SourceKind::Log;
+        // Candidate runs: anchors, and for log lines also the history lines kept so far.
+        let candidates: Vec<usize> = anchors
+            .iter()
+            .copied()
+            .chain(if is_log {
+                (0..count)
+                    .filter(|&j| {
+                        kind(j) == Some(SourceKind::History)
+                            && into.get(j).copied().flatten().is_none()
+                    })
+                    .collect::<Vec<_>>()
+            } else {
+                Vec::new()
+            })
+            .collect();
+        let mut best: Option<(usize, UnixTime)> = None;
+        for j in candidates {
+            let (Some(anchor), Some(Some(start))) = (launches.get(j), starts.get(j)) else {
+                continue;
+            };
+            let start = *start;
+            let in_window = if is_log {
+                at >= start && at - start <= LOG_AFTER_START_S
+            } else {
+                start >= at && start - at <= HISTORY_BEFORE_START_S
+            };
+            if !in_window || anchor.engine != launch.engine {
+                continue;
+            }
+            let closer = best.is_none_or(|(_, best_start)| {
+                if is_log {
+                    start > best_start
+                } else {
+                    start < best_start
+                }
+            });
+            if closer && same_configuration(launch, anchor) {
+                best = Some((j, start));
+            }
+        }
+        let Some((j, start)) = best else { continue };
+        // No other run of the same server started in between.
+        let (low, high) = if is_log { (start, at) } else { (at, start) };
+        let interrupted = (0..count).any(|k| {
+            k != i
+                && k != j
+                && into.get(k).copied().flatten() != Some(j)
+                && starts
+                    .get(k)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|s| s > low && s < high)
+                && launches
+                    .get(k)
+                    .zip(launches.get(j))
+                    .is_some_and(|(other, anchor)| {
+                        other.source.kind != SourceKind::Log && same_server(snapshot, other, anchor)
+                    })
+        });
+        if !interrupted && let Some(slot) = into.get_mut(i) {
+            *slot = Some(j);
+        }
+    }
+
+    // 3. Copies of one start-up line with no run around them (the journal and a file).
+    for i in 0..count {
+        if kind(i) != Some(SourceKind::Log) || into.get(i).copied().flatten().is_some() {
+            continue;
+        }
+        let Some(Some(at)) = starts.get(i).copied() else {
+            continue;
+        };
+        let copy_of = (0..i).find(|&j| {
+            kind(j) == Some(SourceKind::Log)
+                && into.get(j).copied().flatten().is_none()
+                && starts
+                    .get(j)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|s| (s - at).abs() <= SAME_LINE_S)
+                && launches
+                    .get(i)
+                    .zip(launches.get(j))
+                    .is_some_and(|(a, b)| a.engine == b.engine && same_configuration(a, b))
+        });
+        if let (Some(j), Some(slot)) = (copy_of, into.get_mut(i)) {
+            *slot = Some(j);
+        }
+    }
+
+    // Fold, most precise first: a unit fills in before a log line does.
+    let mut slots: Vec<Option<LaunchConfig>> = launches.into_iter().map(Some).collect();
+    let mut merged: Vec<usize> = (0..count)
+        .filter(|&i| into.get(i).copied().flatten().is_some())
+        .collect();
+    merged.sort_by_key(|&i| {
+        let precision = slots
+            .get(i)
+            .and_then(|slot| slot.as_ref())
+            .map(|l| precision(l.source.kind))
+            .unwrap_or(u8::MAX);
+        (precision, i)
+    });
+    for i in merged {
+        let Some(j) = into.get(i).copied().flatten() else {
+            continue;
+        };
+        let Some(other) = slots.get_mut(i).and_then(Option::take) else {
+            continue;
+        };
+        let start = starts.get(j).copied().flatten();
+        if let Some(Some(primary)) = slots.get_mut(j) {
+            absorb(primary, other, start);
+        }
+    }
+    slots.into_iter().flatten().collect()
+}
