@@ -31,15 +31,8 @@ pub fn build(
         .collect();
     earlier.reverse();
 
-    let previous_launch = timeline
-        .events
-        .iter()
-        .find(|event| event.previous)
-        .and_then(|event| event.launch.and_then(|index| timeline.launches.get(index)));
-    let vs_previous_launch = match (previous_launch, running.first()) {
-        (Some(before), Some(after)) => Some(probe_diff::compare_launches(before, after)),
-        _ => None,
-    };
+    // Against the previous launch of the running server, with the metrics of each one's run.
+    let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &timeline);
     let vs_last_snapshot = previous.map(|before| {
         probe_diff::compare_snapshots(before, snapshot, &probe_diff::CompareOptions::default())
     });

@@ -9,10 +9,12 @@ pub mod common;
 pub mod compare;
 pub mod impact;
 pub mod launch;
+pub mod periods;
 pub mod timeline;
 
 pub use compare::{
     CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
     option_at_default, rank, unified_diff,
 };
+pub use periods::previous_launch_diff;
 pub use timeline::{timeline, timeline_with};

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, GpuStatus, HostReport, Impact,
-    LaunchConfig, LaunchDiff, SectionStatus, SnapshotDiff, SourceKind, Timeline, UnixTime,
+    LaunchConfig, LaunchDiff, MetricComparison, SectionStatus, SnapshotDiff, SourceKind, Timeline,
+    UnixTime,
 };
 use probe_store::SnapshotMeta;
 
@@ -209,6 +210,8 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
 const MAX_OPTIONS_SHOWN: usize = 24;
 /// Environment variables shown per launch in a report.
 const MAX_ENV_SHOWN: usize = 12;
+/// Metric comparisons shown above a launch diff (JSON has all of them).
+const MAX_METRIC_LINES: usize = 5;
 /// Other evidence of the same run named per launch.
 const MAX_EVIDENCE_SHOWN: usize = 4;
 /// Earlier launches shown in a host report (`probe timeline` shows all).
@@ -595,11 +598,48 @@ fn number(value: f64) -> String {
     }
 }
 
+/// `gen_throughput 1025 -> 438 tok/s (-57%)`.
+fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
+    let (before, after) = (metric.before.as_ref()?, metric.after.as_ref()?);
+    let change = metric
+        .change
+        .map(|c| format!(" ({:+.0}%)", c * 100.0))
+        .unwrap_or_default();
+    let worse = metric.change.is_some_and(|c| {
+        c <= -0.2 && (metric.name.contains("throughput") || metric.name.starts_with("accept"))
+    });
+    Some((
+        if worse { Tone::Bad } else { Tone::Plain },
+        format!(
+            "  {} {} -> {} {}{change}",
+            metric.name,
+            number(before.mean),
+            number(after.mean),
+            metric.unit
+        ),
+    ))
+}
+
 fn launch_diff_body(doc: &mut Doc, diff: &LaunchDiff) {
     if let Some((before, after)) = diff.engine_switch {
         doc.line(Tone::Bad, format!("  engine switched: {before} -> {after}"));
     }
+    // What it did first (means over each launch's run), then how it was configured.
+    for (tone, line) in diff
+        .metrics
+        .iter()
+        .take(MAX_METRIC_LINES)
+        .filter_map(metric_line)
+    {
+        doc.line(tone, line);
+    }
+    if let Some(note) = &diff.metrics_note {
+        doc.line(Tone::Dim, format!("  ({note})"));
+    }
     changes_table(doc, &diff.changes, 15);
+    for note in &diff.notes {
+        doc.line(Tone::Dim, format!("  note: {note}"));
+    }
     if !diff.equal_by_default.is_empty() {
         doc.line(
             Tone::Dim,

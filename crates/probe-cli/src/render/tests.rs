@@ -206,7 +206,30 @@ fn host_report() -> HostReport {
         },
         running: vec![running_launch()],
         earlier: vec![earlier_launch()],
-        vs_previous_launch: snapshot_diff().launches.into_iter().next(),
+        vs_previous_launch: snapshot_diff()
+            .launches
+            .into_iter()
+            .next()
+            .map(|diff| LaunchDiff {
+                metrics: vec![MetricComparison {
+                    name: "gen_throughput".into(),
+                    unit: "tok/s".into(),
+                    before: Some(MetricSummary {
+                        count: 354,
+                        mean: 1021.1,
+                        ..MetricSummary::default()
+                    }),
+                    after: Some(MetricSummary {
+                        count: 6,
+                        mean: 428.7,
+                        ..MetricSummary::default()
+                    }),
+                    change: Some(428.7 / 1021.1 - 1.0),
+                }],
+                metrics_note: Some("means while unit:sglang.service vs while pid:4242".into()),
+                notes: vec!["env not compared: CUDA_VISIBLE_DEVICES set in the process".into()],
+                ..diff
+            }),
         vs_last_snapshot: Some(snapshot_diff()),
         metrics: vec![MetricReport {
             name: "gen_throughput".into(),

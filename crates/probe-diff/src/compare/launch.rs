@@ -907,6 +907,10 @@ fn compare_env(
 }
 
 fn compare_launch_details(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
+    // A start-up log line does not show how the engine was entered or wrapped.
+    if before.source.kind == SourceKind::Log || after.source.kind == SourceKind::Log {
+        return;
+    }
     let pairs = [
         ("interpreter", &before.interpreter, &after.interpreter),
         ("venv", &before.venv, &after.venv),

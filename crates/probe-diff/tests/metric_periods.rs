@@ -1,0 +1,144 @@
+//! Metrics by launch period: each point belongs to the run that was up when it was logged, and
+//! the running launch is compared with the previous one on what each did.
+
+use probe_diff::{previous_launch_diff, timeline};
+use probe_model::{
+    HistoryEntry, HistoryFile, LogOrigin, LogSource, MetricSeries, ProcessInfo, ProcessRole,
+    Snapshot, StartupRecord,
+};
+
+const DAY: i64 = 86_400;
+const NOW: i64 = 1_796_033_530;
+
+fn series(name: &str, unit: &str, points: &[(i64, f64)]) -> MetricSeries {
+    MetricSeries {
+        name: name.into(),
+        unit: unit.into(),
+        points: points.iter().map(|(t, v)| (Some(*t), *v)).collect(),
+        ..MetricSeries::default()
+    }
+}
+
+const CMD: &str = "python3 -m sglang.launch_server --model-path Q --tp 2 --port 30000";
+
+fn snapshot(previous_has_metrics: bool) -> Snapshot {
+    let old_run = NOW - 10 * DAY;
+    let previous_run = NOW - 3 * DAY;
+    let mut throughput = vec![
+        (old_run + 60, 1000.0),
+        (old_run + 120, 1050.0),
+        (NOW + 5, 430.0),
+        (NOW + 10, 446.0),
+    ];
+    if previous_has_metrics {
+        throughput.extend([(previous_run + 60, 700.0), (previous_run + 120, 720.0)]);
+    }
+    throughput.sort_by_key(|point| point.0);
+    Snapshot {
+        processes: vec![ProcessInfo {
+            pid: 62,
+            ppid: Some(1),
+            argv: format!("{CMD} --mem-fraction-static 0.85")
+                .split(' ')
+                .map(String::from)
+                .collect(),
+            start_time: Some(NOW),
+            role: ProcessRole::Launcher,
+            engine: Some("sglang".into()),
+            ..ProcessInfo::default()
+        }],
+        histories: vec![HistoryFile {
+            path: "/root/.bash_history".into(),
+            entries: vec![
+                HistoryEntry {
+                    index: 3,
+                    time: Some(old_run),
+                    command: format!("{CMD} --mem-fraction-static 0.8"),
+                },
+                HistoryEntry {
+                    index: 9,
+                    time: Some(previous_run),
+                    command: format!("{CMD} --mem-fraction-static 0.9"),
+                },
+            ],
+            ..HistoryFile::default()
+        }],
+        logs: vec![LogSource {
+            origin: LogOrigin::File,
+            location: "/root/sglang.log".into(),
+            startups: vec![StartupRecord {
+                time: Some(NOW + 1),
+                engine: "sglang".into(),
+                text: "server_args=ServerArgs(model_path='Q', tp_size=2, port=30000, \
+                       mem_fraction_static=0.85)"
+                    .into(),
+                version: None,
+            }],
+            metrics: vec![
+                series("gen_throughput", "tok/s", &throughput),
+                series(
+                    "running_reqs",
+                    "count",
+                    &[(old_run + 60, 40.0), (NOW + 5, 9.0)],
+                ),
+            ],
+            ..LogSource::default()
+        }],
+        ..Snapshot::default()
+    }
+}
+
+#[test]
+fn the_previous_launch_period_is_compared_with_the_running_one() {
+    let snapshot = snapshot(true);
+    let timeline = timeline(&snapshot);
+    let diff = previous_launch_diff(&snapshot, &timeline).expect("a previous launch");
+    assert!(diff.before.contains("bash_history#9"), "{}", diff.before);
+    let throughput = diff
+        .metrics
+        .iter()
+        .find(|m| m.name == "gen_throughput")
+        .expect("gen_throughput compared");
+    let (before, after) = (
+        throughput.before.clone().unwrap_or_default(),
+        throughput.after.clone().unwrap_or_default(),
+    );
+    // Only the points of each run: 700/720 while #9 ran, 430/446 now.
+    assert_eq!((before.count, after.count), (2, 2));
+    assert!((before.mean - 710.0).abs() < 1e-9, "{before:?}");
+    assert!((after.mean - 438.0).abs() < 1e-9, "{after:?}");
+    let change = throughput.change.unwrap_or_default();
+    assert!((change - (438.0 / 710.0 - 1.0)).abs() < 1e-9);
+    // Ranked with the configuration change that explains it.
+    let keys: Vec<&str> = diff.changes.iter().map(|c| c.key.as_str()).collect();
+    assert!(keys.contains(&"metric:gen_throughput"), "{keys:?}");
+    assert!(keys.contains(&"mem-fraction-static"), "{keys:?}");
+    let metric = diff
+        .changes
+        .iter()
+        .find(|c| c.key == "metric:gen_throughput")
+        .unwrap_or_else(|| unreachable!());
+    assert_eq!(metric.impact, probe_model::Impact::High);
+    let note = diff.metrics_note.clone().unwrap_or_default();
+    assert!(note.starts_with("means while history:"), "{note}");
+    // running_reqs has no point in #9's run: not compared.
+    assert!(!diff.metrics.iter().any(|m| m.name == "running_reqs"));
+}
+
+#[test]
+fn without_metrics_of_its_own_the_previous_launch_is_stood_in_for_and_named() {
+    let snapshot = snapshot(false);
+    let timeline = timeline(&snapshot);
+    let diff = previous_launch_diff(&snapshot, &timeline).expect("a previous launch");
+    let throughput = diff
+        .metrics
+        .iter()
+        .find(|m| m.name == "gen_throughput")
+        .expect("gen_throughput compared");
+    let before = throughput.before.clone().unwrap_or_default();
+    assert!((before.mean - 1025.0).abs() < 1e-9, "{before:?}");
+    let note = diff.metrics_note.clone().unwrap_or_default();
+    assert!(note.contains("logged no metrics"), "{note}");
+    assert!(note.contains("bash_history#3"), "{note}");
+    assert!(diff.metrics.iter().any(|m| m.name == "running_reqs"));
+}
