@@ -108,6 +108,46 @@ pub struct OptionSpec {
     pub until: Option<String>,
     /// The option is deprecated (still accepted).
     pub deprecated: bool,
+    /// How the option differed in older releases (read from the engines' parsers): in a catalog
+    /// narrowed to a version the matching variant is already applied to the fields above.
+    pub by_version: Vec<VersionVariant>,
+}
+
+/// What an option looked like in a range of releases, where that differs from the newest one.
+/// `None` fields are as in the newest release.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VersionVariant {
+    /// First release of the range (`None`: from the oldest release known).
+    pub since: Option<String>,
+    /// Last release of the range, inclusive.
+    pub until: Option<String>,
+    /// The option does not exist in these releases.
+    pub absent: bool,
+    pub kind: Option<ValueKind>,
+    /// The default in these releases; `Some(None)`: no default (None / resolved at start-up).
+    pub default: Option<Option<serde_json::Value>>,
+    pub aliases: Option<Vec<String>>,
+    pub negations: Option<Vec<String>>,
+    pub deprecated: Option<bool>,
+}
+
+impl VersionVariant {
+    /// Whether `version` falls in this variant's range.
+    pub fn covers(&self, version: &str) -> bool {
+        in_range(Some(version), self.since.as_deref(), self.until.as_deref())
+    }
+}
+
+impl OptionSpec {
+    /// The default the option has in `version` (`None` when it has none there), from the
+    /// per-version variants; without a version, the newest release's default.
+    pub fn default_in(&self, version: Option<&str>) -> Option<serde_json::Value> {
+        let variant = version.and_then(|v| self.by_version.iter().find(|x| x.covers(v)));
+        match variant.and_then(|x| x.default.clone()) {
+            Some(default) => default,
+            None => self.default.clone(),
+        }
+    }
 }
 
 /// How a launch enters the engine.
@@ -325,6 +365,50 @@ struct RawOption {
     since: Option<String>,
     until: Option<String>,
     deprecated: bool,
+    by_version: Vec<RawVariant>,
+}
+
+/// One entry of an option's `by_version` list (see [`VersionVariant`]).
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct RawVariant {
+    since: Option<String>,
+    until: Option<String>,
+    absent: bool,
+    kind: Option<String>,
+    choices: Option<Vec<String>>,
+    default: Option<toml::Value>,
+    no_default: bool,
+    aliases: Option<Vec<String>>,
+    negations: Option<Vec<String>>,
+    deprecated: Option<bool>,
+}
+
+impl RawVariant {
+    fn into_variant(self, base_kind: &str, base_choices: &[String]) -> VersionVariant {
+        let kind = match (&self.kind, &self.choices) {
+            (None, None) => None,
+            (k, c) => Some(parse_kind(
+                k.as_deref().unwrap_or(base_kind),
+                c.clone().unwrap_or_else(|| base_choices.to_vec()),
+            )),
+        };
+        let default = if self.no_default {
+            Some(None)
+        } else {
+            self.default.as_ref().map(|d| Some(toml_to_json(d)))
+        };
+        VersionVariant {
+            since: self.since,
+            until: self.until,
+            absent: self.absent,
+            kind,
+            default,
+            aliases: self.aliases,
+            negations: self.negations,
+            deprecated: self.deprecated,
+        }
+    }
 }
 
 fn toml_to_json(v: &toml::Value) -> serde_json::Value {
@@ -398,8 +482,16 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
     let mut by_name = HashMap::new();
     let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
     let mut old: Vec<Vec<String>> = Vec::new();
-    for o in raw.option {
+    for mut o in raw.option {
         if o.name.is_empty() || !in_range(version, o.since.as_deref(), o.until.as_deref()) {
+            continue;
+        }
+        let by_version: Vec<VersionVariant> = std::mem::take(&mut o.by_version)
+            .into_iter()
+            .map(|v| v.into_variant(&o.kind, &o.choices))
+            .collect();
+        let variant = version.and_then(|v| by_version.iter().find(|x| x.covers(v)));
+        if variant.is_some_and(|x| x.absent) {
             continue;
         }
         let idx = options.len();
@@ -416,7 +508,7 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
                 old_spellings.push(format!("--{}", r.old.trim_start_matches('-')));
             }
         }
-        let spec = OptionSpec {
+        let mut spec = OptionSpec {
             name: o.name.clone(),
             aliases: o.aliases.clone(),
             negations: o.negations.clone(),
@@ -435,22 +527,65 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             since: o.since,
             until: o.until,
             deprecated: o.deprecated,
+            by_version: Vec::new(),
         };
+        if let Some(x) = variant {
+            if let Some(kind) = &x.kind {
+                spec.kind = kind.clone();
+            }
+            if let Some(default) = &x.default {
+                spec.default = default.clone();
+            }
+            if let Some(aliases) = &x.aliases {
+                spec.aliases = aliases.clone();
+            }
+            if let Some(negations) = &x.negations {
+                spec.negations = negations.clone();
+            }
+            if let Some(deprecated) = x.deprecated {
+                spec.deprecated = deprecated;
+            }
+        }
+        spec.by_version = by_version;
         by_name.entry(spec.name.clone()).or_insert(idx);
         old.push(old_spellings);
         options.push(spec);
     }
     // Canonical names first, then aliases and negations, then old spellings of renamed options:
-    // an option's own name always wins over another option's alias.
-    for (idx, spec) in options.iter().enumerate() {
-        by_spelling.insert(format!("--{}", spec.name), (idx, false));
-    }
-    for (idx, spec) in options.iter().enumerate() {
-        for a in &spec.aliases {
-            by_spelling.entry(a.clone()).or_insert((idx, false));
+    // an option's own name always wins over another option's alias. Without a version, the
+    // spellings of options the newest release still has come before those of removed options
+    // (vLLM 0.33 `--disable-log-requests` negates `--enable-log-requests`; before 0.17 it was an
+    // option of its own).
+    let tiers: [Vec<usize>; 2] = {
+        let current = |spec: &OptionSpec| version.is_some() || spec.until.is_none();
+        [
+            (0..options.len())
+                .filter(|i| options.get(*i).is_some_and(current))
+                .collect(),
+            (0..options.len())
+                .filter(|i| options.get(*i).is_some_and(|s| !current(s)))
+                .collect(),
+        ]
+    };
+    for tier in &tiers {
+        for &idx in tier {
+            let Some(spec) = options.get(idx) else {
+                continue;
+            };
+            by_spelling
+                .entry(format!("--{}", spec.name))
+                .or_insert((idx, false));
         }
-        for n in &spec.negations {
-            by_spelling.entry(n.clone()).or_insert((idx, true));
+        for &idx in tier {
+            let Some(spec) = options.get(idx) else {
+                continue;
+            };
+            for a in &spec.aliases {
+                by_spelling.entry(a.clone()).or_insert((idx, false));
+            }
+            for n in &spec.negations {
+                by_spelling.entry(n.clone()).or_insert((idx, true));
+            }
         }
     }
     for (idx, olds) in old.iter().enumerate() {
