@@ -210,7 +210,7 @@ def gen(engine, check):
                         base[key].append(s)
         o = {"name": name}
         for key in FACTS:
-            if base[key] is not MISSING and base[key] not in ([], False):
+            if base[key] is not MISSING and base[key] != [] and not (key == "deprecated" and not base[key]):
                 o[key] = base[key]
         o["category"] = category(name)
         if present[0] != oldest:

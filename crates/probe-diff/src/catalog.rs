@@ -203,6 +203,9 @@ pub struct Catalog {
     pub entry_points: Vec<EntryPoint>,
     pub speculative: SpeculativeRules,
     options: Vec<OptionSpec>,
+    /// Every release named by a version bound of the data (`since`, `until`, variants, renames),
+    /// sorted and distinct: two versions between the same bounds get the same catalog.
+    bounds: Vec<String>,
     by_name: HashMap<String, usize>,
     /// Every spelling with dashes (`--tp-size`, `-tp`) -> (option index, negated).
     by_spelling: HashMap<String, (usize, bool)>,
@@ -213,6 +216,8 @@ impl Catalog {
         self.engine
     }
 
+    /// The version the catalog was narrowed to. Versions between the same bounds of the data
+    /// share one catalog, which names the first of them that was asked for.
     pub fn version(&self) -> Option<&str> {
         self.version.as_deref()
     }
@@ -478,6 +483,27 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
     // rather than a panic.
     let raw: RawCatalog = toml::from_str(text).unwrap_or_default();
     let _ = &raw.engine;
+    let mut bounds: Vec<String> = Vec::new();
+    for o in &raw.option {
+        let variant_bounds = o
+            .by_version
+            .iter()
+            .flat_map(|v| [v.since.as_ref(), v.until.as_ref()]);
+        let rename_bounds = o
+            .renamed_from
+            .iter()
+            .flat_map(|r| [r.since.as_ref(), r.dropped.as_ref()]);
+        for b in [o.since.as_ref(), o.until.as_ref()]
+            .into_iter()
+            .chain(variant_bounds)
+            .chain(rename_bounds)
+            .flatten()
+        {
+            bounds.push(b.clone());
+        }
+    }
+    bounds.sort_by(|a, b| version_cmp(a, b));
+    bounds.dedup_by(|a, b| version_cmp(a, b).is_eq());
     let mut options: Vec<OptionSpec> = Vec::new();
     let mut by_name = HashMap::new();
     let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
@@ -628,6 +654,7 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             implied_for: raw.speculative.implied_for,
         },
         options,
+        bounds,
         by_name,
         by_spelling,
     }
@@ -655,14 +682,16 @@ fn base_catalogs() -> &'static HashMap<Engine, &'static Catalog> {
     })
 }
 
-type VersionCache = Mutex<HashMap<(Engine, String), &'static Catalog>>;
+/// Catalogs by engine and position of the version among the catalog's bounds (versions below,
+/// versions below or equal): at most two per bound plus one.
+type VersionCache = Mutex<HashMap<(Engine, usize, usize), &'static Catalog>>;
 
 /// The catalog of `engine`, narrowed to `version` when it is given (options added later or dropped
 /// earlier are left out, renamed spellings follow the version).
 pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
     static VERSIONED: OnceLock<VersionCache> = OnceLock::new();
     /// Versions come from remote hosts: bound how many catalogs are kept.
-    const MAX_VERSIONED: usize = 64;
+    const MAX_VERSIONED: usize = 4096;
     let base = base_catalogs();
     let fallback = || -> &'static Catalog {
         match base.get(&engine) {
@@ -687,14 +716,18 @@ pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
     let Ok(mut map) = cache.lock() else {
         return fallback();
     };
-    if let Some(c) = map.get(&(engine, v.to_string())) {
+    let bounds = fallback().bounds.as_slice();
+    let below = bounds.iter().filter(|b| version_cmp(b, v).is_lt()).count();
+    let at_or_below = bounds.iter().filter(|b| version_cmp(b, v).is_le()).count();
+    let key = (engine, below, at_or_below);
+    if let Some(c) = map.get(&key) {
         return c;
     }
     if map.len() >= MAX_VERSIONED {
         return fallback();
     }
     let c: &'static Catalog = Box::leak(Box::new(build(engine, source(engine), Some(v))));
-    map.insert((engine, v.to_string()), c);
+    map.insert(key, c);
     c
 }
 
