@@ -111,6 +111,8 @@ pub struct OptionSpec {
     /// How the option differed in older releases (read from the engines' parsers): in a catalog
     /// narrowed to a version the matching variant is already applied to the fields above.
     pub by_version: Vec<VersionVariant>,
+    /// The newest release's default (what [`OptionSpec::default`] is without a version).
+    newest_default: Option<serde_json::Value>,
 }
 
 /// What an option looked like in a range of releases, where that differs from the newest one.
@@ -124,7 +126,7 @@ pub struct VersionVariant {
     /// The option does not exist in these releases.
     pub absent: bool,
     pub kind: Option<ValueKind>,
-    /// The default in these releases; `Some(None)`: no default (None / resolved at start-up).
+    /// The default in these releases; `Some(Some(Null))`: None, resolved at start-up.
     pub default: Option<Option<serde_json::Value>>,
     pub aliases: Option<Vec<String>>,
     pub negations: Option<Vec<String>>,
@@ -139,14 +141,15 @@ impl VersionVariant {
 }
 
 impl OptionSpec {
-    /// The default the option has in `version` (`None` when it has none there), from the
-    /// per-version variants; without a version, the newest release's default.
+    /// The default the option has in `version` (`None` when it has none there or it is resolved
+    /// at start-up), from the per-version variants; without a version, the newest release's.
     pub fn default_in(&self, version: Option<&str>) -> Option<serde_json::Value> {
         let variant = version.and_then(|v| self.by_version.iter().find(|x| x.covers(v)));
         match variant.and_then(|x| x.default.clone()) {
             Some(default) => default,
-            None => self.default.clone(),
+            None => self.newest_default.clone(),
         }
+        .filter(|d| !d.is_null())
     }
 }
 
@@ -370,6 +373,9 @@ struct RawOption {
     since: Option<String>,
     until: Option<String>,
     deprecated: bool,
+    /// The default is None (resolved at start-up), said where older releases had a value: kept
+    /// as JSON null so no "default changed" is claimed against a value nobody knows.
+    no_default: bool,
     by_version: Vec<RawVariant>,
 }
 
@@ -399,7 +405,7 @@ impl RawVariant {
             )),
         };
         let default = if self.no_default {
-            Some(None)
+            Some(Some(serde_json::Value::Null))
         } else {
             self.default.as_ref().map(|d| Some(toml_to_json(d)))
         };
@@ -539,7 +545,11 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             aliases: o.aliases.clone(),
             negations: o.negations.clone(),
             kind: parse_kind(&o.kind, o.choices),
-            default: o.default.as_ref().map(toml_to_json),
+            default: match (&o.default, o.no_default) {
+                (Some(d), _) => Some(toml_to_json(d)),
+                (None, true) => Some(serde_json::Value::Null),
+                (None, false) => None,
+            },
             common: o.common,
             category: o.category,
             renamed_from,
@@ -554,7 +564,9 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             until: o.until,
             deprecated: o.deprecated,
             by_version: Vec::new(),
+            newest_default: None,
         };
+        spec.newest_default = spec.default.clone();
         if let Some(x) = variant {
             if let Some(kind) = &x.kind {
                 spec.kind = kind.clone();

@@ -279,3 +279,38 @@ fn narrowed_catalogs_match_every_reading() {
         }
     }
 }
+
+#[test]
+fn default_changes_between_releases_are_reported_from_the_data() {
+    let keys = |before: &str, after: &str| -> Vec<(String, Option<String>)> {
+        let old = parse("vllm serve m", before);
+        let new = parse("vllm serve m", after);
+        probe_diff::compare_launches(&old, &new)
+            .changes
+            .into_iter()
+            .filter(|c| c.key != "engine_version")
+            .map(|c| (c.key, c.note))
+            .collect()
+    };
+    // 0.19.1 -> 0.20.0: --gpu-memory-utilization 0.9 -> 0.92, said as a default change.
+    let changes = keys("0.19.1", "0.20.0");
+    let gpu = changes.iter().find(|(k, _)| k == "gpu-memory-utilization");
+    assert!(
+        gpu.and_then(|(_, note)| note.as_deref())
+            .is_some_and(|n| n.contains("default changed") && n.contains("0.92")),
+        "{changes:?}"
+    );
+    // 0.31 -> 0.33: --disable-cascade-attn went from true to None (resolved at start-up): not a
+    // known change, so not claimed.
+    let changes = keys("0.31.0", "0.33.0");
+    assert!(
+        !changes.iter().any(|(k, _)| k == "disable-cascade-attn"),
+        "{changes:?}"
+    );
+    let spec = catalog(Engine::Vllm, None).get("disable-cascade-attn");
+    assert_eq!(
+        spec.and_then(|o| o.default_in(Some("0.31.0"))),
+        Some(json!(true))
+    );
+    assert_eq!(spec.and_then(|o| o.default_in(Some("0.33.0"))), None);
+}
