@@ -103,11 +103,7 @@ fn log_of_server(
 
 /// Every metric point of the server's logs, by metric name: (time, value), deduplicated (the
 /// journal and a file may hold the same lines).
-fn server_points(
-    snapshot: &Snapshot,
-    timeline: &Timeline,
-    server: &LaunchConfig,
-) -> ServerPoints {
+fn server_points(snapshot: &Snapshot, timeline: &Timeline, server: &LaunchConfig) -> ServerPoints {
     let mut points: BTreeMap<String, (String, BTreeSet<(UnixTime, u64)>)> = BTreeMap::new();
     for log in &snapshot.logs {
         if !log_of_server(snapshot, timeline, server, log.location.trim()) {
@@ -166,10 +162,7 @@ type ServerPoints = BTreeMap<String, (String, Vec<(UnixTime, f64)>)>;
 
 type PeriodMetrics = BTreeMap<String, (String, MetricSummary)>;
 
-fn period_metrics(
-    points: &ServerPoints,
-    period: &RunPeriod,
-) -> PeriodMetrics {
+fn period_metrics(points: &ServerPoints, period: &RunPeriod) -> PeriodMetrics {
     points
         .iter()
         .filter_map(|(name, (unit, values))| {

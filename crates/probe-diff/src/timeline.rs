@@ -330,15 +330,7 @@ fn launch_summary(placed: &Placed<'_>) -> String {
 }
 
 fn source_text(launch: &LaunchConfig) -> String {
-    let kind = match launch.source.kind {
-        SourceKind::Process => "process",
-        SourceKind::Unit => "unit",
-        SourceKind::History => "history",
-        SourceKind::Log => "log",
-        SourceKind::Container => "container",
-        SourceKind::File => "file",
-        SourceKind::Text => "text",
-    };
+    let kind = launch.source.kind.as_str();
     let mut text = if launch.source.location.is_empty() {
         kind.to_string()
     } else {

@@ -106,6 +106,21 @@ pub enum SourceKind {
     Text,
 }
 
+impl SourceKind {
+    /// The name used in labels and JSON (`process`, `unit`, `history`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Process => "process",
+            SourceKind::Unit => "unit",
+            SourceKind::History => "history",
+            SourceKind::Log => "log",
+            SourceKind::Container => "container",
+            SourceKind::File => "file",
+            SourceKind::Text => "text",
+        }
+    }
+}
+
 /// When a launch happened, as far as the evidence tells.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -133,6 +148,19 @@ pub struct LaunchSource {
     /// it. The options come from `location`, the most precise source.
     #[serde(default)]
     pub also_seen_in: Vec<String>,
+}
+
+impl LaunchSource {
+    /// The process id of a launch read from a running process (`location` = `pid:1234`).
+    pub fn pid(&self) -> Option<u32> {
+        if self.kind != SourceKind::Process {
+            return None;
+        }
+        self.location
+            .trim()
+            .strip_prefix("pid:")
+            .and_then(|pid| pid.trim().parse().ok())
+    }
 }
 
 /// One option after normalisation.

@@ -146,15 +146,7 @@ fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
 }
 
 fn source_label(launch: &LaunchConfig) -> String {
-    let kind = match launch.source.kind {
-        SourceKind::Process => "process",
-        SourceKind::Unit => "unit",
-        SourceKind::History => "history",
-        SourceKind::Log => "log",
-        SourceKind::Container => "container",
-        SourceKind::File => "file",
-        SourceKind::Text => "text",
-    };
+    let kind = launch.source.kind.as_str();
     let when = launch
         .source
         .time

@@ -109,15 +109,7 @@ pub(crate) fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> b
 pub(crate) fn launch_label(launch: &LaunchConfig) -> String {
     let location = launch.source.location.trim();
     if location.is_empty() {
-        let kind = match launch.source.kind {
-            SourceKind::Process => "process",
-            SourceKind::Unit => "unit",
-            SourceKind::History => "history",
-            SourceKind::Log => "log",
-            SourceKind::Container => "container",
-            SourceKind::File => "file",
-            SourceKind::Text => "text",
-        };
+        let kind = launch.source.kind.as_str();
         format!("{} ({kind})", launch.engine)
     } else {
         format!("{} ({location})", launch.engine)

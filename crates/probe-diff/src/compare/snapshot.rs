@@ -178,18 +178,6 @@ impl Server<'_> {
     }
 }
 
-fn pid_of(launch: &LaunchConfig) -> Option<u32> {
-    if launch.source.kind != SourceKind::Process {
-        return None;
-    }
-    launch
-        .source
-        .location
-        .trim()
-        .strip_prefix("pid:")
-        .and_then(|pid| pid.trim().parse().ok())
-}
-
 /// The systemd unit a launch belongs to: its own unit, or the unit whose main PID is the process
 /// or one of its parents.
 fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
@@ -209,7 +197,7 @@ fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
             return None;
         }
     }
-    let mut pid = pid_of(launch)?;
+    let mut pid = launch.source.pid()?;
     for _ in 0..8 {
         if let Some(unit) = snapshot.units.iter().find(|unit| {
             unit.state
@@ -284,7 +272,7 @@ fn servers<'a>(snapshot: &Snapshot, launches: &'a [LaunchConfig]) -> Vec<Server<
                 .model
                 .as_deref()
                 .map(|m| m.trim().trim_end_matches('/').to_string()),
-            pid: pid_of(launch),
+            pid: launch.source.pid(),
         };
         let duplicate = kept.iter().any(|other| {
             (server.unit.is_some() && other.unit == server.unit)

@@ -40,30 +40,13 @@ pub fn evidence_label(launch: &LaunchConfig) -> String {
     let location = launch.source.location.trim();
     let kind = match launch.source.kind {
         SourceKind::Process => "pid",
-        SourceKind::Unit => "unit",
-        SourceKind::History => "history",
-        SourceKind::Log => "log",
-        SourceKind::Container => "container",
-        SourceKind::File => "file",
-        SourceKind::Text => "text",
+        kind => kind.as_str(),
     };
     if location.starts_with(&format!("{kind}:")) {
         location.to_string()
     } else {
         format!("{kind}:{location}")
     }
-}
-
-fn pid_of(launch: &LaunchConfig) -> Option<u32> {
-    if launch.source.kind != SourceKind::Process {
-        return None;
-    }
-    launch
-        .source
-        .location
-        .trim()
-        .strip_prefix("pid:")
-        .and_then(|pid| pid.trim().parse().ok())
 }
 
 fn unit_name(launch: &LaunchConfig) -> Option<&str> {
@@ -100,7 +83,7 @@ fn same_run_structurally(
     process: &LaunchConfig,
     other: &LaunchConfig,
 ) -> bool {
-    let Some(pid) = pid_of(process) else {
+    let Some(pid) = process.source.pid() else {
         return false;
     };
     let info = snapshot.processes.iter().find(|p| p.pid == pid);
@@ -240,7 +223,9 @@ pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<Launc
         if process.source.kind != SourceKind::Process {
             continue;
         }
-        let is_launcher = pid_of(process)
+        let is_launcher = process
+            .source
+            .pid()
             .and_then(|pid| snapshot.processes.iter().find(|p| p.pid == pid))
             .is_none_or(|p| p.role == ProcessRole::Launcher);
         if !is_launcher {
