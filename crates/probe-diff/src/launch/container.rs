@@ -145,7 +145,62 @@ fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig>
         }
     };
     ctx.depth += 1;
-    launch(&argv, ctx, hints)
+    let image = spec.image;
+    let mut l = launch(&argv, ctx, hints)?;
+    if l.engine_version.is_none() {
+        l.engine_version = image.as_deref().and_then(|i| image_version(i, l.engine));
+    }
+    Some(l)
+}
+
+/// Words an engine's own images carry in their repository name.
+fn image_words(engine: probe_model::Engine) -> &'static [&'static str] {
+    use probe_model::Engine;
+    match engine {
+        Engine::Vllm => &["vllm"],
+        Engine::Sglang => &["sglang"],
+        Engine::Tgi => &["text-generation-inference", "tgi"],
+        Engine::Lmdeploy => &["lmdeploy"],
+        _ => &[],
+    }
+}
+
+/// `0.10.2`, `3.0.1`, `0.11.0rc1`: at least two dot-separated parts, the first all digits,
+/// each starting with a digit.
+fn is_version(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() >= 2
+        && parts
+            .first()
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts.iter().all(|p| {
+            p.bytes().next().is_some_and(|b| b.is_ascii_digit())
+                && p.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// The engine version an image's tag names (`vllm/vllm-openai:v0.10.2` -> `0.10.2`,
+/// `lmsysorg/sglang:v0.5.9-cu128` -> `0.5.9`), for the engine's own images only. `latest`, no
+/// tag, a digest or a tag that is no version: `None`.
+pub(crate) fn image_version(image: &str, engine: probe_model::Engine) -> Option<String> {
+    let image = image.trim();
+    if image.contains('@') {
+        return None;
+    }
+    let (repo, tag) = image.rsplit_once(':')?;
+    if tag.contains('/') {
+        return None;
+    }
+    let name = repo.rsplit('/').next().unwrap_or(repo).to_ascii_lowercase();
+    if !image_words(engine).iter().any(|w| name.contains(w)) {
+        return None;
+    }
+    let tag = tag.strip_prefix(['v', 'V']).unwrap_or(tag);
+    if is_version(tag) {
+        return Some(tag.to_string());
+    }
+    let (head, _) = tag.split_once('-')?;
+    is_version(head).then(|| head.to_string())
 }
 
 /// `docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nerdctl, `container run`).

@@ -583,12 +583,72 @@ fn engine_package(engine: Engine) -> &'static [&'static str] {
     }
 }
 
-/// Fills `engine_version` from the snapshot's Python environments: the one whose interpreter or
-/// users match the launch, else the only one that has the engine.
-fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
-    if l.engine_version.is_some() {
-        return;
+/// The container a launch runs in, when it runs in one: `Some(Some(id))` a known container
+/// (its own record, or a process inside it), `Some(None)` a container not in the snapshot (a
+/// `docker run` history line or unit), `None` the host.
+fn container_of(snapshot: &Snapshot, l: &LaunchConfig) -> Option<Option<String>> {
+    match l.source.kind {
+        SourceKind::Container => {
+            let location = l.source.location.trim();
+            let label = location.strip_prefix("container:").unwrap_or(location);
+            let id = snapshot
+                .containers
+                .iter()
+                .find(|c| c.name.as_deref() == Some(label) || c.id == label)
+                .map(|c| c.id.clone());
+            Some(id)
+        }
+        SourceKind::Process => {
+            let pid = l.source.pid()?;
+            let p = snapshot.processes.iter().find(|p| p.pid == pid)?;
+            p.container_id.clone().map(Some)
+        }
+        _ => l
+            .wrappers
+            .iter()
+            .any(|w| matches!(w.as_str(), "docker" | "podman"))
+            .then_some(None),
     }
+}
+
+/// One container id names the other (a short id is a prefix of the long one).
+fn same_container_id(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    a.len() >= 12 && b.len() >= 12 && (a.starts_with(b) || b.starts_with(a))
+}
+
+/// The processes (`pid:N`) and mount roots of container `id`.
+fn container_users(snapshot: &Snapshot, id: &str) -> (Vec<String>, Vec<String>) {
+    let mut pids = Vec::new();
+    let mut roots = Vec::new();
+    for p in &snapshot.processes {
+        if p.container_id
+            .as_deref()
+            .is_some_and(|c| same_container_id(c, id))
+        {
+            pids.push(format!("pid:{}", p.pid));
+            if let Some(root) = &p.mount_root {
+                roots.push(root.clone());
+            }
+        }
+    }
+    (pids, roots)
+}
+
+/// A Python environment read inside a container (through a containerised process's root).
+fn env_in_container(snapshot: &Snapshot, env: &probe_model::PythonEnv) -> bool {
+    snapshot.processes.iter().any(|p| {
+        p.container_id.is_some()
+            && (env.used_by.contains(&format!("pid:{}", p.pid))
+                || (env.mount_root.is_some() && env.mount_root == p.mount_root))
+    })
+}
+
+/// Fills `engine_version` from the snapshot's Python environments: the one whose interpreter or
+/// users match the launch, else the only host one that has the engine. A launch in a container
+/// takes only that container's own packages (over its image tag's version, set when it was
+/// read); the host's or another container's packages are never its version.
+fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
     let pkgs = engine_package(l.engine);
     if pkgs.is_empty() {
         return;
@@ -599,24 +659,44 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
             .find(|p| pkgs.contains(&p.name.as_str()))
             .map(|p| p.version.clone())
     };
+    if let Some(container) = container_of(snapshot, l) {
+        let Some(id) = container else { return };
+        let (pids, roots) = container_users(snapshot, &id);
+        let own = snapshot.python_envs.iter().find(|e| {
+            e.used_by.iter().any(|u| pids.contains(u))
+                || e.mount_root.as_ref().is_some_and(|r| roots.contains(r))
+        });
+        if let Some(v) = own.and_then(version_in) {
+            l.engine_version = Some(v);
+        }
+        return;
+    }
+    if l.engine_version.is_some() {
+        return;
+    }
     let loc = l.source.location.clone();
     let matching = snapshot.python_envs.iter().find(|e| {
         l.interpreter
             .as_deref()
-            .map(|i| i == e.interpreter)
+            .map(|i| i == e.interpreter && e.mount_root.is_none())
             .unwrap_or(false)
             || e.used_by.contains(&loc)
             || l.venv
                 .as_deref()
                 .zip(e.prefix.as_deref())
-                .map(|(a, b)| a == b)
+                .map(|(a, b)| a == b && e.mount_root.is_none())
                 .unwrap_or(false)
     });
     if let Some(v) = matching.and_then(version_in) {
         l.engine_version = Some(v);
         return;
     }
-    let all: Vec<String> = snapshot.python_envs.iter().filter_map(version_in).collect();
+    let all: Vec<String> = snapshot
+        .python_envs
+        .iter()
+        .filter(|e| !env_in_container(snapshot, e))
+        .filter_map(version_in)
+        .collect();
     if let [only] = all.as_slice() {
         l.engine_version = Some(only.clone());
     }

@@ -189,3 +189,161 @@ fn console_script_run_by_its_interpreter() {
         .to_vec();
     assert!(from_argv(&argv, &BTreeMap::new(), &ParseHints::default()).is_none());
 }
+
+/// docker-vllm in small: a running container (its own packages read through pid 120), an
+/// exited one from an older image, the history lines that started both, and a host venv.
+fn docker_snapshot() -> Snapshot {
+    use probe_model::{
+        ContainerInfo, HistoryEntry, HistoryFile, ProcessInfo, PythonEnv, PythonPackage,
+    };
+    let vllm = |v: &str| PythonPackage {
+        name: "vllm".into(),
+        version: v.into(),
+        ..PythonPackage::default()
+    };
+    let running_id = "3f2a9c1d8e7b5a4f6c0d2e1b9a8f7c6d";
+    let cmd = |name: &str| -> Vec<String> {
+        let _ = name;
+        ["--model", "/m", "--tensor-parallel-size", "4"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let history = |i: u32, image: &str, name: &str| HistoryEntry {
+        index: i,
+        time: None,
+        command: format!(
+            "docker run -d --name {name} --gpus all {image} --model /m --tensor-parallel-size 4"
+        ),
+    };
+    Snapshot {
+        processes: vec![ProcessInfo {
+            pid: 120,
+            argv: [
+                "python3",
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                "/m",
+                "--tensor-parallel-size",
+                "4",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            role: ProcessRole::Launcher,
+            engine: Some("vllm".into()),
+            container_id: Some(running_id.into()),
+            mount_root: Some("/proc/120/root".into()),
+            ..ProcessInfo::default()
+        }],
+        containers: vec![
+            ContainerInfo {
+                runtime: "docker".into(),
+                id: running_id.into(),
+                name: Some("vllm-llama".into()),
+                image: "vllm/vllm-openai:v0.11.0".into(),
+                cmd: cmd("vllm-llama"),
+                state: Some("running".into()),
+                ..ContainerInfo::default()
+            },
+            ContainerInfo {
+                runtime: "docker".into(),
+                id: "8b1e4d7c2a5f9e0b3c6d8a1f4e7b0c2d".into(),
+                name: Some("vllm-llama-v0102".into()),
+                image: "vllm/vllm-openai:v0.10.2".into(),
+                cmd: cmd("vllm-llama-v0102"),
+                state: Some("exited".into()),
+                started_at: Some(1_700_000_000),
+                ..ContainerInfo::default()
+            },
+        ],
+        python_envs: vec![
+            PythonEnv {
+                interpreter: "/usr/bin/python3.11".into(),
+                used_by: vec!["pid:120".into()],
+                packages: vec![vllm("0.11.0")],
+                mount_root: Some("/proc/120/root".into()),
+                ..PythonEnv::default()
+            },
+            PythonEnv {
+                interpreter: "/opt/venv/bin/python3".into(),
+                prefix: Some("/opt/venv".into()),
+                packages: vec![vllm("0.9.0")],
+                ..PythonEnv::default()
+            },
+        ],
+        histories: vec![HistoryFile {
+            path: "/root/.bash_history".into(),
+            entries: vec![
+                history(4, "vllm/vllm-openai:v0.10.2", "old"),
+                history(5, "vllm/vllm-openai:latest", "latest"),
+                history(6, "vllm/vllm-openai@sha256:0123456789abcdef", "digest"),
+                HistoryEntry {
+                    index: 7,
+                    command:
+                        "/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model /h"
+                            .into(),
+                    ..HistoryEntry::default()
+                },
+            ],
+            ..HistoryFile::default()
+        }],
+        ..Snapshot::default()
+    }
+}
+
+#[test]
+fn container_launches_take_their_image_tag_or_their_own_packages() {
+    let launches = launches_of(&docker_snapshot());
+    let version = |loc: &str| {
+        launches
+            .iter()
+            .find(|l| l.source.location == loc || l.source.also_seen_in.iter().any(|s| s == loc))
+            .unwrap_or_else(|| panic!("no launch from {loc}: {launches:#?}"))
+            .engine_version
+            .clone()
+    };
+    // The exited container: its image tag, not the running container's packages.
+    assert_eq!(
+        version("container:vllm-llama-v0102").as_deref(),
+        Some("0.10.2")
+    );
+    // The running one: its own packages (read through its process).
+    assert_eq!(version("pid:120").as_deref(), Some("0.11.0"));
+    assert_eq!(version("/root/.bash_history#4").as_deref(), Some("0.10.2"));
+    // `latest` and a digest name no version; the host venv's is not theirs.
+    assert_eq!(version("/root/.bash_history#5"), None);
+    assert_eq!(version("/root/.bash_history#6"), None);
+    // A host launch by the venv's interpreter: the venv's version, not the container's.
+    assert_eq!(version("/root/.bash_history#7").as_deref(), Some("0.9.0"));
+}
+
+#[test]
+fn image_tags_name_versions() {
+    use super::container::image_version;
+    let v = |i: &str, e| image_version(i, e);
+    assert_eq!(
+        v("vllm/vllm-openai:v0.10.2", Engine::Vllm).as_deref(),
+        Some("0.10.2")
+    );
+    assert_eq!(
+        v("lmsysorg/sglang:v0.5.9-cu128", Engine::Sglang).as_deref(),
+        Some("0.5.9")
+    );
+    assert_eq!(
+        v(
+            "ghcr.io/huggingface/text-generation-inference:3.0.1",
+            Engine::Tgi
+        )
+        .as_deref(),
+        Some("3.0.1")
+    );
+    assert_eq!(v("localhost:5000/vllm-openai", Engine::Vllm), None);
+    assert_eq!(v("vllm/vllm-openai:latest", Engine::Vllm), None);
+    assert_eq!(v("vllm/vllm-openai", Engine::Vllm), None);
+    assert_eq!(v("vllm/vllm-openai:nightly-abc", Engine::Vllm), None);
+    assert_eq!(v("vllm/vllm-openai@sha256:00ff", Engine::Vllm), None);
+    // Not the engine's own image: its tag is the base image's version.
+    assert_eq!(v("nvcr.io/nvidia/pytorch:24.05-py3", Engine::Vllm), None);
+}
