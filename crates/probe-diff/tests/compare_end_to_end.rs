@@ -90,12 +90,33 @@ fn timeline_from_history_and_process() {
             Some((launch.source.kind, event.running, event.previous))
         })
         .collect();
+    // The last line runs what the process runs and nothing later restarts it: it is the
+    // running run's command (also seen in), and the line before it ran before that process.
     assert_eq!(
         launches,
         [
             (SourceKind::History, false, true),
-            (SourceKind::History, false, false),
             (SourceKind::Process, true, false),
         ]
     );
+    let running = timeline
+        .launches
+        .iter()
+        .find(|launch| launch.source.running)
+        .expect("a running launch");
+    assert!(
+        running
+            .source
+            .also_seen_in
+            .iter()
+            .any(|seen| seen == "history:/root/.bash_history#2"),
+        "{:?}",
+        running.source.also_seen_in
+    );
+    let earlier = timeline
+        .launches
+        .iter()
+        .find(|launch| launch.source.location == "/root/.bash_history#0")
+        .expect("the earlier line");
+    assert_eq!(earlier.source.time.not_after, Some(1_700_090_000));
 }

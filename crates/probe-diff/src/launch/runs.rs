@@ -9,6 +9,7 @@
 
 use probe_model::{LaunchConfig, ProcessRole, Snapshot, SourceKind, UnixTime};
 
+use super::shell::split_words;
 use crate::compare::{same_configuration, same_server};
 
 /// A start-up log line written this long after a run started belongs to that run.
@@ -136,6 +137,134 @@ fn same_run_structurally(
         }
         _ => false,
     }
+}
+
+/// The history file and entry index of a history launch (`/root/.bash_history#8`).
+fn history_entry(launch: &LaunchConfig) -> Option<(&str, u32)> {
+    let (path, index) = launch.source.location.trim().rsplit_once('#')?;
+    Some((path, index.parse().ok()?))
+}
+
+/// The `--name` of the `docker run` / `podman run` a history entry holds.
+fn history_container_name(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
+    let (path, index) = history_entry(launch)?;
+    let entry = snapshot
+        .histories
+        .iter()
+        .filter(|h| h.path == path)
+        .flat_map(|h| h.entries.iter())
+        .find(|e| e.index == index)?;
+    let words = split_words(&entry.command);
+    let run = words.iter().position(|w| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        matches!(base, "docker" | "podman" | "nerdctl")
+    })?;
+    let mut rest = words.iter().skip(run + 1);
+    while let Some(w) = rest.next() {
+        if w == "--name" {
+            return rest.next().cloned();
+        }
+        if let Some(name) = w.strip_prefix("--name=") {
+            return Some(name.to_string());
+        }
+    }
+    None
+}
+
+/// Names of the containers behind anchor `j`: its own, and those merged into it.
+fn container_names(launches: &[LaunchConfig], into: &[Option<usize>], j: usize) -> Vec<String> {
+    launches
+        .iter()
+        .enumerate()
+        .filter(|(k, l)| {
+            l.source.kind == SourceKind::Container
+                && (*k == j || into.get(*k).copied().flatten() == Some(j))
+        })
+        .map(|(_, l)| {
+            let location = l.source.location.trim();
+            location
+                .strip_prefix("container:")
+                .unwrap_or(location)
+                .to_string()
+        })
+        .collect()
+}
+
+/// The run a history line with no time started, kept conservative. Its time is only bounded
+/// above (the file's mtime) and by its place in the file, so it is merged only when:
+/// - it is a `docker run --name N` and a container named N is one of the anchors (a container
+///   name is held by one container at a time), or it runs outside any container with the same
+///   engine and configuration as a running process, unit or container outside any container
+///   that started before the file was last written;
+/// - exactly one anchor fits;
+/// - nothing later in that file starts the same server again (a `docker run` of the same
+///   container name; outside containers the same unit or port, or the same configuration).
+fn untimed_history_run(
+    snapshot: &Snapshot,
+    launches: &[LaunchConfig],
+    into: &[Option<usize>],
+    anchors: &[usize],
+    i: usize,
+) -> Option<usize> {
+    let line = launches.get(i)?;
+    let (path, index) = history_entry(line)?;
+    let in_container = line
+        .wrappers
+        .iter()
+        .any(|w| matches!(w.as_str(), "docker" | "podman"));
+    let name = history_container_name(snapshot, line);
+    if in_container && name.is_none() {
+        return None;
+    }
+    let fits: Vec<usize> = anchors
+        .iter()
+        .copied()
+        .filter(|&j| {
+            let Some(anchor) = launches.get(j) else {
+                return false;
+            };
+            if anchor.engine != line.engine || !same_configuration(line, anchor) {
+                return false;
+            }
+            let names = container_names(launches, into, j);
+            match &name {
+                Some(n) => names.contains(n),
+                None => {
+                    let anchor_in_container = !names.is_empty()
+                        || anchor.source.pid().is_some_and(|pid| {
+                            snapshot
+                                .processes
+                                .iter()
+                                .any(|p| p.pid == pid && p.container_id.is_some())
+                        });
+                    let started_before_written =
+                        match (run_start(snapshot, anchor), line.source.time.not_after) {
+                            (Some(start), Some(written)) => start <= written,
+                            _ => false,
+                        };
+                    anchor.source.running && !anchor_in_container && started_before_written
+                }
+            }
+        })
+        .collect();
+    let [j] = fits.as_slice() else {
+        return None;
+    };
+    let anchor = launches.get(*j)?;
+    // A container is identified by its name; a host run by its server and configuration.
+    let restarted_later = launches.iter().enumerate().any(|(k, other)| {
+        k != i
+            && other.source.kind == SourceKind::History
+            && history_entry(other).is_some_and(|(p, n)| p == path && n > index)
+            && match &name {
+                Some(n) => history_container_name(snapshot, other).as_deref() == Some(n.as_str()),
+                None => {
+                    same_server(snapshot, other, anchor)
+                        || (other.engine == anchor.engine && same_configuration(other, anchor))
+                }
+            }
+    });
+    (!restarted_later).then_some(*j)
 }
 
 /// Folds `other` (less precise) into `primary`.
@@ -334,6 +463,21 @@ pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<Launc
         }
     }
 
+    // 2b. History lines with no time (see [`untimed_history_run`]).
+    for i in 0..count {
+        if kind(i) != Some(SourceKind::History)
+            || into.get(i).copied().flatten().is_some()
+            || starts.get(i).copied().flatten().is_some()
+        {
+            continue;
+        }
+        if let Some(j) = untimed_history_run(snapshot, &launches, &into, &anchors, i)
+            && let Some(slot) = into.get_mut(i)
+        {
+            *slot = Some(j);
+        }
+    }
+
     // 3. Copies of one start-up line with no run around them (the journal and a file).
     for i in 0..count {
         if kind(i) != Some(SourceKind::Log) || into.get(i).copied().flatten().is_some() {
@@ -357,6 +501,40 @@ pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<Launc
         });
         if let (Some(j), Some(slot)) = (copy_of, into.get_mut(i)) {
             *slot = Some(j);
+        }
+    }
+
+    // An untimed history line that started a run of known start bounds the lines before it
+    // in that file: they ran before that start.
+    let bounds: Vec<(String, u32, UnixTime)> = (0..count)
+        .filter_map(|i| {
+            let line = launches.get(i)?;
+            if line.source.kind != SourceKind::History || starts.get(i).copied().flatten().is_some()
+            {
+                return None;
+            }
+            let j = into.get(i).copied().flatten()?;
+            let start = starts.get(j).copied().flatten()?;
+            let (path, index) = history_entry(line)?;
+            Some((path.to_string(), index, start))
+        })
+        .collect();
+    let mut launches = launches;
+    for (i, line) in launches.iter_mut().enumerate() {
+        if line.source.kind != SourceKind::History
+            || line.source.time.at.is_some()
+            || into.get(i).copied().flatten().is_some()
+        {
+            continue;
+        }
+        let Some((path, index)) = history_entry(line).map(|(p, n)| (p.to_string(), n)) else {
+            continue;
+        };
+        for (p, n, start) in &bounds {
+            if *p == path && index < *n {
+                let bound = line.source.time.not_after.map_or(*start, |b| b.min(*start));
+                line.source.time.not_after = Some(bound);
+            }
         }
     }
 

@@ -347,3 +347,114 @@ fn image_tags_name_versions() {
     // Not the engine's own image: its tag is the base image's version.
     assert_eq!(v("nvcr.io/nvidia/pytorch:24.05-py3", Engine::Vllm), None);
 }
+
+fn untimed(index: u32, command: &str) -> probe_model::HistoryEntry {
+    probe_model::HistoryEntry {
+        index,
+        time: None,
+        command: command.into(),
+    }
+}
+
+fn with_history(mut s: Snapshot, mtime: i64, entries: Vec<probe_model::HistoryEntry>) -> Snapshot {
+    s.histories = vec![probe_model::HistoryFile {
+        path: "/root/.bash_history".into(),
+        mtime: Some(mtime),
+        entries,
+        ..probe_model::HistoryFile::default()
+    }];
+    s
+}
+
+/// Where history entry `n` ended up: the location of the launch it is (or was merged into).
+fn home_of(launches: &[LaunchConfig], n: u32) -> String {
+    let loc = format!("/root/.bash_history#{n}");
+    let label = format!("history:{loc}");
+    launches
+        .iter()
+        .find(|l| l.source.location == loc || l.source.also_seen_in.contains(&label))
+        .map(|l| l.source.location.clone())
+        .unwrap_or_else(|| panic!("history #{n} is nowhere: {launches:#?}"))
+}
+
+#[test]
+fn untimed_docker_run_lines_join_the_container_they_named() {
+    let run = |name: &str, image: &str, tp: u32| {
+        format!(
+            "docker run -d --name {name} --gpus all {image} --model /m --tensor-parallel-size {tp}"
+        )
+    };
+    let s = with_history(
+        docker_snapshot(),
+        1_800_000_000,
+        vec![
+            untimed(4, &run("vllm-llama-v0102", "vllm/vllm-openai:v0.10.2", 4)),
+            untimed(7, "docker stop vllm-llama-v0102"),
+            untimed(8, &run("vllm-llama", "vllm/vllm-openai:v0.11.0", 4)),
+            untimed(9, "docker logs --tail 50 vllm-llama"),
+        ],
+    );
+    let launches = launches_of(&s);
+    assert_eq!(home_of(&launches, 8), "pid:120");
+    assert_eq!(home_of(&launches, 4), "container:vllm-llama-v0102");
+    let running = launches.iter().find(|l| l.source.running).unwrap();
+    assert_eq!(running.engine_version.as_deref(), Some("0.11.0"));
+
+    // A later line starts a container of that name again (other options): the earlier line is
+    // not the running one's, and neither is the later one (its configuration differs).
+    let s = with_history(
+        docker_snapshot(),
+        1_800_000_000,
+        vec![
+            untimed(8, &run("vllm-llama", "vllm/vllm-openai:v0.11.0", 4)),
+            untimed(9, "docker rm -f vllm-llama"),
+            untimed(10, &run("vllm-llama", "vllm/vllm-openai:v0.11.0", 2)),
+        ],
+    );
+    let launches = launches_of(&s);
+    assert_eq!(home_of(&launches, 8), "/root/.bash_history#8");
+    assert_eq!(home_of(&launches, 10), "/root/.bash_history#10");
+    // Another name, same options: not that container's line.
+    let s = with_history(
+        docker_snapshot(),
+        1_800_000_000,
+        vec![untimed(8, &run("other", "vllm/vllm-openai:v0.11.0", 4))],
+    );
+    assert_eq!(home_of(&launches_of(&s), 8), "/root/.bash_history#8");
+}
+
+#[test]
+fn untimed_host_lines_join_a_running_process_started_before_the_file_was_written() {
+    let host = |mtime: i64, entries| {
+        let mut s = with_history(Snapshot::default(), mtime, entries);
+        s.processes = vec![probe_model::ProcessInfo {
+            pid: 7,
+            argv: ["vllm", "serve", "/m", "--tensor-parallel-size", "4"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            role: ProcessRole::Launcher,
+            engine: Some("vllm".into()),
+            start_time: Some(1_000),
+            ..probe_model::ProcessInfo::default()
+        }];
+        launches_of(&s)
+    };
+    let line = "nohup vllm serve /m --tensor-parallel-size 4 > /tmp/v.log 2>&1 &";
+    assert_eq!(home_of(&host(2_000, vec![untimed(3, line)]), 3), "pid:7");
+    // The file was last written before the process started: another session started it.
+    assert_eq!(
+        home_of(&host(500, vec![untimed(3, line)]), 3),
+        "/root/.bash_history#3"
+    );
+    // Other options: not its line.
+    let other = "vllm serve /m --tensor-parallel-size 2";
+    assert_eq!(
+        home_of(&host(2_000, vec![untimed(3, other)]), 3),
+        "/root/.bash_history#3"
+    );
+    // The same line run again later: only the last one is the running run's.
+    let launches = host(2_000, vec![untimed(3, line), untimed(5, line)]);
+    assert_eq!(home_of(&launches, 3), "/root/.bash_history#3");
+    assert_eq!(home_of(&launches, 5), "pid:7");
+}
