@@ -49,6 +49,7 @@ pub fn build(
             })
         })
         .collect();
+    let metrics_by_run = probe_diff::metrics_by_run(snapshot, &timeline, 3);
     let problems = snapshot
         .sections
         .iter()
@@ -75,6 +76,7 @@ pub fn build(
         vs_previous_launch,
         vs_last_snapshot,
         metrics,
+        metrics_by_run,
         problems,
         notices,
     }

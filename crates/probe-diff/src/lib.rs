@@ -16,5 +16,5 @@ pub use compare::{
     CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
     option_at_default, rank, unified_diff,
 };
-pub use periods::previous_launch_diff;
+pub use periods::{metrics_by_run, previous_launch_diff};
 pub use timeline::{timeline, timeline_with};

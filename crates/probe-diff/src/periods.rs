@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use probe_model::{
-    Change, ChangeKind, LaunchConfig, LaunchDiff, MetricComparison, MetricSummary, Snapshot,
-    SourceKind, Timeline, UnixTime,
+    Change, ChangeKind, LaunchConfig, LaunchDiff, MetricComparison, MetricReport, MetricSummary,
+    RunMetrics, Snapshot, SourceKind, Timeline, UnixTime,
 };
 use serde_json::Value;
 
@@ -351,4 +351,103 @@ pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<
     diff.changes.extend(changes);
     rank(&mut diff.changes);
     Some(diff)
+}
+
+/// The logs of `server` with points of metric `name` inside `period`, comma-separated.
+fn period_sources(
+    snapshot: &Snapshot,
+    timeline: &Timeline,
+    server: &LaunchConfig,
+    name: &str,
+    period: &RunPeriod,
+) -> String {
+    let mut sources: Vec<&str> = Vec::new();
+    for log in &snapshot.logs {
+        let location = log.location.trim();
+        if sources.contains(&location) || !log_of_server(snapshot, timeline, server, location) {
+            continue;
+        }
+        let inside = log
+            .metrics
+            .iter()
+            .filter(|series| series.name == name)
+            .flat_map(|series| series.points.iter())
+            .any(|(time, _)| {
+                time.is_some_and(|t| t >= period.start && period.end.is_none_or(|end| t < end))
+            });
+        if inside {
+            sources.push(location);
+        }
+    }
+    sources.join(", ")
+}
+
+/// Log metrics by run of each running server: the running run, then up to `earlier` earlier
+/// runs of the same server that logged metrics, newest first. Metrics in [`PREFERRED`] order.
+pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) -> Vec<RunMetrics> {
+    let mut out = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for event in timeline.events.iter().filter(|e| e.running) {
+        let Some(running) = event.launch else {
+            continue;
+        };
+        if seen.contains(&running) {
+            continue;
+        }
+        seen.push(running);
+        let Some(server) = timeline.launches.get(running) else {
+            continue;
+        };
+        let points = server_points(snapshot, timeline, server);
+        if points.is_empty() {
+            continue;
+        }
+        let periods = run_periods(snapshot, timeline, running);
+        let Some(current) = periods.iter().rev().find(|p| p.launch == running) else {
+            continue;
+        };
+        let before = periods
+            .iter()
+            .rev()
+            .filter(|p| p.start < current.start)
+            .map(|p| (p, period_metrics(&points, p)))
+            .filter(|(_, metrics)| !metrics.is_empty())
+            .take(earlier);
+        let runs = std::iter::once((current, period_metrics(&points, current))).chain(before);
+        for (period, metrics) in runs {
+            let Some(launch) = timeline.launches.get(period.launch) else {
+                continue;
+            };
+            let mut names: Vec<&String> = metrics.keys().collect();
+            names.sort_by_key(|name| {
+                (
+                    PREFERRED
+                        .iter()
+                        .position(|p| p == name)
+                        .unwrap_or(PREFERRED.len()),
+                    name.to_string(),
+                )
+            });
+            let metrics = names
+                .into_iter()
+                .filter_map(|name| {
+                    let (unit, summary) = metrics.get(name)?;
+                    Some(MetricReport {
+                        name: name.clone(),
+                        unit: unit.clone(),
+                        source: period_sources(snapshot, timeline, server, name, period),
+                        summary: summary.clone(),
+                    })
+                })
+                .collect();
+            out.push(RunMetrics {
+                launch: evidence_label(launch),
+                running: period.launch == running && period.end.is_none(),
+                start: Some(period.start),
+                end: period.end,
+                metrics,
+            });
+        }
+    }
+    out
 }

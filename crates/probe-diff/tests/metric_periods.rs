@@ -142,3 +142,50 @@ fn without_metrics_of_its_own_the_previous_launch_is_stood_in_for_and_named() {
     assert!(note.contains("bash_history#3"), "{note}");
     assert!(diff.metrics.iter().any(|m| m.name == "running_reqs"));
 }
+
+#[test]
+fn metrics_by_run_groups_points_by_the_run_that_logged_them() {
+    let snapshot = snapshot(true);
+    let timeline = timeline(&snapshot);
+    let runs = probe_diff::metrics_by_run(&snapshot, &timeline, 3);
+    let labels: Vec<(&str, bool)> = runs
+        .iter()
+        .map(|run| (run.launch.as_str(), run.running))
+        .collect();
+    // The running run first, then the earlier ones newest first (all three logged metrics).
+    assert_eq!(labels.first(), Some(&("pid:62", true)), "{labels:?}");
+    assert!(
+        labels.get(1).is_some_and(|(l, r)| l.ends_with("#9") && !r),
+        "{labels:?}"
+    );
+    assert!(
+        labels.get(2).is_some_and(|(l, r)| l.ends_with("#3") && !r),
+        "{labels:?}"
+    );
+    assert_eq!(runs.len(), 3);
+    let mean = |run: usize, name: &str| {
+        runs.get(run)
+            .and_then(|r| r.metrics.iter().find(|m| m.name == name))
+            .map(|m| (m.summary.mean, m.summary.count, m.source.clone()))
+    };
+    assert_eq!(
+        mean(0, "gen_throughput"),
+        Some((438.0, 2, "/root/sglang.log".into()))
+    );
+    assert_eq!(mean(1, "gen_throughput").map(|m| m.0), Some(710.0));
+    assert_eq!(mean(2, "gen_throughput").map(|m| m.0), Some(1025.0));
+    assert_eq!(mean(1, "running_reqs"), None);
+    assert_eq!(mean(2, "running_reqs").map(|m| m.1), Some(1));
+    // Each run ends where the next starts; the running one has no end.
+    assert_eq!(runs.first().and_then(|r| r.end), None);
+    assert_eq!(
+        runs.get(1).and_then(|r| r.end),
+        runs.first().and_then(|r| r.start)
+    );
+    assert_eq!(
+        runs.get(2).and_then(|r| r.end),
+        runs.get(1).and_then(|r| r.start)
+    );
+    // At most `earlier` earlier runs.
+    assert_eq!(probe_diff::metrics_by_run(&snapshot, &timeline, 1).len(), 2);
+}

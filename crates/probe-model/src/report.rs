@@ -34,10 +34,29 @@ pub struct HostReport {
     pub vs_last_snapshot: Option<SnapshotDiff>,
     /// Log metrics with their time ranges.
     pub metrics: Vec<MetricReport>,
+    /// Log metrics by run of each running server: the running run first, then up to three
+    /// earlier runs that logged metrics, newest first (points of all its logs, deduplicated).
+    #[serde(default)]
+    pub metrics_by_run: Vec<RunMetrics>,
     /// Sections that did not complete (timed out, permission denied, truncated, failed).
     pub problems: Vec<SectionReport>,
     /// Messages from connecting (a host key recorded, a setting reinterpreted).
     pub notices: Vec<String>,
+}
+
+/// The log metrics of one run of a server: from its start to the next start of that server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunMetrics {
+    /// The launch of that run, as evidence (`pid:120`, `container:vllm-llama-v0102`).
+    pub launch: String,
+    /// Whether it is running now.
+    pub running: bool,
+    pub start: Option<UnixTime>,
+    /// The next start of the same server; `None` while it runs.
+    pub end: Option<UnixTime>,
+    /// Its metrics (`source` lists the logs they came from).
+    pub metrics: Vec<MetricReport>,
 }
 
 /// One metric of one log.

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, GpuStatus, HostReport, Impact,
-    LaunchConfig, LaunchDiff, MetricComparison, SectionStatus, SnapshotDiff, SourceKind, Timeline,
-    UnixTime,
+    LaunchConfig, LaunchDiff, MetricComparison, MetricReport, SectionStatus, SnapshotDiff,
+    SourceKind, Timeline, UnixTime,
 };
 use probe_store::SnapshotMeta;
 
@@ -501,47 +501,28 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         }
     }
 
-    if !report.metrics.is_empty() {
-        doc.heading(2, "Log metrics");
-        let rows = report
+    if !report.metrics_by_run.is_empty() {
+        metrics_by_run(&mut doc, &report.metrics_by_run);
+        // Logs with metrics in none of those runs (another server's, or undated).
+        let shown: Vec<&str> = report
+            .metrics_by_run
+            .iter()
+            .flat_map(|run| run.metrics.iter())
+            .flat_map(|metric| metric.source.split(", "))
+            .collect();
+        let others: Vec<&MetricReport> = report
             .metrics
             .iter()
-            .map(|metric| {
-                let s = &metric.summary;
-                let range = match (s.first_time, s.last_time) {
-                    (Some(first), Some(last)) => {
-                        format!("{} .. {}", format_time(first), format_time(last))
-                    }
-                    _ => "no timestamps".into(),
-                };
-                (
-                    Tone::Plain,
-                    vec![
-                        metric.name.clone(),
-                        format!("{} {}", number(s.mean), metric.unit),
-                        format!("{} .. {}", number(s.min), number(s.max)),
-                        number(s.last),
-                        s.count.to_string(),
-                        range,
-                        metric.source.clone(),
-                    ],
-                )
-            })
+            .filter(|metric| !shown.contains(&metric.source.as_str()))
             .collect();
-        doc.table(
-            [
-                "metric",
-                "mean",
-                "min .. max",
-                "last",
-                "samples",
-                "time range",
-                "log",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-        );
+        if !others.is_empty() {
+            doc.line(Tone::Plain, "  other logs:");
+            metrics_by_log(&mut doc, &others);
+        }
+    } else if !report.metrics.is_empty() {
+        doc.heading(2, "Log metrics");
+        let all: Vec<&MetricReport> = report.metrics.iter().collect();
+        metrics_by_log(&mut doc, &all);
     }
 
     if !report.problems.is_empty() {
@@ -577,6 +558,97 @@ fn section_status(status: SectionStatus) -> &'static str {
         SectionStatus::PermissionDenied => "permission denied",
         SectionStatus::NotPresent => "not present",
         SectionStatus::Failed => "failed",
+    }
+}
+
+/// Log metrics one row per metric of each log (when no run of a running server holds them).
+fn metrics_by_log(doc: &mut Doc, metrics: &[&MetricReport]) {
+    let rows = metrics
+        .iter()
+        .map(|metric| {
+            let s = &metric.summary;
+            let range = match (s.first_time, s.last_time) {
+                (Some(first), Some(last)) => {
+                    format!("{} .. {}", format_time(first), format_time(last))
+                }
+                _ => "no timestamps".into(),
+            };
+            (
+                Tone::Plain,
+                vec![
+                    metric.name.clone(),
+                    format!("{} {}", number(s.mean), metric.unit),
+                    format!("{} .. {}", number(s.min), number(s.max)),
+                    number(s.last),
+                    s.count.to_string(),
+                    range,
+                    metric.source.clone(),
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        [
+            "metric",
+            "mean",
+            "min .. max",
+            "last",
+            "samples",
+            "time range",
+            "log",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    );
+}
+
+/// "Log metrics" by run: the running run, then earlier runs newest first, each with its launch
+/// and time range, one row per metric.
+fn metrics_by_run(doc: &mut Doc, runs: &[probe_model::RunMetrics]) {
+    doc.heading(2, "Log metrics by run");
+    for run in runs {
+        let since = run.start.map(format_time);
+        let when = match (since, run.end.map(format_time)) {
+            (Some(start), _) if run.running => format!("running now, since {start}"),
+            (Some(start), Some(end)) => format!("{start} .. {end}"),
+            (Some(start), None) => format!("since {start}"),
+            (None, _) => "time unknown".into(),
+        };
+        let title = if run.running {
+            "running run"
+        } else {
+            "earlier run"
+        };
+        doc.line(Tone::Plain, format!("  {title}: {} ({when})", run.launch));
+        if run.metrics.is_empty() {
+            doc.line(Tone::Dim, "    no metrics logged in this run");
+            continue;
+        }
+        let rows = run
+            .metrics
+            .iter()
+            .map(|metric| {
+                let s = &metric.summary;
+                (
+                    Tone::Plain,
+                    vec![
+                        metric.name.clone(),
+                        format!("{} {}", number(s.mean), metric.unit),
+                        format!("{} .. {}", number(s.min), number(s.max)),
+                        number(s.last),
+                        s.count.to_string(),
+                        metric.source.clone(),
+                    ],
+                )
+            })
+            .collect();
+        doc.table(
+            ["metric", "mean", "min .. max", "last", "samples", "log"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        );
     }
 }
 

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, Category, Change, ChangeKind, Engine, EngineVersion,
     Gpu, GpuState, GpuStatus, HostFacts, HostReport, Impact, LaunchConfig, LaunchDiff,
-    LaunchOption, LaunchSource, MetricComparison, MetricReport, MetricSummary, SectionReport,
-    SectionStatus, SnapshotDiff, SnapshotRef, SourceKind, Speculative, TextDiff, TimeBounds,
+    LaunchOption, LaunchSource, MetricComparison, MetricReport, MetricSummary, RunMetrics,
+    SectionReport, SectionStatus, SnapshotDiff, SnapshotRef, SourceKind, Speculative, TextDiff,
+    TimeBounds,
 };
 use serde_json::json;
 
@@ -231,22 +232,84 @@ fn host_report() -> HostReport {
                 ..diff
             }),
         vs_last_snapshot: Some(snapshot_diff()),
-        metrics: vec![MetricReport {
-            name: "gen_throughput".into(),
-            unit: "tok/s".into(),
-            source: "/root/sglang.log".into(),
-            summary: MetricSummary {
-                count: 120,
-                min: 900.0,
-                max: 2010.5,
-                mean: 1402.25,
-                p50: 1400.0,
-                p90: 1900.0,
-                last: 1388.0,
-                first_time: Some(1_795_160_000),
-                last_time: Some(1_795_169_000),
+        metrics: vec![
+            MetricReport {
+                name: "gen_throughput".into(),
+                unit: "tok/s".into(),
+                source: "/root/sglang.log".into(),
+                summary: MetricSummary {
+                    count: 120,
+                    min: 900.0,
+                    max: 2010.5,
+                    mean: 1402.25,
+                    p50: 1400.0,
+                    p90: 1900.0,
+                    last: 1388.0,
+                    first_time: Some(1_795_160_000),
+                    last_time: Some(1_795_169_000),
+                },
             },
-        }],
+            MetricReport {
+                name: "gen_throughput".into(),
+                unit: "tok/s".into(),
+                source: "/root/other-server.log".into(),
+                summary: MetricSummary {
+                    count: 3,
+                    min: 10.0,
+                    max: 30.0,
+                    mean: 20.0,
+                    last: 30.0,
+                    ..MetricSummary::default()
+                },
+            },
+        ],
+        metrics_by_run: vec![
+            RunMetrics {
+                launch: "pid:4242".into(),
+                running: true,
+                start: Some(1_795_168_000),
+                end: None,
+                metrics: vec![MetricReport {
+                    name: "gen_throughput".into(),
+                    unit: "tok/s".into(),
+                    source: "/root/sglang.log".into(),
+                    summary: MetricSummary {
+                        count: 20,
+                        min: 900.0,
+                        max: 1500.0,
+                        mean: 1100.5,
+                        last: 1388.0,
+                        ..MetricSummary::default()
+                    },
+                }],
+            },
+            RunMetrics {
+                launch: "unit:sglang.service".into(),
+                running: false,
+                start: Some(1_795_160_000),
+                end: Some(1_795_168_000),
+                metrics: vec![MetricReport {
+                    name: "gen_throughput".into(),
+                    unit: "tok/s".into(),
+                    source: "sglang.service, /root/sglang.log".into(),
+                    summary: MetricSummary {
+                        count: 100,
+                        min: 1200.0,
+                        max: 2010.5,
+                        mean: 1460.0,
+                        last: 1300.0,
+                        ..MetricSummary::default()
+                    },
+                }],
+            },
+            RunMetrics {
+                launch: "history:/root/.bash_history#7".into(),
+                running: false,
+                start: Some(1_795_150_000),
+                end: Some(1_795_160_000),
+                metrics: Vec::new(),
+            },
+        ],
         problems: vec![SectionReport {
             name: "history:/home/bob/.bash_history".into(),
             status: SectionStatus::PermissionDenied,
