@@ -208,10 +208,7 @@ fn start_kept(opts: SshdOptions) -> (Sshd, Keeper) {
 impl FixtureHost {
     /// Starts host `name` with its own client key.
     pub fn start(name: &str) -> FixtureHost {
-        let key_dir = tempfile::Builder::new()
-            .prefix("probe-fxkey-")
-            .tempdir()
-            .expect("tempdir");
+        let key_dir = crate::owned_tempdir("probe-fxkey-");
         let key = KeyPair::generate(key_dir.path(), "id_ed25519", "ed25519", "", None);
         let client_dir = key_dir.path().to_path_buf();
         let mut host = Self::start_with_key(name, key, &client_dir);
@@ -236,13 +233,8 @@ impl FixtureHost {
         let addr = manifest
             .addr
             .unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
-        sweep_stale_copies();
-        let copy = tempfile::Builder::new()
-            .prefix(&format!("probe-fx-{name}-"))
-            .tempdir()
-            .expect("tempdir");
+        let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
         let dir = copy.path().to_path_buf();
-        std::fs::write(dir.join(".owner"), std::process::id().to_string()).expect("write owner");
         copy_tree(&def, &dir);
         std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
         let lib = definitions_dir().join("_lib");
@@ -459,27 +451,6 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
-/// Removes copies left by test processes that were killed before dropping their hosts (the
-/// hostile host's copy holds 200 MB). A copy is stale when the PID in its `.owner` is gone.
-fn sweep_stale_copies() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("probe-fx-") {
-            continue;
-        }
-        let owner = std::fs::read_to_string(entry.path().join(".owner"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
-        if let Some(pid) = owner
-            && !Path::new(&format!("/proc/{pid}")).exists()
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
 /// `root` and all its descendants, from the host's /proc.
 pub fn descendants(root: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
@@ -542,10 +513,7 @@ pub struct Fleet {
 impl Fleet {
     /// Starts the named hosts in parallel.
     pub fn start(names: &[&str]) -> Fleet {
-        let dir = tempfile::Builder::new()
-            .prefix("probe-fleet-")
-            .tempdir()
-            .expect("tempdir");
+        let dir = crate::owned_tempdir("probe-fleet-");
         let key = KeyPair::generate(dir.path(), "id_ed25519", "ed25519", "", None);
         let hosts: Vec<FixtureHost> = std::thread::scope(|s| {
             let handles: Vec<_> = names

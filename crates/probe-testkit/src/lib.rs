@@ -26,3 +26,41 @@ pub fn require_openssh() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Prefixes of the temporary directories this crate makes.
+const TEMP_PREFIXES: [&str; 4] = ["probe-sshd-", "probe-fx-", "probe-fxkey-", "probe-fleet-"];
+
+/// A temporary directory owned by this process: its `.owner` file holds our PID. Fleets shared
+/// by a test binary live in statics that are never dropped, and a killed test never drops
+/// anything, so directories whose owner is gone are removed here first.
+pub(crate) fn owned_tempdir(prefix: &str) -> tempfile::TempDir {
+    sweep_stale_tempdirs();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("tempdir");
+    std::fs::write(dir.path().join(".owner"), std::process::id().to_string()).expect("write owner");
+    dir
+}
+
+/// Removes our temporary directories whose owning process is gone.
+fn sweep_stale_tempdirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !TEMP_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let owner = std::fs::read_to_string(entry.path().join(".owner"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(pid) = owner
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

@@ -55,10 +55,7 @@ impl Sshd {
     pub fn start(opts: SshdOptions) -> Sshd {
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all("/run/sshd").expect("mkdir /run/sshd");
-        let dir = tempfile::Builder::new()
-            .prefix("probe-sshd-")
-            .tempdir()
-            .expect("tempdir");
+        let dir = crate::owned_tempdir("probe-sshd-");
         let port = opts.port.unwrap_or_else(|| free_port(opts.addr));
         let mut host_keys = Vec::new();
         let mut config = String::new();
