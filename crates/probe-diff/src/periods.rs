@@ -222,15 +222,7 @@ pub fn compare_periods(
     after_label: &str,
 ) -> (Vec<MetricComparison>, Vec<Change>) {
     let mut names: Vec<&String> = before.keys().filter(|n| after.contains_key(*n)).collect();
-    names.sort_by_key(|name| {
-        (
-            PREFERRED
-                .iter()
-                .position(|p| p == name)
-                .unwrap_or(PREFERRED.len()),
-            name.to_string(),
-        )
-    });
+    names.sort_by_key(|name| preferred_order(name));
     let mut comparisons = Vec::new();
     let mut changes = Vec::new();
     for name in names {
@@ -419,15 +411,7 @@ pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) 
                 continue;
             };
             let mut names: Vec<&String> = metrics.keys().collect();
-            names.sort_by_key(|name| {
-                (
-                    PREFERRED
-                        .iter()
-                        .position(|p| p == name)
-                        .unwrap_or(PREFERRED.len()),
-                    name.to_string(),
-                )
-            });
+            names.sort_by_key(|name| preferred_order(name));
             let metrics = names
                 .into_iter()
                 .filter_map(|name| {
@@ -450,4 +434,10 @@ pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) 
         }
     }
     out
+}
+
+/// Sort key of a metric name: the preferred metrics first, in their order, then by name.
+fn preferred_order(name: &str) -> (usize, String) {
+    let position = PREFERRED.iter().position(|p| *p == name);
+    (position.unwrap_or(PREFERRED.len()), name.to_string())
 }
