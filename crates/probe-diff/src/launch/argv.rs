@@ -104,32 +104,27 @@ fn entry_for_binary(
         .strip_suffix(".exe")
         .or_else(|| base.strip_suffix(".EXE"))
         .unwrap_or(base);
-    for e in Engine::ALL {
-        let c = catalog(e, None);
-        for ep in &c.entry_points {
-            if ep.kind == "binary" && ep.matches == base {
-                let ok = ep
-                    .subcommand
-                    .iter()
-                    .enumerate()
-                    .all(|(k, w)| rest.get(k).map(String::as_str) == Some(w.as_str()));
-                if ok {
-                    return Some((c, ep));
-                }
-            }
-        }
-    }
-    None
+    entry_point("binary", base, rest)
 }
 
 fn entry_for_module(
     module: &str,
     rest: &[String],
 ) -> Option<(&'static Catalog, &'static EntryPoint)> {
+    entry_point("module", module, rest)
+}
+
+/// The catalog entry point of `kind` (`binary`, `module`) named `name` whose subcommand words
+/// (if any) start `rest`.
+fn entry_point(
+    kind: &str,
+    name: &str,
+    rest: &[String],
+) -> Option<(&'static Catalog, &'static EntryPoint)> {
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
-            if ep.kind == "module" && ep.matches == module {
+            if ep.kind == kind && ep.matches == name {
                 let ok = ep
                     .subcommand
                     .iter()
