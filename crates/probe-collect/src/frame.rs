@@ -275,6 +275,26 @@ pub struct FileHeader {
     pub path: String,
 }
 
+impl FileHeader {
+    /// What the record's status word means for a section: `ok`, `missing`, `denied`,
+    /// `symlink` (never followed), `notfile`, anything else failed; with a default message
+    /// where the status alone does not say it.
+    pub fn section_status(&self) -> (probe_model::SectionStatus, Option<&'static str>) {
+        use probe_model::SectionStatus;
+        match self.status.as_str() {
+            "ok" => (SectionStatus::Ok, None),
+            "missing" => (SectionStatus::NotPresent, None),
+            "denied" => (SectionStatus::PermissionDenied, None),
+            "symlink" => (
+                SectionStatus::PermissionDenied,
+                Some("symbolic link: not followed"),
+            ),
+            "notfile" => (SectionStatus::Failed, Some("not a regular file")),
+            _ => (SectionStatus::Failed, None),
+        }
+    }
+}
+
 pub fn file_header(h: &str) -> FileHeader {
     let mut it = h.splitn(5, ' ');
     FileHeader {

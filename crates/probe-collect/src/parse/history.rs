@@ -30,14 +30,12 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
                 let h = file_header(&r.header);
                 let user = crate::sanitize::sanitize_line(&h.tag);
                 if h.status != "ok" {
-                    let (reason, why) = match h.status.as_str() {
-                        "symlink" => (
-                            SectionStatus::PermissionDenied,
-                            "symbolic link: not followed",
-                        ),
-                        "denied" => (SectionStatus::PermissionDenied, "permission denied"),
-                        "missing" => (SectionStatus::NotPresent, "missing"),
-                        _ => (SectionStatus::Failed, "not a regular file"),
+                    let (reason, message) = h.section_status();
+                    let why = match (reason, message) {
+                        (_, Some(message)) => message,
+                        (SectionStatus::PermissionDenied, None) => "permission denied",
+                        (SectionStatus::NotPresent, None) => "missing",
+                        _ => "not a regular file",
                     };
                     skipped.push(Skipped {
                         user,

@@ -10,7 +10,7 @@ use probe_model::{
 };
 use regex::Regex;
 
-use crate::frame::{file_header, records};
+use crate::frame::{FileHeader, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
 /// Points kept per series (the newest); the summary covers all samples.
@@ -331,20 +331,24 @@ pub fn parse_files(
                     src.status = SectionStatus::Truncated;
                 }
             }
-            "missing" => src.status = SectionStatus::NotPresent,
-            "denied" => src.status = SectionStatus::PermissionDenied,
-            "symlink" => {
-                src.status = SectionStatus::PermissionDenied;
-                src.message = Some("symbolic link: not followed".into());
-            }
-            other => {
-                src.status = SectionStatus::Failed;
-                src.message = Some(sanitize_line(other));
-            }
+            _ => set_file_status(&mut src, &h, None),
         }
         out.push(src);
     }
     out
+}
+
+/// A log file record that was not read: its status, and why (`denied_message` replaces the
+/// plain "permission denied" where the caller knows more).
+fn set_file_status(src: &mut LogSource, h: &FileHeader, denied_message: Option<&str>) {
+    let (status, message) = h.section_status();
+    src.status = status;
+    src.message = match (status, message) {
+        (_, Some(message)) => Some(message.into()),
+        (SectionStatus::PermissionDenied, None) => denied_message.map(String::from),
+        (SectionStatus::Failed, None) => Some(sanitize_line(&h.status)),
+        _ => None,
+    };
 }
 
 /// Parses the `journal` section (`journalctl -o short-iso` per unit).
@@ -588,19 +592,11 @@ pub fn parse_container_logs(
                     ));
                 }
             }
-            "missing" => src.status = SectionStatus::NotPresent,
-            "denied" => {
-                src.status = SectionStatus::PermissionDenied;
-                src.message = Some("readable by root only (needs root or --sudo)".into());
-            }
-            "symlink" => {
-                src.status = SectionStatus::PermissionDenied;
-                src.message = Some("symbolic link: not followed".into());
-            }
-            other => {
-                src.status = SectionStatus::Failed;
-                src.message = Some(sanitize_line(other));
-            }
+            _ => set_file_status(
+                &mut src,
+                &h,
+                Some("readable by root only (needs root or --sudo)"),
+            ),
         }
         out.push(src);
     }

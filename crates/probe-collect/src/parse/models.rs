@@ -29,7 +29,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
                 let h = file_header(&r.header);
                 let existing = out.iter().position(|m| m.model == model);
                 let status_now = existing.and_then(|i| out.get(i)).map(|m| m.status);
-                if status_now.is_some_and(|st| rank(st) >= rank(file_status(&h.status))) {
+                if status_now.is_some_and(|st| rank(st) >= rank(h.section_status().0)) {
                     continue;
                 }
                 let mut m = ModelConfig {
@@ -66,16 +66,6 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
         }
     }
     out
-}
-
-/// Status of a config file record (before its JSON is read).
-fn file_status(s: &str) -> SectionStatus {
-    match s {
-        "ok" => SectionStatus::Ok,
-        "missing" => SectionStatus::NotPresent,
-        "denied" => SectionStatus::PermissionDenied,
-        _ => SectionStatus::Failed,
-    }
 }
 
 /// Of several candidate places for one model, the most telling result is kept: a config read

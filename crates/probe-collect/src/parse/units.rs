@@ -130,12 +130,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
                 .iter()
                 .find(|(n, h, _)| n == &u.name && h.path == ef.path)
             {
-                ef.status = match h.status.as_str() {
-                    "ok" => SectionStatus::Ok,
-                    "missing" => SectionStatus::NotPresent,
-                    "denied" => SectionStatus::PermissionDenied,
-                    _ => SectionStatus::Failed,
-                };
+                ef.status = h.section_status().0;
                 if h.status == "ok" {
                     ef.vars = parse_env_file(&text(data));
                 }
