@@ -196,12 +196,15 @@ fn assemble(
             SectionStatus::TimedOut,
             "not run: no time left before the collection deadline",
         ),
-        run::Round2::Ran { inputs, groups } => {
-            let framed2 = run::merged(groups);
-            ctx.boundary = rounds.boundary2.clone();
-            plan::apply_round2(&mut snap, &ctx, &framed2, inputs);
-            run::mark_groups(&mut snap, groups, &framed2);
-        }
+        run::Round2::Ran { inputs, groups } => match run::all_failed(groups) {
+            Some((status, msg)) => plan::round2_not_run(&mut snap, status, &msg),
+            None => {
+                let framed2 = run::merged(groups);
+                ctx.boundary = rounds.boundary2.clone();
+                plan::apply_round2(&mut snap, &ctx, &framed2, inputs);
+                run::mark_groups(&mut snap, groups, &framed2);
+            }
+        },
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -193,9 +193,14 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             return out;
         }
     }
-    let left = rc.deadline.saturating_sub(rc.started.elapsed());
+    // The transport may take a moment to give up on a channel at its deadline: ask it to
+    // stop a little before ours.
+    let left = rc
+        .deadline
+        .saturating_sub(rc.started.elapsed())
+        .saturating_sub(Duration::from_millis(700));
     let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
-    if left < Duration::from_secs(2) || budget.is_zero() {
+    if left < Duration::from_secs(1) || budget.is_zero() {
         out.framed = Some(not_run(&out.group, 201));
         out.skipped = Some((
             SectionStatus::TimedOut,
@@ -281,7 +286,8 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
         started,
         boundary: &boundary1,
         inputs: &none,
-        budget_until: script::round1_budget(opts.deadline),
+        budget_until: script::round1_budget(opts.deadline)
+            .min(opts.deadline.saturating_sub(Duration::from_secs(1))),
         deadline: opts.deadline,
     };
     let board = Board::default();
@@ -350,6 +356,33 @@ fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -
     plan::round2_inputs(&scratch, &ctx, &extra)
 }
 
+/// Status and message of sections lost with their channel.
+fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
+    let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
+        SectionStatus::TimedOut
+    } else {
+        SectionStatus::Failed
+    };
+    let round = g.probes.first().map_or(1, |p| p.round);
+    (
+        status,
+        format!(
+            "not collected: round {round} failed ({})",
+            sanitize::sanitize_line(&e.kind.to_string())
+        ),
+    )
+}
+
+/// Every group of the round failed at the transport level: the first failure.
+pub fn all_failed(groups: &[GroupOut]) -> Option<(SectionStatus, String)> {
+    if groups.iter().any(|g| g.error.is_none()) {
+        return None;
+    }
+    groups
+        .iter()
+        .find_map(|g| g.error.as_ref().map(|e| transport_failure(e, &g.group)))
+}
+
 /// One framed output of all groups of a round.
 pub fn merged(groups: &[GroupOut]) -> Framed {
     let mut f = Framed {
@@ -375,18 +408,7 @@ pub fn mark_groups(snap: &mut Snapshot, groups: &[GroupOut], framed: &Framed) {
         let why: Option<(SectionStatus, String)> = if let Some(s) = &g.skipped {
             (!s.1.is_empty()).then(|| s.clone())
         } else if let Some(e) = &g.error {
-            let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
-                SectionStatus::TimedOut
-            } else {
-                SectionStatus::Failed
-            };
-            Some((
-                status,
-                format!(
-                    "not collected: its channel failed ({})",
-                    sanitize::sanitize_line(&e.kind.to_string())
-                ),
-            ))
+            Some(transport_failure(e, &g.group))
         } else {
             g.no_output.as_ref().map(|(status, stderr)| {
                 (
