@@ -68,7 +68,7 @@ sec() {
   if [ "$_dr" = 124 ] || [ "$_dr" = 137 ]; then
     _r="$B rc 200"
   else
-    # A stopped section's shell is killed 2 s after its limit and its readers 1 s after that:
+    # The shell of a stopped section is killed 2 s after its limit and its readers 1 s after that:
     # keep that margin inside the budget (less of it when little time is left).
     _left=$(( (DL - _t0) / 100 )); _m=3; [ "$_left" -lt 9 ] && _m=$((_left / 3))
     _left=$((_left - _m))

@@ -70,6 +70,8 @@ const ALLOWED: &[&str] = &[
     "nvidia-smi",
     "zcat",
     "gzip",
+    "find",
+    "setpriv",
     // functions defined by the prelude / runner
     "rec",
     "has",
@@ -84,6 +86,11 @@ const ALLOWED: &[&str] = &[
     "_emit",
     "unz",
     "rootok",
+    "rd",
+    "asu",
+    "uok",
+    // the wrapped program of `to`/`asu`, checked where they are called
+    "$@",
 ];
 
 /// Never allowed anywhere as a program.
@@ -345,6 +352,26 @@ fn check(cmd: &Cmd) -> Vec<String> {
             "to" => {
                 words.drain(..2.min(words.len()));
             }
+            "asu" => {
+                words.drain(..4.min(words.len()));
+            }
+            "setpriv" => {
+                // Only dropping to a user: `setpriv --reuid=U --regid=G --clear-groups PROG`.
+                let flags: Vec<String> = words
+                    .iter()
+                    .skip(1)
+                    .take_while(|w| w.starts_with("--"))
+                    .map(|w| unquote(w))
+                    .collect();
+                let ok = flags.len() == 3
+                    && flags[0].starts_with("--reuid=")
+                    && flags[1].starts_with("--regid=")
+                    && flags[2] == "--clear-groups";
+                if !ok {
+                    v.push(format!("setpriv other than dropping to a user: {}", cmd.words.join(" ")));
+                }
+                words.drain(..(1 + flags.len()).min(words.len()));
+            }
             "$_pre" | "$SU" | "$TO" => {
                 words.remove(0);
             }
@@ -406,6 +433,16 @@ fn check(cmd: &Cmd) -> Vec<String> {
                     "systemctl verb not read-only: {}",
                     cmd.words.join(" ")
                 ));
+            }
+        }
+        "find" => {
+            for bad in [
+                "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
+                "-fls",
+            ] {
+                if args.iter().any(|a| a == bad) {
+                    v.push(format!("find action not read-only: {}", cmd.words.join(" ")));
+                }
             }
         }
         "docker" | "podman" => {
@@ -571,6 +608,10 @@ fn checker_catches_writes_signals_and_restarts() {
         "sudo systemctl stop x",
         "printf x | tee /tmp/f",
         "dd of=/dev/sda if=/dev/zero",
+        "find /var/log -name x -delete",
+        "to 5 find / -exec rm {} +",
+        "setpriv --reuid=0 --inh-caps=+all sh",
+        "asu 1000 1000 5 rm -f /x",
         "sed -i s/a/b/ /etc/x",
         "awk '{ print > \"/tmp/x\" }' f",
         "nvidia-smi -pm 1",
