@@ -141,9 +141,7 @@ fn no_output(host: String, opts: &CollectOptions, groups: Vec<run::GroupOut>) ->
         .into_iter()
         .find(|g| g.error.is_some() || g.no_output.is_some());
     let kind = match first {
-        Some(run::GroupOut {
-            error: Some(e), ..
-        }) => {
+        Some(run::GroupOut { error: Some(e), .. }) => {
             if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
                 CollectErrorKind::Deadline(opts.deadline)
             } else {
@@ -167,12 +165,7 @@ fn no_output(host: String, opts: &CollectOptions, groups: Vec<run::GroupOut>) ->
 }
 
 /// The one place where the snapshot is assembled from both rounds' sections.
-fn assemble(
-    opts: &CollectOptions,
-    host: &str,
-    started: Instant,
-    rounds: &run::Rounds,
-) -> Snapshot {
+fn assemble(opts: &CollectOptions, host: &str, started: Instant, rounds: &run::Rounds) -> Snapshot {
     let mut snap = Snapshot {
         schema_version: probe_model::SCHEMA_VERSION,
         target: opts.target.clone(),
@@ -213,7 +206,11 @@ fn assemble(
     snap.collected_at = i64::try_from(now).unwrap_or(0);
     snap.remote_clock = ctx.remote_clock;
     snap.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let hn = snap.host.hostname.clone().unwrap_or_else(|| host.to_string());
+    let hn = snap
+        .host
+        .hostname
+        .clone()
+        .unwrap_or_else(|| host.to_string());
     let rnd: [u8; 4] = rand::random();
     snap.id = format!(
         "{}-{}-{}",

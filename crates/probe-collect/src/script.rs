@@ -59,7 +59,6 @@ impl Round2Inputs {
 }
 
 const RUNNER: &str = r#"
-rd() { if [ -n "$TO" ]; then $TO "$1" head -c "$2"; else head -c "$2"; fi; }
 sec() {
   _n=$1; _l=$2; _c=$3; _s=$4; _d=$5; _b=$6
   printf '\n%s BEGIN %s\n' "$B" "$_n"
@@ -335,7 +334,6 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 5] {
         ("R2_CLOGS", clogs.join("\n")),
     ]
 }
-
 
 /// Every command text the scripts can run: the setup and runner, the prelude and each probe's
 /// command (both rounds). The read-only test checks all of them.

@@ -190,7 +190,10 @@ async fn hung_program_holds_only_its_own_group() {
     let wall = t.elapsed();
     eprintln!("hostile with a 7 s deadline: {wall:?}");
     for x in &s.sections {
-        eprintln!("  {:14} {:?} {:?}ms {:?}", x.name, x.status, x.duration_ms, x.message);
+        eprintln!(
+            "  {:14} {:?} {:?}ms {:?}",
+            x.name, x.status, x.duration_ms, x.message
+        );
     }
     assert!(wall < Duration::from_secs(7), "{wall:?}");
     assert_eq!(s.host.hostname.as_deref(), Some("fixture-hostile"));
@@ -204,12 +207,21 @@ async fn hung_program_holds_only_its_own_group() {
     for n in ["gpu_banner", "gpu_apps", "gpu_topo"] {
         assert_eq!(status(&s, n), SectionStatus::TimedOut, "{n}");
     }
-    for n in ["host", "history", "units", "processes", "python_envs", "logs"] {
+    for n in [
+        "host",
+        "history",
+        "units",
+        "processes",
+        "python_envs",
+        "logs",
+    ] {
         assert_ne!(status(&s, n), SectionStatus::TimedOut, "{n}");
         assert_ne!(status(&s, n), SectionStatus::Failed, "{n}");
     }
     assert!(
-        s.logs.iter().any(|l| l.location == "/var/log/sglang/server.log"),
+        s.logs
+            .iter()
+            .any(|l| l.location == "/var/log/sglang/server.log"),
         "round 2 read the server's log"
     );
     let json = serde_json::to_string(&s).unwrap();

@@ -368,7 +368,10 @@ fn check(cmd: &Cmd) -> Vec<String> {
                     && flags[1].starts_with("--regid=")
                     && flags[2] == "--clear-groups";
                 if !ok {
-                    v.push(format!("setpriv other than dropping to a user: {}", cmd.words.join(" ")));
+                    v.push(format!(
+                        "setpriv other than dropping to a user: {}",
+                        cmd.words.join(" ")
+                    ));
                 }
                 words.drain(..(1 + flags.len()).min(words.len()));
             }
@@ -441,7 +444,10 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 "-fls",
             ] {
                 if args.iter().any(|a| a == bad) {
-                    v.push(format!("find action not read-only: {}", cmd.words.join(" ")));
+                    v.push(format!(
+                        "find action not read-only: {}",
+                        cmd.words.join(" ")
+                    ));
                 }
             }
         }
@@ -483,10 +489,11 @@ fn check(cmd: &Cmd) -> Vec<String> {
         }
         "awk" => {
             for a in &args {
+                // `getline VAR < FILE` only reads; `CMD | getline` would run a command.
                 if a.contains("system(")
-                    || a.contains("getline")
+                    || a.contains("| getline")
+                    || a.contains("|getline")
                     || a.contains("fflush")
-                    || a.contains("close(")
                     || a.contains("print >")
                     || a.contains("printf >")
                     || a.contains("| \"")
@@ -542,7 +549,8 @@ fn check(cmd: &Cmd) -> Vec<String> {
             }
         }
         "sh" => {
-            if !(args.first().map(String::as_str) == Some("-c")) {
+            // `sh -s` reads a section: the prelude and a probe command, both checked here.
+            if !matches!(args.first().map(String::as_str), Some("-c" | "-s")) {
                 v.push(format!(
                     "sh must run a checked command string: {}",
                     cmd.words.join(" ")
@@ -614,6 +622,7 @@ fn checker_catches_writes_signals_and_restarts() {
         "asu 1000 1000 5 rm -f /x",
         "sed -i s/a/b/ /etc/x",
         "awk '{ print > \"/tmp/x\" }' f",
+        "awk 'BEGIN { \"rm -rf /\" | getline x }'",
         "nvidia-smi -pm 1",
         "journalctl --vacuum-size=1M",
         "hostname evil",

@@ -39,5 +39,8 @@ async fn fewer_server_sessions_than_channels_still_runs_everything() {
     // At most 3 at once: at least ceil(n/3) rounds of 0.3 s.
     let wall = t.elapsed();
     eprintln!("{n} jobs with MaxSessions 3: {wall:?}");
-    assert!(wall >= Duration::from_millis(300 * (n as u64).div_ceil(3)), "{wall:?}");
+    assert!(
+        wall >= Duration::from_millis(300 * (n as u64).div_ceil(3)),
+        "{wall:?}"
+    );
 }
