@@ -96,6 +96,8 @@ fn words(b: &[u8]) -> Vec<&str> {
         .collect()
 }
 
+use crate::sanitize::sanitize_line;
+
 /// Marker keywords the script writes after the boundary.
 const KEYWORDS: &[&str] = &["BEGIN", "ERR", "END", "DONE", "rc", "R", "F"];
 
@@ -128,6 +130,17 @@ pub fn parse(data: &[u8], boundary: &str) -> Framed {
         .map(|(start, _, _)| start)
         .collect();
     let starts = section_starts(data, b);
+    // A reader that found the boundary in what it read says so (`R tampered WHY`).
+    for (at, _, rest) in marker_lines(data, b) {
+        let w = words(rest);
+        if w.first() == Some(&"R") && w.get(1) == Some(&"tampered") {
+            let why = sanitize_line(&w.get(2..).unwrap_or(&[]).join(" "));
+            let idx = starts.iter().rposition(|&s| s <= at);
+            if let Some(sec) = idx.and_then(|i| out.sections.get_mut(i)) {
+                sec.tampered.get_or_insert(why);
+            }
+        }
+    }
     for at in occurrences(data, b) {
         if good.binary_search(&at).is_ok() {
             continue;
@@ -180,11 +193,13 @@ fn split(data: &[u8], boundary: &str) -> Framed {
                 err_from = None;
             }
             Some("ERR") => {
-                if let Some(s) = cur.as_mut()
-                    && err_from.is_none()
-                {
-                    s.body = before_marker(data, body_from, start).to_vec();
-                    err_from = Some((end + 1).min(data.len()));
+                if let Some(s) = cur.as_mut() {
+                    if err_from.is_none() {
+                        s.body = before_marker(data, body_from, start).to_vec();
+                        err_from = Some((end + 1).min(data.len()));
+                    }
+                } else if let Some(last) = out.sections.last_mut() {
+                    last.tampered.get_or_insert_with(|| "ended twice".into());
                 }
             }
             Some("END") => {
@@ -205,6 +220,8 @@ fn split(data: &[u8], boundary: &str) -> Framed {
                     s.t1 = w.get(3).and_then(|v| v.parse().ok());
                     s.complete = true;
                     out.sections.push(s);
+                } else if let Some(last) = out.sections.last_mut() {
+                    last.tampered.get_or_insert_with(|| "ended twice".into());
                 }
                 err_from = None;
             }
@@ -427,6 +444,64 @@ mod tests {
         assert_eq!(h.path, "/home/a/.bash_history");
         assert_eq!(r[2].data, b"ls -l\n");
         assert_eq!(r[3].data, b"");
+    }
+
+    #[test]
+    fn broken_framing_is_tampered_and_costs_only_its_section() {
+        // (case, body of section b, why)
+        let cases = [
+            (
+                "boundary inside content",
+                format!("x={B}\n"),
+                "the run's boundary appeared inside its output",
+            ),
+            (
+                "forged end of section",
+                format!("data\n{B} END b 1 2\nafter"),
+                "",
+            ),
+            (
+                "forged section inside",
+                format!("data\n{B} BEGIN evil\nfake"),
+                "a section began inside it",
+            ),
+            (
+                "reader found the boundary",
+                format!("{B} R tampered the environ of process 7 held the boundary\n"),
+                "the environ of process 7 held the boundary",
+            ),
+        ];
+        for (what, body, why) in cases {
+            let out = format!(
+                "{}{}{}\n{B} DONE\n",
+                section("a", "first", "", 0),
+                section("b", &body, "", 0),
+                section("c", "last", "", 0)
+            );
+            let f = parse(out.as_bytes(), B);
+            let get = |n: &str| f.sections.iter().find(|s| s.name == n);
+            assert_eq!(
+                get("a").map(|s| s.body.clone()),
+                Some(b"first".to_vec()),
+                "{what}"
+            );
+            assert_eq!(
+                get("c").map(|s| s.body.clone()),
+                Some(b"last".to_vec()),
+                "{what}"
+            );
+            assert!(get("a").is_some_and(|s| s.tampered.is_none()), "{what}");
+            assert!(get("c").is_some_and(|s| s.tampered.is_none()), "{what}");
+            let t = f
+                .sections
+                .iter()
+                .filter(|s| s.name != "a" && s.name != "c")
+                .find_map(|s| s.tampered.clone());
+            match t {
+                Some(t) if why.is_empty() || t == why => {}
+                other => panic!("{what}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -1,26 +1,28 @@
-//! Read-only collection of one host into a redacted [`Snapshot`]: one POSIX `sh` script over
-//! one connection (round 1), a second small one for what depends on it (round 2), sections
-//! framed by a per-run random boundary, parsers that never panic, and secret redaction before
-//! anything is returned.
+//! Read-only collection of one host into a redacted [`Snapshot`]: the probes of
+//! `configs/probes.toml` as framed sections of POSIX `sh` scripts, run in groups, each group on
+//! its own exec channel of the one connection ([`run`]: concurrent, round 2 as soon as its
+//! inputs are parsed), sections framed by a per-run random boundary that no process's argument
+//! vector ever shows, parsers that never panic, and secret redaction before anything is
+//! returned.
 //!
 //! * [`script`]: builds the scripts from `configs/probes.toml`; [`script::commands`] lists
 //!   everything they can run (checked by the read-only test).
-//! * [`frame`]: splits the output by boundary only.
+//! * [`frame`]: splits the output by boundary only, and marks a section whose framing was
+//!   broken (`tampered`) without losing the others.
 //! * [`parse`]: one parser per section.
 //! * [`redact`]: secret rules of `configs/redaction.toml`.
 //! * [`sanitize_terminal`]: every remote string is made terminal-safe at parse time (escape
 //!   sequences and control characters other than `\n`/`\t` removed); renderers may rely on it
 //!   but the CLI uses the same function for anything else it prints.
 //!
-//! Nothing already collected is lost: once round 1 produced framed output, [`collect`] returns
-//! a snapshot. A round 2 that fails at the transport level (connection dropped, deadline) marks
-//! each round-2 section `failed` / `timed_out` and keeps everything of round 1. Limit: the
-//! transport returns only whole outputs, so a round 1 that fails at the transport level (its
-//! connection dropped, or the transport's deadline passed before the script ended) leaves
-//! nothing to keep; [`CollectError::partial`] is then `None`. The script's own budget (70 % of
-//! the deadline, see [`script::round1_budget`]) makes it end, with every section accounted
-//! for, well before the transport's deadline, so the second case needs a host that does not
-//! honour `timeout`.
+//! Nothing already collected is lost: every section and every program in it has its own time
+//! and byte cap, enforced so that a process left behind holding a pipe cannot defeat it; a
+//! group that fails at the transport level (its channel refused, the connection dropped, the
+//! deadline) costs only its own sections, which are marked; once any group produced framed
+//! output, [`collect`] returns a snapshot. The snapshot is assembled in one place
+//! (`assemble`), from both rounds' sections. Limit: a group whose channel hits the transport's
+//! deadline loses what that channel had received so far (the transport returns whole
+//! outputs); the scripts' own budget ends every group before that deadline.
 
 pub mod config;
 pub mod frame;

@@ -98,6 +98,7 @@ if command -v timeout >/dev/null 2>&1; then
   fi
 fi
 SETPRIV=; command -v setpriv >/dev/null 2>&1 && SETPRIV=1
+GREPD=; grep -D skip -q x /dev/null 2>/dev/null; [ "$?" = 1 ] && GREPD='-D skip -d skip'
 SU=; SUDO_MODE=off; SUDO_MSG=
 if [ "$WANT_SUDO" = 1 ]; then
   if ! command -v sudo >/dev/null 2>&1; then SUDO_MODE=missing
@@ -111,6 +112,7 @@ fi
 P="$P
 TO='$TO'
 SETPRIV='$SETPRIV'
+GREPD='$GREPD'
 SUDO_MODE='$SUDO_MODE'
 SUDO_MSG='$SUDO_MSG'
 "

@@ -89,6 +89,8 @@ const ALLOWED: &[&str] = &[
     "rd",
     "asu",
     "uok",
+    "cap",
+    "rcof",
     // the wrapped program of `to`/`asu`, checked where they are called
     "$@",
 ];
@@ -354,6 +356,9 @@ fn check(cmd: &Cmd) -> Vec<String> {
             }
             "asu" => {
                 words.drain(..4.min(words.len()));
+            }
+            "cap" => {
+                words.drain(..3.min(words.len()));
             }
             "setpriv" => {
                 // Only dropping to a user: `setpriv --reuid=U --regid=G --clear-groups PROG`.
@@ -650,4 +655,59 @@ fn checker_catches_writes_signals_and_restarts() {
             violations(good)
         );
     }
+}
+
+/// The boundary `$B` is only ever an argument of the shell's own builtins (`printf`, `echo`,
+/// `eval`, `[`): another user reads every process's argument vector in `/proc/PID/cmdline`, and
+/// a program that frames records gets the boundary on its stdin instead.
+#[test]
+fn boundary_is_never_a_program_argument() {
+    const BUILTINS: &[&str] = &["printf", "echo", "eval", "[", "test", "case", "rec"];
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for c in script::commands() {
+        let mut texts = vec![c];
+        while let Some(t) = texts.pop() {
+            let mut inner = Vec::new();
+            let flat = extract_substitutions(&t, &mut inner);
+            texts.extend(inner);
+            for cmd in simple_commands(&flat) {
+                let words: Vec<&String> = cmd
+                    .words
+                    .iter()
+                    .skip_while(|w| {
+                        ["then", "do", "else", "elif", "if", "!", "while", "until"]
+                            .contains(&w.as_str())
+                            || w.split_once('=').is_some_and(|(k, _)| {
+                                !k.is_empty()
+                                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                            })
+                    })
+                    .collect();
+                let Some(first) = words.first() else {
+                    continue;
+                };
+                let uses_b = words
+                    .iter()
+                    .skip(1)
+                    .any(|w| w.contains("$B\"") || w.contains("$B ") || w.ends_with("$B"));
+                if uses_b {
+                    seen += 1;
+                    if !BUILTINS.contains(&unquote(first).as_str()) {
+                        bad.push(cmd.words.join(" "));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen >= 5, "the check saw the framing ({seen} uses)");
+    assert!(
+        bad.is_empty(),
+        "boundary passed to a program:\n{}",
+        bad.join("\n")
+    );
+    // The checker catches what the old collector did.
+    let old = "grep -q -F \"$B\" \"$1/cmdline\"";
+    let cmd = simple_commands(old).into_iter().next().unwrap();
+    assert!(cmd.words.iter().skip(1).any(|w| w.contains("$B\"")));
 }
