@@ -21,6 +21,9 @@ use crate::frame::{self, Framed, RawSection};
 use crate::script::{self, Group, Round2Inputs};
 use crate::{CollectOptions, CollectStats, parse, plan, sanitize};
 
+/// Time kept, at the end of the deadline, for the client to give up channels and to parse.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
+
 /// Sections round 2 is planned from.
 const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
 
@@ -193,12 +196,13 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             return out;
         }
     }
-    // The transport may take a moment to give up on a channel at its deadline: ask it to
-    // stop a little before ours.
+    // The transport may take a moment to give up on a channel at its deadline, and parsing
+    // everything takes the client a moment too (more on a loaded machine): ask it to stop a
+    // little before ours.
     let left = rc
         .deadline
         .saturating_sub(rc.started.elapsed())
-        .saturating_sub(Duration::from_millis(700));
+        .saturating_sub(DEADLINE_MARGIN);
     let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
     if left < Duration::from_secs(1) || budget.is_zero() {
         out.framed = Some(not_run(&out.group, 201));
@@ -314,7 +318,7 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
             started,
             boundary: &boundary2,
             inputs: &inputs,
-            budget_until: opts.deadline.saturating_sub(Duration::from_secs(2)),
+            budget_until: opts.deadline.saturating_sub(Duration::from_secs(3)),
             deadline: opts.deadline,
         };
         let board2 = Board::default();

@@ -77,7 +77,7 @@ sec() {
       [ "$_l" -gt "$_left" ] && _l=$_left
       _pre=; [ "$_s" = 1 ] && _pre=$SU
       _rl=$((_l + 3))
-      _r=$( { { { printf '%s\nME=$(id -u 2>/dev/null)\n{\n%s\n} </dev/null\n' "$P" "$_b" | to "$_l" $_pre sh -s 2>&3 3>&- 4>&- 5>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | rd "$_rl" "$_c" >&4 5>&-; } 3>&1 | rd "$_rl" 2048 5>&-; } 5>&1 )
+      _r=$( { { { printf '%s\nME=$(id -u 2>/dev/null)\nSDL=%s\n{\n%s\n} </dev/null\n' "$P" "$((_t0 + _l * 100))" "$_b" | to "$_l" $_pre sh -s 2>&3 3>&- 4>&- 5>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | rd "$_rl" "$_c" >&4 5>&-; } 3>&1 | rd "$_rl" 2048 5>&-; } 5>&1 )
     fi
   fi
   _t1=$(now)

@@ -195,7 +195,10 @@ async fn hung_program_holds_only_its_own_group() {
             x.name, x.status, x.duration_ms, x.message
         );
     }
-    assert!(wall < Duration::from_secs(7), "{wall:?}");
+    // Every channel ends before the deadline; parsing what round 2 brought (4 MiB of the
+    // server's log) comes after, and takes a debug build on a loaded 2-core machine a few
+    // seconds.
+    assert!(wall < Duration::from_secs(7 + 4), "{wall:?}");
     assert_eq!(s.host.hostname.as_deref(), Some("fixture-hostile"));
     assert!(
         s.processes

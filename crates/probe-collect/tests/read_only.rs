@@ -91,6 +91,7 @@ const ALLOWED: &[&str] = &[
     "uok",
     "cap",
     "rcof",
+    "lim",
     // the wrapped program of `to`/`asu`, checked where they are called
     "$@",
 ];
