@@ -11,6 +11,7 @@ const PACKAGES: &str = include_str!("../../../configs/packages.toml");
 const MODEL_KEYS: &str = include_str!("../../../configs/model_keys.toml");
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Probes {
     pub prelude: String,
     #[serde(rename = "probe")]
@@ -18,11 +19,15 @@ pub struct Probes {
 }
 
 /// One probe: a section of the remote script.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Probe {
     pub name: String,
     #[serde(default = "one")]
     pub round: u8,
+    /// Sections of one group run one after another on one exec channel; `None`: its own.
+    #[serde(default)]
+    pub group: Option<String>,
     pub parser: String,
     pub timeout_s: u64,
     pub max_bytes: u64,

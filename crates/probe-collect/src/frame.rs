@@ -24,6 +24,9 @@ pub struct RawSection {
     pub t1: Option<u64>,
     /// Whether the END trailer was seen (false: output cut off mid-section).
     pub complete: bool,
+    /// The framing inside this section was broken (the boundary where only the collector's
+    /// own framing can put it, a section begun twice or ended under another name): why.
+    pub tampered: Option<String>,
 }
 
 /// Whole output of one script run.
@@ -93,10 +96,76 @@ fn words(b: &[u8]) -> Vec<&str> {
         .collect()
 }
 
-/// Splits script output into sections. Total: any input gives some result.
+use crate::sanitize::sanitize_line;
+
+/// Marker keywords the script writes after the boundary.
+const KEYWORDS: &[&str] = &["BEGIN", "ERR", "END", "DONE", "rc", "R", "F"];
+
+/// Every offset of the boundary in `data`.
+fn occurrences(data: &[u8], b: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while let Some(i) = data.get(pos..).and_then(|r| find(r, b)) {
+        out.push(pos + i);
+        pos += i + b.len().max(1);
+    }
+    out
+}
+
+/// Splits script output into sections. Total: any input gives some result. A section whose
+/// framing is broken keeps what it held and says why in [`RawSection::tampered`]; the sections
+/// around it are unaffected.
 pub fn parse(data: &[u8], boundary: &str) -> Framed {
+    let mut out = split(data, boundary);
+    let b = boundary.as_bytes();
+    if b.is_empty() {
+        return out;
+    }
+    // Every occurrence of the boundary must be a marker line the script writes.
+    let good: Vec<usize> = marker_lines(data, b)
+        .filter(|(_, _, rest)| {
+            let w = words(rest);
+            w.first().is_some_and(|k| KEYWORDS.contains(k))
+        })
+        .map(|(start, _, _)| start)
+        .collect();
+    let starts = section_starts(data, b);
+    // A reader that found the boundary in what it read says so (`R tampered WHY`).
+    for (at, _, rest) in marker_lines(data, b) {
+        let w = words(rest);
+        if w.first() == Some(&"R") && w.get(1) == Some(&"tampered") {
+            let why = sanitize_line(&w.get(2..).unwrap_or(&[]).join(" "));
+            let idx = starts.iter().rposition(|&s| s <= at);
+            if let Some(sec) = idx.and_then(|i| out.sections.get_mut(i)) {
+                sec.tampered.get_or_insert(why);
+            }
+        }
+    }
+    for at in occurrences(data, b) {
+        if good.binary_search(&at).is_ok() {
+            continue;
+        }
+        let idx = starts.iter().rposition(|&s| s <= at);
+        if let Some(sec) = idx.and_then(|i| out.sections.get_mut(i)) {
+            sec.tampered
+                .get_or_insert_with(|| "the run's boundary appeared inside its output".into());
+        }
+    }
+    out
+}
+
+/// Offsets of the BEGIN lines, one per section `split` returns, in order.
+fn section_starts(data: &[u8], b: &[u8]) -> Vec<usize> {
+    marker_lines(data, b)
+        .filter(|(_, _, rest)| words(rest).first() == Some(&"BEGIN"))
+        .map(|(start, _, _)| start)
+        .collect()
+}
+
+fn split(data: &[u8], boundary: &str) -> Framed {
     let b = boundary.as_bytes();
     let mut out = Framed::default();
+    let mut seen: Vec<String> = Vec::new();
     // State: current section and where its body / stderr started.
     let mut cur: Option<RawSection> = None;
     let mut body_from = 0usize;
@@ -106,27 +175,38 @@ pub fn parse(data: &[u8], boundary: &str) -> Framed {
         match w.first().copied() {
             Some("BEGIN") => {
                 if let Some(mut s) = cur.take() {
-                    // Previous section never ended: keep what came.
+                    // Previous section never ended: keep what came. The script always ends a
+                    // section before it begins the next, so this is not its doing.
                     close_incomplete(&mut s, data, body_from, err_from, start);
+                    s.tampered = Some("a section began inside it".into());
                     out.sections.push(s);
                 }
+                let name = w.get(1).unwrap_or(&"").to_string();
+                let twice = seen.contains(&name);
+                seen.push(name.clone());
                 cur = Some(RawSection {
-                    name: w.get(1).unwrap_or(&"").to_string(),
+                    name,
+                    tampered: twice.then(|| "begun twice".to_string()),
                     ..Default::default()
                 });
                 body_from = (end + 1).min(data.len());
                 err_from = None;
             }
             Some("ERR") => {
-                if let Some(s) = cur.as_mut()
-                    && err_from.is_none()
-                {
-                    s.body = before_marker(data, body_from, start).to_vec();
-                    err_from = Some((end + 1).min(data.len()));
+                if let Some(s) = cur.as_mut() {
+                    if err_from.is_none() {
+                        s.body = before_marker(data, body_from, start).to_vec();
+                        err_from = Some((end + 1).min(data.len()));
+                    }
+                } else if let Some(last) = out.sections.last_mut() {
+                    last.tampered.get_or_insert_with(|| "ended twice".into());
                 }
             }
             Some("END") => {
                 if let Some(mut s) = cur.take() {
+                    if w.get(1).copied() != Some(s.name.as_str()) {
+                        s.tampered = Some("ended under another name".into());
+                    }
                     match err_from {
                         Some(ef) => {
                             let err = before_marker(data, ef, start);
@@ -140,6 +220,8 @@ pub fn parse(data: &[u8], boundary: &str) -> Framed {
                     s.t1 = w.get(3).and_then(|v| v.parse().ok());
                     s.complete = true;
                     out.sections.push(s);
+                } else if let Some(last) = out.sections.last_mut() {
+                    last.tampered.get_or_insert_with(|| "ended twice".into());
                 }
                 err_from = None;
             }
@@ -362,6 +444,64 @@ mod tests {
         assert_eq!(h.path, "/home/a/.bash_history");
         assert_eq!(r[2].data, b"ls -l\n");
         assert_eq!(r[3].data, b"");
+    }
+
+    #[test]
+    fn broken_framing_is_tampered_and_costs_only_its_section() {
+        // (case, body of section b, why)
+        let cases = [
+            (
+                "boundary inside content",
+                format!("x={B}\n"),
+                "the run's boundary appeared inside its output",
+            ),
+            (
+                "forged end of section",
+                format!("data\n{B} END b 1 2\nafter"),
+                "",
+            ),
+            (
+                "forged section inside",
+                format!("data\n{B} BEGIN evil\nfake"),
+                "a section began inside it",
+            ),
+            (
+                "reader found the boundary",
+                format!("{B} R tampered the environ of process 7 held the boundary\n"),
+                "the environ of process 7 held the boundary",
+            ),
+        ];
+        for (what, body, why) in cases {
+            let out = format!(
+                "{}{}{}\n{B} DONE\n",
+                section("a", "first", "", 0),
+                section("b", &body, "", 0),
+                section("c", "last", "", 0)
+            );
+            let f = parse(out.as_bytes(), B);
+            let get = |n: &str| f.sections.iter().find(|s| s.name == n);
+            assert_eq!(
+                get("a").map(|s| s.body.clone()),
+                Some(b"first".to_vec()),
+                "{what}"
+            );
+            assert_eq!(
+                get("c").map(|s| s.body.clone()),
+                Some(b"last".to_vec()),
+                "{what}"
+            );
+            assert!(get("a").is_some_and(|s| s.tampered.is_none()), "{what}");
+            assert!(get("c").is_some_and(|s| s.tampered.is_none()), "{what}");
+            let t = f
+                .sections
+                .iter()
+                .filter(|s| s.name != "a" && s.name != "c")
+                .find_map(|s| s.tampered.clone());
+            match t {
+                Some(t) if why.is_empty() || t == why => {}
+                other => panic!("{what}: {other:?}"),
+            }
+        }
     }
 
     #[test]

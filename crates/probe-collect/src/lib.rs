@@ -1,26 +1,28 @@
-//! Read-only collection of one host into a redacted [`Snapshot`]: one POSIX `sh` script over
-//! one connection (round 1), a second small one for what depends on it (round 2), sections
-//! framed by a per-run random boundary, parsers that never panic, and secret redaction before
-//! anything is returned.
+//! Read-only collection of one host into a redacted [`Snapshot`]: the probes of
+//! `configs/probes.toml` as framed sections of POSIX `sh` scripts, run in groups, each group on
+//! its own exec channel of the one connection ([`run`]: concurrent, round 2 as soon as its
+//! inputs are parsed), sections framed by a per-run random boundary that no process's argument
+//! vector ever shows, parsers that never panic, and secret redaction before anything is
+//! returned.
 //!
 //! * [`script`]: builds the scripts from `configs/probes.toml`; [`script::commands`] lists
 //!   everything they can run (checked by the read-only test).
-//! * [`frame`]: splits the output by boundary only.
+//! * [`frame`]: splits the output by boundary only, and marks a section whose framing was
+//!   broken (`tampered`) without losing the others.
 //! * [`parse`]: one parser per section.
 //! * [`redact`]: secret rules of `configs/redaction.toml`.
 //! * [`sanitize_terminal`]: every remote string is made terminal-safe at parse time (escape
 //!   sequences and control characters other than `\n`/`\t` removed); renderers may rely on it
 //!   but the CLI uses the same function for anything else it prints.
 //!
-//! Nothing already collected is lost: once round 1 produced framed output, [`collect`] returns
-//! a snapshot. A round 2 that fails at the transport level (connection dropped, deadline) marks
-//! each round-2 section `failed` / `timed_out` and keeps everything of round 1. Limit: the
-//! transport returns only whole outputs, so a round 1 that fails at the transport level (its
-//! connection dropped, or the transport's deadline passed before the script ended) leaves
-//! nothing to keep; [`CollectError::partial`] is then `None`. The script's own budget (70 % of
-//! the deadline, see [`script::round1_budget`]) makes it end, with every section accounted
-//! for, well before the transport's deadline, so the second case needs a host that does not
-//! honour `timeout`.
+//! Nothing already collected is lost: every section and every program in it has its own time
+//! and byte cap, enforced so that a process left behind holding a pipe cannot defeat it; a
+//! group that fails at the transport level (its channel refused, the connection dropped, the
+//! deadline) costs only its own sections, which are marked; once any group produced framed
+//! output, [`collect`] returns a snapshot. The snapshot is assembled in one place
+//! (`assemble`), from both rounds' sections. Limit: a group whose channel hits the transport's
+//! deadline loses what that channel had received so far (the transport returns whole
+//! outputs); the scripts' own budget ends every group before that deadline.
 
 pub mod config;
 pub mod frame;
@@ -32,8 +34,8 @@ pub mod script;
 
 use std::time::{Duration, Instant};
 
-use probe_model::{GpuStatus, SectionReport, SectionStatus, Snapshot};
-use probe_transport::{Exec, ExecRequest, TransportError};
+use probe_model::{GpuStatus, SectionStatus, Snapshot};
+use probe_transport::{Exec, TransportError};
 
 pub use sanitize::sanitize_terminal;
 
@@ -97,19 +99,21 @@ impl CollectErrorKind {
     }
 }
 
-/// Bytes of stdout the transport may return for a round: the caps of its sections plus framing.
-fn stdout_cap(round: u8) -> usize {
-    let caps: u64 = script::probes(round).map(|p| p.max_bytes + 4096).sum();
-    usize::try_from(caps + (64 << 10)).unwrap_or(usize::MAX)
-}
+mod run;
 
 /// Statistics of one collection, for benchmarks and the CLI's `--verbose`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CollectStats {
     pub round1_bytes: u64,
     pub round2_bytes: u64,
+    /// Wall time from the start to the end of the last round-1 group.
     pub round1_ms: u64,
+    /// Wall time from the start of round 2 to the end of its last group.
     pub round2_ms: u64,
+    /// Exec channels used (one per group).
+    pub channels: u32,
+    /// Sum of the groups' own times (above the wall time: the groups ran concurrently).
+    pub group_ms_sum: u64,
 }
 
 /// Collects one host. See the crate docs.
@@ -124,7 +128,46 @@ pub async fn collect_with_stats<E: Exec>(
 ) -> Result<(Snapshot, CollectStats), CollectError> {
     let started = Instant::now();
     let host = exec.host().to_string();
-    let mut stats = CollectStats::default();
+    let rounds = run::both_rounds(exec, opts, started).await;
+    let stats = rounds.stats();
+    if rounds.round1.iter().all(|g| g.framed.is_none()) {
+        return Err(no_output(host, opts, rounds.round1));
+    }
+    let snap = assemble(opts, &host, started, &rounds);
+    Ok((snap, stats))
+}
+
+/// Round 1 gave nothing usable: the first group's failure says why.
+fn no_output(host: String, opts: &CollectOptions, groups: Vec<run::GroupOut>) -> CollectError {
+    let first = groups
+        .into_iter()
+        .find(|g| g.error.is_some() || g.no_output.is_some());
+    let kind = match first {
+        Some(run::GroupOut { error: Some(e), .. }) => {
+            if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
+                CollectErrorKind::Deadline(opts.deadline)
+            } else {
+                CollectErrorKind::Transport(e)
+            }
+        }
+        Some(run::GroupOut {
+            no_output: Some((status, stderr)),
+            ..
+        }) => CollectErrorKind::NoOutput { status, stderr },
+        _ => CollectErrorKind::NoOutput {
+            status: 0,
+            stderr: String::new(),
+        },
+    };
+    CollectError {
+        host,
+        kind,
+        partial: None,
+    }
+}
+
+/// The one place where the snapshot is assembled from both rounds' sections.
+fn assemble(opts: &CollectOptions, host: &str, started: Instant, rounds: &run::Rounds) -> Snapshot {
     let mut snap = Snapshot {
         schema_version: probe_model::SCHEMA_VERSION,
         target: opts.target.clone(),
@@ -133,105 +176,30 @@ pub async fn collect_with_stats<E: Exec>(
         sudo: opts.sudo,
         ..Default::default()
     };
-    // Round 1.
-    let boundary = script::new_boundary();
-    let text = script::build(opts, &boundary);
-    let req = ExecRequest::new("sh -s")
-        .with_stdin(text.into_bytes())
-        .with_timeout(opts.deadline.saturating_sub(started.elapsed()))
-        .with_caps(stdout_cap(1), 64 << 10);
-    let out = match exec.exec(&req).await {
-        Ok(o) => o,
-        Err(e) => {
-            let kind = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
-                CollectErrorKind::Deadline(opts.deadline)
-            } else {
-                CollectErrorKind::Transport(e)
-            };
-            return Err(CollectError {
-                host,
-                kind,
-                partial: None,
-            });
-        }
-    };
-    stats.round1_bytes = out.stdout.len() as u64;
-    stats.round1_ms = u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX);
-    let framed = frame::parse(&out.stdout, &boundary);
-    if framed.sections.is_empty() {
-        let stderr = sanitize::line(out.stderr.get(..out.stderr.len().min(400)).unwrap_or(&[]));
-        return Err(CollectError {
-            host,
-            kind: CollectErrorKind::NoOutput {
-                status: out.exit_status,
-                stderr,
-            },
-            partial: None,
-        });
-    }
     let mut ctx = parse::Ctx {
-        boundary: boundary.clone(),
+        boundary: rounds.boundary1.clone(),
         ..Default::default()
     };
-    let extra = plan::apply_round1(&mut snap, &mut ctx, &framed, out.stdout_truncated);
-    if !framed.done {
-        snap.sections.push(SectionReport {
-            name: "round1".into(),
-            status: if out.stdout_truncated {
-                SectionStatus::Truncated
-            } else {
-                SectionStatus::Failed
-            },
-            bytes: out.stdout.len() as u64,
-            duration_ms: Some(stats.round1_ms),
-            exit_code: i32::try_from(out.exit_status).ok(),
-            message: Some(format!(
-                "script did not run to its end: {}",
-                sanitize::line(out.stderr.get(..out.stderr.len().min(300)).unwrap_or(&[]))
-            )),
-        });
-    }
-    // Round 2: only what depends on round 1. Whatever happens here, round 1 is kept.
-    let inputs = plan::round2_inputs(&snap, &ctx, &extra);
-    let left = opts.deadline.saturating_sub(started.elapsed());
-    if !inputs.is_empty() {
-        if left < Duration::from_secs(3) {
-            plan::round2_not_run(
-                &mut snap,
-                SectionStatus::TimedOut,
-                "not run: no time left before the collection deadline",
-            );
-        } else {
-            let b2 = script::new_boundary();
-            let budget = left.saturating_sub(Duration::from_secs(2));
-            let text = script::build_round2(opts, &b2, budget, &inputs);
-            let req = ExecRequest::new("sh -s")
-                .with_stdin(text.into_bytes())
-                .with_timeout(left)
-                .with_caps(stdout_cap(2), 64 << 10);
-            match exec.exec(&req).await {
-                Ok(o) => {
-                    stats.round2_bytes = o.stdout.len() as u64;
-                    stats.round2_ms = u64::try_from(o.elapsed.as_millis()).unwrap_or(u64::MAX);
-                    let f = frame::parse(&o.stdout, &b2);
-                    ctx.boundary = b2;
-                    plan::apply_round2(&mut snap, &ctx, &f, &inputs);
-                }
-                Err(e) => {
-                    let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. })
-                    {
-                        SectionStatus::TimedOut
-                    } else {
-                        SectionStatus::Failed
-                    };
-                    let msg = format!(
-                        "not collected: round 2 failed ({})",
-                        sanitize::sanitize_line(&e.kind.to_string())
-                    );
-                    plan::round2_not_run(&mut snap, status, &msg);
-                }
+    let framed1 = run::merged(&rounds.round1);
+    let truncated1 = rounds.round1.iter().any(|g| g.truncated);
+    plan::apply_round1(&mut snap, &mut ctx, &framed1, truncated1);
+    run::mark_groups(&mut snap, &rounds.round1, &framed1);
+    match &rounds.round2 {
+        run::Round2::NotNeeded => {}
+        run::Round2::NoTime => plan::round2_not_run(
+            &mut snap,
+            SectionStatus::TimedOut,
+            "not run: no time left before the collection deadline",
+        ),
+        run::Round2::Ran { inputs, groups } => match run::all_failed(groups) {
+            Some((status, msg)) => plan::round2_not_run(&mut snap, status, &msg),
+            None => {
+                let framed2 = run::merged(groups);
+                ctx.boundary = rounds.boundary2.clone();
+                plan::apply_round2(&mut snap, &ctx, &framed2, inputs);
+                run::mark_groups(&mut snap, groups, &framed2);
             }
-        }
+        },
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -240,7 +208,11 @@ pub async fn collect_with_stats<E: Exec>(
     snap.collected_at = i64::try_from(now).unwrap_or(0);
     snap.remote_clock = ctx.remote_clock;
     snap.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let hn = snap.host.hostname.clone().unwrap_or_else(|| host.clone());
+    let hn = snap
+        .host
+        .hostname
+        .clone()
+        .unwrap_or_else(|| host.to_string());
     let rnd: [u8; 4] = rand::random();
     snap.id = format!(
         "{}-{}-{}",
@@ -260,5 +232,5 @@ pub async fn collect_with_stats<E: Exec>(
         snap.gpu.status = GpuStatus::DriverError;
         snap.gpu.message = Some("nvidia-smi timed out".into());
     }
-    Ok((snap, stats))
+    snap
 }

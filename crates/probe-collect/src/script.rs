@@ -1,15 +1,21 @@
 //! Builds the remote POSIX `sh` scripts from `configs/probes.toml`.
 //!
-//! Round 1 is one `sh -s` run (the script on stdin) with every round-1 probe as a framed
-//! section; round 2 is a second, small run for what depends on round 1 (model configs, log
-//! files, journals, Python packages of the serving interpreters), with its inputs passed as
-//! single-quoted shell variables (`R2_*`), never spliced into commands.
+//! A round is several `sh -s` runs, one per *group* of probes (see [`groups`]), each on its own
+//! SSH exec channel so that groups run concurrently and a slow program holds only its own
+//! group. The script arrives on stdin; round-2 inputs are single-quoted shell variables
+//! (`R2_*`), never spliced into commands. [`build`] still gives the whole round as one script
+//! (used by the busybox and local tests, and by the benchmark's one-ssh baseline).
 //!
-//! Each section runs as `timeout T [sudo -n] sh -c "$PRELUDE$COMMAND" </dev/null`, its stdout
-//! through `head -c CAP+1` (one byte more than the cap tells "truncated"), its stderr through
-//! `head -c 2048`, and reports its exit code and start/end time (centiseconds of
-//! /proc/uptime). A global budget stops starting sections when the deadline is near, so the
-//! run always ends, with every section accounted for, before the transport's own deadline.
+//! The per-run boundary `$B` lives only in shell variables: no process started by the scripts
+//! receives it as an argument (other users read every `/proc/PID/cmdline`). Each section runs
+//! as `printf '%s' "$P{ COMMAND } </dev/null" | timeout T [sudo -n] sh -s`: its prelude
+//! and command reach the section's shell on a pipe. Its stdout goes through `head -c CAP+1`
+//! (one byte more than the cap tells "truncated") and its stderr through `head -c 2048`, both
+//! readers themselves under `timeout`, so an orphan that keeps the pipe open (`setsid sleep
+//! &`) cannot hold the section past its limit. The section reports its exit code and start/end
+//! time (centiseconds of /proc/uptime). A budget stops starting sections when the deadline is
+//! near, so a run always ends, with every section accounted for, before the transport's own
+//! deadline.
 //!
 //! Works under dash, busybox ash and bash: no arrays, no `local`, no `$'..'`, no process
 //! substitution. Writes nothing (only to fd 1-5 and /dev/null), signals nothing (other than
@@ -61,13 +67,17 @@ sec() {
   if [ "$_dr" = 124 ] || [ "$_dr" = 137 ]; then
     _r="$B rc 200"
   else
-    _left=$(( (DL - _t0) / 100 ))
+    # The shell of a stopped section is killed 2 s after its limit and its readers 1 s after that:
+    # keep that margin inside the budget (less of it when little time is left).
+    _left=$(( (DL - _t0) / 100 )); _m=3; [ "$_left" -lt 9 ] && _m=$((_left / 3))
+    _left=$((_left - _m))
     if [ "$_left" -lt 1 ]; then
       _r="$B rc 201"
     else
       [ "$_l" -gt "$_left" ] && _l=$_left
       _pre=; [ "$_s" = 1 ] && _pre=$SU
-      _r=$( { { { to "$_l" $_pre sh -c "$P$_b" </dev/null 2>&3 3>&- 4>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | head -c "$_c" >&4; } 3>&1 | head -c 2048; } 5>&1 )
+      _rl=$((_l + 3))
+      _r=$( { { { printf '%s\nME=$(id -u 2>/dev/null)\nSDL=%s\n{\n%s\n} </dev/null\n' "$P" "$((_t0 + _l * 100))" "$_b" | to "$_l" $_pre sh -s 2>&3 3>&- 4>&- 5>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | rd "$_rl" "$_c" >&4 5>&-; } 3>&1 | rd "$_rl" 2048 5>&-; } 5>&1 )
     fi
   fi
   _t1=$(now)
@@ -87,6 +97,8 @@ if command -v timeout >/dev/null 2>&1; then
   elif timeout -t 5 true </dev/null >/dev/null 2>&1; then TO='timeout -t'
   fi
 fi
+SETPRIV=; command -v setpriv >/dev/null 2>&1 && SETPRIV=1
+GREPD=; grep -D skip -q x /dev/null 2>/dev/null; [ "$?" = 1 ] && GREPD='-D skip -d skip'
 SU=; SUDO_MODE=off; SUDO_MSG=
 if [ "$WANT_SUDO" = 1 ]; then
   if ! command -v sudo >/dev/null 2>&1; then SUDO_MODE=missing
@@ -99,6 +111,8 @@ if [ "$WANT_SUDO" = 1 ]; then
 fi
 P="$P
 TO='$TO'
+SETPRIV='$SETPRIV'
+GREPD='$GREPD'
 SUDO_MODE='$SUDO_MODE'
 SUDO_MSG='$SUDO_MSG'
 "
@@ -172,9 +186,9 @@ fn header(
     )
 }
 
-fn section_calls(round: u8) -> String {
+fn section_calls<'a>(probes: impl Iterator<Item = &'a Probe>) -> String {
     let mut out = String::new();
-    for pr in config::probes().probes.iter().filter(|p| p.round == round) {
+    for pr in probes {
         out.push_str(&section_call(pr));
     }
     out.push_str("printf '\\n%s DONE\\n' \"$B\"\n");
@@ -209,8 +223,52 @@ pub fn round1_budget(deadline: Duration) -> Duration {
 
 pub fn build_with_budget(opts: &CollectOptions, boundary: &str, budget: Duration) -> String {
     let mut s = header(opts, boundary, budget, &[]);
-    s.push_str(&section_calls(1));
+    s.push_str(&section_calls(probes(1)));
     s
+}
+
+/// One group of probes: the sections that run one after another on one channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    pub probes: Vec<&'static Probe>,
+    /// Sections of other groups this group waits for (their `depends_on`).
+    pub after: Vec<String>,
+}
+
+impl Group {
+    /// Bytes of stdout the transport may return for it: the caps of its sections plus framing.
+    pub fn stdout_cap(&self) -> usize {
+        let caps: u64 = self.probes.iter().map(|p| p.max_bytes + 4096).sum();
+        usize::try_from(caps + (64 << 10)).unwrap_or(usize::MAX)
+    }
+}
+
+/// The groups of a round, in definition order (a probe without `group` is its own group).
+pub fn groups(round: u8) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for p in probes(round) {
+        let name = p.group.clone().unwrap_or_else(|| p.name.clone());
+        match out.iter_mut().find(|g| g.name == name) {
+            Some(g) => g.probes.push(p),
+            None => out.push(Group {
+                name,
+                probes: vec![p],
+                after: Vec::new(),
+            }),
+        }
+    }
+    for g in &mut out {
+        let own: Vec<&str> = g.probes.iter().map(|p| p.name.as_str()).collect();
+        g.after = g
+            .probes
+            .iter()
+            .filter_map(|p| p.depends_on.clone())
+            .filter(|d| !own.contains(&d.as_str()))
+            .collect();
+        g.after.dedup();
+    }
+    out
 }
 
 /// The round-2 script.
@@ -220,6 +278,27 @@ pub fn build_round2(
     budget: Duration,
     inputs: &Round2Inputs,
 ) -> String {
+    let mut s = header(opts, boundary, budget, &round2_vars(inputs));
+    s.push_str(&section_calls(probes(2)));
+    s
+}
+
+/// The script of one group (round 1: `inputs` empty).
+pub fn build_group(
+    opts: &CollectOptions,
+    boundary: &str,
+    budget: Duration,
+    g: &Group,
+    inputs: &Round2Inputs,
+) -> String {
+    let mut s = header(opts, boundary, budget, &round2_vars(inputs));
+    s.push_str(&section_calls(g.probes.iter().copied()));
+    s
+}
+
+/// The `R2_*` shell variables of round 2: one entry a line, entries that could break the
+/// line format left out.
+fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 5] {
     let line = |v: &[String]| {
         v.iter()
             .filter(|x| !x.contains('\n'))
@@ -249,16 +328,13 @@ pub fn build_round2(
         })
         .map(|(d, p)| format!("{d}\t{p}"))
         .collect();
-    let vars = [
+    [
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
         ("R2_LOGS", line(&inputs.logs)),
         ("R2_UNITS", units.join("\n")),
         ("R2_CLOGS", clogs.join("\n")),
-    ];
-    let mut s = header(opts, boundary, budget, &vars);
-    s.push_str(&section_calls(2));
-    s
+    ]
 }
 
 /// Every command text the scripts can run: the setup and runner, the prelude and each probe's

@@ -70,6 +70,8 @@ const ALLOWED: &[&str] = &[
     "nvidia-smi",
     "zcat",
     "gzip",
+    "find",
+    "setpriv",
     // functions defined by the prelude / runner
     "rec",
     "has",
@@ -84,6 +86,14 @@ const ALLOWED: &[&str] = &[
     "_emit",
     "unz",
     "rootok",
+    "rd",
+    "asu",
+    "uok",
+    "cap",
+    "rcof",
+    "lim",
+    // the wrapped program of `to`/`asu`, checked where they are called
+    "$@",
 ];
 
 /// Never allowed anywhere as a program.
@@ -345,6 +355,32 @@ fn check(cmd: &Cmd) -> Vec<String> {
             "to" => {
                 words.drain(..2.min(words.len()));
             }
+            "asu" => {
+                words.drain(..4.min(words.len()));
+            }
+            "cap" => {
+                words.drain(..3.min(words.len()));
+            }
+            "setpriv" => {
+                // Only dropping to a user: `setpriv --reuid=U --regid=G --clear-groups PROG`.
+                let flags: Vec<String> = words
+                    .iter()
+                    .skip(1)
+                    .take_while(|w| w.starts_with("--"))
+                    .map(|w| unquote(w))
+                    .collect();
+                let ok = flags.len() == 3
+                    && flags[0].starts_with("--reuid=")
+                    && flags[1].starts_with("--regid=")
+                    && flags[2] == "--clear-groups";
+                if !ok {
+                    v.push(format!(
+                        "setpriv other than dropping to a user: {}",
+                        cmd.words.join(" ")
+                    ));
+                }
+                words.drain(..(1 + flags.len()).min(words.len()));
+            }
             "$_pre" | "$SU" | "$TO" => {
                 words.remove(0);
             }
@@ -408,6 +444,19 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 ));
             }
         }
+        "find" => {
+            for bad in [
+                "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
+                "-fls",
+            ] {
+                if args.iter().any(|a| a == bad) {
+                    v.push(format!(
+                        "find action not read-only: {}",
+                        cmd.words.join(" ")
+                    ));
+                }
+            }
+        }
         "docker" | "podman" => {
             if !(first_verb == "ps" || first_verb == "inspect") {
                 v.push(format!(
@@ -446,10 +495,11 @@ fn check(cmd: &Cmd) -> Vec<String> {
         }
         "awk" => {
             for a in &args {
+                // `getline VAR < FILE` only reads; `CMD | getline` would run a command.
                 if a.contains("system(")
-                    || a.contains("getline")
+                    || a.contains("| getline")
+                    || a.contains("|getline")
                     || a.contains("fflush")
-                    || a.contains("close(")
                     || a.contains("print >")
                     || a.contains("printf >")
                     || a.contains("| \"")
@@ -505,7 +555,8 @@ fn check(cmd: &Cmd) -> Vec<String> {
             }
         }
         "sh" => {
-            if !(args.first().map(String::as_str) == Some("-c")) {
+            // `sh -s` reads a section: the prelude and a probe command, both checked here.
+            if !matches!(args.first().map(String::as_str), Some("-c" | "-s")) {
                 v.push(format!(
                     "sh must run a checked command string: {}",
                     cmd.words.join(" ")
@@ -571,8 +622,13 @@ fn checker_catches_writes_signals_and_restarts() {
         "sudo systemctl stop x",
         "printf x | tee /tmp/f",
         "dd of=/dev/sda if=/dev/zero",
+        "find /var/log -name x -delete",
+        "to 5 find / -exec rm {} +",
+        "setpriv --reuid=0 --inh-caps=+all sh",
+        "asu 1000 1000 5 rm -f /x",
         "sed -i s/a/b/ /etc/x",
         "awk '{ print > \"/tmp/x\" }' f",
+        "awk 'BEGIN { \"rm -rf /\" | getline x }'",
         "nvidia-smi -pm 1",
         "journalctl --vacuum-size=1M",
         "hostname evil",
@@ -600,4 +656,59 @@ fn checker_catches_writes_signals_and_restarts() {
             violations(good)
         );
     }
+}
+
+/// The boundary `$B` is only ever an argument of the shell's own builtins (`printf`, `echo`,
+/// `eval`, `[`): another user reads every process's argument vector in `/proc/PID/cmdline`, and
+/// a program that frames records gets the boundary on its stdin instead.
+#[test]
+fn boundary_is_never_a_program_argument() {
+    const BUILTINS: &[&str] = &["printf", "echo", "eval", "[", "test", "case", "rec"];
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for c in script::commands() {
+        let mut texts = vec![c];
+        while let Some(t) = texts.pop() {
+            let mut inner = Vec::new();
+            let flat = extract_substitutions(&t, &mut inner);
+            texts.extend(inner);
+            for cmd in simple_commands(&flat) {
+                let words: Vec<&String> = cmd
+                    .words
+                    .iter()
+                    .skip_while(|w| {
+                        ["then", "do", "else", "elif", "if", "!", "while", "until"]
+                            .contains(&w.as_str())
+                            || w.split_once('=').is_some_and(|(k, _)| {
+                                !k.is_empty()
+                                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                            })
+                    })
+                    .collect();
+                let Some(first) = words.first() else {
+                    continue;
+                };
+                let uses_b = words
+                    .iter()
+                    .skip(1)
+                    .any(|w| w.contains("$B\"") || w.contains("$B ") || w.ends_with("$B"));
+                if uses_b {
+                    seen += 1;
+                    if !BUILTINS.contains(&unquote(first).as_str()) {
+                        bad.push(cmd.words.join(" "));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen >= 5, "the check saw the framing ({seen} uses)");
+    assert!(
+        bad.is_empty(),
+        "boundary passed to a program:\n{}",
+        bad.join("\n")
+    );
+    // The checker catches what the old collector did.
+    let old = "grep -q -F \"$B\" \"$1/cmdline\"";
+    let cmd = simple_commands(old).into_iter().next().unwrap();
+    assert!(cmd.words.iter().skip(1).any(|w| w.contains("$B\"")));
 }

@@ -1,6 +1,7 @@
 //! SSH connections: TCP (or a jump host's direct-tcpip channel), handshake with our host key
 //! verification, authentication, and the [`SshSession`] that runs commands on it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,9 @@ pub const MAX_CHANNELS: usize = 8;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
 const RETRIES: u32 = 3;
+/// How long the channel may stay silent after the command's exit status before it counts as
+/// done (each piece of output that still arrives starts the wait again).
+const EXIT_GRACE: Duration = Duration::from_millis(1000);
 /// Handshake attempts when the server resets the connection (MaxStartups).
 const HANDSHAKE_TRIES: u32 = 6;
 
@@ -659,6 +663,7 @@ pub(crate) async fn connect_ssh(
         handle: Arc::new(handle),
         jumps,
         channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
+        open: Arc::new(AtomicUsize::new(0)),
         host: settings.alias.clone(),
         address,
         notices: Vec::new(),
@@ -666,12 +671,16 @@ pub(crate) async fn connect_ssh(
 }
 
 /// One authenticated SSH connection to a host. Commands run on their own channels, at most
-/// [`MAX_CHANNELS`] at once, each drained by its own task.
+/// [`MAX_CHANNELS`] at once, each drained by its own task. A server that allows fewer
+/// sessions (`MaxSessions`) refuses a channel: the limit then drops by one for the rest of
+/// the connection and the command waits for a channel to end instead of failing.
 pub struct SshSession {
     handle: Arc<Handle<Client>>,
     /// Jump host connections, kept alive while the session is used.
     jumps: Vec<Handle<Client>>,
     channels: Arc<Semaphore>,
+    /// Channels open now.
+    open: Arc<AtomicUsize>,
     host: String,
     address: String,
     pub(crate) notices: Vec<String>,
@@ -735,16 +744,32 @@ impl SshSession {
         let deadline = tokio::time::Instant::now() + req.timeout;
         let err = |kind| TransportError::new(self.host.clone(), kind);
         let timed_out = || err(ErrorKind::ExecTimeout { after: req.timeout });
-        let permit = tokio::time::timeout_at(deadline, self.channels.clone().acquire_owned())
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(|_| err(ErrorKind::Channel("connection closed".into())))?;
+        let acquire = || async {
+            tokio::time::timeout_at(deadline, self.channels.clone().acquire_owned())
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|_| err(ErrorKind::Channel("connection closed".into())))
+        };
+        let mut permit = acquire().await?;
         let mut attempt = 0u32;
         let channel = loop {
             attempt += 1;
             match tokio::time::timeout_at(deadline, self.handle.channel_open_session()).await {
                 Err(_) => return Err(timed_out()),
                 Ok(Ok(ch)) => break ch,
+                Ok(Err(russh::Error::ChannelOpenFailure(f)))
+                    if self.open.load(Ordering::SeqCst) > 0 =>
+                {
+                    // The server allows fewer sessions than we opened: one channel fewer from
+                    // now on, and wait for one of the others to end.
+                    tracing::debug!(
+                        "{}: channel refused ({f:?}) with {} open; lowering the limit",
+                        self.host,
+                        self.open.load(Ordering::SeqCst)
+                    );
+                    permit.forget();
+                    permit = acquire().await?;
+                }
                 Ok(Err(russh::Error::ChannelOpenFailure(f))) if attempt < RETRIES => {
                     tracing::debug!("{}: channel open failed ({f:?}); retrying", self.host);
                     tokio::time::sleep(backoff(attempt, 25)).await;
@@ -752,18 +777,36 @@ impl SshSession {
                 Ok(Err(e)) => return Err(err(ErrorKind::Channel(clean(&e.to_string())))),
             }
         };
+        let open = OpenGuard::new(self.open.clone());
         let wrapped = wrap_remote(&req.command, req.timeout);
         let req = req.clone();
         let host = self.host.clone();
         // The channel is drained by its own task so a slow caller never stalls the connection.
         let task = tokio::spawn(async move {
             let _permit = permit;
+            let _open = open;
             drain(channel, wrapped, req, deadline, started, host).await
         });
         match task.await {
             Ok(r) => r,
             Err(e) => Err(err(ErrorKind::Ssh(format!("exec task failed: {e}")))),
         }
+    }
+}
+
+/// Counts a channel as open while it lives.
+struct OpenGuard(Arc<AtomicUsize>);
+
+impl OpenGuard {
+    fn new(n: Arc<AtomicUsize>) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        OpenGuard(n)
+    }
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -823,8 +866,15 @@ async fn drain(
     let mut errb = Capped::new(req.stderr_cap);
     let mut status: Option<u32> = None;
     let mut signal: Option<String> = None;
+    // Once the command has exited, output still in flight gets a short grace; a process it
+    // left behind holding the session's pipes (an orphan) must not hold the channel open.
+    let mut until = deadline;
     let result = loop {
-        match tokio::time::timeout_at(deadline, rd.wait()).await {
+        match tokio::time::timeout_at(until, rd.wait()).await {
+            Err(_) if status.is_some() => {
+                let _ = tokio::time::timeout(Duration::from_millis(500), wr.close()).await;
+                break Ok(());
+            }
             Err(_) => {
                 // Deadline: close the channel and leave at once (russh drops the server's CLOSE
                 // after a client close, so waiting for it would hang). The remote `timeout`
@@ -834,9 +884,17 @@ async fn drain(
             }
             Ok(None) => break Ok(()),
             Ok(Some(msg)) => match msg {
-                ChannelMsg::Data { data } => out.push(&data),
+                ChannelMsg::Data { data } => {
+                    out.push(&data);
+                    if status.is_some() {
+                        until = deadline.min(tokio::time::Instant::now() + EXIT_GRACE);
+                    }
+                }
                 ChannelMsg::ExtendedData { data, ext: 1 } => errb.push(&data),
-                ChannelMsg::ExitStatus { exit_status } => status = Some(exit_status),
+                ChannelMsg::ExitStatus { exit_status } => {
+                    status = Some(exit_status);
+                    until = until.min(tokio::time::Instant::now() + EXIT_GRACE);
+                }
                 ChannelMsg::ExitSignal { signal_name, .. } => {
                     signal = Some(format!("{signal_name:?}"))
                 }

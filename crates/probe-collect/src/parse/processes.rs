@@ -11,7 +11,7 @@ use crate::frame::records;
 use crate::sanitize::{line, sanitize_terminal};
 
 /// At most this many processes are kept.
-pub const MAX_PROCESSES: usize = 2000;
+pub const MAX_PROCESSES: usize = 8192;
 
 /// Extra per-process facts used to plan round 2 (not stored in the snapshot).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +33,26 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
         }
         if r.header == "self mntns" {
             self_ns = non_empty(line(r.data));
+            continue;
+        }
+        if r.header == "links" {
+            for (pid, what, target) in links(r.data) {
+                let Some(p) = procs.get_mut(&pid) else {
+                    continue;
+                };
+                match what {
+                    "exe" => p.exe = non_empty(target),
+                    "cwd" => p.cwd = non_empty(target),
+                    "fd/1" => extra.entry(pid).or_default().stdout = non_empty(target),
+                    "fd/2" => extra.entry(pid).or_default().stderr = non_empty(target),
+                    "ns/mnt" => {
+                        if let Some(ns) = non_empty(target) {
+                            mnt_ns.insert(pid, ns);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             continue;
         }
         let mut it = r.header.split(' ');
@@ -119,6 +139,28 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
     // Ancestors that turned out to be neither launcher, worker nor wrapper are not kept.
     list.retain(|p| p.role != ProcessRole::Other || p.engine.is_some());
     (list, extra)
+}
+
+/// The `links` record: `PID/NAME\0TARGET\0` pairs (find's `%p\0%l\0`), so a link target
+/// may hold any byte but NUL.
+fn links(data: &[u8]) -> impl Iterator<Item = (u32, &str, String)> + '_ {
+    let mut parts = data.split(|&c| c == 0);
+    std::iter::from_fn(move || {
+        loop {
+            let path = parts.next()?;
+            let target = parts.next()?;
+            let Some((pid, what)) = std::str::from_utf8(path)
+                .ok()
+                .and_then(|p| p.split_once('/'))
+            else {
+                continue;
+            };
+            let Ok(pid) = pid.parse::<u32>() else {
+                continue;
+            };
+            return Some((pid, what, line(target)));
+        }
+    })
 }
 
 fn non_empty(s: String) -> Option<String> {

@@ -37,9 +37,14 @@ impl Env {
     }
 
     pub fn with_key(kind: &str, pass: &str, format: Option<&str>) -> Env {
+        Env::with_server(kind, pass, format, "")
+    }
+
+    /// Like [`Env::new`], with extra `sshd_config` lines (`Match all` blocks override).
+    pub fn with_server(kind: &str, pass: &str, format: Option<&str>, extra: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let key = key(dir.path(), "id_client", kind, pass, format);
-        let sshd = sshd_at(Ipv4Addr::LOCALHOST, vec![key.public.clone()], "");
+        let sshd = sshd_at(Ipv4Addr::LOCALHOST, vec![key.public.clone()], extra);
         let known_hosts = dir.path().join("known_hosts");
         sshd.write_known_hosts(&known_hosts);
         let config = dir.path().join("ssh_config");

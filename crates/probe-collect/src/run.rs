@@ -1,0 +1,451 @@
+//! Running the groups of both rounds concurrently, each on its own exec channel of the one
+//! connection, and keeping what each returned.
+//!
+//! Round-1 groups start together (the transport keeps at most its channel limit open and
+//! falls back to fewer when the server refuses one); a group whose probes depend on a section
+//! of another group starts when that section has ended, and is not run (recorded as such) when
+//! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
+//! (`host`, `processes`, `units`, `containers`) are in, while the rest of round 1 still runs.
+//! A group that fails at the transport level costs only its own sections.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use probe_model::{SectionStatus, Snapshot};
+use probe_transport::{Exec, ExecRequest, TransportError};
+
+use crate::frame::{self, Framed, RawSection};
+use crate::script::{self, Group, Round2Inputs};
+use crate::{CollectOptions, CollectStats, parse, plan, sanitize};
+
+/// Time kept, at the end of the deadline, for the client to give up channels and to parse.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
+
+/// Sections round 2 is planned from.
+const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
+
+/// What one group's run gave.
+#[derive(Debug)]
+pub struct GroupOut {
+    pub group: Group,
+    /// Framed output, `None` when the channel failed or the shell printed nothing framed.
+    pub framed: Option<Framed>,
+    pub error: Option<TransportError>,
+    /// Exit status and stderr of a run that printed nothing framed.
+    pub no_output: Option<(u32, String)>,
+    /// The group was not run: (status, message) for each of its sections.
+    pub skipped: Option<(SectionStatus, String)>,
+    pub truncated: bool,
+    pub bytes: u64,
+    pub ms: u64,
+    /// Milliseconds from the collection's start to this group's end.
+    pub ended_ms: u64,
+}
+
+/// Round 2's outcome.
+#[derive(Debug)]
+pub enum Round2 {
+    NotNeeded,
+    NoTime,
+    Ran {
+        inputs: Round2Inputs,
+        groups: Vec<GroupOut>,
+    },
+}
+
+/// Both rounds as received.
+#[derive(Debug)]
+pub struct Rounds {
+    pub boundary1: String,
+    pub boundary2: String,
+    pub round1: Vec<GroupOut>,
+    pub round2: Round2,
+    pub round2_started_ms: u64,
+}
+
+impl Rounds {
+    pub fn stats(&self) -> CollectStats {
+        let r2: &[GroupOut] = match &self.round2 {
+            Round2::Ran { groups, .. } => groups,
+            _ => &[],
+        };
+        let ran = |g: &&GroupOut| g.skipped.is_none();
+        CollectStats {
+            round1_bytes: self.round1.iter().map(|g| g.bytes).sum(),
+            round2_bytes: r2.iter().map(|g| g.bytes).sum(),
+            round1_ms: self.round1.iter().map(|g| g.ended_ms).max().unwrap_or(0),
+            round2_ms: r2
+                .iter()
+                .map(|g| g.ended_ms.saturating_sub(self.round2_started_ms))
+                .max()
+                .unwrap_or(0),
+            channels: u32::try_from(self.round1.iter().chain(r2).filter(ran).count())
+                .unwrap_or(u32::MAX),
+            group_ms_sum: self.round1.iter().chain(r2).map(|g| g.ms).sum(),
+        }
+    }
+}
+
+/// Polls every future until all are ready (the futures borrow the executor, so they cannot be
+/// spawned as tasks).
+pub async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futs.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *slot = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sections received so far by a round, shared by its groups and round 2's planner.
+#[derive(Default)]
+struct Board {
+    sections: Mutex<Vec<RawSection>>,
+    changed: tokio::sync::Notify,
+}
+
+impl Board {
+    fn add(&self, f: Option<&Framed>, group: &Group) {
+        if let Ok(mut v) = self.sections.lock() {
+            for p in &group.probes {
+                let got = f.and_then(|f| f.sections.iter().find(|s| s.name == p.name));
+                // A section the group did not return counts as ended, without a status.
+                v.push(got.cloned().unwrap_or_else(|| RawSection {
+                    name: p.name.clone(),
+                    ..Default::default()
+                }));
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn get(&self, names: &[&str]) -> Option<Vec<RawSection>> {
+        let v = self.sections.lock().ok()?;
+        let mut out = Vec::new();
+        for n in names {
+            out.push(v.iter().find(|s| s.name == *n)?.clone());
+        }
+        Some(out)
+    }
+
+    /// Waits until every named section has ended.
+    async fn wait(&self, names: &[&str]) -> Vec<RawSection> {
+        loop {
+            let changed = self.changed.notified();
+            if let Some(v) = self.get(names) {
+                return v;
+            }
+            changed.await;
+        }
+    }
+}
+
+struct RoundCtx<'a, E: Exec> {
+    exec: &'a E,
+    opts: &'a CollectOptions,
+    started: Instant,
+    boundary: &'a str,
+    inputs: &'a Round2Inputs,
+    /// The script's own budget ends this long before the transport's deadline.
+    budget_until: Duration,
+    /// The transport's deadline for every group of the round.
+    deadline: Duration,
+}
+
+async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -> GroupOut {
+    let mut out = GroupOut {
+        group,
+        framed: None,
+        error: None,
+        no_output: None,
+        skipped: None,
+        truncated: false,
+        bytes: 0,
+        ms: 0,
+        ended_ms: 0,
+    };
+    let after: Vec<&str> = out.group.after.iter().map(String::as_str).collect();
+    if !after.is_empty() {
+        let deps = board.wait(&after).await;
+        if let Some((rc_code, why)) = deps.iter().find_map(dependency_blocks) {
+            out.framed = Some(not_run(&out.group, rc_code));
+            out.skipped = Some(why);
+            board.add(out.framed.as_ref(), &out.group);
+            out.ended_ms = ms(rc.started.elapsed());
+            return out;
+        }
+    }
+    // The transport may take a moment to give up on a channel at its deadline, and parsing
+    // everything takes the client a moment too (more on a loaded machine): ask it to stop a
+    // little before ours.
+    let left = rc
+        .deadline
+        .saturating_sub(rc.started.elapsed())
+        .saturating_sub(DEADLINE_MARGIN);
+    let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
+    if left < Duration::from_secs(1) || budget.is_zero() {
+        out.framed = Some(not_run(&out.group, 201));
+        out.skipped = Some((
+            SectionStatus::TimedOut,
+            "not run: collection deadline reached".into(),
+        ));
+        board.add(out.framed.as_ref(), &out.group);
+        return out;
+    }
+    let text = script::build_group(rc.opts, rc.boundary, budget, &out.group, rc.inputs);
+    let req = ExecRequest::new("sh -s")
+        .with_stdin(text.into_bytes())
+        .with_timeout(left)
+        .with_caps(out.group.stdout_cap(), 64 << 10);
+    let t = Instant::now();
+    match rc.exec.exec(&req).await {
+        Ok(o) => {
+            out.bytes = o.stdout.len() as u64;
+            out.truncated = o.stdout_truncated;
+            let f = frame::parse(&o.stdout, rc.boundary);
+            if f.sections.is_empty() {
+                let stderr = sanitize::line(o.stderr.get(..o.stderr.len().min(400)).unwrap_or(&[]));
+                out.no_output = Some((o.exit_status, stderr));
+            } else {
+                out.framed = Some(f);
+            }
+        }
+        Err(e) => out.error = Some(e),
+    }
+    out.ms = ms(t.elapsed());
+    out.ended_ms = ms(rc.started.elapsed());
+    board.add(out.framed.as_ref(), &out.group);
+    out
+}
+
+/// The sections of a group that was not run, with the exit code the script itself gives a
+/// section it does not run (200: its dependency timed out, 201: no time left, 3: nothing
+/// there).
+fn not_run(g: &Group, rc: i32) -> Framed {
+    Framed {
+        sections: g
+            .probes
+            .iter()
+            .map(|p| RawSection {
+                name: p.name.clone(),
+                rc: Some(rc),
+                complete: true,
+                ..Default::default()
+            })
+            .collect(),
+        done: true,
+    }
+}
+
+/// Why a section that others depend on keeps them from running: it timed out (the program
+/// hangs) or found nothing to ask. (exit code for the skipped sections, status and message)
+fn dependency_blocks(dep: &RawSection) -> Option<(i32, (SectionStatus, String))> {
+    let timed_out = (
+        SectionStatus::TimedOut,
+        format!("not run: {} timed out", dep.name),
+    );
+    match dep.rc {
+        Some(124 | 137 | 200 | 201) => Some((200, timed_out)),
+        Some(3 | 127) => Some((3, (SectionStatus::NotPresent, String::new()))),
+        None => Some((
+            200,
+            (
+                SectionStatus::Failed,
+                format!("not run: {} did not finish", dep.name),
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Runs round 1 and, as soon as its inputs are known, round 2.
+pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Instant) -> Rounds {
+    let boundary1 = script::new_boundary();
+    let boundary2 = script::new_boundary();
+    let none = Round2Inputs::default();
+    let r1 = RoundCtx {
+        exec,
+        opts,
+        started,
+        boundary: &boundary1,
+        inputs: &none,
+        budget_until: script::round1_budget(opts.deadline)
+            .min(opts.deadline.saturating_sub(Duration::from_secs(1))),
+        deadline: opts.deadline,
+    };
+    let board = Board::default();
+    let round1 = join_all(
+        script::groups(1)
+            .into_iter()
+            .map(|g| run_group(&r1, &board, g))
+            .collect(),
+    );
+    let round2 = async {
+        let needed = board.wait(ROUND2_NEEDS).await;
+        let round2_started_ms = ms(started.elapsed());
+        let inputs = plan_round2(opts, &boundary1, needed);
+        if inputs.is_empty() {
+            return (Round2::NotNeeded, round2_started_ms);
+        }
+        let left = opts.deadline.saturating_sub(started.elapsed());
+        if left < Duration::from_secs(3) {
+            return (Round2::NoTime, round2_started_ms);
+        }
+        let r2 = RoundCtx {
+            exec,
+            opts,
+            started,
+            boundary: &boundary2,
+            inputs: &inputs,
+            budget_until: opts.deadline.saturating_sub(Duration::from_secs(3)),
+            deadline: opts.deadline,
+        };
+        let board2 = Board::default();
+        let groups = join_all(
+            script::groups(2)
+                .into_iter()
+                .map(|g| run_group(&r2, &board2, g))
+                .collect(),
+        )
+        .await;
+        (Round2::Ran { inputs, groups }, round2_started_ms)
+    };
+    let (round1, (round2, round2_started_ms)) = tokio::join!(round1, round2);
+    Rounds {
+        boundary1,
+        boundary2,
+        round1,
+        round2,
+        round2_started_ms,
+    }
+}
+
+/// Round-2 inputs from the sections they depend on, parsed on their own (the whole snapshot
+/// is assembled once, later, from everything).
+fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -> Round2Inputs {
+    let mut scratch = Snapshot {
+        sudo: opts.sudo,
+        ..Default::default()
+    };
+    let mut ctx = parse::Ctx {
+        boundary: boundary.to_string(),
+        ..Default::default()
+    };
+    let framed = Framed {
+        sections: needed,
+        done: true,
+    };
+    let extra = plan::apply_round1(&mut scratch, &mut ctx, &framed, false);
+    plan::round2_inputs(&scratch, &ctx, &extra)
+}
+
+/// Status and message of sections lost with their channel.
+fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
+    let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
+        SectionStatus::TimedOut
+    } else {
+        SectionStatus::Failed
+    };
+    let round = g.probes.first().map_or(1, |p| p.round);
+    (
+        status,
+        format!(
+            "not collected: round {round} failed ({})",
+            sanitize::sanitize_line(&e.kind.to_string())
+        ),
+    )
+}
+
+/// Every group of the round failed at the transport level: the first failure.
+pub fn all_failed(groups: &[GroupOut]) -> Option<(SectionStatus, String)> {
+    if groups.iter().any(|g| g.error.is_none()) {
+        return None;
+    }
+    groups
+        .iter()
+        .find_map(|g| g.error.as_ref().map(|e| transport_failure(e, &g.group)))
+}
+
+/// One framed output of all groups of a round.
+pub fn merged(groups: &[GroupOut]) -> Framed {
+    let mut f = Framed {
+        sections: Vec::new(),
+        done: true,
+    };
+    for g in groups {
+        match &g.framed {
+            Some(x) => {
+                f.sections.extend(x.sections.iter().cloned());
+                f.done &= x.done;
+            }
+            None => f.done &= g.skipped.is_some(),
+        }
+    }
+    f
+}
+
+/// Sections whose group did not run, failed, or whose framing was broken, get a status and a
+/// message that say so (they are otherwise reported as never reached).
+pub fn mark_groups(snap: &mut Snapshot, groups: &[GroupOut], framed: &Framed) {
+    for g in groups {
+        let why: Option<(SectionStatus, String)> = if let Some(s) = &g.skipped {
+            (!s.1.is_empty()).then(|| s.clone())
+        } else if let Some(e) = &g.error {
+            Some(transport_failure(e, &g.group))
+        } else {
+            g.no_output.as_ref().map(|(status, stderr)| {
+                (
+                    SectionStatus::Failed,
+                    format!("the script printed nothing framed (exit status {status}): {stderr}"),
+                )
+            })
+        };
+        for p in &g.group.probes {
+            let got = framed.sections.iter().find(|s| s.name == p.name);
+            let why = match (&why, got) {
+                (Some(w), None) => Some(w.clone()),
+                (Some(w), Some(_)) if g.skipped.is_some() => Some(w.clone()),
+                (_, Some(s)) => s.tampered.clone().map(|t| {
+                    (
+                        SectionStatus::Failed,
+                        format!("tampered: {t}; what it said is not trusted"),
+                    )
+                }),
+                (None, None) => None,
+            };
+            let Some((status, msg)) = why else { continue };
+            if let Some(r) = snap.sections.iter_mut().find(|r| r.name == p.name) {
+                r.status = status;
+                r.message = (!msg.is_empty()).then_some(msg);
+            } else {
+                snap.sections.push(probe_model::SectionReport {
+                    name: p.name.clone(),
+                    status,
+                    message: (!msg.is_empty()).then_some(msg),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+}
