@@ -201,7 +201,11 @@ fn value_key(change: Option<&Change>) -> Option<String> {
     change.map(|change| {
         format!(
             "{}|{}",
-            change.after.as_ref().map(Value::to_string).unwrap_or_default(),
+            change
+                .after
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default(),
             change.after_written.as_deref().unwrap_or("")
         )
     })
@@ -275,13 +279,10 @@ fn written(value: Option<&Value>, written: Option<&str>) -> String {
 
 /// The reference's own value of a key, from any comparison that names it.
 fn reference_written(diffs: &[BTreeMap<String, Change>], key: &str) -> String {
-    diffs
-        .iter()
-        .find_map(|diff| diff.get(key))
-        .map_or_else(
-            || String::from("(absent)"),
-            |change| written(change.before.as_ref(), change.before_written.as_deref()),
-        )
+    diffs.iter().find_map(|diff| diff.get(key)).map_or_else(
+        || String::from("(absent)"),
+        |change| written(change.before.as_ref(), change.before_written.as_deref()),
+    )
 }
 
 /// One line per running launch, then key packages, then driver and GPUs.
@@ -435,10 +436,15 @@ mod tests {
         let found = keys(&odd.changes);
         assert_eq!(found.len(), 3, "{found:?}");
         assert!(found.iter().any(|k| k == "gpu.driver_version"), "{found:?}");
-        assert!(found.iter().any(|k| k.starts_with("package:torch")), "{found:?}");
         assert!(
-            found.iter().any(|k| k.ends_with("enable_expert_parallel")
-                || k.ends_with("enable-expert-parallel")),
+            found.iter().any(|k| k.starts_with("package:torch")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|k| k.ends_with("enable_expert_parallel")
+                    || k.ends_with("enable-expert-parallel")),
             "{found:?}"
         );
         let driver = odd

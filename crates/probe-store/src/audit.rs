@@ -32,13 +32,15 @@ pub fn runner_name() -> String {
         .ok()
         .filter(|user| !user.is_empty())
         .or_else(|| {
-            std::fs::read_to_string("/proc/self/status").ok().and_then(|status| {
-                status
-                    .lines()
-                    .find(|line| line.starts_with("Uid:"))
-                    .and_then(|line| line.split_whitespace().nth(2))
-                    .map(|uid| format!("uid{uid}"))
-            })
+            std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|status| {
+                    status
+                        .lines()
+                        .find(|line| line.starts_with("Uid:"))
+                        .and_then(|line| line.split_whitespace().nth(2))
+                        .map(|uid| format!("uid{uid}"))
+                })
         })
         .unwrap_or_else(|| "unknown".into());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

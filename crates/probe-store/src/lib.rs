@@ -39,9 +39,9 @@ use probe_model::{AuditRecord, Snapshot, UnixTime};
 pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
 pub use errors::StoreError;
-pub use selector::{HostPoint, Selector, parse_host_reference};
 pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
 pub use postgres::{PG_SCHEMA, PgStore};
+pub use selector::{HostPoint, Selector, parse_host_reference};
 pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
 
 /// Opens the store at `location`: a PostgreSQL URL or `key=value` connection string

@@ -20,9 +20,9 @@ mod tls;
 use std::future::Future;
 use std::time::Duration;
 
+use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use probe_model::{AuditRecord, Snapshot, UnixTime};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use crate::sqlite::{indexed_values, strip_port};
@@ -163,7 +163,8 @@ impl PgStore {
         }
         tracing::debug!(store = %redacted, password = ?resolved.password_source, sslmode = ?resolved.sslmode, "connecting");
         let config = pg_config(&resolved).map_err(bad)?;
-        let tls = tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
+        let tls =
+            tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
         let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -340,8 +341,9 @@ fn pg_error(store: &str, err: &tokio_postgres::Error) -> StoreError {
 /// Whether a failed transaction may succeed when retried.
 fn retryable(err: &tokio_postgres::Error) -> bool {
     use tokio_postgres::error::SqlState;
-    err.code()
-        .is_some_and(|code| *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED)
+    err.code().is_some_and(|code| {
+        *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+    })
 }
 
 async fn connection(pool: &Pool, store: &str) -> Result<deadpool_postgres::Object, StoreError> {
@@ -360,10 +362,7 @@ async fn connection(pool: &Pool, store: &str) -> Result<deadpool_postgres::Objec
 
 async fn schema_version(client: &impl GenericClient) -> Result<u32, tokio_postgres::Error> {
     let exists: bool = client
-        .query_one(
-            "SELECT to_regclass('probe.schema_meta') IS NOT NULL",
-            &[],
-        )
+        .query_one("SELECT to_regclass('probe.schema_meta') IS NOT NULL", &[])
         .await?
         .get(0);
     if !exists {
@@ -420,7 +419,10 @@ async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
         .await
         .map_err(fail)?;
     transaction
-        .execute("INSERT INTO probe.schema_meta (version) VALUES ($1)", &[&version])
+        .execute(
+            "INSERT INTO probe.schema_meta (version) VALUES ($1)",
+            &[&version],
+        )
         .await
         .map_err(fail)?;
     transaction.commit().await.map_err(fail)
@@ -481,7 +483,10 @@ impl HostKey {
             Some(id) => format!("machine-id:{id}"),
             None => format!(
                 "name:{}",
-                self.hostname.as_deref().unwrap_or(&self.target).to_lowercase()
+                self.hostname
+                    .as_deref()
+                    .unwrap_or(&self.target)
+                    .to_lowercase()
             ),
         }
     }
@@ -497,7 +502,10 @@ async fn identify_host(
     let mut host_id: Option<i64> = None;
     if let Some(machine_id) = &key.machine_id {
         host_id = client
-            .query_opt("SELECT id FROM probe.hosts WHERE machine_id = $1", &[machine_id])
+            .query_opt(
+                "SELECT id FROM probe.hosts WHERE machine_id = $1",
+                &[machine_id],
+            )
             .await?
             .map(|row| row.get(0));
     }
@@ -735,7 +743,10 @@ impl SnapshotStore for PgStore {
         let text: Option<String> = self.run(|pool, store| async move {
             let client = connection(&pool, &store).await?;
             client
-                .query_opt("SELECT document::text FROM probe.snapshots WHERE id = $1", &[&id])
+                .query_opt(
+                    "SELECT document::text FROM probe.snapshots WHERE id = $1",
+                    &[&id],
+                )
                 .await
                 .map(|row| row.map(|row| row.get(0)))
                 .map_err(|err| pg_error(&store, &err))
@@ -893,10 +904,11 @@ impl SnapshotStore for PgStore {
         })?;
         rows.into_iter()
             .map(|(run, recorded_at, text)| {
-                let record = serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
-                    what: format!("audit record of run {} in {}", run.run_id, self.location),
-                    cause: err.to_string(),
-                })?;
+                let record =
+                    serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
+                        what: format!("audit record of run {} in {}", run.run_id, self.location),
+                        cause: err.to_string(),
+                    })?;
                 Ok(StoredAudit {
                     run,
                     recorded_at,

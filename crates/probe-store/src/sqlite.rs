@@ -17,8 +17,7 @@ use probe_model::{AuditRecord, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::{
-    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json,
-    to_json,
+    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json, to_json,
 };
 
 /// Version of the store's own table layout (not of the snapshot documents).
@@ -436,10 +435,15 @@ impl SnapshotStore for SqliteStore {
         })?;
         rows.into_iter()
             .map(|(run, recorded_at, text)| {
-                let record = serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
-                    what: format!("audit record of run {} in {}", run.run_id, self.path.display()),
-                    cause: err.to_string(),
-                })?;
+                let record =
+                    serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
+                        what: format!(
+                            "audit record of run {} in {}",
+                            run.run_id,
+                            self.path.display()
+                        ),
+                        cause: err.to_string(),
+                    })?;
                 Ok(StoredAudit {
                     run,
                     recorded_at,

@@ -278,7 +278,8 @@ fn export_import_round_trip_and_newer_refused(backend: &Backend) {
     other.import(&text, "x1.json").unwrap();
     assert_eq!(other.get("x1").unwrap().unwrap(), original);
     let back = sqlite().open();
-    back.import(&other.export("x1").unwrap(), "x1.json").unwrap();
+    back.import(&other.export("x1").unwrap(), "x1.json")
+        .unwrap();
     assert_eq!(back.get("x1").unwrap().unwrap(), original);
     let newer = text.replacen(
         &format!("\"schema_version\": {SCHEMA_VERSION}"),
@@ -375,7 +376,11 @@ fn audit_records_newest_per_host_across_shards(backend: &Backend) {
         groups: vec!["prod".into()],
         ..AuditRecord::default()
     };
-    let (old, shard0, shard1) = (run("r0", "0/2", 100), run("r1", "0/2", 200), run("r2", "1/2", 210));
+    let (old, shard0, shard1) = (
+        run("r0", "0/2", 100),
+        run("r1", "0/2", 200),
+        run("r2", "1/2", 210),
+    );
     store
         .record_audit(&old, &record("gpu1", AuditStatus::Ok, 0), 101)
         .unwrap();
@@ -411,8 +416,18 @@ fn audit_records_newest_per_host_across_shards(backend: &Backend) {
         summary,
         [
             ("gpu1".into(), AuditStatus::Changed, Some("0/2".into()), 201),
-            ("gpu2".into(), AuditStatus::Unreachable, Some("1/2".into()), 211),
-            ("gpu3".into(), AuditStatus::TimedOut, Some("1/2".into()), 213),
+            (
+                "gpu2".into(),
+                AuditStatus::Unreachable,
+                Some("1/2".into()),
+                211
+            ),
+            (
+                "gpu3".into(),
+                AuditStatus::TimedOut,
+                Some("1/2".into()),
+                213
+            ),
         ]
     );
     assert_eq!(last[0].record.changes, 2);
@@ -439,9 +454,12 @@ fn postgres_password_from_pgpass_and_never_printed() {
     let cluster = cluster();
     let url = cluster.create_database(&database_name());
     // No password anywhere: the server asks for one (SCRAM over TCP), the client has none.
-    let err = PgStore::open_with(&url, &PgEnv::from_pairs(Vec::<(String, String)>::new(), None))
-        .unwrap_err()
-        .to_string();
+    let err = PgStore::open_with(
+        &url,
+        &PgEnv::from_pairs(Vec::<(String, String)>::new(), None),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("password"), "{err}");
     // PGPASSWORD works, and a wrong password in the URL is not printed.
     let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.as_str())], None);
@@ -456,9 +474,11 @@ fn postgres_password_from_pgpass_and_never_printed() {
     // ~/.pgpass of the home directory.
     let home = tempfile::tempdir().unwrap();
     std::fs::copy(&cluster.pgpass, home.path().join(".pgpass")).unwrap();
-    let store =
-        PgStore::open_with(&url, &PgEnv::from_pairs(Vec::<(String, String)>::new(), Some(home.path().into())))
-            .unwrap();
+    let store = PgStore::open_with(
+        &url,
+        &PgEnv::from_pairs(Vec::<(String, String)>::new(), Some(home.path().into())),
+    )
+    .unwrap();
     assert_eq!(store.location(), url);
     // A service file names the server; the password still comes from PGPASSFILE.
     let services = home.path().join("pg_service.conf");
@@ -500,7 +520,10 @@ fn postgres_newer_schema_is_refused_and_runners_migrate_once() {
     });
     assert_eq!(
         cluster
-            .psql(&name, "SELECT count(*), max(version) FROM probe.schema_meta")
+            .psql(
+                &name,
+                "SELECT count(*), max(version) FROM probe.schema_meta"
+            )
             .trim(),
         format!("1|{}", probe_store::STORE_SCHEMA_VERSION)
     );

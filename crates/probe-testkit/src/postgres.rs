@@ -119,7 +119,12 @@ impl Postgres {
         let out = command(&bin, "initdb", run_as)
             .arg("-D")
             .arg(&data)
-            .args(["-U", SUPERUSER, "--auth-local=trust", "--auth-host=scram-sha-256"])
+            .args([
+                "-U",
+                SUPERUSER,
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+            ])
             .arg(format!("--pwfile={}", pwfile.display()))
             .args(["-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
             .output()
@@ -206,7 +211,10 @@ impl Postgres {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("postgres on {addr} not ready after 30 s; log:\n{}", self.log());
+        panic!(
+            "postgres on {addr} not ready after 30 s; log:\n{}",
+            self.log()
+        );
     }
 
     /// A URL for `database` without a password (it comes from [`Postgres::pgpass`]).
@@ -219,10 +227,7 @@ impl Postgres {
 
     /// Environment a client needs next to [`Postgres::url`]: the password file.
     pub fn client_env(&self) -> Vec<(String, String)> {
-        vec![(
-            "PGPASSFILE".to_string(),
-            self.pgpass.display().to_string(),
-        )]
+        vec![("PGPASSFILE".to_string(), self.pgpass.display().to_string())]
     }
 
     /// Runs SQL as the superuser over the unix socket with `psql`; returns its output.
@@ -232,7 +237,16 @@ impl Postgres {
             .arg(&self.socket_dir)
             .arg("-p")
             .arg(self.port.to_string())
-            .args(["-U", SUPERUSER, "-d", database, "-v", "ON_ERROR_STOP=1", "-AtX", "-c"])
+            .args([
+                "-U",
+                SUPERUSER,
+                "-d",
+                database,
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-AtX",
+                "-c",
+            ])
             .arg(sql)
             .output()
             .expect("run psql");
@@ -340,7 +354,12 @@ fn cluster_user() -> Option<(u32, u32)> {
         // Several test binaries may get here at once; useradd locks /etc/passwd, the loser
         // fails and finds the user on the next look.
         let _ = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
             .arg(CLUSTER_USER)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -199,7 +199,10 @@ pub fn redact(text: &str) -> String {
                 if key == "password" {
                     format!("{key}=***")
                 } else if value.is_empty() || value.contains([' ', '\'', '\\']) {
-                    format!("{key}='{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
+                    format!(
+                        "{key}='{}'",
+                        value.replace('\\', "\\\\").replace('\'', "\\'")
+                    )
                 } else {
                     format!("{key}={value}")
                 }
@@ -424,15 +427,12 @@ pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
         );
     }
     let sslmode = SslMode::parse(params.get("sslmode").map_or("prefer", String::as_str))?;
-    let root_cert = params
-        .get("sslrootcert")
-        .map(PathBuf::from)
-        .or_else(|| {
-            env.home
-                .as_ref()
-                .map(|home| home.join(".postgresql").join("root.crt"))
-                .filter(|path| path.is_file())
-        });
+    let root_cert = params.get("sslrootcert").map(PathBuf::from).or_else(|| {
+        env.home
+            .as_ref()
+            .map(|home| home.join(".postgresql").join("root.crt"))
+            .filter(|path| path.is_file())
+    });
     let mut notes = Vec::new();
     if !params.contains_key("password") {
         let passfile = params
@@ -492,10 +492,7 @@ fn service_entry(service: &str, env: &PgEnv) -> Result<BTreeMap<String, String>,
     }
     files.push(
         env.var("PGSYSCONFDIR")
-            .map_or_else(
-                || PathBuf::from("/etc/postgresql-common"),
-                PathBuf::from,
-            )
+            .map_or_else(|| PathBuf::from("/etc/postgresql-common"), PathBuf::from)
             .join("pg_service.conf"),
     );
     for file in files.iter().filter(|file| file.is_file()) {
@@ -550,9 +547,9 @@ pub(crate) fn parse_service_file(
             }
             continue;
         }
-        let (key, value) = line.split_once('=').ok_or_else(|| {
-            format!("{}:{}: expected key=value", path.display(), number + 1)
-        })?;
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("{}:{}: expected key=value", path.display(), number + 1))?;
         if current == Some(service)
             && let Some(entry) = entry.as_mut()
         {
@@ -817,9 +814,7 @@ mod tests {
         .unwrap();
         assert_eq!(resolved.sslmode, SslMode::Disable);
         let mut with_service = environment.clone();
-        with_service
-            .vars
-            .insert("PGSERVICE".into(), "fleet".into());
+        with_service.vars.insert("PGSERVICE".into(), "fleet".into());
         assert_eq!(
             resolve("postgres://", &with_service).unwrap().hosts,
             ["db.internal"]
@@ -828,7 +823,11 @@ mod tests {
         std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
         let resolved = resolve("service=fleet", &environment).unwrap();
         assert_eq!(resolved.get("password"), None);
-        assert!(resolved.notes[0].contains("group or world"), "{:?}", resolved.notes);
+        assert!(
+            resolved.notes[0].contains("group or world"),
+            "{:?}",
+            resolved.notes
+        );
         let err = resolve("service=missing", &environment).unwrap_err();
         assert!(err.contains("service \"missing\" not found"), "{err}");
     }

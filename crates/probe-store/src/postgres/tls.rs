@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -23,7 +23,10 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use super::conninfo::SslMode;
 
 /// The rustls client configuration for `mode`.
-pub fn client_config(mode: SslMode, root_cert: Option<&Path>) -> Result<rustls::ClientConfig, String> {
+pub fn client_config(
+    mode: SslMode,
+    root_cert: Option<&Path>,
+) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
