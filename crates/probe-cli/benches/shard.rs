@@ -38,7 +38,7 @@ struct LightHost {
     thread: std::thread::JoinHandle<()>,
 }
 
-fn start_light_host(index: usize, key: &KeyPair, dir: &Path) -> LightHost {
+fn start_light_host(index: usize, key: &KeyPair, dir: &Path) -> PendingHost {
     let address = Ipv4Addr::new(127, 0, 0, FIRST_ADDRESS + index as u8);
     let name = format!("light-{index:03}");
     let machine_id = dir.join(format!("{name}.machine-id"));
@@ -97,6 +97,29 @@ fn start_light_host(index: usize, key: &KeyPair, dir: &Path) -> LightHost {
         let _ = stopped.recv();
         drop(sshd);
     });
+    PendingHost {
+        alias: name,
+        rx,
+        stop,
+        thread,
+    }
+}
+
+/// A light host whose sshd is still starting (hosts start in parallel).
+struct PendingHost {
+    alias: String,
+    rx: std::sync::mpsc::Receiver<(String, String)>,
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn wait_light_host(pending: PendingHost, dir: &Path) -> LightHost {
+    let PendingHost {
+        alias: name,
+        rx,
+        stop,
+        thread,
+    } = pending;
     let (sshd_block, known) = rx.recv().expect("light host started");
     use std::io::Write;
     std::fs::OpenOptions::new()
@@ -224,8 +247,12 @@ fn main() {
     let dir = home.path().to_path_buf();
     let key = KeyPair::generate(&dir, "id_ed25519", "ed25519", "", None);
     let started = Instant::now();
-    let hosts: Vec<LightHost> = (0..count)
+    let pending: Vec<PendingHost> = (0..count)
         .map(|i| start_light_host(i, &key, &dir))
+        .collect();
+    let hosts: Vec<LightHost> = pending
+        .into_iter()
+        .map(|p| wait_light_host(p, &dir))
         .collect();
     println!(
         "fleet: {} light hosts (sshd in namespaces on 127.0.0.{FIRST_ADDRESS}..) started in {:.1} s",

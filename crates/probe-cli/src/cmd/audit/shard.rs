@@ -176,7 +176,9 @@ mod tests {
         // Pinned: the partition never changes between releases (SHA-256, not std's hasher),
         // so upgrading probe on some runners does not move hosts between shards.
         assert_eq!(
-            (0..8).map(|i| owner(&format!("gpu{i}"), 4)).collect::<Vec<_>>(),
+            (0..8)
+                .map(|i| owner(&format!("gpu{i}"), 4))
+                .collect::<Vec<_>>(),
             [1, 1, 3, 2, 3, 1, 2, 0]
         );
     }
