@@ -22,7 +22,8 @@ Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 
 3 hosts failed (audit --fail-on error), 4 a host key was refused.
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
-Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given.";
+Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team
+shares a PostgreSQL store with --store postgres://USER@HOST/DB (see docs/STORE.md).";
 
 /// The `probe` command line.
 #[derive(Debug, Parser)]
