@@ -22,7 +22,8 @@ Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 
 3 hosts failed (audit --fail-on error), 4 a host key was refused.
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
-Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given.";
+Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team
+shares a PostgreSQL store with --store postgres://USER@HOST/DB (see docs/STORE.md).";
 
 /// The `probe` command line.
 #[derive(Debug, Parser)]
@@ -49,8 +50,10 @@ pub struct GlobalArgs {
     /// SSH client config file to use instead of ~/.ssh/config (as `ssh -F`).
     #[arg(short = 'F', long = "ssh-config", value_name = "FILE", global = true)]
     pub ssh_config: Option<PathBuf>,
-    /// Snapshot store (SQLite file) [default: $XDG_DATA_HOME/probe/snapshots.db].
-    #[arg(long, value_name = "PATH", global = true, env = "PROBE_STORE")]
+    /// Snapshot store: a SQLite file, or a shared PostgreSQL store (`postgres://USER@HOST/DB`;
+    /// the password from PGPASSWORD, ~/.pgpass or PGSERVICE, never the URL)
+    /// [default: $XDG_DATA_HOME/probe/snapshots.db].
+    #[arg(long, value_name = "PATH|URL", global = true, env = "PROBE_STORE")]
     pub store: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, global = true)]
@@ -191,7 +194,22 @@ Exit status with --fail-on:
 Examples:
   probe audit --inventory fleet.toml
   probe audit --inventory hosts.ini -j 16 --jsonl > audit.jsonl
-  probe audit --inventory ~/.ssh/config --prometheus /var/lib/node_exporter/probe.prom";
+  probe audit --inventory ~/.ssh/config --prometheus /var/lib/node_exporter/probe.prom
+  probe audit -i fleet.toml --shard 2/4 --store postgres://probe@db/probe --jsonl
+  probe audit -i fleet.toml --shard-index-env JOB_COMPLETION_INDEX --shards 8
+  probe audit -i fleet.toml --outliers --group prod
+  probe audit report                       the whole fleet's last audit, from the store
+
+Sharding: --shard I/N audits the hosts whose name hashes (rendezvous hashing) to shard I; adding a
+host moves no other host. Each shard writes its own --prometheus file and JSON Lines; the
+audit-level metrics carry a shard label. The outcome of every host goes to the store, so
+`probe audit report` shows every shard's hosts. Examples for Kubernetes and systemd in examples/.";
+
+const EXPORT_AFTER: &str = "\
+Moving a laptop's SQLite history into the team's PostgreSQL store and back (oldest first, so host
+identities are rebuilt as they grew; a snapshot already there is replaced, so a copy can be rerun):
+  probe --store postgres://probe@db.internal/probe snapshots import --from-store ~/.local/share/probe/snapshots.db
+  probe --store postgres://probe@db.internal/probe snapshots export --to-store backup.db";
 
 const RESOLVE_AFTER: &str = "\
 Examples:
@@ -278,10 +296,33 @@ pub enum ProgressChoice {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: Option<AuditCommand>,
     /// Inventory: probe TOML, Ansible INI or YAML, or an ssh_config file.
     #[arg(long, short = 'i', value_name = "FILE")]
-    pub inventory: PathBuf,
+    pub inventory: Option<PathBuf>,
+    /// Audit only shard I of N (0-based): hosts are partitioned by a stable hash of their name,
+    /// so N runners (a Kubernetes Indexed Job, N timer instances) share a fleet.
+    #[arg(long, value_name = "I/N", env = "PROBE_SHARD")]
+    pub shard: Option<crate::cmd::audit::shard::Shard>,
+    /// Take the shard index from this environment variable (JOB_COMPLETION_INDEX of an Indexed
+    /// Job) and the count from --shards.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "shards",
+        conflicts_with = "shard"
+    )]
+    pub shard_index_env: Option<String>,
+    /// Number of shards for --shard-index-env.
+    #[arg(long, value_name = "N", requires = "shard_index_env")]
+    pub shards: Option<u32>,
+    /// Also report, per inventory group and tag, the hosts that differ from the group's modal
+    /// configuration (from each host's latest stored snapshot, across all shards).
+    #[arg(long)]
+    pub outliers: bool,
     /// Only hosts of this group (repeatable).
     #[arg(long = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
@@ -309,6 +350,40 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// The fleet's last audit from the store, across every runner and shard: per host its
+    /// status, when it was audited, the age of its newest snapshot and its drift; then the hosts
+    /// that differ from their group.
+    #[command(after_long_help = AUDIT_REPORT_AFTER)]
+    Report(AuditReportArgs),
+}
+
+const AUDIT_REPORT_AFTER: &str = "\
+Without --inventory every host with a stored audit record is listed; with it, exactly the
+inventory's hosts (selected by --group/--tag), and a host no shard has audited yet shows as
+`never audited`.
+
+Examples:
+  probe --store postgres://probe@db/probe audit report
+  probe audit report --inventory fleet.toml --group prod --format json";
+
+#[derive(Debug, Args)]
+pub struct AuditReportArgs {
+    /// List exactly this inventory's hosts.
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Only hosts of this group (repeatable; needs --inventory).
+    #[arg(long = "group", value_name = "GROUP", requires = "inventory")]
+    pub groups: Vec<String>,
+    /// Only hosts with this tag (repeatable; needs --inventory).
+    #[arg(long = "tag", value_name = "TAG", requires = "inventory")]
+    pub tags: Vec<String>,
+    /// Leave out the outliers section.
+    #[arg(long)]
+    pub no_outliers: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SnapshotsCommand {
     /// Stored snapshots, newest first (optionally of one host).
     List {
@@ -320,16 +395,27 @@ pub enum SnapshotsCommand {
         /// HOST@latest, HOST@~N, HOST@DATE or a snapshot id.
         reference: String,
     },
-    /// Write a stored snapshot as a JSON file (standard output without -o).
+    /// Write a stored snapshot as a JSON file (standard output without -o), or copy the whole
+    /// history into another store (`--to-store`).
+    #[command(after_long_help = EXPORT_AFTER)]
     Export {
-        reference: String,
+        #[arg(required_unless_present = "to_store", conflicts_with = "to_store")]
+        reference: Option<String>,
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Copy every snapshot of this store into another store (SQLite file or PostgreSQL URL).
+        #[arg(long, value_name = "PATH|URL")]
+        to_store: Option<String>,
     },
-    /// Store snapshot JSON files (from `export` or another machine).
+    /// Store snapshot JSON files (from `export` or another machine), or copy the whole history
+    /// of another store into this one (`--from-store`).
+    #[command(after_long_help = EXPORT_AFTER)]
     Import {
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required_unless_present = "from_store", value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// Copy every snapshot of this other store (SQLite file or PostgreSQL URL) into this one.
+        #[arg(long, value_name = "PATH|URL")]
+        from_store: Option<String>,
     },
     /// Delete old snapshots; the newest --keep of each host are always kept.
     Prune {

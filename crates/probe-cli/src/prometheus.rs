@@ -39,8 +39,17 @@ fn header(out: &mut String, name: &str, help: &str) {
 
 /// The metrics text.
 pub fn render(records: &[AuditRecord], summary: &AuditSummary) -> String {
+    render_with(records, summary, None)
+}
+
+/// The metrics text of one shard of an audit: the audit-level series carry `shard="I/N"`, so
+/// several shards' files side by side in one textfile directory never repeat a series.
+pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Option<&str>) -> String {
     let mut out = String::new();
-    let inventory = label(&summary.inventory);
+    let mut inventory = label(&summary.inventory);
+    if let Some(shard) = shard {
+        inventory.push_str(&format!("\",shard=\"{}", label(shard)));
+    }
     header(
         &mut out,
         "probe_audit_last_run_timestamp_seconds",
@@ -241,6 +250,19 @@ mod tests {
         let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
         assert_eq!(helps, types);
         assert_eq!(helps, 8);
+    }
+
+    #[test]
+    fn shard_label_on_audit_level_series() {
+        let (records, summary) = records();
+        let text = render_with(&records, &summary, Some("1/4"));
+        assert!(text.contains(
+            "probe_audit_last_run_timestamp_seconds{inventory=\"fleet.toml\",shard=\"1/4\"} 1795000000\n"
+        ));
+        assert!(text.contains(
+            "probe_audit_hosts{inventory=\"fleet.toml\",shard=\"1/4\",status=\"unreachable\"} 1\n"
+        ));
+        assert!(text.contains("probe_host_status{host=\"gpu7\",status=\"changed\"} 1\n"));
     }
 
     #[test]

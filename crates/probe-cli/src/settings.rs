@@ -107,6 +107,15 @@ impl Settings {
         })
     }
 
+    /// The store: `--store` (or `PROBE_STORE`), the config's `store`, or the XDG default file;
+    /// a SQLite path or a PostgreSQL URL / connection string.
+    pub fn store_location(&self) -> Result<String> {
+        let path = self.store_path()?;
+        path.to_str().map(str::to_string).ok_or_else(|| {
+            ExpectedError::Config(format!("store path {} is not valid UTF-8", path.display()))
+        })
+    }
+
     /// The store file: `--store`, the config's `store`, or the XDG default.
     pub fn store_path(&self) -> Result<PathBuf> {
         self.store_path

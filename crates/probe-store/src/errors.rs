@@ -48,6 +48,20 @@ pub enum StoreError {
     BadReference { reference: String, cause: String },
     #[error("store {path}: {cause}")]
     Io { path: PathBuf, cause: String },
+    /// A PostgreSQL store (its location printed without password) could not be reached, or a
+    /// statement failed.
+    #[error("store {store}: {cause}")]
+    Postgres { store: String, cause: String },
+    /// A store location or connection setting that cannot be used (`--store`, `PROBE_STORE`,
+    /// the config file, `PGSERVICE`, ...).
+    #[error("store {store}: {cause}")]
+    BadLocation { store: String, cause: String },
+    /// The shared store refuses a snapshot collected with `--no-redact`.
+    #[error(
+        "store {store}: snapshot {id} was collected with --no-redact; a shared store accepts \
+         only redacted snapshots"
+    )]
+    Unredacted { store: String, id: String },
     #[error("store {path}: {source}")]
     Sqlite {
         path: PathBuf,

@@ -1,10 +1,13 @@
 //! Snapshot store: where `probe` keeps every snapshot it collects, so that a host can be compared
 //! with its own past.
 //!
-//! The store is a trait, [`SnapshotStore`], so that a shared PostgreSQL store can follow for teams
-//! whose audits run from several machines (schema in `docs/STORE.md`). The embedded default is
-//! [`SqliteStore`]: one SQLite file (WAL mode, a busy timeout, one transaction per snapshot),
-//! holding each snapshot as a JSON document plus indexed columns for history queries.
+//! The store is a trait, [`SnapshotStore`], with two implementations: the embedded default,
+//! [`SqliteStore`] (one SQLite file, WAL mode, a busy timeout, one transaction per snapshot), and
+//! the shared [`PgStore`] for teams and fleets whose audits run from many machines (PostgreSQL,
+//! JSONB documents, libpq's connection conventions). [`open`] picks one from a location. Both
+//! hold each snapshot as a JSON document plus indexed columns for history queries, and the
+//! outcome of every audited host ([`SnapshotStore::record_audit`]) for fleet reports across
+//! audit shards. Schemas in `docs/STORE.md`.
 //!
 //! Hosts are identified by machine-id first, then by name: a renamed or re-addressed machine keeps
 //! its history.
@@ -21,20 +24,35 @@
 //! assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-1");
 //! ```
 
+mod audit;
 mod document;
 mod errors;
+mod postgres;
 mod selector;
 mod sqlite;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use probe_model::{Snapshot, UnixTime};
+use probe_model::{AuditRecord, Snapshot, UnixTime};
 
+pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
 pub use errors::StoreError;
+pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
+pub use postgres::{PG_SCHEMA, PgStore};
 pub use selector::{HostPoint, Selector, parse_host_reference};
 pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
+
+/// Opens the store at `location`: a PostgreSQL URL or `key=value` connection string
+/// ([`is_postgres`]), else a SQLite file path.
+pub fn open(location: &str) -> Result<Box<dyn SnapshotStore>, StoreError> {
+    if is_postgres(location) {
+        Ok(Box::new(PgStore::open(location)?))
+    } else {
+        Ok(Box::new(SqliteStore::open(Path::new(location))?))
+    }
+}
 
 /// One stored snapshot, without its document.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -69,6 +87,28 @@ pub struct PrunePolicy {
     pub dry_run: bool,
 }
 
+/// What `policy` deletes of `all` (newest first): all but the newest `keep_last` of each host,
+/// and of those only the ones taken before `older_than`.
+pub(crate) fn prune_candidates(all: Vec<SnapshotMeta>, policy: &PrunePolicy) -> Vec<SnapshotMeta> {
+    let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+    let mut doomed = Vec::new();
+    for meta in all {
+        let count = seen.entry(meta.host_id).or_default();
+        *count += 1;
+        if *count <= policy.keep_last {
+            continue;
+        }
+        if policy
+            .older_than
+            .is_some_and(|limit| meta.collected_at >= limit)
+        {
+            continue;
+        }
+        doomed.push(meta);
+    }
+    doomed
+}
+
 /// A place snapshots are kept. Implementations must make each `put` atomic (a killed writer leaves
 /// no half snapshot) and must not lose a snapshot when two writers run at once.
 pub trait SnapshotStore: Send + Sync {
@@ -87,6 +127,19 @@ pub trait SnapshotStore: Send + Sync {
     fn history(&self, host: &str) -> Result<Vec<SnapshotMeta>, StoreError>;
     /// Deletes by policy; returns the deleted (or, dry run, deletable) snapshots.
     fn prune(&self, policy: &PrunePolicy) -> Result<Vec<SnapshotMeta>, StoreError>;
+    /// Records the outcome of one audited host (replacing an earlier record of the same run and
+    /// host), so that a fleet report can be read across every runner and shard.
+    fn record_audit(
+        &self,
+        run: &AuditRun,
+        record: &AuditRecord,
+        recorded_at: UnixTime,
+    ) -> Result<(), StoreError>;
+    /// The newest audit record of every host (by inventory name), across runs and shards, sorted
+    /// by host.
+    fn last_audits(&self) -> Result<Vec<StoredAudit>, StoreError>;
+    /// Where the store is, safe to print (a URL without its password).
+    fn location(&self) -> String;
 
     /// The snapshot a reference selects.
     fn resolve(&self, selector: &Selector) -> Result<Snapshot, StoreError> {

@@ -13,13 +13,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use probe_model::Snapshot;
+use probe_model::{AuditRecord, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::{PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, from_json, to_json};
+use crate::{
+    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json, to_json,
+};
 
 /// Version of the store's own table layout (not of the snapshot documents).
-pub const STORE_SCHEMA_VERSION: u32 = 1;
+pub const STORE_SCHEMA_VERSION: u32 = 2;
 
 /// How long one statement waits for another writer's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -67,6 +69,23 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (snapshot_id, package)
     );
     CREATE INDEX snapshot_versions_by_package ON snapshot_versions(package, version);
+    ",
+    // 1 -> 2: audit outcomes per host and run (fleet reports across shards).
+    "
+    CREATE TABLE audit_records (
+        run_id      TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        shard       TEXT,
+        runner      TEXT NOT NULL,
+        inventory   TEXT NOT NULL,
+        started_at  INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        status      TEXT NOT NULL,
+        snapshot_id TEXT,
+        record      TEXT NOT NULL,
+        PRIMARY KEY (run_id, host)
+    );
+    CREATE INDEX audit_records_by_host ON audit_records(host, recorded_at);
     ",
 ];
 
@@ -341,24 +360,7 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn prune(&self, policy: &PrunePolicy) -> Result<Vec<SnapshotMeta>, StoreError> {
-        let all = self.list(policy.host.as_deref())?;
-        // Newest first; count per host to keep the newest `keep_last`.
-        let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
-        let mut doomed = Vec::new();
-        for meta in all {
-            let count = seen.entry(meta.host_id).or_default();
-            *count += 1;
-            if *count <= policy.keep_last {
-                continue;
-            }
-            if policy
-                .older_than
-                .is_some_and(|limit| meta.collected_at >= limit)
-            {
-                continue;
-            }
-            doomed.push(meta);
-        }
+        let doomed = crate::prune_candidates(self.list(policy.host.as_deref())?, policy);
         if policy.dry_run || doomed.is_empty() {
             return Ok(doomed);
         }
@@ -375,6 +377,84 @@ impl SnapshotStore for SqliteStore {
             transaction.commit()
         })?;
         Ok(doomed)
+    }
+
+    fn record_audit(
+        &self,
+        run: &AuditRun,
+        record: &AuditRecord,
+        recorded_at: UnixTime,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(record).unwrap_or_else(|_| "{}".into());
+        self.with_retries(|connection| {
+            connection.execute(
+                "INSERT OR REPLACE INTO audit_records
+                   (run_id, host, shard, runner, inventory, started_at, recorded_at, status,
+                    snapshot_id, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    run.run_id,
+                    record.host,
+                    run.shard,
+                    run.runner,
+                    run.inventory,
+                    run.started_at,
+                    recorded_at,
+                    record.status.as_str(),
+                    record.snapshot_id,
+                    text,
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn last_audits(&self) -> Result<Vec<StoredAudit>, StoreError> {
+        let rows: Vec<(AuditRun, UnixTime, String)> = self.with_retries(|connection| {
+            let mut statement = connection.prepare(
+                "SELECT run_id, shard, runner, inventory, started_at, recorded_at, record
+                 FROM audit_records a
+                 WHERE a.rowid = (SELECT b.rowid FROM audit_records b WHERE b.host = a.host
+                                  ORDER BY b.recorded_at DESC, b.rowid DESC LIMIT 1)
+                 ORDER BY a.host",
+            )?;
+            let rows = statement.query_map([], |row| {
+                Ok((
+                    AuditRun {
+                        run_id: row.get(0)?,
+                        shard: row.get(1)?,
+                        runner: row.get(2)?,
+                        inventory: row.get(3)?,
+                        started_at: row.get(4)?,
+                    },
+                    row.get(5)?,
+                    row.get(6)?,
+                ))
+            })?;
+            rows.collect()
+        })?;
+        rows.into_iter()
+            .map(|(run, recorded_at, text)| {
+                let record =
+                    serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
+                        what: format!(
+                            "audit record of run {} in {}",
+                            run.run_id,
+                            self.path.display()
+                        ),
+                        cause: err.to_string(),
+                    })?;
+                Ok(StoredAudit {
+                    run,
+                    recorded_at,
+                    record,
+                })
+            })
+            .collect()
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
     }
 }
 
@@ -571,7 +651,7 @@ fn identify_host(
 }
 
 /// `host:port`, `[v6]:port` -> host.
-fn strip_port(address: &str) -> &str {
+pub(crate) fn strip_port(address: &str) -> &str {
     if let Some(rest) = address.strip_prefix('[') {
         return rest.split_once(']').map_or(rest, |(host, _)| host);
     }
@@ -639,7 +719,7 @@ fn query_meta(
 }
 
 /// Engines and versions that get indexed columns.
-fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap<String, String>) {
+pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap<String, String>) {
     let mut engines = BTreeSet::new();
     for process in &snapshot.processes {
         if let Some(engine) = &process.engine {

@@ -9,6 +9,7 @@
 
 pub mod fixture;
 pub mod keys;
+pub mod postgres;
 pub mod sshd;
 
 pub use keys::KeyPair;
@@ -28,7 +29,13 @@ pub fn require_openssh() -> Result<(), String> {
 }
 
 /// Prefixes of the temporary directories this crate makes.
-const TEMP_PREFIXES: [&str; 4] = ["probe-sshd-", "probe-fx-", "probe-fxkey-", "probe-fleet-"];
+const TEMP_PREFIXES: [&str; 5] = [
+    "probe-sshd-",
+    "probe-fx-",
+    "probe-fxkey-",
+    "probe-fleet-",
+    "probe-pg-",
+];
 
 /// A temporary directory owned by this process: its `.owner` file holds our PID. Fleets shared
 /// by a test binary live in statics that are never dropped, and a killed test never drops

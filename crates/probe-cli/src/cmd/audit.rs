@@ -1,7 +1,12 @@
-//! `probe audit --inventory FILE`: collect a fleet with bounded concurrency, report drift against
-//! each host's previous snapshot, stream JSON Lines, write Prometheus metrics.
+//! `probe audit --inventory FILE`: collect a fleet (or one shard of it) with bounded concurrency,
+//! report drift against each host's previous snapshot, stream JSON Lines, write Prometheus
+//! metrics, record every host's outcome in the store; `probe audit report` reads those back for
+//! the whole fleet ([`report`]); outliers of each group ([`report::group_outliers`]).
 
-use std::collections::BTreeSet;
+mod report;
+pub mod shard;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +18,7 @@ use probe_model::{
 };
 
 use super::{Ctx, collect_live};
-use crate::args::{AuditArgs, FailOn, Format, ProgressChoice};
+use crate::args::{AuditArgs, AuditCommand, FailOn, Format, ProgressChoice};
 use crate::errors::{ExpectedError, HostFailure, Result};
 use crate::inventory::{self, InventoryHost};
 use crate::render;
@@ -23,18 +28,44 @@ use crate::settings::Settings;
 const TOP_CHANGES: usize = 3;
 
 pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
+    if let Some(AuditCommand::Report(report_args)) = args.command {
+        return report::run(ctx, report_args);
+    }
+    let Some(inventory_path) = args.inventory.clone() else {
+        return Err(ExpectedError::Usage(
+            "probe audit needs --inventory FILE (or `probe audit report` to read the store)".into(),
+        ));
+    };
+    let shard = requested_shard(&args)?;
     let started = Instant::now();
     let started_at = jiff::Timestamp::now().as_second();
     let inventory =
-        inventory::load(&args.inventory).map_err(|err| ExpectedError::Config(err.to_string()))?;
-    let hosts = inventory::select(&inventory.hosts, &args.groups, &args.tags);
-    if hosts.is_empty() {
+        inventory::load(&inventory_path).map_err(|err| ExpectedError::Config(err.to_string()))?;
+    let selected = inventory::select(&inventory.hosts, &args.groups, &args.tags);
+    if selected.is_empty() {
         return Err(ExpectedError::Usage(format!(
             "{}: no host matches the selected groups/tags",
-            args.inventory.display()
+            inventory_path.display()
         )));
     }
+    // A shard may be empty (more runners than hosts): it audits nothing and says so.
+    let hosts = match shard {
+        Some(shard) => shard.select(&selected),
+        None => selected.clone(),
+    };
     let store = ctx.open_store()?;
+    let run = probe_store::AuditRun {
+        run_id: format!(
+            "{started_at}-{}-{}",
+            probe_store::runner_name(),
+            std::process::id()
+        ),
+        inventory: inventory_path.display().to_string(),
+        shard: shard.map(|shard| shard.to_string()),
+        runner: probe_store::runner_name(),
+        started_at,
+    };
+    let keep_snapshots = args.outliers;
     let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
     let fail_on = if args.fail_on == FailOn::Drift {
         ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
@@ -94,16 +125,30 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
             let _permit = semaphore.acquire_owned().await;
             let host_started = Instant::now();
             let result = collect_live(&ctx, &store, &target, no_store, false).await;
+            let snapshot = match &result {
+                Ok(live) if keep_snapshots => Some(live.snapshot.clone()),
+                _ => None,
+            };
             let record = record_for(&host, &target, result, host_started);
-            (index, record)
+            (index, record, snapshot)
         });
     }
 
     let mut records: Vec<(usize, AuditRecord)> = Vec::new();
+    let mut fresh: BTreeMap<String, Snapshot> = BTreeMap::new();
     let mut failed = 0usize;
     while let Some(joined) = tasks.join_next().await {
-        let (index, record) =
+        let (index, record, snapshot) =
             joined.map_err(|err| ExpectedError::Other(format!("internal error: {err}")))?;
+        if let Some(snapshot) = snapshot {
+            fresh.insert(record.host.clone(), snapshot);
+        }
+        if !args.no_store
+            && let Err(err) = store.record_audit(&run, &record, jiff::Timestamp::now().as_second())
+        {
+            ctx.printer
+                .warn(&format!("{}: audit record not stored: {err}", record.host));
+        }
         if !record.status.collected() {
             failed += 1;
         }
@@ -121,7 +166,6 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
-    drop(generated);
     records.sort_by_key(|(index, _)| *index);
     let records: Vec<AuditRecord> = records.into_iter().map(|(_, record)| record).collect();
 
@@ -150,7 +194,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     let summary = AuditSummary {
         schema_version: SCHEMA_VERSION,
         record_type: "summary".into(),
-        inventory: args.inventory.display().to_string(),
+        inventory: inventory_path.display().to_string(),
         hosts: records.len(),
         ok,
         changed,
@@ -166,22 +210,79 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         .as_ref()
         .or(ctx.settings.audit_prometheus.as_ref())
     {
-        let text = crate::prometheus::render(&records, &summary);
+        let text = crate::prometheus::render_with(
+            &records,
+            &summary,
+            shard.map(|shard| shard.to_string()).as_deref(),
+        );
         crate::prometheus::write_atomic(path, text.as_bytes())
             .map_err(|err| ExpectedError::file(path, err))?;
     }
 
-    let output = if args.jsonl {
-        render::json::line(&summary)
-    } else if ctx.printer.format == Format::Json {
-        render::json::pretty(&serde_json::json!({ "hosts": records, "summary": summary }))
+    let outliers = if args.outliers {
+        let members = report::members_of(&selected, generated.is_some());
+        report::group_outliers(&*store, &members, &fresh, &args.groups)?
     } else {
-        render::text(&render::audit_doc(&records, &summary), &ctx.printer)
+        Vec::new()
+    };
+    let output = if args.jsonl {
+        let mut text = String::new();
+        for group in &outliers {
+            text.push_str(&render::json::line(&report::OutliersLine::of(group)));
+        }
+        text.push_str(&render::json::line(&summary));
+        text
+    } else if ctx.printer.format == Format::Json {
+        let mut value = serde_json::json!({ "hosts": records, "summary": summary });
+        if args.outliers {
+            value["outliers"] = serde_json::to_value(&outliers).unwrap_or_default();
+        }
+        render::json::pretty(&value)
+    } else {
+        let mut doc = render::audit_doc(&records, &summary);
+        if let Some(shard) = shard {
+            doc.line(
+                render::doc::Tone::Dim,
+                format!(
+                    "shard {shard}: {} of the inventory's {} selected hosts",
+                    records.len(),
+                    selected.len()
+                ),
+            );
+        }
+        if args.outliers {
+            doc.append(report::outliers_doc(&outliers));
+        }
+        render::text(&doc, &ctx.printer)
     };
     ctx.printer
         .out(&output)
         .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
     Ok(exit_code)
+}
+
+/// `--shard I/N`, or `--shard-index-env VAR --shards N`.
+fn requested_shard(args: &AuditArgs) -> Result<Option<shard::Shard>> {
+    if let Some(shard) = args.shard {
+        return Ok(Some(shard));
+    }
+    let (Some(variable), Some(count)) = (&args.shard_index_env, args.shards) else {
+        return Ok(None);
+    };
+    let value = std::env::var(variable).map_err(|_| {
+        ExpectedError::Usage(format!(
+            "--shard-index-env {variable}: the variable is not set (in a Kubernetes Indexed Job \
+             it is JOB_COMPLETION_INDEX)"
+        ))
+    })?;
+    let index: u32 = value.trim().parse().map_err(|_| {
+        ExpectedError::Usage(format!(
+            "--shard-index-env {variable}: {value:?} is not a shard index"
+        ))
+    })?;
+    shard::Shard::new(index, count)
+        .map(Some)
+        .map_err(|err| ExpectedError::Usage(format!("--shard-index-env {variable}: {err}")))
 }
 
 fn record_for(

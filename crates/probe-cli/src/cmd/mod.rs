@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use probe_model::Snapshot;
-use probe_store::{SnapshotStore, SqliteStore};
+use probe_store::SnapshotStore;
 
 use crate::args::Command;
 use crate::collect::{CollectFailure, collect_target, connect_options};
@@ -28,12 +28,15 @@ pub struct Ctx {
     pub printer: Printer,
 }
 
+/// An open snapshot store (SQLite file or PostgreSQL).
+pub type Store = Arc<dyn SnapshotStore>;
+
 impl Ctx {
-    /// Opens the snapshot store (checked read-only first; see `probe-store`).
-    pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
-        let path = self.settings.store_path()?;
-        tracing::debug!(store = %path.display(), "opening store");
-        Ok(Arc::new(SqliteStore::open(&path)?))
+    /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL.
+    pub fn open_store(&self) -> Result<Store> {
+        let location = self.settings.store_location()?;
+        tracing::debug!(store = %probe_store::redact_location(&location), "opening store");
+        Ok(Arc::from(probe_store::open(&location)?))
     }
 }
 
@@ -62,7 +65,7 @@ pub struct LiveSnapshot {
 /// Collects `target`, looks up its previous snapshot, and stores the new one (unless `no_store`).
 pub async fn collect_live(
     ctx: &Ctx,
-    store: &Arc<SqliteStore>,
+    store: &Store,
     target: &str,
     no_store: bool,
     interactive: bool,
@@ -98,7 +101,7 @@ pub enum Side {
 }
 
 /// Reads a side: a snapshot file, a stored reference or id, else a live target.
-pub fn classify_side(store: &SqliteStore, text: &str) -> Result<Side> {
+pub fn classify_side(store: &Store, text: &str) -> Result<Side> {
     let path = Path::new(text);
     if path.is_file() {
         let body = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
@@ -117,7 +120,7 @@ pub fn classify_side(store: &SqliteStore, text: &str) -> Result<Side> {
 }
 
 /// Resolves a side to a snapshot, collecting a live target.
-pub async fn side_snapshot(ctx: &Ctx, store: &Arc<SqliteStore>, side: Side) -> Result<Snapshot> {
+pub async fn side_snapshot(ctx: &Ctx, store: &Store, side: Side) -> Result<Snapshot> {
     match side {
         Side::Stored(snapshot) => Ok(*snapshot),
         Side::Live(target) => {

@@ -24,7 +24,7 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
             }
         }
         SnapshotsCommand::Show { reference } => {
-            let snapshot = resolve(&store, &reference)?;
+            let snapshot = resolve(&*store, &reference)?;
             match ctx.printer.format {
                 Format::Json => write(&probe_store::to_json(&snapshot))?,
                 _ => {
@@ -38,8 +38,18 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
                 }
             }
         }
-        SnapshotsCommand::Export { reference, output } => {
-            let snapshot = resolve(&store, &reference)?;
+        SnapshotsCommand::Export {
+            to_store: Some(destination),
+            ..
+        } => {
+            let destination = probe_store::open(&destination)?;
+            copy_history(ctx, &*store, &*destination)?;
+        }
+        SnapshotsCommand::Export {
+            reference, output, ..
+        } => {
+            let reference = reference.unwrap_or_default();
+            let snapshot = resolve(&*store, &reference)?;
             let mut text = probe_store::to_json(&snapshot);
             text.push('\n');
             match output {
@@ -50,7 +60,14 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
                 None => write(&text)?,
             }
         }
-        SnapshotsCommand::Import { files } => {
+        SnapshotsCommand::Import {
+            from_store: Some(source),
+            ..
+        } => {
+            let source = probe_store::open(&source)?;
+            copy_history(ctx, &*source, &*store)?;
+        }
+        SnapshotsCommand::Import { files, .. } => {
             for path in files {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|err| ExpectedError::file(&path, err))?;
@@ -98,7 +115,7 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
     Ok(exit_codes::OK)
 }
 
-fn resolve(store: &probe_store::SqliteStore, reference: &str) -> Result<probe_model::Snapshot> {
+fn resolve(store: &dyn SnapshotStore, reference: &str) -> Result<probe_model::Snapshot> {
     match probe_store::parse_host_reference(reference)? {
         Some(selector) => Ok(store.resolve(&selector)?),
         None => match store.get(reference)? {
@@ -110,4 +127,40 @@ fn resolve(store: &probe_store::SqliteStore, reference: &str) -> Result<probe_mo
             })?),
         },
     }
+}
+
+/// Copies every snapshot of `source` into `destination`, oldest first (host identities are
+/// rebuilt in the order they grew). A snapshot that cannot be copied (an unredacted one into a
+/// shared store) is named and skipped; the others are still copied.
+fn copy_history(
+    ctx: &Ctx,
+    source: &dyn SnapshotStore,
+    destination: &dyn SnapshotStore,
+) -> Result<()> {
+    let mut metas = source.list(None)?;
+    metas.reverse();
+    let mut failed = 0usize;
+    for meta in &metas {
+        let outcome = source.get(&meta.id).and_then(|snapshot| match snapshot {
+            Some(snapshot) => destination.put(&snapshot).map(|_| ()),
+            None => Err(probe_store::StoreError::NotFound(format!("id {}", meta.id))),
+        });
+        if let Err(err) = outcome {
+            failed += 1;
+            ctx.printer.warn(&crate::output::one_line(&err.to_string()));
+        }
+    }
+    ctx.printer.warn(&format!(
+        "copied {} of {} snapshot(s) from {} to {}",
+        metas.len() - failed,
+        metas.len(),
+        source.location(),
+        destination.location()
+    ));
+    if failed > 0 {
+        return Err(ExpectedError::Other(format!(
+            "{failed} snapshot(s) were not copied (named above)"
+        )));
+    }
+    Ok(())
 }

@@ -1,0 +1,430 @@
+//! The fleet's last audit, read from the store across every runner and shard (`probe audit
+//! report`), and the hosts that differ from their group (`--outliers`, and a section of the
+//! report). The modal configuration is computed by `probe_diff::fleet`.
+
+use std::collections::BTreeMap;
+
+use probe_diff::fleet::{GroupOutliers, Member};
+use probe_model::{SCHEMA_VERSION, Snapshot, UnixTime, exit_codes};
+use probe_store::{SnapshotStore, StoredAudit};
+use serde::Serialize;
+
+use super::Ctx;
+use crate::args::{AuditReportArgs, Format};
+use crate::errors::{ExpectedError, Result};
+use crate::inventory::{self, InventoryHost};
+use crate::render::{self, doc::Doc, doc::Tone};
+
+/// A host as the report and the outliers know it.
+#[derive(Debug, Clone)]
+pub struct FleetMember {
+    pub name: String,
+    pub target: String,
+    pub groups: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+/// Inventory hosts as members; `by_name` when the audit connects by inventory name (a
+/// generated ssh_config for jump hosts).
+pub fn members_of(hosts: &[InventoryHost], by_name: bool) -> Vec<FleetMember> {
+    hosts
+        .iter()
+        .map(|host| FleetMember {
+            name: host.name.clone(),
+            target: if by_name {
+                host.name.clone()
+            } else {
+                host.target()
+            },
+            groups: host.groups.clone(),
+            tags: host.tags.clone(),
+        })
+        .collect()
+}
+
+/// One line of `--jsonl` output per group.
+#[derive(Debug, Serialize)]
+pub struct OutliersLine<'a> {
+    pub schema_version: u32,
+    #[serde(rename = "type")]
+    pub record_type: &'static str,
+    #[serde(flatten)]
+    pub group: &'a GroupOutliers,
+}
+
+impl<'a> OutliersLine<'a> {
+    pub fn of(group: &'a GroupOutliers) -> OutliersLine<'a> {
+        OutliersLine {
+            schema_version: SCHEMA_VERSION,
+            record_type: "outliers",
+            group,
+        }
+    }
+}
+
+/// The newest snapshot of every member: this run's, else the one its last audit stored, else
+/// the newest stored under its target.
+fn latest_snapshots(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, Snapshot>,
+    audits: &BTreeMap<String, StoredAudit>,
+) -> Result<BTreeMap<String, Snapshot>> {
+    let mut snapshots = BTreeMap::new();
+    for member in members {
+        if let Some(snapshot) = fresh.get(&member.name) {
+            snapshots.insert(member.name.clone(), snapshot.clone());
+            continue;
+        }
+        let by_record = match audits
+            .get(&member.name)
+            .and_then(|audit| audit.record.snapshot_id.as_deref())
+        {
+            Some(id) => store.get(id)?,
+            None => None,
+        };
+        let snapshot = match by_record {
+            Some(snapshot) => Some(snapshot),
+            None => store.latest(&member.target)?,
+        };
+        if let Some(snapshot) = snapshot {
+            snapshots.insert(member.name.clone(), snapshot);
+        }
+    }
+    Ok(snapshots)
+}
+
+/// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
+/// snapshot; only `only_groups` when given.
+pub fn group_outliers(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, Snapshot>,
+    only_groups: &[String],
+) -> Result<Vec<GroupOutliers>> {
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let snapshots = latest_snapshots(store, members, fresh, &audits)?;
+    let mut groups: BTreeMap<String, Vec<&FleetMember>> = BTreeMap::new();
+    for member in members {
+        for group in &member.groups {
+            if only_groups.is_empty() || only_groups.contains(group) {
+                groups.entry(group.clone()).or_default().push(member);
+            }
+        }
+        if only_groups.is_empty() {
+            for tag in &member.tags {
+                groups.entry(format!("tag:{tag}")).or_default().push(member);
+            }
+        }
+    }
+    let mut reports = Vec::new();
+    for (group, hosts) in groups {
+        let group_members: Vec<Member<'_>> = hosts
+            .iter()
+            .filter_map(|member| {
+                snapshots.get(&member.name).map(|snapshot| Member {
+                    host: &member.name,
+                    snapshot,
+                })
+            })
+            .collect();
+        if group_members.len() >= 2 {
+            reports.push(probe_diff::fleet::outliers(&group, &group_members));
+        }
+    }
+    Ok(reports)
+}
+
+/// The outliers section of a report.
+pub fn outliers_doc(groups: &[GroupOutliers]) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(2, "Hosts that differ from their group");
+    if groups.is_empty() {
+        doc.line(
+            Tone::Dim,
+            "no group or tag has two hosts with stored snapshots",
+        );
+    }
+    for group in groups {
+        doc.heading(
+            3,
+            format!(
+                "{}: {} hosts, {} differ (modal configuration as on {})",
+                group.group,
+                group.hosts,
+                group.outliers.len(),
+                group.reference.as_deref().unwrap_or("-")
+            ),
+        );
+        let mut items: Vec<(u8, Tone, String)> = group
+            .baseline
+            .iter()
+            .map(|line| (0, Tone::Dim, line.clone()))
+            .collect();
+        for host in &group.outliers {
+            items.push((
+                0,
+                Tone::Warn,
+                format!(
+                    "{}: {} difference{}",
+                    host.host,
+                    host.changes.len(),
+                    if host.changes.len() == 1 { "" } else { "s" }
+                ),
+            ));
+            for change in &host.changes {
+                items.push((
+                    1,
+                    Tone::Plain,
+                    format!(
+                        "{} {} ({})",
+                        impact_word(change.impact),
+                        render::change_summary(change),
+                        change.explanation
+                    ),
+                ));
+            }
+        }
+        doc.items(items);
+    }
+    doc
+}
+
+fn impact_word(impact: probe_model::Impact) -> &'static str {
+    match impact {
+        probe_model::Impact::High => "HIGH",
+        probe_model::Impact::Medium => "MED",
+        probe_model::Impact::Low => "LOW",
+        probe_model::Impact::None => "-",
+    }
+}
+
+/// One host of the fleet report.
+#[derive(Debug, Serialize)]
+struct FleetHost {
+    host: String,
+    target: String,
+    /// The audit status, or `never_audited`.
+    status: String,
+    shard: Option<String>,
+    runner: Option<String>,
+    audited_at: Option<UnixTime>,
+    snapshot_id: Option<String>,
+    snapshot_at: Option<UnixTime>,
+    snapshot_age_s: Option<i64>,
+    changes: usize,
+    top_changes: Vec<String>,
+    error: Option<String>,
+    groups: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct FleetReport {
+    schema_version: u32,
+    #[serde(rename = "type")]
+    record_type: &'static str,
+    store: String,
+    generated_at: UnixTime,
+    hosts: Vec<FleetHost>,
+    /// Hosts per status.
+    statuses: BTreeMap<String, usize>,
+    /// Shards seen in the hosts' last audits.
+    shards: Vec<String>,
+    outliers: Vec<GroupOutliers>,
+}
+
+/// `probe audit report`.
+pub fn run(ctx: &Ctx, args: AuditReportArgs) -> Result<u8> {
+    let store = ctx.open_store()?;
+    let now = jiff::Timestamp::now().as_second();
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let members: Vec<FleetMember> = match &args.inventory {
+        Some(path) => {
+            let inventory =
+                inventory::load(path).map_err(|err| ExpectedError::Config(err.to_string()))?;
+            members_of(
+                &inventory::select(&inventory.hosts, &args.groups, &args.tags),
+                false,
+            )
+        }
+        None => audits
+            .values()
+            .map(|audit| FleetMember {
+                name: audit.record.host.clone(),
+                target: audit.record.target.clone(),
+                groups: audit.record.groups.clone(),
+                tags: audit.record.tags.clone(),
+            })
+            .collect(),
+    };
+    let mut hosts = Vec::new();
+    for member in &members {
+        hosts.push(fleet_host(&*store, member, audits.get(&member.name), now)?);
+    }
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    for host in &hosts {
+        *statuses.entry(host.status.clone()).or_default() += 1;
+    }
+    let mut shards: Vec<String> = hosts.iter().filter_map(|h| h.shard.clone()).collect();
+    shards.sort();
+    shards.dedup();
+    let outliers = if args.no_outliers {
+        Vec::new()
+    } else {
+        group_outliers(&*store, &members, &BTreeMap::new(), &args.groups)?
+    };
+    let report = FleetReport {
+        schema_version: SCHEMA_VERSION,
+        record_type: "fleet_report",
+        store: store.location(),
+        generated_at: now,
+        hosts,
+        statuses,
+        shards,
+        outliers,
+    };
+    let text = match ctx.printer.format {
+        Format::Json => render::json::pretty(&report),
+        _ => render::text(&report_doc(&report, !args.no_outliers), &ctx.printer),
+    };
+    ctx.printer
+        .out(&text)
+        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    Ok(exit_codes::OK)
+}
+
+fn fleet_host(
+    store: &dyn SnapshotStore,
+    member: &FleetMember,
+    audit: Option<&StoredAudit>,
+    now: UnixTime,
+) -> Result<FleetHost> {
+    let target = audit.map_or(member.target.clone(), |a| a.record.target.clone());
+    let newest = store.list(Some(&target))?.into_iter().next();
+    Ok(FleetHost {
+        host: member.name.clone(),
+        target,
+        status: audit.map_or_else(
+            || "never_audited".to_string(),
+            |a| a.record.status.as_str().to_string(),
+        ),
+        shard: audit.and_then(|a| a.run.shard.clone()),
+        runner: audit.map(|a| a.run.runner.clone()),
+        audited_at: audit.map(|a| a.recorded_at),
+        snapshot_id: newest.as_ref().map(|meta| meta.id.clone()),
+        snapshot_at: newest.as_ref().map(|meta| meta.collected_at),
+        snapshot_age_s: newest.as_ref().map(|meta| now - meta.collected_at),
+        changes: audit.map_or(0, |a| a.record.changes),
+        top_changes: audit.map_or_else(Vec::new, |a| a.record.top_changes.clone()),
+        error: audit.and_then(|a| a.record.error.clone()),
+        groups: member.groups.clone(),
+    })
+}
+
+/// `42s`, `5m`, `3h`, `2d`.
+fn age(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    match seconds {
+        0..=119 => format!("{seconds}s"),
+        120..=7199 => format!("{}m", seconds / 60),
+        7200..=172_799 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
+}
+
+fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(1, format!("probe fleet report: {}", report.store));
+    let statuses: Vec<String> = report
+        .statuses
+        .iter()
+        .map(|(status, count)| format!("{count} {}", status.replace('_', " ")))
+        .collect();
+    doc.fields(vec![
+        (
+            "hosts".into(),
+            format!("{}: {}", report.hosts.len(), statuses.join(", ")),
+        ),
+        (
+            "shards".into(),
+            if report.shards.is_empty() {
+                "not sharded".into()
+            } else {
+                report.shards.join(", ")
+            },
+        ),
+    ]);
+    let rows = report
+        .hosts
+        .iter()
+        .map(|host| {
+            let tone = match host.status.as_str() {
+                "ok" => Tone::Good,
+                "changed" => Tone::Warn,
+                _ => Tone::Bad,
+            };
+            let drift = match (&host.error, host.changes) {
+                (Some(error), _) => error.clone(),
+                (None, 0) => String::new(),
+                (None, n) => format!("{n} change(s): {}", host.top_changes.join("; ")),
+            };
+            (
+                tone,
+                vec![
+                    host.host.clone(),
+                    host.status.replace('_', " "),
+                    host.shard.clone().unwrap_or_else(|| "-".into()),
+                    host.audited_at.map_or("-".into(), |at| {
+                        format!("{} ago", age(report.generated_at - at))
+                    }),
+                    host.snapshot_age_s
+                        .map_or("none".into(), |seconds| format!("{} ago", age(seconds))),
+                    drift,
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        [
+            "host",
+            "status",
+            "shard",
+            "audited",
+            "last snapshot",
+            "drift",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    );
+    if with_outliers {
+        doc.append(outliers_doc(&report.outliers));
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages() {
+        for (seconds, expected) in [
+            (-5, "0s"),
+            (42, "42s"),
+            (600, "10m"),
+            (7200, "2h"),
+            (3 * 86_400, "3d"),
+        ] {
+            assert_eq!(age(seconds), expected);
+        }
+    }
+}

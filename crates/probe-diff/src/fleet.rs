@@ -1,0 +1,516 @@
+//! The host that differs from its peers: for a group of hosts (an inventory group or tag), the
+//! modal configuration and each host's differences from it, ranked like a launch diff.
+//!
+//! Nothing here reads a launch or a package list itself: every difference is a [`Change`] of
+//! [`compare_snapshots_with`] between a reference host (the group's medoid, the host closest to
+//! all others) and each member, so engines, versions, launch options (default-aware), packages,
+//! the driver, GPU model and count and model configuration are compared exactly as `probe diff`
+//! compares them. For every change key the modal value is the one most hosts have (ties go to the
+//! reference); a host differs where its value is not the modal one, and the change reported is
+//! `modal -> host's value`. Host facts that always differ between machines (host name, memory,
+//! uptime) and log metrics are not configuration and are left out.
+
+use std::collections::BTreeMap;
+
+use probe_model::{Change, ChangeKind, Impact, LaunchConfig, Snapshot};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::compare::{CompareOptions, compare_snapshots_with, rank};
+
+/// One member of a group: its name (inventory name) and latest snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'a> {
+    pub host: &'a str,
+    pub snapshot: &'a Snapshot,
+}
+
+/// A change key on which the group does not agree, with its modal value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModalValue {
+    pub key: String,
+    /// The modal value as written (`(absent)` when most hosts lack it).
+    pub value: String,
+    /// Hosts that have it.
+    pub hosts: usize,
+}
+
+/// One host's differences from the modal configuration, highest impact first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostDifferences {
+    pub host: String,
+    /// `before` is the modal value, `after` this host's.
+    pub changes: Vec<Change>,
+}
+
+/// A group's modal configuration and its outliers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupOutliers {
+    pub group: String,
+    pub hosts: usize,
+    /// The member the others were compared with (closest to the mode).
+    pub reference: Option<String>,
+    /// What the reference runs: engine and version, model, options that are set (one line per
+    /// running launch), key packages, driver and GPUs.
+    pub baseline: Vec<String>,
+    /// Keys on which hosts disagree, with the modal value.
+    pub disputed: Vec<ModalValue>,
+    /// Hosts that differ from the mode, the most different first.
+    pub outliers: Vec<HostDifferences>,
+}
+
+/// Groups larger than this pick their reference among the first members only (the medoid costs
+/// one comparison per pair).
+const MEDOID_CANDIDATES: usize = 12;
+/// Packages named in the baseline.
+const KEY_PACKAGES: &[&str] = &[
+    "vllm",
+    "sglang",
+    "sgl-kernel",
+    "torch",
+    "transformers",
+    "flashinfer-python",
+    "triton",
+    "xformers",
+];
+
+/// The modal configuration of `members` and each host's differences from it.
+pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
+    let launches: Vec<Vec<LaunchConfig>> = members
+        .iter()
+        .map(|member| crate::launch::launches_of(member.snapshot))
+        .collect();
+    let Some(reference) = medoid(members, &launches) else {
+        return GroupOutliers {
+            group: group.to_string(),
+            hosts: 0,
+            reference: None,
+            baseline: Vec::new(),
+            disputed: Vec::new(),
+            outliers: Vec::new(),
+        };
+    };
+    let diffs: Vec<BTreeMap<String, Change>> = (0..members.len())
+        .map(|index| {
+            if index == reference {
+                BTreeMap::new()
+            } else {
+                configuration_changes(members, &launches, reference, index)
+                    .into_iter()
+                    .map(|change| (change.key.clone(), change))
+                    .collect()
+            }
+        })
+        .collect();
+    let keys: Vec<String> = {
+        let mut keys: Vec<String> = diffs.iter().flat_map(|diff| diff.keys().cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let mut per_host: Vec<Vec<Change>> = vec![Vec::new(); members.len()];
+    let mut disputed = Vec::new();
+    for key in &keys {
+        let (modal, count) = modal_value(&diffs, key);
+        disputed.push(ModalValue {
+            key: key.clone(),
+            value: match &modal {
+                None => reference_written(&diffs, key),
+                Some(change) => written(change.after.as_ref(), change.after_written.as_deref()),
+            },
+            hosts: count,
+        });
+        for (index, diff) in diffs.iter().enumerate() {
+            if let Some(change) = difference_from_mode(diff.get(key), modal.as_ref()) {
+                per_host[index].push(change);
+            }
+        }
+    }
+    let mut outliers: Vec<HostDifferences> = per_host
+        .into_iter()
+        .zip(members)
+        .filter(|(changes, _)| !changes.is_empty())
+        .map(|(mut changes, member)| {
+            rank(&mut changes);
+            HostDifferences {
+                host: member.host.to_string(),
+                changes,
+            }
+        })
+        .collect();
+    outliers.sort_by(|a, b| {
+        severity(&b.changes)
+            .cmp(&severity(&a.changes))
+            .then_with(|| a.host.cmp(&b.host))
+    });
+    GroupOutliers {
+        group: group.to_string(),
+        hosts: members.len(),
+        reference: Some(members[reference].host.to_string()),
+        baseline: baseline(members[reference].snapshot, &launches[reference]),
+        disputed,
+        outliers,
+    }
+}
+
+/// (high, medium, low, count): more high-impact differences rank a host first.
+fn severity(changes: &[Change]) -> (usize, usize, usize, usize) {
+    let count = |impact: Impact| changes.iter().filter(|c| c.impact == impact).count();
+    (
+        count(Impact::High),
+        count(Impact::Medium),
+        count(Impact::Low),
+        changes.len(),
+    )
+}
+
+/// The changes between two members that are configuration (not identity, not metrics).
+fn configuration_changes(
+    members: &[Member<'_>],
+    launches: &[Vec<LaunchConfig>],
+    from: usize,
+    to: usize,
+) -> Vec<Change> {
+    let diff = compare_snapshots_with(
+        members[from].snapshot,
+        &launches[from],
+        members[to].snapshot,
+        &launches[to],
+        &CompareOptions::default(),
+    );
+    diff.changes
+        .into_iter()
+        .filter(|change| change.impact != Impact::None)
+        .filter(|change| !change.key.starts_with("host.") && !change.key.starts_with("metric:"))
+        .collect()
+}
+
+/// The member with the fewest differences from the others (among the first candidates).
+fn medoid(members: &[Member<'_>], launches: &[Vec<LaunchConfig>]) -> Option<usize> {
+    let candidates = members.len().min(MEDOID_CANDIDATES);
+    (0..candidates).min_by_key(|&candidate| {
+        (0..candidates)
+            .filter(|&other| other != candidate)
+            .map(|other| configuration_changes(members, launches, candidate, other).len())
+            .sum::<usize>()
+    })
+}
+
+/// Identity of a host's value for a key: the change's `after` (or the reference's value).
+fn value_key(change: Option<&Change>) -> Option<String> {
+    change.map(|change| {
+        format!(
+            "{}|{}",
+            change
+                .after
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default(),
+            change.after_written.as_deref().unwrap_or("")
+        )
+    })
+}
+
+/// The modal value of `key`: `None` for the reference's value, else a change that leads to it;
+/// and how many hosts have it. Ties go to the reference.
+fn modal_value(diffs: &[BTreeMap<String, Change>], key: &str) -> (Option<Change>, usize) {
+    let mut counts: BTreeMap<Option<String>, (usize, Option<&Change>)> = BTreeMap::new();
+    for diff in diffs {
+        let change = diff.get(key);
+        let entry = counts.entry(value_key(change)).or_insert((0, change));
+        entry.0 += 1;
+    }
+    let reference_count = counts.get(&None).map_or(0, |(count, _)| *count);
+    let best = counts
+        .iter()
+        .filter(|(value, _)| value.is_some())
+        .max_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| b.0.cmp(a.0)));
+    match best {
+        Some((_, (count, change))) if *count > reference_count => {
+            (change.map(|change| (*change).clone()), *count)
+        }
+        _ => (None, reference_count),
+    }
+}
+
+/// What one host differs in on a key, as `modal -> host's value`; `None` when it has the mode.
+fn difference_from_mode(own: Option<&Change>, modal: Option<&Change>) -> Option<Change> {
+    match (modal, own) {
+        // The reference's value is the mode: the comparison already says `mode -> host`.
+        (None, own) => own.cloned(),
+        (Some(modal), Some(own)) if value_key(Some(own)) == value_key(Some(modal)) => None,
+        // The host has the reference's value, which is not the mode: the reverse change.
+        (Some(modal), None) => Some(reversed(modal)),
+        // A third value: from the mode to this host's value.
+        (Some(modal), Some(own)) => {
+            let mut change = own.clone();
+            change.before = modal.after.clone();
+            change.before_written = modal.after_written.clone();
+            change.kind = match (&change.before, &change.after) {
+                (None, Some(_)) => ChangeKind::Added,
+                (Some(_), None) => ChangeKind::Removed,
+                _ => ChangeKind::Changed,
+            };
+            Some(change)
+        }
+    }
+}
+
+fn reversed(change: &Change) -> Change {
+    let mut reversed = change.clone();
+    std::mem::swap(&mut reversed.before, &mut reversed.after);
+    std::mem::swap(&mut reversed.before_written, &mut reversed.after_written);
+    reversed.kind = match change.kind {
+        ChangeKind::Added => ChangeKind::Removed,
+        ChangeKind::Removed => ChangeKind::Added,
+        ChangeKind::Changed => ChangeKind::Changed,
+    };
+    reversed
+}
+
+fn written(value: Option<&Value>, written: Option<&str>) -> String {
+    match (value, written) {
+        (Some(Value::String(text)), _) => text.clone(),
+        (Some(Value::Null) | None, None) => String::from("(absent)"),
+        (Some(value), _) => value.to_string(),
+        (None, Some(text)) => text.to_string(),
+    }
+}
+
+/// The reference's own value of a key, from any comparison that names it.
+fn reference_written(diffs: &[BTreeMap<String, Change>], key: &str) -> String {
+    diffs.iter().find_map(|diff| diff.get(key)).map_or_else(
+        || String::from("(absent)"),
+        |change| written(change.before.as_ref(), change.before_written.as_deref()),
+    )
+}
+
+/// One line per running launch, then key packages, then driver and GPUs.
+fn baseline(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for launch in launches.iter().filter(|launch| launch.source.running) {
+        let mut line = launch.engine.as_str().to_string();
+        if let Some(version) = &launch.engine_version {
+            line.push_str(&format!(" {version}"));
+        }
+        if let Some(model) = &launch.model {
+            line.push_str(&format!(", model {model}"));
+        }
+        let options: Vec<String> = launch
+            .options
+            .iter()
+            .map(|(name, option)| format!("{name} {}", option.written))
+            .collect();
+        if !options.is_empty() {
+            line.push_str(&format!(": {}", options.join(" ")));
+        }
+        lines.push(line);
+    }
+    let mut packages: Vec<String> = Vec::new();
+    for environment in &snapshot.python_envs {
+        for package in &environment.packages {
+            let entry = format!("{} {}", package.name, package.version);
+            if KEY_PACKAGES.contains(&package.name.as_str()) && !packages.contains(&entry) {
+                packages.push(entry);
+            }
+        }
+    }
+    if !packages.is_empty() {
+        lines.push(format!("packages: {}", packages.join(", ")));
+    }
+    let gpu = &snapshot.gpu;
+    if let Some(driver) = &gpu.driver_version {
+        lines.push(format!("driver {driver}"));
+    }
+    if let Some(name) = gpu.gpus.first().and_then(|first| first.name.as_deref()) {
+        lines.push(format!("{} x {name}", gpu.gpus.len()));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe_model::{Gpu, GpuState, GpuStatus, ProcessInfo, PythonEnv, PythonPackage};
+
+    /// A vLLM host: the server process, its venv's packages, two GPUs.
+    fn host(name: &str, driver: &str, extra_flag: Option<&str>, torch: &str) -> Snapshot {
+        let mut cmdline = vec![
+            "/opt/venvs/vllm/bin/python3".to_string(),
+            "-m".into(),
+            "vllm.entrypoints.openai.api_server".into(),
+            "--model".into(),
+            "/mnt/models/GLM-4.5-Air-FP8".into(),
+            "--tensor-parallel-size".into(),
+            "2".into(),
+            "--max-model-len".into(),
+            "32768".into(),
+        ];
+        if let Some(flag) = extra_flag {
+            cmdline.extend(flag.split(' ').map(str::to_string));
+        }
+        let package = |name: &str, version: &str| PythonPackage {
+            name: name.into(),
+            version: version.into(),
+            ..PythonPackage::default()
+        };
+        let gpu = |index: u32| Gpu {
+            index: Some(index),
+            name: Some("NVIDIA H200".into()),
+            driver_version: Some(driver.into()),
+            uuid: Some(format!("GPU-{name}-{index}")),
+            ..Gpu::default()
+        };
+        Snapshot {
+            schema_version: probe_model::SCHEMA_VERSION,
+            id: format!("{name}-1"),
+            target: name.into(),
+            collected_at: 1_795_000_000,
+            redacted: true,
+            host: probe_model::HostFacts {
+                hostname: Some(name.into()),
+                machine_id: Some(format!("machine-{name}")),
+                uptime_s: Some(1000 + name.len() as u64 * 77),
+                ..probe_model::HostFacts::default()
+            },
+            processes: vec![ProcessInfo {
+                pid: 4242,
+                engine: Some("vllm".into()),
+                argv: cmdline,
+                role: probe_model::ProcessRole::Launcher,
+                exe: Some("/opt/venvs/vllm/bin/python3.11".into()),
+                ..ProcessInfo::default()
+            }],
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venvs/vllm/bin/python3".into(),
+                packages: vec![
+                    package("vllm", "0.11.0"),
+                    package("torch", torch),
+                    package("transformers", "4.57.1"),
+                ],
+                ..PythonEnv::default()
+            }],
+            gpu: GpuState {
+                status: GpuStatus::Present,
+                driver_version: Some(driver.into()),
+                cuda_version: Some("12.8".into()),
+                gpus: vec![gpu(0), gpu(1)],
+                ..GpuState::default()
+            },
+            ..Snapshot::default()
+        }
+    }
+
+    fn keys(changes: &[Change]) -> Vec<String> {
+        let mut keys: Vec<String> = changes.iter().map(|change| change.key.clone()).collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn one_host_differs_in_driver_flag_and_package() {
+        let snapshots = [
+            host("gpu1", "570.172.08", None, "2.8.0+cu128"),
+            host("gpu2", "570.172.08", None, "2.8.0+cu128"),
+            host(
+                "gpu3",
+                "575.57.08",
+                Some("--enable-expert-parallel"),
+                "2.9.0+cu128",
+            ),
+            host("gpu4", "570.172.08", None, "2.8.0+cu128"),
+        ];
+        let members: Vec<Member<'_>> = snapshots
+            .iter()
+            .map(|snapshot| Member {
+                host: &snapshot.target,
+                snapshot,
+            })
+            .collect();
+        let report = outliers("prod", &members);
+        assert_eq!(report.hosts, 4);
+        assert_ne!(report.reference.as_deref(), Some("gpu3"));
+        assert_eq!(report.outliers.len(), 1, "{:#?}", report.outliers);
+        let odd = &report.outliers[0];
+        assert_eq!(odd.host, "gpu3");
+        let found = keys(&odd.changes);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found.iter().any(|k| k == "gpu.driver_version"), "{found:?}");
+        assert!(
+            found.iter().any(|k| k.starts_with("package:torch")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|k| k.ends_with("enable_expert_parallel")
+                    || k.ends_with("enable-expert-parallel")),
+            "{found:?}"
+        );
+        let driver = odd
+            .changes
+            .iter()
+            .find(|c| c.key == "gpu.driver_version")
+            .unwrap();
+        assert_eq!(driver.before, Some(Value::from("570.172.08")));
+        assert_eq!(driver.after, Some(Value::from("575.57.08")));
+        // Ranked like a launch diff: highest impact first.
+        assert!(
+            odd.changes
+                .windows(2)
+                .all(|pair| pair[0].impact <= pair[1].impact),
+            "{:?}",
+            odd.changes.iter().map(|c| c.impact).collect::<Vec<_>>()
+        );
+        assert_eq!(report.disputed.len(), 3);
+        assert!(report.disputed.iter().all(|modal| modal.hosts == 3));
+        let baseline = report.baseline.join("\n");
+        assert!(baseline.contains("vllm 0.11.0"), "{baseline}");
+        assert!(baseline.contains("driver 570.172.08"), "{baseline}");
+        assert!(baseline.contains("2 x NVIDIA H200"), "{baseline}");
+    }
+
+    #[test]
+    fn identical_hosts_have_no_outliers_and_the_mode_wins_over_the_reference() {
+        let same = [
+            host("a", "570.172.08", None, "2.8.0"),
+            host("b", "570.172.08", None, "2.8.0"),
+        ];
+        let members: Vec<Member<'_>> = same
+            .iter()
+            .map(|snapshot| Member {
+                host: &snapshot.target,
+                snapshot,
+            })
+            .collect();
+        let report = outliers("g", &members);
+        assert!(report.outliers.is_empty(), "{:#?}", report.outliers);
+        assert!(report.disputed.is_empty());
+        assert_eq!(outliers("empty", &[]).hosts, 0);
+
+        // Two camps of 2 and 3: the 2 are the outliers, whichever host is the reference.
+        let camps = [
+            host("p", "570", None, "2.8.0"),
+            host("q", "575", None, "2.8.0"),
+            host("r", "575", None, "2.8.0"),
+            host("s", "570", None, "2.8.0"),
+            host("t", "575", None, "2.8.0"),
+        ];
+        let members: Vec<Member<'_>> = camps
+            .iter()
+            .map(|snapshot| Member {
+                host: &snapshot.target,
+                snapshot,
+            })
+            .collect();
+        let report = outliers("g", &members);
+        let odd: Vec<&str> = report.outliers.iter().map(|o| o.host.as_str()).collect();
+        assert_eq!(odd, ["p", "s"], "{:#?}", report.outliers);
+        let change = &report.outliers[0].changes[0];
+        assert_eq!(change.key, "gpu.driver_version");
+        assert_eq!(change.before, Some(Value::from("575")));
+        assert_eq!(change.after, Some(Value::from("570")));
+        assert_eq!(report.disputed[0].value, "575");
+        assert_eq!(report.disputed[0].hosts, 3);
+    }
+}

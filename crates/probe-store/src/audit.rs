@@ -1,0 +1,52 @@
+//! Audit outcomes kept in the store: one record per audited host and run, so that the fleet's
+//! last audit can be read back whole when many runners (shards) each audited part of it.
+
+use probe_model::{AuditRecord, UnixTime};
+
+/// One run of `probe audit` (one shard of it, when sharded).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AuditRun {
+    /// Unique per run: `<started_at>-<runner>-<pid>`.
+    pub run_id: String,
+    /// The inventory as named on the command line.
+    pub inventory: String,
+    /// `I/N` when the run audited one shard of the inventory.
+    pub shard: Option<String>,
+    /// `user@machine` that ran the audit.
+    pub runner: String,
+    pub started_at: UnixTime,
+}
+
+/// The newest record of one host, with the run it came from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredAudit {
+    pub run: AuditRun,
+    pub recorded_at: UnixTime,
+    pub record: AuditRecord,
+}
+
+/// `user@machine` of this process, for `collected_by` and audit runs (`USER`, else the UID;
+/// the kernel's host name).
+pub fn runner_name() -> String {
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|user| !user.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|status| {
+                    status
+                        .lines()
+                        .find(|line| line.starts_with("Uid:"))
+                        .and_then(|line| line.split_whitespace().nth(2))
+                        .map(|uid| format!("uid{uid}"))
+                })
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{user}@{host}")
+}

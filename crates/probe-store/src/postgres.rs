@@ -1,0 +1,924 @@
+//! The shared store: PostgreSQL, for teams and fleets whose audits run from many machines.
+//!
+//! * tokio-postgres with a deadpool pool on a small runtime owned by the store, behind the
+//!   synchronous [`SnapshotStore`] trait (a call waits for its query; inside a multi-threaded
+//!   tokio runtime it waits in `block_in_place`, so the caller's other tasks keep running).
+//! * Connection settings follow libpq ([`conninfo`]): URL or `key=value`, `PGSERVICE`, `PG*`
+//!   variables, `PGPASSWORD`, `~/.pgpass`; TLS by `sslmode` ([`tls`]). Locations are printed
+//!   without their password.
+//! * Everything lives in the schema `probe`; `probe.schema_meta` holds the layout version and
+//!   [`MIGRATIONS`] bring it up to date in one transaction under an advisory lock, so runners
+//!   starting together migrate once. A newer layout is refused.
+//! * Each snapshot is one transaction. Writers of the same host identity queue on an advisory
+//!   lock of that identity; new machines are filed with `INSERT ... ON CONFLICT (machine_id)`, so
+//!   two runners never split one machine into two hosts. Serialization failures and deadlocks
+//!   are retried.
+
+pub mod conninfo;
+mod tls;
+
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::GenericClient;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use probe_model::{AuditRecord, Snapshot, UnixTime};
+use tokio_postgres::Row;
+
+use crate::sqlite::{indexed_values, strip_port};
+use crate::{
+    AuditRun, PrunePolicy, STORE_SCHEMA_VERSION, SnapshotMeta, SnapshotStore, StoreError,
+    StoredAudit, from_json, to_json,
+};
+use conninfo::{PasswordSource, PgEnv, Resolved, SslMode};
+
+/// The PostgreSQL schema that holds the store's tables.
+pub const PG_SCHEMA: &str = "probe";
+
+/// Connections one store (one probe process) keeps at most.
+const POOL_SIZE: usize = 4;
+/// How long a statement waits for a free connection before the store counts as busy.
+const POOL_WAIT: Duration = Duration::from_secs(30);
+/// Default `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Attempts of a write transaction that failed on a serialization failure or deadlock.
+const WRITE_ATTEMPTS: u32 = 4;
+/// Key of the advisory lock migrations hold ("probe" in ASCII).
+const MIGRATION_LOCK: i64 = 0x70_72_6f_62_65;
+
+/// `MIGRATIONS[n]` brings the layout from version n to n + 1 (the same versions as SQLite's).
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1: hosts, their names, snapshots.
+    "
+    CREATE TABLE probe.hosts (
+        id          bigserial PRIMARY KEY,
+        machine_id  text UNIQUE,
+        hostname    text,
+        first_seen  timestamptz NOT NULL,
+        last_seen   timestamptz NOT NULL
+    );
+    CREATE TABLE probe.host_names (
+        host_id     bigint NOT NULL REFERENCES probe.hosts(id) ON DELETE CASCADE,
+        name        text NOT NULL,
+        kind        text NOT NULL
+                    CHECK (kind IN ('hostname', 'target', 'address', 'machine-id')),
+        last_seen   timestamptz NOT NULL,
+        PRIMARY KEY (host_id, name, kind)
+    );
+    CREATE INDEX host_names_by_name ON probe.host_names (lower(name));
+    CREATE TABLE probe.snapshots (
+        id              text PRIMARY KEY,
+        host_id         bigint NOT NULL REFERENCES probe.hosts(id),
+        target          text NOT NULL,
+        address         text,
+        hostname        text,
+        machine_id      text,
+        collected_at    timestamptz NOT NULL,
+        collected_by    text NOT NULL,
+        schema_version  integer NOT NULL,
+        engines         text[] NOT NULL,
+        versions        jsonb NOT NULL,
+        document        jsonb NOT NULL
+                        CHECK ((document->>'redacted')::boolean IS TRUE),
+        seq             bigserial NOT NULL
+    );
+    CREATE INDEX snapshots_by_host_time ON probe.snapshots (host_id, collected_at DESC);
+    CREATE INDEX snapshots_by_time ON probe.snapshots (collected_at);
+    CREATE INDEX snapshots_by_versions ON probe.snapshots USING gin (versions);
+    CREATE INDEX snapshots_by_engines ON probe.snapshots USING gin (engines);
+    ",
+    // 1 -> 2: audit outcomes per host and run.
+    "
+    CREATE TABLE probe.audit_records (
+        run_id      text NOT NULL,
+        host        text NOT NULL,
+        shard       text,
+        runner      text NOT NULL,
+        inventory   text NOT NULL,
+        started_at  timestamptz NOT NULL,
+        recorded_at timestamptz NOT NULL,
+        status      text NOT NULL,
+        snapshot_id text,
+        record      jsonb NOT NULL,
+        seq         bigserial NOT NULL,
+        PRIMARY KEY (run_id, host)
+    );
+    CREATE INDEX audit_records_by_host ON probe.audit_records (host, recorded_at DESC);
+    ",
+];
+
+const META_COLUMNS: &str = "s.id, s.host_id, s.hostname, s.machine_id, s.target, s.address,
+    extract(epoch from s.collected_at)::bigint, s.schema_version, s.engines, s.versions::text";
+
+/// A PostgreSQL snapshot store.
+pub struct PgStore {
+    /// The location as given, password redacted.
+    location: String,
+    pool: Pool,
+    runner: String,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.location)
+            .finish()
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Dropping a runtime may block; inside another runtime that would panic.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl PgStore {
+    /// Opens the store `location` (URL or `key=value`) with the process environment, connecting
+    /// and migrating the schema.
+    pub fn open(location: &str) -> Result<PgStore, StoreError> {
+        Self::open_with(location, &PgEnv::from_process())
+    }
+
+    /// Opens with an explicit libpq environment (tests).
+    pub fn open_with(location: &str, env: &PgEnv) -> Result<PgStore, StoreError> {
+        let redacted = conninfo::redact(location);
+        let bad = |cause: String| StoreError::BadLocation {
+            store: redacted.clone(),
+            cause,
+        };
+        let resolved = conninfo::resolve(location, env).map_err(bad)?;
+        for note in &resolved.notes {
+            tracing::warn!(store = %redacted, "{note}");
+        }
+        if resolved.password_source == PasswordSource::ConnectionString {
+            tracing::warn!(
+                store = %redacted,
+                "the store URL holds a password, visible to other users in ps and in shell \
+                 history: use PGPASSWORD, ~/.pgpass or PGSERVICE instead"
+            );
+        }
+        tracing::debug!(store = %redacted, password = ?resolved.password_source, sslmode = ?resolved.sslmode, "connecting");
+        let config = pg_config(&resolved).map_err(bad)?;
+        let tls =
+            tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
+        let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("probe-store-pg")
+            .enable_all()
+            .build()
+            .map_err(|err| bad(format!("cannot start the store's runtime: {err}")))?;
+        let manager = Manager::from_config(
+            config,
+            connector,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = {
+            let _entered = runtime.enter();
+            Pool::builder(manager)
+                .max_size(POOL_SIZE)
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(POOL_WAIT))
+                .build()
+                .map_err(|err| bad(err.to_string()))?
+        };
+        let store = PgStore {
+            location: redacted,
+            pool,
+            runner: crate::runner_name(),
+            runtime: Some(runtime),
+        };
+        store.run(migrate)?;
+        Ok(store)
+    }
+
+    /// Runs `work` (given the pool and the printable location) on the store's runtime and waits.
+    fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Pool, String) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let future = work(self.pool.clone(), self.location.clone());
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let Some(runtime) = &self.runtime else {
+            return Err(self.failure("the store was closed"));
+        };
+        runtime.spawn(async move {
+            let _ = sender.send(future.await);
+        });
+        let wait = || {
+            receiver
+                .recv()
+                .unwrap_or_else(|_| Err(self.failure("the store's task ended")))
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
+    }
+
+    fn failure(&self, cause: &str) -> StoreError {
+        StoreError::Postgres {
+            store: self.location.clone(),
+            cause: cause.to_string(),
+        }
+    }
+
+    fn meta_by_host(&self, host: &str) -> Result<Vec<SnapshotMeta>, StoreError> {
+        let host = host.to_string();
+        self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            let Some(host_id) = find_host_by_name(&client, &host)
+                .await
+                .map_err(|err| pg_error(&store, &err))?
+            else {
+                return Ok(Vec::new());
+            };
+            query_meta(
+                &client,
+                "WHERE s.host_id = $1 ORDER BY s.collected_at ASC, s.seq ASC",
+                &[&host_id],
+            )
+            .await
+            .map_err(|err| pg_error(&store, &err))
+        })
+    }
+}
+
+/// tokio-postgres settings from the resolved libpq keywords.
+fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
+    let mut config = tokio_postgres::Config::new();
+    for (host, port) in resolved.hosts.iter().zip(&resolved.ports) {
+        config.host(host);
+        config.port(*port);
+    }
+    if let Some(address) = resolved.get("hostaddr") {
+        for address in address.split(',') {
+            config.hostaddr(
+                address
+                    .parse()
+                    .map_err(|_| format!("hostaddr {address:?} is not an IP address"))?,
+            );
+        }
+    }
+    if let Some(user) = resolved.get("user") {
+        config.user(user);
+    }
+    if let Some(password) = resolved.get("password") {
+        config.password(password);
+    }
+    if let Some(dbname) = resolved.get("dbname") {
+        config.dbname(dbname);
+    }
+    config.application_name(
+        resolved
+            .get("application_name")
+            .or(resolved.get("fallback_application_name"))
+            .unwrap_or("probe"),
+    );
+    if let Some(options) = resolved.get("options") {
+        config.options(options);
+    }
+    let timeout = match resolved.get("connect_timeout") {
+        Some(seconds) => Duration::from_secs(
+            seconds
+                .parse::<u64>()
+                .map_err(|_| format!("connect_timeout {seconds:?} is not a number of seconds"))?
+                .max(2),
+        ),
+        None => CONNECT_TIMEOUT,
+    };
+    config.connect_timeout(timeout);
+    match resolved.get("target_session_attrs") {
+        None | Some("any") => {}
+        Some("read-write") => {
+            config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+        }
+        Some(other) => return Err(format!("target_session_attrs {other:?} is not supported")),
+    }
+    config.ssl_mode(match resolved.sslmode {
+        SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+        SslMode::Allow | SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            tokio_postgres::config::SslMode::Require
+        }
+    });
+    Ok(config)
+}
+
+/// One line for a PostgreSQL error: the server's message and SQLSTATE, or the client's cause.
+fn pg_error(store: &str, err: &tokio_postgres::Error) -> StoreError {
+    let cause = match err.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let mut cause = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(inner) = source {
+                let text = inner.to_string();
+                if !cause.contains(&text) {
+                    cause = format!("{cause}: {text}");
+                }
+                source = inner.source();
+            }
+            cause
+        }
+    };
+    StoreError::Postgres {
+        store: store.to_string(),
+        cause,
+    }
+}
+
+/// Whether a failed transaction may succeed when retried.
+fn retryable(err: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    err.code().is_some_and(|code| {
+        *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+    })
+}
+
+async fn connection(pool: &Pool, store: &str) -> Result<deadpool_postgres::Object, StoreError> {
+    pool.get().await.map_err(|err| match err {
+        deadpool_postgres::PoolError::Timeout(_) => StoreError::Busy {
+            path: store.into(),
+            waited_s: POOL_WAIT.as_secs(),
+        },
+        deadpool_postgres::PoolError::Backend(err) => pg_error(store, &err),
+        other => StoreError::Postgres {
+            store: store.to_string(),
+            cause: other.to_string(),
+        },
+    })
+}
+
+async fn schema_version(client: &impl GenericClient) -> Result<u32, tokio_postgres::Error> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('probe.schema_meta') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let version: Option<i32> = client
+        .query_one("SELECT max(version) FROM probe.schema_meta", &[])
+        .await?
+        .get(0);
+    Ok(version.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
+}
+
+fn newer_store(store: &str, found: u32) -> StoreError {
+    StoreError::NewerStore {
+        path: store.into(),
+        found,
+        supported: STORE_SCHEMA_VERSION,
+    }
+}
+
+async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(&store, &err);
+    let mut client = connection(&pool, &store).await?;
+    let current = schema_version(&client).await.map_err(fail)?;
+    if current > STORE_SCHEMA_VERSION {
+        return Err(newer_store(&store, current));
+    }
+    if current == STORE_SCHEMA_VERSION {
+        return Ok(());
+    }
+    let transaction = client.transaction().await.map_err(fail)?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(fail)?;
+    transaction
+        .batch_execute(
+            "CREATE SCHEMA IF NOT EXISTS probe;
+             CREATE TABLE IF NOT EXISTS probe.schema_meta (version integer NOT NULL);",
+        )
+        .await
+        .map_err(fail)?;
+    // Another runner may have migrated while we waited for the lock.
+    let current = schema_version(&transaction).await.map_err(fail)?;
+    if current > STORE_SCHEMA_VERSION {
+        return Err(newer_store(&store, current));
+    }
+    for sql in MIGRATIONS.iter().skip(current as usize) {
+        transaction.batch_execute(sql).await.map_err(fail)?;
+    }
+    let version = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+    transaction
+        .execute("DELETE FROM probe.schema_meta", &[])
+        .await
+        .map_err(fail)?;
+    transaction
+        .execute(
+            "INSERT INTO probe.schema_meta (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .map_err(fail)?;
+    transaction.commit().await.map_err(fail)
+}
+
+/// PostgreSQL text cannot hold NUL; remote bytes might. They become U+FFFD.
+fn clean(text: &str) -> String {
+    text.replace('\0', "\u{fffd}")
+}
+
+fn clean_opt(text: Option<&str>) -> Option<String> {
+    text.map(clean)
+}
+
+/// What `put` needs of a snapshot, owned (the work runs on the store's runtime).
+struct PutRow {
+    id: String,
+    identity: HostKey,
+    address: Option<String>,
+    collected_at: UnixTime,
+    schema_version: i32,
+    engines: Vec<String>,
+    versions: String,
+    document: String,
+    collected_by: String,
+}
+
+/// The names a snapshot files its host under.
+struct HostKey {
+    machine_id: Option<String>,
+    hostname: Option<String>,
+    target: String,
+    address_host: Option<String>,
+    at: UnixTime,
+}
+
+impl HostKey {
+    fn of(snapshot: &Snapshot) -> HostKey {
+        let trimmed = |value: &Option<String>| {
+            value
+                .as_deref()
+                .map(str::trim)
+                .filter(|value| !value.is_empty())
+                .map(clean)
+        };
+        HostKey {
+            machine_id: trimmed(&snapshot.host.machine_id),
+            hostname: trimmed(&snapshot.host.hostname),
+            target: clean(&snapshot.target),
+            address_host: snapshot.address.as_deref().map(strip_port).map(clean),
+            at: snapshot.collected_at,
+        }
+    }
+
+    /// The advisory lock writers of this host queue on.
+    fn lock_key(&self) -> String {
+        match &self.machine_id {
+            Some(id) => format!("machine-id:{id}"),
+            None => format!(
+                "name:{}",
+                self.hostname
+                    .as_deref()
+                    .unwrap_or(&self.target)
+                    .to_lowercase()
+            ),
+        }
+    }
+}
+
+/// Finds (and with `create`, records) the host identity: machine-id first, then a name whose
+/// host cannot be another machine (the same rules as the SQLite store).
+async fn identify_host(
+    client: &impl GenericClient,
+    key: &HostKey,
+    create: bool,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let mut host_id: Option<i64> = None;
+    if let Some(machine_id) = &key.machine_id {
+        host_id = client
+            .query_opt(
+                "SELECT id FROM probe.hosts WHERE machine_id = $1",
+                &[machine_id],
+            )
+            .await?
+            .map(|row| row.get(0));
+    }
+    if host_id.is_none() {
+        let names = key
+            .hostname
+            .iter()
+            .chain(std::iter::once(&key.target))
+            .filter(|name| !name.is_empty());
+        for name in names {
+            let candidate = client
+                .query_opt(
+                    "SELECT h.id, h.machine_id FROM probe.hosts h
+                     JOIN probe.host_names n ON n.host_id = h.id
+                     WHERE lower(n.name) = lower($1) ORDER BY h.last_seen DESC LIMIT 1",
+                    &[name],
+                )
+                .await?;
+            if let Some(row) = candidate {
+                let recorded: Option<String> = row.get(1);
+                if recorded.is_none() || key.machine_id.is_none() {
+                    host_id = Some(row.get(0));
+                    break;
+                }
+            }
+        }
+    }
+    if !create {
+        return Ok(host_id);
+    }
+    let host_id: i64 = match host_id {
+        Some(id) => {
+            client
+                .execute(
+                    "UPDATE probe.hosts SET last_seen = greatest(last_seen, to_timestamp($2)),
+                            hostname = coalesce($3, hostname),
+                            machine_id = coalesce(machine_id, $4)
+                     WHERE id = $1",
+                    &[&id, &(key.at as f64), &key.hostname, &key.machine_id],
+                )
+                .await?;
+            id
+        }
+        None => client
+            .query_one(
+                "INSERT INTO probe.hosts (machine_id, hostname, first_seen, last_seen)
+                 VALUES ($1, $2, to_timestamp($3), to_timestamp($3))
+                 ON CONFLICT (machine_id) DO UPDATE SET
+                   last_seen = greatest(probe.hosts.last_seen, excluded.last_seen),
+                   hostname = coalesce(excluded.hostname, probe.hosts.hostname)
+                 RETURNING id",
+                &[&key.machine_id, &key.hostname, &(key.at as f64)],
+            )
+            .await?
+            .get(0),
+    };
+    let names = [
+        (key.hostname.as_deref(), "hostname"),
+        (Some(key.target.as_str()), "target"),
+        (key.address_host.as_deref(), "address"),
+        (key.machine_id.as_deref(), "machine-id"),
+    ];
+    for (name, kind) in names {
+        let Some(name) = name.filter(|name| !name.is_empty()) else {
+            continue;
+        };
+        client
+            .execute(
+                "INSERT INTO probe.host_names (host_id, name, kind, last_seen)
+                 VALUES ($1, $2, $3, to_timestamp($4))
+                 ON CONFLICT (host_id, name, kind) DO UPDATE SET
+                   last_seen = greatest(probe.host_names.last_seen, excluded.last_seen)",
+                &[&host_id, &name, &kind, &(key.at as f64)],
+            )
+            .await?;
+    }
+    Ok(Some(host_id))
+}
+
+/// The host a name refers to (any recorded name, or a machine-id prefix of 8+ characters).
+async fn find_host_by_name(
+    client: &impl GenericClient,
+    name: &str,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    let exact = client
+        .query_opt(
+            "SELECT n.host_id FROM probe.host_names n JOIN probe.hosts h ON h.id = n.host_id
+             WHERE lower(n.name) = lower($1) ORDER BY h.last_seen DESC LIMIT 1",
+            &[&name],
+        )
+        .await?
+        .map(|row| row.get(0));
+    if exact.is_some() || name.len() < 8 {
+        return Ok(exact);
+    }
+    Ok(client
+        .query_opt(
+            "SELECT id FROM probe.hosts WHERE lower(left(machine_id, length($1))) = lower($1)
+             ORDER BY last_seen DESC LIMIT 1",
+            &[&name],
+        )
+        .await?
+        .map(|row| row.get(0)))
+}
+
+async fn query_meta(
+    client: &impl GenericClient,
+    tail: &str,
+    parameters: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<SnapshotMeta>, tokio_postgres::Error> {
+    let sql = format!("SELECT {META_COLUMNS} FROM probe.snapshots s {tail}");
+    let rows = client.query(&sql, parameters).await?;
+    Ok(rows.iter().map(meta_of).collect())
+}
+
+fn meta_of(row: &Row) -> SnapshotMeta {
+    let schema_version: i32 = row.get(7);
+    let versions: String = row.get(9);
+    SnapshotMeta {
+        id: row.get(0),
+        host_id: row.get(1),
+        hostname: row.get(2),
+        machine_id: row.get(3),
+        target: row.get(4),
+        address: row.get(5),
+        collected_at: row.get(6),
+        schema_version: u32::try_from(schema_version).unwrap_or_default(),
+        engines: row.get(8),
+        versions: serde_json::from_str(&versions).unwrap_or_default(),
+    }
+}
+
+async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreError> {
+    let mut client = connection(&pool, &store).await?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match put_once(&mut client, &row).await {
+            Ok(host_id) => return Ok(host_id),
+            Err(err) if retryable(&err) && attempt < WRITE_ATTEMPTS => {
+                tracing::debug!(store = %store, attempt, "write conflict, retrying");
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+            }
+            Err(err) => return Err(pg_error(&store, &err)),
+        }
+    }
+}
+
+async fn put_once(
+    client: &mut deadpool_postgres::Object,
+    row: &PutRow,
+) -> Result<i64, tokio_postgres::Error> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&row.identity.lock_key()],
+        )
+        .await?;
+    let host_id = identify_host(&transaction, &row.identity, true)
+        .await?
+        .unwrap_or_default();
+    transaction
+        .execute(
+            "INSERT INTO probe.snapshots
+               (id, host_id, target, address, hostname, machine_id, collected_at, collected_by,
+                schema_version, engines, versions, document)
+             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11::text::jsonb,
+                     $12::text::jsonb)
+             ON CONFLICT (id) DO UPDATE SET
+               host_id = excluded.host_id, target = excluded.target,
+               address = excluded.address, hostname = excluded.hostname,
+               machine_id = excluded.machine_id, collected_at = excluded.collected_at,
+               collected_by = excluded.collected_by,
+               schema_version = excluded.schema_version, engines = excluded.engines,
+               versions = excluded.versions, document = excluded.document, seq = DEFAULT",
+            &[
+                &row.id,
+                &host_id,
+                &row.identity.target,
+                &row.address,
+                &row.identity.hostname,
+                &row.identity.machine_id,
+                &(row.collected_at as f64),
+                &row.collected_by,
+                &row.schema_version,
+                &row.engines,
+                &row.versions,
+                &row.document,
+            ],
+        )
+        .await?;
+    transaction.commit().await?;
+    Ok(host_id)
+}
+
+impl SnapshotStore for PgStore {
+    fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
+        if !snapshot.redacted {
+            return Err(StoreError::Unredacted {
+                store: self.location.clone(),
+                id: snapshot.id.clone(),
+            });
+        }
+        let (engines, versions) = indexed_values(snapshot);
+        let row = PutRow {
+            id: clean(&snapshot.id),
+            identity: HostKey::of(snapshot),
+            address: clean_opt(snapshot.address.as_deref()),
+            collected_at: snapshot.collected_at,
+            schema_version: i32::try_from(snapshot.schema_version).unwrap_or(i32::MAX),
+            engines: engines.iter().map(|engine| clean(engine)).collect(),
+            versions: clean(&serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into())),
+            document: to_json(snapshot).replace("\\u0000", "\u{fffd}"),
+            collected_by: self.runner.clone(),
+        };
+        let host_id = self.run(|pool, store| put_row(pool, store, row))?;
+        Ok(SnapshotMeta {
+            id: snapshot.id.clone(),
+            host_id,
+            hostname: snapshot.host.hostname.clone(),
+            machine_id: snapshot.host.machine_id.clone(),
+            target: snapshot.target.clone(),
+            address: snapshot.address.clone(),
+            collected_at: snapshot.collected_at,
+            schema_version: snapshot.schema_version,
+            engines: engines.into_iter().collect(),
+            versions,
+        })
+    }
+
+    fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
+        let id = id.to_string();
+        let what = format!("{id} in {}", self.location);
+        let text: Option<String> = self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            client
+                .query_opt(
+                    "SELECT document::text FROM probe.snapshots WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .map(|row| row.map(|row| row.get(0)))
+                .map_err(|err| pg_error(&store, &err))
+        })?;
+        text.map(|text| from_json(&text, &what)).transpose()
+    }
+
+    fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
+        match self.meta_by_host(host)?.last() {
+            Some(meta) => self.get(&meta.id),
+            None => Ok(None),
+        }
+    }
+
+    fn previous(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, StoreError> {
+        let key = HostKey::of(snapshot);
+        let id = snapshot.id.clone();
+        let previous_id: Option<String> = self.run(|pool, store| async move {
+            let fail = |err: tokio_postgres::Error| pg_error(&store, &err);
+            let client = connection(&pool, &store).await?;
+            let Some(host_id) = identify_host(&client, &key, false).await.map_err(fail)? else {
+                return Ok(None);
+            };
+            client
+                .query_opt(
+                    "SELECT id FROM probe.snapshots
+                     WHERE host_id = $1 AND id != $2 AND collected_at <= to_timestamp($3)
+                     ORDER BY collected_at DESC, seq DESC LIMIT 1",
+                    &[&host_id, &id, &(key.at as f64)],
+                )
+                .await
+                .map(|row| row.map(|row| row.get(0)))
+                .map_err(fail)
+        })?;
+        match previous_id {
+            Some(id) => self.get(&id),
+            None => Ok(None),
+        }
+    }
+
+    fn list(&self, host: Option<&str>) -> Result<Vec<SnapshotMeta>, StoreError> {
+        match host {
+            Some(host) => {
+                let mut metas = self.meta_by_host(host)?;
+                metas.reverse();
+                Ok(metas)
+            }
+            None => self.run(|pool, store| async move {
+                let client = connection(&pool, &store).await?;
+                query_meta(&client, "ORDER BY s.collected_at DESC, s.seq DESC", &[])
+                    .await
+                    .map_err(|err| pg_error(&store, &err))
+            }),
+        }
+    }
+
+    fn history(&self, host: &str) -> Result<Vec<SnapshotMeta>, StoreError> {
+        self.meta_by_host(host)
+    }
+
+    fn prune(&self, policy: &PrunePolicy) -> Result<Vec<SnapshotMeta>, StoreError> {
+        let doomed = crate::prune_candidates(self.list(policy.host.as_deref())?, policy);
+        if policy.dry_run || doomed.is_empty() {
+            return Ok(doomed);
+        }
+        let ids: Vec<String> = doomed.iter().map(|meta| meta.id.clone()).collect();
+        self.run(|pool, store| async move {
+            let fail = |err: tokio_postgres::Error| pg_error(&store, &err);
+            let mut client = connection(&pool, &store).await?;
+            let transaction = client.transaction().await.map_err(fail)?;
+            transaction
+                .execute("DELETE FROM probe.snapshots WHERE id = ANY($1)", &[&ids])
+                .await
+                .map_err(fail)?;
+            transaction.commit().await.map_err(fail)
+        })?;
+        Ok(doomed)
+    }
+
+    fn record_audit(
+        &self,
+        run: &AuditRun,
+        record: &AuditRecord,
+        recorded_at: UnixTime,
+    ) -> Result<(), StoreError> {
+        let run = run.clone();
+        let host = clean(&record.host);
+        let status = record.status.as_str();
+        let snapshot_id = record.snapshot_id.clone();
+        let text = serde_json::to_string(record)
+            .unwrap_or_else(|_| "{}".into())
+            .replace("\\u0000", "\u{fffd}");
+        self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            client
+                .execute(
+                    "INSERT INTO probe.audit_records
+                       (run_id, host, shard, runner, inventory, started_at, recorded_at, status,
+                        snapshot_id, record)
+                     VALUES ($1, $2, $3, $4, $5, to_timestamp($6), to_timestamp($7), $8, $9,
+                             $10::text::jsonb)
+                     ON CONFLICT (run_id, host) DO UPDATE SET
+                       shard = excluded.shard, runner = excluded.runner,
+                       inventory = excluded.inventory, recorded_at = excluded.recorded_at,
+                       status = excluded.status, snapshot_id = excluded.snapshot_id,
+                       record = excluded.record, seq = DEFAULT",
+                    &[
+                        &clean(&run.run_id),
+                        &host,
+                        &clean_opt(run.shard.as_deref()),
+                        &clean(&run.runner),
+                        &clean(&run.inventory),
+                        &(run.started_at as f64),
+                        &(recorded_at as f64),
+                        &status,
+                        &snapshot_id,
+                        &text,
+                    ],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|err| pg_error(&store, &err))
+        })
+    }
+
+    fn last_audits(&self) -> Result<Vec<StoredAudit>, StoreError> {
+        let rows: Vec<(AuditRun, UnixTime, String)> = self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            let rows = client
+                .query(
+                    "SELECT DISTINCT ON (host) run_id, shard, runner, inventory,
+                            extract(epoch from started_at)::bigint,
+                            extract(epoch from recorded_at)::bigint, record::text
+                     FROM probe.audit_records ORDER BY host, recorded_at DESC, seq DESC",
+                    &[],
+                )
+                .await
+                .map_err(|err| pg_error(&store, &err))?;
+            Ok(rows
+                .iter()
+                .map(|row| {
+                    (
+                        AuditRun {
+                            run_id: row.get(0),
+                            shard: row.get(1),
+                            runner: row.get(2),
+                            inventory: row.get(3),
+                            started_at: row.get(4),
+                        },
+                        row.get(5),
+                        row.get(6),
+                    )
+                })
+                .collect())
+        })?;
+        rows.into_iter()
+            .map(|(run, recorded_at, text)| {
+                let record =
+                    serde_json::from_str(&text).map_err(|err| StoreError::BadDocument {
+                        what: format!("audit record of run {} in {}", run.run_id, self.location),
+                        cause: err.to_string(),
+                    })?;
+                Ok(StoredAudit {
+                    run,
+                    recorded_at,
+                    record,
+                })
+            })
+            .collect()
+    }
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+}

@@ -1,0 +1,573 @@
+//! One set of store cases, run against both implementations: the SQLite file store and the
+//! PostgreSQL store on a real server (a cluster of Debian's `postgresql` package, started in a
+//! temporary directory by `probe_testkit::postgres`; each case gets its own database).
+//! PostgreSQL-only behaviour (libpq conventions, refusals) is at the end.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use probe_model::{
+    AuditRecord, AuditStatus, HostFacts, ProcessInfo, PythonEnv, PythonPackage, SCHEMA_VERSION,
+    Snapshot,
+};
+use probe_store::{
+    AuditRun, HostPoint, PgEnv, PgStore, PrunePolicy, Selector, SnapshotStore, SqliteStore,
+    StoreError,
+};
+use probe_testkit::postgres::Postgres;
+
+/// Where a case's store lives; `open` gives another connection to the same store.
+struct Backend {
+    location: String,
+    env: PgEnv,
+    postgres: bool,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    fn open(&self) -> Box<dyn SnapshotStore> {
+        if self.postgres {
+            Box::new(PgStore::open_with(&self.location, &self.env).unwrap())
+        } else {
+            Box::new(SqliteStore::open(std::path::Path::new(&self.location)).unwrap())
+        }
+    }
+}
+
+fn sqlite() -> Backend {
+    let dir = tempfile::tempdir().unwrap();
+    Backend {
+        location: dir
+            .path()
+            .join("sub")
+            .join("snapshots.db")
+            .display()
+            .to_string(),
+        env: PgEnv::default(),
+        postgres: false,
+        _dir: Some(dir),
+    }
+}
+
+fn cluster() -> &'static Postgres {
+    static CLUSTER: OnceLock<Postgres> = OnceLock::new();
+    CLUSTER.get_or_init(Postgres::start)
+}
+
+fn database_name() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!("case{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+fn postgres() -> Backend {
+    let cluster = cluster();
+    Backend {
+        location: cluster.create_database(&database_name()),
+        env: PgEnv::from_pairs(cluster.client_env(), None),
+        postgres: true,
+        _dir: None,
+    }
+}
+
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $case() { super::$case(&super::sqlite()) })*
+        }
+        mod postgres {
+            $(#[test] fn $case() { super::$case(&super::postgres()) })*
+        }
+    };
+}
+
+cases!(
+    put_get_latest_history_and_indexed_columns,
+    identity_survives_rename_and_readdress,
+    references_resolve,
+    prune_keeps_newest_per_host,
+    export_import_round_trip_and_newer_refused,
+    concurrent_writers_lose_nothing,
+    concurrent_writers_of_one_new_machine_agree_on_its_host,
+    audit_records_newest_per_host_across_shards,
+    replacing_a_snapshot_keeps_one_copy,
+);
+
+fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
+    Snapshot {
+        schema_version: SCHEMA_VERSION,
+        id: id.into(),
+        target: target.into(),
+        address: Some(format!("{target}:22")),
+        collected_at: at,
+        redacted: true,
+        host: HostFacts {
+            hostname: Some(hostname.into()).filter(|h: &String| !h.is_empty()),
+            machine_id: Some(machine_id.into()).filter(|m: &String| !m.is_empty()),
+            ..HostFacts::default()
+        },
+        ..Snapshot::default()
+    }
+}
+
+fn ids(metas: Vec<probe_store::SnapshotMeta>) -> Vec<String> {
+    metas.into_iter().map(|m| m.id).collect()
+}
+
+fn put_get_latest_history_and_indexed_columns(backend: &Backend) {
+    let store = backend.open();
+    let mut first = snapshot("a1", "gpu7", "gpu7", "m-0001", 100);
+    first.processes.push(ProcessInfo {
+        pid: 1,
+        engine: Some("sglang".into()),
+        ..ProcessInfo::default()
+    });
+    first.python_envs.push(PythonEnv {
+        packages: vec![
+            PythonPackage {
+                name: "sglang".into(),
+                version: "0.5.4".into(),
+                ..PythonPackage::default()
+            },
+            PythonPackage {
+                name: "numpy".into(),
+                version: "2.0".into(),
+                ..PythonPackage::default()
+            },
+        ],
+        ..PythonEnv::default()
+    });
+    first.host.os_pretty = Some("Debian \"12\" \\ ünïcode \u{1F600} 0.1 1e300".into());
+    let meta = store.put(&first).unwrap();
+    assert_eq!(meta.engines, vec!["sglang".to_string()]);
+    assert_eq!(
+        meta.versions.get("sglang").map(String::as_str),
+        Some("0.5.4")
+    );
+    assert!(!meta.versions.contains_key("numpy"));
+    store
+        .put(&snapshot("a2", "gpu7", "gpu7", "m-0001", 200))
+        .unwrap();
+    store
+        .put(&snapshot("b1", "gpu8", "gpu8", "m-0002", 150))
+        .unwrap();
+
+    assert_eq!(store.get("a1").unwrap().unwrap(), first);
+    assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "a2");
+    assert_eq!(ids(store.history("gpu7").unwrap()), ["a1", "a2"]);
+    assert_eq!(ids(store.list(None).unwrap()), ["a2", "b1", "a1"]);
+    let listed = store.list(None).unwrap();
+    assert_eq!(listed.last().unwrap().engines, ["sglang"]);
+    assert_eq!(listed.last().unwrap().versions, meta.versions);
+    assert_eq!(listed.last().unwrap().collected_at, 100);
+    assert_eq!(listed.last().unwrap().host_id, meta.host_id);
+    assert!(store.get("nope").unwrap().is_none());
+    assert!(store.latest("unknown-host").unwrap().is_none());
+    // Names match case-insensitively.
+    assert_eq!(store.latest("GPU8").unwrap().unwrap().id, "b1");
+}
+
+fn identity_survives_rename_and_readdress(backend: &Backend) {
+    let store = backend.open();
+    store
+        .put(&snapshot("s1", "10.0.0.5", "gpu-old", "mid-abcdef123", 100))
+        .unwrap();
+    // Renamed and re-addressed, same machine-id.
+    let renamed = snapshot("s2", "gpu-new.example", "gpu-new", "mid-abcdef123", 200);
+    assert_eq!(store.previous(&renamed).unwrap().unwrap().id, "s1");
+    store.put(&renamed).unwrap();
+    for name in [
+        "gpu-old",
+        "gpu-new",
+        "10.0.0.5",
+        "gpu-new.example",
+        "mid-abcdef",
+    ] {
+        assert_eq!(ids(store.history(name).unwrap()), ["s1", "s2"], "by {name}");
+    }
+    // Same name, different machine-id: another machine, its own history.
+    store
+        .put(&snapshot("t1", "gpu-new", "gpu-new", "mid-other-999", 300))
+        .unwrap();
+    let other = store.list(None).unwrap();
+    let host_of = |id: &str| other.iter().find(|m| m.id == id).unwrap().host_id;
+    assert_ne!(host_of("t1"), host_of("s2"));
+    assert_eq!(host_of("s1"), host_of("s2"));
+    // A host first seen without machine-id is adopted when the id shows up.
+    store.put(&snapshot("u1", "box", "box", "", 100)).unwrap();
+    store
+        .put(&snapshot("u2", "box", "box", "mid-box-1234", 200))
+        .unwrap();
+    assert_eq!(ids(store.history("mid-box-1234").unwrap()), ["u1", "u2"]);
+}
+
+fn references_resolve(backend: &Backend) {
+    let store = backend.open();
+    // 2026-11-20T10:00Z, 2026-11-21T10:00Z, 2026-11-22T10:00Z
+    for (id, at) in [
+        ("d1", 1_795_168_800),
+        ("d2", 1_795_255_200),
+        ("d3", 1_795_341_600),
+    ] {
+        store.put(&snapshot(id, "gpu7", "gpu7", "m-7", at)).unwrap();
+    }
+    let resolve = |text: &str| {
+        let selector = probe_store::parse_host_reference(text).unwrap().unwrap();
+        store.resolve(&selector).map(|s| s.id)
+    };
+    assert_eq!(resolve("gpu7@latest").unwrap(), "d3");
+    assert_eq!(resolve("gpu7@~1").unwrap(), "d2");
+    assert_eq!(resolve("gpu7@~2").unwrap(), "d1");
+    assert!(matches!(resolve("gpu7@~3"), Err(StoreError::NotFound(_))));
+    assert_eq!(resolve("gpu7@2026-11-21").unwrap(), "d2");
+    assert_eq!(resolve("gpu7@2026-12-31").unwrap(), "d3");
+    assert!(resolve("gpu7@2026-11-19").is_err());
+    assert!(resolve("nohost@latest").is_err());
+    assert_eq!(store.resolve(&Selector::Id("d1".into())).unwrap().id, "d1");
+    let latest = Selector::Host {
+        host: "gpu7".into(),
+        point: HostPoint::Latest,
+    };
+    assert_eq!(store.resolve(&latest).unwrap().id, "d3");
+}
+
+fn prune_keeps_newest_per_host(backend: &Backend) {
+    let store = backend.open();
+    for i in 0..5 {
+        store
+            .put(&snapshot(&format!("a{i}"), "a", "a", "ma", 100 + i))
+            .unwrap();
+        store
+            .put(&snapshot(&format!("b{i}"), "b", "b", "mb", 100 + i))
+            .unwrap();
+    }
+    let dry = store
+        .prune(&PrunePolicy {
+            keep_last: 2,
+            dry_run: true,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(dry.len(), 6);
+    assert_eq!(store.list(None).unwrap().len(), 10);
+    let deleted = store
+        .prune(&PrunePolicy {
+            keep_last: 2,
+            older_than: Some(102),
+            host: Some("a".into()),
+            dry_run: false,
+        })
+        .unwrap();
+    assert_eq!(ids(deleted), ["a1", "a0"]);
+    assert_eq!(ids(store.history("a").unwrap()), ["a2", "a3", "a4"]);
+    assert_eq!(store.history("b").unwrap().len(), 5);
+}
+
+fn export_import_round_trip_and_newer_refused(backend: &Backend) {
+    let store = backend.open();
+    let original = snapshot("x1", "gpu7", "gpu7", "m", 5);
+    store.put(&original).unwrap();
+    let text = store.export("x1").unwrap();
+    // Into a store of the other kind, and back: the same snapshot.
+    let other_backend = if backend.postgres {
+        sqlite()
+    } else {
+        postgres()
+    };
+    let other = other_backend.open();
+    other.import(&text, "x1.json").unwrap();
+    assert_eq!(other.get("x1").unwrap().unwrap(), original);
+    let back = sqlite().open();
+    back.import(&other.export("x1").unwrap(), "x1.json")
+        .unwrap();
+    assert_eq!(back.get("x1").unwrap().unwrap(), original);
+    let newer = text.replacen(
+        &format!("\"schema_version\": {SCHEMA_VERSION}"),
+        &format!("\"schema_version\": {}", SCHEMA_VERSION + 1),
+        1,
+    );
+    let err = store.import(&newer, "x1.json").unwrap_err();
+    assert!(matches!(err, StoreError::NewerSnapshot { .. }), "{err}");
+}
+
+/// Several writers (each its own connection, like runners), big documents: every row arrives.
+fn concurrent_writers_lose_nothing(backend: &Backend) {
+    const WRITERS: usize = 4;
+    const EACH: i64 = 25;
+    std::thread::scope(|scope| {
+        for writer in 0..WRITERS {
+            scope.spawn(move || {
+                let store = backend.open();
+                for i in 0..EACH {
+                    let mut s = snapshot(
+                        &format!("w{writer}-{i}"),
+                        &format!("host{writer}"),
+                        &format!("host{writer}"),
+                        &format!("machine-{writer}"),
+                        i,
+                    );
+                    s.host.os_pretty = Some("x".repeat(20_000));
+                    store.put(&s).unwrap();
+                }
+            });
+        }
+    });
+    let store = backend.open();
+    assert_eq!(store.list(None).unwrap().len(), WRITERS * EACH as usize);
+    for writer in 0..WRITERS {
+        assert_eq!(
+            store.history(&format!("host{writer}")).unwrap().len(),
+            EACH as usize
+        );
+    }
+}
+
+/// Runners that meet one new machine at the same moment file it under one host.
+fn concurrent_writers_of_one_new_machine_agree_on_its_host(backend: &Backend) {
+    const WRITERS: usize = 4;
+    let host_ids: Vec<i64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                scope.spawn(move || {
+                    let store = backend.open();
+                    (0..10)
+                        .map(|i| {
+                            let s = snapshot(
+                                &format!("same-{writer}-{i}"),
+                                &format!("alias-{writer}"),
+                                "shared-box",
+                                "machine-shared-0001",
+                                i,
+                            );
+                            store.put(&s).unwrap().host_id
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    let distinct: BTreeSet<i64> = host_ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 1, "{host_ids:?}");
+    let store = backend.open();
+    assert_eq!(store.history("shared-box").unwrap().len(), WRITERS * 10);
+    assert_eq!(store.history("alias-3").unwrap().len(), WRITERS * 10);
+}
+
+fn audit_records_newest_per_host_across_shards(backend: &Backend) {
+    let store = backend.open();
+    let run = |id: &str, shard: &str, at: i64| AuditRun {
+        run_id: id.into(),
+        inventory: "fleet.toml".into(),
+        shard: Some(shard.into()),
+        runner: format!("ci@runner-{shard}"),
+        started_at: at,
+    };
+    let record = |host: &str, status: AuditStatus, changes: usize| AuditRecord {
+        schema_version: SCHEMA_VERSION,
+        record_type: "host".into(),
+        host: host.into(),
+        target: format!("{host}.example"),
+        status,
+        changes,
+        groups: vec!["prod".into()],
+        ..AuditRecord::default()
+    };
+    let (old, shard0, shard1) = (
+        run("r0", "0/2", 100),
+        run("r1", "0/2", 200),
+        run("r2", "1/2", 210),
+    );
+    store
+        .record_audit(&old, &record("gpu1", AuditStatus::Ok, 0), 101)
+        .unwrap();
+    store
+        .record_audit(&old, &record("gpu2", AuditStatus::Ok, 0), 102)
+        .unwrap();
+    store
+        .record_audit(&shard0, &record("gpu1", AuditStatus::Changed, 2), 201)
+        .unwrap();
+    store
+        .record_audit(&shard1, &record("gpu2", AuditStatus::Unreachable, 0), 211)
+        .unwrap();
+    store
+        .record_audit(&shard1, &record("gpu3", AuditStatus::Ok, 0), 212)
+        .unwrap();
+    // The same run and host again replaces its record.
+    store
+        .record_audit(&shard1, &record("gpu3", AuditStatus::TimedOut, 0), 213)
+        .unwrap();
+    let last = store.last_audits().unwrap();
+    let summary: Vec<(String, AuditStatus, Option<String>, i64)> = last
+        .iter()
+        .map(|a| {
+            (
+                a.record.host.clone(),
+                a.record.status,
+                a.run.shard.clone(),
+                a.recorded_at,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("gpu1".into(), AuditStatus::Changed, Some("0/2".into()), 201),
+            (
+                "gpu2".into(),
+                AuditStatus::Unreachable,
+                Some("1/2".into()),
+                211
+            ),
+            (
+                "gpu3".into(),
+                AuditStatus::TimedOut,
+                Some("1/2".into()),
+                213
+            ),
+        ]
+    );
+    assert_eq!(last[0].record.changes, 2);
+    assert_eq!(last[0].run.runner, "ci@runner-0/2");
+    assert_eq!(last[0].run.started_at, 200);
+    assert_eq!(last[0].record.groups, ["prod"]);
+}
+
+fn replacing_a_snapshot_keeps_one_copy(backend: &Backend) {
+    let store = backend.open();
+    store.put(&snapshot("r1", "h", "h", "m-r", 10)).unwrap();
+    let mut again = snapshot("r1", "h", "h", "m-r", 10);
+    again.host.kernel = Some("6.1".into());
+    store.put(&again).unwrap();
+    assert_eq!(ids(store.list(None).unwrap()), ["r1"]);
+    assert_eq!(store.get("r1").unwrap().unwrap(), again);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL only.
+
+#[test]
+fn postgres_password_from_pgpass_and_never_printed() {
+    let cluster = cluster();
+    let url = cluster.create_database(&database_name());
+    // No password anywhere: the server asks for one (SCRAM over TCP), the client has none.
+    let err = PgStore::open_with(
+        &url,
+        &PgEnv::from_pairs(Vec::<(String, String)>::new(), None),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("password"), "{err}");
+    // PGPASSWORD works, and a wrong password in the URL is not printed.
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.as_str())], None);
+    PgStore::open_with(&url, &env).unwrap();
+    let wrong = url.replacen("probe@", "probe:hunter2-wrong@", 1);
+    let err = PgStore::open_with(&wrong, &PgEnv::default())
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("probe:***@"), "{err}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    // ~/.pgpass of the home directory.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::copy(&cluster.pgpass, home.path().join(".pgpass")).unwrap();
+    let store = PgStore::open_with(
+        &url,
+        &PgEnv::from_pairs(Vec::<(String, String)>::new(), Some(home.path().into())),
+    )
+    .unwrap();
+    assert_eq!(store.location(), url);
+    // A service file names the server; the password still comes from PGPASSFILE.
+    let services = home.path().join("pg_service.conf");
+    std::fs::write(
+        &services,
+        format!(
+            "[fleet]\nhost=127.0.0.1\nport={}\ndbname=postgres\nuser=probe\nsslmode=disable\n",
+            cluster.port
+        ),
+    )
+    .unwrap();
+    let mut pairs = cluster.client_env();
+    pairs.push(("PGSERVICEFILE".into(), services.display().to_string()));
+    pairs.push(("PGSERVICE".into(), "fleet".into()));
+    PgStore::open_with("postgres://", &PgEnv::from_pairs(pairs, None)).unwrap();
+    // Nobody listening: one line naming the store.
+    let refused = format!(
+        "postgres://probe@127.0.0.1:{}/x?sslmode=disable&connect_timeout=2",
+        probe_testkit::sshd::free_port(std::net::Ipv4Addr::LOCALHOST)
+    );
+    let err = PgStore::open_with(&refused, &PgEnv::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with(&format!("store {refused}: ")), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+}
+
+#[test]
+fn postgres_newer_schema_is_refused_and_runners_migrate_once() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    let env = PgEnv::from_pairs(cluster.client_env(), None);
+    // Four runners open a fresh database at once: one migrates, all succeed.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| PgStore::open_with(&url, &env).unwrap());
+        }
+    });
+    assert_eq!(
+        cluster
+            .psql(
+                &name,
+                "SELECT count(*), max(version) FROM probe.schema_meta"
+            )
+            .trim(),
+        format!("1|{}", probe_store::STORE_SCHEMA_VERSION)
+    );
+    cluster.psql(&name, "UPDATE probe.schema_meta SET version = version + 1");
+    let err = PgStore::open_with(&url, &env).unwrap_err();
+    assert!(matches!(err, StoreError::NewerStore { .. }), "{err}");
+    assert!(err.to_string().contains("upgrade probe"), "{err}");
+}
+
+#[test]
+fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    let mut unredacted = snapshot("u1", "h", "h", "m-u", 1);
+    unredacted.redacted = false;
+    let err = store.put(&unredacted).unwrap_err();
+    assert!(matches!(err, StoreError::Unredacted { .. }), "{err}");
+    let mut hostile = snapshot("n1", "h", "h\0x", "m-n", 2);
+    hostile.host.os_pretty = Some("nul \0 inside".into());
+    hostile.processes.push(ProcessInfo {
+        pid: 1,
+        engine: Some("vllm".into()),
+        ..ProcessInfo::default()
+    });
+    store.put(&hostile).unwrap();
+    let back = store.get("n1").unwrap().unwrap();
+    assert_eq!(back.host.os_pretty.as_deref(), Some("nul \u{fffd} inside"));
+    // Fleet queries need no JSON parsing on the client.
+    assert_eq!(
+        cluster
+            .psql(
+                &name,
+                "SELECT document->'host'->>'machine_id', engines[1], collected_by <> '' \
+                 FROM probe.snapshots WHERE id = 'n1'"
+            )
+            .trim(),
+        "m-n|vllm|t"
+    );
+    assert_eq!(
+        cluster
+            .psql(&name, "SELECT jsonb_typeof(document) FROM probe.snapshots")
+            .trim(),
+        "object"
+    );
+}
