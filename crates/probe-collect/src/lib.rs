@@ -29,6 +29,7 @@ pub mod plan;
 pub mod redact;
 pub mod sanitize;
 pub mod script;
+pub mod server;
 
 use std::time::{Duration, Instant};
 

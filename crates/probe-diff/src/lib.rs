@@ -10,6 +10,7 @@ pub mod compare;
 pub mod impact;
 pub mod launch;
 pub mod periods;
+pub mod server;
 pub mod timeline;
 
 pub use compare::{
