@@ -13,7 +13,12 @@ use probe_model::{EffectiveKind, HostReport, ServerStatus, ServerView};
 use probe_testkit::fixture::{self, Fleet};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_probe");
-const HOSTS: &[&str] = &["serve-sglang", "serve-vllm", "serve-llamacpp", "serve-noforward"];
+const HOSTS: &[&str] = &[
+    "serve-sglang",
+    "serve-vllm",
+    "serve-llamacpp",
+    "serve-noforward",
+];
 
 struct Env {
     fleet: Fleet,
@@ -136,7 +141,12 @@ fn sglang_says_what_it_resolved() {
     assert_eq!(r.model.as_deref(), Some("Qwen/Qwen3-32B"));
     assert!(r.uptime_s.is_some_and(|u| u >= 2), "{r:#?}");
     // Declared against effective: defaults the engine resolved, with their source.
-    let kind = |key: &str| view.effective.iter().find(|e| e.key == key).map(|e| (e.kind, e.effective.clone()));
+    let kind = |key: &str| {
+        view.effective
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| (e.kind, e.effective.clone()))
+    };
     assert_eq!(
         kind("max-running-requests"),
         Some((EffectiveKind::Resolved, serde_json::json!(2048)))
@@ -149,21 +159,34 @@ fn sglang_says_what_it_resolved() {
         kind("chunked-prefill-size"),
         Some((EffectiveKind::Resolved, serde_json::json!(8192)))
     );
-    assert_eq!(kind("mem-fraction-static"), None, "declared and effective agree");
+    assert_eq!(
+        kind("mem-fraction-static"),
+        None,
+        "declared and effective agree"
+    );
     // Lifetime throughput from the counters, consistent with the log's 900-1150 token/s.
-    let gen = lifetime(view, "generation_throughput");
-    assert!((100.0..1300.0).contains(&gen), "{gen}");
-    assert!(r.metrics.iter().any(|m| m.name == "kv_cache_usage"
-        && m.source == "GET /metrics sglang:token_usage"));
+    let generation = lifetime(view, "generation_throughput");
+    assert!((100.0..1300.0).contains(&generation), "{generation}");
+    assert!(
+        r.metrics
+            .iter()
+            .any(|m| m.name == "kv_cache_usage" && m.source == "GET /metrics sglang:token_usage")
+    );
     // Only the allow-listed GETs arrived, three of them.
     let log = requests(&log);
-    assert_only_allowed(&log[before..], &["/get_server_info", "/get_model_info", "/metrics"]);
+    assert_only_allowed(
+        &log[before..],
+        &["/get_server_info", "/get_model_info", "/metrics"],
+    );
     assert_eq!(log.len() - before, 3, "{log:#?}");
     // And the human report has the section.
     let out = probe(&["host", "fx-serve-sglang"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Server says"), "{text}");
-    assert!(text.contains("max-running-requests: 2048, resolved by the engine"), "{text}");
+    assert!(
+        text.contains("max-running-requests: 2048, resolved by the engine"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -176,7 +199,11 @@ fn vllm_differs_and_findings() {
     let r = &view.reading;
     assert_eq!(r.status, ServerStatus::Answered, "{r:#?}");
     assert_eq!(r.model.as_deref(), Some("dsv2-lite"));
-    let block = view.effective.iter().find(|e| e.key == "block-size").expect("block-size");
+    let block = view
+        .effective
+        .iter()
+        .find(|e| e.key == "block-size")
+        .expect("block-size");
     assert_eq!(block.kind, EffectiveKind::Differs);
     assert_eq!(block.effective, serde_json::json!("64"));
     let blocks = view
@@ -200,14 +227,27 @@ fn llamacpp_answers_and_a_closed_port_costs_only_itself() {
     let _guard = lock();
     let report = report("fx-serve-llamacpp");
     let open = server(&report, "127.0.0.33:8080");
-    assert_eq!(open.reading.status, ServerStatus::Answered, "{:#?}", open.reading);
+    assert_eq!(
+        open.reading.status,
+        ServerStatus::Answered,
+        "{:#?}",
+        open.reading
+    );
     assert_eq!(open.reading.version.as_deref(), Some("b6123-3f4ae8ad"));
     assert!(lifetime(open, "prompt_throughput") > 0.0);
     let closed = server(&report, "127.0.0.33:8081");
-    assert_eq!(closed.reading.status, ServerStatus::PortClosed, "{:#?}", closed.reading);
+    assert_eq!(
+        closed.reading.status,
+        ServerStatus::PortClosed,
+        "{:#?}",
+        closed.reading
+    );
     assert_eq!(closed.reading.requests.len(), 1);
     assert!(!report.running.is_empty());
-    assert_only_allowed(&requests(&request_log("serve-llamacpp")), &["/props", "/metrics"]);
+    assert_only_allowed(
+        &requests(&request_log("serve-llamacpp")),
+        &["/props", "/metrics"],
+    );
 }
 
 #[test]
@@ -215,13 +255,25 @@ fn forwarding_refused_is_one_line_and_nothing_else() {
     let _guard = lock();
     let report = report("fx-serve-noforward");
     let view = server(&report, "127.0.0.34:8080");
-    assert_eq!(view.reading.status, ServerStatus::ForwardingRefused, "{:#?}", view.reading);
-    assert!(
-        view.reading.message.as_deref().unwrap_or("").contains("administratively prohibited"),
+    assert_eq!(
+        view.reading.status,
+        ServerStatus::ForwardingRefused,
         "{:#?}",
         view.reading
     );
-    assert!(!report.running.is_empty(), "the rest of the collection is there");
+    assert!(
+        view.reading
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("administratively prohibited"),
+        "{:#?}",
+        view.reading
+    );
+    assert!(
+        !report.running.is_empty(),
+        "the rest of the collection is there"
+    );
     assert!(requests(&request_log("serve-noforward")).is_empty());
 }
 
@@ -230,7 +282,13 @@ fn no_ask_server_sends_nothing() {
     let _guard = lock();
     let log = request_log("serve-sglang");
     let before = requests(&log).len();
-    let out = probe(&["host", "fx-serve-sglang", "--format", "json", "--no-ask-server"]);
+    let out = probe(&[
+        "host",
+        "fx-serve-sglang",
+        "--format",
+        "json",
+        "--no-ask-server",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let report: HostReport = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report.servers.is_empty());

@@ -65,12 +65,18 @@ fn check_loopback(ip: Ipv4Addr) -> Result<(), ForwardError> {
     if ip.is_loopback() {
         Ok(())
     } else {
-        Err(ForwardError::NotAllowed(format!("{ip} is not a loopback address")))
+        Err(ForwardError::NotAllowed(format!(
+            "{ip} is not a loopback address"
+        )))
     }
 }
 
 impl Forward for SshSession {
-    async fn open_loopback(&self, ip: Ipv4Addr, port: u16) -> Result<Box<dyn Stream>, ForwardError> {
+    async fn open_loopback(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+    ) -> Result<Box<dyn Stream>, ForwardError> {
         check_loopback(ip)?;
         let (handle, channels) = self.channel_parts();
         let permit = channels
@@ -88,9 +94,9 @@ impl Forward for SshSession {
                 _permit: permit,
             })),
             Err(russh::Error::ChannelOpenFailure(f)) => Err(match f {
-                russh::ChannelOpenFailure::AdministrativelyProhibited => {
-                    ForwardError::Refused(format!("direct-tcpip to {to} administratively prohibited"))
-                }
+                russh::ChannelOpenFailure::AdministrativelyProhibited => ForwardError::Refused(
+                    format!("direct-tcpip to {to} administratively prohibited"),
+                ),
                 russh::ChannelOpenFailure::ConnectFailed => {
                     ForwardError::Closed(format!("{to} refused the connection"))
                 }
@@ -143,20 +149,28 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Permitted<S> {
 }
 
 impl Forward for LocalExec {
-    async fn open_loopback(&self, ip: Ipv4Addr, port: u16) -> Result<Box<dyn Stream>, ForwardError> {
+    async fn open_loopback(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+    ) -> Result<Box<dyn Stream>, ForwardError> {
         check_loopback(ip)?;
         match tokio::net::TcpStream::connect((ip, port)).await {
             Ok(s) => Ok(Box::new(s)),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                Err(ForwardError::Closed(format!("{ip}:{port} refused the connection")))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(
+                ForwardError::Closed(format!("{ip}:{port} refused the connection")),
+            ),
             Err(e) => Err(ForwardError::Failed(format!("connect {ip}:{port}: {e}"))),
         }
     }
 }
 
 impl Forward for Connection {
-    async fn open_loopback(&self, ip: Ipv4Addr, port: u16) -> Result<Box<dyn Stream>, ForwardError> {
+    async fn open_loopback(
+        &self,
+        ip: Ipv4Addr,
+        port: u16,
+    ) -> Result<Box<dyn Stream>, ForwardError> {
         match self {
             Connection::Ssh(s) => s.open_loopback(ip, port).await,
             Connection::Local(l) => l.open_loopback(ip, port).await,
@@ -214,7 +228,9 @@ pub fn plain_path(path: &str) -> bool {
     path.len() <= MAX_PATH
         && path.starts_with('/')
         && !path.starts_with("//")
-        && path.bytes().all(|b| b.is_ascii_graphic() && b != b'#' && b != b'\\')
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'#' && b != b'\\')
 }
 
 /// Sends one request to `ip:port` on the host of `fwd` and reads the answer, within
@@ -242,7 +258,10 @@ pub async fn http_request<F: Forward>(
 fn http_failed(e: impl std::fmt::Display) -> ForwardError {
     ForwardError::Failed(format!(
         "HTTP: {}",
-        crate::error::clean(&e.to_string()).chars().take(200).collect::<String>()
+        crate::error::clean(&e.to_string())
+            .chars()
+            .take(200)
+            .collect::<String>()
     ))
 }
 

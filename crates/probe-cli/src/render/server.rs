@@ -25,10 +25,18 @@ fn status_line(view: &ServerView) -> (Tone, String) {
     let r = &view.reading;
     let tone = match r.status {
         ServerStatus::Answered => Tone::Plain,
-        ServerStatus::Partial | ServerStatus::NotAsked | ServerStatus::NeedsAuthentication => Tone::Warn,
+        ServerStatus::Partial | ServerStatus::NotAsked | ServerStatus::NeedsAuthentication => {
+            Tone::Warn
+        }
         _ => Tone::Bad,
     };
-    let mut line = format!("{} at {} ({}): {}", r.engine, r.address, r.launch, r.status.as_str());
+    let mut line = format!(
+        "{} at {} ({}): {}",
+        r.engine,
+        r.address,
+        r.launch,
+        r.status.as_str()
+    );
     if let Some(v) = &r.version {
         line.push_str(&format!(", version {v}"));
     }
@@ -43,22 +51,54 @@ fn status_line(view: &ServerView) -> (Tone, String) {
 
 fn performance(view: &ServerView, items: &mut Vec<(u8, Tone, String)>) {
     for v in &view.reading.lifetime {
-        items.push((1, Tone::Plain, format!("lifetime {}: {} {} [{}]", v.name, number(v.value), v.unit, v.source)));
+        items.push((
+            1,
+            Tone::Plain,
+            format!(
+                "lifetime {}: {} {} [{}]",
+                v.name,
+                number(v.value),
+                v.unit,
+                v.source
+            ),
+        ));
     }
-    for m in view.reading.metrics.iter().filter(|m| m.kind == probe_model::ServerMetricKind::Gauge) {
-        items.push((1, Tone::Plain, format!("now {}: {} [{}]", m.name, number(m.value), m.source)));
+    for m in view
+        .reading
+        .metrics
+        .iter()
+        .filter(|m| m.kind == probe_model::ServerMetricKind::Gauge)
+    {
+        items.push((
+            1,
+            Tone::Plain,
+            format!("now {}: {} [{}]", m.name, number(m.value), m.source),
+        ));
     }
 }
 
 fn effective(view: &ServerView, items: &mut Vec<(u8, Tone, String)>) {
     for e in &view.effective {
-        let tone = if e.kind == EffectiveKind::Differs { Tone::Warn } else { Tone::Plain };
+        let tone = if e.kind == EffectiveKind::Differs {
+            Tone::Warn
+        } else {
+            Tone::Plain
+        };
         let declared = e
             .declared
             .as_ref()
             .map(|d| format!(" (launch: {})", format_value(d)))
             .unwrap_or_default();
-        items.push((1, tone, format!("{}: {}{declared}, {}", e.key, format_value(&e.effective), kind_label(e.kind))));
+        items.push((
+            1,
+            tone,
+            format!(
+                "{}: {}{declared}, {}",
+                e.key,
+                format_value(&e.effective),
+                kind_label(e.kind)
+            ),
+        ));
     }
 }
 
@@ -73,8 +113,16 @@ pub fn server_section(doc: &mut Doc, views: &[ServerView]) {
         let (tone, line) = status_line(view);
         items.push((0, tone, line));
         for f in &view.findings {
-            let tone = if f.severity == "high" { Tone::Bad } else { Tone::Warn };
-            items.push((1, tone, format!("{} [{}]: {}", f.severity.to_uppercase(), f.rule, f.message)));
+            let tone = if f.severity == "high" {
+                Tone::Bad
+            } else {
+                Tone::Warn
+            };
+            items.push((
+                1,
+                tone,
+                format!("{} [{}]: {}", f.severity.to_uppercase(), f.rule, f.message),
+            ));
         }
         effective(view, &mut items);
         performance(view, &mut items);

@@ -101,9 +101,7 @@ fn server_info(
             "internal_states" => {}
             "version" => reading.version = text(Some(v)),
             _ => {
-                reading
-                    .args
-                    .insert(sanitize_line(k), clean(k, v, r, 0));
+                reading.args.insert(sanitize_line(k), clean(k, v, r, 0));
             }
         }
     }
@@ -157,7 +155,9 @@ fn props(obj: &Map<String, Value>, r: Option<&Redactor>, reading: &mut ServerRea
         .get("default_generation_settings")
         .and_then(|d| d.get("n_ctx"))
     {
-        reading.args.insert("n_ctx".into(), clean("n_ctx", n_ctx, r, 0));
+        reading
+            .args
+            .insert("n_ctx".into(), clean("n_ctx", n_ctx, r, 0));
     }
     reading.model = text(obj.get("model_alias"))
         .or_else(|| text(obj.get("model_path")))
@@ -229,7 +229,14 @@ mod tests {
     fn other_engines_and_hostile_shapes() {
         let mut reading = ServerReading::default();
         let cfg = endpoints();
-        fold(Reads::Version, &json!({"version": "0.11.0"}), "/version", cfg, None, &mut reading);
+        fold(
+            Reads::Version,
+            &json!({"version": "0.11.0"}),
+            "/version",
+            cfg,
+            None,
+            &mut reading,
+        );
         fold(
             Reads::Models,
             &json!({"object": "list", "data": [{"id": "llama-3.3-70b", "root": "/mnt/models/x", "max_model_len": 32768}]}),
@@ -242,7 +249,12 @@ mod tests {
         assert_eq!(reading.model.as_deref(), Some("llama-3.3-70b"));
         assert_eq!(reading.args.get("max_model_len"), Some(&json!(32768)));
         // Not objects, wrong types: nothing, no panic.
-        for body in [json!([1, 2]), json!("x"), json!({"data": "x"}), json!({"internal_states": 5})] {
+        for body in [
+            json!([1, 2]),
+            json!("x"),
+            json!({"data": "x"}),
+            json!({"internal_states": 5}),
+        ] {
             for reads in [Reads::ServerInfo, Reads::Models, Reads::Props, Reads::Info] {
                 fold(reads, &body, "/x", cfg, None, &mut ServerReading::default());
             }

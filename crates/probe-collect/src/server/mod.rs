@@ -114,7 +114,10 @@ pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
             Ok(ip) => (Some(ip), None),
             Err(why) => (None, Some(why)),
         };
-        if out.iter().any(|t| t.ip == ip && t.port == port && ip.is_some()) {
+        if out
+            .iter()
+            .any(|t| t.ip == ip && t.port == port && ip.is_some())
+        {
             continue;
         }
         out.push(Target {
@@ -132,10 +135,9 @@ pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
 
 fn remote_now(snapshot: &Snapshot, started: Instant) -> Option<UnixTime> {
     let base = snapshot.remote_clock?;
-    let since = i64::try_from(
-        (Duration::from_millis(snapshot.duration_ms) + started.elapsed()).as_secs(),
-    )
-    .unwrap_or(0);
+    let since =
+        i64::try_from((Duration::from_millis(snapshot.duration_ms) + started.elapsed()).as_secs())
+            .unwrap_or(0);
     Some(base + since)
 }
 
@@ -266,7 +268,11 @@ async fn ask<F: Forward>(
         let failed: Vec<String> = reading
             .requests
             .iter()
-            .filter_map(|r| r.error.as_ref().map(|e| format!("{} {}: {e}", r.method, r.path)))
+            .filter_map(|r| {
+                r.error
+                    .as_ref()
+                    .map(|e| format!("{} {}: {e}", r.method, r.path))
+            })
             .collect();
         reading.message = Some(failed.join("; "));
     }

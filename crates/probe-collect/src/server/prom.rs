@@ -52,19 +52,21 @@ pub fn read(text: &str, defs: &[MetricDef], max_line: usize, path: &str) -> Read
     }
     let mut out = Read::default();
     for def in defs {
-        let Some((name, series)) = def
-            .names
-            .iter()
-            .find_map(|n| groups.get(n.as_str()).and_then(|g| parse(g).map(|s| (n, s))))
-        else {
+        let Some((name, series)) = def.names.iter().find_map(|n| {
+            groups
+                .get(n.as_str())
+                .and_then(|g| parse(g).map(|s| (n, s)))
+        }) else {
             continue;
         };
         let source = format!("GET {path} {name}");
         if let Some(prefix) = &def.info {
             if let Some((labels, _)) = series.first() {
                 for (k, v) in labels {
-                    out.args
-                        .insert(format!("{prefix}{k}"), Value::String(crate::sanitize::sanitize_line(v)));
+                    out.args.insert(
+                        format!("{prefix}{k}"),
+                        Value::String(crate::sanitize::sanitize_line(v)),
+                    );
                 }
             }
             continue;
@@ -151,9 +153,17 @@ mod tests {
                 "requests_running",
                 Some(7.0),
             ),
-            ("sglang_token_usage{tp_rank=\"0\"} 0.91\n", "kv_cache_usage", Some(0.91)),
+            (
+                "sglang_token_usage{tp_rank=\"0\"} 0.91\n",
+                "kv_cache_usage",
+                Some(0.91),
+            ),
             // llama.cpp names.
-            ("llamacpp:tokens_predicted_total 3469\n", "generation_tokens_total", Some(3469.0)),
+            (
+                "llamacpp:tokens_predicted_total 3469\n",
+                "generation_tokens_total",
+                Some(3469.0),
+            ),
             // A malformed family costs only itself.
             (
                 "vllm:num_requests_running{engine=\"0\" 3\nvllm:num_requests_waiting{engine=\"0\"} 2\n",
@@ -166,8 +176,16 @@ mod tests {
                 Some(2.0),
             ),
             // Escaped label values, NaN dropped.
-            ("vllm:num_preemptions_total{model_name=\"a\\\"b\"} 4\n", "preemptions_total", Some(4.0)),
-            ("vllm:num_preemptions_total NaN\n", "preemptions_total", None),
+            (
+                "vllm:num_preemptions_total{model_name=\"a\\\"b\"} 4\n",
+                "preemptions_total",
+                Some(4.0),
+            ),
+            (
+                "vllm:num_preemptions_total NaN\n",
+                "preemptions_total",
+                None,
+            ),
             ("", "generation_tokens_total", None),
         ];
         for (text, metric, expected) in cases {

@@ -39,7 +39,11 @@ pub struct Alias {
 
 pub fn parse(text: &str) -> Result<ServerKeys, String> {
     let keys: ServerKeys = toml::from_str(text).map_err(|e| e.to_string())?;
-    if let Some(bad) = keys.engines.iter().find(|e| Engine::parse(&e.name).is_none()) {
+    if let Some(bad) = keys
+        .engines
+        .iter()
+        .find(|e| Engine::parse(&e.name).is_none())
+    {
         return Err(format!("unknown engine {:?}", bad.name));
     }
     Ok(keys)
@@ -136,12 +140,15 @@ fn compare_key(
     resolved: bool,
 ) -> Option<(EffectiveKind, Option<Value>, Option<Value>, String)> {
     let Some(spec) = spec else {
-        return (resolved && !is_none(value)).then(|| (EffectiveKind::Resolved, None, None, key.to_string()));
+        return (resolved && !is_none(value))
+            .then(|| (EffectiveKind::Resolved, None, None, key.to_string()));
     };
     let declared = launch.options.get(&spec.name).map(|o| o.value.clone());
     let default = spec.default.clone().filter(|d| !is_none(d));
     match (&declared, &default) {
-        (Some(d), _) if !same(d, value) => Some((EffectiveKind::Differs, declared, default, spec.name.clone())),
+        (Some(d), _) if !same(d, value) => {
+            Some((EffectiveKind::Differs, declared, default, spec.name.clone()))
+        }
         (Some(_), _) => None,
         (None, Some(d)) if !same(d, value) => {
             Some((EffectiveKind::NotInLaunch, None, default, spec.name.clone()))
@@ -165,7 +172,10 @@ pub fn effective(reading: &ServerReading, launch: &LaunchConfig) -> Vec<Effectiv
         let path = reading
             .requests
             .iter()
-            .find(|r| r.status.is_some_and(|s| (200..300).contains(&s)) && (key.contains('.') == (r.path == "/metrics")))
+            .find(|r| {
+                r.status.is_some_and(|s| (200..300).contains(&s))
+                    && (key.contains('.') == (r.path == "/metrics"))
+            })
             .map(|r| r.path.as_str())
             .unwrap_or("?");
         format!("GET {path} {key}")
@@ -177,7 +187,9 @@ pub fn effective(reading: &ServerReading, launch: &LaunchConfig) -> Vec<Effectiv
         }
         let resolved = keys.is_some_and(|k| k.resolved.iter().any(|r| r == key));
         let spec = option_for(cat, keys, key);
-        if let Some((kind, declared, default, name)) = compare_key(key, value, spec, launch, resolved) {
+        if let Some((kind, declared, default, name)) =
+            compare_key(key, value, spec, launch, resolved)
+        {
             if out.iter().any(|e| e.key == name) {
                 continue;
             }
@@ -243,7 +255,9 @@ mod tests {
             engine: Engine::Sglang,
             ..LaunchConfig::default()
         };
-        launch.options.insert("mem-fraction-static".into(), opt(json!(0.85)));
+        launch
+            .options
+            .insert("mem-fraction-static".into(), opt(json!(0.85)));
         launch.options.insert("tp-size".into(), opt(json!(2)));
         let reading = ServerReading {
             engine: Engine::Sglang,

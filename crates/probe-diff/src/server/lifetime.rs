@@ -28,7 +28,12 @@ fn rates(reading: &ServerReading, out: &mut Vec<LifetimeValue>) {
     };
     let up = uptime as f64;
     for (metric, name, unit, scale) in [
-        ("generation_tokens_total", "generation_throughput", "tokens/s", 1.0),
+        (
+            "generation_tokens_total",
+            "generation_throughput",
+            "tokens/s",
+            1.0,
+        ),
         ("prompt_tokens_total", "prompt_throughput", "tokens/s", 1.0),
         ("preemptions_total", "preemptions_per_hour", "1/h", 3600.0),
     ] {
@@ -148,12 +153,20 @@ mod tests {
         for (name, expected) in cases {
             assert_eq!(value(name), expected, "{name}");
         }
-        let gen_source = &got.iter().find(|v| v.name == "generation_throughput").unwrap().source;
+        let gen_source = &got
+            .iter()
+            .find(|v| v.name == "generation_throughput")
+            .unwrap()
+            .source;
         assert!(gen_source.contains("uptime 1000 s"), "{gen_source}");
         // No uptime: no rates, ratios still; zero drafts: no accept length.
         let none = ServerReading {
             uptime_s: None,
-            metrics: vec![c("generation_tokens_total", 5.0), c("spec_drafts_total", 0.0), c("spec_accepted_tokens_total", 0.0)],
+            metrics: vec![
+                c("generation_tokens_total", 5.0),
+                c("spec_drafts_total", 0.0),
+                c("spec_accepted_tokens_total", 0.0),
+            ],
             ..ServerReading::default()
         };
         assert!(lifetime(&none).is_empty());

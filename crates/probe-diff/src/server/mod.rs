@@ -18,7 +18,10 @@ pub use lifetime::lifetime;
 pub use rules::{ServerRule, findings};
 
 /// The launch a reading was asked for (by its evidence label).
-pub fn launch_of<'a>(reading: &ServerReading, launches: &'a [LaunchConfig]) -> Option<&'a LaunchConfig> {
+pub fn launch_of<'a>(
+    reading: &ServerReading,
+    launches: &'a [LaunchConfig],
+) -> Option<&'a LaunchConfig> {
     launches
         .iter()
         .find(|l| crate::launch::evidence_label(l) == reading.launch)

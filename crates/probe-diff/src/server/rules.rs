@@ -53,7 +53,9 @@ pub struct ServerRule {
 fn speculative(reading: &ServerReading, launch: Option<&LaunchConfig>) -> bool {
     let launched = launch
         .and_then(|l| l.speculative.as_ref())
-        .is_some_and(|s| s.algorithm.is_some() || s.draft_model.is_some() || s.num_speculative_tokens.is_some());
+        .is_some_and(|s| {
+            s.algorithm.is_some() || s.draft_model.is_some() || s.num_speculative_tokens.is_some()
+        });
     let reported = reading
         .args
         .get("speculative_algorithm")
@@ -68,7 +70,13 @@ fn value_of(reading: &ServerReading, name: &str) -> Option<f64> {
         .iter()
         .find(|v| v.name == name)
         .map(|v| v.value)
-        .or_else(|| reading.metrics.iter().find(|m| m.name == name).map(|m| m.value))
+        .or_else(|| {
+            reading
+                .metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| m.value)
+        })
 }
 
 fn counter(reading: &ServerReading, name: &str) -> Option<f64> {
@@ -94,7 +102,11 @@ fn fill(template: &str, metric: &str, value: f64, bound: Option<f64>) -> String 
 }
 
 /// The value the rule fires on, if it fires.
-fn fires(rule: &ServerRule, reading: &ServerReading, launch: Option<&LaunchConfig>) -> Option<(String, f64, Option<f64>)> {
+fn fires(
+    rule: &ServerRule,
+    reading: &ServerReading,
+    launch: Option<&LaunchConfig>,
+) -> Option<(String, f64, Option<f64>)> {
     let spec = speculative(reading, launch);
     match rule.check {
         Check::SpeculativeWithoutDrafts => {
@@ -170,7 +182,12 @@ mod tests {
             .iter()
             .map(|r| r.id.as_str())
             .collect();
-        for id in ["spec-zero-drafts", "spec-accept-length-stuck", "preemptions-climbing", "kv-cache-pinned"] {
+        for id in [
+            "spec-zero-drafts",
+            "spec-accept-length-stuck",
+            "preemptions-climbing",
+            "kv-cache-pinned",
+        ] {
             assert!(ids.contains(&id), "{id} in {ids:?}");
         }
         // The option rules are still read (the new block did not break the file).
@@ -203,8 +220,14 @@ mod tests {
             ..ServerReading::default()
         };
         let healthy = ServerReading {
-            lifetime: vec![lifetime("accept_length", 2.9), lifetime("preemptions_per_hour", 0.0)],
-            metrics: vec![metric("kv_cache_usage", Gauge, 0.3), metric("spec_drafts_total", Counter, 10.0)],
+            lifetime: vec![
+                lifetime("accept_length", 2.9),
+                lifetime("preemptions_per_hour", 0.0),
+            ],
+            metrics: vec![
+                metric("kv_cache_usage", Gauge, 0.3),
+                metric("spec_drafts_total", Counter, 10.0),
+            ],
             ..ServerReading::default()
         };
         // (reading, speculative launch, expected rules)
@@ -213,12 +236,23 @@ mod tests {
             (&zero_drafts, false, vec![]),
             (&stuck, true, vec!["spec-accept-length-stuck"]),
             (&stuck, false, vec![]),
-            (&busy, false, vec!["preemptions-climbing", "kv-cache-pinned"]),
+            (
+                &busy,
+                false,
+                vec!["preemptions-climbing", "kv-cache-pinned"],
+            ),
             (&healthy, true, vec![]),
         ];
         for (reading, spec, expected) in cases {
-            let launch = if spec { spec_launch() } else { LaunchConfig::default() };
-            let got: Vec<String> = findings(reading, Some(&launch)).into_iter().map(|f| f.rule).collect();
+            let launch = if spec {
+                spec_launch()
+            } else {
+                LaunchConfig::default()
+            };
+            let got: Vec<String> = findings(reading, Some(&launch))
+                .into_iter()
+                .map(|f| f.rule)
+                .collect();
             assert_eq!(got, expected, "{reading:?}");
         }
         let msg = &findings(&busy, None)[1].message;
