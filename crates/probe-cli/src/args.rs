@@ -81,6 +81,10 @@ pub struct GlobalArgs {
     /// stored unredacted too.
     #[arg(long, global = true)]
     pub no_redact: bool,
+    /// Do not ask the running model servers about themselves (by default a few GETs on a
+    /// loopback port of the host: see docs/CLI.md, "What probe sends to a model server").
+    #[arg(long, global = true)]
+    pub no_ask_server: bool,
     /// Also collect this systemd unit (repeatable), even if it does not look like a model server.
     #[arg(long = "unit", value_name = "NAME", global = true)]
     pub units: Vec<String>,

@@ -182,6 +182,9 @@ async fn run_collection(
             });
         }
     };
+    if settings.ask_server {
+        probe_collect::server::ask_servers(connection, &mut snapshot, &ask_options(settings)).await;
+    }
     if snapshot.address.is_none() {
         snapshot.address = Some(connection.address());
     }
@@ -189,4 +192,12 @@ async fn run_collection(
         snapshot.target = target.to_string();
     }
     Ok((snapshot, notices))
+}
+
+/// How the running servers are asked (`probe_collect::server`).
+fn ask_options(settings: &Settings) -> probe_collect::server::AskOptions {
+    probe_collect::server::AskOptions {
+        redact: settings.redact,
+        deadline: (settings.deadline / 6).max(Duration::from_secs(5)),
+    }
 }

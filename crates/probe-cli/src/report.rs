@@ -79,5 +79,6 @@ pub fn build(
         metrics_by_run,
         problems,
         notices,
+        servers: probe_diff::server::views(snapshot, &launches),
     }
 }

@@ -22,6 +22,8 @@ pub struct ConfigFile {
     pub accept_new: Option<bool>,
     pub sudo: Option<bool>,
     pub redact: Option<bool>,
+    /// Ask running model servers about themselves (`--no-ask-server` turns it off).
+    pub ask_server: Option<bool>,
     pub units: Vec<String>,
     pub connect_timeout: Option<u64>,
     pub deadline: Option<u64>,
@@ -47,6 +49,7 @@ pub struct Settings {
     pub accept_new: bool,
     pub sudo: bool,
     pub redact: bool,
+    pub ask_server: bool,
     pub units: Vec<String>,
     pub connect_timeout: Option<Duration>,
     pub deadline: Duration,
@@ -92,6 +95,7 @@ impl Settings {
             accept_new: global.accept_new || config.accept_new.unwrap_or(false),
             sudo: global.sudo || config.sudo.unwrap_or(false),
             redact: !global.no_redact && config.redact.unwrap_or(true),
+            ask_server: !global.no_ask_server && config.ask_server.unwrap_or(true),
             units,
             connect_timeout: global
                 .connect_timeout

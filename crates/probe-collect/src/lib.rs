@@ -31,6 +31,7 @@ pub mod plan;
 pub mod redact;
 pub mod sanitize;
 pub mod script;
+pub mod server;
 
 use std::time::{Duration, Instant};
 

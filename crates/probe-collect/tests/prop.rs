@@ -110,3 +110,39 @@ proptest! {
         prop_assert!(!argv.contains(&v));
     }
 }
+
+fn metrics_text() -> impl Strategy<Value = String> {
+    let frags = prop_oneof![
+        any::<String>(),
+        Just("# TYPE vllm:num_requests_running gauge\n".to_string()),
+        Just("vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3\n".to_string()),
+        Just("vllm:cache_config_info{block_size=\"16\",a=\"\\\"\\\\\\n\"} 1\n".to_string()),
+        Just(
+            "sglang:token_usage{tp_rank=\"1\"} NaN\nsglang:token_usage{tp_rank= 0.5\n".to_string()
+        ),
+        Just(
+            "vllm:prompt_tokens_total{le=\"+Inf\"} +Inf 123\nvllm:prompt_tokens_total 1e400\n"
+                .to_string()
+        ),
+        Just("llamacpp:tokens_predicted_total{} -0\n\u{1b}[2J\n".to_string()),
+    ];
+    prop::collection::vec(frags, 0..12).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn server_answers_never_panic(text in metrics_text(), bytes in bytes()) {
+        use probe_collect::server::{answers, endpoints::{endpoints, Reads}, prom};
+        let cfg = endpoints();
+        let read = prom::read(&text, &cfg.metrics, cfg.limits.max_line, "/metrics");
+        prop_assert!(read.metrics.iter().all(|m| m.value.is_finite()));
+        let lossy = String::from_utf8_lossy(&bytes);
+        let _ = prom::read(&lossy, &cfg.metrics, cfg.limits.max_line, "/metrics");
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            for reads in [Reads::ServerInfo, Reads::ModelInfo, Reads::Models, Reads::Props, Reads::Info, Reads::Version] {
+                let mut r = probe_model::ServerReading::default();
+                answers::fold(reads, &v, "/x", cfg, Some(Redactor::builtin()), &mut r);
+            }
+        }
+    }
+}

@@ -711,4 +711,42 @@ fn boundary_is_never_a_program_argument() {
     let old = "grep -q -F \"$B\" \"$1/cmdline\"";
     let cmd = simple_commands(old).into_iter().next().unwrap();
     assert!(cmd.words.iter().skip(1).any(|w| w.contains("$B\"")));
+/// What probe may ever send to a model server: GET of these paths, per engine, nothing else.
+/// A path added to `configs/endpoints.toml` must be added here, after checking in the engine's
+/// source that it is a read.
+const SERVER_ALLOW_LIST: &[(&str, &str)] = &[
+    ("sglang", "/get_server_info"),
+    ("sglang", "/get_model_info"),
+    ("sglang", "/metrics"),
+    ("vllm", "/version"),
+    ("vllm", "/v1/models"),
+    ("vllm", "/metrics"),
+    ("llama.cpp", "/props"),
+    ("llama.cpp", "/metrics"),
+    ("tgi", "/info"),
+    ("tgi", "/metrics"),
+];
+
+#[test]
+fn server_requests_are_allow_listed_gets() {
+    let all = probe_collect::server::endpoints::all_requests();
+    assert!(all.len() >= 8, "{all:?}");
+    for (engine, req) in &all {
+        assert_eq!(
+            req.method,
+            probe_transport::forward::Method::Get,
+            "{engine} {req:?}"
+        );
+        assert!(
+            SERVER_ALLOW_LIST.contains(&(engine.as_str(), req.path.as_str())),
+            "{engine} {} is not on the allow-list",
+            req.path
+        );
+        assert!(!req.path.contains('?'), "{}", req.path);
+        assert!(req.timeout <= std::time::Duration::from_secs(5));
+        assert!(req.body_cap <= 8 << 20);
+        assert!(!req.accept.to_ascii_lowercase().contains("auth"));
+    }
+    let limits = &probe_collect::server::endpoints::endpoints().limits;
+    assert!(limits.max_requests <= 4 && limits.max_servers <= 8);
 }

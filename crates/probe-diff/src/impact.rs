@@ -74,6 +74,9 @@ pub struct RuleSet {
     pub category_order: Vec<Category>,
     #[serde(default)]
     pub rule: Vec<Rule>,
+    /// Rules on a server's own readings (`crate::server`).
+    #[serde(default)]
+    pub server_rule: Vec<crate::server::ServerRule>,
 }
 
 impl RuleSet {

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod impact;
 pub mod launch;
 pub mod periods;
+pub mod server;
 pub mod timeline;
 
 pub use compare::{

@@ -42,6 +42,9 @@ pub struct HostReport {
     pub problems: Vec<SectionReport>,
     /// Messages from connecting (a host key recorded, a setting reinterpreted).
     pub notices: Vec<String>,
+    /// What the running servers said about themselves, next to their launches.
+    #[serde(default)]
+    pub servers: Vec<crate::ServerView>,
 }
 
 /// The log metrics of one run of a server: from its start to the next start of that server.

@@ -47,6 +47,10 @@ pub struct Snapshot {
     pub models: Vec<ModelConfig>,
     pub logs: Vec<LogSource>,
     pub package_events: Vec<PackageEvent>,
+    /// What the running model servers said about themselves when asked (`--no-ask-server`
+    /// leaves this empty).
+    #[serde(default)]
+    pub servers: Vec<crate::ServerReading>,
 }
 
 /// Facts about the machine itself.

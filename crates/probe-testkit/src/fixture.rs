@@ -76,6 +76,8 @@ struct Manifest {
     libs: Vec<(String, String)>,
     /// (file under the copy, text it must contain before `start` returns)
     ready: Vec<(String, String)>,
+    /// `sshd LINE`: extra sshd_config lines (`AllowTcpForwarding no`).
+    sshd_config: String,
 }
 
 fn read_manifest(path: &Path) -> Manifest {
@@ -111,6 +113,10 @@ fn read_manifest(path: &Path) -> Manifest {
                     file.trim_start_matches('/').to_string(),
                     text.trim().to_string(),
                 ));
+            }
+            "sshd" => {
+                m.sshd_config.push_str(rest);
+                m.sshd_config.push('\n');
             }
             _ => {}
         }
@@ -273,7 +279,7 @@ impl FixtureHost {
             addr,
             port: None,
             authorized_keys: vec![key.public.clone()],
-            extra_config: "MaxSessions 50\n".into(),
+            extra_config: format!("MaxSessions 50\n{}", manifest.sshd_config),
             wrapper: Some(wrapper),
         });
         let mut host = FixtureHost {

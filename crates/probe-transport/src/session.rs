@@ -724,6 +724,11 @@ impl SshSession {
         self.address.clone()
     }
 
+    /// The connection and its channel limit, for `direct-tcpip` channels ([`crate::forward`]).
+    pub(crate) fn channel_parts(&self) -> (&Handle<Client>, &Arc<Semaphore>) {
+        (&self.handle, &self.channels)
+    }
+
     pub async fn close(self) {
         let _ = tokio::time::timeout(
             Duration::from_secs(2),

@@ -5,6 +5,7 @@ pub mod doc;
 pub mod human;
 pub mod json;
 pub mod markdown;
+pub mod server;
 
 use std::collections::BTreeMap;
 
@@ -524,6 +525,8 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         let all: Vec<&MetricReport> = report.metrics.iter().collect();
         metrics_by_log(&mut doc, &all);
     }
+
+    server::server_section(&mut doc, &report.servers);
 
     if !report.problems.is_empty() {
         doc.heading(2, "Collection problems");

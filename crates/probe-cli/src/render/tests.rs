@@ -317,6 +317,7 @@ fn host_report() -> HostReport {
             ..SectionReport::default()
         }],
         notices: vec!["host key for gpu7 recorded in known_hosts (\u{1b}[31mED25519)".into()],
+        servers: Vec::new(),
     }
 }
 

@@ -1,0 +1,298 @@
+//! End-to-end: `probe host` asks the running servers of fixture hosts about themselves over the
+//! SSH connection (direct-tcpip to the launch's loopback address), and the fake servers' own
+//! request logs show what arrived: only allow-listed GETs, no body, no credentials.
+
+#![allow(clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use probe_model::{EffectiveKind, HostReport, ServerStatus, ServerView};
+use probe_testkit::fixture::{self, Fleet};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+const HOSTS: &[&str] = &[
+    "serve-sglang",
+    "serve-vllm",
+    "serve-llamacpp",
+    "serve-noforward",
+];
+
+struct Env {
+    fleet: Fleet,
+    dir: tempfile::TempDir,
+}
+
+/// One fleet for the file; tests that read a request log take the lock so their requests do
+/// not mix.
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
+        let fleet = Fleet::start(HOSTS);
+        // Let the servers run a few seconds, so uptimes and counters are not zero.
+        std::thread::sleep(Duration::from_secs(3));
+        Env {
+            fleet,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    })
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn probe(args: &[&str]) -> Output {
+    let env = env();
+    Command::new(PROBE)
+        .arg("-F")
+        .arg(env.fleet.ssh_config())
+        .arg("--store")
+        .arg(env.dir.path().join("snapshots.db"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("HOME", env.dir.path())
+        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg-config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn report(alias: &str) -> HostReport {
+    let out = probe(&["host", alias, "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{alias}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reports.len(), 1);
+    reports.remove(0)
+}
+
+fn request_log(name: &str) -> PathBuf {
+    env()
+        .fleet
+        .host(name)
+        .dir
+        .join("root/usr/local/share/fixture/run/http-requests.log")
+}
+
+/// The requests a fake server logged, as (method, path, headers, body length).
+fn requests(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every logged request is an allowed GET without body or credentials.
+fn assert_only_allowed(log: &[serde_json::Value], allowed: &[&str]) {
+    assert!(!log.is_empty(), "no request arrived");
+    for r in log {
+        assert_eq!(r["method"], "GET", "{r}");
+        assert!(allowed.contains(&r["path"].as_str().unwrap()), "{r}");
+        assert_eq!(r["body_len"], 0, "{r}");
+        let headers: Vec<String> = r["headers"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.to_ascii_lowercase())
+            .collect();
+        let mut sorted = headers.clone();
+        sorted.sort();
+        assert_eq!(sorted, ["accept", "host", "user-agent"], "{r}");
+    }
+}
+
+fn server<'a>(report: &'a HostReport, address: &str) -> &'a ServerView {
+    report
+        .servers
+        .iter()
+        .find(|s| s.reading.address == address)
+        .unwrap_or_else(|| panic!("no server {address} in {:#?}", report.servers))
+}
+
+fn lifetime(view: &ServerView, name: &str) -> f64 {
+    view.reading
+        .lifetime
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no lifetime {name} in {:#?}", view.reading))
+        .value
+}
+
+#[test]
+fn sglang_says_what_it_resolved() {
+    let _guard = lock();
+    let log = request_log("serve-sglang");
+    let before = requests(&log).len();
+    let report = report("fx-serve-sglang");
+    let view = server(&report, "127.0.0.31:30000");
+    let r = &view.reading;
+    assert_eq!(r.status, ServerStatus::Answered, "{r:#?}");
+    assert_eq!(r.version.as_deref(), Some("0.5.9"));
+    assert_eq!(r.model.as_deref(), Some("Qwen/Qwen3-32B"));
+    assert!(r.uptime_s.is_some_and(|u| u >= 2), "{r:#?}");
+    // Declared against effective: defaults the engine resolved, with their source.
+    let kind = |key: &str| {
+        view.effective
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| (e.kind, e.effective.clone()))
+    };
+    assert_eq!(
+        kind("max-running-requests"),
+        Some((EffectiveKind::Resolved, serde_json::json!(2048)))
+    );
+    assert_eq!(
+        kind("max_total_num_tokens"),
+        Some((EffectiveKind::Resolved, serde_json::json!(1286144)))
+    );
+    assert_eq!(
+        kind("chunked-prefill-size"),
+        Some((EffectiveKind::Resolved, serde_json::json!(8192)))
+    );
+    assert_eq!(
+        kind("mem-fraction-static"),
+        None,
+        "declared and effective agree"
+    );
+    // Lifetime throughput from the counters, consistent with the log's 900-1150 token/s.
+    let generation = lifetime(view, "generation_throughput");
+    assert!((100.0..1300.0).contains(&generation), "{generation}");
+    assert!(
+        r.metrics
+            .iter()
+            .any(|m| m.name == "kv_cache_usage" && m.source == "GET /metrics sglang:token_usage")
+    );
+    // Only the allow-listed GETs arrived, three of them.
+    let log = requests(&log);
+    assert_only_allowed(
+        &log[before..],
+        &["/get_server_info", "/get_model_info", "/metrics"],
+    );
+    assert_eq!(log.len() - before, 3, "{log:#?}");
+    // And the human report has the section.
+    let out = probe(&["host", "fx-serve-sglang"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Server says"), "{text}");
+    assert!(
+        text.contains("max-running-requests: 2048, resolved by the engine"),
+        "{text}"
+    );
+}
+
+#[test]
+fn vllm_differs_and_findings() {
+    let _guard = lock();
+    let log = request_log("serve-vllm");
+    let before = requests(&log).len();
+    let report = report("fx-serve-vllm");
+    let view = server(&report, "127.0.0.32:8000");
+    let r = &view.reading;
+    assert_eq!(r.status, ServerStatus::Answered, "{r:#?}");
+    assert_eq!(r.model.as_deref(), Some("dsv2-lite"));
+    let block = view
+        .effective
+        .iter()
+        .find(|e| e.key == "block-size")
+        .expect("block-size");
+    assert_eq!(block.kind, EffectiveKind::Differs);
+    assert_eq!(block.effective, serde_json::json!("64"));
+    let blocks = view
+        .effective
+        .iter()
+        .find(|e| e.key == "cache_config.num_gpu_blocks")
+        .expect("num_gpu_blocks");
+    assert_eq!(blocks.kind, EffectiveKind::Resolved);
+    // Accept length from the counters: the log's mean acceptance length is 1.78-1.90.
+    let accept = lifetime(view, "accept_length");
+    assert!((1.7..1.95).contains(&accept), "{accept}");
+    assert!(lifetime(view, "generation_throughput") > 100.0);
+    let rules: Vec<&str> = view.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert!(rules.contains(&"preemptions-climbing"), "{rules:?}");
+    let log = requests(&log);
+    assert_only_allowed(&log[before..], &["/version", "/v1/models", "/metrics"]);
+}
+
+#[test]
+fn llamacpp_answers_and_a_closed_port_costs_only_itself() {
+    let _guard = lock();
+    let report = report("fx-serve-llamacpp");
+    let open = server(&report, "127.0.0.33:8080");
+    assert_eq!(
+        open.reading.status,
+        ServerStatus::Answered,
+        "{:#?}",
+        open.reading
+    );
+    assert_eq!(open.reading.version.as_deref(), Some("b6123-3f4ae8ad"));
+    assert!(lifetime(open, "prompt_throughput") > 0.0);
+    let closed = server(&report, "127.0.0.33:8081");
+    assert_eq!(
+        closed.reading.status,
+        ServerStatus::PortClosed,
+        "{:#?}",
+        closed.reading
+    );
+    assert_eq!(closed.reading.requests.len(), 1);
+    assert!(!report.running.is_empty());
+    assert_only_allowed(
+        &requests(&request_log("serve-llamacpp")),
+        &["/props", "/metrics"],
+    );
+}
+
+#[test]
+fn forwarding_refused_is_one_line_and_nothing_else() {
+    let _guard = lock();
+    let report = report("fx-serve-noforward");
+    let view = server(&report, "127.0.0.34:8080");
+    assert_eq!(
+        view.reading.status,
+        ServerStatus::ForwardingRefused,
+        "{:#?}",
+        view.reading
+    );
+    assert!(
+        view.reading
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("administratively prohibited"),
+        "{:#?}",
+        view.reading
+    );
+    assert!(
+        !report.running.is_empty(),
+        "the rest of the collection is there"
+    );
+    assert!(requests(&request_log("serve-noforward")).is_empty());
+}
+
+#[test]
+fn no_ask_server_sends_nothing() {
+    let _guard = lock();
+    let log = request_log("serve-sglang");
+    let before = requests(&log).len();
+    let out = probe(&[
+        "host",
+        "fx-serve-sglang",
+        "--format",
+        "json",
+        "--no-ask-server",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(reports.iter().all(|r| r.servers.is_empty()));
+    assert_eq!(requests(&log).len(), before);
+}

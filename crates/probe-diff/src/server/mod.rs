@@ -1,0 +1,45 @@
+//! A running server's own view, next to the launch it came from: which options it runs with
+//! that differ from the launch, which defaults it resolved, what it runs with that no launch
+//! text shows ([`effective`]); lifetime performance from its counters and uptime
+//! ([`lifetime`]); and named findings from the `[[server-rule]]` block of
+//! `configs/impact.toml` ([`rules`]).
+//!
+//! Pure: the readings come from [`probe_model::Snapshot::servers`] (collected by
+//! `probe-collect`), the launches from [`crate::launch::launches_of`].
+
+pub mod effective;
+pub mod lifetime;
+pub mod rules;
+
+use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};
+
+pub use effective::effective;
+pub use lifetime::lifetime;
+pub use rules::{ServerRule, findings};
+
+/// The launch a reading was asked for (by its evidence label).
+pub fn launch_of<'a>(
+    reading: &ServerReading,
+    launches: &'a [LaunchConfig],
+) -> Option<&'a LaunchConfig> {
+    launches
+        .iter()
+        .find(|l| crate::launch::evidence_label(l) == reading.launch)
+}
+
+/// One view per server reading of `snapshot`; `launches` are the snapshot's launches
+/// ([`crate::launch::launches_of`]).
+pub fn views(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<ServerView> {
+    snapshot
+        .servers
+        .iter()
+        .map(|reading| {
+            let launch = launch_of(reading, launches);
+            ServerView {
+                reading: reading.clone(),
+                effective: launch.map(|l| effective(reading, l)).unwrap_or_default(),
+                findings: findings(reading, launch),
+            }
+        })
+        .collect()
+}
