@@ -711,6 +711,8 @@ fn boundary_is_never_a_program_argument() {
     let old = "grep -q -F \"$B\" \"$1/cmdline\"";
     let cmd = simple_commands(old).into_iter().next().unwrap();
     assert!(cmd.words.iter().skip(1).any(|w| w.contains("$B\"")));
+}
+
 /// What probe may ever send to a model server: GET of these paths, per engine, nothing else.
 /// A path added to `configs/endpoints.toml` must be added here, after checking in the engine's
 /// source that it is a read.
