@@ -249,7 +249,7 @@ pub async fn collect_with_stats<E: Exec>(
         rnd.iter().map(|b| format!("{b:02x}")).collect::<String>()
     );
     if opts.redact {
-        plan::redact_snapshot(&mut snap, redact::Redactor::builtin());
+        redact::redact_snapshot(&mut snap, redact::Redactor::builtin());
     }
     if snap.gpu.status == GpuStatus::NoNvidiaSmi
         && snap

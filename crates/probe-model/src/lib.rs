@@ -12,6 +12,7 @@ pub mod exit_codes;
 pub mod launch;
 pub mod report;
 pub mod snapshot;
+pub mod text;
 
 pub use diff::*;
 pub use launch::*;
