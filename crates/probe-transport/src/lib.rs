@@ -17,6 +17,7 @@
 //! from `cargo bench -p probe-transport`.
 
 pub mod config;
+pub mod local_file;
 pub mod target;
 
 mod auth;
