@@ -77,6 +77,18 @@ pub fn sanitize_json(v: &mut serde_json::Value) {
     }
 }
 
+/// Sanitises every string of any serde value in place, through its JSON form (for values read
+/// from local files: a crafted snapshot document). A value that does not read back (only a
+/// non-finite float in a non-optional field can do that) is left as it was.
+pub fn sanitize_serde<T: serde::Serialize + serde::de::DeserializeOwned>(t: &mut T) {
+    if let Ok(mut v) = serde_json::to_value(&*t) {
+        sanitize_json(&mut v);
+        if let Ok(clean) = serde_json::from_value(v) {
+            *t = clean;
+        }
+    }
+}
+
 /// Bidi embeddings/overrides (U+202A-U+202E) and isolates (U+2066-U+2069): they can make a
 /// line read differently from what it is.
 fn is_bidi_control(c: char) -> bool {
