@@ -31,6 +31,7 @@ pub const ALL: &[&str] = &[
     "docker-vllm",
     "bare",
     "hostile",
+    "secrets",
 ];
 
 /// `crates/probe-testkit/fixtures`.
