@@ -200,7 +200,8 @@ mod tests {
         assert_eq!(sanitize_line("a\nb\tc"), "a b c");
         assert_eq!(sanitize_line("a\nb\tc\u{1b}[2J"), "a b c");
         assert_eq!(line(b" x\xff\x1b[1m \n"), "x\u{fffd}");
-        assert_eq!(text(b"a\x85b\n"), "ab\n");
+        assert_eq!(text(b"a\xc2\x85b\n"), "ab\n");
+        assert_eq!(text(b"a\x85b"), "a\u{fffd}b");
     }
 
     #[test]
