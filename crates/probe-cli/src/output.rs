@@ -1,70 +1,13 @@
 //! The only place that writes to the terminal: a [`Printer`] for stdout and stderr, colour
-//! decisions, and the sanitizer every remote string passes before it is shown.
+//! decisions, and the sanitizer every string passes before it is shown.
 
 use std::io::{IsTerminal, Write};
 
 use crate::args::{ColorChoice, Format};
 
-/// Removes what could drive a terminal: ESC sequences (CSI, OSC, two-byte), every other control
-/// character except `\n` and `\t`, and the C1 controls. Remote hosts are hostile input.
-pub fn sanitize_terminal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.peek() {
-                // CSI: ESC [ params final(0x40..=0x7e)
-                Some('[') => {
-                    chars.next();
-                    for next in chars.by_ref() {
-                        if ('\u{40}'..='\u{7e}').contains(&next) {
-                            break;
-                        }
-                    }
-                }
-                // OSC / DCS / PM / APC / SOS: up to BEL or ESC \
-                Some(']' | 'P' | '^' | '_' | 'X') => {
-                    chars.next();
-                    while let Some(next) = chars.next() {
-                        if next == '\u{7}' {
-                            break;
-                        }
-                        if next == '\u{1b}' {
-                            if chars.peek() == Some(&'\\') {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                // Charset designation: ESC ( B and friends, three bytes.
-                Some('(' | ')' | '*' | '+' | '-' | '.' | '/' | '#' | '%') => {
-                    chars.next();
-                    chars.next();
-                }
-                // Two-byte sequence: ESC + one char.
-                Some(_) => {
-                    chars.next();
-                }
-                None => {}
-            },
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            // Bidi overrides can make a line read differently than it is.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// [`sanitize_terminal`], and newlines and tabs as spaces: for one-line fields.
-pub fn one_line(text: &str) -> String {
-    sanitize_terminal(text)
-        .chars()
-        .map(|c| if c == '\n' || c == '\t' { ' ' } else { c })
-        .collect()
-}
+/// The one sanitiser (see [`probe_model::text`]): every string that reaches the terminal or a
+/// document passes it, whatever its source. [`one_line`] also folds newlines and tabs.
+pub use probe_model::text::{sanitize_line as one_line, sanitize_terminal};
 
 /// Whether to colour output on stdout.
 pub fn resolve_color(choice: Option<ColorChoice>, stream_is_tty: bool) -> bool {
@@ -171,33 +114,6 @@ impl Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strips_escapes_and_controls() {
-        assert_eq!(sanitize_terminal("a\u{1b}[31mred\u{1b}[0m b"), "ared b");
-        assert_eq!(
-            sanitize_terminal("x\u{1b}]0;evil title\u{7}y\u{1b}]8;;http://e\u{1b}\\z"),
-            "xyz"
-        );
-        assert_eq!(
-            sanitize_terminal("bell\u{7} cr\r bs\u{8} nul\0"),
-            "bell cr bs nul"
-        );
-        assert_eq!(
-            sanitize_terminal("keep\ttab\nnewline"),
-            "keep\ttab\nnewline"
-        );
-        assert_eq!(sanitize_terminal("c1\u{9b}31m"), "c131m");
-        assert_eq!(sanitize_terminal("esc at end\u{1b}"), "esc at end");
-        assert_eq!(sanitize_terminal("\u{1b}(Bcharset"), "charset");
-        assert_eq!(sanitize_terminal("rtl\u{202e}txt"), "rtltxt");
-        assert_eq!(sanitize_terminal("ünïcödé ✓"), "ünïcödé ✓");
-    }
-
-    #[test]
-    fn one_line_flattens() {
-        assert_eq!(one_line("a\nb\tc\u{1b}[2J"), "a b c");
-    }
 
     #[test]
     fn color_choice() {

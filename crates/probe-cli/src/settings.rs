@@ -27,6 +27,8 @@ pub struct ConfigFile {
     pub units: Vec<String>,
     pub connect_timeout: Option<u64>,
     pub deadline: Option<u64>,
+    /// Largest snapshot document read (`probe diff FILE`, `probe snapshots import`), in MiB.
+    pub max_snapshot_mib: Option<u64>,
     pub audit: AuditConfig,
 }
 
@@ -56,7 +58,12 @@ pub struct Settings {
     pub audit_jobs: usize,
     pub audit_fail_on: Option<FailOn>,
     pub audit_prometheus: Option<PathBuf>,
+    /// Largest snapshot document read from a file, in bytes.
+    pub max_snapshot_bytes: u64,
 }
+
+/// Default cap on a snapshot document read from a file (a big host's snapshot is a few MiB).
+pub const DEFAULT_MAX_SNAPSHOT_MIB: u64 = 256;
 
 /// Default per-host deadline for a whole collection.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
@@ -108,6 +115,10 @@ impl Settings {
             audit_jobs: config.audit.jobs.unwrap_or(DEFAULT_JOBS).max(1),
             audit_fail_on: fail_on,
             audit_prometheus: config.audit.prometheus,
+            max_snapshot_bytes: config
+                .max_snapshot_mib
+                .unwrap_or(DEFAULT_MAX_SNAPSHOT_MIB)
+                .saturating_mul(1 << 20),
         })
     }
 
@@ -148,8 +159,15 @@ pub fn default_config_path() -> Option<PathBuf> {
 }
 
 fn load_config(path: &Path) -> Result<ConfigFile> {
-    let text = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
+    let text = read_local(path, probe_transport::local_file::CONFIG_CAP)?;
     parse_config(&text, path)
+}
+
+/// Reads a local file the operator named: a regular file of at most `cap` bytes (see
+/// [`probe_transport::local_file`]), else one error line naming it (exit 2).
+pub fn read_local(path: &Path, cap: u64) -> Result<String> {
+    probe_transport::local_file::read_bounded_text(path, cap)
+        .map_err(|err| ExpectedError::file(path, err.kind))
 }
 
 pub fn parse_config(text: &str, path: &Path) -> Result<ConfigFile> {
@@ -174,6 +192,7 @@ mod tests {
         let text = include_str!("../../../configs/probe.example.toml");
         let config = parse_config(text, Path::new("probe.example.toml")).unwrap();
         assert_eq!(config.audit.jobs, Some(8));
+        assert_eq!(config.max_snapshot_mib, Some(DEFAULT_MAX_SNAPSHOT_MIB));
     }
 
     #[test]

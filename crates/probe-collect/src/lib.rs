@@ -222,7 +222,7 @@ fn assemble(opts: &CollectOptions, host: &str, started: Instant, rounds: &run::R
         rnd.iter().map(|b| format!("{b:02x}")).collect::<String>()
     );
     if opts.redact {
-        plan::redact_snapshot(&mut snap, redact::Redactor::builtin());
+        redact::redact_snapshot(&mut snap, redact::Redactor::builtin());
     }
     if snap.gpu.status == GpuStatus::NoNvidiaSmi
         && snap

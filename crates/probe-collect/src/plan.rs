@@ -1,5 +1,5 @@
-//! Turning framed sections into the snapshot, planning round 2 from round 1, and the final
-//! redaction pass.
+//! Turning framed sections into the snapshot and planning round 2 from round 1 (the final
+//! redaction pass is [`crate::redact::redact_snapshot`]).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,6 @@ use probe_model::{
 
 use crate::frame::{Framed, RawSection};
 use crate::parse::{self, Ctx, processes::ProcExtra};
-use crate::redact::Redactor;
 use crate::sanitize::{line, sanitize_line};
 use crate::script::{self, Round2Inputs};
 
@@ -882,69 +881,6 @@ fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
     }
     if e.interpreter.is_empty() {
         e.interpreter = format!("{}/bin/python3", pre.trim_end_matches('/'));
-    }
-}
-
-/// Redacts every secret the snapshot can hold.
-pub fn redact_snapshot(s: &mut Snapshot, r: &Redactor) {
-    let text = |x: &mut String| {
-        let n = r.redact_text(x).into_owned();
-        *x = n;
-    };
-    let env = |m: &mut BTreeMap<String, String>| {
-        for (k, v) in m.iter_mut() {
-            *v = r.redact_env(k, v);
-        }
-    };
-    for h in &mut s.histories {
-        for e in &mut h.entries {
-            text(&mut e.command);
-        }
-    }
-    for u in &mut s.units {
-        text(&mut u.fragment.content);
-        for d in &mut u.drop_ins {
-            text(&mut d.content);
-        }
-        for x in &mut u.exec_start {
-            text(x);
-        }
-        env(&mut u.environment);
-        for ef in &mut u.environment_files {
-            env(&mut ef.vars);
-        }
-    }
-    for p in &mut s.processes {
-        r.redact_argv(&mut p.argv);
-        env(&mut p.env);
-    }
-    for c in &mut s.containers {
-        r.redact_argv(&mut c.entrypoint);
-        r.redact_argv(&mut c.cmd);
-        env(&mut c.env);
-    }
-    for e in &mut s.python_envs {
-        for p in &mut e.packages {
-            if let Some(u) = p.direct_url.as_mut() {
-                text(u);
-            }
-        }
-    }
-    for l in &mut s.logs {
-        for st in &mut l.startups {
-            text(&mut st.text);
-        }
-        if let Some(m) = l.message.as_mut() {
-            text(m);
-        }
-    }
-    for sec in &mut s.sections {
-        if let Some(m) = sec.message.as_mut() {
-            text(m);
-        }
-    }
-    if let Some(m) = s.gpu.message.as_mut() {
-        text(m);
     }
 }
 

@@ -1,25 +1,26 @@
 //! Secret redaction, driven by `configs/redaction.toml`. A secret value becomes
 //! `<redacted:XXXXXXXX>` (first 8 hex digits of its SHA-256), so two snapshots can tell whether
 //! a secret changed without storing it. Redaction is idempotent: a redacted marker is never
-//! redacted again.
+//! redacted again, and a variable reference (`$4`, `${HF_TOKEN:-}`) is not a secret.
+//!
+//! * [`Redactor`]: the rules: which keys are secret, argv pairs, free text.
+//! * [`walk`]: the one pass over a finished value ([`redact_snapshot`], [`redact_serde`]):
+//!   every string of every field, with map keys as context.
 
-use std::borrow::Cow;
+mod rules;
+mod text;
+pub mod walk;
+
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-const RULES: &str = include_str!("../../../configs/redaction.toml");
+pub use walk::{redact_serde, redact_snapshot};
 
-#[derive(Debug, Deserialize)]
-struct Rules {
-    secret_components: Vec<String>,
-    secret_keys: Vec<String>,
-    not_secret: Vec<String>,
-    placeholder_values: Vec<String>,
-    token_shapes: Vec<String>,
-}
+use rules::{CommandOption, Entropy};
+
+const RULES: &str = include_str!("../../../configs/redaction.toml");
 
 /// Redacts secret values in argv, environments and free text.
 #[derive(Debug)]
@@ -27,16 +28,22 @@ pub struct Redactor {
     components: Vec<String>,
     keys: Vec<String>,
     not_secret: Vec<String>,
+    substrings: Vec<String>,
     placeholders: Vec<String>,
+    entropy: Entropy,
     shapes: Vec<Regex>,
-    /// `KEY=VALUE` / `KEY: VALUE` / `'key': 'value'` / `key='value'` in text.
+    command_options: Vec<CommandOption>,
+    key_value_commands: Vec<Regex>,
+    /// `KEY=VALUE` / `KEY: VALUE` / `'key': 'value'` / `'key': ['value']` in text.
     assign: Regex,
     /// `--flag VALUE` / `--flag=VALUE` in text.
     flag: Regex,
-    /// `scheme://user:password@`.
+    /// `scheme://userinfo@`.
     url_cred: Regex,
     /// `Bearer TOKEN` / `Basic TOKEN`.
     bearer: Regex,
+    /// One quoted item of a list value.
+    list_item: Regex,
 }
 
 /// Marker for a redacted value.
@@ -47,7 +54,21 @@ pub fn marker(value: &str) -> String {
 }
 
 fn is_marker(v: &str) -> bool {
-    v.starts_with("<redacted:") && v.ends_with('>')
+    v.len() == 19
+        && v.starts_with("<redacted:")
+        && v.ends_with('>')
+        && v.get(10..18)
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A shell/systemd variable reference (`$4`, `$HF_TOKEN`, `${HF_TOKEN:-}`, `$(cat f)`): where a
+/// value comes from, not the value.
+pub fn is_reference(v: &str) -> bool {
+    let mut it = v.trim().chars();
+    it.next() == Some('$')
+        && it
+            .next()
+            .is_some_and(|c| c == '{' || c == '(' || c == '_' || c.is_ascii_alphanumeric())
 }
 
 fn norm_key(k: &str) -> String {
@@ -65,39 +86,6 @@ impl Redactor {
         })
     }
 
-    /// Builds a redactor from rules text (same schema as `configs/redaction.toml`).
-    pub fn from_toml(text: &str) -> Result<Redactor, String> {
-        let r: Rules = toml::from_str(text).map_err(|e| e.to_string())?;
-        let shapes = r
-            .token_shapes
-            .iter()
-            .map(|s| Regex::new(s).map_err(|e| format!("token shape {s}: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let re = |s: &str| Regex::new(s).map_err(|e| e.to_string());
-        Ok(Redactor {
-            components: r
-                .secret_components
-                .iter()
-                .map(|s| s.to_ascii_uppercase())
-                .collect(),
-            keys: r.secret_keys.iter().map(|s| norm_key(s)).collect(),
-            not_secret: r.not_secret.iter().map(|s| norm_key(s)).collect(),
-            placeholders: r.placeholder_values,
-            shapes,
-            assign: re(r#"(?x)
-                (?P<key>[A-Za-z_][A-Za-z0-9_.-]*)
-                (?P<sep> ['"]? \s* (?: = | : ) \s* )
-                (?P<val> '[^'\n]*' | "[^"\n]*" | [^\s'",;)}\]]+ )"#)?,
-            flag: re(
-                r#"(?P<flag>--[A-Za-z0-9][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?P<val>'[^'\n]*'|"[^"\n]*"|[^\s'"-][^\s'"]*)"#,
-            )?,
-            url_cred: re(
-                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)(?P<val>[^@\s/]+)(?P<post>@)",
-            )?,
-            bearer: re(r"(?i)(?P<pre>\b(?:bearer|basic|token)\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")?,
-        })
-    }
-
     /// Whether a key (`HF_TOKEN`, `--api-key`, `api_key`) names a secret.
     pub fn is_secret_key(&self, key: &str) -> bool {
         let k = norm_key(key);
@@ -111,259 +99,109 @@ impl Redactor {
             .any(|c| self.components.iter().any(|s| s == c))
     }
 
+    /// Whether a key only hints at a secret (`MYAPIKEY`): its value is secret when random.
+    fn is_weak_secret_key(&self, key: &str) -> bool {
+        let k = norm_key(key).replace(['_', '.'], "");
+        !self.not_secret.contains(&norm_key(key)) && self.substrings.iter().any(|s| k.contains(s))
+    }
+
+    /// Whether `value` of `key` is to be redacted.
+    pub fn is_secret_value(&self, key: &str, value: &str) -> bool {
+        let v = value.trim();
+        if self.is_placeholder(v) || is_reference(v) {
+            return false;
+        }
+        self.is_secret_key(key) || (self.is_weak_secret_key(key) && self.entropy.is_random(v))
+    }
+
     fn is_placeholder(&self, v: &str) -> bool {
         let t = v.trim();
         is_marker(t) || self.placeholders.iter().any(|p| p == t)
     }
 
-    /// The value to store for environment variable `key`.
+    /// The value to store for environment variable (or any map key) `key`.
     pub fn redact_env(&self, key: &str, value: &str) -> String {
-        if self.is_secret_key(key) && !self.is_placeholder(value) {
+        if self.is_secret_value(key, value) {
             marker(value)
         } else {
             self.redact_text(value).into_owned()
         }
     }
 
-    /// Redacts secret flag values (`--api-key X`, `--api-key=X`), `KEY=VALUE` words and token
-    /// shapes in an argv, in place.
+    /// Redacts secret flag values (`--api-key X`, `--api-key=X`, an `X` that starts with a single
+    /// dash too), secrets of command options (`mysql -pX`, `sshpass -p X`), `KEY=VALUE` words
+    /// and token shapes in an argv, in place.
     #[allow(clippy::ptr_arg)] // the public API takes the Vec the snapshot holds
     pub fn redact_argv(&self, argv: &mut Vec<String>) {
         let mut i = 0;
         while i < argv.len() {
-            let a = argv.get(i).cloned().unwrap_or_default();
-            if let Some(flag) = a.strip_prefix('-').filter(|_| a.len() > 1) {
-                if let Some((name, val)) = flag.split_once('=') {
-                    if self.is_secret_key(name) && !self.is_placeholder(val) {
-                        if let Some(x) = argv.get_mut(i) {
-                            *x = format!("-{name}={}", marker(val));
-                        }
-                        i += 1;
-                        continue;
-                    }
-                } else if self.is_secret_key(flag)
-                    && let Some(next) = argv.get(i + 1).cloned()
-                    && !next.starts_with('-')
-                {
-                    if !self.is_placeholder(&next)
-                        && let Some(x) = argv.get_mut(i + 1)
-                    {
-                        *x = marker(&next);
-                    }
-                    i += 2;
-                    continue;
+            i += self.redact_argv_at(argv, i);
+        }
+    }
+
+    /// Redacts the word at `i` (and its value), returning how many words it consumed.
+    fn redact_argv_at(&self, argv: &mut [String], i: usize) -> usize {
+        let a = argv.get(i).cloned().unwrap_or_default();
+        if let Some(n) = self.redact_command_option(argv, i) {
+            return n;
+        }
+        if let Some(flag) = a.strip_prefix('-').filter(|_| a.len() > 1) {
+            if let Some((name, val)) = flag.split_once('=') {
+                if self.is_secret_key(name) && self.is_secret_value(name, val) {
+                    set(argv, i, format!("-{name}={}", marker(val)));
+                    return 1;
                 }
-            }
-            let r = self.redact_text(&a).into_owned();
-            if let Some(x) = argv.get_mut(i) {
-                *x = r;
-            }
-            i += 1;
-        }
-    }
-
-    /// Redacts secrets in free text: assignments to secret keys, secret flags, credentials in
-    /// URLs, bearer tokens and well-known token shapes.
-    pub fn redact_text<'a>(&self, s: &'a str) -> Cow<'a, str> {
-        let mut cur: Cow<'a, str> = Cow::Borrowed(s);
-        let replaced = self.assign.replace_all(&cur, |c: &regex::Captures<'_>| {
-            let key = c.name("key").map_or("", |m| m.as_str());
-            let val = c.name("val").map_or("", |m| m.as_str());
-            let whole = c.get(0).map_or("", |m| m.as_str());
-            let bare = unquote(val);
-            let sep = c.name("sep").map_or("", |m| m.as_str());
-            let q = quote_of(val);
-            let scheme = ["bearer", "basic", "token"]
-                .iter()
-                .any(|w| bare.eq_ignore_ascii_case(w));
-            if self.is_secret_key(key)
-                && !self.is_placeholder(bare)
-                && !key.starts_with('-')
-                && !scheme
+            } else if self.is_secret_key(flag)
+                && let Some(next) = argv.get(i + 1).cloned()
+                && !is_long_option(&next)
             {
-                format!("{key}{sep}{q}{}{q}", marker(bare))
-            } else if !q.is_empty() && bare.len() < val.len() {
-                // `Environment="API_KEY=x"`: look inside the quotes.
-                format!("{key}{sep}{q}{}{q}", self.redact_text(bare))
-            } else {
-                whole.to_string()
-            }
-        });
-        if let Cow::Owned(o) = replaced {
-            cur = Cow::Owned(o);
-        }
-        let replaced = self.flag.replace_all(&cur, |c: &regex::Captures<'_>| {
-            let flag = c.name("flag").map_or("", |m| m.as_str());
-            let val = c.name("val").map_or("", |m| m.as_str());
-            let bare = unquote(val);
-            if self.is_secret_key(flag) && !self.is_placeholder(bare) {
-                let q = quote_of(val);
-                format!(
-                    "{flag}{}{q}{}{q}",
-                    c.name("sep").map_or("", |m| m.as_str()),
-                    marker(bare)
-                )
-            } else {
-                c.get(0).map_or("", |m| m.as_str()).to_string()
-            }
-        });
-        if let Cow::Owned(o) = replaced {
-            cur = Cow::Owned(o);
-        }
-        let replaced = self.url_cred.replace_all(&cur, |c: &regex::Captures<'_>| {
-            let val = c.name("val").map_or("", |m| m.as_str());
-            let pre = c.name("pre").map_or("", |m| m.as_str());
-            if is_marker(val) {
-                c.get(0).map_or("", |m| m.as_str()).to_string()
-            } else {
-                format!("{pre}{}@", marker(val))
-            }
-        });
-        if let Cow::Owned(o) = replaced {
-            cur = Cow::Owned(o);
-        }
-        let replaced = self.bearer.replace_all(&cur, |c: &regex::Captures<'_>| {
-            let val = c.name("val").map_or("", |m| m.as_str());
-            let pre = c.name("pre").map_or("", |m| m.as_str());
-            format!("{pre}{}", marker(val))
-        });
-        if let Cow::Owned(o) = replaced {
-            cur = Cow::Owned(o);
-        }
-        for shape in &self.shapes {
-            let replaced = shape.replace_all(&cur, |c: &regex::Captures<'_>| {
-                marker(c.get(0).map_or("", |m| m.as_str()))
-            });
-            if let Cow::Owned(o) = replaced {
-                cur = Cow::Owned(o);
+                if self.is_secret_value(flag, &next) {
+                    set(argv, i + 1, marker(&next));
+                }
+                return 2;
             }
         }
-        cur
+        let r = self.redact_text(&a).into_owned();
+        set(argv, i, r);
+        1
+    }
+
+    /// `argv[i]` as a secret option of a command named earlier in `argv` (`mysql ... -pX`).
+    fn redact_command_option(&self, argv: &mut [String], i: usize) -> Option<usize> {
+        argv.get(i)?;
+        for rule in &self.command_options {
+            let Some((consumed, secret)) = rule.value_in_argv(argv, i) else {
+                continue;
+            };
+            let prefix = argv.get(..i).unwrap_or_default().join(" ");
+            if !rule.command_before(&prefix) {
+                continue;
+            }
+            let target = i + consumed - 1;
+            let value = argv.get(target).cloned().unwrap_or_default();
+            let start = value.len() - secret.len();
+            let (kept, secret) = value.split_at(start);
+            if !self.is_placeholder(secret) && !is_reference(secret) {
+                set(argv, target, format!("{kept}{}", marker(secret)));
+            }
+            return Some(consumed);
+        }
+        None
     }
 }
 
-fn unquote(v: &str) -> &str {
-    for q in ['\'', '"'] {
-        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
-            return v.get(1..v.len() - 1).unwrap_or(v);
-        }
-    }
-    v
+/// `--name`: a long option, never the value of the option before it (`-abc` can be).
+fn is_long_option(w: &str) -> bool {
+    w.strip_prefix("--")
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| c.is_ascii_alphabetic())
 }
 
-fn quote_of(v: &str) -> &'static str {
-    if v.len() >= 2 && v.starts_with('\'') && v.ends_with('\'') {
-        "'"
-    } else if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
-        "\""
-    } else {
-        ""
+fn set(argv: &mut [String], i: usize, value: String) {
+    if let Some(x) = argv.get_mut(i) {
+        *x = value;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn r() -> &'static Redactor {
-        Redactor::builtin()
-    }
-
-    #[test]
-    fn keys() {
-        for k in [
-            "HF_TOKEN",
-            "OPENAI_API_KEY",
-            "AWS_SECRET_ACCESS_KEY",
-            "DB_PASSWORD",
-            "--api-key",
-            "api_key",
-            "--hf-token",
-            "KEY",
-        ] {
-            assert!(r().is_secret_key(k), "{k}");
-        }
-        for k in [
-            "KEYBOARD",
-            "TOKENIZERS_PARALLELISM",
-            "PATH",
-            "--tokenizer",
-            "--max-num-batched-tokens",
-            "SSH_AUTH_SOCK",
-            "--ssl-keyfile",
-            "--speculative-token-map",
-            "PWD",
-            "HOTKEYS",
-        ] {
-            assert!(!r().is_secret_key(k), "{k}");
-        }
-    }
-
-    #[test]
-    fn env_and_argv() {
-        let m = marker("hf_abcdefghijklmnopqrstuvwxyz");
-        assert_eq!(
-            r().redact_env("HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz"),
-            m
-        );
-        assert_eq!(r().redact_env("HF_TOKEN", ""), "");
-        assert_eq!(r().redact_env("PATH", "/usr/bin"), "/usr/bin");
-        let mut argv: Vec<String> = [
-            "python3",
-            "-m",
-            "sglang.launch_server",
-            "--api-key",
-            "s3cret",
-            "--tp",
-            "2",
-            "--admin-api-key=abc",
-            "--tokenizer",
-            "x",
-        ]
-        .map(String::from)
-        .to_vec();
-        r().redact_argv(&mut argv);
-        assert_eq!(argv[4], marker("s3cret"));
-        assert_eq!(argv[6], "2");
-        assert_eq!(argv[7], format!("--admin-api-key={}", marker("abc")));
-        assert_eq!(argv[9], "x");
-        // Idempotent.
-        let before = argv.clone();
-        r().redact_argv(&mut argv);
-        assert_eq!(argv, before);
-    }
-
-    #[test]
-    fn text() {
-        let t = "export HF_TOKEN=hf_AAAAAAAAAAAAAAAAAAAAAAAA && vllm serve m --api-key 'k e y' --port 8000";
-        let o = r().redact_text(t);
-        assert!(!o.contains("hf_AAAA"), "{o}");
-        assert!(!o.contains("k e y"), "{o}");
-        assert!(o.contains("--port 8000"), "{o}");
-        assert!(o.contains(&marker("hf_AAAAAAAAAAAAAAAAAAAAAAAA")), "{o}");
-        let o = r().redact_text(
-            "curl -H 'Authorization: Bearer abcdefghijkl' https://user:pa55w0rd@example.com/x",
-        );
-        assert!(
-            !o.contains("abcdefghijkl") && !o.contains("pa55w0rd"),
-            "{o}"
-        );
-        let o = r()
-            .redact_text("server_args=ServerArgs(model_path='m', api_key='topsecret', tp_size=2)");
-        assert!(!o.contains("topsecret"), "{o}");
-        assert!(o.contains("tp_size=2"));
-        let o = r().redact_text(
-            "{'model': 'x', 'api_key': None, 'hf_token': 'hf_zzzzzzzzzzzzzzzzzzzzzzzz'}",
-        );
-        assert!(o.contains("'api_key': None"), "{o}");
-        assert!(!o.contains("hf_zzzz"), "{o}");
-        let o = r().redact_text("Environment=\"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz\"");
-        assert!(!o.contains("sk-abc"), "{o}");
-        assert_eq!(
-            r().redact_text("nothing here: tokens=5 KEYBOARD=us"),
-            "nothing here: tokens=5 KEYBOARD=us"
-        );
-        let once = r().redact_text(t).into_owned();
-        assert_eq!(r().redact_text(&once), once);
-    }
-}
+mod tests;

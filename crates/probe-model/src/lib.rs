@@ -13,6 +13,7 @@ pub mod launch;
 pub mod report;
 pub mod server;
 pub mod snapshot;
+pub mod text;
 
 pub use diff::*;
 pub use launch::*;

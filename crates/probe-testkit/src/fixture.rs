@@ -32,6 +32,7 @@ pub const ALL: &[&str] = &[
     "bare",
     "hostile",
     "attacks",
+    "secrets",
 ];
 
 /// `crates/probe-testkit/fixtures`.

@@ -189,9 +189,9 @@ fn load_key(path: &Path, input: &AuthInput<'_>) -> Loaded {
             None => Loaded::Skip("encrypted, passphrase not available".into()),
         };
     }
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::local_file::read_bounded_text(path, crate::local_file::CONFIG_CAP) {
         Ok(t) => t,
-        Err(e) => return Loaded::Skip(format!("unreadable: {}", clean(&e.to_string()))),
+        Err(e) => return Loaded::Skip(format!("unreadable: {}", clean(&e.kind.to_string()))),
     };
     let result = match russh::keys::decode_secret_key(&text, None) {
         Ok(k) => Loaded::Key(Arc::new(k)),
@@ -254,7 +254,7 @@ pub fn cached_prompt(inner: PassphrasePrompt) -> PassphrasePrompt {
         if let Some(hit) = answers.get(&id) {
             return hit.clone();
         }
-        let text = std::fs::read_to_string(path).ok();
+        let text = crate::local_file::read_bounded_text(path, crate::local_file::CONFIG_CAP).ok();
         let mut answer = None;
         for _ in 0..PASSPHRASE_TRIES {
             let Some(pass) = inner(path) else { break };

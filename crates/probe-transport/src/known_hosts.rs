@@ -4,8 +4,12 @@
 //! * a line is `[@marker] patterns keytype base64 [comment]`, fields split on runs of blanks;
 //! * `patterns` is a comma list of globs (`*`, `?`), each may be negated with `!` (a negated match
 //!   vetoes the line), or a single hashed name `|1|salt|hmac-sha1`;
-//! * a host on a non-default port is looked up as `[host]:port`; when no line names it that way,
-//!   the portless `host` lines are consulted too (as OpenSSH 9.2 was seen doing);
+//! * a host on a non-default port is looked up as `[host]:port` (patterns must be written that
+//!   way: `[10.0.0.*]:2222`). Only when that finds nothing is the portless `host` consulted,
+//!   and only an exact key match there counts (OpenSSH's "found matching key w/out port"): a
+//!   different key on a plain `host` line, which is port 22's, is never "changed" for
+//!   `[host]:port`, and `@revoked` lines must name `[host]:port`. Checked against `ssh` by
+//!   `tests/ssh_hostkeys.rs`;
 //! * `@revoked` lines refuse their key outright; `@cert-authority` lines name CAs whose host
 //!   certificates are trusted for the matching hosts.
 //!
@@ -133,8 +137,9 @@ pub(crate) struct KnownHosts {
     entries: Vec<Entry>,
 }
 
-/// The names a host is looked up under, in order: `[host]:port` (or `host` on port 22), then
-/// the portless fallback.
+/// The names a host is looked up under: first `[host]:port` (or `host` on port 22), as
+/// OpenSSH's `put_host_port`; then, on a non-default port, the portless `host`, which
+/// [`KnownHosts::check_key`] consults only for an exact key match.
 pub(crate) fn lookup_names(host: &str, port: u16) -> Vec<String> {
     let host = host.to_ascii_lowercase();
     if port == 22 {
@@ -149,7 +154,9 @@ impl KnownHosts {
     pub fn load(files: &[PathBuf]) -> KnownHosts {
         let mut kh = KnownHosts::default();
         for f in files {
-            if let Ok(text) = std::fs::read_to_string(f) {
+            // Not a regular file, or absurdly large: read as empty (no key is known from it).
+            if let Ok(text) = crate::local_file::read_bounded_text(f, crate::local_file::CONFIG_CAP)
+            {
                 kh.add_text(&text, f);
             }
         }
@@ -182,8 +189,25 @@ impl KnownHosts {
             .map(Entry::location)
     }
 
-    /// Checks a plain server key for the names from [`lookup_names`].
+    /// Checks a plain server key for the names from [`lookup_names`]: the first decides; the
+    /// others (the portless name) count only for an exact match when the first knows nothing.
     pub fn check_key(&self, names: &[String], key: &PublicKey) -> Verdict {
+        let Some((primary, fallback)) = names.split_first() else {
+            return Verdict::Unknown { other_types: false };
+        };
+        let verdict = self.check_name(std::slice::from_ref(primary), key);
+        if matches!(verdict, Verdict::Unknown { .. }) {
+            for name in fallback {
+                let v = self.check_name(std::slice::from_ref(name), key);
+                if matches!(v, Verdict::Known(_)) {
+                    return v;
+                }
+            }
+        }
+        verdict
+    }
+
+    fn check_name(&self, names: &[String], key: &PublicKey) -> Verdict {
         if let Some(loc) = self.revoked(names, key.key_data()) {
             return Verdict::Revoked(loc);
         }
@@ -390,7 +414,18 @@ pub(crate) fn append_line(file: &Path, line: &str) -> std::io::Result<usize> {
             .mode(0o700)
             .create(dir)?;
     }
-    let existing = std::fs::read(file).unwrap_or_default();
+    let existing = crate::local_file::read_bounded(file, crate::local_file::CONFIG_CAP)
+        .map_err(|e| match e.kind {
+            crate::local_file::LocalFileErrorKind::Io(io) => io,
+            other => std::io::Error::other(other.to_string()),
+        })
+        .or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            }
+        })?;
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -434,15 +469,28 @@ mod tests {
     }
 
     #[test]
-    fn tabs_spaces_lists_negation_and_port_fallback() {
+    fn tabs_spaces_lists_negation_and_ports() {
         let names = lookup_names("Web1.example", 2222);
         let k = kh(&format!("# c\n\nfoo,web1.example\t\t{ED}   comment here\n"));
         assert_eq!(
-            k.check_key(&names, &key()),
+            k.check_key(&lookup_names("Web1.example", 22), &key()),
             Verdict::Known(Location {
                 file: "kh".into(),
                 line: 3
             })
+        );
+        // A plain `host` entry is port 22's: for another port only an exact match counts.
+        assert!(matches!(k.check_key(&names, &key()), Verdict::Known(_)));
+        let other = "web1.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtLI4lrNo2ZkA3KdgEPUojtQthXTvq2B3Oog8NLtZsS\n";
+        assert_eq!(
+            kh(other).check_key(&names, &key()),
+            Verdict::Unknown { other_types: false },
+            "a different key on port 22 is not a changed key on port 2222"
+        );
+        let both = format!("web1.example {ED}\n[web1.example]:2222 {}", &other[13..]);
+        assert!(
+            matches!(kh(&both).check_key(&names, &key()), Verdict::Changed(_)),
+            "the bracketed entry decides"
         );
         let k = kh(&format!("*.example,!web1.example {ED}\n"));
         assert_eq!(

@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod forward;
+pub mod local_file;
 pub mod target;
 
 mod auth;

@@ -389,3 +389,111 @@ async fn host_key_algorithms_from_the_config_are_honoured_in_order() {
         "{err}"
     );
 }
+
+/// What a client made of the server's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Accepted,
+    Unknown,
+    Changed,
+}
+
+/// OpenSSH's own client, strict, with the test's config and known_hosts.
+fn openssh_outcome(env: &Env) -> Outcome {
+    let out = Command::new("ssh")
+        .arg("-F")
+        .arg(&env.config)
+        .args([
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "CheckHostIP=no",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-p",
+            &env.sshd.port.to_string(),
+            "root@127.0.0.1",
+            "echo openssh-ok",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if String::from_utf8_lossy(&out.stdout).contains("openssh-ok") {
+        Outcome::Accepted
+    } else if stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        Outcome::Changed
+    } else {
+        assert!(stderr.contains("Host key verification failed"), "{stderr}");
+        Outcome::Unknown
+    }
+}
+
+async fn probe_outcome(env: &Env) -> Outcome {
+    match probe_transport::connect(&env.target(), &env.opts()).await {
+        Ok(c) => {
+            c.close().await;
+            Outcome::Accepted
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert_eq!(e.class(), FailureClass::HostKeyRefused, "{msg}");
+            if msg.contains("HOST KEY CHANGED") {
+                Outcome::Changed
+            } else {
+                Outcome::Unknown
+            }
+        }
+    }
+}
+
+/// Differential: the server listens on a non-default port; for each known_hosts file, probe
+/// decides exactly as `ssh` does. `[host]:port` entries and patterns decide; a plain `host`
+/// line (port 22's) counts only when it holds the very key and nothing names `[host]:port`
+/// ("found matching key w/out port"): a different key there is unknown, never "changed".
+#[tokio::test]
+async fn non_default_port_matches_exactly_as_openssh() {
+    let env = Env::new();
+    assert_ne!(env.sshd.port, 22);
+    env.write_config("Host *\n  HostKeyAlgorithms ssh-ed25519\n");
+    let port = env.sshd.port;
+    let ours = host_key(&env, 0);
+    let other = key(env.dir.path(), "other_host", "ed25519", "", None);
+    let theirs = format!("{} {}", field(&other.public, 0), field(&other.public, 1));
+    let cases: Vec<(String, Outcome)> = vec![
+        (format!("127.0.0.1 {ours}"), Outcome::Accepted),
+        (format!("127.0.0.1 {theirs}"), Outcome::Unknown),
+        (format!("127.0.0.* {theirs}"), Outcome::Unknown),
+        (format!("127.0.0.* {ours}"), Outcome::Accepted),
+        (format!("127.0.0.1,!127.0.0.1 {ours}"), Outcome::Unknown),
+        (format!("@revoked 127.0.0.1 {ours}"), Outcome::Unknown),
+        (
+            format!("127.0.0.1 {ours}\n[127.0.0.1]:{port} {theirs}"),
+            Outcome::Changed,
+        ),
+        (format!("[127.0.0.1]:{port} {ours}"), Outcome::Accepted),
+        (format!("[127.0.0.*]:{port} {ours}"), Outcome::Accepted),
+        (format!("[127.0.0.1]:* {ours}"), Outcome::Accepted),
+        (format!("* {ours}"), Outcome::Accepted),
+        (format!("[127.0.0.1]:{port} {theirs}"), Outcome::Changed),
+        (
+            format!("127.0.0.1 {theirs}\n[127.0.0.1]:{port} {ours}"),
+            Outcome::Accepted,
+        ),
+        (
+            format!("[127.0.0.1]:{} {ours}", port.wrapping_add(1)),
+            Outcome::Unknown,
+        ),
+    ];
+    for (known, expected) in cases {
+        std::fs::write(&env.known_hosts, format!("{known}\n")).unwrap();
+        let openssh = openssh_outcome(&env);
+        assert_eq!(openssh, expected, "ssh with known_hosts {known:?}");
+        assert_eq!(
+            probe_outcome(&env).await,
+            openssh,
+            "probe vs ssh with {known:?}"
+        );
+    }
+}

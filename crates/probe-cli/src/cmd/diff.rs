@@ -9,8 +9,8 @@ use crate::render;
 
 pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
     let store = ctx.open_store()?;
-    let before_side = classify_side(&store, &args.before)?;
-    let after_side = classify_side(&store, &args.after)?;
+    let before_side = classify_side(ctx, &store, &args.before)?;
+    let after_side = classify_side(ctx, &store, &args.after)?;
     let (before, after) = tokio::join!(
         side_snapshot(ctx, &store, before_side),
         side_snapshot(ctx, &store, after_side)

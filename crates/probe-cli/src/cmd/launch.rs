@@ -19,11 +19,8 @@ pub fn run(ctx: &Ctx, args: LaunchArgs) -> Result<u8> {
         None => ("standard input".to_string(), read_stdin()?),
         Some(path) if path.as_os_str() == "-" => ("standard input".to_string(), read_stdin()?),
         Some(path) => {
-            let file = std::fs::File::open(path).map_err(|err| ExpectedError::file(path, err))?;
-            let mut bytes = Vec::new();
-            file.take(MAX_INPUT + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|err| ExpectedError::file(path, err))?;
+            let bytes = probe_transport::local_file::read_bounded(path, MAX_INPUT)
+                .map_err(|err| ExpectedError::file(path, err.kind))?;
             (path.display().to_string(), bytes)
         }
     };
@@ -99,15 +96,11 @@ fn text_kind(kind: LaunchKind) -> TextKind {
     }
 }
 
-/// Redacts secret values in a reconstructed launch: argv, environment, option values and their
-/// written forms, unknown flags, warnings, model and draft model (URLs with credentials).
+/// Redacts secret values in a reconstructed launch: an option named like a secret loses its
+/// value whatever its type (a number, vLLM's list), then every string goes through the one
+/// redaction pass.
 pub fn redact_launch(launch: &mut LaunchConfig) {
     let redactor = Redactor::builtin();
-    redactor.redact_argv(&mut launch.argv);
-    redactor.redact_argv(&mut launch.unknown);
-    for (key, value) in launch.env.iter_mut() {
-        *value = redactor.redact_env(key, value);
-    }
     for (name, option) in launch.options.iter_mut() {
         let secret_value = match &option.value {
             serde_json::Value::Null | serde_json::Value::Bool(_) => None,
@@ -128,17 +121,6 @@ pub fn redact_launch(launch: &mut LaunchConfig) {
             }
         }
     }
-    for warning in &mut launch.warnings {
-        *warning = redactor.redact_text(warning).into_owned();
-    }
-    if let Some(model) = &mut launch.model {
-        *model = redactor.redact_text(model).into_owned();
-    }
-    if let Some(draft) = launch
-        .speculative
-        .as_mut()
-        .and_then(|spec| spec.draft_model.as_mut())
-    {
-        *draft = redactor.redact_text(draft).into_owned();
-    }
+    // Then the one pass over every string (argv, env, warnings, model, paths, ...).
+    probe_collect::redact::redact_serde(launch, redactor);
 }

@@ -101,11 +101,12 @@ pub enum Side {
 }
 
 /// Reads a side: a snapshot file, a stored reference or id, else a live target.
-pub fn classify_side(store: &Store, text: &str) -> Result<Side> {
+pub fn classify_side(ctx: &Ctx, store: &Store, text: &str) -> Result<Side> {
     let path = Path::new(text);
-    if path.is_file() {
-        let body = std::fs::read_to_string(path).map_err(|err| ExpectedError::file(path, err))?;
-        return Ok(Side::Stored(Box::new(probe_store::from_json(&body, text)?)));
+    // Anything that exists and is not a directory is read as a file (a FIFO or device is then
+    // refused, never read or taken for a host name).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        return Ok(Side::Stored(Box::new(read_snapshot_file(ctx, path)?)));
     }
     if let Some(selector) = probe_store::parse_host_reference(text)? {
         return Ok(Side::Stored(Box::new(store.resolve(&selector)?)));
@@ -117,6 +118,22 @@ pub fn classify_side(store: &Store, text: &str) -> Result<Side> {
         return Err(ExpectedError::file(text, "no such snapshot file"));
     }
     Ok(Side::Live(text.to_string()))
+}
+
+/// A snapshot document from a local file: bounded (`max-snapshot-mib`), and, being untrusted,
+/// put through the same redaction pass as a collected snapshot (unless `--no-redact`) and the
+/// one text sanitiser before it is stored or shown.
+pub fn read_snapshot_file(ctx: &Ctx, path: &Path) -> Result<Snapshot> {
+    let body = crate::settings::read_local(path, ctx.settings.max_snapshot_bytes)?;
+    let mut snapshot = probe_store::from_json(&body, &path.display().to_string())?;
+    if ctx.settings.redact {
+        probe_collect::redact::redact_snapshot(
+            &mut snapshot,
+            probe_collect::redact::Redactor::builtin(),
+        );
+    }
+    probe_model::text::sanitize_serde(&mut snapshot);
+    Ok(snapshot)
 }
 
 /// Resolves a side to a snapshot, collecting a live target.

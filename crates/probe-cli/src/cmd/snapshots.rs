@@ -69,9 +69,8 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
         }
         SnapshotsCommand::Import { files, .. } => {
             for path in files {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|err| ExpectedError::file(&path, err))?;
-                let meta = store.import(&text, &path.display().to_string())?;
+                let snapshot = super::read_snapshot_file(ctx, &path)?;
+                let meta = store.put(&snapshot)?;
                 ctx.printer.warn(&format!(
                     "imported {} ({}, {})",
                     meta.id,

@@ -9,7 +9,7 @@ use crate::render;
 
 pub async fn run(ctx: &Ctx, args: TimelineArgs) -> Result<u8> {
     let store = ctx.open_store()?;
-    let side = classify_side(&store, &args.target)?;
+    let side = classify_side(ctx, &store, &args.target)?;
     let snapshot = side_snapshot(ctx, &store, side).await?;
     let timeline = probe_diff::timeline(&snapshot);
     let text = match ctx.printer.format {

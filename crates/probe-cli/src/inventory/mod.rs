@@ -5,6 +5,7 @@ mod ini;
 mod ssh_config;
 mod toml_inventory;
 mod yaml;
+mod yaml_bounds;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,10 +71,14 @@ pub enum InventoryFormat {
 
 /// Reads and parses an inventory file, detecting its format.
 pub fn load(path: &Path) -> Result<Inventory, InventoryError> {
-    let text = std::fs::read_to_string(path).map_err(|err| InventoryError {
+    let text = probe_transport::local_file::read_bounded_text(
+        path,
+        probe_transport::local_file::CONFIG_CAP,
+    )
+    .map_err(|err| InventoryError {
         file: path.to_path_buf(),
         line: None,
-        message: format!("cannot read inventory: {err}"),
+        message: format!("cannot read inventory: {}", err.kind),
     })?;
     parse(&text, path)
 }

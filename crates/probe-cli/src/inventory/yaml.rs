@@ -10,6 +10,7 @@ use super::ini::apply_vars;
 use super::{InventoryError, InventoryHost, error, line_of, valid_host_name};
 
 pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, InventoryError> {
+    super::yaml_bounds::check(text, path)?;
     let documents = YamlLoader::load_from_str(text).map_err(|err| {
         error(
             path,

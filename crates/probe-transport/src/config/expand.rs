@@ -132,7 +132,11 @@ pub(crate) fn a2port(s: &str) -> Option<u16> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return s.parse::<u16>().ok();
     }
-    let services = std::fs::read_to_string("/etc/services").ok()?;
+    let services = crate::local_file::read_bounded_text(
+        std::path::Path::new("/etc/services"),
+        crate::local_file::CONFIG_CAP,
+    )
+    .ok()?;
     services.lines().find_map(|line| {
         let line = line.split('#').next().unwrap_or("");
         let mut words = line.split_whitespace();

@@ -523,25 +523,20 @@ impl Reader<'_> {
         };
         match self.opts.config_file.clone() {
             Some(f) => {
-                let text = std::fs::read(&f).map_err(|e| {
-                    cerr(
-                        &f,
-                        0,
-                        format!("Can't open user config file: {}", io_msg(&e)),
-                    )
-                })?;
+                let text = read_config(&f)
+                    .map_err(|e| cerr(&f, 0, format!("Can't open user config file: {e}")))?;
                 let mut active = true;
                 self.read_text(&f, &text, user_flags, &mut active, 0)
             }
             None => {
                 let user = self.opts.home.join(".ssh/config");
-                if let Ok(text) = std::fs::read(&user) {
+                if let Some(text) = read_optional(&user)? {
                     check_perm(&user)?;
                     let mut active = true;
                     self.read_text(&user, &text, user_flags, &mut active, 0)?;
                 }
                 let sys = PathBuf::from(SYSTEM_CONFIG);
-                if let Ok(text) = std::fs::read(&sys) {
+                if let Some(text) = read_optional(&sys)? {
                     let mut active = true;
                     let flags = Flags {
                         user_conf: false,
@@ -884,14 +879,13 @@ impl Reader<'_> {
                 if depth + 1 > MAX_INCLUDE_DEPTH {
                     return Err(cerr(&p, 0, "Too many recursive configuration includes"));
                 }
-                let text = match std::fs::read(&p) {
+                let text = match read_config(&p) {
                     Ok(t) => t,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(ReadError::NotFound) => continue,
                     Err(e) => {
                         return Err(err(format!(
-                            "Can't open user config file {}: {}",
-                            p.display(),
-                            io_msg(&e)
+                            "Can't open user config file {}: {e}",
+                            p.display()
                         )));
                     }
                 };
@@ -1003,6 +997,43 @@ impl Reader<'_> {
             return Err(err("One or more attributes required for Match".into()));
         }
         Ok(result)
+    }
+}
+
+/// Why a config file was not read (the file is named by the caller's message).
+#[derive(Debug)]
+enum ReadError {
+    NotFound,
+    Other(String),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::NotFound => f.write_str("No such file or directory"),
+            ReadError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A config file, bounded and regular (see [`crate::local_file`]).
+fn read_config(path: &Path) -> Result<Vec<u8>, ReadError> {
+    use crate::local_file::{CONFIG_CAP, LocalFileErrorKind, read_bounded};
+    read_bounded(path, CONFIG_CAP).map_err(|e| match &e.kind {
+        _ if e.is_not_found() => ReadError::NotFound,
+        LocalFileErrorKind::Io(io) => ReadError::Other(io_msg(io)),
+        other => ReadError::Other(other.to_string()),
+    })
+}
+
+/// The default user or system config: absent or unreadable is skipped (as OpenSSH does), but
+/// one that is not a regular file or too large is an error naming it.
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
+    use crate::local_file::{CONFIG_CAP, LocalFileErrorKind, read_bounded};
+    match read_bounded(path, CONFIG_CAP) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if matches!(e.kind, LocalFileErrorKind::Io(_)) => Ok(None),
+        Err(e) => Err(cerr(path, 0, e.kind.to_string())),
     }
 }
 
