@@ -11,11 +11,13 @@ pub mod diff;
 pub mod exit_codes;
 pub mod launch;
 pub mod report;
+pub mod run;
 pub mod snapshot;
 
 pub use diff::*;
 pub use launch::*;
 pub use report::*;
+pub use run::*;
 pub use snapshot::*;
 
 /// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and
