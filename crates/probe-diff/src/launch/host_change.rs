@@ -118,7 +118,9 @@ fn classify(command: &str) -> Option<String> {
         && words.get(1).map(String::as_str) == Some("compose")
     {
         program = String::from("docker-compose");
-        words = words.get(1..).unwrap_or_default().to_vec();
+        words = std::iter::once(program.clone())
+            .chain(words.get(2..).unwrap_or_default().iter().cloned())
+            .collect();
     }
     let (_, subs) = CHANGERS.iter().find(|(p, _)| *p == program)?;
     let (sub, _) = subcommand(&words)?;
