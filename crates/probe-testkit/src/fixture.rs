@@ -31,6 +31,7 @@ pub const ALL: &[&str] = &[
     "docker-vllm",
     "bare",
     "hostile",
+    "vllm-upgrade",
 ];
 
 /// `crates/probe-testkit/fixtures`.
