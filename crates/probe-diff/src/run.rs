@@ -148,7 +148,7 @@ fn unit_of<'a>(
     snapshot
         .units
         .iter()
-        .find(|unit| names.iter().any(|n| *n == unit.name))
+        .find(|unit| names.contains(&unit.name))
 }
 
 /// Where a run that is not running ended, and how sure that is.

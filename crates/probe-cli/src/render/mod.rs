@@ -203,8 +203,6 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
 const MAX_OPTIONS_SHOWN: usize = 24;
 /// Environment variables shown per launch in a report.
 const MAX_ENV_SHOWN: usize = 12;
-/// Metric comparisons shown above a launch diff (JSON has all of them).
-
 /// Other evidence of the same run named per launch.
 const MAX_EVIDENCE_SHOWN: usize = 4;
 /// Earlier launches shown in a host report (`probe timeline` shows all).
