@@ -1,9 +1,64 @@
 //! Builds the [`HostReport`] of a snapshot: launches now and before, what changed against the
 //! previous launch and the previous snapshot, log metrics and collection problems.
 
+use probe_diff::Analysis;
 use probe_model::{
-    HostReport, LaunchConfig, MetricReport, SCHEMA_VERSION, SectionStatus, Snapshot,
+    HostReport, LaunchConfig, MetricReport, Run, SCHEMA_VERSION, SectionStatus, Snapshot,
+    TimelineEvent, TimelineEventKind,
 };
+
+/// Earlier launches the report lists (the timeline has them all).
+const MAX_EARLIER: usize = 20;
+/// Runs the report lists: the newest.
+const MAX_RUNS: usize = 12;
+/// Install events listed: those within this many seconds before a run's start (or during it).
+const NEAR_RUN_S: i64 = 14 * 86_400;
+const MAX_INSTALLS: usize = 12;
+
+/// The newest runs (oldest first, as the analysis orders them).
+fn runs_capped(mut runs: Vec<Run>) -> Vec<Run> {
+    let cut = runs.len().saturating_sub(MAX_RUNS);
+    runs.drain(..cut);
+    runs
+}
+
+/// Package, driver and host-changing events of the timeline near a run: within two weeks before
+/// a run's start, or while it ran. Newest kept.
+fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
+    let near = |event: &TimelineEvent| {
+        let Some(at) = event
+            .time
+            .at
+            .or(event.time.not_after)
+            .or(event.time.not_before)
+        else {
+            return false;
+        };
+        analysis.runs.iter().any(|run| {
+            let start = run.start.at.unwrap_or(i64::MIN);
+            let end = run.end.as_ref().and_then(|e| e.at).unwrap_or(i64::MAX);
+            at >= start.saturating_sub(NEAR_RUN_S) && at <= end
+        })
+    };
+    let mut events: Vec<TimelineEvent> = analysis
+        .timeline
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                TimelineEventKind::PackageInstall
+                    | TimelineEventKind::DriverInstall
+                    | TimelineEventKind::HostChange
+            )
+        })
+        .filter(|e| near(e))
+        .cloned()
+        .collect();
+    let cut = events.len().saturating_sub(MAX_INSTALLS);
+    events.drain(..cut);
+    events
+}
 
 /// The report on `snapshot`; `previous` is the last stored snapshot of the same host.
 pub fn build(
@@ -12,15 +67,17 @@ pub fn build(
     stored: bool,
     notices: Vec<String>,
 ) -> HostReport {
-    let launches = probe_diff::launch::launches_of(snapshot);
-    let timeline = probe_diff::timeline_with(snapshot, &launches);
-    let running: Vec<LaunchConfig> = launches
+    let analysis = probe_diff::analyze(snapshot);
+    let timeline = &analysis.timeline;
+    let running: Vec<LaunchConfig> = analysis
+        .launches
         .iter()
         .filter(|launch| launch.source.running)
         .cloned()
         .collect();
 
-    // Earlier launches: every launch event of the timeline that is not running, newest first.
+    // Earlier launches: every launch event of the timeline that is not running, newest first
+    // (repeated identical launches are one event), capped.
     let mut earlier: Vec<LaunchConfig> = timeline
         .events
         .iter()
@@ -30,9 +87,11 @@ pub fn build(
         .cloned()
         .collect();
     earlier.reverse();
+    let earlier_omitted = earlier.len().saturating_sub(MAX_EARLIER);
+    earlier.truncate(MAX_EARLIER);
 
-    // Against the previous launch of the running server, with the metrics of each one's run.
-    let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &timeline);
+    // Against the previous run of the running server: causes, symptoms, with the metrics of each.
+    let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &analysis);
     let vs_last_snapshot = previous.map(|before| {
         probe_diff::compare_snapshots(before, snapshot, &probe_diff::CompareOptions::default())
     });
@@ -49,7 +108,15 @@ pub fn build(
             })
         })
         .collect();
-    let metrics_by_run = probe_diff::metrics_by_run(snapshot, &timeline, 3);
+    let metrics_by_run = probe_diff::metrics_by_run(snapshot, &analysis, 3);
+    let install_events = installs_near_runs(&analysis);
+    let models = snapshot
+        .models
+        .iter()
+        .filter(|m| !m.fields.is_empty())
+        .map(probe_diff::run::summarize_model)
+        .collect();
+    let runs = runs_capped(analysis.runs);
     let problems = snapshot
         .sections
         .iter()
@@ -77,6 +144,10 @@ pub fn build(
         vs_last_snapshot,
         metrics,
         metrics_by_run,
+        runs,
+        install_events,
+        models,
+        earlier_omitted,
         problems,
         notices,
         servers: probe_diff::server::views(snapshot, &launches),

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use probe_model::{
-    GpuStatus, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot, UnitScope,
+    GpuStatus, LaunchOrigin, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot,
+    UnitScope,
 };
 
 use crate::frame::{Framed, RawSection};
@@ -313,40 +314,6 @@ fn join(base: Option<&str>, p: &str) -> Option<String> {
     Some(format!("{}/{p}", b.trim_end_matches('/')))
 }
 
-/// Value of `--flag V` / `--flag=V` in an argv.
-fn flag_value(argv: &[String], flags: &[&str]) -> Option<String> {
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        for f in flags {
-            if a == f {
-                return it.next().cloned();
-            }
-            if let Some(v) = a.strip_prefix(f).and_then(|r| r.strip_prefix('=')) {
-                return Some(v.to_string());
-            }
-        }
-    }
-    None
-}
-
-/// The model a launch argv names (`--model-path`, `--model`, `--model-id`, `vllm serve M`).
-pub fn model_of(argv: &[String]) -> Option<String> {
-    if let Some(m) = flag_value(
-        argv,
-        &[
-            "--model-path",
-            "--model",
-            "--model-id",
-            "--model_path",
-            "--model-name-or-path",
-        ],
-    ) {
-        return Some(m);
-    }
-    let i = argv.iter().position(|a| a == "serve")?;
-    argv.get(i + 1).filter(|m| !m.starts_with('-')).cloned()
-}
-
 fn is_hf_id(m: &str) -> bool {
     let mut parts = m.split('/');
     let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else {
@@ -421,7 +388,41 @@ fn container_root<'a>(snap: &'a Snapshot, c: &probe_model::ContainerInfo) -> Opt
     root_of(snap, p)
 }
 
-/// Round-2 inputs from what round 1 found.
+/// The mount root (`/proc/PID/root`) and run-as user of a launch: a process's or container's
+/// own filesystem view, the unit's `User=`.
+fn launch_place<'a>(
+    snap: &'a Snapshot,
+    origin: &LaunchOrigin,
+) -> (Option<&'a str>, Option<String>) {
+    match origin {
+        LaunchOrigin::Process { pid } => {
+            let p = snap.processes.iter().find(|p| p.pid == *pid);
+            (
+                p.and_then(|p| root_of(snap, p)),
+                p.and_then(|p| p.user.clone()),
+            )
+        }
+        LaunchOrigin::Container { name } => (
+            snap.containers
+                .iter()
+                .find(|c| c.name.as_deref() == Some(name.as_str()) || c.id == *name)
+                .and_then(|c| container_root(snap, c)),
+            None,
+        ),
+        LaunchOrigin::Unit { name } => (
+            None,
+            snap.units
+                .iter()
+                .find(|u| u.name == *name)
+                .and_then(|u| u.run_as.clone()),
+        ),
+        _ => (None, None),
+    }
+}
+
+/// Round-2 inputs from what round 1 found: the launches probe-diff read (interpreter, venv,
+/// model, log files) mapped to remote paths, the files each server process writes to, the units
+/// whose journal to read and the containers' log files. Nothing here reads a command line.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
     let mut inp = Round2Inputs::default();
     let add = |v: &mut Vec<String>, x: String, max: usize| {
@@ -430,39 +431,47 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         }
     };
     let mut models: Vec<ModelRef> = Vec::new();
-    for p in snap
-        .processes
-        .iter()
-        .filter(|p| matches!(p.role, ProcessRole::Launcher))
-    {
-        // A process in another mount namespace (a container): its paths are read through
-        // /proc/PID/root; the host's own paths would show the host's files, not its.
-        let root = root_of(snap, p);
+    let launches = probe_diff::launch::launches_of(snap);
+    for l in &launches {
+        // A running process's or container's launch names paths inside its mount namespace.
+        let (root, user) = launch_place(snap, &l.source.origin());
         let r = |x: &str| rooted(root, x);
-        for pre in [
-            p.env.get("VIRTUAL_ENV").cloned(),
-            p.env.get("CONDA_PREFIX").cloned(),
+        let named = [
+            l.venv.clone(),
+            l.interpreter.as_deref().and_then(prefix_of_bin),
         ]
         .into_iter()
         .flatten()
-        {
+        .chain(
+            ["VIRTUAL_ENV", "CONDA_PREFIX"]
+                .iter()
+                .filter_map(|k| l.env.get(*k).cloned()),
+        )
+        .filter(|pre| pre.starts_with('/'))
+        .fold(false, |_, pre| {
             add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
+            true
+        });
+        if let Some(m) = &l.model {
+            models.push((
+                l.working_directory.clone(),
+                m.clone(),
+                user,
+                l.env.clone(),
+                root.map(str::to_string),
+            ));
         }
-        let a0 = p.argv.first().map(String::as_str).unwrap_or("");
-        if let Some(pre) = prefix_of_bin(a0) {
-            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
+        for f in &l.log_files {
+            if let Some(p) = join(l.working_directory.as_deref(), f) {
+                add(&mut inp.logs, r(&p), MAX_LOGS);
+            }
         }
-        if a0.rsplit('/').next().unwrap_or("").starts_with("python")
-            && let Some(pre) = p.argv.get(1).and_then(|a| prefix_of_bin(a))
-        {
-            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
-        }
+        let Some(pid) = l.source.pid() else { continue };
+        let Some(p) = snap.processes.iter().find(|p| p.pid == pid) else {
+            continue;
+        };
         // /proc/PID/exe resolves a venv's python symlink to the base interpreter: use it only
         // when nothing names the environment.
-        let named = p.env.contains_key("VIRTUAL_ENV")
-            || p.env.contains_key("CONDA_PREFIX")
-            || prefix_of_bin(a0).is_some()
-            || p.argv.get(1).and_then(|a| prefix_of_bin(a)).is_some();
         let exe_prefix = p.exe.as_deref().and_then(prefix_of_bin);
         if !named && let Some(pre) = &exe_prefix {
             add(&mut inp.python_prefixes, r(pre), MAX_PREFIXES);
@@ -472,55 +481,23 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         if !named && exe_prefix.is_none() && root.is_some() {
             add(&mut inp.python_prefixes, r("/usr"), MAX_PREFIXES);
         }
-        if let Some(m) = model_of(&p.argv) {
-            models.push((
-                p.cwd.clone(),
-                m,
-                p.user.clone(),
-                p.env.clone(),
-                root.map(str::to_string),
-            ));
-        }
+    }
+    // The files each server process's stdout and stderr go to.
+    for p in snap
+        .processes
+        .iter()
+        .filter(|p| matches!(p.role, ProcessRole::Launcher))
+    {
+        let root = root_of(snap, p);
         if let Some(x) = extra.get(&p.pid) {
             for f in [&x.stdout, &x.stderr].into_iter().flatten() {
                 if f.starts_with('/') && !f.starts_with("/dev/") && !f.ends_with(" (deleted)") {
-                    add(&mut inp.logs, r(f), MAX_LOGS);
+                    add(&mut inp.logs, rooted(root, f), MAX_LOGS);
                 }
             }
         }
-        if let Some(l) = flag_value(&p.argv, &["--log-file", "--log_file"])
-            .and_then(|l| join(p.cwd.as_deref(), &l))
-        {
-            add(&mut inp.logs, r(&l), MAX_LOGS);
-        }
     }
     for u in &snap.units {
-        let Some(first) = u.exec_start.last() else {
-            continue;
-        };
-        let words = parse::units::split_quoted(first);
-        let argv: Vec<String> = words
-            .iter()
-            .map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string())
-            .collect();
-        if let Some(pre) = argv.first().and_then(|a| prefix_of_bin(a)) {
-            add(&mut inp.python_prefixes, pre, MAX_PREFIXES);
-        }
-        if let Some(pre) = u.environment.get("VIRTUAL_ENV") {
-            add(&mut inp.python_prefixes, pre.clone(), MAX_PREFIXES);
-        }
-        if let Some(m) = model_of(&argv) {
-            let mut env = u.environment.clone();
-            for ef in &u.environment_files {
-                env.extend(ef.vars.clone());
-            }
-            models.push((u.working_directory.clone(), m, u.run_as.clone(), env, None));
-        }
-        if let Some(l) = flag_value(&argv, &["--log-file"])
-            .and_then(|l| join(u.working_directory.as_deref(), &l))
-        {
-            add(&mut inp.logs, l, MAX_LOGS);
-        }
         if (ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl"))
             && inp.units.len() < MAX_UNITS
         {
@@ -550,56 +527,6 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             && inp.container_logs.len() < MAX_CONTAINER_LOGS
         {
             inp.container_logs.push(e);
-        }
-    }
-    for c in &snap.containers {
-        let argv: Vec<String> = c.entrypoint.iter().chain(c.cmd.iter()).cloned().collect();
-        if let Some(m) = model_of(&argv).or_else(|| c.env.get("MODEL_ID").cloned()) {
-            let root = container_root(snap, c).map(str::to_string);
-            models.push((None, m, None, c.env.clone(), root));
-        }
-    }
-    // Launches reconstructed by probe-diff (interpreter, venv, model, log files).
-    let launches = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        probe_diff::launch::launches_of(snap)
-    }))
-    .unwrap_or_default();
-    for l in &launches {
-        // A running process's or container's launch names paths inside its mount namespace.
-        let loc = l.source.location.as_str();
-        let root = if let Some(pid) = loc.strip_prefix("pid:") {
-            snap.processes
-                .iter()
-                .find(|p| pid.parse() == Ok(p.pid))
-                .and_then(|p| root_of(snap, p))
-        } else if let Some(name) = loc.strip_prefix("container:") {
-            snap.containers
-                .iter()
-                .find(|c| c.name.as_deref() == Some(name) || c.id == name)
-                .and_then(|c| container_root(snap, c))
-        } else {
-            None
-        };
-        let r = |x: &str| rooted(root, x);
-        if let Some(v) = &l.venv {
-            add(&mut inp.python_prefixes, r(v), MAX_PREFIXES);
-        }
-        if let Some(pre) = l.interpreter.as_deref().and_then(prefix_of_bin) {
-            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
-        }
-        if let Some(m) = &l.model {
-            models.push((
-                l.working_directory.clone(),
-                m.clone(),
-                None,
-                l.env.clone(),
-                root.map(str::to_string),
-            ));
-        }
-        for f in &l.log_files {
-            if let Some(p) = join(l.working_directory.as_deref(), f) {
-                add(&mut inp.logs, r(&p), MAX_LOGS);
-            }
         }
     }
     for (cwd, m, user, env, root) in models {
@@ -890,16 +817,6 @@ mod tests {
 
     #[test]
     fn model_args() {
-        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(
-            model_of(&v("python -m sglang.launch_server --model-path /m --tp 2")).as_deref(),
-            Some("/m")
-        );
-        assert_eq!(
-            model_of(&v("vllm serve Qwen/Qwen3-8B --tp 2")).as_deref(),
-            Some("Qwen/Qwen3-8B")
-        );
-        assert_eq!(model_of(&v("vllm serve --model=/x")).as_deref(), Some("/x"));
         assert!(is_hf_id("Qwen/Qwen3.5-35B-A3B"));
         assert!(!is_hf_id("/abs/path"));
         assert!(!is_hf_id("./rel/x"));
@@ -964,11 +881,13 @@ mod tests {
             inp.logs
                 .contains(&"/proc/66/root/var/log/vllm/server.log".to_string())
         );
+        // `--log-file` is no vLLM option (the catalog does not know it): round 2 reads only
+        // what probe-diff read out of the launch, and no flag list of its own.
         assert!(
-            inp.logs
+            !inp.logs
                 .contains(&"/proc/66/root/workspace/l.log".to_string())
         );
-        assert_eq!(inp.logs.len(), 2, "{:?}", inp.logs);
+        assert_eq!(inp.logs.len(), 1, "{:?}", inp.logs);
         assert_eq!(
             split_root("/proc/66/root/var/log/x"),
             Some(("/proc/66/root".into(), "/var/log/x".into()))

@@ -241,6 +241,67 @@ fn big_snapshot(changed: bool) -> Snapshot {
     serde_json::from_value(doc).expect("the bench snapshot matches probe_model::Snapshot")
 }
 
+/// A host whose root history holds `lines` timestamped launch lines (four configurations, each
+/// run many times; one in four a different `--mem-fraction-static`), a running launcher and its
+/// log: the analysis cost per launch line.
+fn history_snapshot(lines: usize) -> Snapshot {
+    let entries: Vec<Value> = (0..lines)
+        .map(|i| {
+            let mem = ["0.80", "0.85", "0.88", "0.90"][i / 50 % 4];
+            json!({
+                "index": i, "time": T0 + 60 * i as i64,
+                "command": format!(
+                    "nohup /opt/venvs/sglang/bin/python3 -m sglang.launch_server --model-path /m \
+                     --tp 2 --mem-fraction-static {mem} --port 30000 > /root/s.log 2>&1 &"
+                )
+            })
+        })
+        .collect();
+    let points: Vec<Value> = (0..2_000)
+        .map(|i| json!([T0 + 30 * i64::from(i), 900.0 + f64::from(i % 200)]))
+        .collect();
+    let doc = json!({
+        "schema_version": probe_model::SCHEMA_VERSION, "id": "bench-history", "target": "bench",
+        "collected_at": T0 + 60 * lines as i64 + 600,
+        "host": {"hostname": "gpu-bench-02"},
+        "histories": [{"user": "root", "path": "/root/.bash_history", "shell": "bash", "entries": entries}],
+        "processes": [{
+            "pid": 4000, "role": "launcher", "engine": "sglang", "start_time": T0 + 60 * lines as i64 + 60,
+            "argv": ["/opt/venvs/sglang/bin/python3", "-m", "sglang.launch_server", "--model-path", "/m",
+                     "--tp", "2", "--mem-fraction-static", "0.85", "--port", "30000"]
+        }],
+        "logs": [{"origin": "file", "location": "/root/s.log", "metrics": [
+            {"name": "gen_throughput", "unit": "tok/s", "points": points}
+        ]}],
+    });
+    serde_json::from_value(doc).expect("the bench snapshot matches probe_model::Snapshot")
+}
+
+fn analysis_rows() {
+    for lines in [2_000, 10_000] {
+        let snapshot = history_snapshot(lines);
+        let analysis = row(
+            &format!("analyze (launches, timeline, runs), {lines} launch lines"),
+            3,
+            Some((lines, "lines")),
+            || probe_diff::analyze(&snapshot),
+        );
+        let diff = row(
+            &format!("previous_launch_diff, {lines} launch lines"),
+            3,
+            None,
+            || probe_diff::previous_launch_diff(&snapshot, &analysis),
+        );
+        println!(
+            "{:<52}   {} timeline launches, {} runs, diff {}",
+            "",
+            analysis.timeline.launches.len(),
+            analysis.runs.len(),
+            if diff.is_some() { "built" } else { "none" }
+        );
+    }
+}
+
 fn snapshot_row(label: &str, before: &Snapshot, after: &Snapshot, n: usize) {
     let launches = row(&format!("launches_of, {label}"), n, None, || {
         launches_of(after)
@@ -340,6 +401,7 @@ fn main() {
         serde_json::to_string(&after).map_or(0, |s| s.len()) as f64 / 1024.0
     );
     snapshot_row("big snapshot", &before, &after, 10);
+    analysis_rows();
 
     if let Some(dir) = std::env::var_os("PROBE_BENCH_SNAPSHOTS") {
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -31,6 +31,8 @@ pub enum Area {
     Metric,
     Host,
     Unit,
+    /// A limit the engine resolved at start-up (`max_total_num_tokens`, `kv_cache_tokens`).
+    Limit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -77,6 +79,55 @@ pub struct RuleSet {
     /// Rules on a server's own readings (`crate::server`).
     #[serde(default)]
     pub server_rule: Vec<crate::server::ServerRule>,
+    /// Serving packages a run lists and compares (globs).
+    #[serde(default)]
+    pub serving_packages: Vec<String>,
+    /// How causes link to symptoms in numbers.
+    #[serde(default)]
+    pub mechanism: Vec<Mechanism>,
+}
+
+/// What a cause caps its symptom at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// At most the cause's new value plus one.
+    AfterPlusOne,
+    /// At most the cause's new value.
+    After,
+}
+
+/// One `[[mechanism]]` of `configs/impact.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Mechanism {
+    pub id: String,
+    /// The key of the cause change (`speculative.num_steps`, `limit:max_running_requests`).
+    pub cause: String,
+    /// The metric it caps.
+    pub symptom: String,
+    pub bound: Bound,
+    /// Only for launches whose EAGLE topk is this.
+    pub when_topk: Option<i64>,
+    pub explanation: String,
+}
+
+impl Mechanism {
+    /// The cap on the symptom for a cause that moved to `after`.
+    pub fn cap(&self, after: f64) -> f64 {
+        match self.bound {
+            Bound::AfterPlusOne => after + 1.0,
+            Bound::After => after,
+        }
+    }
+}
+
+/// Whether `name` is one of the serving packages of the rules.
+pub fn is_serving_package(name: &str) -> bool {
+    rules()
+        .serving_packages
+        .iter()
+        .any(|pattern| glob_match(pattern, name))
 }
 
 impl RuleSet {
@@ -208,6 +259,7 @@ pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, 
         after_written: None,
         explanation: assessment.explanation,
         note: None,
+        mechanism: None,
     };
     Some((change, assessment.volatile))
 }
@@ -299,7 +351,7 @@ pub(crate) fn value_text(value: &Value) -> String {
     }
 }
 
-pub(crate) fn value_number(value: &Value) -> Option<f64> {
+pub fn value_number(value: &Value) -> Option<f64> {
     match value {
         Value::Number(number) => number.as_f64(),
         Value::String(text) => text.trim().parse::<f64>().ok(),

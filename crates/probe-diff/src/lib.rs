@@ -1,19 +1,23 @@
-//! Pure reconstruction of launch configurations, timelines and ranked differences.
+//! Pure reconstruction of launch configurations, timelines, runs and ranked differences.
 //!
 //! **Architecture invariant.** No I/O: everything comes in as text or [`probe_model`] values and
 //! goes out as values. Engine knowledge is data in `configs/engines/*.toml`, embedded at build
-//! time.
+//! time. A snapshot is read once into an [`Analysis`] (launches, runs, timeline).
 
+pub mod analysis;
 pub mod catalog;
 pub mod common;
 pub mod compare;
 pub mod fleet;
+mod explain;
 pub mod impact;
 pub mod launch;
 pub mod periods;
+pub mod run;
 pub mod server;
 pub mod timeline;
 
+pub use analysis::{Analysis, analyze};
 pub use compare::{
     CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
     option_at_default, rank, unified_diff,

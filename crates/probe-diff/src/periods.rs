@@ -1,9 +1,10 @@
 //! Log metrics by launch period: "70 tok/s last week, now 40".
 //!
-//! Each run of a server lasts from its start to the next start of the same server (the timeline's
-//! run boundaries). A metric point belongs to the run that was up when it was logged, so the
-//! running launch and the previous one can be compared on what they did, next to how they were
-//! configured.
+//! Each run of a server lasts from its start to its stop ([`crate::run`]: the journal,
+//! `systemctl show`, else the next start of the same server). A metric point belongs to the run
+//! that was up when it was logged, idle samples left out, so the running launch and the previous
+//! one can be compared on what they did (symptoms), next to how they were configured and what
+//! was in effect (causes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +14,9 @@ use probe_model::{
 };
 use serde_json::Value;
 
-use crate::compare::{compare_launches, launch_label, same_server};
+use crate::analysis::Analysis;
+use crate::compare::{compare_launches, compare_runs, launch_label, same_server};
+use crate::explain;
 use crate::impact::{Area, Subject, change_for, rank};
 use crate::launch::evidence_label;
 
@@ -32,49 +35,50 @@ const PREFERRED: &[&str] = &[
     "input_throughput",
 ];
 
-/// One run of a server on the timeline.
+/// One run of a server: the window its metric points are taken from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPeriod {
     /// Index into [`Timeline::launches`].
     pub launch: usize,
+    /// Index into [`Analysis::runs`].
+    pub run: usize,
     pub start: UnixTime,
-    /// The next start of the same server; `None` for the last run.
+    /// When it stopped (the journal, `systemctl show`), else the next start of the same server;
+    /// `None` while it runs.
     pub end: Option<UnixTime>,
 }
 
-/// The runs of the server `launch` belongs to, oldest first, each up to the next one's start.
-pub fn run_periods(snapshot: &Snapshot, timeline: &Timeline, launch: usize) -> Vec<RunPeriod> {
+/// The runs of the server `launch` belongs to, oldest first.
+pub fn run_periods(snapshot: &Snapshot, analysis: &Analysis, launch: usize) -> Vec<RunPeriod> {
+    let timeline = &analysis.timeline;
     let Some(server) = timeline.launches.get(launch) else {
         return Vec::new();
     };
-    let mut starts: Vec<(UnixTime, usize)> = timeline
-        .events
+    analysis
+        .runs
         .iter()
-        .filter_map(|event| {
-            let index = event.launch?;
-            let candidate = timeline.launches.get(index)?;
-            let at = event.time.at?;
-            (index == launch || same_server(snapshot, candidate, server)).then_some((at, index))
+        .enumerate()
+        .filter(|(_, run)| {
+            run.launch_index == launch
+                || timeline
+                    .launches
+                    .get(run.launch_index)
+                    .is_some_and(|l| same_server(snapshot, l, server))
         })
-        .collect();
-    starts.sort();
-    starts.dedup_by_key(|(at, _)| *at);
-    let ends: Vec<Option<UnixTime>> = starts
-        .iter()
-        .skip(1)
-        .map(|(at, _)| Some(*at))
-        .chain(std::iter::once(None))
-        .collect();
-    starts
-        .into_iter()
-        .zip(ends)
-        .map(|((start, launch), end)| RunPeriod { launch, start, end })
+        .filter_map(|(index, run)| {
+            Some(RunPeriod {
+                launch: run.launch_index,
+                run: index,
+                start: run.start.at?,
+                end: run.end.as_ref().and_then(|end| end.at),
+            })
+        })
         .collect()
 }
 
 /// Whether a log belongs to the server of `server`: named by one of its launches (the start-up
 /// lines it holds, the file the launch writes to, the unit's journal), or the only server there.
-fn log_of_server(
+pub(crate) fn log_of_server(
     snapshot: &Snapshot,
     timeline: &Timeline,
     server: &LaunchConfig,
@@ -158,22 +162,65 @@ fn summary(points: &[(UnixTime, f64)]) -> Option<MetricSummary> {
 }
 
 /// Metric name -> (unit, points in time order).
-type ServerPoints = BTreeMap<String, (String, Vec<(UnixTime, f64)>)>;
+pub(crate) type ServerPoints = BTreeMap<String, (String, Vec<(UnixTime, f64)>)>;
 
-type PeriodMetrics = BTreeMap<String, (String, MetricSummary)>;
+pub(crate) type PeriodMetrics = BTreeMap<String, (String, MetricSummary)>;
 
-fn period_metrics(points: &ServerPoints, period: &RunPeriod) -> PeriodMetrics {
-    points
+/// Times at which the server was idle: `running_reqs` 0, or throughput 0 where the line gives no
+/// running count (vLLM logs `Avg generation throughput: 0.0 tokens/s, Running: 0 reqs` after
+/// every busy stretch).
+fn idle_times(points: &ServerPoints, period: &RunPeriod) -> BTreeSet<UnixTime> {
+    let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
+    let series = |name: &str| {
+        points
+            .get(name)
+            .map(|(_, values)| values.as_slice())
+            .unwrap_or_default()
+    };
+    let running: BTreeMap<UnixTime, f64> = series("running_reqs")
+        .iter()
+        .filter(|(t, _)| inside(t))
+        .copied()
+        .collect();
+    let mut idle: BTreeSet<UnixTime> = running
+        .iter()
+        .filter(|(_, v)| **v == 0.0)
+        .map(|(t, _)| *t)
+        .collect();
+    for name in ["gen_throughput", "generation_throughput"] {
+        for (t, v) in series(name) {
+            if inside(t) && *v == 0.0 && !running.contains_key(t) {
+                idle.insert(*t);
+            }
+        }
+    }
+    idle
+}
+
+/// The metrics of one run, idle samples left out, and how many samples were idle.
+pub(crate) struct PeriodStats {
+    pub(crate) metrics: PeriodMetrics,
+    pub(crate) idle: usize,
+}
+
+pub(crate) fn period_metrics(points: &ServerPoints, period: &RunPeriod) -> PeriodStats {
+    let idle = idle_times(points, period);
+    let metrics = points
         .iter()
         .filter_map(|(name, (unit, values))| {
             let inside: Vec<(UnixTime, f64)> = values
                 .iter()
                 .copied()
                 .filter(|(t, _)| *t >= period.start && period.end.is_none_or(|end| *t < end))
+                .filter(|(t, _)| !idle.contains(t))
                 .collect();
             summary(&inside).map(|s| (name.clone(), (unit.clone(), s)))
         })
-        .collect()
+        .collect();
+    PeriodStats {
+        metrics,
+        idle: idle.len(),
+    }
 }
 
 fn rounded(value: f64) -> Value {
@@ -184,7 +231,7 @@ fn rounded(value: f64) -> Value {
 }
 
 /// `2026-11-19 07:45 UTC` (civil date from days since the epoch; no I/O, no time zone data).
-fn utc(time: UnixTime) -> String {
+pub(crate) fn utc(time: UnixTime) -> String {
     let days = time.div_euclid(86_400);
     let seconds = time.rem_euclid(86_400);
     let z = days + 719_468;
@@ -203,7 +250,7 @@ fn utc(time: UnixTime) -> String {
     )
 }
 
-fn describe(launch: &LaunchConfig, period: &RunPeriod) -> String {
+pub(crate) fn describe(launch: &LaunchConfig, period: &RunPeriod) -> String {
     let mut text = evidence_label(launch);
     text.push_str(&format!(" (up from {}", utc(period.start)));
     match period.end {
@@ -256,35 +303,69 @@ pub fn compare_periods(
     (comparisons, changes)
 }
 
-/// The running launch against the previous launch of the same server (the timeline's `running`
-/// and `previous` events), with the metrics of the period each ran: when the previous launch
-/// logged no metrics, the most recent earlier run that did stands in for it, and
-/// [`LaunchDiff::metrics_note`] says which.
-pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<LaunchDiff> {
+/// The running run against the run before it: the previous launch of the same server with a
+/// different configuration (the timeline's `previous` event), else the newest earlier run of the
+/// same server that differs in anything in effect (engine version, packages, driver, model,
+/// start-up limits). The metrics of the period each ran are compared as symptoms, apart from the
+/// causes: when the previous launch logged no metrics, the most recent earlier run that did
+/// stands in for it, and [`LaunchDiff::metrics_note`] says which.
+pub fn previous_launch_diff(snapshot: &Snapshot, analysis: &Analysis) -> Option<LaunchDiff> {
+    let timeline = &analysis.timeline;
     let running = timeline
         .events
         .iter()
         .find(|event| event.running && event.launch.is_some())?
         .launch?;
-    let previous = timeline
+    let after = timeline.launches.get(running)?;
+    let periods = run_periods(snapshot, analysis, running);
+    let current = periods.iter().rev().find(|p| p.launch == running).cloned();
+    let after_run = current.as_ref().and_then(|p| analysis.runs.get(p.run));
+    let marked = timeline
         .events
         .iter()
         .find(|event| event.previous)
-        .and_then(|event| event.launch)?;
-    let after = timeline.launches.get(running)?;
+        .and_then(|event| event.launch);
+    let (previous, before_run) = match marked {
+        Some(previous) => {
+            let run = periods
+                .iter()
+                .rev()
+                .find(|p| p.launch == previous)
+                .and_then(|p| analysis.runs.get(p.run));
+            (previous, run)
+        }
+        None => {
+            // Same flags: the newest earlier run that differs in what was in effect.
+            let (current, after_run) = (current.as_ref()?, after_run?);
+            let found = periods.iter().rev().find(|p| {
+                p.start < current.start
+                    && analysis
+                        .runs
+                        .get(p.run)
+                        .is_some_and(|run| !compare_runs(run, after_run).is_empty())
+            })?;
+            (found.launch, analysis.runs.get(found.run))
+        }
+    };
     let before = timeline.launches.get(previous)?;
-    let mut diff = compare_launches(before, after);
+    let mut diff = compare_launches_read(before, after);
+    if let (Some(before_run), Some(after_run)) = (before_run, after_run) {
+        for change in compare_runs(before_run, after_run) {
+            diff.changes.retain(|c| c.key != change.key);
+            diff.changes.push(change);
+        }
+    }
+    rank(&mut diff.changes);
 
-    let periods = run_periods(snapshot, timeline, running);
     let points = server_points(snapshot, timeline, after);
     if points.is_empty() {
         return Some(diff);
     }
-    let Some(current) = periods.iter().rev().find(|p| p.launch == running) else {
+    let Some(current) = current else {
         return Some(diff);
     };
-    let after_metrics = period_metrics(&points, current);
-    if after_metrics.is_empty() {
+    let after_stats = period_metrics(&points, &current);
+    if after_stats.metrics.is_empty() {
         diff.metrics_note = Some(format!(
             "no metrics logged since {} started",
             evidence_label(after)
@@ -294,7 +375,8 @@ pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<
     // The previous launch's own run, else the newest earlier run with metrics.
     let previous_start = periods
         .iter()
-        .find(|p| p.launch == previous)
+        .rev()
+        .find(|p| p.launch == previous && p.start < current.start)
         .map(|p| p.start);
     let candidates = periods.iter().rev().filter(|p| {
         p.start < current.start
@@ -308,13 +390,13 @@ pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<
     });
     let mut found = None;
     for period in candidates {
-        let metrics = period_metrics(&points, period);
-        if !metrics.is_empty() {
-            found = Some((period, metrics));
+        let stats = period_metrics(&points, period);
+        if !stats.metrics.is_empty() {
+            found = Some((period, stats));
             break;
         }
     }
-    let Some((period, before_metrics)) = found else {
+    let Some((period, before_stats)) = found else {
         diff.metrics_note = Some(format!(
             "no metrics logged while {} or an earlier launch ran",
             evidence_label(before)
@@ -324,12 +406,16 @@ pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<
     let stand_in = timeline.launches.get(period.launch)?;
     let before_label = evidence_label(stand_in);
     let after_label = evidence_label(after);
-    let (comparisons, changes) =
-        compare_periods(&before_metrics, &after_metrics, &before_label, &after_label);
+    let (comparisons, symptoms) = compare_periods(
+        &before_stats.metrics,
+        &after_stats.metrics,
+        &before_label,
+        &after_label,
+    );
     let mut note = format!(
         "means while {} vs while {}",
         describe(stand_in, period),
-        describe(after, current)
+        describe(after, &current)
     );
     if period.launch != previous {
         note = format!(
@@ -339,10 +425,86 @@ pub fn previous_launch_diff(snapshot: &Snapshot, timeline: &Timeline) -> Option<
         );
     }
     diff.metrics_note = Some(note);
+    diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
     diff.metrics = comparisons;
-    diff.changes.extend(changes);
-    rank(&mut diff.changes);
+    diff.symptoms = symptoms;
+    rank(&mut diff.symptoms);
+    explain::link_mechanisms(&mut diff, after);
+    diff.not_explaining = explain::not_explaining(
+        snapshot,
+        analysis,
+        &periods,
+        &points,
+        (period.run, current.run),
+        &mut diff.changes,
+    );
     Some(diff)
+}
+
+/// Two launches compared, without the changes a start-up log line would invent: a log lists
+/// every value the engine resolved, so an option only it names is unknown on the other side.
+pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
+    let mut diff = compare_launches(before, after);
+    let before_is_log = before.source.kind == SourceKind::Log;
+    let after_is_log = after.source.kind == SourceKind::Log;
+    diff.changes.retain(|change| {
+        let invented = (before_is_log && !after_is_log && change.kind == ChangeKind::Removed)
+            || (after_is_log && !before_is_log && change.kind == ChangeKind::Added);
+        !invented || change.key.starts_with("speculative")
+    });
+    diff
+}
+
+/// Whether the two runs carried the same load: running requests and KV usage, and how many
+/// idle samples were left out of the means.
+fn load_note(
+    comparisons: &[MetricComparison],
+    idle_before: usize,
+    idle_after: usize,
+) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut unlike = false;
+    for name in ["running_reqs", "token_usage", "kv_cache_usage"] {
+        let Some(m) = comparisons.iter().find(|m| m.name == name) else {
+            continue;
+        };
+        let (Some(b), Some(a)) = (&m.before, &m.after) else {
+            continue;
+        };
+        let label = match name {
+            "running_reqs" => "running requests",
+            "token_usage" => "KV token usage",
+            _ => "KV cache usage",
+        };
+        parts.push(format!("{label} {} -> {}", number(b.mean), number(a.mean)));
+        if m.change.is_some_and(|c| c.abs() >= 0.25) {
+            unlike = true;
+        }
+    }
+    if idle_before + idle_after > 0 {
+        parts.push(format!(
+            "idle samples left out of the means: {idle_before} before, {idle_after} after"
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let verdict = if unlike {
+        "the load differs: throughput is not like for like"
+    } else {
+        "similar load: like for like"
+    };
+    Some(format!("load: {}; {verdict}", parts.join(", ")))
+}
+
+/// A number for a sentence: at most two decimals.
+pub(crate) fn number(value: f64) -> String {
+    let rounded = (value * 100.0).round() / 100.0;
+    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
+        format!("{}", rounded as i64)
+    } else {
+        format!("{rounded}")
+    }
 }
 
 /// The logs of `server` with points of metric `name` inside `period`, comma-separated.
@@ -375,8 +537,10 @@ fn period_sources(
 }
 
 /// Log metrics by run of each running server: the running run, then up to `earlier` earlier
-/// runs of the same server that logged metrics, newest first. Metrics in [`PREFERRED`] order.
-pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) -> Vec<RunMetrics> {
+/// runs of the same server that logged metrics, newest first. Metrics in [`PREFERRED`] order;
+/// idle samples are left out of the summaries.
+pub fn metrics_by_run(snapshot: &Snapshot, analysis: &Analysis, earlier: usize) -> Vec<RunMetrics> {
+    let timeline = &analysis.timeline;
     let mut out = Vec::new();
     let mut seen: Vec<usize> = Vec::new();
     for event in timeline.events.iter().filter(|e| e.running) {
@@ -394,7 +558,7 @@ pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) 
         if points.is_empty() {
             continue;
         }
-        let periods = run_periods(snapshot, timeline, running);
+        let periods = run_periods(snapshot, analysis, running);
         let Some(current) = periods.iter().rev().find(|p| p.launch == running) else {
             continue;
         };
@@ -402,10 +566,11 @@ pub fn metrics_by_run(snapshot: &Snapshot, timeline: &Timeline, earlier: usize) 
             .iter()
             .rev()
             .filter(|p| p.start < current.start)
-            .map(|p| (p, period_metrics(&points, p)))
+            .map(|p| (p, period_metrics(&points, p).metrics))
             .filter(|(_, metrics)| !metrics.is_empty())
             .take(earlier);
-        let runs = std::iter::once((current, period_metrics(&points, current))).chain(before);
+        let runs =
+            std::iter::once((current, period_metrics(&points, current).metrics)).chain(before);
         for (period, metrics) in runs {
             let Some(launch) = timeline.launches.get(period.launch) else {
                 continue;

@@ -45,6 +45,8 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
                 launch: Some(launch_index),
                 running: placed.launch.source.running,
                 previous: false,
+                repeats: placed.repeats,
+                first_seen: placed.first_seen,
             },
             order: (
                 source_order(placed.launch.source.kind),
@@ -57,6 +59,7 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
     entries.extend(unit_events(snapshot));
     entries.extend(package_events(snapshot));
     entries.extend(driver_events(snapshot));
+    entries.extend(host_events(snapshot));
 
     entries.sort_by(|left, right| {
         sort_time(&left.event.time)
@@ -125,9 +128,11 @@ struct Placed<'a> {
     group: String,
     /// Position inside the group (history entry index).
     position: u32,
-    /// How many identical consecutive launches this one stands for, and their first position.
+    /// How many identical consecutive launches this one stands for, their first position and
+    /// the first one's time.
     repeats: u32,
     first_position: u32,
+    first_seen: Option<UnixTime>,
 }
 
 /// `/root/.bash_history#57` -> (`/root/.bash_history`, 57).
@@ -187,6 +192,7 @@ fn place_launches<'a>(snapshot: &Snapshot, launches: &'a [LaunchConfig]) -> Vec<
             _ => (launch.source.location.clone(), order as u32),
         };
         let confidence = confidence_of(&time, launch.source.kind);
+        let first_seen = time.at;
         placed.push(Placed {
             launch,
             time,
@@ -195,6 +201,7 @@ fn place_launches<'a>(snapshot: &Snapshot, launches: &'a [LaunchConfig]) -> Vec<
             position,
             repeats: 1,
             first_position: position,
+            first_seen,
         });
     }
     anchor_history_to_running(&mut placed);
@@ -264,10 +271,12 @@ fn collapse_history_repeats(placed: Vec<Placed<'_>>) -> Vec<Placed<'_>> {
         {
             let repeats = last.repeats + 1;
             let first_position = last.first_position;
+            let first_seen = last.first_seen;
             let earliest = last.time.at.or(last.time.not_before);
             *last = entry;
             last.repeats = repeats;
             last.first_position = first_position;
+            last.first_seen = first_seen;
             if last.time.at.is_none() && last.time.not_before.is_none() {
                 last.time.not_before = earliest;
             }
@@ -533,4 +542,39 @@ fn driver_events(snapshot: &Snapshot) -> Vec<Entry> {
             }
         })
         .collect()
+}
+
+/// History lines that changed the host (installs, service starts and stops, image pulls),
+/// placed by their timestamps (else bounded by the file's mtime, in file order).
+fn host_events(snapshot: &Snapshot) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for file in &snapshot.histories {
+        for entry in &file.entries {
+            let Some(what) = crate::launch::host_change(&entry.command) else {
+                continue;
+            };
+            let time = TimeBounds {
+                at: entry.time,
+                not_before: None,
+                not_after: if entry.time.is_none() {
+                    file.mtime
+                } else {
+                    None
+                },
+            };
+            let confidence = confidence_of(&time, SourceKind::History);
+            entries.push(Entry {
+                event: TimelineEvent {
+                    kind: TimelineEventKind::HostChange,
+                    time,
+                    confidence,
+                    summary: format!("{what} (history {}#{})", file.path, entry.index),
+                    repeats: 1,
+                    ..TimelineEvent::default()
+                },
+                order: (0, file.path.clone(), entry.index),
+            });
+        }
+    }
+    entries
 }

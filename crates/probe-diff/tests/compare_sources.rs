@@ -255,3 +255,48 @@ fn log_options_are_written_like_a_command_line() {
     );
     assert_eq!(launch.model.as_deref(), Some("Qwen/Q"));
 }
+
+#[test]
+fn login_session_variables_are_summed_in_one_line() {
+    let argv = "/opt/venv/bin/python3 -m sglang.launch_server --model-path /m --tp 2";
+    let before = process(argv, &[("CUDA_VISIBLE_DEVICES", "0,1")]);
+    let mut session: Vec<(String, String)> = (0..20)
+        .map(|i| (format!("AWS_SETTING_{i}"), format!("v{i}")))
+        .collect();
+    session.push(("REQUESTS_CA_BUNDLE".into(), "/etc/ssl/certs/ca.pem".into()));
+    session.push(("CUDA_VISIBLE_DEVICES".into(), "0,1,2,3".into()));
+    let refs: Vec<(&str, &str)> = session
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let after = process(argv, &refs);
+    let diff = probe_diff::compare_launches(&before, &after);
+    let env: Vec<&str> = diff
+        .changes
+        .iter()
+        .map(|c| c.key.as_str())
+        .filter(|k| k.starts_with("env:"))
+        .collect();
+    assert_eq!(
+        env,
+        ["env:CUDA_VISIBLE_DEVICES", "env:(login session)"],
+        "{env:?}"
+    );
+    let summed = diff
+        .changes
+        .iter()
+        .find(|c| c.key == "env:(login session)")
+        .unwrap_or_else(|| unreachable!());
+    assert!(
+        summed
+            .explanation
+            .starts_with("21 login-session variables differ"),
+        "{}",
+        summed.explanation
+    );
+    assert!(
+        summed.explanation.contains("and "),
+        "{}",
+        summed.explanation
+    );
+}

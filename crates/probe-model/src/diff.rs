@@ -88,6 +88,11 @@ pub struct Change {
     pub explanation: String,
     /// E.g. "set to its default (0.9): same as absent".
     pub note: Option<String>,
+    /// How this cause links to a symptom, in numbers, where a rule knows the mechanism (EAGLE
+    /// with topk 1: accept length at most `num_steps + 1`, so 3 -> 1 steps caps it at 2, which
+    /// matches 2.81 -> 1.74).
+    #[serde(default)]
+    pub mechanism: Option<String>,
 }
 
 /// Two launches compared.
@@ -113,6 +118,18 @@ pub struct LaunchDiff {
     /// Which periods `metrics` compares (the earlier launch had no metrics of its own, say).
     #[serde(default)]
     pub metrics_note: Option<String>,
+    /// What got worse or better, run against run (metric means, idle samples excluded): the
+    /// symptoms, kept apart from the candidate causes in `changes`.
+    #[serde(default)]
+    pub symptoms: Vec<Change>,
+    /// Whether the numbers are like for like: the load each run carried (running requests, KV
+    /// usage) and how many idle samples were left out.
+    #[serde(default)]
+    pub load_note: Option<String>,
+    /// Changes between earlier runs whose metrics stayed the same: they do not explain the
+    /// slowdown (one line each, with the numbers).
+    #[serde(default)]
+    pub not_explaining: Vec<String>,
 }
 
 /// A unified diff of two texts (unit files and the like).
@@ -179,6 +196,9 @@ pub enum TimelineEventKind {
     PackageInstall,
     DriverInstall,
     UnitChange,
+    /// A history line that changed the host (pip/uv/conda installs, systemctl
+    /// start/stop/restart/daemon-reload, apt/dnf, docker pull / compose up).
+    HostChange,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -194,6 +214,12 @@ pub struct TimelineEvent {
     pub running: bool,
     /// The launch that ran before the running one.
     pub previous: bool,
+    /// Identical launches this event stands for (1: one launch).
+    #[serde(default)]
+    pub repeats: u32,
+    /// The first of those repeated launches, when it has a time.
+    #[serde(default)]
+    pub first_seen: Option<UnixTime>,
 }
 
 /// Everything that happened on a host, oldest first.

@@ -153,13 +153,10 @@ pub struct LaunchSource {
 impl LaunchSource {
     /// The process id of a launch read from a running process (`location` = `pid:1234`).
     pub fn pid(&self) -> Option<u32> {
-        if self.kind != SourceKind::Process {
-            return None;
+        match self.origin() {
+            LaunchOrigin::Process { pid } => Some(pid),
+            _ => None,
         }
-        self.location
-            .trim()
-            .strip_prefix("pid:")
-            .and_then(|pid| pid.trim().parse().ok())
     }
 }
 
@@ -223,4 +220,183 @@ pub struct LaunchConfig {
     /// `--log-file`. Paths as written (may be relative to `working_directory`).
     pub log_files: Vec<String>,
     pub source: LaunchSource,
+}
+
+/// Where a launch came from, typed: what [`LaunchSource::kind`] and [`LaunchSource::location`]
+/// hold as text in JSON (`pid:1234`, `unit:vllm.service`, `container:vllm-llama`,
+/// `/root/.bash_history#57`, a log path or a journal's unit name). Read it with
+/// [`LaunchSource::origin`] instead of taking the location string apart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LaunchOrigin {
+    /// A running process.
+    Process { pid: u32 },
+    /// A systemd unit.
+    Unit { name: String },
+    /// A container (its name, or its id when it has none).
+    Container { name: String },
+    /// Entry `index` of the history file `path`.
+    History { path: String, index: Option<u32> },
+    /// An engine's start-up line in a log file (a path) or a unit's journal (its name).
+    Log { location: String },
+    /// A script or other file.
+    File { path: String },
+    /// Text given on the command line.
+    Text { label: String },
+}
+
+impl LaunchOrigin {
+    /// Reads the origin from the serialised pair (kind, location).
+    pub fn parse(kind: SourceKind, location: &str) -> LaunchOrigin {
+        let location = location.trim();
+        let strip = |prefix: &str| {
+            location
+                .strip_prefix(prefix)
+                .unwrap_or(location)
+                .to_string()
+        };
+        match kind {
+            SourceKind::Process => match location
+                .strip_prefix("pid:")
+                .and_then(|pid| pid.trim().parse().ok())
+            {
+                Some(pid) => LaunchOrigin::Process { pid },
+                None => LaunchOrigin::Text {
+                    label: location.to_string(),
+                },
+            },
+            SourceKind::Unit => LaunchOrigin::Unit {
+                name: strip("unit:"),
+            },
+            SourceKind::Container => LaunchOrigin::Container {
+                name: strip("container:"),
+            },
+            SourceKind::History => {
+                let location = strip("history:");
+                match location.rsplit_once('#') {
+                    Some((path, index)) if index.trim().parse::<u32>().is_ok() => {
+                        LaunchOrigin::History {
+                            path: path.to_string(),
+                            index: index.trim().parse().ok(),
+                        }
+                    }
+                    _ => LaunchOrigin::History {
+                        path: location,
+                        index: None,
+                    },
+                }
+            }
+            SourceKind::Log => LaunchOrigin::Log {
+                location: strip("log:"),
+            },
+            SourceKind::File => LaunchOrigin::File {
+                path: strip("file:"),
+            },
+            SourceKind::Text => LaunchOrigin::Text {
+                label: location.to_string(),
+            },
+        }
+    }
+
+    /// The kind it serialises to.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            LaunchOrigin::Process { .. } => SourceKind::Process,
+            LaunchOrigin::Unit { .. } => SourceKind::Unit,
+            LaunchOrigin::Container { .. } => SourceKind::Container,
+            LaunchOrigin::History { .. } => SourceKind::History,
+            LaunchOrigin::Log { .. } => SourceKind::Log,
+            LaunchOrigin::File { .. } => SourceKind::File,
+            LaunchOrigin::Text { .. } => SourceKind::Text,
+        }
+    }
+
+    /// The location string it serialises to (`pid:1234`, `unit:x`, `/root/.bash_history#3`).
+    pub fn location(&self) -> String {
+        match self {
+            LaunchOrigin::Process { pid } => format!("pid:{pid}"),
+            LaunchOrigin::Unit { name } => format!("unit:{name}"),
+            LaunchOrigin::Container { name } => format!("container:{name}"),
+            LaunchOrigin::History { path, index } => match index {
+                Some(index) => format!("{path}#{index}"),
+                None => path.clone(),
+            },
+            LaunchOrigin::Log { location } => location.clone(),
+            LaunchOrigin::File { path } => path.clone(),
+            LaunchOrigin::Text { label } => label.clone(),
+        }
+    }
+
+    /// The evidence label (`pid:120`, `unit:vllm.service`, `log:/root/sglang.log`,
+    /// `history:/root/.bash_history#4`), as [`LaunchSource::also_seen_in`] lists evidence.
+    pub fn label(&self) -> String {
+        match self {
+            LaunchOrigin::Process { .. }
+            | LaunchOrigin::Unit { .. }
+            | LaunchOrigin::Container { .. } => self.location(),
+            other => format!("{}:{}", other.kind().as_str(), other.location()),
+        }
+    }
+
+    /// The unit name of a unit launch.
+    pub fn unit(&self) -> Option<&str> {
+        match self {
+            LaunchOrigin::Unit { name } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The container name of a container launch.
+    pub fn container(&self) -> Option<&str> {
+        match self {
+            LaunchOrigin::Container { name } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for LaunchOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+impl LaunchSource {
+    /// A source for `origin` (kind and location set from it).
+    pub fn from_origin(origin: &LaunchOrigin, time: TimeBounds, running: bool) -> LaunchSource {
+        LaunchSource {
+            kind: origin.kind(),
+            location: origin.location(),
+            time,
+            running,
+            also_seen_in: Vec::new(),
+        }
+    }
+
+    /// Where this launch came from, typed.
+    pub fn origin(&self) -> LaunchOrigin {
+        LaunchOrigin::parse(self.kind, &self.location)
+    }
+
+    /// The other evidence of the same run, typed (`also_seen_in` as origins).
+    pub fn also_seen(&self) -> Vec<LaunchOrigin> {
+        self.also_seen_in
+            .iter()
+            .map(|label| origin_of_label(label))
+            .collect()
+    }
+}
+
+/// An evidence label (`pid:1`, `unit:x`, `container:x`, `log:/p`, `history:/p#3`) as an origin.
+pub fn origin_of_label(label: &str) -> LaunchOrigin {
+    let label = label.trim();
+    let kind = match label.split_once(':').map(|(k, _)| k) {
+        Some("pid") => SourceKind::Process,
+        Some("unit") => SourceKind::Unit,
+        Some("container") => SourceKind::Container,
+        Some("history") => SourceKind::History,
+        Some("log") => SourceKind::Log,
+        Some("file") => SourceKind::File,
+        _ => SourceKind::Text,
+    };
+    LaunchOrigin::parse(kind, label)
 }

@@ -12,6 +12,7 @@ pub mod exit_codes;
 pub mod launch;
 pub mod report;
 pub mod server;
+pub mod run;
 pub mod snapshot;
 pub mod text;
 
@@ -19,6 +20,7 @@ pub use diff::*;
 pub use launch::*;
 pub use report::*;
 pub use server::*;
+pub use run::*;
 pub use snapshot::*;
 
 /// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and

@@ -38,6 +38,19 @@ pub struct HostReport {
     /// earlier runs that logged metrics, newest first (points of all its logs, deduplicated).
     #[serde(default)]
     pub metrics_by_run: Vec<RunMetrics>,
+    /// Every run of the servers on this host, oldest first, with what was in effect while it
+    /// ran (the engine version it ran, packages, driver, model config, start-up limits).
+    #[serde(default)]
+    pub runs: Vec<crate::Run>,
+    /// Package and driver installs near the runs (timeline events), oldest first.
+    #[serde(default)]
+    pub install_events: Vec<crate::TimelineEvent>,
+    /// The served models' configs, summarised.
+    #[serde(default)]
+    pub models: Vec<crate::ModelSummary>,
+    /// Earlier launches not listed in `earlier` (the report caps the list).
+    #[serde(default)]
+    pub earlier_omitted: usize,
     /// Sections that did not complete (timed out, permission denied, truncated, failed).
     pub problems: Vec<SectionReport>,
     /// Messages from connecting (a host key recorded, a setting reinterpreted).

@@ -204,6 +204,12 @@ pub struct UnitState {
     pub need_daemon_reload: Option<bool>,
     pub fragment_path: Option<String>,
     pub drop_in_paths: Vec<String>,
+    /// `ExecMainExitTimestamp`: when the unit's last main process exited.
+    #[serde(default)]
+    pub exec_main_exit: Option<UnixTime>,
+    /// `InactiveEnterTimestamp`: when the unit last became inactive.
+    #[serde(default)]
+    pub inactive_enter: Option<UnixTime>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -430,6 +436,68 @@ pub struct LogSource {
     /// paths above are as that process sees them. `None`: read at the host's own paths.
     #[serde(default)]
     pub mount_root: Option<String>,
+    /// What the service manager said about the server's lifecycle (journal: `Started ...`,
+    /// `Stopped ...`, `Deactivated successfully`, `Main process exited, code=killed`).
+    #[serde(default)]
+    pub lifecycle: Vec<LifecycleEvent>,
+    /// The limits the engine resolved at start-up (SGLang `max_total_num_tokens=...`, vLLM
+    /// `GPU KV cache size: N tokens`, ...), one record per start-up.
+    #[serde(default)]
+    pub limits: Vec<StartupLimits>,
+    /// Engine version lines (vLLM `vLLM API server version X`, SGLang's version line).
+    #[serde(default)]
+    pub versions: Vec<VersionLine>,
+    /// Lines that could not be read (journalctl's `[N blob data]` placeholder for a message
+    /// with control characters, printed when it is run without `-a`).
+    #[serde(default)]
+    pub unreadable_lines: u64,
+}
+
+/// What a service manager line says happened to a unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LifecycleKind {
+    /// `Started UNIT`.
+    #[default]
+    Started,
+    /// `Stopping UNIT...`.
+    Stopping,
+    /// `Stopped UNIT`, `UNIT: Deactivated successfully.`
+    Stopped,
+    /// `UNIT: Main process exited, code=...`, `UNIT: Failed with result ...`.
+    Exited,
+}
+
+/// One lifecycle line of a unit's journal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LifecycleEvent {
+    pub time: Option<UnixTime>,
+    pub kind: LifecycleKind,
+    /// The line as logged (sanitised).
+    pub text: String,
+}
+
+/// Limits an engine resolved at start-up, as it logged them. Keys: `max_total_num_tokens`,
+/// `max_running_requests`, `context_len`, `available_gpu_mem_gb`, `chunked_prefill_size`,
+/// `max_prefill_tokens` (SGLang); `kv_cache_tokens`, `max_concurrency`, `max_num_seqs`,
+/// `max_num_batched_tokens`, `max_model_len` (vLLM).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct StartupLimits {
+    pub time: Option<UnixTime>,
+    /// `sglang` or `vllm`.
+    pub engine: String,
+    pub values: BTreeMap<String, f64>,
+}
+
+/// An engine's version line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct VersionLine {
+    pub time: Option<UnixTime>,
+    pub engine: String,
+    pub version: String,
 }
 
 /// An engine's start-up line with its resolved arguments (SGLang `server_args=ServerArgs(...)`,

@@ -33,6 +33,7 @@ pub const ALL: &[&str] = &[
     "hostile",
     "attacks",
     "secrets",
+    "vllm-upgrade",
 ];
 
 /// `crates/probe-testkit/fixtures`.

@@ -11,7 +11,7 @@ pub async fn run(ctx: &Ctx, args: TimelineArgs) -> Result<u8> {
     let store = ctx.open_store()?;
     let side = classify_side(ctx, &store, &args.target)?;
     let snapshot = side_snapshot(ctx, &store, side).await?;
-    let timeline = probe_diff::timeline(&snapshot);
+    let timeline = probe_diff::analyze(&snapshot).timeline;
     let text = match ctx.printer.format {
         Format::Json => render::json::pretty(&timeline),
         _ => render::text(&render::timeline_doc(&timeline), &ctx.printer),

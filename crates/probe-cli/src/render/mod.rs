@@ -6,6 +6,7 @@ pub mod human;
 pub mod json;
 pub mod markdown;
 pub mod server;
+mod runs;
 
 use std::collections::BTreeMap;
 
@@ -98,7 +99,7 @@ pub fn change_summary(change: &Change) -> String {
 }
 
 /// A ranked list of changes as a table: impact, category, what, why.
-fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
+pub(super) fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
     if changes.is_empty() {
         doc.line(Tone::Good, "  no meaningful changes");
         return;
@@ -203,8 +204,6 @@ fn launch_options(launch: &LaunchConfig) -> Vec<String> {
 const MAX_OPTIONS_SHOWN: usize = 24;
 /// Environment variables shown per launch in a report.
 const MAX_ENV_SHOWN: usize = 12;
-/// Metric comparisons shown above a launch diff (JSON has all of them).
-const MAX_METRIC_LINES: usize = 5;
 /// Other evidence of the same run named per launch.
 const MAX_EVIDENCE_SHOWN: usize = 4;
 /// Earlier launches shown in a host report (`probe timeline` shows all).
@@ -455,6 +454,8 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         doc.items(items);
     }
 
+    runs::runs_section(&mut doc, report);
+
     if !report.earlier.is_empty() {
         doc.heading(2, "Earlier launches (newest first)");
         let mut items = Vec::new();
@@ -462,14 +463,11 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
             launch_items(launch, &mut items);
         }
         doc.items(items);
-        if report.earlier.len() > MAX_EARLIER_SHOWN {
+        let more = report.earlier.len().saturating_sub(MAX_EARLIER_SHOWN) + report.earlier_omitted;
+        if more > 0 {
             doc.line(
                 Tone::Dim,
-                format!(
-                    "  ... {} more: probe timeline {}",
-                    report.earlier.len() - MAX_EARLIER_SHOWN,
-                    report.target
-                ),
+                format!("  ... {more} more: probe timeline {}", report.target),
             );
         }
     }
@@ -527,6 +525,7 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
     }
 
     server::server_section(&mut doc, &report.servers);
+    runs::evidence_section(&mut doc, report);
 
     if !report.problems.is_empty() {
         doc.heading(2, "Collection problems");
@@ -655,7 +654,7 @@ fn metrics_by_run(doc: &mut Doc, runs: &[probe_model::RunMetrics]) {
     }
 }
 
-fn number(value: f64) -> String {
+pub(super) fn number(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 1e12 {
         format!("{value:.0}")
     } else if value.abs() >= 100.0 {
@@ -666,7 +665,7 @@ fn number(value: f64) -> String {
 }
 
 /// `gen_throughput 1025 -> 438 tok/s (-57%)`.
-fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
+pub(super) fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
     let (before, after) = (metric.before.as_ref()?, metric.after.as_ref()?);
     let change = metric
         .change
@@ -688,34 +687,7 @@ fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
 }
 
 fn launch_diff_body(doc: &mut Doc, diff: &LaunchDiff) {
-    if let Some((before, after)) = diff.engine_switch {
-        doc.line(Tone::Bad, format!("  engine switched: {before} -> {after}"));
-    }
-    // What it did first (means over each launch's run), then how it was configured.
-    for (tone, line) in diff
-        .metrics
-        .iter()
-        .take(MAX_METRIC_LINES)
-        .filter_map(metric_line)
-    {
-        doc.line(tone, line);
-    }
-    if let Some(note) = &diff.metrics_note {
-        doc.line(Tone::Dim, format!("  ({note})"));
-    }
-    changes_table(doc, &diff.changes, 15);
-    for note in &diff.notes {
-        doc.line(Tone::Dim, format!("  note: {note}"));
-    }
-    if !diff.equal_by_default.is_empty() {
-        doc.line(
-            Tone::Dim,
-            format!(
-                "  equal once defaults apply: {}",
-                diff.equal_by_default.join(", ")
-            ),
-        );
-    }
+    runs::diff_body(doc, diff);
 }
 
 /// Two snapshots compared.

@@ -101,6 +101,7 @@ fn steps_change() -> Change {
         after_written: Some("--speculative-num-steps 5".into()),
         explanation: "more draft steps: higher accept length, more verify cost per step".into(),
         note: None,
+        mechanism: None,
     }
 }
 
@@ -317,7 +318,7 @@ fn host_report() -> HostReport {
             ..SectionReport::default()
         }],
         notices: vec!["host key for gpu7 recorded in known_hosts (\u{1b}[31mED25519)".into()],
-        servers: Vec::new(),
+        ..HostReport::default()
     }
 }
 
@@ -433,4 +434,167 @@ fn remote_escapes_never_reach_output() {
     let colored = human::render(&host_report_doc(&host_report()), Styles::new(true));
     // Colour codes come only from our styles: no ESC followed by "[31mED25519".
     assert!(!colored.contains("\u{1b}[31mED25519"));
+}
+
+/// The story: a hand launch replaced a unit; the unit's runs ran an older engine; the new run
+/// resolved a third of the KV capacity and one running request.
+fn host_report_with_runs() -> HostReport {
+    use probe_model::{
+        Certainty, ComputeApp, ModelSummary, Run, RunBound, RunPackage, RunVersion, TimelineEvent,
+        TimelineEventKind, VersionSource,
+    };
+    let unit_run = Run {
+        launch: "unit:sglang-qwen.service".into(),
+        engine: Engine::Sglang,
+        start: RunBound {
+            at: Some(1_795_160_000),
+            evidence: "start-up log line".into(),
+            certainty: Certainty::Exact,
+        },
+        end: Some(RunBound {
+            at: Some(1_795_170_000),
+            evidence: "journal of sglang-qwen.service: Stopped sglang-qwen.service".into(),
+            certainty: Certainty::Exact,
+        }),
+        engine_version: RunVersion {
+            version: None,
+            source: VersionSource::InstalledAfter,
+            note: Some(
+                "older than 0.5.9, installed 2026-11-21 15:03 UTC, after this run started".into(),
+            ),
+        },
+        limits: [
+            ("max_total_num_tokens".to_string(), 1_286_144.0),
+            ("max_running_requests".to_string(), 2048.0),
+            ("context_len".to_string(), 131_072.0),
+        ]
+        .into(),
+        launches: 1,
+        ..Run::default()
+    };
+    let hand_run = Run {
+        launch: "pid:4242".into(),
+        engine: Engine::Sglang,
+        running: true,
+        start: RunBound {
+            at: Some(1_795_180_000),
+            evidence: "process start".into(),
+            certainty: Certainty::Exact,
+        },
+        engine_version: RunVersion {
+            version: Some("0.5.9".into()),
+            source: VersionSource::Running,
+            note: None,
+        },
+        packages: vec![
+            RunPackage {
+                name: "sglang".into(),
+                version: Some("0.5.9".into()),
+                installed_at: Some(1_795_175_000),
+                note: None,
+            },
+            RunPackage {
+                name: "torch".into(),
+                version: Some("2.9.1+cu128".into()),
+                ..RunPackage::default()
+            },
+        ],
+        driver: Some("570.172.08".into()),
+        cuda: Some("12.8".into()),
+        limits: [
+            ("max_total_num_tokens".to_string(), 428_714.0),
+            ("max_running_requests".to_string(), 1.0),
+            ("available_gpu_mem_gb".to_string(), 4.1),
+        ]
+        .into(),
+        launches: 3,
+        ..Run::default()
+    };
+    let cause = |key: &str,
+                 before: serde_json::Value,
+                 after: serde_json::Value,
+                 mechanism: Option<&str>| Change {
+        category: Category::MemoryKvCache,
+        impact: Impact::High,
+        key: key.into(),
+        before: Some(before),
+        after: Some(after),
+        explanation: format!("{key} changed"),
+        mechanism: mechanism.map(String::from),
+        ..Change::default()
+    };
+    let mut report = host_report();
+    report.runs = vec![unit_run, hand_run];
+    report.install_events = vec![TimelineEvent {
+        kind: TimelineEventKind::PackageInstall,
+        time: TimeBounds {
+            at: Some(1_795_175_000),
+            ..TimeBounds::default()
+        },
+        summary: "installed in /opt/venvs/sglang/bin/python3: sglang 0.5.9, sgl-kernel 0.3.21"
+            .into(),
+        ..TimelineEvent::default()
+    }];
+    report.models = vec![ModelSummary {
+        model: "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8".into(),
+        revision: Some("9c7f2fbe84465e40164a94a6f4b1e8c26b16a1e0".into()),
+        architecture: Some("qwen3_next".into()),
+        layers: Some(48),
+        full_attention_layers: Some(12),
+        linear_attention_layers: Some(36),
+        mtp_layers: Some(1),
+        quantization: Some("fp8".into()),
+        dtype: Some("bfloat16".into()),
+        max_positions: Some(262_144),
+        ..ModelSummary::default()
+    }];
+    report.gpu.gpus[0].uuid = Some("GPU-0".into());
+    report.gpu.gpus[0].memory_used_mib = Some(131_208);
+    report.gpu.gpus[0].memory_total_mib = Some(143_771);
+    report.gpu.compute_apps = vec![ComputeApp {
+        gpu_uuid: Some("GPU-0".into()),
+        pid: Some(4250),
+        process_name: Some("sglang::scheduler_TP0".into()),
+        used_memory_mib: Some(131_000),
+    }];
+    if let Some(diff) = report.vs_previous_launch.as_mut() {
+        diff.load_note = Some("load: running requests 38 -> 1, idle samples left out of the means: 0 before, 12 after; the load differs: throughput is not like for like".into());
+        diff.changes = vec![
+            cause(
+                "limit:max_total_num_tokens",
+                json!(1_286_144),
+                json!(428_714),
+                None,
+            ),
+            cause(
+                "limit:max_running_requests",
+                json!(2048),
+                json!(1),
+                Some(
+                    "the engine admits at most 1 requests at once (2048 -> 1); the run averaged 38 -> 1 running requests",
+                ),
+            ),
+        ];
+        diff.not_explaining = vec!["package:transformers: 4.57.0 -> 4.57.1 between unit:a and unit:b; gen_throughput stayed 1000 -> 1010 tok/s: does not explain the slowdown".into()];
+    }
+    report
+}
+
+#[test]
+fn host_report_runs_human() {
+    masked!(
+        "host_report_runs_human",
+        human::render(
+            &host_report_doc(&host_report_with_runs()),
+            Styles::new(false)
+        )
+    );
+}
+
+#[test]
+fn host_report_runs_markdown() {
+    masked!(
+        "host_report_runs_markdown",
+        markdown::render(&host_report_doc(&host_report_with_runs()))
+    );
 }

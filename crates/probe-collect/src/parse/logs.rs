@@ -27,6 +27,9 @@ struct Res {
     proc_prefix: Regex,
     metric: Vec<(Regex, &'static str, &'static str, f64, Kind)>,
     vllm_version: Regex,
+    sglang_version: Regex,
+    limit: Vec<(Regex, &'static str, &'static str)>,
+    blob: Regex,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -68,6 +71,20 @@ fn res() -> &'static Res {
                 (r(&format!(r"^Speculative metrics: Draft acceptance rate: {num},")), "accept_rate", "ratio", 1.0, Kind::VllmSpec),
             ],
             vllm_version: r(r"vLLM (?:API )?server version ([0-9A-Za-z.+_-]+)"),
+            sglang_version: r(r"(?i)\bsglang(?: version|==|\s+v)\s*:?\s*v?([0-9][0-9A-Za-z.+_-]*)"),
+            limit: vec![
+                (r(r"max_total_num_tokens=([0-9]+)"), "max_total_num_tokens", "sglang"),
+                (r(r"chunked_prefill_size=(-?[0-9]+)"), "chunked_prefill_size", "sglang"),
+                (r(r"max_prefill_tokens=([0-9]+)"), "max_prefill_tokens", "sglang"),
+                (r(r"max_running_requests=([0-9]+)"), "max_running_requests", "sglang"),
+                (r(r"context_len=([0-9]+)"), "context_len", "sglang"),
+                (r(r"available_gpu_mem=([0-9]+(?:\.[0-9]+)?) ?GB"), "available_gpu_mem_gb", "sglang"),
+                (r(r"GPU KV cache size: ([0-9][0-9,]*) tokens"), "kv_cache_tokens", "vllm"),
+                (r(r"Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x"), "max_concurrency", "vllm"),
+                (r(r"max_num_batched_tokens=([0-9]+)"), "max_num_batched_tokens", "vllm"),
+                (r(r"max_num_seqs=([0-9]+)"), "max_num_seqs", "vllm"),
+            ],
+            blob: r(r"^\[[0-9.]+[KMG]?B blob data\]$"),
         }
     })
 }
@@ -148,8 +165,24 @@ fn parse_lines<'a>(
         if outer.is_some() {
             time = outer;
         }
+        if r.blob.is_match(l.trim()) {
+            src.unreadable_lines += 1;
+            continue;
+        }
+        if let Some(event) = lifecycle(l, time) {
+            src.lifecycle.push(event);
+            continue;
+        }
         if let Some(c) = r.vllm_version.captures(l) {
             version = c.get(1).map(|m| m.as_str().to_string());
+            push_version(src, time, "vllm", version.as_deref());
+        } else if !l.contains("server_args=")
+            && let Some(c) = r.sglang_version.captures(l)
+        {
+            push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
+        }
+        if read_limits(l, time, src) {
+            continue;
         }
         if let Some(i) = l.find("server_args=") {
             push_startup(
@@ -230,6 +263,108 @@ fn parse_lines<'a>(
         src.startups.drain(..src.startups.len() - MAX_STARTUPS);
     }
 }
+
+/// A service manager's lifecycle line (`Started X`, `Stopping X...`, `Stopped X`,
+/// `X: Deactivated successfully.`, `X: Main process exited, code=killed, status=9/KILL`,
+/// `X: Failed with result 'exit-code'.`).
+fn lifecycle(line: &str, time: Option<UnixTime>) -> Option<probe_model::LifecycleEvent> {
+    use probe_model::LifecycleKind;
+    let l = line.trim();
+    let kind = if l.starts_with("Started ") {
+        LifecycleKind::Started
+    } else if l.starts_with("Stopping ") {
+        LifecycleKind::Stopping
+    } else if l.starts_with("Stopped ") || l.ends_with(": Deactivated successfully.") {
+        LifecycleKind::Stopped
+    } else if l.contains(": Main process exited, code=") || l.contains(": Failed with result ") {
+        LifecycleKind::Exited
+    } else {
+        return None;
+    };
+    Some(probe_model::LifecycleEvent {
+        time,
+        kind,
+        text: sanitize_line(l),
+    })
+}
+
+fn push_version(src: &mut LogSource, time: Option<UnixTime>, engine: &str, version: Option<&str>) {
+    let Some(version) = version.filter(|v| !v.is_empty()) else {
+        return;
+    };
+    if src.versions.len() >= MAX_STARTUPS * 4 {
+        src.versions.drain(..MAX_STARTUPS * 2);
+    }
+    src.versions.push(probe_model::VersionLine {
+        time,
+        engine: engine.to_string(),
+        version: sanitize_line(version),
+    });
+}
+
+/// Reads the limits an engine logs at start-up; a line is merged into the record of the same
+/// start-up (within [`LIMITS_SAME_STARTUP_S`] of it, key not yet set). Returns whether the line
+/// held any.
+fn read_limits(line: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool {
+    let mut found: Vec<(&'static str, &'static str, f64)> = Vec::new();
+    for (re, key, engine) in &res().limit {
+        let Some(c) = re.captures(line) else { continue };
+        let group = if *key == "max_concurrency" { 2 } else { 1 };
+        let Some(v) = c
+            .get(group)
+            .and_then(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+        else {
+            continue;
+        };
+        found.push((key, engine, v));
+        if *key == "max_concurrency"
+            && let Some(len) = c
+                .get(1)
+                .and_then(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        {
+            found.push(("max_model_len", engine, len));
+        }
+    }
+    // `max_num_seqs=` also appears inside argument dumps; only a line that is about limits counts.
+    if found.is_empty() || line.contains("server_args=") || line.contains("non-default args") {
+        return false;
+    }
+    let engine = found.first().map_or("", |f| f.1);
+    let same = src.limits.last_mut().filter(|last| {
+        last.engine == engine
+            && match (last.time, time) {
+                (Some(a), Some(b)) => (b - a).abs() <= LIMITS_SAME_STARTUP_S,
+                (None, None) => true,
+                _ => false,
+            }
+            && found.iter().all(|(k, _, _)| !last.values.contains_key(*k))
+    });
+    match same {
+        Some(last) => {
+            for (k, _, v) in found {
+                last.values.insert(k.to_string(), v);
+            }
+        }
+        None => {
+            if src.limits.len() >= MAX_STARTUPS * 4 {
+                src.limits.drain(..MAX_STARTUPS * 2);
+            }
+            src.limits.push(probe_model::StartupLimits {
+                time,
+                engine: engine.to_string(),
+                values: found
+                    .into_iter()
+                    .map(|(k, _, v)| (k.to_string(), v))
+                    .collect(),
+            });
+        }
+    }
+    true
+}
+
+/// Limit lines of one start-up are at most this far apart.
+const LIMITS_SAME_STARTUP_S: i64 = 600;
 
 fn push_startup(
     src: &mut LogSource,
@@ -376,6 +511,16 @@ pub fn parse_journal(
         if r.data.is_empty() {
             src.status = SectionStatus::NotPresent;
             src.message = Some("no journal entries".into());
+        } else if src.unreadable_lines > 0 {
+            src.status = SectionStatus::Truncated;
+            src.message = Some(format!(
+                "read only in part: {} journal lines came as \"[N blob data]\" (journalctl \
+                 without -a) and were not read",
+                src.unreadable_lines
+            ));
+        } else if src.truncated {
+            src.status = SectionStatus::Truncated;
+            src.message = Some(format!("read only in part: the newest {cap} bytes"));
         }
         out.push(src);
     }
@@ -692,6 +837,73 @@ mod tests {
                 .last,
             2150.37
         );
+    }
+
+    #[test]
+    fn journal_lifecycle_limits_versions_and_blobs() {
+        // As vLLM 0.11 writes under systemd (coloured prefix), read with `journalctl -a`, plus
+        // one line as journalctl prints it without `-a`.
+        let body = "\nB R unit system vllm.service\n\
+2026-11-20T16:31:11+00:00 h systemd[1]: Started vllm.service - vLLM.\n\
+2026-11-20T16:31:12+00:00 h vllm[1571]: \u{1b}[1;36m(APIServer pid=1571)\u{1b}[0;0m INFO 11-20 16:31:12 [api_server.py:1885] vLLM API server version 0.10.1.1\n\
+2026-11-20T16:32:40+00:00 h vllm[1571]: (EngineCore_DP0 pid=1578) INFO 11-20 16:32:40 [kv_cache_utils.py:1087] GPU KV cache size: 1,234,560 tokens\n\
+2026-11-20T16:32:40+00:00 h vllm[1571]: (EngineCore_DP0 pid=1578) INFO 11-20 16:32:40 [kv_cache_utils.py:1091] Maximum concurrency for 65,536 tokens per request: 18.84x\n\
+2026-11-20T16:40:00+00:00 h vllm[1571]: [253B blob data]\n\
+2026-11-20T17:00:00+00:00 h systemd[1]: Stopping vllm.service - vLLM...\n\
+2026-11-20T17:00:04+00:00 h systemd[1]: vllm.service: Main process exited, code=killed, status=9/KILL\n\
+2026-11-20T17:00:04+00:00 h systemd[1]: vllm.service: Deactivated successfully.\n";
+        let s = parse_journal(body.as_bytes(), "B", None, 0, 1 << 22);
+        let j = &s[0];
+        let kinds: Vec<probe_model::LifecycleKind> = j.lifecycle.iter().map(|e| e.kind).collect();
+        use probe_model::LifecycleKind::*;
+        assert_eq!(kinds, vec![Started, Stopping, Exited, Stopped]);
+        assert_eq!(j.versions.len(), 1);
+        assert_eq!(j.versions[0].version, "0.10.1.1");
+        assert_eq!(j.limits.len(), 1, "{:?}", j.limits);
+        assert_eq!(j.limits[0].values["kv_cache_tokens"], 1_234_560.0);
+        assert_eq!(j.limits[0].values["max_concurrency"], 18.84);
+        assert_eq!(j.limits[0].values["max_model_len"], 65_536.0);
+        assert_eq!(j.unreadable_lines, 1);
+        assert_eq!(j.status, SectionStatus::Truncated);
+        assert!(j.message.as_deref().unwrap_or("").contains("blob data"));
+    }
+
+    #[test]
+    fn sglang_limits_line() {
+        let cases: &[(&str, &[(&str, f64)])] = &[
+            (
+                "[2026-11-05 08:01:38 TP0] max_total_num_tokens=1286144, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2048, context_len=131072, available_gpu_mem=12.40 GB",
+                &[
+                    ("max_total_num_tokens", 1_286_144.0),
+                    ("max_running_requests", 2048.0),
+                    ("context_len", 131_072.0),
+                    ("available_gpu_mem_gb", 12.4),
+                ],
+            ),
+            (
+                "[2026-11-05 08:01:38] server_args=ServerArgs(max_running_requests=48)",
+                &[],
+            ),
+            (
+                "[2026-11-05 08:01:38 TP0] Decode batch, #running-req: 9",
+                &[],
+            ),
+        ];
+        for (line, expected) in cases {
+            let mut src = LogSource::default();
+            parse_text(line, None, 0, &mut src);
+            let got = src
+                .limits
+                .first()
+                .map(|l| l.values.clone())
+                .unwrap_or_default();
+            for (k, v) in *expected {
+                assert_eq!(got.get(*k), Some(v), "{line}: {got:?}");
+            }
+            if expected.is_empty() {
+                assert!(src.limits.is_empty(), "{line}: {:?}", src.limits);
+            }
+        }
     }
 
     #[test]

@@ -338,6 +338,8 @@ pub fn parse_show(body: &[u8], tz_offset_s: i64) -> BTreeMap<String, UnitState> 
                 "SubState" => s.sub_state = Some(v.to_string()),
                 "MainPID" => s.main_pid = v.parse().ok().filter(|&p: &u32| p > 0),
                 "ExecMainStartTimestamp" => s.exec_main_start = parse_systemd_time(v, tz_offset_s),
+                "ExecMainExitTimestamp" => s.exec_main_exit = parse_systemd_time(v, tz_offset_s),
+                "InactiveEnterTimestamp" => s.inactive_enter = parse_systemd_time(v, tz_offset_s),
                 "NRestarts" => s.n_restarts = v.parse().ok(),
                 "NeedDaemonReload" => s.need_daemon_reload = Some(v == "yes"),
                 "FragmentPath" => s.fragment_path = (!v.is_empty()).then(|| v.to_string()),

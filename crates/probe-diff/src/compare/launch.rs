@@ -813,6 +813,10 @@ fn source_word(kind: SourceKind) -> &'static str {
 /// Variables shown by name in a note about variables that could not be compared.
 const ENV_NOTE_NAMES: usize = 6;
 
+/// The rule of login-session variables (CA bundles, cloud SDK settings, proxies), which no
+/// engine or library setting reads: summed up in one change.
+const SESSION_RULE: &str = "env-session";
+
 fn compare_env(
     before_launch: &LaunchConfig,
     after_launch: &LaunchConfig,
@@ -827,6 +831,7 @@ fn compare_env(
     // Variables set on one side only, where the other side does not show its whole environment.
     let mut unknown_before: Vec<&str> = Vec::new();
     let mut unknown_after: Vec<&str> = Vec::new();
+    let mut session: Vec<&str> = Vec::new();
     for name in names {
         let before_value = before.get(name);
         let after_value = after.get(name);
@@ -870,7 +875,36 @@ fn compare_env(
         let after_json = after_value.map(|v| Value::from(v.as_str()));
         let subject =
             Subject::new(Area::Env, name, kind).values(before_json.as_ref(), after_json.as_ref());
+        // Login-session variables (CA bundles, cloud SDK settings) are summed up in one line.
+        if crate::impact::assess(&subject).rule.as_deref() == Some(SESSION_RULE) {
+            session.push(name.as_str());
+            continue;
+        }
         collector.push(&subject, format!("env:{name}"), None, None, note);
+    }
+    if !session.is_empty() {
+        let mut shown = session
+            .iter()
+            .take(ENV_NOTE_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if session.len() > ENV_NOTE_NAMES {
+            shown.push_str(&format!(" and {} more", session.len() - ENV_NOTE_NAMES));
+        }
+        collector.changes.push(Change {
+            category: probe_model::Category::Host,
+            impact: probe_model::Impact::Low,
+            kind: ChangeKind::Changed,
+            key: String::from("env:(login session)"),
+            before: None,
+            after: Some(Value::from(session.len())),
+            explanation: format!(
+                "{} login-session variables differ ({shown}); no engine or library setting reads them",
+                session.len()
+            ),
+            ..Change::default()
+        });
     }
     let mut note_for = |names: &[&str], set_in: &LaunchConfig, unknown_in: &LaunchConfig| {
         if names.is_empty() {

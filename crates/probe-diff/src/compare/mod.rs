@@ -7,6 +7,7 @@
 //! it slower".
 
 mod launch;
+mod run;
 mod snapshot;
 mod speculative;
 mod text;
@@ -15,6 +16,7 @@ mod values;
 pub use crate::impact::rank;
 pub use launch::{compare_launches, option_at_default};
 pub(crate) use launch::{launch_label, same_configuration};
+pub use run::compare_runs;
 pub(crate) use snapshot::same_server;
 pub use snapshot::{compare_snapshots, compare_snapshots_with, is_meaningful};
 pub use text::unified_diff;

@@ -9,6 +9,7 @@
 
 mod argv;
 mod container;
+mod host_change;
 mod options;
 mod runs;
 mod shell;
@@ -18,14 +19,15 @@ mod values;
 use std::collections::BTreeMap;
 
 use probe_model::{
-    Engine, LaunchConfig, LaunchOption, LaunchSource, ProcessRole, Snapshot, SourceKind,
-    StartupRecord, SystemdUnit, TimeBounds,
+    Engine, LaunchConfig, LaunchOption, LaunchOrigin, LaunchSource, ProcessRole, Snapshot,
+    SourceKind, StartupRecord, SystemdUnit, TimeBounds,
 };
 use serde_json::Value;
 
 use crate::catalog::catalog;
 use argv::{Ctx, basename};
 
+pub use host_change::host_change;
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
 
@@ -571,7 +573,7 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
     })
 }
 
-fn engine_package(engine: Engine) -> &'static [&'static str] {
+pub(crate) fn engine_package(engine: Engine) -> &'static [&'static str] {
     match engine {
         Engine::Vllm => &["vllm"],
         Engine::Sglang => &["sglang"],
@@ -589,8 +591,8 @@ fn engine_package(engine: Engine) -> &'static [&'static str] {
 fn container_of(snapshot: &Snapshot, l: &LaunchConfig) -> Option<Option<String>> {
     match l.source.kind {
         SourceKind::Container => {
-            let location = l.source.location.trim();
-            let label = location.strip_prefix("container:").unwrap_or(location);
+            let origin = l.source.origin();
+            let label = origin.container().unwrap_or_default();
             let id = snapshot
                 .containers
                 .iter()
@@ -674,32 +676,58 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
     if l.engine_version.is_some() {
         return;
     }
-    let loc = l.source.location.clone();
-    let matching = snapshot.python_envs.iter().find(|e| {
+    // A package written after this launch started is not what it ran: only a launch that runs
+    // now, or one that started after the install, takes the installed version.
+    let start = l.source.time.at;
+    let running = l.source.running;
+    let in_effect = |env: &probe_model::PythonEnv| {
+        env.packages
+            .iter()
+            .find(|p| pkgs.contains(&p.name.as_str()))
+            .filter(|p| {
+                running
+                    || matches!((p.installed_at, start), (Some(installed), Some(start)) if installed <= start)
+            })
+            .map(|p| p.version.clone())
+    };
+    if let Some(env) = serving_env(snapshot, l) {
+        if let Some(v) = in_effect(env) {
+            l.engine_version = Some(v);
+        }
+        return;
+    }
+    let all: Vec<&probe_model::PythonEnv> = snapshot
+        .python_envs
+        .iter()
+        .filter(|e| !env_in_container(snapshot, e))
+        .filter(|e| version_in(e).is_some())
+        .collect();
+    if let [only] = all.as_slice()
+        && let Some(v) = in_effect(only)
+    {
+        l.engine_version = Some(v);
+    }
+}
+
+/// The Python environment a launch runs in: the one whose interpreter, venv or users match it.
+pub(crate) fn serving_env<'a>(
+    snapshot: &'a Snapshot,
+    l: &LaunchConfig,
+) -> Option<&'a probe_model::PythonEnv> {
+    let label = evidence_label(l);
+    let loc = l.source.location.trim();
+    snapshot.python_envs.iter().find(|e| {
         l.interpreter
             .as_deref()
             .map(|i| i == e.interpreter && e.mount_root.is_none())
             .unwrap_or(false)
-            || e.used_by.contains(&loc)
+            || e.used_by.iter().any(|u| u == loc || *u == label)
             || l.venv
                 .as_deref()
                 .zip(e.prefix.as_deref())
                 .map(|(a, b)| a == b && e.mount_root.is_none())
                 .unwrap_or(false)
-    });
-    if let Some(v) = matching.and_then(version_in) {
-        l.engine_version = Some(v);
-        return;
-    }
-    let all: Vec<String> = snapshot
-        .python_envs
-        .iter()
-        .filter(|e| !env_in_container(snapshot, e))
-        .filter_map(version_in)
-        .collect();
-    if let [only] = all.as_slice() {
-        l.engine_version = Some(only.clone());
-    }
+    })
 }
 
 /// Re-reads a launch with its engine version's catalog once the version is known.
@@ -749,7 +777,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         let hints = ParseHints {
             source: LaunchSource {
                 kind: SourceKind::Process,
-                location: format!("pid:{}", p.pid),
+                location: LaunchOrigin::Process { pid: p.pid }.location(),
                 time: TimeBounds {
                     at: p.start_time,
                     ..TimeBounds::default()
@@ -787,7 +815,10 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         let hints = ParseHints {
             source: LaunchSource {
                 kind: SourceKind::Unit,
-                location: format!("unit:{}", u.name),
+                location: LaunchOrigin::Unit {
+                    name: u.name.clone(),
+                }
+                .location(),
                 time: TimeBounds {
                     at: u
                         .state
@@ -811,10 +842,10 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         let hints = ParseHints {
             source: LaunchSource {
                 kind: SourceKind::Container,
-                location: format!(
-                    "container:{}",
-                    c.name.clone().unwrap_or_else(|| c.id.clone())
-                ),
+                location: LaunchOrigin::Container {
+                    name: c.name.clone().unwrap_or_else(|| c.id.clone()),
+                }
+                .location(),
                 time: TimeBounds {
                     at: c.started_at,
                     ..TimeBounds::default()
@@ -834,7 +865,11 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                 kind: TextKind::Shell,
                 source: LaunchSource {
                     kind: SourceKind::History,
-                    location: format!("{}#{}", h.path, e.index),
+                    location: LaunchOrigin::History {
+                        path: h.path.clone(),
+                        index: Some(e.index),
+                    }
+                    .location(),
                     time: TimeBounds {
                         at: e.time,
                         not_before: None,

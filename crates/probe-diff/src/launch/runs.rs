@@ -7,7 +7,7 @@
 //! history > log), lets the others fill in what it lacks (a log's resolved speculative values, a
 //! container's wrapper), and lists them in [`probe_model::LaunchSource::also_seen_in`].
 
-use probe_model::{LaunchConfig, ProcessRole, Snapshot, SourceKind, UnixTime};
+use probe_model::{LaunchConfig, LaunchOrigin, ProcessRole, Snapshot, SourceKind, UnixTime};
 
 use super::shell::split_words;
 use crate::compare::{same_configuration, same_server};
@@ -38,24 +38,11 @@ fn precision(kind: SourceKind) -> u8 {
 /// `unit:vllm.service`, `container:vllm-llama`, `pid:120`, `log:/root/sglang.log`,
 /// `history:/root/.bash_history#4`.
 pub fn evidence_label(launch: &LaunchConfig) -> String {
-    let location = launch.source.location.trim();
-    let kind = match launch.source.kind {
-        SourceKind::Process => "pid",
-        kind => kind.as_str(),
-    };
-    if location.starts_with(&format!("{kind}:")) {
-        location.to_string()
-    } else {
-        format!("{kind}:{location}")
-    }
+    launch.source.origin().label()
 }
 
-fn unit_name(launch: &LaunchConfig) -> Option<&str> {
-    if launch.source.kind != SourceKind::Unit {
-        return None;
-    }
-    let location = launch.source.location.trim();
-    Some(location.strip_prefix("unit:").unwrap_or(location))
+fn unit_name(launch: &LaunchConfig) -> Option<String> {
+    launch.source.origin().unit().map(str::to_string)
 }
 
 /// When the run this launch describes started, as exactly as the evidence tells: a process's
@@ -93,8 +80,8 @@ fn same_run_structurally(
             let Some(container_id) = info.and_then(|p| p.container_id.as_deref()) else {
                 return false;
             };
-            let location = other.source.location.trim();
-            let label = location.strip_prefix("container:").unwrap_or(location);
+            let origin = other.source.origin();
+            let label = origin.container().unwrap_or_default();
             snapshot.containers.iter().any(|c| {
                 let named = c.name.as_deref() == Some(label) || c.id == label;
                 let id = c.id.trim();
@@ -140,9 +127,14 @@ fn same_run_structurally(
 }
 
 /// The history file and entry index of a history launch (`/root/.bash_history#8`).
-fn history_entry(launch: &LaunchConfig) -> Option<(&str, u32)> {
-    let (path, index) = launch.source.location.trim().rsplit_once('#')?;
-    Some((path, index.parse().ok()?))
+fn history_entry(launch: &LaunchConfig) -> Option<(String, u32)> {
+    match launch.source.origin() {
+        LaunchOrigin::History {
+            path,
+            index: Some(index),
+        } => Some((path, index)),
+        _ => None,
+    }
 }
 
 /// The `--name` of the `docker run` / `podman run` a history entry holds.
@@ -151,7 +143,7 @@ fn history_container_name(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<
     let entry = snapshot
         .histories
         .iter()
-        .filter(|h| h.path == path)
+        .filter(|h| h.path == *path)
         .flat_map(|h| h.entries.iter())
         .find(|e| e.index == index)?;
     let words = split_words(&entry.command);
@@ -181,10 +173,10 @@ fn container_names(launches: &[LaunchConfig], into: &[Option<usize>], j: usize) 
                 && (*k == j || into.get(*k).copied().flatten() == Some(j))
         })
         .map(|(_, l)| {
-            let location = l.source.location.trim();
-            location
-                .strip_prefix("container:")
-                .unwrap_or(location)
+            l.source
+                .origin()
+                .container()
+                .unwrap_or_default()
                 .to_string()
         })
         .collect()

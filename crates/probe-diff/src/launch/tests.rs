@@ -269,7 +269,10 @@ fn docker_snapshot() -> Snapshot {
             PythonEnv {
                 interpreter: "/opt/venv/bin/python3".into(),
                 prefix: Some("/opt/venv".into()),
-                packages: vec![vllm("0.9.0")],
+                packages: vec![PythonPackage {
+                    installed_at: Some(1_000),
+                    ..vllm("0.9.0")
+                }],
                 ..PythonEnv::default()
             },
         ],
@@ -281,10 +284,18 @@ fn docker_snapshot() -> Snapshot {
                 history(6, "vllm/vllm-openai@sha256:0123456789abcdef", "digest"),
                 HistoryEntry {
                     index: 7,
+                    time: Some(2_000),
                     command:
                         "/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model /h"
                             .into(),
-                    ..HistoryEntry::default()
+                },
+                // Run before the venv's vllm was installed: that version is not what it ran.
+                HistoryEntry {
+                    index: 8,
+                    time: Some(500),
+                    command:
+                        "/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model /h"
+                            .into(),
                 },
             ],
             ..HistoryFile::default()
@@ -317,6 +328,8 @@ fn container_launches_take_their_image_tag_or_their_own_packages() {
     assert_eq!(version("/root/.bash_history#6"), None);
     // A host launch by the venv's interpreter: the venv's version, not the container's.
     assert_eq!(version("/root/.bash_history#7").as_deref(), Some("0.9.0"));
+    // Never a version installed after the launch started.
+    assert_eq!(version("/root/.bash_history#8"), None);
 }
 
 #[test]

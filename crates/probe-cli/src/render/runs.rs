@@ -1,0 +1,309 @@
+//! The report's evidence sections: the runs with what was in effect while each ran, the
+//! serving packages, installs near the runs, the model's config, GPU memory and its holders; and
+//! the symptoms of a comparison, kept apart from its causes.
+
+use probe_model::{
+    Certainty, HostReport, LaunchDiff, ModelSummary, Run, RunBound, TimelineEventKind,
+};
+
+use super::doc::{Doc, Tone};
+use super::{changes_table, format_time, metric_line, number};
+
+/// Metric lines shown among the symptoms.
+const MAX_SYMPTOM_LINES: usize = 5;
+/// Packages shown in one line.
+const MAX_PACKAGES: usize = 12;
+/// GPU memory holders listed.
+const MAX_HOLDERS: usize = 16;
+
+fn bound_text(bound: &RunBound) -> String {
+    let at = bound.at.map(format_time).unwrap_or_else(|| "?".into());
+    match bound.certainty {
+        Certainty::Exact => at,
+        Certainty::Bounded => format!("<= {at}"),
+        Certainty::Unknown => String::from("?"),
+    }
+}
+
+fn version_text(run: &Run) -> String {
+    match (&run.engine_version.version, &run.engine_version.note) {
+        (Some(v), _) => format!("{} {v}", run.engine),
+        (None, Some(note)) => format!("{} ({note})", run.engine),
+        (None, None) => format!("{} (version unknown)", run.engine),
+    }
+}
+
+/// `KV 1286144 tokens, max running 2048, context 131072, GPU memory left 12.4 GB`.
+pub(super) fn limits_text(run: &Run) -> Option<String> {
+    let names = [
+        ("max_total_num_tokens", "KV capacity", " tokens"),
+        ("kv_cache_tokens", "KV capacity", " tokens"),
+        ("max_running_requests", "max running requests", ""),
+        ("max_num_seqs", "max sequences", ""),
+        ("max_concurrency", "max concurrency", "x"),
+        ("context_len", "context", ""),
+        ("max_model_len", "context", ""),
+        ("max_num_batched_tokens", "batched tokens", ""),
+        ("available_gpu_mem_gb", "GPU memory left", " GB"),
+    ];
+    let parts: Vec<String> = names
+        .iter()
+        .filter_map(|(key, label, unit)| {
+            run.limits
+                .get(*key)
+                .map(|v| format!("{label} {}{unit}", number(*v)))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn run_items(run: &Run, items: &mut Vec<(u8, Tone, String)>) {
+    let end = match &run.end {
+        None => String::from("running now"),
+        Some(end) => format!("{} ({})", bound_text(end), end.evidence),
+    };
+    let launches = if run.launches > 1 {
+        format!(" [launched {} times]", run.launches)
+    } else {
+        String::new()
+    };
+    items.push((
+        0,
+        if run.running { Tone::Good } else { Tone::Plain },
+        format!(
+            "{}: {} -> {}{launches}",
+            run.launch,
+            bound_text(&run.start),
+            end
+        ),
+    ));
+    items.push((1, Tone::Plain, format!("engine: {}", version_text(run))));
+    if let Some(limits) = limits_text(run) {
+        items.push((1, Tone::Plain, format!("start-up limits: {limits}")));
+    }
+    let mut stack = Vec::new();
+    if let Some(driver) = &run.driver {
+        stack.push(format!("driver {driver}"));
+    }
+    if let Some(cuda) = &run.cuda {
+        stack.push(format!("CUDA {cuda}"));
+    }
+    if let Some(model) = &run.model
+        && let Some(revision) = &model.revision
+    {
+        stack.push(format!("model revision {}", short_revision(revision)));
+    }
+    if !stack.is_empty() {
+        items.push((1, Tone::Dim, stack.join(", ")));
+    }
+}
+
+fn short_revision(revision: &str) -> &str {
+    revision.get(..12).unwrap_or(revision)
+}
+
+/// "Runs (oldest first)": every run with its end, version and limits.
+pub(super) fn runs_section(doc: &mut Doc, report: &HostReport) {
+    if report.runs.is_empty() {
+        return;
+    }
+    doc.heading(2, "Runs (oldest first)");
+    let mut items = Vec::new();
+    for run in &report.runs {
+        run_items(run, &mut items);
+    }
+    doc.items(items);
+}
+
+fn model_line(model: &ModelSummary) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = &model.architecture {
+        parts.push(a.clone());
+    }
+    if let Some(layers) = model.layers {
+        let mut text = format!("{layers} layers");
+        if let (Some(full), Some(linear)) =
+            (model.full_attention_layers, model.linear_attention_layers)
+        {
+            text.push_str(&format!(
+                " ({full} full attention, {linear} linear attention)"
+            ));
+        }
+        parts.push(text);
+    }
+    if let Some(mtp) = model.mtp_layers {
+        parts.push(format!("{mtp} MTP layer(s)"));
+    }
+    if let Some(q) = &model.quantization {
+        parts.push(format!("quantization {q}"));
+    }
+    if let Some(d) = &model.dtype {
+        parts.push(format!("dtype {d}"));
+    }
+    if let Some(p) = model.max_positions {
+        parts.push(format!("max positions {p}"));
+    }
+    if let Some(r) = &model.revision {
+        parts.push(format!("revision {}", short_revision(r)));
+    }
+    if let Some(m) = model.config_mtime {
+        parts.push(format!("config.json written {}", format_time(m)));
+    }
+    format!("{}: {}", model.model, parts.join(", "))
+}
+
+/// The evidence: serving packages of the running run, installs near the runs, the model config,
+/// GPU memory and the processes holding it.
+pub(super) fn evidence_section(doc: &mut Doc, report: &HostReport) {
+    if let Some(run) = report.runs.iter().rev().find(|r| r.running) {
+        let packages: Vec<String> = run
+            .packages
+            .iter()
+            .take(MAX_PACKAGES)
+            .map(|p| {
+                let version = p.version.as_deref().unwrap_or("?");
+                match p.installed_at {
+                    Some(at) => format!("{} {version} ({})", p.name, format_time(at)),
+                    None => format!("{} {version}", p.name),
+                }
+            })
+            .collect();
+        if !packages.is_empty() {
+            doc.heading(2, format!("Serving packages ({})", run.launch));
+            doc.line(Tone::Plain, format!("  {}", packages.join(", ")));
+        }
+    }
+    if !report.install_events.is_empty() {
+        doc.heading(2, "Installs and host changes near the runs");
+        let items = report
+            .install_events
+            .iter()
+            .map(|event| {
+                let when = event
+                    .time
+                    .at
+                    .or(event.time.not_after)
+                    .map(format_time)
+                    .unwrap_or_else(|| "?".into());
+                let kind = match event.kind {
+                    TimelineEventKind::DriverInstall => "driver",
+                    TimelineEventKind::HostChange => "history",
+                    _ => "packages",
+                };
+                (0, Tone::Plain, format!("{when} [{kind}] {}", event.summary))
+            })
+            .collect();
+        doc.items(items);
+    }
+    if !report.models.is_empty() {
+        doc.heading(2, "Model config");
+        doc.items(
+            report
+                .models
+                .iter()
+                .map(|m| (0, Tone::Plain, model_line(m)))
+                .collect(),
+        );
+    }
+    gpu_memory(doc, report);
+}
+
+fn gpu_memory(doc: &mut Doc, report: &HostReport) {
+    let gpus: Vec<String> = report
+        .gpu
+        .gpus
+        .iter()
+        .filter_map(|g| {
+            let (used, total) = (g.memory_used_mib?, g.memory_total_mib?);
+            Some(format!(
+                "GPU {}: {used} / {total} MiB",
+                g.index.map_or("?".into(), |i| i.to_string())
+            ))
+        })
+        .collect();
+    if gpus.is_empty() && report.gpu.compute_apps.is_empty() {
+        return;
+    }
+    doc.heading(2, "GPU memory");
+    let mut items: Vec<(u8, Tone, String)> =
+        gpus.into_iter().map(|g| (0, Tone::Plain, g)).collect();
+    for app in report.gpu.compute_apps.iter().take(MAX_HOLDERS) {
+        let gpu = report
+            .gpu
+            .gpus
+            .iter()
+            .find(|g| g.uuid.is_some() && g.uuid == app.gpu_uuid)
+            .and_then(|g| g.index)
+            .map_or_else(|| String::from("?"), |i| i.to_string());
+        items.push((
+            1,
+            Tone::Plain,
+            format!(
+                "held by pid {} {} on GPU {gpu}: {} MiB",
+                app.pid.map_or("?".into(), |p| p.to_string()),
+                app.process_name.as_deref().unwrap_or("?"),
+                app.used_memory_mib.map_or("?".into(), |m| m.to_string())
+            ),
+        ));
+    }
+    if report.gpu.compute_apps.len() > MAX_HOLDERS {
+        items.push((
+            1,
+            Tone::Dim,
+            format!("... {} more", report.gpu.compute_apps.len() - MAX_HOLDERS),
+        ));
+    }
+    doc.items(items);
+}
+
+/// A comparison: what got worse (symptoms), whether it is like for like, then the candidate
+/// causes ranked, their mechanisms, and what does not explain it.
+pub(super) fn diff_body(doc: &mut Doc, diff: &LaunchDiff) {
+    if let Some((before, after)) = diff.engine_switch {
+        doc.line(Tone::Bad, format!("  engine switched: {before} -> {after}"));
+    }
+    if !diff.metrics.is_empty() {
+        doc.line(
+            Tone::Plain,
+            "  Symptoms (run against run, idle samples left out):",
+        );
+        for (tone, line) in diff
+            .metrics
+            .iter()
+            .take(MAX_SYMPTOM_LINES)
+            .filter_map(metric_line)
+        {
+            doc.line(tone, format!("  {line}"));
+        }
+        if let Some(note) = &diff.metrics_note {
+            doc.line(Tone::Dim, format!("    ({note})"));
+        }
+        if let Some(load) = &diff.load_note {
+            doc.line(Tone::Dim, format!("    {load}"));
+        }
+        doc.line(Tone::Plain, "  Candidate causes, most likely first:");
+    } else if let Some(note) = &diff.metrics_note {
+        doc.line(Tone::Dim, format!("  ({note})"));
+    }
+    changes_table(doc, &diff.changes, 15);
+    for change in diff.changes.iter().filter(|c| c.mechanism.is_some()) {
+        if let Some(mechanism) = &change.mechanism {
+            doc.line(Tone::Warn, format!("  why {}: {mechanism}", change.key));
+        }
+    }
+    for line in &diff.not_explaining {
+        doc.line(Tone::Dim, format!("  not the cause: {line}"));
+    }
+    for note in &diff.notes {
+        doc.line(Tone::Dim, format!("  note: {note}"));
+    }
+    if !diff.equal_by_default.is_empty() {
+        doc.line(
+            Tone::Dim,
+            format!(
+                "  equal once defaults apply: {}",
+                diff.equal_by_default.join(", ")
+            ),
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! End-to-end: runs and "why it got slower" on the fixture hosts, over real SSH with the built
+//! binary. `vllm-upgrade`: an engine upgrade under an unchanged unit; `sglang-hybrid`: a hand
+//! launch that replaced a unit stopped days before, with an upgrade in between.
+
+#![allow(clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use probe_model::{Certainty, HostReport, VersionSource};
+use probe_testkit::fixture::{self, Fleet};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+
+struct Env {
+    fleet: Fleet,
+    dir: tempfile::TempDir,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
+        Env {
+            fleet: Fleet::start(&["sglang-hybrid", "vllm-upgrade"]),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    })
+}
+
+fn probe(args: &[&str]) -> Output {
+    let env = env();
+    let store: PathBuf = env
+        .dir
+        .path()
+        .join(format!("{}.db", args.join("_").replace('/', "_")));
+    Command::new(PROBE)
+        .arg("-F")
+        .arg(env.fleet.ssh_config())
+        .arg("--store")
+        .arg(&store)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("HOME", env.dir.path())
+        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn report(alias: &str) -> HostReport {
+    let out = probe(&["host", alias, "--format", "json", "--no-store"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
+    reports.remove(0)
+}
+
+fn human(alias: &str) -> String {
+    let out = probe(&["host", alias, "--no-store"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn engine_upgrade_under_an_unchanged_unit() {
+    let report = report("fx-vllm-upgrade");
+    // Per-run versions and periods: three journal runs on 0.10.1.1, each ended by the journal's
+    // own stop line, then the running run on 0.11.0.
+    let runs = &report.runs;
+    assert_eq!(runs.len(), 4, "{runs:#?}");
+    for run in runs.iter().take(3) {
+        assert_eq!(
+            run.engine_version.version.as_deref(),
+            Some("0.10.1.1"),
+            "{run:#?}"
+        );
+        assert_eq!(run.engine_version.source, VersionSource::StartupLine);
+        let end = run.end.as_ref().expect("an end");
+        assert_eq!(end.certainty, Certainty::Exact, "{run:#?}");
+        assert!(
+            end.evidence.starts_with("journal of vllm.service"),
+            "{end:?}"
+        );
+        assert_eq!(
+            run.limits.get("kv_cache_tokens"),
+            Some(&1_154_496.0),
+            "{run:#?}"
+        );
+    }
+    // The first run ended an hour after it started, not at the next start a week later.
+    let first = &runs[0];
+    let length = first.end.as_ref().and_then(|e| e.at).unwrap() - first.start.at.unwrap();
+    assert!((3_600..3_700).contains(&length), "{length}");
+    // The third was killed for the upgrade.
+    assert!(
+        runs[2]
+            .end
+            .as_ref()
+            .unwrap()
+            .evidence
+            .contains("code=killed"),
+        "{:?}",
+        runs[2].end
+    );
+    let live = &runs[3];
+    assert!(live.running);
+    assert_eq!(live.engine_version.version.as_deref(), Some("0.11.0"));
+    assert_eq!(live.limits.get("kv_cache_tokens"), Some(&384_832.0));
+
+    // A comparison is built although no flag changed, with the upgrade among the causes.
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let keys: Vec<&str> = diff.changes.iter().map(|c| c.key.as_str()).collect();
+    assert!(keys.contains(&"engine_version"), "{keys:?}");
+    assert!(keys.contains(&"limit:kv_cache_tokens"), "{keys:?}");
+    // No flag change invented (a start-up log against the process's argv): besides the run's
+    // version, limits and packages, only defaults the new version changed (set by neither).
+    for change in &diff.changes {
+        let default_changed = change
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("set by neither launch"));
+        assert!(
+            change.key == "engine_version"
+                || change.key.starts_with("limit:")
+                || change.key.starts_with("package:")
+                || default_changed,
+            "invented change {change:#?}"
+        );
+    }
+    assert!(
+        diff.changes
+            .iter()
+            .all(|c| c.key != "gpu-memory-utilization")
+    );
+    // Symptoms apart from causes, idle samples left out of the means.
+    assert!(diff.changes.iter().all(|c| !c.key.starts_with("metric:")));
+    let symptom = diff
+        .symptoms
+        .iter()
+        .find(|c| c.key == "metric:gen_throughput")
+        .expect("throughput fell");
+    assert!(symptom.explanation.contains("fell"), "{symptom:?}");
+    let throughput = diff
+        .metrics
+        .iter()
+        .find(|m| m.name == "gen_throughput")
+        .unwrap();
+    let (before, after) = (
+        throughput.before.clone().unwrap(),
+        throughput.after.clone().unwrap(),
+    );
+    assert!(before.min >= 2_000.0, "idle lines in the mean: {before:?}");
+    assert!(after.min >= 1_200.0, "idle lines in the mean: {after:?}");
+    let load = diff.load_note.clone().unwrap_or_default();
+    assert!(load.contains("running requests"), "{load}");
+    assert!(load.contains("idle samples left out"), "{load}");
+    // Nothing lost: the coloured journal lines were read (no blob placeholders).
+    let journal = report.problems.iter().find(|p| {
+        p.name.contains("journal") && p.message.as_deref().unwrap_or("").contains("blob")
+    });
+    assert!(journal.is_none(), "{:?}", report.problems);
+
+    let text = human("fx-vllm-upgrade");
+    for expected in [
+        "Runs (oldest first)",
+        "engine: vllm 0.10.1.1",
+        "engine: vllm 0.11.0",
+        "KV capacity 1154496 tokens",
+        "KV capacity 384832 tokens",
+        "Symptoms (run against run, idle samples left out):",
+        "Candidate causes, most likely first:",
+        "Serving packages",
+        "GPU memory",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let symptoms_at = text.find("Symptoms (").unwrap();
+    let causes_at = text.find("Candidate causes").unwrap();
+    assert!(symptoms_at < causes_at);
+}
+
+#[test]
+fn hand_launch_after_a_stopped_unit_and_an_upgrade() {
+    let report = report("fx-sglang-hybrid");
+    let unit_runs: Vec<_> = report
+        .runs
+        .iter()
+        .filter(|r| r.launch.contains("sglang-qwen.service"))
+        .collect();
+    assert!(!unit_runs.is_empty(), "{:#?}", report.runs);
+    for run in &unit_runs {
+        // Ran before sglang 0.5.9 was installed (2026-11-21): never credited with it.
+        assert_eq!(run.engine_version.version, None, "{run:#?}");
+        assert_eq!(run.engine_version.source, VersionSource::InstalledAfter);
+        assert!(
+            run.engine_version
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("older than 0.5.9")
+        );
+        let end = run.end.as_ref().expect("stopped");
+        assert_eq!(end.certainty, Certainty::Exact, "{run:#?}");
+        assert_eq!(run.limits.get("max_total_num_tokens"), Some(&1_286_144.0));
+    }
+    // The last unit run stopped days before the hand launch started.
+    let last_unit = unit_runs.last().unwrap();
+    let live = report
+        .runs
+        .iter()
+        .find(|r| r.running)
+        .expect("the hand launch runs");
+    let stopped = last_unit.end.as_ref().and_then(|e| e.at).unwrap();
+    assert!(
+        live.start.at.unwrap() - stopped > 2 * 86_400,
+        "{last_unit:#?} {live:#?}"
+    );
+    assert_eq!(live.engine_version.version.as_deref(), Some("0.5.9"));
+    assert_eq!(live.limits.get("max_total_num_tokens"), Some(&428_714.0));
+    assert!(
+        live.packages.iter().any(|p| p.name == "sgl-kernel"),
+        "{:?}",
+        live.packages
+    );
+    let model = report.models.first().expect("model summary");
+    assert_eq!(model.full_attention_layers, Some(12));
+    assert_eq!(model.mtp_layers, Some(1));
+    // Installs near the runs include the upgrade; the timeline shows the pip line.
+    assert!(
+        report
+            .install_events
+            .iter()
+            .any(|e| e.summary.contains("sglang 0.5.9")),
+        "{:#?}",
+        report.install_events
+    );
+    let out = probe(&["timeline", "fx-sglang-hybrid"]);
+    let timeline = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        timeline.contains("pip install -U sglang==0.5.9"),
+        "{timeline}"
+    );
+    assert!(
+        timeline.contains("systemctl stop sglang-qwen"),
+        "{timeline}"
+    );
+    // Start-up limits compared where both runs logged them.
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    assert!(diff.changes.iter().all(|c| !c.key.starts_with("metric:")));
+    let text = human("fx-sglang-hybrid");
+    assert!(
+        text.contains("older than 0.5.9, installed 2026-11-21"),
+        "{text}"
+    );
+    assert!(text.contains("Model config"), "{text}");
+}

@@ -1,0 +1,51 @@
+//! One snapshot read once: its launches, its timeline and its runs, computed together and handed
+//! to everything that compares or renders (the report, `probe timeline`, `probe diff`, round-2
+//! planning), so that nothing rebuilds them.
+
+use probe_model::{LaunchConfig, Run, Snapshot, Timeline};
+
+/// What probe-diff reads out of one snapshot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Analysis {
+    /// Every launch, each run's evidence merged into one ([`crate::launch::launches_of`]).
+    pub launches: Vec<LaunchConfig>,
+    /// Every run of every server, oldest first, with what was in effect while it ran.
+    pub runs: Vec<Run>,
+    /// The launches and host events, oldest first.
+    pub timeline: Timeline,
+}
+
+impl Analysis {
+    /// The runs of the server of run `index` (the same server), oldest first.
+    pub fn runs_of_server(&self, snapshot: &Snapshot, index: usize) -> Vec<&Run> {
+        let Some(run) = self.runs.get(index) else {
+            return Vec::new();
+        };
+        let Some(server) = self.timeline.launches.get(run.launch_index) else {
+            return Vec::new();
+        };
+        self.runs
+            .iter()
+            .filter(|other| {
+                other.launch_index == run.launch_index
+                    || self
+                        .timeline
+                        .launches
+                        .get(other.launch_index)
+                        .is_some_and(|l| crate::compare::same_server(snapshot, l, server))
+            })
+            .collect()
+    }
+}
+
+/// Reads a snapshot once.
+pub fn analyze(snapshot: &Snapshot) -> Analysis {
+    let launches = crate::launch::launches_of(snapshot);
+    let timeline = crate::timeline::timeline_with(snapshot, &launches);
+    let runs = crate::run::runs_of(snapshot, &timeline);
+    Analysis {
+        launches,
+        runs,
+        timeline,
+    }
+}

@@ -1,0 +1,213 @@
+//! Shell lines that change the host rather than launch a server: package installs (pip, uv,
+//! conda, apt, dnf), service starts and stops (systemctl), image pulls and compose ups (docker).
+//! The timeline shows them next to the launches.
+
+use super::shell::split_words;
+
+/// (program, sub-commands that change the host). A `*` sub-command list matches any.
+const CHANGERS: &[(&str, &[&str])] = &[
+    ("pip", &["install", "uninstall", "download"]),
+    ("pip3", &["install", "uninstall"]),
+    (
+        "conda",
+        &["install", "update", "remove", "create", "upgrade"],
+    ),
+    ("mamba", &["install", "update", "remove", "create"]),
+    ("micromamba", &["install", "update", "remove", "create"]),
+    (
+        "apt",
+        &[
+            "install",
+            "upgrade",
+            "full-upgrade",
+            "dist-upgrade",
+            "remove",
+            "purge",
+        ],
+    ),
+    (
+        "apt-get",
+        &["install", "upgrade", "dist-upgrade", "remove", "purge"],
+    ),
+    (
+        "dnf",
+        &["install", "upgrade", "update", "remove", "downgrade"],
+    ),
+    ("yum", &["install", "update", "remove", "downgrade"]),
+    ("dpkg", &["-i", "--install", "-r", "--remove"]),
+    (
+        "systemctl",
+        &[
+            "start",
+            "stop",
+            "restart",
+            "reload",
+            "daemon-reload",
+            "enable",
+            "disable",
+            "kill",
+            "edit",
+            "mask",
+            "unmask",
+        ],
+    ),
+    ("service", &["*"]),
+    ("docker", &["pull", "rm", "stop", "restart", "kill"]),
+    ("podman", &["pull", "rm", "stop", "restart", "kill"]),
+    ("docker-compose", &["up", "down", "pull", "restart"]),
+];
+
+/// Wrappers skipped before the program (`sudo`, `env A=B`, `nohup`, `time`).
+fn skip_wrappers(words: &[String]) -> &[String] {
+    let mut rest = words;
+    while let Some(first) = rest.first() {
+        let base = first.rsplit('/').next().unwrap_or(first);
+        let is_assignment = first.contains('=') && !first.starts_with('-');
+        if matches!(base, "sudo" | "env" | "nohup" | "time" | "command" | "exec") || is_assignment {
+            rest = rest.get(1..).unwrap_or_default();
+            // `sudo -u user`, `sudo -E`
+            while let Some(flag) = rest.first().filter(|w| w.starts_with('-')) {
+                let takes_value = matches!(flag.as_str(), "-u" | "-g" | "-C");
+                rest = rest
+                    .get(if takes_value { 2 } else { 1 }..)
+                    .unwrap_or_default();
+            }
+            continue;
+        }
+        break;
+    }
+    rest
+}
+
+/// The first non-option word after index 0, with the words after it.
+fn subcommand(words: &[String]) -> Option<(&str, &[String])> {
+    let position = words.iter().skip(1).position(|w| {
+        !w.starts_with('-') || matches!(w.as_str(), "-i" | "--install" | "-r" | "--remove")
+    })?;
+    let index = position + 1;
+    Some((
+        words.get(index)?.as_str(),
+        words.get(index + 1..).unwrap_or_default(),
+    ))
+}
+
+/// One simple command (`&&`/`;`/`|` already split) as a host change, when it is one.
+fn classify(command: &str) -> Option<String> {
+    let words = split_words(command);
+    let words = skip_wrappers(&words);
+    let first = words.first()?;
+    let mut program = first.rsplit('/').next().unwrap_or(first).to_string();
+    let mut words: Vec<String> = words.to_vec();
+    // `python -m pip install`, `uv pip install`, `uv add`, `docker compose up`.
+    if program.starts_with("python") && words.get(1).map(String::as_str) == Some("-m") {
+        program = words.get(2)?.clone();
+        words = words.get(2..).unwrap_or_default().to_vec();
+    } else if program == "uv" {
+        match words.get(1).map(String::as_str) {
+            Some("pip") => {
+                program = String::from("pip");
+                words = words.get(1..).unwrap_or_default().to_vec();
+            }
+            Some("add" | "remove" | "sync") => {}
+            _ => return None,
+        }
+        if program == "uv" {
+            return Some(summary(&words));
+        }
+    } else if matches!(program.as_str(), "docker" | "podman")
+        && words.get(1).map(String::as_str) == Some("compose")
+    {
+        program = String::from("docker-compose");
+        words = std::iter::once(program.clone())
+            .chain(words.get(2..).unwrap_or_default().iter().cloned())
+            .collect();
+    }
+    let (_, subs) = CHANGERS.iter().find(|(p, _)| *p == program)?;
+    let (sub, _) = subcommand(&words)?;
+    (subs.contains(&"*") || subs.contains(&sub)).then(|| summary(&words))
+}
+
+/// The words, cut to a readable length.
+fn summary(words: &[String]) -> String {
+    let mut text = words.join(" ");
+    if text.len() > 160 {
+        let mut end = 157;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// What a history line changed on the host (`pip install sglang==0.5.9`,
+/// `systemctl restart vllm`), or `None` when it changed nothing the timeline tracks.
+pub fn host_change(line: &str) -> Option<String> {
+    let found: Vec<String> = line
+        .split(['\n', ';'])
+        .flat_map(|part| part.split("&&"))
+        .flat_map(|part| part.split("||"))
+        .flat_map(|part| part.split('|'))
+        .filter_map(|part| classify(part.trim()))
+        .collect();
+    if found.is_empty() {
+        None
+    } else {
+        Some(found.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_change;
+
+    #[test]
+    fn host_changing_lines() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (
+                "pip install -U sglang==0.5.9",
+                Some("pip install -U sglang==0.5.9"),
+            ),
+            (
+                "sudo systemctl restart vllm",
+                Some("systemctl restart vllm"),
+            ),
+            (
+                "systemctl daemon-reload && systemctl start sglang-qwen",
+                Some("systemctl daemon-reload; systemctl start sglang-qwen"),
+            ),
+            (
+                "uv pip install vllm==0.11.0",
+                Some("pip install vllm==0.11.0"),
+            ),
+            (
+                "/opt/venv/bin/python -m pip install torch==2.9.1",
+                Some("pip install torch==2.9.1"),
+            ),
+            (
+                "apt-get install -y nvidia-driver-570-server",
+                Some("apt-get install -y nvidia-driver-570-server"),
+            ),
+            (
+                "docker pull vllm/vllm-openai:v0.11.0",
+                Some("docker pull vllm/vllm-openai:v0.11.0"),
+            ),
+            ("docker compose up -d", Some("docker-compose up -d")),
+            ("dnf upgrade cuda-toolkit", Some("dnf upgrade cuda-toolkit")),
+            (
+                "conda install -c nvidia cuda",
+                Some("conda install -c nvidia cuda"),
+            ),
+            ("systemctl status vllm", None),
+            ("pip list", None),
+            ("docker ps", None),
+            ("ls -la", None),
+            ("", None),
+            ("vllm serve /m --tp 4", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(host_change(line).as_deref(), *expected, "{line}");
+        }
+    }
+}
