@@ -77,6 +77,7 @@ pub fn build(
         vs_last_snapshot,
         metrics,
         metrics_by_run,
+        hardware: probe_diff::hardware::report(snapshot, previous, &timeline),
         problems,
         notices,
     }

@@ -40,6 +40,10 @@ pub struct Round2Inputs {
     /// (log driver, `LogPath`) of containers whose runtime keeps a text log file
     /// (`json-file`, `k8s-file`): tailed as files, decoded by the parser.
     pub container_logs: Vec<(String, String)>,
+    /// PIDs whose owner (uid) is read: nvidia-smi's compute processes.
+    pub gpu_pids: Vec<u32>,
+    /// PIDs of serving processes whose `/proc/PID/maps` is reduced to CUDA-stack libraries.
+    pub maps_pids: Vec<u32>,
 }
 
 impl Round2Inputs {
@@ -49,6 +53,8 @@ impl Round2Inputs {
             && self.logs.is_empty()
             && self.units.is_empty()
             && self.container_logs.is_empty()
+            && self.gpu_pids.is_empty()
+            && self.maps_pids.is_empty()
     }
 }
 
@@ -227,6 +233,7 @@ pub fn build_round2(
             .collect::<Vec<_>>()
             .join("\n")
     };
+    let pids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join("\n");
     let models: Vec<String> = inputs
         .models
         .iter()
@@ -255,6 +262,8 @@ pub fn build_round2(
         ("R2_LOGS", line(&inputs.logs)),
         ("R2_UNITS", units.join("\n")),
         ("R2_CLOGS", clogs.join("\n")),
+        ("R2_GPUPIDS", pids(&inputs.gpu_pids)),
+        ("R2_MAPS", pids(&inputs.maps_pids)),
     ];
     let mut s = header(opts, boundary, budget, &vars);
     s.push_str(&section_calls(2));

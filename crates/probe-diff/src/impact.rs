@@ -31,6 +31,8 @@ pub enum Area {
     Metric,
     Host,
     Unit,
+    /// Hardware findings (`crate::hardware`): names are finding ids.
+    Hardware,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod common;
 pub mod compare;
+pub mod hardware;
 pub mod impact;
 pub mod launch;
 pub mod periods;

@@ -9,11 +9,13 @@
 
 pub mod diff;
 pub mod exit_codes;
+pub mod hardware;
 pub mod launch;
 pub mod report;
 pub mod snapshot;
 
 pub use diff::*;
+pub use hardware::*;
 pub use launch::*;
 pub use report::*;
 pub use snapshot::*;

@@ -38,6 +38,9 @@ pub struct HostReport {
     /// earlier runs that logged metrics, newest first (points of all its logs, deduplicated).
     #[serde(default)]
     pub metrics_by_run: Vec<RunMetrics>,
+    /// GPU health, faults and loaded libraries, with the hardware findings ranked.
+    #[serde(default)]
+    pub hardware: crate::hardware::HardwareReport,
     /// Sections that did not complete (timed out, permission denied, truncated, failed).
     pub problems: Vec<SectionReport>,
     /// Messages from connecting (a host key recorded, a setting reinterpreted).

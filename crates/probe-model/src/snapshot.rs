@@ -47,6 +47,9 @@ pub struct Snapshot {
     pub models: Vec<ModelConfig>,
     pub logs: Vec<LogSource>,
     pub package_events: Vec<PackageEvent>,
+    /// GPU health, kernel GPU faults and the CUDA libraries really loaded.
+    #[serde(default)]
+    pub hardware: crate::hardware::HardwareState,
 }
 
 /// Facts about the machine itself.

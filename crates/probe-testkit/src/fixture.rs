@@ -31,6 +31,7 @@ pub const ALL: &[&str] = &[
     "docker-vllm",
     "bare",
     "hostile",
+    "gpu-faults",
 ];
 
 /// `crates/probe-testkit/fixtures`.

@@ -2,6 +2,7 @@
 //! [`human`], [`markdown`] and [`json`] turn it into text. Nothing here does I/O.
 
 pub mod doc;
+pub mod hardware;
 pub mod human;
 pub mod json;
 pub mod markdown;
@@ -524,6 +525,8 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         let all: Vec<&MetricReport> = report.metrics.iter().collect();
         metrics_by_log(&mut doc, &all);
     }
+
+    hardware::section(&mut doc, &report.hardware);
 
     if !report.problems.is_empty() {
         doc.heading(2, "Collection problems");
