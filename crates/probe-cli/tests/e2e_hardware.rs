@@ -65,7 +65,9 @@ fn report() -> &'static (HostReport, String, Timeline) {
         let store = env.dir.path().join("snapshots.db");
         let alias = env.host.alias.clone();
         let json = ok(&probe(&["host", &alias, "--format", "json"], &store));
-        let report: HostReport = serde_json::from_str(&json).expect("host report json");
+        let mut reports: Vec<HostReport> = serde_json::from_str(&json).expect("host report json");
+        assert_eq!(reports.len(), 1);
+        let report = reports.remove(0);
         let human = ok(&probe(&["host", &alias], &store));
         let tl = ok(&probe(
             &["timeline", &format!("{alias}@latest"), "--format", "json"],

@@ -543,7 +543,12 @@ fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding>
         .filter(|p| matches!(p.role, ProcessRole::Launcher | ProcessRole::Worker))
         .filter_map(|p| p.user.as_deref())
         .collect();
-    let ours: BTreeSet<u32> = snapshot.processes.iter().map(|p| p.pid).collect();
+    let ours: BTreeSet<u32> = snapshot
+        .processes
+        .iter()
+        .filter(|p| matches!(p.role, ProcessRole::Launcher | ProcessRole::Worker))
+        .map(|p| p.pid)
+        .collect();
     let mut out = Vec::new();
     for p in &state.processes {
         let (Some(user), Some(mib)) = (p.user.as_deref(), p.used_memory_mib) else {
@@ -818,5 +823,84 @@ mod tests {
         assert!(!versions_disagree("2.27.5", "2.27.5+cu128"));
         assert_eq!(date(1_796_083_200), "2026-12-01");
         assert_eq!(hhmm(1_796_083_200 + 3 * 3600 + 12 * 60), "03:12");
+    }
+
+    #[test]
+    fn findings_from_state() {
+        let gpu = |limit: f64| GpuHealth {
+            index: Some(1),
+            uuid: Some("GPU-1".into()),
+            event_reasons: vec!["sw_power_cap".into()],
+            enforced_power_limit_w: Some(limit),
+            default_power_limit_w: Some(300.0),
+            clocks_sm_mhz: Some(1200),
+            clocks_max_sm_mhz: Some(1980),
+            pcie_width_current: Some(4),
+            pcie_width_max: Some(16),
+            ..GpuHealth::default()
+        };
+        let before = Snapshot {
+            collected_at: 1_795_737_600, // 2026-11-27
+            hardware: HardwareState {
+                gpus: vec![gpu(300.0)],
+                ..HardwareState::default()
+            },
+            ..Snapshot::default()
+        };
+        let now = Snapshot {
+            hardware: HardwareState {
+                gpus: vec![gpu(200.0)],
+                faults: vec![KernelFault {
+                    time: Some(1_796_094_764),
+                    kind: FaultKind::Xid,
+                    code: Some(79),
+                    pci_bus_id: Some("0000:17:00.0".into()),
+                    meaning: Some("GPU has fallen off the bus".into()),
+                    ..KernelFault::default()
+                }],
+                ..HardwareState::default()
+            },
+            ..Snapshot::default()
+        };
+        let timeline = Timeline {
+            events: vec![TimelineEvent {
+                running: true,
+                time: TimeBounds {
+                    at: Some(1_796_094_764 + 240),
+                    ..TimeBounds::default()
+                },
+                ..TimelineEvent::default()
+            }],
+            ..Timeline::default()
+        };
+        let r = report(&now, Some(&before), &timeline);
+        let ev: Vec<String> = r
+            .findings
+            .iter()
+            .filter_map(|f| f.after.as_ref().and_then(|v| v.as_str()).map(String::from))
+            .collect();
+        let cases = [
+            "GPU 1 throttled by SW power cap: power limit 300 -> 200 W since the snapshot of 2026-11-27, SM clock 1200 of 1980 MHz",
+            "Xid 79 on 0000:17:00.0 at 03:12, 4 minutes before the restart (GPU has fallen off the bus)",
+            "GPU 1 PCIe link gen ? x4 (max gen ? x16)",
+        ];
+        for want in cases {
+            assert!(ev.iter().any(|e| e == want), "{want:?} not in {ev:#?}");
+        }
+        assert_eq!(
+            r.findings.first().map(|f| f.impact),
+            Some(probe_model::Impact::High)
+        );
+        // No previous snapshot, no history: the limit against the default instead.
+        let r = report(&now, None, &Timeline::default());
+        assert!(
+            r.findings.iter().any(|f| f
+                .after
+                .as_ref()
+                .and_then(|v| v.as_str())
+                .is_some_and(|e| e.contains("its 200 W limit (default 300 W)"))),
+            "{:#?}",
+            r.findings
+        );
     }
 }
