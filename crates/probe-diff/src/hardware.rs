@@ -433,7 +433,7 @@ fn links(snapshot: &Snapshot) -> Vec<Finding> {
             .gpus
             .iter()
             .find(|x| {
-                x.uuid.is_some() && x.uuid == g.uuid || x.index.is_some() && x.index == g.index
+                (x.uuid.is_some() && x.uuid == g.uuid) || (x.index.is_some() && x.index == g.index)
             })
             .and_then(|x| x.utilization_gpu_pct)
             .is_some_and(|u| u >= 10)
@@ -579,7 +579,7 @@ fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding>
 }
 
 /// The environment a process uses (`used_by` names its PID or its launcher's).
-fn env_of<'a>(snapshot: &'a Snapshot, pid: u32) -> Option<&'a PythonEnv> {
+fn env_of(snapshot: &Snapshot, pid: u32) -> Option<&PythonEnv> {
     let launcher = snapshot
         .processes
         .iter()

@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn table() {
-        let cases: &[(&str, usize, &dyn Fn(&[GpuHealth]) -> bool)] = &[
+        type Check = dyn Fn(&[GpuHealth]) -> bool;
+        let cases: &[(&str, usize, &Check)] = &[
             (CSV_535, 2, &|g| {
                 g[0].event_reasons == ["sw_power_cap"]
                     && g[0].enforced_power_limit_w == Some(200.0)

@@ -26,7 +26,7 @@ pub fn parse(body: &[u8], boundary: &str) -> (BTreeMap<u32, u32>, Vec<LoadedLib>
         };
         match kind {
             "owner" => {
-                if let Some(uid) = String::from_utf8_lossy(r.data).trim().parse().ok() {
+                if let Ok(uid) = String::from_utf8_lossy(r.data).trim().parse() {
                     owners.insert(pid, uid);
                 }
             }
@@ -85,7 +85,8 @@ mod tests {
 
     #[test]
     fn table() {
-        let cases: &[(&str, &[(&str, Option<&str>)])] = &[
+        type Libs = [(&'static str, Option<&'static str>)];
+        let cases: &[(&str, &Libs)] = &[
             (
                 "7f3a1c000000-7f3a1c200000 r-xp 00000000 fd:01 1311 /usr/local/lib/nccl/libnccl.so.2.21.5\n7f3a1c200000-7f3a1c400000 r--p 00200000 fd:01 1311 /usr/local/lib/nccl/libnccl.so.2.21.5\n7f3a1d000000-7f3a1d100000 r-xp 00000000 fd:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6\n",
                 &[("libnccl", Some("2.21.5"))],

@@ -74,8 +74,11 @@ fn bus_in(s: &str) -> Option<String> {
         })
 }
 
+/// Bus id, code, pid and process name of an Xid / SXid line.
+type XidParts = (Option<String>, u32, Option<u32>, Option<String>);
+
 /// `NVRM: Xid (PCI:0000:17:00): 79, pid=1234, name=python3, GPU has fallen off the bus.`
-fn xid_parts(msg: &str, key: &str) -> Option<(Option<String>, u32, Option<u32>, Option<String>)> {
+fn xid_parts(msg: &str, key: &str) -> Option<XidParts> {
     let at = msg.find(key)?;
     let rest = &msg[at + key.len()..];
     let rest = rest.trim_start();
