@@ -20,6 +20,9 @@ const MAX_LOGS: usize = 16;
 const MAX_UNITS: usize = 32;
 /// Container log files read (running containers first).
 const MAX_CONTAINER_LOGS: usize = 8;
+/// Compute processes whose owner is read, and serving processes whose maps are read.
+const MAX_GPU_PIDS: usize = 64;
+const MAX_MAPS: usize = 16;
 
 /// The report of one section, and its body cut to the probe's cap.
 pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Vec<u8>) {
@@ -176,6 +179,11 @@ pub fn apply_round1(
             "gpu_banner" => parse::gpu::parse_banner(&body, &mut snap.gpu),
             "gpu_apps" => snap.gpu.compute_apps = parse::gpu::parse_apps(&body),
             "gpu_topo" => snap.gpu.topology = parse::gpu::parse_topo(&body),
+            "gpu_health" => snap.hardware.gpus = parse::gpu_health::parse(&body, &b),
+            "kernel_log" => {
+                (snap.hardware.faults, snap.hardware.kernel_log) =
+                    parse::kernel_log::parse(&body, ctx);
+            }
             "pkg_history" => snap.package_events = parse::pkgs::parse(&body, &b, ctx.tz_offset_s),
             _ => {}
         }
@@ -529,6 +537,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             inp.container_logs.push(e);
         }
     }
+    hardware_inputs(snap, &mut inp);
     for (cwd, m, user, env, root) in models {
         let root = root.as_deref();
         if inp.models.len() >= MAX_MODELS * 4 {
@@ -587,6 +596,31 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
         }
     }
     inp
+}
+
+/// Round-2 inputs of the hardware lane: the owners of nvidia-smi's compute processes, and the
+/// maps of the serving processes (launchers, and compute processes that are server workers).
+fn hardware_inputs(snap: &Snapshot, inp: &mut Round2Inputs) {
+    for pid in snap
+        .gpu
+        .compute_apps
+        .iter()
+        .filter_map(|a| a.pid)
+        .take(MAX_GPU_PIDS)
+    {
+        if !inp.gpu_pids.contains(&pid) {
+            inp.gpu_pids.push(pid);
+        }
+    }
+    let serving = snap.processes.iter().filter(|p| {
+        p.role == ProcessRole::Launcher
+            || (p.role == ProcessRole::Worker && inp.gpu_pids.contains(&p.pid))
+    });
+    for p in serving {
+        if !inp.maps_pids.contains(&p.pid) && inp.maps_pids.len() < MAX_MAPS {
+            inp.maps_pids.push(p.pid);
+        }
+    }
 }
 
 /// Parses the round-2 sections into the snapshot.
@@ -677,6 +711,12 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     }
                 }
                 snap.logs.extend(logs);
+            }
+            "gpu_procs" => {
+                let (owners, libs) = parse::gpu_procs::parse(&body, b);
+                snap.hardware.processes =
+                    parse::gpu_procs::owned(&snap.gpu.compute_apps, &owners, ctx);
+                snap.hardware.loaded_libs = libs;
             }
             "journal" => {
                 let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);

@@ -46,6 +46,10 @@ pub struct Round2Inputs {
     /// (log driver, `LogPath`) of containers whose runtime keeps a text log file
     /// (`json-file`, `k8s-file`): tailed as files, decoded by the parser.
     pub container_logs: Vec<(String, String)>,
+    /// PIDs whose owner (uid) is read: nvidia-smi's compute processes.
+    pub gpu_pids: Vec<u32>,
+    /// PIDs of serving processes whose `/proc/PID/maps` is reduced to CUDA-stack libraries.
+    pub maps_pids: Vec<u32>,
 }
 
 impl Round2Inputs {
@@ -55,6 +59,8 @@ impl Round2Inputs {
             && self.logs.is_empty()
             && self.units.is_empty()
             && self.container_logs.is_empty()
+            && self.gpu_pids.is_empty()
+            && self.maps_pids.is_empty()
     }
 }
 
@@ -306,6 +312,7 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 5] {
             .collect::<Vec<_>>()
             .join("\n")
     };
+    let pids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join("\n");
     let models: Vec<String> = inputs
         .models
         .iter()
@@ -334,6 +341,8 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 5] {
         ("R2_LOGS", line(&inputs.logs)),
         ("R2_UNITS", units.join("\n")),
         ("R2_CLOGS", clogs.join("\n")),
+        ("R2_GPUPIDS", pids(&inputs.gpu_pids)),
+        ("R2_MAPS", pids(&inputs.maps_pids)),
     ]
 }
 

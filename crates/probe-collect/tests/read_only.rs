@@ -72,6 +72,7 @@ const ALLOWED: &[&str] = &[
     "gzip",
     "find",
     "setpriv",
+    "dmesg",
     // functions defined by the prelude / runner
     "rec",
     "has",
@@ -480,6 +481,14 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 }
             }
         }
+        "dmesg" => {
+            for a in &args {
+                let ok = a.starts_with("--time-format");
+                if !ok {
+                    v.push(format!("dmesg argument not a read: {a}"));
+                }
+            }
+        }
         "nvidia-smi" => {
             for a in &args {
                 let ok = a.starts_with("--query-")
@@ -487,7 +496,10 @@ fn check(cmd: &Cmd) -> Vec<String> {
                     || a == "topo"
                     || a == "-m"
                     || a == "-L"
-                    || a == "-q";
+                    || a == "-q"
+                    || a == "--help-query-gpu"
+                    || a == "-d"
+                    || a == "TEMPERATURE";
                 if !ok {
                     v.push(format!("nvidia-smi argument not a query: {a}"));
                 }

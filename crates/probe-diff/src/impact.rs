@@ -33,6 +33,8 @@ pub enum Area {
     Unit,
     /// A limit the engine resolved at start-up (`max_total_num_tokens`, `kv_cache_tokens`).
     Limit,
+    /// Hardware findings (`crate::hardware`): names are finding ids.
+    Hardware,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -10,6 +10,7 @@ pub mod common;
 pub mod compare;
 pub mod fleet;
 mod explain;
+pub mod hardware;
 pub mod impact;
 pub mod launch;
 pub mod periods;

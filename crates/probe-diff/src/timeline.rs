@@ -60,6 +60,14 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
     entries.extend(package_events(snapshot));
     entries.extend(driver_events(snapshot));
     entries.extend(host_events(snapshot));
+    entries.extend(
+        crate::hardware::events(snapshot)
+            .into_iter()
+            .map(|event| Entry {
+                event,
+                order: (0, String::from("hardware"), 0),
+            }),
+    );
 
     entries.sort_by(|left, right| {
         sort_time(&left.event.time)

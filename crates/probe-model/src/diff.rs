@@ -30,6 +30,8 @@ pub enum Category {
     QuantizationDtypes,
     EngineVersions,
     GpuDriver,
+    /// The GPUs themselves: throttling, links, faults, other tenants, libraries loaded.
+    Hardware,
     Model,
     Metrics,
     Host,
@@ -199,6 +201,10 @@ pub enum TimelineEventKind {
     /// A history line that changed the host (pip/uv/conda installs, systemctl
     /// start/stop/restart/daemon-reload, apt/dnf, docker pull / compose up).
     HostChange,
+    /// A kernel-reported GPU fault (Xid, fallen off the bus, reset, NVLink).
+    GpuFault,
+    /// A GPU power limit changed (`nvidia-smi -pl` in a history).
+    PowerLimitChange,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -9,6 +9,7 @@
 
 pub mod diff;
 pub mod exit_codes;
+pub mod hardware;
 pub mod launch;
 pub mod report;
 pub mod server;
@@ -17,6 +18,7 @@ pub mod snapshot;
 pub mod text;
 
 pub use diff::*;
+pub use hardware::*;
 pub use launch::*;
 pub use report::*;
 pub use server::*;

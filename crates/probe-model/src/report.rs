@@ -51,6 +51,9 @@ pub struct HostReport {
     /// Earlier launches not listed in `earlier` (the report caps the list).
     #[serde(default)]
     pub earlier_omitted: usize,
+    /// GPU health, faults and loaded libraries, with the hardware findings ranked.
+    #[serde(default)]
+    pub hardware: crate::hardware::HardwareReport,
     /// Sections that did not complete (timed out, permission denied, truncated, failed).
     pub problems: Vec<SectionReport>,
     /// Messages from connecting (a host key recorded, a setting reinterpreted).

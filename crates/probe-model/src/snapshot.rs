@@ -51,6 +51,9 @@ pub struct Snapshot {
     /// leaves this empty).
     #[serde(default)]
     pub servers: Vec<crate::ServerReading>,
+    /// GPU health, kernel GPU faults and the CUDA libraries really loaded.
+    #[serde(default)]
+    pub hardware: crate::hardware::HardwareState,
 }
 
 /// Facts about the machine itself.

@@ -34,6 +34,7 @@ pub const ALL: &[&str] = &[
     "attacks",
     "secrets",
     "vllm-upgrade",
+    "gpu-faults",
 ];
 
 /// `crates/probe-testkit/fixtures`.

@@ -2,6 +2,7 @@
 //! [`human`], [`markdown`] and [`json`] turn it into text. Nothing here does I/O.
 
 pub mod doc;
+pub mod hardware;
 pub mod human;
 pub mod json;
 pub mod markdown;
@@ -526,6 +527,7 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
 
     server::server_section(&mut doc, &report.servers);
     runs::evidence_section(&mut doc, report);
+    hardware::section(&mut doc, &report.hardware);
 
     if !report.problems.is_empty() {
         doc.heading(2, "Collection problems");

@@ -175,6 +175,7 @@ fn snapshot_diff() -> SnapshotDiff {
 
 fn host_report() -> HostReport {
     HostReport {
+        hardware: Default::default(),
         schema_version: 1,
         target: "gpu7".into(),
         address: Some("root@10.20.0.7:22".into()),

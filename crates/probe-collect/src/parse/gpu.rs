@@ -6,7 +6,7 @@ use probe_model::{ComputeApp, Gpu, GpuState, GpuStatus};
 use crate::sanitize::{sanitize_line, text};
 
 /// CSV fields with their header name (units in brackets stripped).
-fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
     // The header is the first line naming `index`, `uuid` or `pid` (an error from a first
     // attempt may precede it).
     let mut lines = t
@@ -32,14 +32,14 @@ fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
-fn val<'a>(header: &[String], row: &'a [String], names: &[&str]) -> Option<&'a str> {
+pub(crate) fn val<'a>(header: &[String], row: &'a [String], names: &[&str]) -> Option<&'a str> {
     let i = header.iter().position(|h| names.contains(&h.as_str()))?;
     let v = row.get(i)?.as_str();
     let bad = v.is_empty() || v.starts_with('[') || v.eq_ignore_ascii_case("n/a");
     (!bad).then_some(v)
 }
 
-fn num<T: std::str::FromStr>(v: Option<&str>) -> Option<T> {
+pub(crate) fn num<T: std::str::FromStr>(v: Option<&str>) -> Option<T> {
     v.and_then(|x| x.split_whitespace().next())
         .and_then(|x| x.parse().ok())
 }
@@ -49,7 +49,7 @@ fn s(v: Option<&str>) -> Option<String> {
 }
 
 /// Whether the text looks like nvidia-smi CSV (a header naming `index` or `uuid`).
-fn is_csv(t: &str) -> bool {
+pub(crate) fn is_csv(t: &str) -> bool {
     t.lines().any(is_header)
 }
 

@@ -4,8 +4,11 @@
 
 pub mod containers;
 pub mod gpu;
+pub mod gpu_health;
+pub mod gpu_procs;
 pub mod history;
 pub mod host;
+pub mod kernel_log;
 pub mod logs;
 pub mod models;
 pub mod pkgs;

@@ -1,0 +1,906 @@
+//! The hardware lane: what the GPUs themselves say about a slowdown. Findings (power-cap and
+//! thermal throttling, PCIe links below their maximum, kernel-reported faults before a restart,
+//! other users' processes holding GPU memory, CUDA libraries loaded from outside the wheel the
+//! environment ships, ECC / row-remapping trouble, persistence mode off) become ranked
+//! [`Change`]s whose `after` is the evidence; faults and power-limit changes become timeline
+//! events. Knowledge is data: the Xid catalogue (`configs/xid.toml`), the CUDA library families
+//! and their wheels (`configs/cuda_libs.toml`), the impact of each finding (`configs/impact.toml`,
+//! area `hardware`).
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use probe_model::{
+    Change, ChangeKind, Confidence, FaultKind, GpuHealth, HardwareReport, HardwareState,
+    KernelFault, LoadedLib, ProcessRole, PythonEnv, Snapshot, TimeBounds, Timeline, TimelineEvent,
+    TimelineEventKind, UnixTime,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::impact::{Area, Subject, change_for, rank};
+
+/// The embedded Xid catalogue.
+pub const XID_TOML: &str = include_str!("../../../configs/xid.toml");
+/// The embedded CUDA library families.
+pub const CUDA_LIBS_TOML: &str = include_str!("../../../configs/cuda_libs.toml");
+
+/// A fault this long (seconds) before a server start counts as "before the restart".
+const RESTART_WINDOW_S: i64 = 3600;
+/// A process of another user holding at least this much GPU memory is a finding.
+const FOREIGN_MIB: u64 = 1024;
+/// Timeline events from kernel faults, at most.
+const MAX_FAULT_EVENTS: usize = 50;
+
+/// Who is at fault for an Xid, per the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum XidClass {
+    Hardware,
+    Memory,
+    Link,
+    Driver,
+    Application,
+    Thermal,
+}
+
+/// One Xid code of `configs/xid.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XidEntry {
+    pub code: u32,
+    pub meaning: String,
+    pub class: XidClass,
+    pub reset: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct XidFile {
+    xid: Vec<XidEntry>,
+}
+
+/// One library family of `configs/cuda_libs.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibFamily {
+    pub name: String,
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    pub wheels: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LibFile {
+    lib: Vec<LibFamily>,
+}
+
+/// Parses an Xid catalogue (the embedded one, or another for tests).
+pub fn parse_xid(text: &str) -> Result<Vec<XidEntry>, toml::de::Error> {
+    toml::from_str::<XidFile>(text).map(|f| f.xid)
+}
+
+/// Parses a library-family file.
+pub fn parse_libs(text: &str) -> Result<Vec<LibFamily>, toml::de::Error> {
+    toml::from_str::<LibFile>(text).map(|f| f.lib)
+}
+
+/// The embedded Xid catalogue (checked by a test; empty should it ever fail to parse).
+pub fn xid_catalog() -> &'static [XidEntry] {
+    static X: OnceLock<Vec<XidEntry>> = OnceLock::new();
+    X.get_or_init(|| parse_xid(XID_TOML).unwrap_or_default())
+}
+
+/// The catalogue entry of an Xid code.
+pub fn xid(code: u32) -> Option<&'static XidEntry> {
+    xid_catalog().iter().find(|x| x.code == code)
+}
+
+/// The embedded library families.
+pub fn lib_families() -> &'static [LibFamily] {
+    static L: OnceLock<Vec<LibFamily>> = OnceLock::new();
+    L.get_or_init(|| parse_libs(CUDA_LIBS_TOML).unwrap_or_default())
+}
+
+/// `*`-glob match of a whole string.
+fn glob(pattern: &str, s: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = s.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The family of a mapped path (first match in file order), if it is a CUDA-stack object.
+pub fn lib_family(path: &str) -> Option<&'static LibFamily> {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    lib_families().iter().find(|f| {
+        f.files.iter().any(|p| glob(p, file))
+            && (f.dirs.is_empty() || f.dirs.iter().any(|d| path.contains(d.as_str())))
+    })
+}
+
+/// Version carried by a shared object's file name: `libnccl.so.2.21.5` → `2.21.5`,
+/// `libcudart.so.12` → `12`; `None` for `libfoo.so`.
+pub fn soname_version(path: &str) -> Option<String> {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let (_, v) = file.split_once(".so.")?;
+    (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')).then(|| v.to_string())
+}
+
+/// A PCI bus id as `0000:17:00.0`, from nvidia-smi's `00000000:17:00.0` or the kernel's
+/// `PCI:0000:17:00` / `0000:17:00.0`.
+pub fn normalize_bus_id(s: &str) -> Option<String> {
+    let s = s.trim().trim_start_matches("PCI:").to_ascii_lowercase();
+    let mut it = s.split(':');
+    let (dom, bus, rest) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() {
+        return None;
+    }
+    let (dev, func) = rest.split_once('.').unwrap_or((rest, "0"));
+    let hex = |x: &str, n: usize| {
+        !x.is_empty() && x.len() <= n && x.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    if !hex(dom, 8) || !hex(bus, 2) || !hex(dev, 2) || !hex(func, 1) {
+        return None;
+    }
+    let dom = &dom[dom.len().saturating_sub(4)..];
+    Some(format!("{dom:0>4}:{bus:0>2}:{dev:0>2}.{func}"))
+}
+
+/// `YYYY-MM-DD` (UTC) of a Unix time.
+fn date(t: UnixTime) -> String {
+    let z = t.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `HH:MM` (UTC) of a Unix time.
+fn hhmm(t: UnixTime) -> String {
+    let s = t.rem_euclid(86_400);
+    format!("{:02}:{:02}", s / 3600, s / 60 % 60)
+}
+
+fn watts(w: f64) -> String {
+    format!("{w:.0}")
+}
+
+/// One finding before the rules rate it.
+struct Finding {
+    id: &'static str,
+    key: String,
+    evidence: String,
+}
+
+/// The hardware report of a snapshot: the state with library wheels attributed, and the
+/// findings ranked (most likely cause of a slowdown first).
+pub fn report(
+    snapshot: &Snapshot,
+    previous: Option<&Snapshot>,
+    timeline: &Timeline,
+) -> HardwareReport {
+    let mut state = snapshot.hardware.clone();
+    attribute_libs(&mut state.loaded_libs, snapshot);
+    let mut raw = Vec::new();
+    raw.extend(throttling(snapshot, previous));
+    raw.extend(links(snapshot));
+    raw.extend(faults(&state.faults, &restarts(timeline)));
+    raw.extend(foreign_processes(snapshot, &state));
+    raw.extend(libraries(&state.loaded_libs));
+    raw.extend(memory_health(&state.gpus));
+    let mut findings: Vec<Change> = raw
+        .into_iter()
+        .filter_map(|f| {
+            let evidence = Value::String(f.evidence);
+            let subject =
+                Subject::new(Area::Hardware, f.id, ChangeKind::Added).values(None, Some(&evidence));
+            change_for(&subject, f.key).map(|(c, _)| c)
+        })
+        .collect();
+    rank(&mut findings);
+    HardwareReport { state, findings }
+}
+
+/// Start times of the running launches (a start is a restart when it is not the first).
+fn restarts(timeline: &Timeline) -> Vec<UnixTime> {
+    timeline
+        .events
+        .iter()
+        .filter(|e| e.kind == TimelineEventKind::Launch && e.running)
+        .filter_map(|e| e.time.at.or(e.time.not_before))
+        .collect()
+}
+
+fn gpu_name(g: &GpuHealth) -> String {
+    match g.index {
+        Some(i) => format!("GPU {i}"),
+        None => format!("GPU {}", g.pci_bus_id.as_deref().unwrap_or("?")),
+    }
+}
+
+fn same_gpu(a: &GpuHealth, b: &GpuHealth) -> bool {
+    match (&a.uuid, &b.uuid) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.index.is_some() && a.index == b.index,
+    }
+}
+
+/// A power limit set with `nvidia-smi -pl W` (`--power-limit`), for GPU `-i N` or all GPUs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerLimitSet {
+    pub gpu: Option<u32>,
+    pub watts: f64,
+    pub time: Option<UnixTime>,
+    pub command: String,
+}
+
+/// `nvidia-smi [-i N] -pl W` commands in the shell histories, oldest first.
+pub fn power_limit_commands(snapshot: &Snapshot) -> Vec<PowerLimitSet> {
+    let mut out = Vec::new();
+    for h in &snapshot.histories {
+        for e in &h.entries {
+            for cmd in e.command.split(['\n', ';', '&', '|']) {
+                if let Some((gpu, w)) = parse_power_limit(cmd) {
+                    out.push(PowerLimitSet {
+                        gpu,
+                        watts: w,
+                        time: e.time,
+                        command: cmd.trim().chars().take(200).collect(),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by_key(|p| p.time);
+    out
+}
+
+/// `(gpu, watts)` of `nvidia-smi [-i N|--id=N] (-pl W|--power-limit[=| ]W)`.
+pub fn parse_power_limit(cmd: &str) -> Option<(Option<u32>, f64)> {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| w.rsplit('/').next() == Some("nvidia-smi"))?;
+    let mut gpu = None;
+    let mut limit = None;
+    let mut it = words[at + 1..].iter();
+    while let Some(w) = it.next() {
+        match *w {
+            "-i" | "--id" => gpu = it.next().and_then(|v| v.parse().ok()),
+            "-pl" | "--power-limit" => limit = it.next().and_then(|v| v.parse().ok()),
+            _ => {
+                if let Some(v) = w.strip_prefix("--id=") {
+                    gpu = v.parse().ok();
+                } else if let Some(v) = w.strip_prefix("--power-limit=") {
+                    limit = v.parse().ok();
+                }
+            }
+        }
+    }
+    limit
+        .filter(|w: &f64| w.is_finite() && *w > 0.0)
+        .map(|w| (gpu, w))
+}
+
+fn limit_of(g: &GpuHealth) -> Option<f64> {
+    g.enforced_power_limit_w.or(g.power_limit_w)
+}
+
+/// How the limit came to be: "power limit 300 -> 200 W since 2026-11-27", when known.
+fn limit_change(g: &GpuHealth, snapshot: &Snapshot, previous: Option<&Snapshot>) -> Option<String> {
+    let now = limit_of(g)?;
+    if let Some(before) = previous
+        .and_then(|p| p.hardware.gpus.iter().find(|x| same_gpu(x, g)))
+        .and_then(limit_of)
+        .filter(|b| (b - now).abs() >= 1.0)
+    {
+        let since = previous.map(|p| p.collected_at).unwrap_or_default();
+        return Some(format!(
+            "power limit {} -> {} W since the snapshot of {}",
+            watts(before),
+            watts(now),
+            date(since)
+        ));
+    }
+    let set = power_limit_commands(snapshot)
+        .into_iter()
+        .rev()
+        .find(|p| (p.gpu.is_none() || p.gpu == g.index) && (p.watts - now).abs() < 1.0)?;
+    let from = g
+        .default_power_limit_w
+        .filter(|d| (d - now).abs() >= 1.0)
+        .map(|d| format!("{} -> ", watts(d)))
+        .unwrap_or_default();
+    let since = set
+        .time
+        .map(|t| format!(" since {}", date(t)))
+        .unwrap_or_default();
+    Some(format!(
+        "power limit {from}{} W{since} (`{}`)",
+        watts(now),
+        set.command
+    ))
+}
+
+fn clock_text(g: &GpuHealth) -> String {
+    match (g.clocks_sm_mhz, g.clocks_max_sm_mhz) {
+        (Some(c), Some(m)) => format!(", SM clock {c} of {m} MHz"),
+        _ => String::new(),
+    }
+}
+
+fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for g in &snapshot.hardware.gpus {
+        let has = |r: &str| g.event_reasons.iter().any(|x| x == r);
+        if has("sw_power_cap") || has("hw_power_brake_slowdown") {
+            let how = limit_change(g, snapshot, previous).unwrap_or_else(|| {
+                let draw = g
+                    .power_draw_w
+                    .map(|d| format!("drawing {} W of ", watts(d)))
+                    .unwrap_or_default();
+                let def = g
+                    .default_power_limit_w
+                    .filter(|d| limit_of(g).is_some_and(|l| (d - l).abs() >= 1.0))
+                    .map(|d| format!(" (default {} W)", watts(d)))
+                    .unwrap_or_default();
+                format!(
+                    "{draw}its {} W limit{def}",
+                    limit_of(g).map(watts).unwrap_or_else(|| "?".into())
+                )
+            });
+            let what = if has("sw_power_cap") {
+                "SW power cap"
+            } else {
+                "HW power brake"
+            };
+            out.push(Finding {
+                id: "sw-power-cap",
+                key: format!("{}.power_cap", gpu_key(g)),
+                evidence: format!(
+                    "{} throttled by {what}: {how}{}",
+                    gpu_name(g),
+                    clock_text(g)
+                ),
+            });
+        }
+        let thermal: Vec<&str> = ["hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown"]
+            .into_iter()
+            .filter(|r| has(r))
+            .collect();
+        if !thermal.is_empty() {
+            let temp = g
+                .temperature_c
+                .map(|t| format!(" at {t} C"))
+                .unwrap_or_default();
+            let slow = g
+                .slowdown_temp_c
+                .map(|t| format!(" (slowdown at {t} C)"))
+                .unwrap_or_default();
+            out.push(Finding {
+                id: "thermal-slowdown",
+                key: format!("{}.slowdown", gpu_key(g)),
+                evidence: format!(
+                    "{} clocks slowed ({}){temp}{slow}{}",
+                    gpu_name(g),
+                    thermal.join(", "),
+                    clock_text(g)
+                ),
+            });
+        }
+        if g.persistence_mode.as_deref() == Some("Disabled") {
+            out.push(Finding {
+                id: "persistence-off",
+                key: format!("{}.persistence_mode", gpu_key(g)),
+                evidence: format!("{} persistence mode is off", gpu_name(g)),
+            });
+        }
+    }
+    out
+}
+
+fn gpu_key(g: &GpuHealth) -> String {
+    match g.index {
+        Some(i) => format!("gpu:{i}"),
+        None => format!("gpu:{}", g.pci_bus_id.as_deref().unwrap_or("?")),
+    }
+}
+
+fn links(snapshot: &Snapshot) -> Vec<Finding> {
+    let busy = |g: &GpuHealth| {
+        snapshot
+            .gpu
+            .gpus
+            .iter()
+            .find(|x| {
+                (x.uuid.is_some() && x.uuid == g.uuid) || (x.index.is_some() && x.index == g.index)
+            })
+            .and_then(|x| x.utilization_gpu_pct)
+            .is_some_and(|u| u >= 10)
+    };
+    let mut out = Vec::new();
+    for g in &snapshot.hardware.gpus {
+        let narrow =
+            matches!((g.pcie_width_current, g.pcie_width_max), (Some(c), Some(m)) if c < m);
+        // An idle GPU trains its link down to gen 1 to save power: only a busy one counts.
+        let slow =
+            matches!((g.pcie_gen_current, g.pcie_gen_max), (Some(c), Some(m)) if c < m) && busy(g);
+        if !narrow && !slow {
+            continue;
+        }
+        let opt = |v: Option<u32>| v.map_or("?".to_string(), |x| x.to_string());
+        out.push(Finding {
+            id: "pcie-below-max",
+            key: format!("{}.pcie_link", gpu_key(g)),
+            evidence: format!(
+                "{} PCIe link gen {} x{} (max gen {} x{})",
+                gpu_name(g),
+                opt(g.pcie_gen_current),
+                opt(g.pcie_width_current),
+                opt(g.pcie_gen_max),
+                opt(g.pcie_width_max)
+            ),
+        });
+    }
+    out
+}
+
+/// What a fault says, for evidence and the timeline: `Xid 79 on 0000:17:00.0`.
+pub fn fault_label(f: &KernelFault) -> String {
+    let what = match (f.kind, f.code) {
+        (FaultKind::Xid, Some(c)) => format!("Xid {c}"),
+        (FaultKind::Sxid, Some(c)) => format!("SXid {c}"),
+        (FaultKind::FallenOffBus, _) => "GPU fallen off the bus".to_string(),
+        (FaultKind::GpuReset, _) => "GPU reset".to_string(),
+        (FaultKind::Nvlink, _) => "NVLink error".to_string(),
+        (_, None) => "GPU fault".to_string(),
+    };
+    match &f.pci_bus_id {
+        Some(b) => format!("{what} on {b}"),
+        None => what,
+    }
+}
+
+fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    // Newest first: the fault closest to a restart is the one to name.
+    for f in faults.iter().rev() {
+        let label = fault_label(f);
+        if !seen.insert(label.clone()) {
+            continue;
+        }
+        let meaning = f
+            .meaning
+            .as_deref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        let before = f.time.and_then(|t| {
+            restarts
+                .iter()
+                .filter(|r| **r >= t && **r - t <= RESTART_WINDOW_S)
+                .min()
+                .map(|r| (t, r - t))
+        });
+        let (id, evidence) = match before {
+            Some((t, gap)) => (
+                "xid-before-restart",
+                format!(
+                    "{label} at {}, {} minutes before the restart{meaning}",
+                    hhmm(t),
+                    gap / 60
+                ),
+            ),
+            None => {
+                let when = f
+                    .time
+                    .map(|t| format!(" at {} {}", date(t), hhmm(t)))
+                    .unwrap_or_default();
+                let boot = if f.boot == Some(-1) {
+                    " (previous boot)"
+                } else {
+                    ""
+                };
+                ("gpu-fault", format!("{label}{when}{boot}{meaning}"))
+            }
+        };
+        out.push(Finding {
+            id,
+            key: format!("kernel:{}", label.to_ascii_lowercase().replace(' ', "_")),
+            evidence,
+        });
+        if out.len() >= 8 {
+            break;
+        }
+    }
+    out
+}
+
+fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding> {
+    let servers: BTreeSet<&str> = snapshot
+        .processes
+        .iter()
+        .filter(|p| matches!(p.role, ProcessRole::Launcher | ProcessRole::Worker))
+        .filter_map(|p| p.user.as_deref())
+        .collect();
+    let ours: BTreeSet<u32> = snapshot
+        .processes
+        .iter()
+        .filter(|p| matches!(p.role, ProcessRole::Launcher | ProcessRole::Worker))
+        .map(|p| p.pid)
+        .collect();
+    let mut out = Vec::new();
+    for p in &state.processes {
+        let (Some(user), Some(mib)) = (p.user.as_deref(), p.used_memory_mib) else {
+            continue;
+        };
+        if mib < FOREIGN_MIB || servers.contains(user) || p.pid.is_some_and(|x| ours.contains(&x)) {
+            continue;
+        }
+        let gpu = snapshot
+            .gpu
+            .gpus
+            .iter()
+            .find(|g| g.uuid.is_some() && g.uuid == p.gpu_uuid)
+            .and_then(|g| g.index)
+            .map_or_else(|| "a GPU".to_string(), |i| format!("GPU {i}"));
+        out.push(Finding {
+            id: "foreign-gpu-process",
+            key: format!("gpu-process:{}", p.pid.unwrap_or(0)),
+            evidence: format!(
+                "{gpu}: pid {} ({}) of user {user} holds {:.1} GiB",
+                p.pid.map_or("?".into(), |x| x.to_string()),
+                p.process_name.as_deref().unwrap_or("?"),
+                mib as f64 / 1024.0
+            ),
+        });
+    }
+    out
+}
+
+/// The environment a process uses (`used_by` names its PID or its launcher's).
+fn env_of(snapshot: &Snapshot, pid: u32) -> Option<&PythonEnv> {
+    let launcher = snapshot
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .and_then(|p| p.launcher_pid)
+        .unwrap_or(pid);
+    snapshot.python_envs.iter().find(|e| {
+        e.used_by
+            .iter()
+            .any(|u| u == &format!("pid:{pid}") || u == &format!("pid:{launcher}"))
+    })
+}
+
+/// Fills each loaded library's wheel, wheel version and whether it comes from that wheel.
+pub fn attribute_libs(libs: &mut [LoadedLib], snapshot: &Snapshot) {
+    for l in libs {
+        let Some(fam) = lib_families().iter().find(|f| f.name == l.name) else {
+            continue;
+        };
+        let Some(env) = env_of(snapshot, l.pid) else {
+            continue;
+        };
+        let Some(pkg) = fam
+            .wheels
+            .iter()
+            .find_map(|w| env.packages.iter().find(|p| &p.name == w))
+        else {
+            continue;
+        };
+        l.wheel = Some(pkg.name.clone());
+        l.wheel_version = Some(pkg.version.clone());
+        l.from_wheel = Some(env.site_packages.iter().any(|sp| {
+            l.path
+                .starts_with(&format!("{}/", sp.trim_end_matches('/')))
+        }));
+    }
+}
+
+/// Whether a file-name version disagrees with the wheel's (`2` agrees with `2.27.5`).
+fn versions_disagree(file: &str, wheel: &str) -> bool {
+    let w: Vec<&str> = wheel.split(['+', '.']).collect();
+    file.split('.').zip(w.iter()).any(|(a, b)| a != *b)
+}
+
+fn libraries(libs: &[LoadedLib]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for l in libs {
+        let (Some(wheel), Some(wv)) = (&l.wheel, &l.wheel_version) else {
+            continue;
+        };
+        let outside = l.from_wheel == Some(false);
+        let differs = l
+            .version
+            .as_deref()
+            .is_some_and(|v| versions_disagree(v, wv));
+        if !(outside || differs) || !seen.insert((l.name.clone(), l.path.clone())) {
+            continue;
+        }
+        let v = l
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        out.push(Finding {
+            id: "lib-not-from-wheel",
+            key: format!("lib:{}", l.name),
+            evidence: format!(
+                "pid {} loaded {}{v} from {}, but the environment's wheel is {wheel} {wv}",
+                l.pid, l.name, l.path
+            ),
+        });
+    }
+    out
+}
+
+fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for g in gpus {
+        if let Some(n) = g.ecc_volatile_uncorrected.filter(|n| *n > 0) {
+            out.push(Finding {
+                id: "ecc-uncorrected",
+                key: format!("{}.ecc", gpu_key(g)),
+                evidence: format!(
+                    "{} {n} uncorrected ECC errors since the driver loaded",
+                    gpu_name(g)
+                ),
+            });
+        }
+        let yes = |v: &Option<String>| v.as_deref().is_some_and(|x| x.eq_ignore_ascii_case("yes"));
+        if yes(&g.remapped_rows_failure)
+            || yes(&g.remapped_rows_pending)
+            || yes(&g.retired_pages_pending)
+        {
+            let what = if yes(&g.remapped_rows_failure) {
+                "row remapping failed"
+            } else {
+                "a row remap / page retirement is pending (needs a GPU reset)"
+            };
+            out.push(Finding {
+                id: "memory-remap",
+                key: format!("{}.remapped_rows", gpu_key(g)),
+                evidence: format!("{} {what}", gpu_name(g)),
+            });
+        }
+    }
+    out
+}
+
+/// Timeline events of the hardware lane: kernel faults and `nvidia-smi -pl` commands.
+pub fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
+    let exact = |t: Option<UnixTime>| TimeBounds {
+        at: t,
+        ..TimeBounds::default()
+    };
+    let conf = |t: Option<UnixTime>| {
+        if t.is_some() {
+            Confidence::Exact
+        } else {
+            Confidence::Unknown
+        }
+    };
+    let mut out: Vec<TimelineEvent> = snapshot
+        .hardware
+        .faults
+        .iter()
+        .rev()
+        .take(MAX_FAULT_EVENTS)
+        .map(|f| {
+            let mut summary = fault_label(f);
+            if let Some(m) = &f.meaning {
+                summary.push_str(&format!(": {m}"));
+            }
+            if let Some(p) = f.pid {
+                summary.push_str(&format!(
+                    " (pid {p}{})",
+                    f.process
+                        .as_deref()
+                        .map(|n| format!(", {n}"))
+                        .unwrap_or_default()
+                ));
+            }
+            TimelineEvent {
+                kind: TimelineEventKind::GpuFault,
+                time: exact(f.time),
+                confidence: conf(f.time),
+                summary,
+                ..TimelineEvent::default()
+            }
+        })
+        .collect();
+    out.extend(
+        power_limit_commands(snapshot)
+            .into_iter()
+            .map(|p| TimelineEvent {
+                kind: TimelineEventKind::PowerLimitChange,
+                time: exact(p.time),
+                confidence: conf(p.time),
+                summary: format!(
+                    "power limit set to {} W on {} (`{}`)",
+                    watts(p.watts),
+                    p.gpu
+                        .map_or_else(|| "all GPUs".to_string(), |i| format!("GPU {i}")),
+                    p.command
+                ),
+                ..TimelineEvent::default()
+            }),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogues_load() {
+        assert!(parse_xid(XID_TOML).is_ok());
+        assert!(parse_libs(CUDA_LIBS_TOML).is_ok());
+        assert_eq!(xid(79).map(|x| x.class), Some(XidClass::Hardware));
+        assert!(
+            parse_xid(
+                "[[xid]]\ncode = 1\nmeaning = \"x\"\nclass = \"memory\"\nreset = true\ntypo = 1\n"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn readers() {
+        let bus = [
+            ("00000000:17:00.0", Some("0000:17:00.0")),
+            ("PCI:0000:17:00", Some("0000:17:00.0")),
+            ("0000:3B:00.1", Some("0000:3b:00.1")),
+            ("garbage", None),
+            ("1:2:3:4", None),
+        ];
+        for (i, e) in bus {
+            assert_eq!(normalize_bus_id(i).as_deref(), e, "{i}");
+        }
+        let fam = [
+            (
+                "/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5",
+                Some("libnccl"),
+            ),
+            (
+                "/v/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9",
+                Some("libcudnn"),
+            ),
+            ("/v/site-packages/torch/lib/libtorch_cuda.so", Some("torch")),
+            (
+                "/v/site-packages/sgl_kernel/common_ops.abi3.so",
+                Some("sgl_kernel"),
+            ),
+            ("/v/site-packages/vllm/_C.abi3.so", Some("vllm")),
+            ("/usr/lib/libc.so.6", None),
+        ];
+        for (i, e) in fam {
+            assert_eq!(lib_family(i).map(|f| f.name.as_str()), e, "{i}");
+        }
+        assert_eq!(
+            soname_version("/x/libnccl.so.2.21.5").as_deref(),
+            Some("2.21.5")
+        );
+        assert_eq!(soname_version("/x/libtorch_cuda.so"), None);
+        let pl = [
+            ("nvidia-smi -i 1 -pl 200", Some((Some(1), 200.0))),
+            ("sudo nvidia-smi --power-limit=250", Some((None, 250.0))),
+            (
+                "nvidia-smi --id=0 --power-limit 300",
+                Some((Some(0), 300.0)),
+            ),
+            ("nvidia-smi -q", None),
+            ("echo -pl 3", None),
+        ];
+        for (i, e) in pl {
+            assert_eq!(parse_power_limit(i), e, "{i}");
+        }
+        assert!(versions_disagree("2.21.5", "2.27.5"));
+        assert!(!versions_disagree("2", "2.27.5"));
+        assert!(!versions_disagree("2.27.5", "2.27.5+cu128"));
+        assert_eq!(date(1_796_083_200), "2026-12-01");
+        assert_eq!(hhmm(1_796_083_200 + 3 * 3600 + 12 * 60), "03:12");
+    }
+
+    #[test]
+    fn findings_from_state() {
+        let gpu = |limit: f64| GpuHealth {
+            index: Some(1),
+            uuid: Some("GPU-1".into()),
+            event_reasons: vec!["sw_power_cap".into()],
+            enforced_power_limit_w: Some(limit),
+            default_power_limit_w: Some(300.0),
+            clocks_sm_mhz: Some(1200),
+            clocks_max_sm_mhz: Some(1980),
+            pcie_width_current: Some(4),
+            pcie_width_max: Some(16),
+            ..GpuHealth::default()
+        };
+        let before = Snapshot {
+            collected_at: 1_795_737_600, // 2026-11-27
+            hardware: HardwareState {
+                gpus: vec![gpu(300.0)],
+                ..HardwareState::default()
+            },
+            ..Snapshot::default()
+        };
+        let now = Snapshot {
+            hardware: HardwareState {
+                gpus: vec![gpu(200.0)],
+                faults: vec![KernelFault {
+                    time: Some(1_796_094_764),
+                    kind: FaultKind::Xid,
+                    code: Some(79),
+                    pci_bus_id: Some("0000:17:00.0".into()),
+                    meaning: Some("GPU has fallen off the bus".into()),
+                    ..KernelFault::default()
+                }],
+                ..HardwareState::default()
+            },
+            ..Snapshot::default()
+        };
+        let timeline = Timeline {
+            events: vec![TimelineEvent {
+                running: true,
+                time: TimeBounds {
+                    at: Some(1_796_094_764 + 240),
+                    ..TimeBounds::default()
+                },
+                ..TimelineEvent::default()
+            }],
+            ..Timeline::default()
+        };
+        let r = report(&now, Some(&before), &timeline);
+        let ev: Vec<String> = r
+            .findings
+            .iter()
+            .filter_map(|f| f.after.as_ref().and_then(|v| v.as_str()).map(String::from))
+            .collect();
+        let cases = [
+            "GPU 1 throttled by SW power cap: power limit 300 -> 200 W since the snapshot of 2026-11-27, SM clock 1200 of 1980 MHz",
+            "Xid 79 on 0000:17:00.0 at 03:12, 4 minutes before the restart (GPU has fallen off the bus)",
+            "GPU 1 PCIe link gen ? x4 (max gen ? x16)",
+        ];
+        for want in cases {
+            assert!(ev.iter().any(|e| e == want), "{want:?} not in {ev:#?}");
+        }
+        assert_eq!(
+            r.findings.first().map(|f| f.impact),
+            Some(probe_model::Impact::High)
+        );
+        // No previous snapshot, no history: the limit against the default instead.
+        let r = report(&now, None, &Timeline::default());
+        assert!(
+            r.findings.iter().any(|f| f
+                .after
+                .as_ref()
+                .and_then(|v| v.as_str())
+                .is_some_and(|e| e.contains("its 200 W limit (default 300 W)"))),
+            "{:#?}",
+            r.findings
+        );
+    }
+}
