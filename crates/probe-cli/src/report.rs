@@ -148,9 +148,9 @@ pub fn build(
         install_events,
         models,
         earlier_omitted,
-        hardware: probe_diff::hardware::report(snapshot, previous, &timeline),
+        hardware: probe_diff::hardware::report(snapshot, previous, timeline),
         problems,
         notices,
-        servers: probe_diff::server::views(snapshot, &launches),
+        servers: probe_diff::server::views(snapshot, &analysis.launches),
     }
 }

@@ -12,8 +12,8 @@ pub mod exit_codes;
 pub mod hardware;
 pub mod launch;
 pub mod report;
-pub mod server;
 pub mod run;
+pub mod server;
 pub mod snapshot;
 pub mod text;
 
@@ -21,8 +21,8 @@ pub use diff::*;
 pub use hardware::*;
 pub use launch::*;
 pub use report::*;
-pub use server::*;
 pub use run::*;
+pub use server::*;
 pub use snapshot::*;
 
 /// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and

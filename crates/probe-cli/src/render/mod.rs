@@ -6,8 +6,8 @@ pub mod hardware;
 pub mod human;
 pub mod json;
 pub mod markdown;
-pub mod server;
 mod runs;
+pub mod server;
 
 use std::collections::BTreeMap;
 
