@@ -305,7 +305,6 @@ pub fn build_group(
 /// The `R2_*` shell variables of round 2: one entry a line, entries that could break the
 /// line format left out.
 fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 7] {
-    let pids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join("\n");
     let line = |v: &[String]| {
         v.iter()
             .filter(|x| !x.contains('\n'))
