@@ -24,8 +24,16 @@ use crate::{CollectOptions, CollectStats, parse, plan, sanitize};
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
 
-/// Sections round 2 is planned from.
-const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
+/// Sections round 2 is planned from. The GPU's compute apps name the processes whose owner and
+/// loaded libraries round 2 reads (`gpu_procs`), so round 2 also waits for them.
+const ROUND2_NEEDS: &[&str] = &[
+    "host",
+    "processes",
+    "units",
+    "containers",
+    "gpu_query",
+    "gpu_apps",
+];
 
 /// What one group's run gave.
 #[derive(Debug)]
