@@ -72,6 +72,30 @@ pub struct SnapshotMeta {
     pub versions: BTreeMap<String, String>,
 }
 
+impl SnapshotMeta {
+    /// The meta of `snapshot` as stored under `host_id`, with the indexed values both stores
+    /// derive from it.
+    pub(crate) fn stored(
+        snapshot: &Snapshot,
+        host_id: i64,
+        engines: std::collections::BTreeSet<String>,
+        versions: BTreeMap<String, String>,
+    ) -> SnapshotMeta {
+        SnapshotMeta {
+            id: snapshot.id.clone(),
+            host_id,
+            hostname: snapshot.host.hostname.clone(),
+            machine_id: snapshot.host.machine_id.clone(),
+            target: snapshot.target.clone(),
+            address: snapshot.address.clone(),
+            collected_at: snapshot.collected_at,
+            schema_version: snapshot.schema_version,
+            engines: engines.into_iter().collect(),
+            versions,
+        }
+    }
+}
+
 /// What `prune` deletes: snapshots older than `older_than`, except the newest `keep_last` of
 /// each host (which are always kept).
 #[derive(Debug, Clone, Default, PartialEq)]

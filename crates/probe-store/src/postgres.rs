@@ -723,18 +723,7 @@ impl SnapshotStore for PgStore {
             collected_by: self.runner.clone(),
         };
         let host_id = self.run(|pool, store| put_row(pool, store, row))?;
-        Ok(SnapshotMeta {
-            id: snapshot.id.clone(),
-            host_id,
-            hostname: snapshot.host.hostname.clone(),
-            machine_id: snapshot.host.machine_id.clone(),
-            target: snapshot.target.clone(),
-            address: snapshot.address.clone(),
-            collected_at: snapshot.collected_at,
-            schema_version: snapshot.schema_version,
-            engines: engines.into_iter().collect(),
-            versions,
-        })
+        Ok(SnapshotMeta::stored(snapshot, host_id, engines, versions))
     }
 
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
