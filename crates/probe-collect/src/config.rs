@@ -1,6 +1,6 @@
 //! The embedded configuration: probe definitions and the pattern lists the parsers use.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -28,7 +28,7 @@ pub struct Probe {
     /// Sections of one group run one after another on one exec channel; `None`: its own.
     #[serde(default)]
     pub group: Option<String>,
-    pub parser: String,
+    pub parser: ParserKind,
     pub timeout_s: u64,
     pub max_bytes: u64,
     #[serde(default)]
@@ -38,11 +38,77 @@ pub struct Probe {
     pub command: String,
 }
 
+/// Which parser reads a probe's output: a closed set, so a name `configs/probes.toml`
+/// misspells fails at load instead of leaving its section unread. Round-1 and round-2
+/// parsers are apart, so each round's match lists exactly its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ParserKind {
+    Round1(Round1Parser),
+    Round2(Round2Parser),
+}
+
+/// Parsers of round-1 sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Round1Parser {
+    Host,
+    History,
+    Units,
+    UnitState,
+    Processes,
+    Containers,
+    GpuQuery,
+    GpuBanner,
+    GpuApps,
+    GpuTopo,
+    GpuHealth,
+    KernelLog,
+    PkgHistory,
+}
+
+/// Parsers of round-2 sections (what round 1 named).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Round2Parser {
+    Python,
+    Models,
+    Logs,
+    ContainerLogs,
+    GpuProcs,
+    Journal,
+}
+
+impl ParserKind {
+    pub fn round1(self) -> Option<Round1Parser> {
+        match self {
+            ParserKind::Round1(k) => Some(k),
+            ParserKind::Round2(_) => None,
+        }
+    }
+
+    pub fn round2(self) -> Option<Round2Parser> {
+        match self {
+            ParserKind::Round2(k) => Some(k),
+            ParserKind::Round1(_) => None,
+        }
+    }
+
+    /// The round whose sections this parser reads.
+    pub fn round(self) -> u8 {
+        match self {
+            ParserKind::Round1(_) => 1,
+            ParserKind::Round2(_) => 2,
+        }
+    }
+}
+
 fn one() -> u8 {
     1
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ServersToml {
     process_match: String,
     unit_exec_match: String,
@@ -53,6 +119,7 @@ struct ServersToml {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct EngineToml {
     name: String,
     #[serde(rename = "match")]
@@ -81,6 +148,7 @@ pub struct Servers {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Packages {
     pub python: Vec<String>,
     pub python_prefixes: Vec<String>,
@@ -88,62 +156,115 @@ pub struct Packages {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelKeys {
     pub nested: Vec<String>,
     pub max_value_bytes: usize,
     pub keys: Vec<String>,
 }
 
-fn ci(p: &str) -> Regex {
+/// Built-in data (an embedded `configs/` file, a pattern written in the source) as a value:
+/// the one place the crate may stop on a broken input, because that input is part of the
+/// build, never of a host or a user. Every caller sits behind one `LazyLock`, and the tests
+/// (`every_embedded_config_parses` here, the pattern tests of the parsers) force each one.
+#[allow(
+    clippy::expect_used,
+    reason = "built-in data is fixed at build time and forced by the tests: a broken file or \
+              pattern is a build defect caught before release, never remote or local input"
+)]
+pub(crate) fn built_in<T, E: std::fmt::Display>(what: &str, parsed: Result<T, E>) -> T {
+    parsed
+        .map_err(|e| format!("{what}: {e}"))
+        .expect("built-in data is valid (forced by the tests)")
+}
+
+/// A case-insensitive pattern of a config file.
+fn ci(p: &str) -> Result<Regex, String> {
     RegexBuilder::new(p)
         .case_insensitive(true)
         .build()
-        .unwrap_or_else(|e| panic!("configs: bad pattern {p}: {e}"))
+        .map_err(|e| format!("bad pattern {p}: {e}"))
 }
 
+fn parse_probes(text: &str) -> Result<Probes, String> {
+    let p: Probes = toml::from_str(text).map_err(|e| e.to_string())?;
+    match p.probes.iter().find(|q| q.parser.round() != q.round) {
+        Some(q) => Err(format!(
+            "probe {}: parser {:?} reads round {}, the probe runs in round {}",
+            q.name,
+            q.parser,
+            q.parser.round(),
+            q.round
+        )),
+        None => Ok(p),
+    }
+}
+
+fn parse_servers(text: &str) -> Result<Servers, String> {
+    let t: ServersToml = toml::from_str(text).map_err(|e| e.to_string())?;
+    let engines = t
+        .engine
+        .iter()
+        .map(|e| {
+            Ok(EnginePatterns {
+                name: e.name.clone(),
+                matches: ci(&e.matches)?,
+                worker: ci(&e.worker)?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Servers {
+        process_re: ci(&t.process_match)?,
+        unit_exec_re: ci(&t.unit_exec_match)?,
+        container_re: ci(&t.container_match)?,
+        engines,
+        process_match: t.process_match,
+        unit_exec_match: t.unit_exec_match,
+        unit_name_globs: t.unit_name_globs,
+        wrappers: t.wrappers,
+    })
+}
+
+fn parse_packages(text: &str) -> Result<Packages, String> {
+    let p: Packages = toml::from_str(text).map_err(|e| e.to_string())?;
+    ci(&p.system_match)?;
+    Ok(p)
+}
+
+fn parse_model_keys(text: &str) -> Result<ModelKeys, String> {
+    toml::from_str(text).map_err(|e| e.to_string())
+}
+
+static PROBES_CONFIG: LazyLock<Probes> =
+    LazyLock::new(|| built_in("configs/probes.toml", parse_probes(PROBES)));
+static SERVERS_CONFIG: LazyLock<Servers> =
+    LazyLock::new(|| built_in("configs/servers.toml", parse_servers(SERVERS)));
+static PACKAGES_CONFIG: LazyLock<Packages> =
+    LazyLock::new(|| built_in("configs/packages.toml", parse_packages(PACKAGES)));
+static SYSTEM_PACKAGES: LazyLock<Regex> =
+    LazyLock::new(|| built_in("configs/packages.toml", ci(&PACKAGES_CONFIG.system_match)));
+static MODEL_KEYS_CONFIG: LazyLock<ModelKeys> =
+    LazyLock::new(|| built_in("configs/model_keys.toml", parse_model_keys(MODEL_KEYS)));
+
 pub fn probes() -> &'static Probes {
-    static P: OnceLock<Probes> = OnceLock::new();
-    P.get_or_init(|| toml::from_str(PROBES).unwrap_or_else(|e| panic!("configs/probes.toml: {e}")))
+    &PROBES_CONFIG
 }
 
 pub fn servers() -> &'static Servers {
-    static S: OnceLock<Servers> = OnceLock::new();
-    S.get_or_init(|| {
-        let t: ServersToml =
-            toml::from_str(SERVERS).unwrap_or_else(|e| panic!("configs/servers.toml: {e}"));
-        Servers {
-            process_re: ci(&t.process_match),
-            unit_exec_re: ci(&t.unit_exec_match),
-            container_re: ci(&t.container_match),
-            engines: t
-                .engine
-                .iter()
-                .map(|e| EnginePatterns {
-                    name: e.name.clone(),
-                    matches: ci(&e.matches),
-                    worker: ci(&e.worker),
-                })
-                .collect(),
-            process_match: t.process_match,
-            unit_exec_match: t.unit_exec_match,
-            unit_name_globs: t.unit_name_globs,
-            wrappers: t.wrappers,
-        }
-    })
+    &SERVERS_CONFIG
 }
 
 pub fn packages() -> &'static Packages {
-    static P: OnceLock<Packages> = OnceLock::new();
-    P.get_or_init(|| {
-        toml::from_str(PACKAGES).unwrap_or_else(|e| panic!("configs/packages.toml: {e}"))
-    })
+    &PACKAGES_CONFIG
+}
+
+/// `system_match` of `configs/packages.toml`, compiled (case-insensitive).
+pub fn system_packages() -> &'static Regex {
+    &SYSTEM_PACKAGES
 }
 
 pub fn model_keys() -> &'static ModelKeys {
-    static M: OnceLock<ModelKeys> = OnceLock::new();
-    M.get_or_init(|| {
-        toml::from_str(MODEL_KEYS).unwrap_or_else(|e| panic!("configs/model_keys.toml: {e}"))
-    })
+    &MODEL_KEYS_CONFIG
 }
 
 /// PEP 503 normalisation: lower case, runs of `-_.` become `-`.
@@ -176,6 +297,49 @@ pub fn wanted_package(normalized: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_embedded_config_parses() {
+        let errors = [
+            ("probes.toml", parse_probes(PROBES).err()),
+            ("servers.toml", parse_servers(SERVERS).err()),
+            ("packages.toml", parse_packages(PACKAGES).err()),
+            ("model_keys.toml", parse_model_keys(MODEL_KEYS).err()),
+        ];
+        for (name, err) in errors {
+            assert_eq!(err, None, "configs/{name}");
+        }
+        // And each through its `LazyLock`, the configs other modules embed included.
+        assert!(!probes().probes.is_empty());
+        assert!(!servers().engines.is_empty());
+        assert!(system_packages().is_match("cuda-toolkit-12-4"));
+        assert!(!model_keys().keys.is_empty());
+        assert!(!crate::server::endpoints::endpoints().engines.is_empty());
+        assert!(crate::redact::Redactor::builtin().is_secret_key("HF_TOKEN"));
+    }
+
+    /// A typo in `configs/probes.toml` fails at load instead of skipping a section.
+    #[test]
+    fn probe_typos_fail_at_load() {
+        let probe = |extra: &str| {
+            format!(
+                "prelude = \"\"\n[[probe]]\nname = \"h\"\ntimeout_s = 1\nmax_bytes = 1\ncommand = \"true\"\n{extra}"
+            )
+        };
+        let host = parse_probes(&probe("parser = \"host\"")).map(|p| p.probes);
+        assert_eq!(
+            host.map(|p| p.first().map(|p| p.parser)),
+            Ok(Some(ParserKind::Round1(Round1Parser::Host)))
+        );
+        for bad in [
+            "parser = \"hots\"",
+            "parser = \"host\"\ntimeot_s = 1",
+            "parser = \"journal\"",
+            "parser = \"host\"\nround = 2",
+        ] {
+            assert!(parse_probes(&probe(bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn configs_load_and_are_valid() {

@@ -8,10 +8,11 @@ use probe_model::{
     UnitScope,
 };
 
+use crate::config::{Round1Parser, Round2Parser};
 use crate::frame::{Framed, RawSection};
 use crate::parse::{self, Ctx, processes::ProcExtra};
 use crate::sanitize::{line, sanitize_line};
-use crate::script::{self, Round2Inputs};
+use crate::script::{self, ModelLookup, ModelLookupKind, Round2Inputs};
 
 /// Limits on what round 2 reads.
 const MAX_PREFIXES: usize = 16;
@@ -118,6 +119,17 @@ fn push_note(r: &mut SectionReport, note: String) {
     });
 }
 
+/// What round 1's sections leave for after the loop over them.
+#[derive(Default)]
+struct Round1State {
+    extra: BTreeMap<u32, ProcExtra>,
+    /// The `host` section's `sudo_mode` and `sudo_msg` records.
+    sudo_mode: Option<String>,
+    sudo_msg: Option<String>,
+    /// `systemctl show` per unit name.
+    show: Option<BTreeMap<String, probe_model::UnitState>>,
+}
+
 /// Parses every round-1 section into the snapshot. Returns per-process extras for round 2.
 pub fn apply_round1(
     snap: &mut Snapshot,
@@ -125,70 +137,18 @@ pub fn apply_round1(
     framed: &Framed,
     transport_truncated: bool,
 ) -> BTreeMap<u32, ProcExtra> {
-    let mut extra = BTreeMap::new();
-    let b = ctx.boundary.clone();
+    let mut state = Round1State::default();
     // `host` first: everything else needs its clock, users and CLK_TCK.
     let mut order: Vec<&RawSection> = framed.sections.iter().collect();
     order.sort_by_key(|s| s.name != "host");
-    let mut sudo_mode = None;
-    let mut sudo_msg = None;
-    let mut show = None;
     for raw in order {
         let (mut rep, body) = report(raw, transport_truncated);
-        let parser = script::probe(&raw.name)
-            .map(|p| p.parser.as_str())
-            .unwrap_or("");
-        match parser {
-            "host" => {
-                snap.host = parse::host::parse(&body, ctx);
-                let recs = crate::frame::records(&body, &b);
-                let rec = |name: &str| recs.iter().find(|r| r.header == name).map(|r| line(r.data));
-                sudo_mode = rec("sudo_mode");
-                sudo_msg = rec("sudo_msg").filter(|m| !m.is_empty());
-            }
-            "history" => {
-                let (files, skipped) = parse::history::parse(&body, &b);
-                snap.histories = files;
-                for s in skipped.iter().take(20) {
-                    push_note(&mut rep, format!("{} not read ({})", s.path, s.why));
-                }
-            }
-            "units" => snap.units = parse::units::parse(&body, &b),
-            "unit_state" => show = Some(parse::units::parse_show(&body, ctx.tz_offset_s)),
-            "processes" => {
-                let (p, e) = parse::processes::parse(&body, ctx);
-                snap.processes = p;
-                extra = e;
-            }
-            "containers" => {
-                let (c, m) = parse::containers::parse(&body, &b);
-                snap.containers = c;
-                if let Some(m) = m {
-                    push_note(&mut rep, m);
-                }
-            }
-            "gpu_query" => match rep.status {
-                SectionStatus::NotPresent => snap.gpu.status = GpuStatus::NoNvidiaSmi,
-                SectionStatus::TimedOut => {
-                    snap.gpu.status = GpuStatus::DriverError;
-                    snap.gpu.message =
-                        Some("nvidia-smi did not answer within its time limit".into());
-                }
-                _ => parse::gpu::parse_query(&body, &raw.stderr, &mut snap.gpu),
-            },
-            "gpu_banner" => parse::gpu::parse_banner(&body, &mut snap.gpu),
-            "gpu_apps" => snap.gpu.compute_apps = parse::gpu::parse_apps(&body),
-            "gpu_topo" => snap.gpu.topology = parse::gpu::parse_topo(&body),
-            "gpu_health" => snap.hardware.gpus = parse::gpu_health::parse(&body, &b),
-            "kernel_log" => {
-                (snap.hardware.faults, snap.hardware.kernel_log) =
-                    parse::kernel_log::parse(&body, ctx);
-            }
-            "pkg_history" => snap.package_events = parse::pkgs::parse(&body, &b, ctx.tz_offset_s),
-            _ => {}
+        let parser = script::probe(&raw.name).and_then(|p| p.parser.round1());
+        if let Some(kind) = parser {
+            read_round1(kind, snap, ctx, raw, &body, &mut rep, &mut state);
         }
         // A broken driver is a GPU state, not a failed section.
-        if parser == "gpu_query"
+        if parser == Some(Round1Parser::GpuQuery)
             && rep.status == SectionStatus::Failed
             && snap.gpu.status != GpuStatus::Present
         {
@@ -197,7 +157,7 @@ pub fn apply_round1(
         }
         snap.sections.push(rep);
     }
-    if let Some(show) = show {
+    if let Some(show) = &state.show {
         for u in snap
             .units
             .iter_mut()
@@ -208,47 +168,127 @@ pub fn apply_round1(
             }
         }
     }
-    // Sections the script never reached.
-    for p in script::probes(1) {
+    not_reached(
+        snap,
+        framed,
+        1,
+        "not run: the script ended before this section",
+    );
+    // `Snapshot::sudo` says whether sudo was used, not only asked for.
+    if let Some(m) = state.sudo_mode.as_deref() {
+        snap.sudo = m == "on";
+    }
+    snap.sections.extend(sudo_section(
+        state.sudo_mode.as_deref(),
+        state.sudo_msg.as_deref(),
+    ));
+    container_log_notes(snap);
+    state.extra
+}
+
+/// One round-1 section into the snapshot.
+fn read_round1(
+    kind: Round1Parser,
+    snap: &mut Snapshot,
+    ctx: &mut Ctx,
+    raw: &RawSection,
+    body: &[u8],
+    rep: &mut SectionReport,
+    state: &mut Round1State,
+) {
+    let b = ctx.boundary.clone();
+    match kind {
+        Round1Parser::Host => {
+            snap.host = parse::host::parse(body, ctx);
+            let recs = crate::frame::records(body, &b);
+            let rec = |name: &str| recs.iter().find(|r| r.header == name).map(|r| line(r.data));
+            state.sudo_mode = rec("sudo_mode");
+            state.sudo_msg = rec("sudo_msg").filter(|m| !m.is_empty());
+        }
+        Round1Parser::History => {
+            let (files, skipped) = parse::history::parse(body, &b);
+            snap.histories = files;
+            for s in skipped.iter().take(20) {
+                push_note(rep, format!("{} not read ({})", s.path, s.why));
+            }
+        }
+        Round1Parser::Units => snap.units = parse::units::parse(body, &b),
+        Round1Parser::UnitState => {
+            state.show = Some(parse::units::parse_show(body, ctx.tz_offset_s));
+        }
+        Round1Parser::Processes => {
+            let (p, e) = parse::processes::parse(body, ctx);
+            snap.processes = p;
+            state.extra = e;
+        }
+        Round1Parser::Containers => {
+            let (c, m) = parse::containers::parse(body, &b);
+            snap.containers = c;
+            if let Some(m) = m {
+                push_note(rep, m);
+            }
+        }
+        Round1Parser::GpuQuery => match rep.status {
+            SectionStatus::NotPresent => snap.gpu.status = GpuStatus::NoNvidiaSmi,
+            SectionStatus::TimedOut => {
+                snap.gpu.status = GpuStatus::DriverError;
+                snap.gpu.message = Some("nvidia-smi did not answer within its time limit".into());
+            }
+            _ => parse::gpu::parse_query(body, &raw.stderr, &mut snap.gpu),
+        },
+        Round1Parser::GpuBanner => parse::gpu::parse_banner(body, &mut snap.gpu),
+        Round1Parser::GpuApps => snap.gpu.compute_apps = parse::gpu::parse_apps(body),
+        Round1Parser::GpuTopo => snap.gpu.topology = parse::gpu::parse_topo(body),
+        Round1Parser::GpuHealth => snap.hardware.gpus = parse::gpu_health::parse(body, &b),
+        Round1Parser::KernelLog => {
+            (snap.hardware.faults, snap.hardware.kernel_log) = parse::kernel_log::parse(body, ctx);
+        }
+        Round1Parser::PkgHistory => {
+            snap.package_events = parse::pkgs::parse(body, &b, ctx.tz_offset_s);
+        }
+    }
+}
+
+/// Sections of `round` the script never reached.
+fn not_reached(snap: &mut Snapshot, framed: &Framed, round: u8, message: &str) {
+    for p in script::probes(round) {
         if !framed.sections.iter().any(|s| s.name == p.name) {
             snap.sections.push(SectionReport {
                 name: p.name.clone(),
                 status: SectionStatus::Failed,
-                message: Some("not run: the script ended before this section".into()),
+                message: Some(message.into()),
                 ..Default::default()
             });
         }
     }
-    // `Snapshot::sudo` says whether sudo was used, not only asked for.
-    if let Some(m) = sudo_mode.as_deref() {
-        snap.sudo = m == "on";
-    }
-    match sudo_mode.as_deref() {
-        Some("password") => snap.sections.push(SectionReport {
-            name: "sudo".into(),
-            status: SectionStatus::PermissionDenied,
-            message: Some("sudo -n: a password is required; collected without sudo".into()),
-            ..Default::default()
-        }),
-        Some("failed") => snap.sections.push(SectionReport {
-            name: "sudo".into(),
-            status: SectionStatus::PermissionDenied,
-            message: Some(format!(
+}
+
+/// The `sudo` section when `--sudo` was asked for and not used.
+fn sudo_section(mode: Option<&str>, msg: Option<&str>) -> Option<SectionReport> {
+    let (status, message) = match mode? {
+        "password" => (
+            SectionStatus::PermissionDenied,
+            "sudo -n: a password is required; collected without sudo".to_string(),
+        ),
+        "failed" => (
+            SectionStatus::PermissionDenied,
+            format!(
                 "sudo -n failed ({}); collected without sudo",
-                sudo_msg.as_deref().unwrap_or("no message")
-            )),
-            ..Default::default()
-        }),
-        Some("missing") => snap.sections.push(SectionReport {
-            name: "sudo".into(),
-            status: SectionStatus::NotPresent,
-            message: Some("sudo is not installed; collected without sudo".into()),
-            ..Default::default()
-        }),
-        _ => {}
-    }
-    container_log_notes(snap);
-    extra
+                msg.unwrap_or("no message")
+            ),
+        ),
+        "missing" => (
+            SectionStatus::NotPresent,
+            "sudo is not installed; collected without sudo".to_string(),
+        ),
+        _ => return None,
+    };
+    Some(SectionReport {
+        name: "sudo".into(),
+        status,
+        message: Some(message),
+        ..Default::default()
+    })
 }
 
 /// The log driver of a container whose log is kept (docker `json-file`, podman `k8s-file`),
@@ -336,15 +376,19 @@ fn is_hf_id(m: &str) -> bool {
     ok(a) && ok(b)
 }
 
-/// (working directory, model as named, run-as user, environment, `/proc/PID/root` of a process
-/// in another mount namespace) of one launch.
-type ModelRef = (
-    Option<String>,
-    String,
-    Option<String>,
-    BTreeMap<String, String>,
-    Option<String>,
-);
+/// A model one launch names, with what finding it on the host takes.
+struct ModelRef {
+    /// The launch's working directory (a relative model path is under it).
+    cwd: Option<String>,
+    /// The model as named (a path or a Hugging Face id).
+    model: String,
+    /// The run-as user (its home holds the default hub cache).
+    user: Option<String>,
+    /// The launch's environment (`HF_HUB_CACHE`, `HF_HOME`).
+    env: BTreeMap<String, String>,
+    /// `/proc/PID/root` of a process in another mount namespace.
+    root: Option<String>,
+}
 
 /// `path` as seen through `root` (`/proc/PID/root`) for a process in another mount namespace.
 fn rooted(root: Option<&str>, path: &str) -> String {
@@ -428,69 +472,102 @@ fn launch_place<'a>(
     }
 }
 
+/// Adds `x` to `v` unless empty, already there, or `v` is full.
+fn add(v: &mut Vec<String>, x: String, max: usize) {
+    if !x.is_empty() && !v.contains(&x) && v.len() < max {
+        v.push(x);
+    }
+}
+
 /// Round-2 inputs from what round 1 found: the launches probe-diff read (interpreter, venv,
 /// model, log files) mapped to remote paths, the files each server process writes to, the units
 /// whose journal to read and the containers' log files. Nothing here reads a command line.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
     let mut inp = Round2Inputs::default();
-    let add = |v: &mut Vec<String>, x: String, max: usize| {
-        if !x.is_empty() && !v.contains(&x) && v.len() < max {
-            v.push(x);
-        }
-    };
     let mut models: Vec<ModelRef> = Vec::new();
-    let launches = probe_diff::launch::launches_of(snap);
-    for l in &launches {
-        // A running process's or container's launch names paths inside its mount namespace.
-        let (root, user) = launch_place(snap, &l.source.origin());
-        let r = |x: &str| rooted(root, x);
-        let named = [
-            l.venv.clone(),
-            l.interpreter.as_deref().and_then(prefix_of_bin),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(
-            ["VIRTUAL_ENV", "CONDA_PREFIX"]
-                .iter()
-                .filter_map(|k| l.env.get(*k).cloned()),
-        )
-        .filter(|pre| pre.starts_with('/'))
-        .fold(false, |_, pre| {
-            add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
-            true
-        });
-        if let Some(m) = &l.model {
-            models.push((
-                l.working_directory.clone(),
-                m.clone(),
-                user,
-                l.env.clone(),
-                root.map(str::to_string),
-            ));
+    for l in &probe_diff::launch::launches_of(snap) {
+        models.extend(launch_inputs(snap, l, &mut inp));
+    }
+    output_files(snap, extra, &mut inp);
+    journal_units(snap, ctx, &mut inp);
+    container_logs(snap, &mut inp);
+    hardware_inputs(snap, &mut inp);
+    for m in &models {
+        if inp.models.len() >= MAX_MODELS * 4 {
+            break;
         }
-        for f in &l.log_files {
-            if let Some(p) = join(l.working_directory.as_deref(), f) {
-                add(&mut inp.logs, r(&p), MAX_LOGS);
-            }
-        }
-        let Some(pid) = l.source.pid() else { continue };
-        let Some(p) = snap.processes.iter().find(|p| p.pid == pid) else {
-            continue;
-        };
-        // /proc/PID/exe resolves a venv's python symlink to the base interpreter: use it only
-        // when nothing names the environment.
-        let exe_prefix = p.exe.as_deref().and_then(prefix_of_bin);
-        if !named && let Some(pre) = &exe_prefix {
-            add(&mut inp.python_prefixes, r(pre), MAX_PREFIXES);
-        }
-        // A container whose exe could not be read (not root): images keep Python under /usr
-        // (`/usr/local/lib/python3.X/dist-packages` included).
-        if !named && exe_prefix.is_none() && root.is_some() {
-            add(&mut inp.python_prefixes, r("/usr"), MAX_PREFIXES);
+        model_lookups(m, ctx, &mut inp.models);
+    }
+    inp
+}
+
+/// What one launch names: its Python prefixes and log files (added to `inp`), and its model.
+fn launch_inputs(
+    snap: &Snapshot,
+    l: &probe_model::LaunchConfig,
+    inp: &mut Round2Inputs,
+) -> Option<ModelRef> {
+    // A running process's or container's launch names paths inside its mount namespace.
+    let (root, user) = launch_place(snap, &l.source.origin());
+    let r = |x: &str| rooted(root, x);
+    let named = [
+        l.venv.clone(),
+        l.interpreter.as_deref().and_then(prefix_of_bin),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(
+        ["VIRTUAL_ENV", "CONDA_PREFIX"]
+            .iter()
+            .filter_map(|k| l.env.get(*k).cloned()),
+    )
+    .filter(|pre| pre.starts_with('/'))
+    .fold(false, |_, pre| {
+        add(&mut inp.python_prefixes, r(&pre), MAX_PREFIXES);
+        true
+    });
+    for f in &l.log_files {
+        if let Some(p) = join(l.working_directory.as_deref(), f) {
+            add(&mut inp.logs, r(&p), MAX_LOGS);
         }
     }
-    // The files each server process's stdout and stderr go to.
+    if !named {
+        process_prefix(snap, l, root, inp);
+    }
+    let model = l.model.as_ref()?;
+    Some(ModelRef {
+        cwd: l.working_directory.clone(),
+        model: model.clone(),
+        user,
+        env: l.env.clone(),
+        root: root.map(str::to_string),
+    })
+}
+
+/// The Python prefix of a launch's running process when nothing in the launch names one.
+fn process_prefix(
+    snap: &Snapshot,
+    l: &probe_model::LaunchConfig,
+    root: Option<&str>,
+    inp: &mut Round2Inputs,
+) {
+    let Some(pid) = l.source.pid() else { return };
+    let Some(p) = snap.processes.iter().find(|p| p.pid == pid) else {
+        return;
+    };
+    // /proc/PID/exe resolves a venv's python symlink to the base interpreter: use it only
+    // when nothing names the environment.
+    match p.exe.as_deref().and_then(prefix_of_bin) {
+        Some(pre) => add(&mut inp.python_prefixes, rooted(root, &pre), MAX_PREFIXES),
+        // A container whose exe could not be read (not root): images keep Python under /usr
+        // (`/usr/local/lib/python3.X/dist-packages` included).
+        None if root.is_some() => add(&mut inp.python_prefixes, rooted(root, "/usr"), MAX_PREFIXES),
+        None => {}
+    }
+}
+
+/// The files each server process's stdout and stderr go to.
+fn output_files(snap: &Snapshot, extra: &BTreeMap<u32, ProcExtra>, inp: &mut Round2Inputs) {
     for p in snap
         .processes
         .iter()
@@ -505,22 +582,31 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             }
         }
     }
+}
+
+/// The units whose journal is read (when there is a journal to read).
+fn journal_units(snap: &Snapshot, ctx: &Ctx, inp: &mut Round2Inputs) {
+    if !(ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")) {
+        return;
+    }
     for u in &snap.units {
-        if (ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl"))
-            && inp.units.len() < MAX_UNITS
-        {
-            let scope = if u.scope == UnitScope::User {
-                "user"
-            } else {
-                "system"
-            };
-            let e = (scope.to_string(), u.name.clone());
-            if !inp.units.contains(&e) {
-                inp.units.push(e);
-            }
+        if inp.units.len() >= MAX_UNITS {
+            break;
+        }
+        let scope = if u.scope == UnitScope::User {
+            "user"
+        } else {
+            "system"
+        };
+        let e = (scope.to_string(), u.name.clone());
+        if !inp.units.contains(&e) {
+            inp.units.push(e);
         }
     }
-    // The runtime's log file of each container (running ones first): read as a file.
+}
+
+/// The runtime's log file of each container (running ones first): read as a file.
+fn container_logs(snap: &Snapshot, inp: &mut Round2Inputs) {
     let mut ctrs: Vec<&probe_model::ContainerInfo> = snap.containers.iter().collect();
     ctrs.sort_by_key(|c| c.state.as_deref() != Some("running"));
     for c in ctrs {
@@ -537,65 +623,76 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
             inp.container_logs.push(e);
         }
     }
-    hardware_inputs(snap, &mut inp);
-    for (cwd, m, user, env, root) in models {
-        let root = root.as_deref();
-        if inp.models.len() >= MAX_MODELS * 4 {
-            break;
-        }
-        let mut push = |k: &str, d: String| {
-            let e = (k.to_string(), m.clone(), d);
-            if !inp.models.contains(&e) {
-                inp.models.push(e);
-            }
+}
+
+/// Where to look for one model: its directory (absolute, or under the working directory), or
+/// for a Hugging Face id also the hub caches its environment and user point to.
+fn model_lookups(m: &ModelRef, ctx: &Ctx, out: &mut Vec<ModelLookup>) {
+    let root = m.root.as_deref();
+    let mut push = |kind: ModelLookupKind, dir: String| {
+        let e = ModelLookup {
+            kind,
+            named: m.model.clone(),
+            dir,
         };
-        if m.starts_with('/') {
-            push("dir", rooted(root, &m));
-            continue;
+        if !out.contains(&e) {
+            out.push(e);
         }
-        if let Some(d) = join(cwd.as_deref(), &m).filter(|_| m.starts_with('.') || !is_hf_id(&m)) {
-            push("dir", rooted(root, &d));
-            continue;
-        }
-        if !is_hf_id(&m) {
-            continue;
-        }
-        let repo = format!("models--{}", m.replace('/', "--"));
-        let mut hubs: Vec<String> = Vec::new();
-        if let Some(h) = env
-            .get("HF_HUB_CACHE")
-            .or_else(|| env.get("HUGGINGFACE_HUB_CACHE"))
-        {
-            hubs.push(h.clone());
-        }
-        if let Some(h) = env.get("HF_HOME") {
-            hubs.push(format!("{}/hub", h.trim_end_matches('/')));
-        }
-        // Home directories are the host's (its /etc/passwd): not for a container.
-        if let Some(home) = user
-            .as_ref()
-            .filter(|_| root.is_none())
-            .and_then(|u| ctx.homes.get(u))
-        {
-            hubs.push(format!(
-                "{}/.cache/huggingface/hub",
-                home.trim_end_matches('/')
-            ));
-        }
-        hubs.push("/root/.cache/huggingface/hub".into());
-        if let Some(d) = join(cwd.as_deref(), &m) {
-            push("dir", rooted(root, &d));
-        }
-        for h in hubs {
-            if h.starts_with('/') {
-                push(
-                    "hf",
-                    rooted(root, &format!("{}/{repo}", h.trim_end_matches('/'))),
-                );
-            }
+    };
+    let name = m.model.as_str();
+    if name.starts_with('/') {
+        push(ModelLookupKind::Dir, rooted(root, name));
+        return;
+    }
+    let hf = is_hf_id(name);
+    if let Some(d) = join(m.cwd.as_deref(), name).filter(|_| name.starts_with('.') || !hf) {
+        push(ModelLookupKind::Dir, rooted(root, &d));
+        return;
+    }
+    if !hf {
+        return;
+    }
+    if let Some(d) = join(m.cwd.as_deref(), name) {
+        push(ModelLookupKind::Dir, rooted(root, &d));
+    }
+    let repo = format!("models--{}", name.replace('/', "--"));
+    for h in hub_caches(m, ctx) {
+        if h.starts_with('/') {
+            push(
+                ModelLookupKind::HfCache,
+                rooted(root, &format!("{}/{repo}", h.trim_end_matches('/'))),
+            );
         }
     }
-    inp
+}
+
+/// The Hugging Face hub caches a launch may use, most specific first.
+fn hub_caches(m: &ModelRef, ctx: &Ctx) -> Vec<String> {
+    let mut hubs: Vec<String> = Vec::new();
+    if let Some(h) = m
+        .env
+        .get("HF_HUB_CACHE")
+        .or_else(|| m.env.get("HUGGINGFACE_HUB_CACHE"))
+    {
+        hubs.push(h.clone());
+    }
+    if let Some(h) = m.env.get("HF_HOME") {
+        hubs.push(format!("{}/hub", h.trim_end_matches('/')));
+    }
+    // Home directories are the host's (its /etc/passwd): not for a container.
+    if let Some(home) = m
+        .user
+        .as_ref()
+        .filter(|_| m.root.is_none())
+        .and_then(|u| ctx.homes.get(u))
+    {
+        hubs.push(format!(
+            "{}/.cache/huggingface/hub",
+            home.trim_end_matches('/')
+        ));
+    }
+    hubs.push("/root/.cache/huggingface/hub".into());
+    hubs
 }
 
 /// Round-2 inputs of the hardware lane: the owners of nvidia-smi's compute processes, and the
@@ -626,43 +723,12 @@ fn hardware_inputs(snap: &Snapshot, inp: &mut Round2Inputs) {
 /// Parses the round-2 sections into the snapshot.
 pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Round2Inputs) {
     let b = &ctx.boundary;
+    let (clock, tz) = (ctx.remote_clock, ctx.tz_offset_s);
     for raw in &framed.sections {
         let (mut rep, body) = report(raw, false);
-        match script::probe(&raw.name)
-            .map(|p| p.parser.as_str())
-            .unwrap_or("")
-        {
-            "python" => {
-                let mut envs = parse::python::parse(&body, b);
-                for e in &mut envs {
-                    unroot_env(e);
-                    fill_env_users(e, snap);
-                }
-                envs.retain(|e| !e.site_packages.is_empty());
-                let denied: Vec<String> = crate::frame::records(&body, b)
-                    .iter()
-                    .filter_map(|r| r.header.strip_prefix("denied "))
-                    .map(|p| match split_root(p) {
-                        Some((root, rest)) => format!("{rest} (through {root})"),
-                        None => p.to_string(),
-                    })
-                    .map(|p| sanitize_line(&p))
-                    .collect();
-                if !denied.is_empty() {
-                    push_note(
-                        &mut rep,
-                        format!(
-                            "permission denied (another mount namespace; needs root or --sudo): {}",
-                            denied.join(", ")
-                        ),
-                    );
-                    if envs.is_empty() && rep.status == SectionStatus::Ok {
-                        rep.status = SectionStatus::PermissionDenied;
-                    }
-                }
-                snap.python_envs = envs;
-            }
-            "models" => {
+        match script::probe(&raw.name).and_then(|p| p.parser.round2()) {
+            Some(Round2Parser::Python) => read_python(snap, &body, b, &mut rep),
+            Some(Round2Parser::Models) => {
                 let mut models = parse::models::parse(&body, b);
                 for m in &mut models {
                     if let Some((root, rest)) = split_root(&m.config_path) {
@@ -676,9 +742,8 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                 );
                 snap.models = models;
             }
-            "logs" => {
-                let mut logs =
-                    parse::logs::parse_files(&body, b, ctx.remote_clock, ctx.tz_offset_s);
+            Some(Round2Parser::Logs) => {
+                let mut logs = parse::logs::parse_files(&body, b, clock, tz);
                 for l in &mut logs {
                     if let Some((root, rest)) = split_root(&l.location) {
                         l.location = rest;
@@ -691,55 +756,83 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                 );
                 snap.logs.extend(logs);
             }
-            "container_logs" => {
-                let logs =
-                    parse::logs::parse_container_logs(&body, b, ctx.remote_clock, ctx.tz_offset_s);
-                let denied = logs
-                    .iter()
-                    .filter(|l| l.status == SectionStatus::PermissionDenied)
-                    .count();
-                if denied > 0 {
-                    push_note(
-                        &mut rep,
-                        format!(
-                            "{denied} of {} container log files readable by root only (needs root or --sudo)",
-                            logs.len()
-                        ),
-                    );
-                    if denied == logs.len() && rep.status == SectionStatus::Ok {
-                        rep.status = SectionStatus::PermissionDenied;
-                    }
-                }
+            Some(Round2Parser::ContainerLogs) => {
+                let logs = parse::logs::parse_container_logs(&body, b, clock, tz);
+                container_logs_denied(&mut rep, &logs);
                 snap.logs.extend(logs);
             }
-            "gpu_procs" => {
+            Some(Round2Parser::GpuProcs) => {
                 let (owners, libs) = parse::gpu_procs::parse(&body, b);
                 snap.hardware.processes =
                     parse::gpu_procs::owned(&snap.gpu.compute_apps, &owners, ctx);
                 snap.hardware.loaded_libs = libs;
             }
-            "journal" => {
+            Some(Round2Parser::Journal) => {
                 let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
-                let j =
-                    parse::logs::parse_journal(&body, b, ctx.remote_clock, ctx.tz_offset_s, cap);
+                let j = parse::logs::parse_journal(&body, b, clock, tz, cap);
                 if j.is_empty() && rep.status == SectionStatus::Ok && !inputs.units.is_empty() {
                     push_note(&mut rep, "no journal output".into());
                 }
                 snap.logs.extend(j);
             }
-            _ => {}
+            // A section name the script does not define is only reported.
+            None => {}
         }
         snap.sections.push(rep);
     }
-    for p in script::probes(2) {
-        if !framed.sections.iter().any(|s| s.name == p.name) {
-            snap.sections.push(SectionReport {
-                name: p.name.clone(),
-                status: SectionStatus::Failed,
-                message: Some("not run: the round-2 script ended early".into()),
-                ..Default::default()
-            });
+    not_reached(snap, framed, 2, "not run: the round-2 script ended early");
+}
+
+/// The `python_envs` section: environments with their users, prefixes refused noted.
+fn read_python(snap: &mut Snapshot, body: &[u8], b: &str, rep: &mut SectionReport) {
+    let mut envs = parse::python::parse(body, b);
+    for e in &mut envs {
+        unroot_env(e);
+        fill_env_users(e, snap);
+    }
+    envs.retain(|e| !e.site_packages.is_empty());
+    let denied: Vec<String> = crate::frame::records(body, b)
+        .iter()
+        .filter_map(|r| r.header.strip_prefix("denied "))
+        .map(|p| match split_root(p) {
+            Some((root, rest)) => format!("{rest} (through {root})"),
+            None => p.to_string(),
+        })
+        .map(|p| sanitize_line(&p))
+        .collect();
+    if !denied.is_empty() {
+        push_note(
+            rep,
+            format!(
+                "permission denied (another mount namespace; needs root or --sudo): {}",
+                denied.join(", ")
+            ),
+        );
+        if envs.is_empty() && rep.status == SectionStatus::Ok {
+            rep.status = SectionStatus::PermissionDenied;
         }
+    }
+    snap.python_envs = envs;
+}
+
+/// Container log files only root may read are noted (all of them: the section is denied).
+fn container_logs_denied(rep: &mut SectionReport, logs: &[probe_model::LogSource]) {
+    let denied = logs
+        .iter()
+        .filter(|l| l.status == SectionStatus::PermissionDenied)
+        .count();
+    if denied == 0 {
+        return;
+    }
+    push_note(
+        rep,
+        format!(
+            "{denied} of {} container log files readable by root only (needs root or --sudo)",
+            logs.len()
+        ),
+    );
+    if denied == logs.len() && rep.status == SectionStatus::Ok {
+        rep.status = SectionStatus::PermissionDenied;
     }
 }
 
@@ -908,15 +1001,13 @@ mod tests {
                 .contains(&"/proc/66/root/usr".to_string())
         );
         assert!(inp.python_prefixes.contains(&"/opt/venv".to_string()));
-        assert!(inp.models.contains(&(
-            "dir".into(),
-            "/mnt/m".into(),
-            "/proc/66/root/mnt/m".into()
-        )));
-        assert!(
-            inp.models
-                .contains(&("dir".into(), "/srv/m".into(), "/srv/m".into()))
-        );
+        let dir = |named: &str, dir: &str| ModelLookup {
+            kind: ModelLookupKind::Dir,
+            named: named.into(),
+            dir: dir.into(),
+        };
+        assert!(inp.models.contains(&dir("/mnt/m", "/proc/66/root/mnt/m")));
+        assert!(inp.models.contains(&dir("/srv/m", "/srv/m")));
         assert!(
             inp.logs
                 .contains(&"/proc/66/root/var/log/vllm/server.log".to_string())

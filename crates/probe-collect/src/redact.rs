@@ -11,7 +11,7 @@ mod rules;
 mod text;
 pub mod walk;
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use regex::Regex;
 use sha2::{Digest, Sha256};
@@ -80,10 +80,10 @@ fn norm_key(k: &str) -> String {
 impl Redactor {
     /// The rules of `configs/redaction.toml` (embedded at build time).
     pub fn builtin() -> &'static Redactor {
-        static R: OnceLock<Redactor> = OnceLock::new();
-        R.get_or_init(|| {
-            Redactor::from_toml(RULES).unwrap_or_else(|e| panic!("configs/redaction.toml: {e}"))
-        })
+        static R: LazyLock<Redactor> = LazyLock::new(|| {
+            crate::config::built_in("configs/redaction.toml", Redactor::from_toml(RULES))
+        });
+        &R
     }
 
     /// Whether a key (`HF_TOKEN`, `--api-key`, `api_key`) names a secret.

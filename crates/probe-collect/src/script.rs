@@ -37,8 +37,8 @@ pub fn sq(s: &str) -> String {
 pub struct Round2Inputs {
     /// Python prefixes (venv / conda / system) whose site-packages are read.
     pub python_prefixes: Vec<String>,
-    /// (`dir`|`hf`, model as named by the launch, directory to look in).
-    pub models: Vec<(String, String, String)>,
+    /// Where to look for each model a launch names.
+    pub models: Vec<ModelLookup>,
     /// Log files to tail.
     pub logs: Vec<String>,
     /// (`system`|`user`, unit name) for journalctl.
@@ -50,6 +50,36 @@ pub struct Round2Inputs {
     pub gpu_pids: Vec<u32>,
     /// PIDs of serving processes whose `/proc/PID/maps` is reduced to CUDA-stack libraries.
     pub maps_pids: Vec<u32>,
+}
+
+/// One place to look for a model's `config.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLookup {
+    pub kind: ModelLookupKind,
+    /// The model as the launch names it.
+    pub named: String,
+    /// The directory to look in.
+    pub dir: String,
+}
+
+/// How the round-2 script reads a [`ModelLookup`]'s directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelLookupKind {
+    /// A model directory: `config.json` in it.
+    Dir,
+    /// A Hugging Face hub cache repository (`models--org--name`): the snapshot `refs/main`
+    /// names, else any snapshot.
+    HfCache,
+}
+
+impl ModelLookupKind {
+    /// The word the script's `R2_MODELS` lines carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelLookupKind::Dir => "dir",
+            ModelLookupKind::HfCache => "hf",
+        }
+    }
 }
 
 impl Round2Inputs {
@@ -316,10 +346,8 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 7] {
     let models: Vec<String> = inputs
         .models
         .iter()
-        .filter(|(k, m, d)| {
-            !(k.contains(['\t', '\n']) || m.contains(['\t', '\n']) || d.contains(['\t', '\n']))
-        })
-        .map(|(k, m, d)| format!("{k}\t{m}\t{d}"))
+        .filter(|m| !(m.named.contains(['\t', '\n']) || m.dir.contains(['\t', '\n'])))
+        .map(|m| format!("{}\t{}\t{}", m.kind.as_str(), m.named, m.dir))
         .collect();
     let units: Vec<String> = inputs
         .units

@@ -43,7 +43,7 @@ enum Kind {
 fn res() -> &'static Res {
     static R: OnceLock<Res> = OnceLock::new();
     R.get_or_init(|| {
-        let r = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        let r = |s: &str| crate::config::built_in("log pattern", Regex::new(s));
         let num = r"([0-9]+(?:\.[0-9]+)?)";
         Res {
             journal: r(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?) \S+ [^:]{1,256}: ?(.*)$"),

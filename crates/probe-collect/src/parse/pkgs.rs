@@ -1,8 +1,10 @@
 //! Package manager history for GPU drivers, CUDA and NCCL: apt history.log, dpkg.log,
 //! dnf.rpm.log / yum.log.
 
+use std::sync::LazyLock;
+
 use probe_model::PackageEvent;
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 
 use crate::config;
 use crate::frame::{file_header, records};
@@ -15,13 +17,7 @@ pub const MAX_EVENTS: usize = 5000;
 const GZ_APT_TAIL: usize = 1 << 20;
 
 fn sys_re() -> &'static Regex {
-    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    R.get_or_init(|| {
-        RegexBuilder::new(&config::packages().system_match)
-            .case_insensitive(true)
-            .build()
-            .unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|e| panic!("{e}")))
-    })
+    config::system_packages()
 }
 
 /// Parses the `pkg_history` section; `tz` is the remote UTC offset (logs use local time).
@@ -64,9 +60,10 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
 
 /// apt `history.log`: blocks `Start-Date:` / `Commandline:` / `Install:` / `Upgrade:` / ...
 pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<PackageEvent> {
-    static ITEM: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let item = ITEM
-        .get_or_init(|| Regex::new(r"([^\s,()]+) \(([^()]*)\)").unwrap_or_else(|e| panic!("{e}")));
+    static ITEM: LazyLock<Regex> = LazyLock::new(|| {
+        config::built_in("apt history item", Regex::new(r"([^\s,()]+) \(([^()]*)\)"))
+    });
+    let item = &*ITEM;
     let mut out = Vec::new();
     let mut time = None;
     let mut started = !truncated;

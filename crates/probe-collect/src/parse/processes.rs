@@ -270,13 +270,13 @@ pub fn classify(list: &mut [ProcessInfo]) {
     // descendant (then it wraps).
     let mut roles = vec![ProcessRole::Other; list.len()];
     let mut engines: Vec<Option<String>> = vec![None; list.len()];
-    for i in 0..list.len() {
+    for (i, (role, engine)) in roles.iter_mut().zip(engines.iter_mut()).enumerate() {
         let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
             continue;
         };
-        engines[i] = Some(eng.clone());
+        *engine = Some(eng.clone());
         if worker {
-            roles[i] = ProcessRole::Worker;
+            *role = ProcessRole::Worker;
             continue;
         }
         let anc = ancestors(i);
@@ -286,7 +286,7 @@ pub fn classify(list: &mut [ProcessInfo]) {
                     .get(j)
                     .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
         });
-        roles[i] = if under_launcher {
+        *role = if under_launcher {
             ProcessRole::Worker
         } else {
             ProcessRole::Launcher

@@ -1,7 +1,7 @@
 //! `configs/endpoints.toml`: which requests each engine is asked, the limits, and which metrics
 //! are kept under which engine-neutral name.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use probe_model::{Engine, ServerMetricKind};
@@ -104,13 +104,12 @@ pub struct InternalState {
     pub key: String,
 }
 
+static EMBEDDED: LazyLock<Endpoints> =
+    LazyLock::new(|| crate::config::built_in("configs/endpoints.toml", parse(ENDPOINTS)));
+
 /// The embedded endpoints (a broken file fails the tests, never a run).
 pub fn endpoints() -> &'static Endpoints {
-    static E: OnceLock<Endpoints> = OnceLock::new();
-    E.get_or_init(|| match parse(ENDPOINTS) {
-        Ok(e) => e,
-        Err(err) => panic!("configs/endpoints.toml: {err}"),
-    })
+    &EMBEDDED
 }
 
 pub fn parse(text: &str) -> Result<Endpoints, String> {
