@@ -12,7 +12,7 @@ use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
 use crate::PassphrasePrompt;
 use crate::error::{ErrorKind, TransportError, clean};
-use crate::session::Client;
+use crate::host_key::Client;
 use crate::settings::HostSettings;
 
 /// Keys decrypted during this `connect`, so a key used for a jump host and the target is asked

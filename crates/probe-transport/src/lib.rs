@@ -23,6 +23,7 @@ pub mod target;
 
 mod auth;
 mod error;
+mod host_key;
 mod known_hosts;
 mod local;
 mod session;

@@ -6,15 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use russh::client::{self, Handle};
-use russh::keys::PublicKeyOrCertificate;
-use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
 use russh::{ChannelMsg, Disconnect};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use crate::auth::{self, AuthInput, KeyCache};
-use crate::error::{ErrorKind, KeyAt, TransportError, UnknownKey, clean};
-use crate::known_hosts::{self, KnownHosts, Verdict};
+use crate::error::{ErrorKind, TransportError, clean};
+use crate::host_key::{Client, Verifier};
 use crate::settings::{HostSettings, Strict};
 use crate::{ConnectOptions, ExecOutput, ExecRequest};
 
@@ -39,108 +37,6 @@ fn backoff(attempt: u32, base_ms: u64) -> Duration {
     Duration::from_millis((base_ms << attempt.min(5)) + jitter)
 }
 
-/// The russh handler: verifies the server's host key against known_hosts.
-pub(crate) struct Client {
-    verifier: Arc<Verifier>,
-    verdict: Arc<Mutex<Option<ErrorKind>>>,
-}
-
-struct Verifier {
-    /// Display name of the host.
-    name: String,
-    /// Names looked up in known_hosts.
-    lookup: Vec<String>,
-    /// Bare host name certificates must be issued for.
-    principal: String,
-    known: KnownHosts,
-    files_desc: String,
-    strict: Strict,
-    write_to: Option<std::path::PathBuf>,
-    notices: Arc<Mutex<Vec<String>>>,
-}
-
-impl client::Handler for Client {
-    type Error = russh::Error;
-
-    async fn check_server_key(
-        &mut self,
-        server_key: &PublicKeyOrCertificate,
-    ) -> Result<bool, Self::Error> {
-        let v = &self.verifier;
-        let (verdict, key) = match server_key {
-            PublicKeyOrCertificate::PublicKey { key, .. } => {
-                (v.known.check_key(&v.lookup, key), key.clone())
-            }
-            PublicKeyOrCertificate::Certificate(cert) => {
-                let plain = russh::keys::PublicKey::new(cert.public_key().clone(), "");
-                match v.known.check_certificate(&v.lookup, &v.principal, cert) {
-                    Verdict::BadCertificate(why) => match v.known.check_key(&v.lookup, &plain) {
-                        ok @ Verdict::Known(_) => (ok, plain),
-                        _ => (Verdict::BadCertificate(why), plain),
-                    },
-                    other => (other, plain),
-                }
-            }
-        };
-        let key_type = key.algorithm().as_str().to_string();
-        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        let refuse = |kind: ErrorKind| {
-            if let Ok(mut slot) = self.verdict.lock() {
-                *slot = Some(kind);
-            }
-            Ok(false)
-        };
-        match verdict {
-            Verdict::Known(_) | Verdict::CertTrusted(_) => Ok(true),
-            Verdict::Revoked(loc) => refuse(ErrorKind::HostKeyRevoked(Box::new(KeyAt {
-                name: v.name.clone(),
-                key_type,
-                fingerprint,
-                file: loc.file,
-                line: loc.line,
-            }))),
-            Verdict::Changed(loc) => refuse(ErrorKind::HostKeyChanged(Box::new(KeyAt {
-                name: v.name.clone(),
-                key_type,
-                fingerprint,
-                file: loc.file,
-                line: loc.line,
-            }))),
-            Verdict::BadCertificate(reason) => refuse(ErrorKind::HostCertificate {
-                name: v.name.clone(),
-                reason,
-            }),
-            Verdict::Unknown { .. } if v.strict == Strict::Yes || v.write_to.is_none() => {
-                refuse(ErrorKind::UnknownHostKey(Box::new(UnknownKey {
-                    name: v.lookup.first().cloned().unwrap_or_default(),
-                    key_type,
-                    fingerprint,
-                    files: v.files_desc.clone(),
-                })))
-            }
-            Verdict::Unknown { .. } => {
-                let file = v.write_to.clone().unwrap_or_default();
-                let name = v.lookup.first().cloned().unwrap_or_default();
-                match known_hosts::append_line(&file, &known_hosts::entry_line(&name, &key)) {
-                    Ok(line) => {
-                        if let Ok(mut n) = v.notices.lock() {
-                            n.push(format!(
-                                "added {key_type} key {fingerprint} for {name} to {}:{line}",
-                                file.display()
-                            ));
-                        }
-                        Ok(true)
-                    }
-                    Err(e) => refuse(ErrorKind::KnownHostsWrite {
-                        file,
-                        cause: e.to_string(),
-                    }),
-                }
-            }
-        }
-    }
-}
-
 /// Everything one `connect` call shares between its hops.
 pub(crate) struct ConnectCtx<'a> {
     pub opts: &'a ConnectOptions,
@@ -156,16 +52,6 @@ impl ConnectCtx<'_> {
             v.push(n);
         }
     }
-}
-
-fn key_order(first: &[Algorithm]) -> Vec<Algorithm> {
-    let mut out: Vec<Algorithm> = first.to_vec();
-    for a in russh::Preferred::DEFAULT.key.iter() {
-        if !out.contains(a) {
-            out.push(a.clone());
-        }
-    }
-    out
 }
 
 /// Applies the connect options on top of the resolved settings.
@@ -192,92 +78,12 @@ pub(crate) fn apply_options(s: &mut HostSettings, ctx: &ConnectCtx<'_>) {
     }
 }
 
-/// Host certificate algorithms we can verify, most preferred first.
-fn certificate_algorithms() -> Vec<Algorithm> {
-    vec![
-        Algorithm::Ed25519,
-        Algorithm::Ecdsa {
-            curve: EcdsaCurve::NistP256,
-        },
-        Algorithm::Ecdsa {
-            curve: EcdsaCurve::NistP384,
-        },
-        Algorithm::Ecdsa {
-            curve: EcdsaCurve::NistP521,
-        },
-        Algorithm::Rsa {
-            hash: Some(HashAlg::Sha512),
-        },
-        Algorithm::Rsa {
-            hash: Some(HashAlg::Sha256),
-        },
-    ]
-}
-
-/// The host key algorithms to offer, plain and certificate. With `HostKeyAlgorithms`
-/// configured: those of the list this client supports, in the configured order (OpenSSH does not
-/// reorder an explicit list). Otherwise OpenSSH's `order_hostkeyalgs`: the algorithms already
-/// known for the host first, then the defaults. Certificate algorithms only when a
-/// `@cert-authority` line applies to the host (a certificate is otherwise of no use to us).
-pub(crate) fn host_key_preferences(
-    configured: Option<&[String]>,
-    known_first: &[Algorithm],
-    with_certificates: bool,
-) -> Result<(Vec<Algorithm>, Vec<Algorithm>), ErrorKind> {
-    let supported_certs = certificate_algorithms();
-    let Some(list) = configured else {
-        let certs = if with_certificates {
-            supported_certs
-        } else {
-            Vec::new()
-        };
-        return Ok((key_order(known_first), certs));
-    };
-    let mut keys: Vec<Algorithm> = Vec::new();
-    let mut certs: Vec<Algorithm> = Vec::new();
-    for name in list {
-        if name.ends_with("-cert-v01@openssh.com") {
-            if let Ok(a) = Algorithm::new_certificate(name)
-                && supported_certs.contains(&a)
-                && !certs.contains(&a)
-            {
-                certs.push(a);
-            }
-        } else if let Ok(a) = Algorithm::new(name)
-            && russh::Preferred::DEFAULT.key.contains(&a)
-            && !keys.contains(&a)
-        {
-            keys.push(a);
-        }
-    }
-    if !with_certificates {
-        certs.clear();
-    }
-    if keys.is_empty() && certs.is_empty() {
-        return Err(ErrorKind::Config(format!(
-            "HostKeyAlgorithms {}: none of these is supported here",
-            list.join(",")
-        )));
-    }
-    Ok((keys, certs))
-}
-
 fn client_for(
     s: &HostSettings,
     ctx: &ConnectCtx<'_>,
 ) -> Result<(Arc<client::Config>, Client), ErrorKind> {
-    let mut files: Vec<std::path::PathBuf> = s.user_known_hosts.clone();
-    files.extend(s.global_known_hosts.iter().cloned());
-    let known = KnownHosts::load(&files);
-    let lookup = match &s.host_key_alias {
-        Some(alias) => vec![alias.to_ascii_lowercase()],
-        None => known_hosts::lookup_names(&s.hostname, s.port),
-    };
-    let (keys, certs) = host_key_preferences(
-        s.host_key_algorithms.as_deref(),
-        &known.known_algorithms(&lookup),
-        known.has_cert_authority(&lookup),
-    )?;
+    let verifier = Verifier::for_host(s, ctx.notices.clone());
+    let (keys, certs) = verifier.preferences(s.host_key_algorithms.as_deref())?;
     let preferred = russh::Preferred {
         key: keys.into(),
         host_key_certificates: certs.into(),
@@ -295,35 +101,7 @@ fn client_for(
         preferred,
         ..Default::default()
     };
-    let files_desc = if s.user_known_hosts.is_empty() {
-        "known_hosts".to_string()
-    } else {
-        s.user_known_hosts
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let verifier = Verifier {
-        name: s.alias.clone(),
-        principal: s
-            .host_key_alias
-            .clone()
-            .unwrap_or_else(|| s.hostname.clone()),
-        lookup,
-        known,
-        files_desc,
-        strict: s.strict,
-        write_to: s.user_known_hosts.first().cloned(),
-        notices: ctx.notices.clone(),
-    };
-    Ok((
-        Arc::new(config),
-        Client {
-            verifier: Arc::new(verifier),
-            verdict: Arc::new(Mutex::new(None)),
-        },
-    ))
+    Ok((Arc::new(config), Client::new(verifier)))
 }
 
 /// Opens a TCP connection, mapping failures to distinct messages.

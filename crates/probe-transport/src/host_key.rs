@@ -1,0 +1,278 @@
+//! The host-key verifier: the russh handler that checks the server's key or certificate
+//! against the operator's known_hosts (strict by default: an unknown key is refused unless
+//! accept-new is asked for and a file to record it in exists; a changed or revoked key always
+//! is), and the host key algorithms offered for it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use russh::client;
+use russh::keys::PublicKeyOrCertificate;
+use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
+
+use crate::error::{ErrorKind, KeyAt, UnknownKey};
+use crate::known_hosts::{self, KnownHosts, Verdict};
+use crate::settings::{HostSettings, Strict};
+
+/// The russh handler of one connection attempt: verifies the server's host key; a refusal
+/// is kept in [`Client::verdict`] (russh only learns "rejected").
+pub(crate) struct Client {
+    verifier: Arc<Verifier>,
+    pub(crate) verdict: Arc<Mutex<Option<ErrorKind>>>,
+}
+
+impl Client {
+    pub(crate) fn new(verifier: Verifier) -> Client {
+        Client {
+            verifier: Arc::new(verifier),
+            verdict: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+/// What one host's keys are checked against.
+pub(crate) struct Verifier {
+    /// Display name of the host.
+    name: String,
+    /// Names looked up in known_hosts.
+    lookup: Vec<String>,
+    /// Bare host name certificates must be issued for.
+    principal: String,
+    known: KnownHosts,
+    files_desc: String,
+    strict: Strict,
+    write_to: Option<PathBuf>,
+    notices: Arc<Mutex<Vec<String>>>,
+}
+
+impl Verifier {
+    /// The verifier of a resolved host: its known_hosts files loaded, the names to look up
+    /// (`HostKeyAlias`, else the host and port as OpenSSH writes them).
+    pub(crate) fn for_host(s: &HostSettings, notices: Arc<Mutex<Vec<String>>>) -> Verifier {
+        let mut files: Vec<PathBuf> = s.user_known_hosts.clone();
+        files.extend(s.global_known_hosts.iter().cloned());
+        let known = KnownHosts::load(&files);
+        let lookup = match &s.host_key_alias {
+            Some(alias) => vec![alias.to_ascii_lowercase()],
+            None => known_hosts::lookup_names(&s.hostname, s.port),
+        };
+        let files_desc = if s.user_known_hosts.is_empty() {
+            "known_hosts".to_string()
+        } else {
+            s.user_known_hosts
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Verifier {
+            name: s.alias.clone(),
+            principal: s
+                .host_key_alias
+                .clone()
+                .unwrap_or_else(|| s.hostname.clone()),
+            lookup,
+            known,
+            files_desc,
+            strict: s.strict,
+            write_to: s.user_known_hosts.first().cloned(),
+            notices,
+        }
+    }
+
+    /// The (plain, certificate) host key algorithms to offer this host.
+    pub(crate) fn preferences(
+        &self,
+        configured: Option<&[String]>,
+    ) -> Result<(Vec<Algorithm>, Vec<Algorithm>), ErrorKind> {
+        host_key_preferences(
+            configured,
+            &self.known.known_algorithms(&self.lookup),
+            self.known.has_cert_authority(&self.lookup),
+        )
+    }
+
+    /// The known_hosts verdict on what the server presented, and its plain key.
+    fn verdict(&self, server_key: &PublicKeyOrCertificate) -> (Verdict, russh::keys::PublicKey) {
+        match server_key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => {
+                (self.known.check_key(&self.lookup, key), key.clone())
+            }
+            PublicKeyOrCertificate::Certificate(cert) => {
+                let plain = russh::keys::PublicKey::new(cert.public_key().clone(), "");
+                match self
+                    .known
+                    .check_certificate(&self.lookup, &self.principal, cert)
+                {
+                    Verdict::BadCertificate(why) => {
+                        match self.known.check_key(&self.lookup, &plain) {
+                            ok @ Verdict::Known(_) => (ok, plain),
+                            _ => (Verdict::BadCertificate(why), plain),
+                        }
+                    }
+                    other => (other, plain),
+                }
+            }
+        }
+    }
+
+    /// Accepts (`Ok`) or refuses (`Err`, the reason) a key with its verdict; an unknown key
+    /// under accept-new is recorded first.
+    fn decide(&self, verdict: Verdict, key: &russh::keys::PublicKey) -> Result<(), ErrorKind> {
+        let key_type = key.algorithm().as_str().to_string();
+        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+        let at = |loc: known_hosts::Location| {
+            Box::new(KeyAt {
+                name: self.name.clone(),
+                key_type: key_type.clone(),
+                fingerprint: fingerprint.clone(),
+                file: loc.file,
+                line: loc.line,
+            })
+        };
+        match verdict {
+            Verdict::Known(_) | Verdict::CertTrusted(_) => Ok(()),
+            Verdict::Revoked(loc) => Err(ErrorKind::HostKeyRevoked(at(loc))),
+            Verdict::Changed(loc) => Err(ErrorKind::HostKeyChanged(at(loc))),
+            Verdict::BadCertificate(reason) => Err(ErrorKind::HostCertificate {
+                name: self.name.clone(),
+                reason,
+            }),
+            Verdict::Unknown { .. } if self.strict == Strict::Yes || self.write_to.is_none() => {
+                Err(ErrorKind::UnknownHostKey(Box::new(UnknownKey {
+                    name: self.lookup.first().cloned().unwrap_or_default(),
+                    key_type,
+                    fingerprint,
+                    files: self.files_desc.clone(),
+                })))
+            }
+            Verdict::Unknown { .. } => self.record(key, &key_type, &fingerprint),
+        }
+    }
+
+    /// Appends an unknown key to the user's known_hosts (accept-new), with a notice.
+    fn record(
+        &self,
+        key: &russh::keys::PublicKey,
+        key_type: &str,
+        fingerprint: &str,
+    ) -> Result<(), ErrorKind> {
+        let file = self.write_to.clone().unwrap_or_default();
+        let name = self.lookup.first().cloned().unwrap_or_default();
+        match known_hosts::append_line(&file, &known_hosts::entry_line(&name, key)) {
+            Ok(line) => {
+                if let Ok(mut n) = self.notices.lock() {
+                    n.push(format!(
+                        "added {key_type} key {fingerprint} for {name} to {}:{line}",
+                        file.display()
+                    ));
+                }
+                Ok(())
+            }
+            Err(e) => Err(ErrorKind::KnownHostsWrite {
+                file,
+                cause: e.to_string(),
+            }),
+        }
+    }
+}
+
+impl client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        server_key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let (verdict, key) = self.verifier.verdict(server_key);
+        match self.verifier.decide(verdict, &key) {
+            Ok(()) => Ok(true),
+            Err(kind) => {
+                if let Ok(mut slot) = self.verdict.lock() {
+                    *slot = Some(kind);
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+fn key_order(first: &[Algorithm]) -> Vec<Algorithm> {
+    let mut out: Vec<Algorithm> = first.to_vec();
+    for a in russh::Preferred::DEFAULT.key.iter() {
+        if !out.contains(a) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Host certificate algorithms we can verify, most preferred first.
+fn certificate_algorithms() -> Vec<Algorithm> {
+    vec![
+        Algorithm::Ed25519,
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP256,
+        },
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP384,
+        },
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP521,
+        },
+        Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        },
+        Algorithm::Rsa {
+            hash: Some(HashAlg::Sha256),
+        },
+    ]
+}
+
+/// The host key algorithms to offer, plain and certificate. With `HostKeyAlgorithms`
+/// configured: those of the list this client supports, in the configured order (OpenSSH does not
+/// reorder an explicit list). Otherwise OpenSSH's `order_hostkeyalgs`: the algorithms already
+/// known for the host first, then the defaults. Certificate algorithms only when a
+/// `@cert-authority` line applies to the host (a certificate is otherwise of no use to us).
+fn host_key_preferences(
+    configured: Option<&[String]>,
+    known_first: &[Algorithm],
+    with_certificates: bool,
+) -> Result<(Vec<Algorithm>, Vec<Algorithm>), ErrorKind> {
+    let supported_certs = certificate_algorithms();
+    let Some(list) = configured else {
+        let certs = if with_certificates {
+            supported_certs
+        } else {
+            Vec::new()
+        };
+        return Ok((key_order(known_first), certs));
+    };
+    let mut keys: Vec<Algorithm> = Vec::new();
+    let mut certs: Vec<Algorithm> = Vec::new();
+    for name in list {
+        if name.ends_with("-cert-v01@openssh.com") {
+            if let Ok(a) = Algorithm::new_certificate(name)
+                && supported_certs.contains(&a)
+                && !certs.contains(&a)
+            {
+                certs.push(a);
+            }
+        } else if let Ok(a) = Algorithm::new(name)
+            && russh::Preferred::DEFAULT.key.contains(&a)
+            && !keys.contains(&a)
+        {
+            keys.push(a);
+        }
+    }
+    if !with_certificates {
+        certs.clear();
+    }
+    if keys.is_empty() && certs.is_empty() {
+        return Err(ErrorKind::Config(format!(
+            "HostKeyAlgorithms {}: none of these is supported here",
+            list.join(",")
+        )));
+    }
+    Ok((keys, certs))
+}
