@@ -73,19 +73,8 @@ fn row<T>(what: &str, n: usize, items: Option<(usize, &str)>, mut f: impl FnMut(
     last.expect("n > 0")
 }
 
-fn corpus_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PROBE_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join("../../../shared/corpus/launch-public.jsonl"),
-        manifest.join("../../shared/corpus/launch-public.jsonl"),
-        PathBuf::from("/work/shared/corpus/launch-public.jsonl"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-}
+#[path = "../tests/corpus_file/mod.rs"]
+mod corpus_file;
 
 fn texts(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -336,9 +325,12 @@ fn main() {
 
     let extra = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/launch-extra.jsonl");
     let mut corpora: Vec<(String, Vec<String>)> = Vec::new();
-    match corpus_path() {
-        Some(p) => corpora.push(("launch-public.jsonl".into(), texts(&p))),
-        None => println!("(launch-public.jsonl not found; set PROBE_CORPUS)"),
+    match corpus_file::public_corpus() {
+        Ok(p) => corpora.push(("launch-public.jsonl".into(), texts(&p))),
+        Err(looked) => println!(
+            "(no launch-public.jsonl at {}; set PROBE_CORPUS)",
+            looked.display()
+        ),
     }
     corpora.push(("launch-extra.jsonl".into(), texts(&extra)));
     let all: Vec<String> = corpora.iter().flat_map(|(_, t)| t.clone()).collect();

@@ -238,15 +238,17 @@ async fn agent_auth_and_identities_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passphrase_prompt_time_is_not_counted_and_cached_prompt_asks_once_per_run() {
     let env = Env::with_key("ed25519", "s3cret", None);
-    // ConnectTimeout 1, and a user who takes 1.5 s to type the passphrase: still connects,
+    // ConnectTimeout 3, and a user who takes 4 s to type the passphrase: still connects,
     // because the authentication deadline does not count time at the prompt (nor time waiting
-    // for another connection's prompt of the same key).
-    env.write_config("Host *\n  ConnectTimeout 1\n");
+    // for another connection's prompt of the same key). The margins leave the handshakes, the
+    // key's bcrypt KDF and three concurrent connections 3 s on a loaded machine (at 1 s this
+    // flaked under load), while the prompt alone still outlasts the timeout.
+    env.write_config("Host *\n  ConnectTimeout 3\n");
     let asked = Arc::new(AtomicUsize::new(0));
     let seen = asked.clone();
     let slow_user: probe_transport::PassphrasePrompt = Arc::new(move |_p: &std::path::Path| {
         seen.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::thread::sleep(std::time::Duration::from_millis(4000));
         Some("s3cret".to_string())
     });
     let opts = ConnectOptions {
