@@ -197,3 +197,8 @@ mod tests {
         assert_eq!(a2port("70000"), None);
     }
 }
+
+/// `HostName` with `%h` (the host as typed) expanded.
+pub(crate) fn hostname(hn: &str, host: &str) -> Result<String, String> {
+    percent_dollar_expand(hn, &[('h', host)], false)
+}
