@@ -241,216 +241,55 @@ impl Reader<'_> {
             return Err(err(format!("Bad configuration option: {kw}")));
         }
         let argv = lexer::argv_split(l.rest).ok_or_else(|| err("invalid quotes".into()))?;
-        let act = *active;
-        // One argument, present and alone.
-        let one = || -> Result<&str, ConfigError> {
-            match argv.as_slice() {
-                [] => Err(err("Missing argument".into())),
-                [a] if a.is_empty() => Err(err("Missing argument".into())),
-                [a] => Ok(a.as_str()),
-                _ => Err(err(format!("keyword {kw} extra arguments at end of line"))),
-            }
+        let line = Line {
+            file,
+            ln,
+            kw,
+            argv,
+            rest: l.rest,
         };
-        let st = &mut self.st;
+        let act = *active;
         match kw {
-            "host" => {
-                *active = false;
-                for arg in &argv {
-                    if arg.is_empty() {
-                        return Err(err(format!("keyword {kw} empty argument")));
-                    }
-                    if flags.never_match {
-                        break;
-                    }
-                    let (negated, pat) = match arg.strip_prefix('!') {
-                        Some(p) => (true, p),
-                        None => (false, arg.as_str()),
-                    };
-                    if pattern::match_pattern(&self.host, pat) {
-                        if negated {
-                            *active = false;
-                            break;
-                        }
-                        *active = true;
-                    }
-                }
-            }
+            "host" => self.host_line(&line, flags, active),
             "match" => {
                 let m = self.match_line(l.rest, file, ln)?;
                 *active = !flags.never_match && m;
+                Ok(())
             }
-            "include" => self.include(&argv, file, ln, flags, active, depth)?,
-            "hostname" => {
-                let a = one()?;
-                if act && st.hostname.is_none() {
-                    st.hostname = Some((a.to_string(), file.to_path_buf(), ln));
-                }
-            }
-            "user" => {
-                let a = one()?;
-                if act && st.user.is_none() {
-                    st.user = Some(a.to_string());
-                }
-            }
-            "hostkeyalias" => {
-                let a = one()?;
-                if act && st.host_key_alias.is_none() {
-                    st.host_key_alias = Some(a.to_string());
-                }
-            }
-            "ignoreunknown" => {
-                let a = one()?;
-                if act && st.ignore_unknown.is_none() {
-                    st.ignore_unknown = Some(a.to_string());
-                }
-            }
-            "port" => {
-                let a = one()?;
-                let p = expand::a2port(a)
-                    .filter(|&p| p > 0)
-                    .ok_or_else(|| err(format!("Bad port '{a}'")))?;
-                if act && st.port.is_none() {
-                    st.port = Some(p);
-                }
-            }
-            "identityfile" => {
-                let a = one()?;
-                if act && !st.identity_files.iter().any(|f| f == a) {
-                    if st.identity_files.len() >= MAX_IDENTITY_FILES {
-                        return Err(err(format!(
-                            "Too many identity files specified (max {MAX_IDENTITY_FILES})"
-                        )));
-                    }
-                    st.identity_files.push(a.to_string());
-                }
-            }
-            "identitiesonly" | "batchmode" => {
-                let a = one()?;
-                let v = parse_flag(a).ok_or_else(|| err(format!("unsupported option \"{a}\"")))?;
-                let slot = if kw == "batchmode" {
-                    &mut st.batch_mode
-                } else {
-                    &mut st.identities_only
-                };
-                if act && slot.is_none() {
-                    *slot = Some(v);
-                }
-            }
-            "stricthostkeychecking" => {
-                let a = one()?;
-                let v = StrictHostKeyChecking::parse(a)
-                    .ok_or_else(|| err(format!("unsupported option \"{a}\"")))?;
-                if act && st.strict.is_none() {
-                    st.strict = Some(v);
-                }
-            }
-            "canonicalizehostname" => {
-                let a = one()?;
-                let v = match a.to_ascii_lowercase().as_str() {
-                    "yes" | "true" | "always" => true,
-                    "no" | "false" => false,
-                    _ => return Err(err(format!("unsupported option \"{a}\""))),
-                };
-                if act && st.canonicalize_hostname.is_none() {
-                    st.canonicalize_hostname = Some(v);
-                }
-            }
-            "connecttimeout" | "serveraliveinterval" => {
-                let a = match argv.first() {
-                    Some(a) if !a.is_empty() => a.as_str(),
-                    _ => return Err(err("missing time value".into())),
-                };
-                let v = if a == "none" {
-                    None
-                } else {
-                    Some(expand::convtime(a).ok_or_else(|| err("invalid time value".into()))?)
-                };
-                one()?;
-                let slot = if kw == "connecttimeout" {
-                    &mut st.connect_timeout
-                } else {
-                    &mut st.server_alive_interval
-                };
-                if act && slot.is_none() {
-                    *slot = v;
-                }
-            }
-            "serveralivecountmax" => {
-                let a = one()?;
-                // strtonum(arg, 0, INT_MAX)
-                let v: i64 = a
-                    .parse::<i64>()
-                    .map_err(|_| err("integer value invalid".into()))?;
-                if v < 0 {
-                    return Err(err("integer value too small".into()));
-                }
-                if v > i64::from(i32::MAX) {
-                    return Err(err("integer value too large".into()));
-                }
-                if act && st.server_alive_count_max.is_none() {
-                    st.server_alive_count_max = Some(v);
-                }
-            }
-            "userknownhostsfile" | "globalknownhostsfile" => {
-                let list = if kw == "userknownhostsfile" {
-                    &mut st.user_known_hosts
-                } else {
-                    &mut st.global_known_hosts
-                };
-                let was_empty = list.is_empty();
-                for (i, a) in argv.iter().enumerate() {
-                    if a.is_empty() {
-                        return Err(err(format!("keyword {kw} empty argument")));
-                    }
-                    if a.eq_ignore_ascii_case("none") && argv.len() > 1 {
-                        return Err(err(format!(
-                            "keyword {kw} \"none\" argument must appear alone"
-                        )));
-                    }
-                    if act && was_empty {
-                        if i >= MAX_HOSTS_FILES {
-                            return Err(err(format!("too many {kw} entries")));
-                        }
-                        list.push(a.clone());
-                    }
-                }
-            }
-            "identityagent" => {
-                let a = one()?;
-                expand::check_agent_path(a).map_err(err)?;
-                if act && st.identity_agent.is_none() {
-                    st.identity_agent = Some(a.to_string());
-                }
-            }
-            "hostkeyalgorithms" => {
-                let a = one()?;
-                let names = a.strip_prefix(['+', '^']).unwrap_or(a);
-                if !a.starts_with('-') && !valid_key_names(names) {
-                    return Err(err(format!("Bad key types '{a}'")));
-                }
-                if act && st.host_key_algorithms.is_none() {
-                    st.host_key_algorithms = Some(a.to_string());
-                }
-            }
-            "proxycommand" => {
-                let raw = l.rest.trim_start_matches([' ', '\t', '\r', '\n', '=']);
-                if act && st.jump.is_none() && st.proxy_command.is_none() {
-                    st.proxy_command = Some(raw.to_string());
-                }
-            }
+            "include" => self.include(&line.argv, file, ln, flags, active, depth),
             "proxyjump" => {
                 let raw = l.rest.trim_start_matches([' ', '\t', '\r', '\n', '=']);
-                self.proxy_jump(raw, act).map_err(err)?;
+                self.proxy_jump(raw, act).map_err(err)
             }
-            _ => {
-                if act {
-                    let v = argv.join(" ");
-                    if keywords::ACCUMULATING.contains(&kw)
-                        || !st.other.iter().any(|(k, _)| k == kw)
-                    {
-                        st.other.push((kw.to_string(), v));
-                    }
+            _ => self.st.apply(&line, act),
+        }
+    }
+
+    /// `Host`: the block is active when a pattern matches and no negated one does.
+    fn host_line(
+        &mut self,
+        line: &Line<'_>,
+        flags: Flags,
+        active: &mut bool,
+    ) -> Result<(), ConfigError> {
+        *active = false;
+        for arg in &line.argv {
+            if arg.is_empty() {
+                return Err(line.err(format!("keyword {} empty argument", line.kw)));
+            }
+            if flags.never_match {
+                break;
+            }
+            let (negated, pat) = match arg.strip_prefix('!') {
+                Some(p) => (true, p),
+                None => (false, arg.as_str()),
+            };
+            if pattern::match_pattern(&self.host, pat) {
+                if negated {
+                    *active = false;
+                    break;
                 }
+                *active = true;
             }
         }
         Ok(())
@@ -646,6 +485,206 @@ impl Reader<'_> {
         }
         Ok(result)
     }
+}
+
+/// One configuration line being applied: where it is, its keyword and its arguments.
+struct Line<'l> {
+    file: &'l Path,
+    ln: usize,
+    /// Lower-case keyword.
+    kw: &'l str,
+    argv: Vec<String>,
+    /// The arguments as written (`ProxyCommand` keeps them verbatim).
+    rest: &'l str,
+}
+
+impl Line<'_> {
+    fn err(&self, message: impl Into<String>) -> ConfigError {
+        cerr(self.file, self.ln, message)
+    }
+
+    /// One argument, present and alone.
+    fn one(&self) -> Result<&str, ConfigError> {
+        match self.argv.as_slice() {
+            [] => Err(self.err("Missing argument")),
+            [a] if a.is_empty() => Err(self.err("Missing argument")),
+            [a] => Ok(a.as_str()),
+            _ => Err(self.err(format!(
+                "keyword {} extra arguments at end of line",
+                self.kw
+            ))),
+        }
+    }
+
+    /// `yes`/`no` (and `true`/`false`).
+    fn flag(&self) -> Result<bool, ConfigError> {
+        let a = self.one()?;
+        parse_flag(a).ok_or_else(|| self.err(format!("unsupported option \"{a}\"")))
+    }
+}
+
+/// Sets `slot` from `value` when the block is active and the option is still unset (first
+/// value wins).
+fn first<T>(slot: &mut Option<T>, act: bool, value: T) {
+    if act && slot.is_none() {
+        *slot = Some(value);
+    }
+}
+
+impl State {
+    /// An option line (every keyword but the block and include structure) into the state.
+    fn apply(&mut self, line: &Line<'_>, act: bool) -> Result<(), ConfigError> {
+        match line.kw {
+            "hostname" => {
+                let a = line.one()?;
+                first(
+                    &mut self.hostname,
+                    act,
+                    (a.to_string(), line.file.to_path_buf(), line.ln),
+                );
+            }
+            "user" => first(&mut self.user, act, line.one()?.to_string()),
+            "hostkeyalias" => first(&mut self.host_key_alias, act, line.one()?.to_string()),
+            "ignoreunknown" => first(&mut self.ignore_unknown, act, line.one()?.to_string()),
+            "port" => {
+                let a = line.one()?;
+                let p = expand::a2port(a)
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| line.err(format!("Bad port '{a}'")))?;
+                first(&mut self.port, act, p);
+            }
+            "identityfile" => self.identity_file(line, act)?,
+            "identitiesonly" => first(&mut self.identities_only, act, line.flag()?),
+            "batchmode" => first(&mut self.batch_mode, act, line.flag()?),
+            "stricthostkeychecking" => {
+                let a = line.one()?;
+                let v = StrictHostKeyChecking::parse(a)
+                    .ok_or_else(|| line.err(format!("unsupported option \"{a}\"")))?;
+                first(&mut self.strict, act, v);
+            }
+            "canonicalizehostname" => {
+                let a = line.one()?;
+                let v = match a.to_ascii_lowercase().as_str() {
+                    "yes" | "true" | "always" => true,
+                    "no" | "false" => false,
+                    _ => return Err(line.err(format!("unsupported option \"{a}\""))),
+                };
+                first(&mut self.canonicalize_hostname, act, v);
+            }
+            "connecttimeout" | "serveraliveinterval" => self.time_option(line, act)?,
+            "serveralivecountmax" => {
+                let v = count_max(line)?;
+                first(&mut self.server_alive_count_max, act, v);
+            }
+            "userknownhostsfile" | "globalknownhostsfile" => self.hosts_files(line, act)?,
+            "identityagent" => {
+                let a = line.one()?;
+                expand::check_agent_path(a).map_err(|m| line.err(m))?;
+                first(&mut self.identity_agent, act, a.to_string());
+            }
+            "hostkeyalgorithms" => {
+                let a = line.one()?;
+                let names = a.strip_prefix(['+', '^']).unwrap_or(a);
+                if !a.starts_with('-') && !valid_key_names(names) {
+                    return Err(line.err(format!("Bad key types '{a}'")));
+                }
+                first(&mut self.host_key_algorithms, act, a.to_string());
+            }
+            "proxycommand" => {
+                let raw = line.rest.trim_start_matches([' ', '\t', '\r', '\n', '=']);
+                if self.jump.is_none() {
+                    first(&mut self.proxy_command, act, raw.to_string());
+                }
+            }
+            kw => {
+                if act
+                    && (keywords::ACCUMULATING.contains(&kw)
+                        || !self.other.iter().any(|(k, _)| k == kw))
+                {
+                    self.other.push((kw.to_string(), line.argv.join(" ")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `IdentityFile`: accumulates, each file once, at most [`MAX_IDENTITY_FILES`].
+    fn identity_file(&mut self, line: &Line<'_>, act: bool) -> Result<(), ConfigError> {
+        let a = line.one()?;
+        if act && !self.identity_files.iter().any(|f| f == a) {
+            if self.identity_files.len() >= MAX_IDENTITY_FILES {
+                return Err(line.err(format!(
+                    "Too many identity files specified (max {MAX_IDENTITY_FILES})"
+                )));
+            }
+            self.identity_files.push(a.to_string());
+        }
+        Ok(())
+    }
+
+    /// `ConnectTimeout` and `ServerAliveInterval`: a time value or `none`.
+    fn time_option(&mut self, line: &Line<'_>, act: bool) -> Result<(), ConfigError> {
+        let a = match line.argv.first() {
+            Some(a) if !a.is_empty() => a.as_str(),
+            _ => return Err(line.err("missing time value")),
+        };
+        let v = if a == "none" {
+            None
+        } else {
+            Some(expand::convtime(a).ok_or_else(|| line.err("invalid time value"))?)
+        };
+        line.one()?;
+        let slot = if line.kw == "connecttimeout" {
+            &mut self.connect_timeout
+        } else {
+            &mut self.server_alive_interval
+        };
+        if act && slot.is_none() {
+            *slot = v;
+        }
+        Ok(())
+    }
+
+    /// `UserKnownHostsFile` and `GlobalKnownHostsFile`: the first line that sets the list wins.
+    fn hosts_files(&mut self, line: &Line<'_>, act: bool) -> Result<(), ConfigError> {
+        let kw = line.kw;
+        let list = if kw == "userknownhostsfile" {
+            &mut self.user_known_hosts
+        } else {
+            &mut self.global_known_hosts
+        };
+        let was_empty = list.is_empty();
+        for (i, a) in line.argv.iter().enumerate() {
+            if a.is_empty() {
+                return Err(line.err(format!("keyword {kw} empty argument")));
+            }
+            if a.eq_ignore_ascii_case("none") && line.argv.len() > 1 {
+                return Err(line.err(format!("keyword {kw} \"none\" argument must appear alone")));
+            }
+            if act && was_empty {
+                if i >= MAX_HOSTS_FILES {
+                    return Err(line.err(format!("too many {kw} entries")));
+                }
+                list.push(a.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `ServerAliveCountMax`: OpenSSH's `strtonum(arg, 0, INT_MAX)`.
+fn count_max(line: &Line<'_>) -> Result<i64, ConfigError> {
+    let v: i64 = line
+        .one()?
+        .parse::<i64>()
+        .map_err(|_| line.err("integer value invalid"))?;
+    if v < 0 {
+        return Err(line.err("integer value too small"));
+    }
+    if v > i64::from(i32::MAX) {
+        return Err(line.err("integer value too large"));
+    }
+    Ok(v)
 }
 
 /// Why a config file was not read (the file is named by the caller's message).

@@ -6,86 +6,43 @@ use std::path::PathBuf;
 
 use super::printer::format_jump;
 use super::{
-    ConfigError, ResolveOptions, ResolvedConfig, cerr, expand, keywords, pattern, reader, sys,
+    ConfigError, Jump, ResolveOptions, ResolvedConfig, cerr, expand, keywords, pattern, reader, sys,
 };
 use crate::target::{Target, TargetError, parse_target};
 
 /// Resolves `target` against the configuration, as `ssh -G [-F FILE] [-l USER] [-p PORT] HOST`.
 pub fn resolve(target: &Target, opts: &ResolveOptions) -> Result<ResolvedConfig, ConfigError> {
     let (st, host) = reader::read(target, opts)?;
-
     let user = st.user.unwrap_or_else(|| opts.local_user.clone());
     let port = st.port.unwrap_or(22);
-    let mut identity_files = st.identity_files;
-    if identity_files.is_empty() {
-        identity_files = [
-            "id_rsa",
-            "id_ecdsa",
-            "id_ecdsa_sk",
-            "id_ed25519",
-            "id_ed25519_sk",
-            "id_xmss",
-            "id_dsa",
-        ]
-        .iter()
-        .map(|f| format!("~/.ssh/{f}"))
-        .collect();
-    }
-    let mut user_known = st.user_known_hosts;
-    if user_known.is_empty() {
-        user_known = vec!["~/.ssh/known_hosts".into(), "~/.ssh/known_hosts2".into()];
-    }
-    let mut global_known = st.global_known_hosts;
-    if global_known.is_empty() {
-        global_known = vec![
-            "/etc/ssh/ssh_known_hosts".into(),
-            "/etc/ssh/ssh_known_hosts2".into(),
-        ];
-    }
     let jump = st.jump.flatten();
-    // ssh.c: a ProxyJump whose (last) hop is the destination itself is fatal ("jumphost loop
-    // via HOST"). Host compared exactly, an unset hop port as 22, an unset hop user as any.
-    if let Some(j) = jump.as_ref().filter(|j| {
-        j.host == host && j.port.unwrap_or(22) == port && j.user.as_ref().is_none_or(|u| *u == user)
-    }) {
-        let file = opts
-            .config_file
-            .clone()
-            .unwrap_or_else(|| opts.home.join(".ssh/config"));
-        return Err(cerr(
-            &file,
-            0,
-            format!(
-                "jumphost loop via {} (ProxyJump names the destination itself)",
-                j.host
-            ),
-        ));
+    if let Some(j) = &jump {
+        no_jump_loop(j, &host, port, &user, opts)?;
     }
     let proxy_command = match (&jump, st.proxy_command) {
         (None, Some(pc)) if !pc.eq_ignore_ascii_case("none") => Some(pc),
         _ => None,
     };
-    let host_key_alias = st.host_key_alias.map(|a| a.to_ascii_lowercase());
     let mut cfg = ResolvedConfig {
         alias: target.host.clone(),
         hostname: host,
         user,
         port,
-        identity_files,
+        identity_files: or_defaults(st.identity_files, &DEFAULT_IDENTITY_FILES),
         identities_only: st.identities_only.unwrap_or(false),
         identity_agent: None,
         proxy_jump: jump.as_ref().map(format_jump),
         proxy_command,
         connect_timeout: st.connect_timeout,
         user_known_hosts_files: Vec::new(),
-        global_known_hosts_files: global_known,
+        global_known_hosts_files: or_defaults(st.global_known_hosts, &DEFAULT_GLOBAL_KNOWN),
         strict_host_key_checking: st.strict.unwrap_or_default(),
         // readconf.c: "in batch mode, default is 5mins".
         server_alive_interval: st
             .server_alive_interval
             .unwrap_or(if st.batch_mode == Some(true) { 300 } else { 0 }),
         server_alive_count_max: u64::try_from(st.server_alive_count_max.unwrap_or(3)).unwrap_or(0),
-        host_key_alias,
+        host_key_alias: st.host_key_alias.map(|a| a.to_ascii_lowercase()),
         batch_mode: st.batch_mode.unwrap_or(false),
         host_key_algorithms: st.host_key_algorithms.map(|a| assemble_host_key_algs(&a)),
         other: st.other,
@@ -93,24 +50,85 @@ pub fn resolve(target: &Target, opts: &ResolveOptions) -> Result<ResolvedConfig,
         home: opts.home.clone(),
         local_user: opts.local_user.clone(),
     };
-    // ssh.c expands these before `-G` prints them; a bad token is fatal there too.
-    let file = opts
-        .config_file
+    let user_known = or_defaults(st.user_known_hosts, &DEFAULT_USER_KNOWN);
+    expand_printed_paths(&mut cfg, user_known, st.identity_agent, opts)?;
+    Ok(cfg)
+}
+
+/// OpenSSH's identity files when none is configured.
+const DEFAULT_IDENTITY_FILES: [&str; 7] = [
+    "~/.ssh/id_rsa",
+    "~/.ssh/id_ecdsa",
+    "~/.ssh/id_ecdsa_sk",
+    "~/.ssh/id_ed25519",
+    "~/.ssh/id_ed25519_sk",
+    "~/.ssh/id_xmss",
+    "~/.ssh/id_dsa",
+];
+const DEFAULT_USER_KNOWN: [&str; 2] = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"];
+const DEFAULT_GLOBAL_KNOWN: [&str; 2] = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"];
+
+/// `values`, or OpenSSH's defaults when the configuration set none.
+fn or_defaults(values: Vec<String>, defaults: &[&str]) -> Vec<String> {
+    if values.is_empty() {
+        defaults.iter().map(|d| (*d).to_string()).collect()
+    } else {
+        values
+    }
+}
+
+/// The file a resolution error without a line of its own names.
+fn config_file(opts: &ResolveOptions) -> PathBuf {
+    opts.config_file
         .clone()
-        .unwrap_or_else(|| opts.home.join(".ssh/config"));
+        .unwrap_or_else(|| opts.home.join(".ssh/config"))
+}
+
+/// ssh.c: a ProxyJump whose (last) hop is the destination itself is fatal ("jumphost loop
+/// via HOST"). Host compared exactly, an unset hop port as 22, an unset hop user as any.
+fn no_jump_loop(
+    j: &Jump,
+    host: &str,
+    port: u16,
+    user: &str,
+    opts: &ResolveOptions,
+) -> Result<(), ConfigError> {
+    if j.host == host && j.port.unwrap_or(22) == port && j.user.as_ref().is_none_or(|u| *u == user)
+    {
+        return Err(cerr(
+            &config_file(opts),
+            0,
+            format!(
+                "jumphost loop via {} (ProxyJump names the destination itself)",
+                j.host
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// ssh.c expands `UserKnownHostsFile` and `IdentityAgent` before `-G` prints them; a bad
+/// token is fatal there too.
+fn expand_printed_paths(
+    cfg: &mut ResolvedConfig,
+    user_known: Vec<String>,
+    identity_agent: Option<String>,
+    opts: &ResolveOptions,
+) -> Result<(), ConfigError> {
+    let file = config_file(opts);
     for f in user_known {
         let e = cfg
             .expand_path(&f)
             .map_err(|m| cerr(&file, 0, format!("UserKnownHostsFile {f}: {m}")))?;
         cfg.user_known_hosts_files.push(e);
     }
-    if let Some(a) = st.identity_agent {
+    if let Some(a) = identity_agent {
         let e = cfg
             .expand_path(&a)
             .map_err(|m| cerr(&file, 0, format!("IdentityAgent {a}: {m}")))?;
         cfg.identity_agent = Some(e);
     }
-    Ok(cfg)
+    Ok(())
 }
 
 /// OpenSSH's `kex_assemble_names` for host key algorithms: `+` appends to the defaults, `-`
