@@ -153,9 +153,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
             failed += 1;
         }
         if args.jsonl {
-            ctx.printer
-                .out(&render::json::line(&record))
-                .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+            ctx.write(&render::json::line(&record))?;
         }
         if let Some(bar) = &progress {
             bar.set_message(format!("{failed} failed,"));
@@ -255,9 +253,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         }
         render::text(&doc, &ctx.printer)
     };
-    ctx.printer
-        .out(&output)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    ctx.write(&output)?;
     Ok(exit_code)
 }
 

@@ -3,8 +3,8 @@
 use probe_model::exit_codes;
 
 use super::{Ctx, classify_side, side_snapshot};
-use crate::args::{DiffArgs, Format};
-use crate::errors::{ExpectedError, Result};
+use crate::args::DiffArgs;
+use crate::errors::Result;
 use crate::render;
 
 pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
@@ -20,13 +20,7 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
         include_volatile: args.include_volatile,
     };
     let diff = probe_diff::compare_snapshots(&before, &after, &options);
-    let text = match ctx.printer.format {
-        Format::Json => render::json::pretty(&diff),
-        _ => render::text(&render::snapshot_diff_doc(&diff), &ctx.printer),
-    };
-    ctx.printer
-        .out(&text)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    ctx.emit(&diff, || render::snapshot_diff_doc(&diff))?;
     Ok(if probe_diff::is_meaningful(&diff) {
         exit_codes::DIFFERENCES
     } else {

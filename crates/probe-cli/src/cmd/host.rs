@@ -6,7 +6,7 @@ use std::sync::Arc;
 use probe_model::exit_codes;
 
 use super::{Ctx, collect_live};
-use crate::args::{Format, HostArgs};
+use crate::args::HostArgs;
 use crate::errors::{ExpectedError, HostFailure, Result};
 use crate::render;
 
@@ -55,17 +55,13 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
             Err(failure) => failures.push(failure.class),
         }
     }
-    let text = match ctx.printer.format {
-        Format::Json => render::json::pretty(&reports),
-        _ => reports
+    ctx.emit_text(&reports, || {
+        reports
             .iter()
             .map(|report| render::text(&render::host_report_doc(report), &ctx.printer))
             .collect::<Vec<_>>()
-            .join("\n"),
-    };
-    ctx.printer
-        .out(&text)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+            .join("\n")
+    })?;
     Ok(exit_code(&failures, args.targets.len()))
 }
 

@@ -7,7 +7,7 @@ use probe_diff::launch::{ParseHints, TextKind, reconstruct};
 use probe_model::{Engine, LaunchConfig, exit_codes};
 
 use super::Ctx;
-use crate::args::{Format, LaunchArgs, LaunchKind};
+use crate::args::{LaunchArgs, LaunchKind};
 use crate::errors::{ExpectedError, Result};
 use crate::render;
 
@@ -52,24 +52,20 @@ pub fn run(ctx: &Ctx, args: LaunchArgs) -> Result<u8> {
     if ctx.settings.redact {
         launches.iter_mut().for_each(redact_launch);
     }
-    let json = args.json || ctx.printer.format == Format::Json;
-    let output = if json {
-        let items: Vec<serde_json::Value> = launches
-            .iter()
-            .map(|launch| {
-                serde_json::json!({
-                    "launch": launch,
-                    "common": probe_diff::common::common_fields(launch),
-                })
+    let items: Vec<serde_json::Value> = launches
+        .iter()
+        .map(|launch| {
+            serde_json::json!({
+                "launch": launch,
+                "common": probe_diff::common::common_fields(launch),
             })
-            .collect();
-        render::json::pretty(&items)
+        })
+        .collect();
+    if args.json {
+        ctx.write(&render::json::pretty(&items))?;
     } else {
-        render::text(&render::launches_doc(&launches), &ctx.printer)
-    };
-    ctx.printer
-        .out(&output)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+        ctx.emit(&items, || render::launches_doc(&launches))?;
+    }
     Ok(exit_codes::OK)
 }
 

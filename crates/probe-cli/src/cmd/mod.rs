@@ -15,10 +15,13 @@ use std::sync::Arc;
 use probe_model::Snapshot;
 use probe_store::SnapshotStore;
 
-use crate::args::Command;
+use serde::Serialize;
+
+use crate::args::{Command, Format};
 use crate::collect::{CollectFailure, collect_target, connect_options};
 use crate::errors::{ExpectedError, HostFailure, Result};
 use crate::output::Printer;
+use crate::render::{self, doc::Doc};
 use crate::settings::Settings;
 
 /// What every command gets.
@@ -32,6 +35,33 @@ pub struct Ctx {
 pub type Store = Arc<dyn SnapshotStore>;
 
 impl Ctx {
+    /// Writes a command's output: `value` as JSON under `--format json`, else the document
+    /// `doc` builds, rendered for the terminal (human or Markdown). The one place a command's
+    /// result becomes text.
+    pub fn emit<T: Serialize + ?Sized>(&self, value: &T, doc: impl FnOnce() -> Doc) -> Result<()> {
+        self.emit_text(value, || render::text(&doc(), &self.printer))
+    }
+
+    /// [`Ctx::emit`] for output that is already text when not JSON (several documents, a
+    /// list of lines).
+    pub fn emit_text<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+        text: impl FnOnce() -> String,
+    ) -> Result<()> {
+        match self.printer.format {
+            Format::Json => self.write(&render::json::pretty(value)),
+            Format::Human | Format::Markdown => self.write(&text()),
+        }
+    }
+
+    /// Writes text to stdout as it is (a closed pipe is not an error).
+    pub fn write(&self, text: &str) -> Result<()> {
+        self.printer
+            .out(text)
+            .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))
+    }
+
     /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL.
     pub fn open_store(&self) -> Result<Store> {
         let location = self.settings.store_location()?;

@@ -13,8 +13,6 @@ pub fn run(ctx: &Ctx, args: ResolveArgs) -> Result<u8> {
     let options = ResolveOptions::from_env(ctx.settings.ssh_config.clone());
     let resolved =
         resolve(&target, &options).map_err(|err| ExpectedError::Config(err.to_string()))?;
-    ctx.printer
-        .out(&crate::output::sanitize_terminal(&resolved.ssh_g()))
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    ctx.write(&crate::output::sanitize_terminal(&resolved.ssh_g()))?;
     Ok(exit_codes::OK)
 }

@@ -10,18 +10,11 @@ use crate::render;
 
 pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
     let store = ctx.open_store()?;
-    let write = |text: &str| {
-        ctx.printer
-            .out(text)
-            .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))
-    };
+    let write = |text: &str| ctx.write(text);
     match command {
         SnapshotsCommand::List { host } => {
             let metas = store.list(host.as_deref())?;
-            match ctx.printer.format {
-                Format::Json => write(&render::json::pretty(&metas))?,
-                _ => write(&render::text(&render::snapshots_doc(&metas), &ctx.printer))?,
-            }
+            ctx.emit(&metas, || render::snapshots_doc(&metas))?;
         }
         SnapshotsCommand::Show { reference } => {
             let snapshot = resolve(&*store, &reference)?;
@@ -95,20 +88,17 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
             };
             let pruned = store.prune(&policy)?;
             let verb = if dry_run { "would delete" } else { "deleted" };
-            match ctx.printer.format {
-                Format::Json => write(&render::json::pretty(&pruned))?,
-                _ => {
-                    let mut text = format!("{verb} {} snapshot(s)\n", pruned.len());
-                    for meta in &pruned {
-                        text.push_str(&format!(
-                            "  {} {}\n",
-                            meta.id,
-                            render::format_time(meta.collected_at)
-                        ));
-                    }
-                    write(&crate::output::sanitize_terminal(&text))?;
+            ctx.emit_text(&pruned, || {
+                let mut text = format!("{verb} {} snapshot(s)\n", pruned.len());
+                for meta in &pruned {
+                    text.push_str(&format!(
+                        "  {} {}\n",
+                        meta.id,
+                        render::format_time(meta.collected_at)
+                    ));
                 }
-            }
+                crate::output::sanitize_terminal(&text)
+            })?;
         }
     }
     Ok(exit_codes::OK)

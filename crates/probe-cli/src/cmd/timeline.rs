@@ -3,8 +3,8 @@
 use probe_model::exit_codes;
 
 use super::{Ctx, classify_side, side_snapshot};
-use crate::args::{Format, TimelineArgs};
-use crate::errors::{ExpectedError, Result};
+use crate::args::TimelineArgs;
+use crate::errors::Result;
 use crate::render;
 
 pub async fn run(ctx: &Ctx, args: TimelineArgs) -> Result<u8> {
@@ -12,12 +12,6 @@ pub async fn run(ctx: &Ctx, args: TimelineArgs) -> Result<u8> {
     let side = classify_side(ctx, &store, &args.target)?;
     let snapshot = side_snapshot(ctx, &store, side).await?;
     let timeline = probe_diff::analyze(&snapshot).timeline;
-    let text = match ctx.printer.format {
-        Format::Json => render::json::pretty(&timeline),
-        _ => render::text(&render::timeline_doc(&timeline), &ctx.printer),
-    };
-    ctx.printer
-        .out(&text)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    ctx.emit(&timeline, || render::timeline_doc(&timeline))?;
     Ok(exit_codes::OK)
 }

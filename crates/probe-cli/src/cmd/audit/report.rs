@@ -10,7 +10,7 @@ use probe_store::{SnapshotStore, StoredAudit};
 use serde::Serialize;
 
 use super::Ctx;
-use crate::args::{AuditReportArgs, Format};
+use crate::args::AuditReportArgs;
 use crate::errors::{ExpectedError, Result};
 use crate::inventory::{self, InventoryHost};
 use crate::render::{self, doc::Doc, doc::Tone};
@@ -291,13 +291,7 @@ pub fn run(ctx: &Ctx, args: AuditReportArgs) -> Result<u8> {
         shards,
         outliers,
     };
-    let text = match ctx.printer.format {
-        Format::Json => render::json::pretty(&report),
-        _ => render::text(&report_doc(&report, !args.no_outliers), &ctx.printer),
-    };
-    ctx.printer
-        .out(&text)
-        .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))?;
+    ctx.emit(&report, || report_doc(&report, !args.no_outliers))?;
     Ok(exit_codes::OK)
 }
 
