@@ -147,6 +147,11 @@ pub(crate) fn a2port(s: &str) -> Option<u16> {
     })
 }
 
+/// `HostName` with `%h` (the host as typed) expanded.
+pub(crate) fn hostname(hn: &str, host: &str) -> Result<String, String> {
+    percent_dollar_expand(hn, &[('h', host)], false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,9 +201,4 @@ mod tests {
         assert_eq!(a2port("2222"), Some(2222));
         assert_eq!(a2port("70000"), None);
     }
-}
-
-/// `HostName` with `%h` (the host as typed) expanded.
-pub(crate) fn hostname(hn: &str, host: &str) -> Result<String, String> {
-    percent_dollar_expand(hn, &[('h', host)], false)
 }
