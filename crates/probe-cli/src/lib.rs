@@ -31,7 +31,14 @@ use errors::ExpectedError;
 use output::Printer;
 use settings::Settings;
 
-/// Parses the command line, runs the command, and turns the outcome into an exit code.
+/// Parses the command line, runs the command, and turns the outcome into an exit code. The
+/// binary's whole `main.rs`:
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     probe_cli::main()
+/// }
+/// ```
 pub fn main() -> ExitCode {
     install_panic_hook();
     let cli = match Cli::try_parse() {

@@ -131,6 +131,26 @@ pub struct CollectStats {
 }
 
 /// Collects one host. See the crate docs.
+///
+/// This machine, read through the local executor (the same scripts and parsers as over SSH):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use probe_collect::{CollectOptions, collect};
+/// use probe_transport::LocalExec;
+///
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let options = CollectOptions {
+///     target: "local".into(),
+///     deadline: Duration::from_secs(60),
+///     ..CollectOptions::default()
+/// };
+/// let snapshot = runtime.block_on(collect(&LocalExec::new(), &options)).unwrap();
+/// assert_eq!(snapshot.target, "local");
+/// // Every section reports how it went, the ones that found nothing included.
+/// assert!(snapshot.sections.iter().any(|s| s.name == "host"));
+/// ```
 pub async fn collect<E: Exec>(exec: &E, opts: &CollectOptions) -> Result<Snapshot, CollectError> {
     collect_with_stats(exec, opts).await.map(|(s, _)| s)
 }

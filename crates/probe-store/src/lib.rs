@@ -46,6 +46,25 @@ pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
 
 /// Opens the store at `location`: a PostgreSQL URL or `key=value` connection string
 /// ([`is_postgres`]), else a SQLite file path.
+///
+/// ```
+/// use probe_model::{SCHEMA_VERSION, Snapshot};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let location = dir.path().join("snapshots.db");
+/// let store = probe_store::open(location.to_str().unwrap()).unwrap();
+/// let snapshot = Snapshot {
+///     schema_version: SCHEMA_VERSION,
+///     id: "gpu7-1700000000-ab12".into(),
+///     target: "gpu7".into(),
+///     collected_at: 1_700_000_000,
+///     ..Snapshot::default()
+/// };
+/// let meta = store.put(&snapshot).unwrap();
+/// assert_eq!(meta.id, snapshot.id);
+/// assert_eq!(store.get(&meta.id).unwrap(), Some(snapshot));
+/// assert_eq!(store.list(None).unwrap().len(), 1);
+/// ```
 pub fn open(location: &str) -> Result<Box<dyn SnapshotStore>, StoreError> {
     if is_postgres(location) {
         Ok(Box::new(PgStore::open(location)?))

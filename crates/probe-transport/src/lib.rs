@@ -234,6 +234,28 @@ impl Exec for Connection {
 
 /// Connects to `target` (`host`, `user@host:port`, an ssh_config alias), or returns the local
 /// executor for `local`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use probe_transport::{ConnectOptions, Exec, ExecRequest, connect};
+///
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let output = runtime.block_on(async {
+///     let connection = connect("local", &ConnectOptions::default()).await?;
+///     let request = ExecRequest {
+///         command: "echo hello".into(),
+///         stdin: None,
+///         timeout: Duration::from_secs(10),
+///         stdout_cap: 1024,
+///         stderr_cap: 1024,
+///     };
+///     connection.exec(&request).await
+/// });
+/// let output = output.unwrap();
+/// assert_eq!(output.stdout, b"hello\n");
+/// assert_eq!(output.exit_status, 0);
+/// ```
 pub async fn connect(target: &str, opts: &ConnectOptions) -> Result<Connection, TransportError> {
     if target == "local" {
         return Ok(Connection::Local(LocalExec::new()));
