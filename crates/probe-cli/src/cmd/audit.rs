@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use probe_diff::fleet::GroupOutliers;
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, EngineVersion, Impact, SCHEMA_VERSION, Snapshot,
     exit_codes,
@@ -54,7 +55,57 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         None => selected.clone(),
     };
     let store = ctx.open_store()?;
-    let run = probe_store::AuditRun {
+    let run = audit_run(started_at, &inventory_path, shard);
+    // Jump hosts need settings the target string cannot carry: a generated client config.
+    let generated = generated_ssh_config(&hosts, &ctx.settings)
+        .map_err(|err| ExpectedError::Other(format!("cannot write temporary ssh config: {err}")))?;
+    let ctx = with_ssh_config(ctx, generated.as_ref().map(|(_, path)| path));
+    let tasks = spawn_collections(&ctx, &args, &store, &hosts, generated.is_some());
+    let gathered = gather(&ctx, &args, &store, &run, tasks, hosts.len()).await?;
+    let fail_on = if args.fail_on == FailOn::Drift {
+        ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
+    } else {
+        args.fail_on
+    };
+    let summary = summarize(&gathered, &inventory_path, started, started_at, fail_on);
+    if let Some(path) = args
+        .prometheus
+        .as_ref()
+        .or(ctx.settings.audit_prometheus.as_ref())
+    {
+        write_prometheus(path, &gathered.records, &summary, shard)?;
+    }
+    let outliers = if args.outliers {
+        let members = report::members_of(&selected, generated.is_some());
+        report::group_outliers(&*store, &members, &gathered.fresh, &args.groups)?
+    } else {
+        Vec::new()
+    };
+    let shard_note = shard.map(|shard| {
+        format!(
+            "shard {shard}: {} of the inventory's {} selected hosts",
+            gathered.records.len(),
+            selected.len()
+        )
+    });
+    ctx.write(&output(
+        &ctx,
+        &args,
+        &gathered.records,
+        &summary,
+        &outliers,
+        shard_note,
+    ))?;
+    Ok(summary.exit_code)
+}
+
+/// This run as the store records it.
+fn audit_run(
+    started_at: i64,
+    inventory_path: &Path,
+    shard: Option<shard::Shard>,
+) -> probe_store::AuditRun {
+    probe_store::AuditRun {
         run_id: format!(
             "{started_at}-{}-{}",
             probe_store::runner_name(),
@@ -64,20 +115,29 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         shard: shard.map(|shard| shard.to_string()),
         runner: probe_store::runner_name(),
         started_at,
-    };
-    let keep_snapshots = args.outliers;
-    let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
-    let fail_on = if args.fail_on == FailOn::Drift {
-        ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
-    } else {
-        args.fail_on
-    };
+    }
+}
 
-    // Jump hosts need settings the target string cannot carry: a generated client config.
-    let generated = generated_ssh_config(&hosts, &ctx.settings)
-        .map_err(|err| ExpectedError::Other(format!("cannot write temporary ssh config: {err}")))?;
-    let ctx = match &generated {
-        Some((_, path)) => {
+/// The node-exporter textfile (`--prometheus FILE`), written atomically.
+fn write_prometheus(
+    path: &Path,
+    records: &[AuditRecord],
+    summary: &AuditSummary,
+    shard: Option<shard::Shard>,
+) -> Result<()> {
+    let text = crate::prometheus::render_with(
+        records,
+        summary,
+        shard.map(|shard| shard.to_string()).as_deref(),
+    );
+    crate::prometheus::write_atomic(path, text.as_bytes())
+        .map_err(|err| ExpectedError::file(path, err))
+}
+
+/// `ctx` with the generated client configuration in effect, when there is one.
+fn with_ssh_config(ctx: &Ctx, generated: Option<&PathBuf>) -> Ctx {
+    match generated {
+        Some(path) => {
             let mut settings = (*ctx.settings).clone();
             settings.ssh_config = Some(path.clone());
             Ctx {
@@ -86,36 +146,30 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
             }
         }
         None => ctx.clone(),
-    };
+    }
+}
 
-    let show_progress = match args.progress {
-        ProgressChoice::Always => true,
-        ProgressChoice::Never => false,
-        ProgressChoice::Auto => ctx.printer.stderr_tty,
-    } && !args.jsonl;
-    let progress = if show_progress {
-        let bar =
-            ProgressBar::with_draw_target(Some(hosts.len() as u64), ProgressDrawTarget::stderr());
-        if let Ok(style) =
-            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} hosts, {msg} ETA {eta}")
-        {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message("0 failed,");
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        Some(bar)
-    } else {
-        None
-    };
+/// One host's collection: its place in the inventory, its record, its snapshot when kept.
+type HostOutcome = (usize, AuditRecord, Option<Snapshot>);
 
+/// Starts every host's collection, at most `--jobs` at once.
+fn spawn_collections(
+    ctx: &Ctx,
+    args: &AuditArgs,
+    store: &super::Store,
+    hosts: &[InventoryHost],
+    generated_config: bool,
+) -> tokio::task::JoinSet<HostOutcome> {
+    let keep_snapshots = args.outliers;
+    let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs));
     let mut tasks = tokio::task::JoinSet::new();
     for (index, host) in hosts.iter().enumerate() {
         let ctx = ctx.clone();
-        let store = Arc::clone(&store);
+        let store = Arc::clone(store);
         let host = host.clone();
         let semaphore = Arc::clone(&semaphore);
-        let target = if generated.is_some() {
+        let target = if generated_config {
             host.name.clone()
         } else {
             host.target()
@@ -133,7 +187,28 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
             (index, record, snapshot)
         });
     }
+    tasks
+}
 
+/// What the audit's collections gave, in inventory order.
+struct Gathered {
+    records: Vec<AuditRecord>,
+    /// Fresh snapshots by host (kept for `--outliers`).
+    fresh: BTreeMap<String, Snapshot>,
+    failed: usize,
+}
+
+/// Waits for every collection: records stored and streamed (`--jsonl`) as they finish,
+/// progress shown.
+async fn gather(
+    ctx: &Ctx,
+    args: &AuditArgs,
+    store: &super::Store,
+    run: &probe_store::AuditRun,
+    mut tasks: tokio::task::JoinSet<HostOutcome>,
+    total: usize,
+) -> Result<Gathered> {
+    let progress = progress_bar(ctx, args, total);
     let mut records: Vec<(usize, AuditRecord)> = Vec::new();
     let mut fresh: BTreeMap<String, Snapshot> = BTreeMap::new();
     let mut failed = 0usize;
@@ -144,7 +219,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
             fresh.insert(record.host.clone(), snapshot);
         }
         if !args.no_store
-            && let Err(err) = store.record_audit(&run, &record, jiff::Timestamp::now().as_second())
+            && let Err(err) = store.record_audit(run, &record, jiff::Timestamp::now().as_second())
         {
             ctx.printer
                 .warn(&format!("{}: audit record not stored: {err}", record.host));
@@ -165,20 +240,47 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         bar.finish_and_clear();
     }
     records.sort_by_key(|(index, _)| *index);
-    let records: Vec<AuditRecord> = records.into_iter().map(|(_, record)| record).collect();
+    Ok(Gathered {
+        records: records.into_iter().map(|(_, record)| record).collect(),
+        fresh,
+        failed,
+    })
+}
 
-    let changed = records
-        .iter()
-        .filter(|r| r.status == AuditStatus::Changed)
-        .count();
-    let ok = records
-        .iter()
-        .filter(|r| r.status == AuditStatus::Ok)
-        .count();
-    let key_refused = records
-        .iter()
-        .any(|r| r.status == AuditStatus::HostKeyRefused);
-    let failure_code = if key_refused {
+/// The progress bar on stderr (`--progress`; never with `--jsonl`).
+fn progress_bar(ctx: &Ctx, args: &AuditArgs, total: usize) -> Option<ProgressBar> {
+    let show = match args.progress {
+        ProgressChoice::Always => true,
+        ProgressChoice::Never => false,
+        ProgressChoice::Auto => ctx.printer.stderr_tty,
+    } && !args.jsonl;
+    if !show {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} hosts, {msg} ETA {eta}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("0 failed,");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    Some(bar)
+}
+
+/// The run's summary, with the exit code `--fail-on` asks for.
+fn summarize(
+    gathered: &Gathered,
+    inventory_path: &Path,
+    started: Instant,
+    started_at: i64,
+    fail_on: FailOn,
+) -> AuditSummary {
+    let records = &gathered.records;
+    let failed = gathered.failed;
+    let count = |status: AuditStatus| records.iter().filter(|r| r.status == status).count();
+    let changed = count(AuditStatus::Changed);
+    let failure_code = if count(AuditStatus::HostKeyRefused) > 0 {
         exit_codes::HOST_KEY_REFUSED
     } else {
         exit_codes::HOSTS_FAILED
@@ -189,72 +291,54 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         FailOn::Drift | FailOn::Error if failed > 0 => failure_code,
         FailOn::Drift | FailOn::Error => exit_codes::OK,
     };
-    let summary = AuditSummary {
+    AuditSummary {
         schema_version: SCHEMA_VERSION,
         record_type: "summary".into(),
         inventory: inventory_path.display().to_string(),
         hosts: records.len(),
-        ok,
+        ok: count(AuditStatus::Ok),
         changed,
         failed,
         started_at,
         finished_at: jiff::Timestamp::now().as_second(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         exit_code,
-    };
-
-    if let Some(path) = args
-        .prometheus
-        .as_ref()
-        .or(ctx.settings.audit_prometheus.as_ref())
-    {
-        let text = crate::prometheus::render_with(
-            &records,
-            &summary,
-            shard.map(|shard| shard.to_string()).as_deref(),
-        );
-        crate::prometheus::write_atomic(path, text.as_bytes())
-            .map_err(|err| ExpectedError::file(path, err))?;
     }
+}
 
-    let outliers = if args.outliers {
-        let members = report::members_of(&selected, generated.is_some());
-        report::group_outliers(&*store, &members, &fresh, &args.groups)?
-    } else {
-        Vec::new()
-    };
-    let output = if args.jsonl {
+/// The audit's output: JSON lines (outliers, then the summary; the records went out as they
+/// came), one JSON document, or the summary table.
+fn output(
+    ctx: &Ctx,
+    args: &AuditArgs,
+    records: &[AuditRecord],
+    summary: &AuditSummary,
+    outliers: &[GroupOutliers],
+    shard_note: Option<String>,
+) -> String {
+    if args.jsonl {
         let mut text = String::new();
-        for group in &outliers {
+        for group in outliers {
             text.push_str(&render::json::line(&report::OutliersLine::of(group)));
         }
-        text.push_str(&render::json::line(&summary));
-        text
-    } else if ctx.printer.format == Format::Json {
+        text.push_str(&render::json::line(summary));
+        return text;
+    }
+    if ctx.printer.format == Format::Json {
         let mut value = serde_json::json!({ "hosts": records, "summary": summary });
         if args.outliers {
-            value["outliers"] = serde_json::to_value(&outliers).unwrap_or_default();
+            value["outliers"] = serde_json::to_value(outliers).unwrap_or_default();
         }
-        render::json::pretty(&value)
-    } else {
-        let mut doc = render::audit_doc(&records, &summary);
-        if let Some(shard) = shard {
-            doc.line(
-                render::doc::Tone::Dim,
-                format!(
-                    "shard {shard}: {} of the inventory's {} selected hosts",
-                    records.len(),
-                    selected.len()
-                ),
-            );
-        }
-        if args.outliers {
-            doc.append(report::outliers_doc(&outliers));
-        }
-        render::text(&doc, &ctx.printer)
-    };
-    ctx.write(&output)?;
-    Ok(exit_code)
+        return render::json::pretty(&value);
+    }
+    let mut doc = render::audit_doc(records, summary);
+    if let Some(note) = shard_note {
+        doc.line(render::doc::Tone::Dim, note);
+    }
+    if args.outliers {
+        doc.append(report::outliers_doc(outliers));
+    }
+    render::text(&doc, &ctx.printer)
 }
 
 /// `--shard I/N`, or `--shard-index-env VAR --shards N`.

@@ -86,22 +86,31 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
                 host,
                 dry_run,
             };
-            let pruned = store.prune(&policy)?;
-            let verb = if dry_run { "would delete" } else { "deleted" };
-            ctx.emit_text(&pruned, || {
-                let mut text = format!("{verb} {} snapshot(s)\n", pruned.len());
-                for meta in &pruned {
-                    text.push_str(&format!(
-                        "  {} {}\n",
-                        meta.id,
-                        render::format_time(meta.collected_at)
-                    ));
-                }
-                crate::output::sanitize_terminal(&text)
-            })?;
+            prune(ctx, &*store, &policy)?;
         }
     }
     Ok(exit_codes::OK)
+}
+
+/// `probe snapshots prune`: what was (or would be) deleted.
+fn prune(ctx: &Ctx, store: &dyn SnapshotStore, policy: &PrunePolicy) -> Result<()> {
+    let pruned = store.prune(policy)?;
+    let verb = if policy.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    ctx.emit_text(&pruned, || {
+        let mut text = format!("{verb} {} snapshot(s)\n", pruned.len());
+        for meta in &pruned {
+            text.push_str(&format!(
+                "  {} {}\n",
+                meta.id,
+                render::format_time(meta.collected_at)
+            ));
+        }
+        crate::output::sanitize_terminal(&text)
+    })
 }
 
 fn resolve(store: &dyn SnapshotStore, reference: &str) -> Result<probe_model::Snapshot> {
