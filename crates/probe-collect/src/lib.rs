@@ -27,14 +27,11 @@
 // Remote output is the only input of the parsers, and they are total: no unwrap, expect,
 // panic or unchecked index outside tests. Built-in data (embedded configs, source patterns)
 // goes through `config::built_in`, the one allowed `expect`.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
 )]
 
 pub mod config;

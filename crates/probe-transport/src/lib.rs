@@ -18,14 +18,11 @@
 
 // Its readers (ssh_config, known_hosts, the HTTP answers of `forward`) take hostile bytes:
 // no unwrap, expect, panic or unchecked index outside tests, in any module.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
 )]
 
 pub mod config;
