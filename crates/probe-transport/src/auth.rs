@@ -47,75 +47,106 @@ pub(crate) async fn authenticate(
     s: &HostSettings,
     input: &AuthInput<'_>,
 ) -> Result<(), TransportError> {
-    let who = format!("{}@{}", s.user, s.alias);
-    let fail = |kind: ErrorKind| TransportError::new(who.clone(), kind);
     let hash: Option<HashAlg> = h.best_supported_rsa_hash().await.ok().flatten().flatten();
     let mut tried: Vec<String> = Vec::new();
+    if let Some(sock) = agent_socket(s)
+        && with_agent(h, s, hash, &sock, &mut tried).await
+    {
+        return Ok(());
+    }
+    if with_identity_files(h, s, input, hash, &mut tried).await {
+        return Ok(());
+    }
+    Err(TransportError::new(
+        format!("{}@{}", s.user, s.alias),
+        ErrorKind::AuthFailed { tried },
+    ))
+}
 
+/// `IdentityAgent` (`none`: no agent), else `SSH_AUTH_SOCK`.
+fn agent_socket(s: &HostSettings) -> Option<PathBuf> {
+    match &s.identity_agent {
+        Some(None) => None,
+        Some(Some(p)) => Some(p.clone()),
+        None => std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+    }
+}
+
+/// First the agent's keys (with `IdentitiesOnly`, only those of the configured identity
+/// files). True when one was accepted; what was tried is added to `tried`.
+async fn with_agent(
+    h: &mut Handle<Client>,
+    s: &HostSettings,
+    hash: Option<HashAlg>,
+    sock: &Path,
+    tried: &mut Vec<String>,
+) -> bool {
+    let mut agent = match AgentClient::connect_uds(sock).await {
+        Ok(agent) => agent,
+        Err(e) => {
+            tried.push(format!(
+                "agent (not reachable at {}: {})",
+                sock.display(),
+                clean(&e.to_string())
+            ));
+            return false;
+        }
+    };
+    let ids = match agent.request_identities().await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tried.push(format!("agent ({})", clean(&e.to_string())));
+            return false;
+        }
+    };
     // The public halves of the configured identity files (for IdentitiesOnly).
     let file_publics: Vec<PublicKey> = s
         .identity_files
         .iter()
         .filter_map(|p| russh::keys::load_public_key(pub_path(p)).ok())
         .collect();
-
-    // 1. Agent.
-    let agent_path = match &s.identity_agent {
-        Some(None) => None,
-        Some(Some(p)) => Some(p.clone()),
-        None => std::env::var_os("SSH_AUTH_SOCK")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-    };
-    if let Some(sock) = agent_path {
-        match AgentClient::connect_uds(&sock).await {
-            Err(e) => tried.push(format!(
-                "agent (not reachable at {}: {})",
-                sock.display(),
-                clean(&e.to_string())
-            )),
-            Ok(mut agent) => match agent.request_identities().await {
-                Err(e) => tried.push(format!("agent ({})", clean(&e.to_string()))),
-                Ok(ids) => {
-                    let mut n = 0usize;
-                    for id in ids {
-                        let pk = id.public_key().into_owned();
-                        if s.identities_only
-                            && !file_publics.iter().any(|f| f.key_data() == pk.key_data())
-                        {
-                            continue;
-                        }
-                        n += 1;
-                        match h
-                            .authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent)
-                            .await
-                        {
-                            Ok(r) if r.success() => return Ok(()),
-                            Ok(_) => {}
-                            Err(e) => {
-                                tried.push(format!("agent ({n} keys; {})", clean(&e.to_string())));
-                                n = usize::MAX;
-                                break;
-                            }
-                        }
-                    }
-                    if n != usize::MAX {
-                        let only = if s.identities_only {
-                            ", IdentitiesOnly"
-                        } else {
-                            ""
-                        };
-                        tried.push(format!(
-                            "agent ({n} key{}{only})",
-                            if n == 1 { "" } else { "s" }
-                        ));
-                    }
-                }
-            },
+    let mut n = 0usize;
+    for id in ids {
+        let pk = id.public_key().into_owned();
+        if s.identities_only && !file_publics.iter().any(|f| f.key_data() == pk.key_data()) {
+            continue;
+        }
+        n += 1;
+        match h
+            .authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent)
+            .await
+        {
+            Ok(r) if r.success() => return true,
+            Ok(_) => {}
+            Err(e) => {
+                tried.push(format!("agent ({n} keys; {})", clean(&e.to_string())));
+                return false;
+            }
         }
     }
+    let only = if s.identities_only {
+        ", IdentitiesOnly"
+    } else {
+        ""
+    };
+    tried.push(format!(
+        "agent ({n} key{}{only})",
+        if n == 1 { "" } else { "s" }
+    ));
+    false
+}
 
-    // 2. Identity files.
+/// Then each identity file (decrypted through the prompt when encrypted). True when one was
+/// accepted; what was tried is added to `tried`.
+async fn with_identity_files(
+    h: &mut Handle<Client>,
+    s: &HostSettings,
+    input: &AuthInput<'_>,
+    hash: Option<HashAlg>,
+    tried: &mut Vec<String>,
+) -> bool {
     for path in &s.identity_files {
         if !path.exists() {
             if s.identities_configured {
@@ -138,7 +169,7 @@ pub(crate) async fn authenticate(
             )
             .await
         {
-            Ok(r) if r.success() => return Ok(()),
+            Ok(r) if r.success() => return true,
             Ok(_) => tried.push(format!("{} (rejected)", path.display())),
             Err(e) => {
                 tried.push(format!(
@@ -147,12 +178,12 @@ pub(crate) async fn authenticate(
                     clean(&e.to_string())
                 ));
                 if h.is_closed() {
-                    break;
+                    return false;
                 }
             }
         }
     }
-    Err(fail(ErrorKind::AuthFailed { tried }))
+    false
 }
 
 fn pub_path(p: &Path) -> PathBuf {

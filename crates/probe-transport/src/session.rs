@@ -166,6 +166,7 @@ fn is_reset(e: &russh::Error) -> bool {
 }
 
 /// Where the bytes of one hop come from.
+#[derive(Clone, Copy)]
 enum Via<'a> {
     Direct,
     Jump(&'a Handle<Client>),
@@ -186,60 +187,7 @@ async fn connect_hop(
     let give_up = Instant::now() + limit;
     let mut handle = loop {
         attempt += 1;
-        let (config, client) = client_for(s, ctx).map_err(err)?;
-        let verdict = client.verdict.clone();
-        let started = tokio::time::timeout(limit, async {
-            match via {
-                Via::Direct => {
-                    let sock = tcp(s).await?;
-                    handshake(config, sock, client).await
-                }
-                Via::Jump(j) => {
-                    let ch = j
-                        .channel_open_direct_tcpip(
-                            s.hostname.clone(),
-                            u32::from(s.port),
-                            "127.0.0.1",
-                            0,
-                        )
-                        .await
-                        .map_err(|e| {
-                            ErrorKind::Channel(format!(
-                                "direct-tcpip to {}:{}: {e}",
-                                s.hostname, s.port
-                            ))
-                        })?;
-                    handshake(config, ch.into_stream(), client).await
-                }
-            }
-        })
-        .await;
-        let result = match started {
-            Err(_) => Err((
-                ErrorKind::ConnectTimeout {
-                    after: limit,
-                    phase: "TCP connect and SSH handshake",
-                },
-                false,
-            )),
-            Ok(Ok(h)) => Ok(h),
-            Ok(Err(HandshakeError::Kind(k))) => Err((k, false)),
-            Ok(Err(HandshakeError::Ssh(e))) => {
-                let refused = verdict.lock().ok().and_then(|mut v| v.take());
-                match refused {
-                    Some(k) => Err((k, false)),
-                    None if is_reset(&e) => Err((
-                        ErrorKind::Reset {
-                            phase: "SSH handshake",
-                            cause: clean(&e.to_string()),
-                        },
-                        true,
-                    )),
-                    None => Err((ErrorKind::Handshake(clean(&e.to_string())), false)),
-                }
-            }
-        };
-        match result {
+        match start_session(s, via, ctx, limit).await {
             Ok(h) => break h,
             Err((kind, retry))
                 if retry && attempt < HANDSHAKE_TRIES && Instant::now() < give_up =>
@@ -277,6 +225,69 @@ async fn connect_hop(
                 after: limit,
                 phase: "SSH authentication",
             }))
+        }
+    }
+}
+
+/// One attempt at the transport (TCP or a `direct-tcpip` channel of the jump host) and the
+/// SSH handshake within `limit`. The error says whether a retry may help (a reset).
+async fn start_session(
+    s: &HostSettings,
+    via: Via<'_>,
+    ctx: &ConnectCtx<'_>,
+    limit: Duration,
+) -> Result<Handle<Client>, (ErrorKind, bool)> {
+    let (config, client) = client_for(s, ctx).map_err(|k| (k, false))?;
+    let verdict = client.verdict.clone();
+    let started = tokio::time::timeout(limit, async {
+        match via {
+            Via::Direct => {
+                let sock = tcp(s).await?;
+                handshake(config, sock, client).await
+            }
+            Via::Jump(j) => {
+                let ch = j
+                    .channel_open_direct_tcpip(
+                        s.hostname.clone(),
+                        u32::from(s.port),
+                        "127.0.0.1",
+                        0,
+                    )
+                    .await
+                    .map_err(|e| {
+                        ErrorKind::Channel(format!(
+                            "direct-tcpip to {}:{}: {e}",
+                            s.hostname, s.port
+                        ))
+                    })?;
+                handshake(config, ch.into_stream(), client).await
+            }
+        }
+    })
+    .await;
+    match started {
+        Err(_) => Err((
+            ErrorKind::ConnectTimeout {
+                after: limit,
+                phase: "TCP connect and SSH handshake",
+            },
+            false,
+        )),
+        Ok(Ok(h)) => Ok(h),
+        Ok(Err(HandshakeError::Kind(k))) => Err((k, false)),
+        Ok(Err(HandshakeError::Ssh(e))) => {
+            let refused = verdict.lock().ok().and_then(|mut v| v.take());
+            match refused {
+                Some(k) => Err((k, false)),
+                None if is_reset(&e) => Err((
+                    ErrorKind::Reset {
+                        phase: "SSH handshake",
+                        cause: clean(&e.to_string()),
+                    },
+                    true,
+                )),
+                None => Err((ErrorKind::Handshake(clean(&e.to_string())), false)),
+            }
         }
     }
 }
