@@ -10,7 +10,13 @@
 //!   groups concurrent on one connection);
 //! * `one ssh, combined script`: OpenSSH running the round-1 script with every section one
 //!   after another (`script::build`), the naive one-`ssh` collector;
-//! * `manual`: the investigation a person does, 8 separate `ssh` calls.
+//! * `manual`: the investigation a person does, 8 separate `ssh` calls;
+//! * `ansible -m setup`: Ansible fact gathering over OpenSSH with the same key and ssh_config
+//!   (pipelining on, no ControlPersist), when `ansible` is on the PATH (or
+//!   `PROBE_BENCH_ANSIBLE`); otherwise one line says it was skipped.
+//!
+//! Where probe's time goes: round 1's and round 2's wall time, when round 2 started, and the
+//! slowest sections (their remote time), medians over the runs.
 //!
 //! Scaling rows on `attacks` (2,000 server-like decoy processes): remote time of the
 //! `processes` section and whether the real server was found.
@@ -57,7 +63,64 @@ fn ssh(host: &FixtureHost, cmd: &str, stdin: Option<&[u8]>) -> Duration {
     t.elapsed()
 }
 
+fn find_ansible() -> Option<String> {
+    if let Ok(p) = std::env::var("PROBE_BENCH_ANSIBLE") {
+        return Some(p);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ansible"))
+            .find(|p| p.is_file())
+            .map(|p| p.display().to_string())
+    })
+}
+
+/// `ansible all -i ALIAS, -m setup` through the host's ssh_config; `None` when it failed.
+fn ansible(bin: &str, host: &FixtureHost, home: &std::path::Path) -> Option<Duration> {
+    let t = Instant::now();
+    let st = Command::new(bin)
+        .args([
+            "all",
+            "-i",
+            &format!("{},", host.alias),
+            "-m",
+            "setup",
+            "-o",
+        ])
+        .env(
+            "ANSIBLE_SSH_COMMON_ARGS",
+            format!("-F {}", host.ssh_config().display()),
+        )
+        .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
+        .env("ANSIBLE_PIPELINING", "True")
+        .env("ANSIBLE_PYTHON_INTERPRETER", "/usr/bin/python3")
+        .env("ANSIBLE_HOME", home.join("ansible"))
+        .env("ANSIBLE_LOCAL_TEMP", home.join("ansible/tmp"))
+        .env("HOME", home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    st.success().then(|| t.elapsed())
+}
+
+/// Where one probe run's time went.
+#[derive(Default)]
+struct Profile {
+    round1: Vec<f64>,
+    round2: Vec<f64>,
+    round2_start: Vec<f64>,
+    sections: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
 async fn probe_once(host: &FixtureHost) -> (Duration, probe_model::Snapshot, u32, u64) {
+    let (w, s, st) = probe_stats(host).await;
+    (w, s, st.channels, st.group_ms_sum)
+}
+
+async fn probe_stats(
+    host: &FixtureHost,
+) -> (Duration, probe_model::Snapshot, probe_collect::CollectStats) {
     let copts = ConnectOptions {
         config_file: Some(host.ssh_config()),
         batch_mode: true,
@@ -72,7 +135,7 @@ async fn probe_once(host: &FixtureHost) -> (Duration, probe_model::Snapshot, u32
     let (snap, stats) = collect_with_stats(&conn, &opts).await.expect("collect");
     let wall = t.elapsed();
     conn.close().await;
-    (wall, snap, stats.channels, stats.group_ms_sum)
+    (wall, snap, stats)
 }
 
 fn stats(v: &[f64]) -> (f64, f64, f64) {
@@ -102,17 +165,43 @@ fn main() {
         ("probe (both rounds, concurrent groups)", Vec::new()),
         ("one ssh, combined round-1 script (sequential)", Vec::new()),
         ("manual investigation (8 ssh calls)", Vec::new()),
+        ("ansible -m setup", Vec::new()),
     ];
+    let ansible_bin = find_ansible();
+    let home = tempfile::tempdir().expect("temp dir");
+    if ansible_bin.is_none() {
+        println!("Ansible: skipped (no `ansible` on the PATH and no PROBE_BENCH_ANSIBLE)");
+    }
+    let mut profile = Profile::default();
     let mut channels = 0;
     let mut group_sum = Vec::new();
     // One untimed warm-up of each.
     let _ = ssh(&host, "true", None);
     let _ = rt.block_on(probe_once(&host));
+    if let Some(bin) = &ansible_bin
+        && ansible(bin, &host, home.path()).is_none()
+    {
+        println!("Ansible: its warm-up run failed; its row is left out");
+    }
     for _ in 0..runs {
         rows[0].1.push(ssh(&host, "true", None).as_secs_f64());
-        let (w, _, ch, gs) = rt.block_on(probe_once(&host));
-        channels = ch;
-        group_sum.push(gs as f64 / 1000.0);
+        let (w, snap, st) = rt.block_on(probe_stats(&host));
+        channels = st.channels;
+        group_sum.push(st.group_ms_sum as f64 / 1000.0);
+        profile.round1.push(st.round1_ms as f64 / 1000.0);
+        profile.round2.push(st.round2_ms as f64 / 1000.0);
+        profile
+            .round2_start
+            .push(st.round2_started_ms as f64 / 1000.0);
+        for sec in &snap.sections {
+            if let Some(ms) = sec.duration_ms {
+                profile
+                    .sections
+                    .entry(sec.name.clone())
+                    .or_default()
+                    .push(ms as f64 / 1000.0);
+            }
+        }
         rows[1].1.push(w.as_secs_f64());
         rows[2]
             .1
@@ -123,8 +212,15 @@ fn main() {
                 .map(|c| ssh(&host, c, None).as_secs_f64())
                 .sum(),
         );
+        if let Some(t) = ansible_bin
+            .as_deref()
+            .and_then(|b| ansible(b, &host, home.path()))
+        {
+            rows[4].1.push(t.as_secs_f64());
+        }
     }
     drop(host);
+    rows.retain(|(_, v)| !v.is_empty());
     let base = stats(&rows[0].1).0;
     let probe_med = stats(&rows[1].1).0;
     println!("collect benchmark, sglang-hybrid, n={runs} paired rounds (seconds)");
@@ -146,6 +242,31 @@ fn main() {
     }
     let (gm, _, _) = stats(&group_sum);
     println!("probe: {channels} exec channels, sum of group times {gm:.3} s (median)");
+    let (r1, _, _) = stats(&profile.round1);
+    let (r2, _, _) = stats(&profile.round2);
+    let (r2s, _, _) = stats(&profile.round2_start);
+    println!(
+        "probe: round 1 {r1:.3} s; round 2 started at {r2s:.3} s and took {r2:.3} s (the rest of the wall time: connect, parse, close)"
+    );
+    let mut slow: Vec<(f64, &String)> = profile
+        .sections
+        .iter()
+        .map(|(k, v)| (stats(v).0, k))
+        .collect();
+    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let top: Vec<String> = slow
+        .iter()
+        .take(8)
+        .map(|(t, k)| format!("{k} {t:.3}"))
+        .collect();
+    println!(
+        "probe: slowest sections (remote s, median): {}",
+        top.join(", ")
+    );
+    json.push(format!(
+        "{{\"profile\":\"probe\",\"round1_s\":{r1:.4},\"round2_s\":{r2:.4},\"slowest\":\"{}\"}}",
+        top.join(", ")
+    ));
 
     // Scaling: 2,000 decoys.
     let att = FixtureHost::start("attacks");

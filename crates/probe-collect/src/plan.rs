@@ -127,9 +127,10 @@ pub fn apply_round1(
 ) -> BTreeMap<u32, ProcExtra> {
     let mut extra = BTreeMap::new();
     let b = ctx.boundary.clone();
-    // `host` first: everything else needs its clock, users and CLK_TCK.
+    // `host` first: everything else needs its clock, users and CLK_TCK; `gpu_apps` after
+    // `gpu_query`, whose GPUs it adds to.
     let mut order: Vec<&RawSection> = framed.sections.iter().collect();
-    order.sort_by_key(|s| s.name != "host");
+    order.sort_by_key(|s| (s.name != "host", s.name == "gpu_apps"));
     let mut sudo_mode = None;
     let mut sudo_msg = None;
     let mut show = None;
@@ -174,10 +175,13 @@ pub fn apply_round1(
                     snap.gpu.message =
                         Some("nvidia-smi did not answer within its time limit".into());
                 }
-                _ => parse::gpu::parse_query(&body, &raw.stderr, &mut snap.gpu),
+                _ => {
+                    snap.hardware.gpus =
+                        parse::gpu::parse_query_section(&body, &raw.stderr, &b, &mut snap.gpu);
+                }
             },
             "gpu_banner" => parse::gpu::parse_banner(&body, &mut snap.gpu),
-            "gpu_apps" => snap.gpu.compute_apps = parse::gpu::parse_apps(&body),
+            "gpu_apps" => parse::gpu::apply_q(&body, &mut snap.gpu, &mut snap.hardware.gpus),
             "gpu_topo" => snap.gpu.topology = parse::gpu::parse_topo(&body),
             "gpu_health" => snap.hardware.gpus = parse::gpu_health::parse(&body, &b),
             "kernel_log" => {

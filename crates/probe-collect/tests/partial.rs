@@ -22,6 +22,24 @@ enum Fault {
     ShortDeadline,
     /// The connection is closed before round 2: the session's own error.
     Dropped,
+    /// Round 1's `host` group stops answering once its second section (`pkg_history`) has
+    /// begun (a wedged remote shell): the transport's own deadline for that channel fires
+    /// inside it.
+    Wedged,
+}
+
+/// The first line of the `pkg_history` section's command; the wedge goes before it.
+const PKG_FIRST: &str = "unz() { if has zcat; then zcat; else gzip -dc; fi; }";
+
+/// A round-1 request of the `host` group, wedged at the start of `pkg_history`, with a
+/// transport deadline of 4 s.
+fn wedged(req: &ExecRequest) -> Option<ExecRequest> {
+    let text = String::from_utf8_lossy(req.stdin.as_deref().unwrap_or(&[])).into_owned();
+    text.contains(PKG_FIRST).then(|| {
+        req.clone()
+            .with_stdin(text.replace(PKG_FIRST, &format!("sleep 30\n{PKG_FIRST}")))
+            .with_timeout(Duration::from_secs(4))
+    })
 }
 
 struct Faulty {
@@ -55,7 +73,10 @@ fn is_round2(req: &ExecRequest) -> bool {
 impl Exec for Faulty {
     async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
         if !is_round2(req) {
-            let r = self.inner.exec(req).await;
+            let wedge = matches!(self.fault, Fault::Wedged)
+                .then(|| wedged(req))
+                .flatten();
+            let r = self.inner.exec(wedge.as_ref().unwrap_or(req)).await;
             self.round1_done.fetch_add(1, Ordering::SeqCst);
             return r;
         }
@@ -64,6 +85,7 @@ impl Exec for Faulty {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         match self.fault {
+            Fault::Wedged => self.inner.exec(req).await,
             Fault::ShortDeadline => {
                 let req = req.clone().with_timeout(Duration::from_millis(1));
                 self.inner.exec(&req).await
@@ -173,6 +195,55 @@ async fn round2_transport_failures_keep_round1() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_deadline_keeps_what_was_received() {
+    // The `host` group's channel is given up at its transport deadline in the middle of its
+    // second section: the `host` section received before it is kept and parsed, the section
+    // it was in is marked as cut off, and every other group is whole. (Output still in a pipe
+    // on the host when the channel is given up is not received: the last few KiB of the
+    // section that was running.)
+    let host = FixtureHost::start("sglang-hybrid");
+    let exec = Faulty::new(session(&host).await, Fault::Wedged);
+    let opts = CollectOptions {
+        target: "fx-sglang-hybrid".into(),
+        ..Default::default()
+    };
+    let s = collect(&exec, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("a wedged channel must not fail the collection: {e}"));
+    let sec = |n: &str| {
+        s.sections
+            .iter()
+            .find(|x| x.name == n)
+            .map(|x| (x.status, x.message.clone().unwrap_or_default()))
+            .unwrap_or_else(|| panic!("no section {n}: {:?}", s.sections))
+    };
+    let (st, msg) = sec("pkg_history");
+    assert_eq!(st, SectionStatus::TimedOut, "{msg}");
+    assert!(msg.contains("cut off while it ran"), "{msg}");
+    assert!(msg.contains("what it printed before is kept"), "{msg}");
+    assert_eq!(s.host.hostname.as_deref(), Some("fixture-sglang-hybrid"));
+    assert!(
+        s.host.kernel.is_some() && s.host.mem_total_kib.is_some(),
+        "{:?}",
+        s.host
+    );
+    for n in [
+        "host",
+        "history",
+        "units",
+        "processes",
+        "gpu_query",
+        "gpu_apps",
+    ] {
+        assert_eq!(sec(n).0, SectionStatus::Ok, "{n}: {:?}", sec(n).1);
+    }
+    assert!(s.gpu.compute_apps.iter().any(|a| a.pid.is_some()));
+    // Round 2 ran from what round 1 kept: the server's log was read.
+    assert!(!s.logs.is_empty(), "round 2 ran");
+    exec.inner.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_program_holds_only_its_own_group() {
     // hostile's nvidia-smi hangs: its group uses its whole time, while every other section of
     // round 1 and all of round 2 (which no longer waits for it) finish within a 7 s deadline.
@@ -207,7 +278,7 @@ async fn hung_program_holds_only_its_own_group() {
     );
     assert!(s.units.iter().any(|u| u.name == "llm-bloat.service"));
     assert_eq!(status(&s, "gpu_query"), SectionStatus::TimedOut);
-    for n in ["gpu_banner", "gpu_apps", "gpu_topo"] {
+    for n in ["gpu_apps", "gpu_topo"] {
         assert_eq!(status(&s, n), SectionStatus::TimedOut, "{n}");
     }
     for n in [
