@@ -20,8 +20,8 @@
 //!
 //! Scaling rows on `attacks` (2,000 server-like decoy processes): remote time of the
 //! `processes` section and whether the real server was found. Then, on a fresh `sglang-hybrid`
-//! whose files are grown in its temporary copy (nothing is committed): root's history to
-//! 1,000,000 lines, the running server's log to 1 GiB (sparse, with real lines at its end),
+//! whose files are grown in its temporary copy (nothing is committed): root's history by
+//! 1,000,000 entries, the running server's log to 1 GiB (sparse, with real lines at its end),
 //! 3,000 more unit files; after each step one collection in a fresh process (this bench run as
 //! a child, `PROBE_BENCH_CHILD`) for its wall time and its peak RSS (VmHWM).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
