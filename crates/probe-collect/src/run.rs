@@ -27,9 +27,10 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
 /// Sections round 2 is planned from.
 const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
 
-/// Sections round 2 also reads when they are in within [`ROUND2_WANTS_GRACE`] of the others:
-/// the GPU's compute apps name the processes whose owner and loaded libraries round 2 reads
-/// (`gpu_procs`). A hung nvidia-smi costs round 2 that grace, never its time limit.
+/// Sections round 2 also reads when they are in within a grace after the others (at most
+/// [`ROUND2_WANTS_GRACE`], a tenth of the deadline): the GPU's compute apps name the processes
+/// whose owner and loaded libraries round 2 reads (`gpu_procs`). A hung nvidia-smi costs round 2
+/// that grace, never its time limit.
 const ROUND2_WANTS: &[&str] = &["gpu_query", "gpu_apps"];
 const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 
@@ -328,7 +329,8 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
     );
     let round2 = async {
         let mut needed = board.wait(ROUND2_NEEDS).await;
-        let _ = tokio::time::timeout(ROUND2_WANTS_GRACE, board.wait(ROUND2_WANTS)).await;
+        let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
+        let _ = tokio::time::timeout(grace, board.wait(ROUND2_WANTS)).await;
         needed.extend(board.present(ROUND2_WANTS));
         let round2_started_ms = ms(started.elapsed());
         let inputs = plan_round2(opts, &boundary1, needed);
