@@ -13,128 +13,21 @@
 //! 3. store size per snapshot (`pg_total_relation_size` of `probe.snapshots`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::fmt::Write as _;
-use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use probe_store::{PgEnv, PgStore, SnapshotStore};
+use probe_testkit::KeyPair;
 use probe_testkit::postgres::{Postgres, PostgresOptions};
-use probe_testkit::{KeyPair, Sshd, SshdOptions};
+
+mod light;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_probe");
 const TIME: &str = "/usr/bin/time";
 const FIRST_ADDRESS: u8 = 40;
 const LAST_ADDRESS: u8 = 250;
 const WRITES: usize = 200;
-
-/// A light host: an sshd in its own namespaces, kept alive by a thread (the parent-death signal
-/// fires when the spawning thread ends).
-struct LightHost {
-    alias: String,
-    sshd_block: String,
-    stop: std::sync::mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-fn start_light_host(index: usize, key: &KeyPair, dir: &Path) -> PendingHost {
-    let address = Ipv4Addr::new(127, 0, 0, FIRST_ADDRESS + index as u8);
-    let name = format!("light-{index:03}");
-    let machine_id = dir.join(format!("{name}.machine-id"));
-    std::fs::write(&machine_id, format!("{:032x}\n", 0xbe_0000 + index)).unwrap();
-    let wrapper: Vec<String> = [
-        "/usr/bin/setpriv",
-        "--pdeathsig",
-        "KILL",
-        "/usr/bin/unshare",
-        "--mount",
-        "--uts",
-        "--pid",
-        "--fork",
-        "--kill-child",
-        "--mount-proc",
-        "--propagation",
-        "private",
-        "/bin/sh",
-        "-c",
-        "mount --bind \"$1\" /etc/machine-id && hostname \"$2\" && shift 2 && exec \"$@\"",
-        "sh",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([machine_id.display().to_string(), name.clone()])
-    .collect();
-    let options = SshdOptions {
-        addr: address,
-        port: None,
-        authorized_keys: vec![key.public.clone()],
-        extra_config: "MaxSessions 50\n".into(),
-        wrapper: Some(wrapper),
-    };
-    let (tx, rx) = std::sync::mpsc::channel::<(String, String)>();
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    let private = key.private.clone();
-    let known_hosts = dir.join("known_hosts");
-    let alias = name.clone();
-    let thread = std::thread::spawn(move || {
-        let sshd = Sshd::start(options);
-        let mut block = String::new();
-        writeln!(
-            block,
-            "Host {alias}\n  HostName {}\n  Port {}\n  User root",
-            sshd.addr, sshd.port
-        )
-        .unwrap();
-        writeln!(
-            block,
-            "  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking yes",
-            private.display(),
-            known_hosts.display()
-        )
-        .unwrap();
-        let _ = tx.send((block, sshd.known_hosts_lines()));
-        let _ = stopped.recv();
-        drop(sshd);
-    });
-    PendingHost {
-        alias: name,
-        rx,
-        stop,
-        thread,
-    }
-}
-
-/// A light host whose sshd is still starting (hosts start in parallel).
-struct PendingHost {
-    alias: String,
-    rx: std::sync::mpsc::Receiver<(String, String)>,
-    stop: std::sync::mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-fn wait_light_host(pending: PendingHost, dir: &Path) -> LightHost {
-    let PendingHost {
-        alias: name,
-        rx,
-        stop,
-        thread,
-    } = pending;
-    let (sshd_block, known) = rx.recv().expect("light host started");
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("known_hosts"))
-        .and_then(|mut file| file.write_all(known.as_bytes()))
-        .unwrap();
-    LightHost {
-        alias: name,
-        sshd_block,
-        stop,
-        thread,
-    }
-}
 
 fn percentile(samples: &[f64], q: f64) -> f64 {
     let mut v = samples.to_vec();
@@ -246,45 +139,8 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().to_path_buf();
     let key = KeyPair::generate(&dir, "id_ed25519", "ed25519", "", None);
-    let started = Instant::now();
-    let pending: Vec<PendingHost> = (0..count)
-        .map(|i| start_light_host(i, &key, &dir))
-        .collect();
-    let hosts: Vec<LightHost> = pending
-        .into_iter()
-        .map(|p| wait_light_host(p, &dir))
-        .collect();
-    println!(
-        "fleet: {} light hosts (sshd in namespaces on 127.0.0.{FIRST_ADDRESS}..) started in {:.1} s",
-        hosts.len(),
-        started.elapsed().as_secs_f64()
-    );
-    let config: PathBuf = dir.join("ssh_config");
-    std::fs::write(
-        &config,
-        hosts
-            .iter()
-            .map(|h| h.sshd_block.clone())
-            .collect::<String>(),
-    )
-    .unwrap();
-    let inventory = dir.join("fleet.toml");
-    let mut text = String::from("[groups.bench]\nhosts = [");
-    text.push_str(
-        &hosts
-            .iter()
-            .map(|h| format!("\"{}\"", h.alias))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
-    text.push_str("]\n\n");
-    for h in &hosts {
-        text.push_str(&format!(
-            "[hosts.{}]\naddress = \"{}\"\n\n",
-            h.alias, h.alias
-        ));
-    }
-    std::fs::write(&inventory, text).unwrap();
+    let hosts = light::start_fleet(FIRST_ADDRESS, count, &key, &dir);
+    let (config, inventory) = light::write_fleet(&hosts, &dir, "fleet");
 
     let pg = Postgres::start_with(&PostgresOptions {
         durable: true,

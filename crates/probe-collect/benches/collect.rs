@@ -10,10 +10,20 @@
 //!   groups concurrent on one connection);
 //! * `one ssh, combined script`: OpenSSH running the round-1 script with every section one
 //!   after another (`script::build`), the naive one-`ssh` collector;
-//! * `manual`: the investigation a person does, 8 separate `ssh` calls.
+//! * `manual`: the investigation a person does, 8 separate `ssh` calls;
+//! * `ansible -m setup`: Ansible fact gathering over OpenSSH with the same key and ssh_config
+//!   (pipelining on, no ControlPersist), when `ansible` is on the PATH (or
+//!   `PROBE_BENCH_ANSIBLE`); otherwise one line says it was skipped.
+//!
+//! Where probe's time goes: round 1's and round 2's wall time, when round 2 started, and the
+//! slowest sections (their remote time), medians over the runs.
 //!
 //! Scaling rows on `attacks` (2,000 server-like decoy processes): remote time of the
-//! `processes` section and whether the real server was found.
+//! `processes` section and whether the real server was found. Then, on a fresh `sglang-hybrid`
+//! whose files are grown in its temporary copy (nothing is committed): root's history by
+//! 1,000,000 entries, the running server's log to 1 GiB (sparse, with real lines at its end),
+//! 3,000 more unit files; after each step one collection in a fresh process (this bench run as
+//! a child, `PROBE_BENCH_CHILD`) for its wall time and its peak RSS (VmHWM).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::Command;
@@ -21,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use probe_collect::{CollectOptions, collect_with_stats, script};
 use probe_model::ProcessRole;
+use probe_testkit::bench::median_min_max;
 use probe_testkit::fixture::FixtureHost;
 use probe_transport::{ConnectOptions, connect};
 
@@ -57,7 +68,52 @@ fn ssh(host: &FixtureHost, cmd: &str, stdin: Option<&[u8]>) -> Duration {
     t.elapsed()
 }
 
+/// `ansible all -i ALIAS, -m setup` through the host's ssh_config; `None` when it failed.
+fn ansible(bin: &str, host: &FixtureHost, home: &std::path::Path) -> Option<Duration> {
+    let t = Instant::now();
+    let st = Command::new(bin)
+        .args([
+            "all",
+            "-i",
+            &format!("{},", host.alias),
+            "-m",
+            "setup",
+            "-o",
+        ])
+        .env(
+            "ANSIBLE_SSH_COMMON_ARGS",
+            format!("-F {}", host.ssh_config().display()),
+        )
+        .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
+        .env("ANSIBLE_PIPELINING", "True")
+        .env("ANSIBLE_PYTHON_INTERPRETER", "/usr/bin/python3")
+        .env("ANSIBLE_HOME", home.join("ansible"))
+        .env("ANSIBLE_LOCAL_TEMP", home.join("ansible/tmp"))
+        .env("HOME", home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    st.success().then(|| t.elapsed())
+}
+
+/// Where one probe run's time went.
+#[derive(Default)]
+struct Profile {
+    round1: Vec<f64>,
+    round2: Vec<f64>,
+    round2_start: Vec<f64>,
+    sections: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
 async fn probe_once(host: &FixtureHost) -> (Duration, probe_model::Snapshot, u32, u64) {
+    let (w, s, st) = probe_stats(host).await;
+    (w, s, st.channels, st.group_ms_sum)
+}
+
+async fn probe_stats(
+    host: &FixtureHost,
+) -> (Duration, probe_model::Snapshot, probe_collect::CollectStats) {
     let copts = ConnectOptions {
         config_file: Some(host.ssh_config()),
         batch_mode: true,
@@ -72,20 +128,148 @@ async fn probe_once(host: &FixtureHost) -> (Duration, probe_model::Snapshot, u32
     let (snap, stats) = collect_with_stats(&conn, &opts).await.expect("collect");
     let wall = t.elapsed();
     conn.close().await;
-    (wall, snap, stats.channels, stats.group_ms_sum)
+    (wall, snap, stats)
 }
 
-fn stats(v: &[f64]) -> (f64, f64, f64) {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    (
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
-        v.first().copied().unwrap_or(f64::NAN),
-        v.last().copied().unwrap_or(f64::NAN),
-    )
+/// The child mode: one collection of `ALIAS` through `CONFIG` (`CONFIG\tALIAS`), then
+/// `wall_s peak_rss_kib sections_ok sections` on stdout.
+fn child(spec: &str) {
+    let Some((config, alias)) = spec.split_once('\t') else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let t = Instant::now();
+    let (snap, _) = rt.block_on(async {
+        let copts = ConnectOptions {
+            config_file: Some(config.into()),
+            batch_mode: true,
+            ..Default::default()
+        };
+        let conn = connect(alias, &copts).await.expect("connect");
+        let opts = CollectOptions {
+            target: alias.to_string(),
+            ..Default::default()
+        };
+        let r = collect_with_stats(&conn, &opts).await.expect("collect");
+        conn.close().await;
+        r
+    });
+    let wall = t.elapsed().as_secs_f64();
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| {
+            v.split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    let ok = snap
+        .sections
+        .iter()
+        .filter(|s| s.status == probe_model::SectionStatus::Ok)
+        .count();
+    let hist = snap
+        .histories
+        .iter()
+        .map(|h| h.entries.len())
+        .max()
+        .unwrap_or(0);
+    println!(
+        "{wall:.3} {hwm} {ok} {} {} {hist}",
+        snap.sections.len(),
+        snap.units.len()
+    );
+}
+
+/// One collection in a fresh process: (wall s, peak RSS KiB, summary).
+fn in_child(host: &FixtureHost) -> (f64, u64, String) {
+    let exe = std::env::current_exe().expect("bench executable");
+    let out = Command::new(exe)
+        .env(
+            "PROBE_BENCH_CHILD",
+            format!("{}\t{}", host.ssh_config().display(), host.alias),
+        )
+        .output()
+        .expect("child");
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut w = line.split_whitespace();
+    let wall = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    let rss = w.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let v: Vec<&str> = w.collect();
+    let summary = format!(
+        "{}/{} sections ok, {} units, longest history {} entries",
+        v.first().unwrap_or(&"?"),
+        v.get(1).unwrap_or(&"?"),
+        v.get(2).unwrap_or(&"?"),
+        v.get(3).unwrap_or(&"?")
+    );
+    (wall, rss, summary)
+}
+
+/// Grows the files of a running `sglang-hybrid` host in its copy, one step at a time.
+fn grow(root: &std::path::Path, step: &str) {
+    use std::io::Write as _;
+    match step {
+        "1M-line history" => {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(root.join("root/.bash_history"))
+                .expect("history");
+            let mut buf = String::with_capacity(1 << 20);
+            for i in 0..1_000_000u32 {
+                buf.push_str(&format!(
+                    "#{}\ncd /srv/run{i} && python3 bench.py --n {i}\n",
+                    1_790_000_000 + i
+                ));
+                if buf.len() > (1 << 20) {
+                    f.write_all(buf.as_bytes()).expect("write");
+                    buf.clear();
+                }
+            }
+            f.write_all(buf.as_bytes()).expect("write");
+        }
+        "1 GiB log" => {
+            let p = root.join("root/sglang.log");
+            let tail = std::fs::read(&p).unwrap_or_default();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .expect("log");
+            f.set_len(1 << 30).expect("sparse");
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&p)
+                .expect("log");
+            f.write_all(
+                tail.get(tail.len().saturating_sub(256 << 10)..)
+                    .unwrap_or(&[]),
+            )
+            .expect("write");
+        }
+        _ => {
+            for i in 0..3000 {
+                let _ = std::fs::write(
+                    root.join(format!("etc/systemd/system/bench-{i:04}.service")),
+                    format!(
+                        "[Unit]\nDescription=bench {i}\n\n[Service]\nExecStart=/opt/venvs/vllm/bin/vllm serve org/m{i} --port {}\n\n[Install]\nWantedBy=multi-user.target\n",
+                        20000 + i
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var("PROBE_BENCH_CHILD") {
+        return child(&spec);
+    }
     let runs: usize = std::env::var("PROBE_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -102,17 +286,43 @@ fn main() {
         ("probe (both rounds, concurrent groups)", Vec::new()),
         ("one ssh, combined round-1 script (sequential)", Vec::new()),
         ("manual investigation (8 ssh calls)", Vec::new()),
+        ("ansible -m setup", Vec::new()),
     ];
+    let ansible_bin = probe_testkit::bench::ansible();
+    let home = tempfile::tempdir().expect("temp dir");
+    if ansible_bin.is_none() {
+        println!("Ansible: skipped (no `ansible` on the PATH and no PROBE_BENCH_ANSIBLE)");
+    }
+    let mut profile = Profile::default();
     let mut channels = 0;
     let mut group_sum = Vec::new();
     // One untimed warm-up of each.
     let _ = ssh(&host, "true", None);
     let _ = rt.block_on(probe_once(&host));
+    if let Some(bin) = &ansible_bin
+        && ansible(bin, &host, home.path()).is_none()
+    {
+        println!("Ansible: its warm-up run failed; its row is left out");
+    }
     for _ in 0..runs {
         rows[0].1.push(ssh(&host, "true", None).as_secs_f64());
-        let (w, _, ch, gs) = rt.block_on(probe_once(&host));
-        channels = ch;
-        group_sum.push(gs as f64 / 1000.0);
+        let (w, snap, st) = rt.block_on(probe_stats(&host));
+        channels = st.channels;
+        group_sum.push(st.group_ms_sum as f64 / 1000.0);
+        profile.round1.push(st.round1_ms as f64 / 1000.0);
+        profile.round2.push(st.round2_ms as f64 / 1000.0);
+        profile
+            .round2_start
+            .push(st.round2_started_ms as f64 / 1000.0);
+        for sec in &snap.sections {
+            if let Some(ms) = sec.duration_ms {
+                profile
+                    .sections
+                    .entry(sec.name.clone())
+                    .or_default()
+                    .push(ms as f64 / 1000.0);
+            }
+        }
         rows[1].1.push(w.as_secs_f64());
         rows[2]
             .1
@@ -123,10 +333,17 @@ fn main() {
                 .map(|c| ssh(&host, c, None).as_secs_f64())
                 .sum(),
         );
+        if let Some(t) = ansible_bin
+            .as_deref()
+            .and_then(|b| ansible(b, &host, home.path()))
+        {
+            rows[4].1.push(t.as_secs_f64());
+        }
     }
     drop(host);
-    let base = stats(&rows[0].1).0;
-    let probe_med = stats(&rows[1].1).0;
+    rows.retain(|(_, v)| !v.is_empty());
+    let base = median_min_max(&rows[0].1).0;
+    let probe_med = median_min_max(&rows[1].1).0;
     println!("collect benchmark, sglang-hybrid, n={runs} paired rounds (seconds)");
     println!(
         "{:48} {:>8} {:>8} {:>8} {:>10} {:>10}",
@@ -134,7 +351,7 @@ fn main() {
     );
     let mut json = Vec::new();
     for (name, v) in &rows {
-        let (m, lo, hi) = stats(v);
+        let (m, lo, hi) = median_min_max(v);
         println!(
             "{name:48} {m:8.3} {lo:8.3} {hi:8.3} {:10.2} {:10.2}",
             m / base,
@@ -144,8 +361,33 @@ fn main() {
             "{{\"contender\":\"{name}\",\"median_s\":{m:.4},\"min_s\":{lo:.4},\"max_s\":{hi:.4},\"runs\":{runs}}}"
         ));
     }
-    let (gm, _, _) = stats(&group_sum);
+    let (gm, _, _) = median_min_max(&group_sum);
     println!("probe: {channels} exec channels, sum of group times {gm:.3} s (median)");
+    let (r1, _, _) = median_min_max(&profile.round1);
+    let (r2, _, _) = median_min_max(&profile.round2);
+    let (r2s, _, _) = median_min_max(&profile.round2_start);
+    println!(
+        "probe: round 1 {r1:.3} s; round 2 started at {r2s:.3} s and took {r2:.3} s (the rest of the wall time: connect, parse, close)"
+    );
+    let mut slow: Vec<(f64, &String)> = profile
+        .sections
+        .iter()
+        .map(|(k, v)| (median_min_max(v).0, k))
+        .collect();
+    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let top: Vec<String> = slow
+        .iter()
+        .take(8)
+        .map(|(t, k)| format!("{k} {t:.3}"))
+        .collect();
+    println!(
+        "probe: slowest sections (remote s, median): {}",
+        top.join(", ")
+    );
+    json.push(format!(
+        "{{\"profile\":\"probe\",\"round1_s\":{r1:.4},\"round2_s\":{r2:.4},\"slowest\":\"{}\"}}",
+        top.join(", ")
+    ));
 
     // Scaling: 2,000 decoys.
     let att = FixtureHost::start("attacks");
@@ -167,13 +409,35 @@ fn main() {
             .iter()
             .any(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"));
     }
-    let (pm, plo, phi) = stats(&proc_ms);
+    let (pm, plo, phi) = median_min_max(&proc_ms);
     println!(
         "2,000 decoys: processes section remote time median {pm:.3} s (min {plo:.3}, max {phi:.3}), real server found: {found}"
     );
     json.push(format!(
         "{{\"scaling\":\"2000 decoy processes\",\"processes_section_median_s\":{pm:.4},\"min_s\":{plo:.4},\"max_s\":{phi:.4},\"real_server_found\":{found}}}"
     ));
+    drop(att);
+
+    // Scaling: history, log, unit files, grown step by step on a fresh host.
+    let big = FixtureHost::start("sglang-hybrid");
+    let root = big.dir.join("root");
+    let (w, rss, sum) = in_child(&big);
+    println!(
+        "scaling, fresh process per row: baseline {w:.3} s, peak RSS {} MiB ({sum})",
+        rss / 1024
+    );
+    for step in ["1M-line history", "1 GiB log", "3,000 unit files"] {
+        grow(&root, step);
+        let (w, rss, sum) = in_child(&big);
+        println!(
+            "scaling: + {step:18} {w:.3} s, peak RSS {} MiB ({sum})",
+            rss / 1024
+        );
+        json.push(format!(
+            "{{\"scaling\":\"{step} (cumulative)\",\"wall_s\":{w:.4},\"peak_rss_kib\":{rss}}}"
+        ));
+    }
+    drop(big);
     let out = std::env::var("PROBE_BENCH_JSON").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),

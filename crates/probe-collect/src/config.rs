@@ -59,10 +59,8 @@ pub enum Round1Parser {
     Processes,
     Containers,
     GpuQuery,
-    GpuBanner,
     GpuApps,
     GpuTopo,
-    GpuHealth,
     KernelLog,
     PkgHistory,
 }

@@ -121,6 +121,8 @@ pub struct CollectStats {
     pub round1_ms: u64,
     /// Wall time from the start of round 2 to the end of its last group.
     pub round2_ms: u64,
+    /// When round 2 started (its inputs were parsed), from the start.
+    pub round2_started_ms: u64,
     /// Exec channels used (one per group).
     pub channels: u32,
     /// Sum of the groups' own times (above the wall time: the groups ran concurrently).

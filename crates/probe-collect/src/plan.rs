@@ -138,9 +138,10 @@ pub fn apply_round1(
     transport_truncated: bool,
 ) -> BTreeMap<u32, ProcExtra> {
     let mut state = Round1State::default();
-    // `host` first: everything else needs its clock, users and CLK_TCK.
+    // `host` first: everything else needs its clock, users and CLK_TCK; `gpu_apps` after
+    // `gpu_query`, whose GPUs it adds to.
     let mut order: Vec<&RawSection> = framed.sections.iter().collect();
-    order.sort_by_key(|s| s.name != "host");
+    order.sort_by_key(|s| (s.name != "host", s.name == "gpu_apps"));
     for raw in order {
         let (mut rep, body) = report(raw, transport_truncated);
         let parser = script::probe(&raw.name).and_then(|p| p.parser.round1());
@@ -234,12 +235,13 @@ fn read_round1(
                 snap.gpu.status = GpuStatus::DriverError;
                 snap.gpu.message = Some("nvidia-smi did not answer within its time limit".into());
             }
-            _ => parse::gpu::parse_query(body, &raw.stderr, &mut snap.gpu),
+            _ => {
+                snap.hardware.gpus =
+                    parse::gpu::parse_query_section(body, &raw.stderr, &b, &mut snap.gpu);
+            }
         },
-        Round1Parser::GpuBanner => parse::gpu::parse_banner(body, &mut snap.gpu),
-        Round1Parser::GpuApps => snap.gpu.compute_apps = parse::gpu::parse_apps(body),
+        Round1Parser::GpuApps => parse::gpu::apply_q(body, &mut snap.gpu, &mut snap.hardware.gpus),
         Round1Parser::GpuTopo => snap.gpu.topology = parse::gpu::parse_topo(body),
-        Round1Parser::GpuHealth => snap.hardware.gpus = parse::gpu_health::parse(body, &b),
         Round1Parser::KernelLog => {
             (snap.hardware.faults, snap.hardware.kernel_log) = parse::kernel_log::parse(body, ctx);
         }

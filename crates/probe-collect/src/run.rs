@@ -24,16 +24,15 @@ use crate::{CollectOptions, CollectStats, parse, plan, sanitize};
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
 
-/// Sections round 2 is planned from. The GPU's compute apps name the processes whose owner and
-/// loaded libraries round 2 reads (`gpu_procs`), so round 2 also waits for them.
-const ROUND2_NEEDS: &[&str] = &[
-    "host",
-    "processes",
-    "units",
-    "containers",
-    "gpu_query",
-    "gpu_apps",
-];
+/// Sections round 2 is planned from.
+const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
+
+/// Sections round 2 also reads when they are in within a grace after the others (at most
+/// [`ROUND2_WANTS_GRACE`], a tenth of the deadline): the GPU's compute apps name the processes
+/// whose owner and loaded libraries round 2 reads (`gpu_procs`). A hung nvidia-smi costs round 2
+/// that grace, never its time limit.
+const ROUND2_WANTS: &[&str] = &["gpu_query", "gpu_apps"];
+const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 
 /// What one group's run gave.
 #[derive(Debug)]
@@ -90,6 +89,7 @@ impl Rounds {
                 .map(|g| g.ended_ms.saturating_sub(self.round2_started_ms))
                 .max()
                 .unwrap_or(0),
+            round2_started_ms: self.round2_started_ms,
             channels: u32::try_from(self.round1.iter().chain(r2).filter(ran).count())
                 .unwrap_or(u32::MAX),
             group_ms_sum: self.round1.iter().chain(r2).map(|g| g.ms).sum(),
@@ -155,6 +155,17 @@ impl Board {
             out.push(v.iter().find(|s| s.name == *n)?.clone());
         }
         Some(out)
+    }
+
+    /// The named sections that have ended.
+    fn present(&self, names: &[&str]) -> Vec<RawSection> {
+        let Ok(v) = self.sections.lock() else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|n| v.iter().find(|s| s.name == *n).cloned())
+            .collect()
     }
 
     /// Waits until every named section has ended.
@@ -239,7 +250,14 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
                 out.framed = Some(f);
             }
         }
-        Err(e) => out.error = Some(e),
+        Err(e) => {
+            // Given up at the transport's deadline: the sections received before it are kept
+            // (the one it was in is incomplete and marked so by `mark_groups`).
+            out.bytes = e.partial_stdout.len() as u64;
+            let f = frame::parse(&e.partial_stdout, rc.boundary);
+            out.framed = (!f.sections.is_empty()).then_some(f);
+            out.error = Some(e);
+        }
     }
     out.ms = ms(t.elapsed());
     out.ended_ms = ms(rc.started.elapsed());
@@ -310,7 +328,10 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
             .collect(),
     );
     let round2 = async {
-        let needed = board.wait(ROUND2_NEEDS).await;
+        let mut needed = board.wait(ROUND2_NEEDS).await;
+        let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
+        let _ = tokio::time::timeout(grace, board.wait(ROUND2_WANTS)).await;
+        needed.extend(board.present(ROUND2_WANTS));
         let round2_started_ms = ms(started.elapsed());
         let inputs = plan_round2(opts, &boundary1, needed);
         if inputs.is_empty() {
@@ -385,9 +406,20 @@ fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
     )
 }
 
+/// Message of a section its channel's failure cut off in the middle.
+fn cut_off(g: &GroupOut) -> String {
+    let why = g.error.as_ref().map_or_else(String::new, |e| {
+        sanitize::sanitize_line(&e.kind.to_string())
+    });
+    format!("cut off while it ran ({why}); what it printed before is kept")
+}
+
 /// Every group of the round failed at the transport level: the first failure.
 pub fn all_failed(groups: &[GroupOut]) -> Option<(SectionStatus, String)> {
-    if groups.iter().any(|g| g.error.is_none()) {
+    if groups
+        .iter()
+        .any(|g| g.error.is_none() || g.framed.is_some())
+    {
         return None;
     }
     groups
@@ -434,6 +466,7 @@ pub fn mark_groups(snap: &mut Snapshot, groups: &[GroupOut], framed: &Framed) {
             let why = match (&why, got) {
                 (Some(w), None) => Some(w.clone()),
                 (Some(w), Some(_)) if g.skipped.is_some() => Some(w.clone()),
+                (Some((status, _)), Some(s)) if !s.complete => Some((*status, cut_off(g))),
                 (_, Some(s)) => s.tampered.clone().map(|t| {
                     (
                         SectionStatus::Failed,

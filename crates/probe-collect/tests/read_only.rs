@@ -499,7 +499,7 @@ fn check(cmd: &Cmd) -> Vec<String> {
                     || a == "-q"
                     || a == "--help-query-gpu"
                     || a == "-d"
-                    || a == "TEMPERATURE";
+                    || a.split(',').all(|d| matches!(d, "TEMPERATURE" | "PIDS"));
                 if !ok {
                     v.push(format!("nvidia-smi argument not a query: {a}"));
                 }
@@ -507,6 +507,9 @@ fn check(cmd: &Cmd) -> Vec<String> {
         }
         "awk" => {
             for a in &args {
+                // `print X > "/dev/fd/3"` writes to the script's own pipe (the processes
+                // section names the process it is at), never a file.
+                let a = &a.replace("> \"/dev/fd/3\"", "");
                 // `getline VAR < FILE` only reads; `CMD | getline` would run a command.
                 if a.contains("system(")
                     || a.contains("| getline")

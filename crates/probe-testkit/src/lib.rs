@@ -7,6 +7,7 @@
 
 #![allow(clippy::print_stderr)]
 
+pub mod bench;
 pub mod fixture;
 pub mod keys;
 pub mod postgres;

@@ -21,6 +21,10 @@ pub struct TransportError {
     /// The host as named in messages (`user@host` for authentication failures).
     pub host: String,
     pub kind: ErrorKind,
+    /// What the command had written to stdout when it was given up at its deadline
+    /// ([`ErrorKind::ExecTimeout`]; empty otherwise), within the request's cap, so a caller keeps
+    /// what it received.
+    pub partial_stdout: Vec<u8>,
 }
 
 impl TransportError {
@@ -28,7 +32,14 @@ impl TransportError {
         TransportError {
             host: host.into(),
             kind,
+            partial_stdout: Vec::new(),
         }
+    }
+
+    /// The same error, keeping the stdout received before it.
+    pub fn with_partial_stdout(mut self, stdout: Vec<u8>) -> Self {
+        self.partial_stdout = stdout;
+        self
     }
 
     pub fn class(&self) -> FailureClass {

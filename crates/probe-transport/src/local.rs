@@ -101,10 +101,26 @@ impl LocalExec {
             Err(_) => {
                 kill_group(pid);
                 let _ = child.wait().await;
-                for t in [stdout, stderr].into_iter().flatten() {
+                if let Some(t) = stderr {
                     t.abort();
                 }
-                return Err(err(ErrorKind::ExecTimeout { after: req.timeout }));
+                // What the group wrote before it was killed (its pipes are closed now, unless
+                // an escaped process holds them: then nothing).
+                let partial = match stdout {
+                    Some(mut t) => {
+                        let wait = std::time::Duration::from_millis(300);
+                        let got = tokio::time::timeout(wait, &mut t).await;
+                        t.abort();
+                        match got {
+                            Ok(Ok((o, _))) => o,
+                            _ => Vec::new(),
+                        }
+                    }
+                    None => Vec::new(),
+                };
+                return Err(
+                    err(ErrorKind::ExecTimeout { after: req.timeout }).with_partial_stdout(partial)
+                );
             }
         };
         // The shell is gone; children that kept the pipes open must not hold us past the deadline.

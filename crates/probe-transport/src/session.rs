@@ -674,7 +674,8 @@ async fn drain(
                 // after a client close, so waiting for it would hang). The remote `timeout`
                 // kills the command.
                 let _ = tokio::time::timeout(Duration::from_millis(500), wr.close()).await;
-                break Err(err(ErrorKind::ExecTimeout { after: req.timeout }));
+                break Err(err(ErrorKind::ExecTimeout { after: req.timeout })
+                    .with_partial_stdout(std::mem::take(&mut out.buf)));
             }
             Ok(None) => break Ok(()),
             Ok(Some(msg)) => match msg {

@@ -1,9 +1,13 @@
 //! nvidia-smi: `--query-gpu` / `--query-compute-apps` CSV (with header, nounits), the banner
-//! (CUDA version), `topo -m`.
+//! (CUDA version), `-q -d TEMPERATURE,PIDS` (compute processes, CUDA version), `topo -m`.
 
-use probe_model::{ComputeApp, Gpu, GpuState, GpuStatus};
+use probe_model::{ComputeApp, Gpu, GpuHealth, GpuState, GpuStatus};
 
+use crate::frame::records;
 use crate::sanitize::{sanitize_line, text};
+
+/// Most compute processes kept from one `-q` report.
+const MAX_APPS: usize = 4096;
 
 /// CSV fields with their header name (units in brackets stripped).
 pub(crate) fn csv(t: &str) -> (Vec<String>, Vec<Vec<String>>) {
@@ -130,6 +134,101 @@ fn first_line(t: &str) -> Option<String> {
         .map(|l| sanitize_line(l).chars().take(300).collect())
 }
 
+/// The `gpu_query` section: `rec unknown FIELD` records, then `rec csv` and the CSV of the one
+/// `--query-gpu` call. A call that failed before its CSV left its output in the last record.
+/// Fills the GPU state and the GPUs' health from the same CSV.
+pub fn parse_query_section(
+    body: &[u8],
+    stderr: &[u8],
+    boundary: &str,
+    state: &mut GpuState,
+) -> Vec<GpuHealth> {
+    let recs = records(body, boundary);
+    let out = recs
+        .iter()
+        .find(|r| r.header == "csv")
+        .or_else(|| recs.last())
+        .map_or(body, |r| r.data);
+    parse_query(out, stderr, state);
+    super::gpu_health::parse(body, boundary)
+}
+
+/// The `gpu_apps` section, `nvidia-smi -q -d TEMPERATURE,PIDS`: the CUDA version of its header,
+/// the compute processes of each `GPU <bus id>` block (joined to the GPUs of `--query-gpu` by bus
+/// id for their UUID) and the temperature thresholds of the GPUs' health.
+pub fn apply_q(out: &[u8], state: &mut GpuState, health: &mut [GpuHealth]) {
+    parse_banner(out, state);
+    let t = text(out);
+    state.compute_apps = q_apps(&t)
+        .into_iter()
+        .map(|(bus, mut app)| {
+            app.gpu_uuid = state
+                .gpus
+                .iter()
+                .find(|g| same_bus(g.pci_bus_id.as_deref(), bus.as_deref()))
+                .and_then(|g| g.uuid.clone());
+            app
+        })
+        .collect();
+    super::gpu_health::apply_q(&t, health);
+}
+
+fn same_bus(a: Option<&str>, b: Option<&str>) -> bool {
+    let norm = |x: Option<&str>| x.and_then(probe_diff::hardware::normalize_bus_id);
+    let a = norm(a);
+    a.is_some() && a == norm(b)
+}
+
+/// Compute processes (type `C` or `C+G`) of `-q` text with the bus id of their GPU block:
+/// `Process ID : 4242`, then `Type`, `Name`, `Used GPU Memory : 71234 MiB`.
+pub fn q_apps(t: &str) -> Vec<(Option<String>, ComputeApp)> {
+    let mut out: Vec<(Option<String>, ComputeApp, bool)> = Vec::new();
+    let mut bus: Option<String> = None;
+    let mut in_gpu_block = false;
+    for line in t.lines().take(200_000) {
+        if let Some(b) = line.strip_prefix("GPU ") {
+            bus = Some(sanitize_line(b.trim()));
+            in_gpu_block = true;
+            continue;
+        }
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        let known = !v.is_empty() && !v.eq_ignore_ascii_case("n/a") && !v.starts_with('[');
+        match k.trim() {
+            "Process ID" if in_gpu_block && out.len() < MAX_APPS => out.push((
+                bus.clone(),
+                ComputeApp {
+                    pid: v.parse().ok(),
+                    ..ComputeApp::default()
+                },
+                false,
+            )),
+            "Type" => {
+                if let Some(last) = out.last_mut() {
+                    last.2 = v.contains('C');
+                }
+            }
+            "Name" if known => {
+                if let Some(last) = out.last_mut() {
+                    last.1.process_name = Some(sanitize_line(v));
+                }
+            }
+            "Used GPU Memory" => {
+                if let Some(last) = out.last_mut() {
+                    last.1.used_memory_mib = num(Some(v));
+                }
+            }
+            _ => {}
+        }
+    }
+    out.into_iter()
+        .filter(|(_, _, compute)| *compute)
+        .map(|(b, a, _)| (b, a))
+        .collect()
+}
+
 /// Banner of plain `nvidia-smi`: `CUDA Version: 12.4`, `Driver Version: 550.54.15`.
 pub fn parse_banner(out: &[u8], state: &mut GpuState) {
     let t = text(out);
@@ -227,5 +326,128 @@ mod tests {
         assert_eq!(a[0].pid, Some(4242));
         assert_eq!(a[0].used_memory_mib, Some(71234));
         assert_eq!(a[1].process_name, None);
+    }
+
+    /// `-q -d TEMPERATURE,PIDS` as drivers 535 and 570 print it (graphics processes, a GPU with
+    /// none, a name the driver cannot read, memory not available).
+    const Q_PIDS: &str = "
+==============NVSMI LOG==============
+
+Timestamp                                 : Tue Dec  1 13:40:00 2026
+Driver Version                            : 535.183.01
+CUDA Version                              : 12.2
+
+Attached GPUs                             : 3
+GPU 00000000:18:00.0
+    Temperature
+        GPU Current Temp                  : 64 C
+        GPU Shutdown Temp                 : 92 C
+        GPU Slowdown Temp                 : 89 C
+    Processes
+        GPU instance ID                   : N/A
+        Compute instance ID               : N/A
+        Process ID                        : 1700
+            Type                          : G
+            Name                          : /usr/lib/xorg/Xorg
+            Used GPU Memory               : 47 MiB
+        GPU instance ID                   : N/A
+        Compute instance ID               : N/A
+        Process ID                        : 4242
+            Type                          : C
+            Name                          : sglang::scheduler_TP0
+            Used GPU Memory               : 71234 MiB
+
+GPU 00000000:2A:00.0
+    Processes
+        GPU instance ID                   : N/A
+        Compute instance ID               : N/A
+        Process ID                        : 4243
+            Type                          : C+G
+            Name                          : 
+            Used GPU Memory               : Not available
+
+GPU 00000000:3B:00.0
+    Processes                             : None
+";
+
+    #[test]
+    fn q_report() {
+        let mut st = GpuState::default();
+        let mut health =
+            parse_query_section(format!("\n{B} R csv\n{Q}").as_bytes(), b"", B, &mut st);
+        apply_q(Q_PIDS.as_bytes(), &mut st, &mut health);
+        assert_eq!(st.cuda_version.as_deref(), Some("12.2"));
+        let got: Vec<_> = st
+            .compute_apps
+            .iter()
+            .map(|a| {
+                (
+                    a.pid,
+                    a.gpu_uuid.as_deref().map(|u| u.get(..8).unwrap_or(u)),
+                    a.process_name.as_deref(),
+                    a.used_memory_mib,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Some(4242),
+                    Some("GPU-6f1c"),
+                    Some("sglang::scheduler_TP0"),
+                    Some(71234)
+                ),
+                (Some(4243), Some("GPU-7f1c"), None, None),
+            ]
+        );
+        assert_eq!(health.len(), 2);
+        assert_eq!(health[0].slowdown_temp_c, Some(89));
+        assert_eq!(health[0].shutdown_temp_c, Some(92));
+    }
+
+    const B: &str = "PROBE_B";
+
+    #[test]
+    fn query_section_cases() {
+        // (section body, GPUs, status, message starts with)
+        let cases: &[(&str, usize, GpuStatus, &str)] = &[
+            (
+                "\nPROBE_B R unknown fabric.state\n\nPROBE_B R csv\nindex, uuid, pci.bus_id\n0, GPU-1, 00000000:18:00.0\n",
+                1,
+                GpuStatus::Present,
+                "",
+            ),
+            (
+                "\nPROBE_B R csv\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+                0,
+                GpuStatus::DriverError,
+                "NVIDIA-SMI has failed",
+            ),
+            (
+                "\nPROBE_B R unknown x\n0, NVIDIA H100 80GB HBM3, GPU-00000000-flood\n0, NVIDIA H100",
+                0,
+                GpuStatus::DriverError,
+                "0, NVIDIA H100",
+            ),
+            (
+                "No devices were found\n",
+                0,
+                GpuStatus::NoDevices,
+                "No devices",
+            ),
+        ];
+        for (body, n, status, msg) in cases {
+            let mut st = GpuState::default();
+            let health = parse_query_section(body.as_bytes(), b"", B, &mut st);
+            assert_eq!(st.gpus.len(), *n, "{body}");
+            assert_eq!(health.len(), *n, "{body}");
+            assert_eq!(st.status, *status, "{body}");
+            assert!(
+                st.message.as_deref().unwrap_or("").starts_with(msg),
+                "{body}: {:?}",
+                st.message
+            );
+        }
     }
 }

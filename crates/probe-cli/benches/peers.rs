@@ -1,0 +1,375 @@
+//! `probe audit` against its peers on fleets of light hosts (real OpenSSH sshd in namespaces on
+//! 127.0.0.150.., see `light/mod.rs`), at equal concurrency, paired (each round runs every
+//! contender once, in turn, on the same hosts):
+//! * `probe audit -j 10` (the built binary, a fresh SQLite store per run, under `/usr/bin/time -v`
+//!   for its peak RSS);
+//! * `xargs -P 10` running one OpenSSH `ssh HOST sh -s` per host with the combined round-1
+//!   script (`probe_collect::script::build`: every section, one after another);
+//! * Ansible fact gathering, `ansible all -f 10 -m setup` (pipelining on, no ControlPersist, so
+//!   no run reuses an earlier run's connection), when `ansible` is on the PATH (or
+//!   `PROBE_BENCH_ANSIBLE`); otherwise one line says it was skipped.
+//!
+//! Reports numbers, asserts nothing about time. `cargo bench -p probe-cli --bench peers`
+//! (`PROBE_BENCH_FLEET`, default `10,50`; `PROBE_BENCH_RUNS`, default 3). Writes
+//! `docs/bench/fleet.svg` (median time against N) and `docs/bench/fleet.json`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use probe_collect::{CollectOptions, script};
+use probe_testkit::KeyPair;
+use probe_testkit::bench::median_min_max;
+
+mod light;
+use light::LightHost;
+
+const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+const FIRST_ADDRESS: u8 = 150;
+const LAST_ADDRESS: u8 = 219;
+const JOBS: usize = 10;
+const CONTENDERS: [&str; 3] = [
+    "probe audit -j 10",
+    "xargs -P 10 ssh, combined script",
+    "ansible -f 10 -m setup",
+];
+
+/// One contender's run: wall seconds, hosts that succeeded, peak RSS (KiB) of the process.
+struct Run {
+    secs: f64,
+    ok: usize,
+    rss_kib: Option<u64>,
+}
+
+fn rss_of(stderr: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn timed(mut cmd: Command) -> (f64, std::process::Output) {
+    let t = Instant::now();
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run contender");
+    (t.elapsed().as_secs_f64(), out)
+}
+
+struct Fleet {
+    dir: PathBuf,
+    config: PathBuf,
+    aliases: Vec<String>,
+    script: PathBuf,
+    ansible: Option<String>,
+}
+
+impl Fleet {
+    fn probe(&self, n: usize, run: usize) -> Run {
+        let inventory = self.dir.join(format!("fleet-{n}.toml"));
+        let store = self.dir.join(format!("store-{n}-{run}.db"));
+        let mut cmd = Command::new("/usr/bin/time");
+        cmd.arg("-v")
+            .arg(PROBE)
+            .arg("-F")
+            .arg(&self.config)
+            .arg("--store")
+            .arg(&store)
+            .args(["audit", "--inventory"])
+            .arg(&inventory)
+            .args(["-j", &JOBS.to_string(), "--jsonl", "--progress", "never"])
+            .args(["--fail-on", "never"])
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .env("HOME", &self.dir)
+            .env("XDG_CONFIG_HOME", self.dir.join("config"))
+            .env("XDG_DATA_HOME", self.dir.join("data"));
+        let (secs, out) = timed(cmd);
+        let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_default();
+        let field = |k: &str| summary.get(k).and_then(serde_json::Value::as_u64);
+        let ok = field("ok").unwrap_or(0) + field("changed").unwrap_or(0);
+        Run {
+            secs,
+            ok: usize::try_from(ok).unwrap_or(0),
+            rss_kib: rss_of(&out.stderr),
+        }
+    }
+
+    fn xargs(&self, n: usize) -> Run {
+        let list = self.dir.join(format!("hosts-{n}.txt"));
+        let mut cmd = Command::new("/usr/bin/time");
+        cmd.arg("-v")
+            .arg("xargs")
+            .args(["-a"])
+            .arg(&list)
+            .args(["-P", &JOBS.to_string(), "-n", "1", "sh", "-c"])
+            .arg("ssh -F \"$1\" -o BatchMode=yes \"$3\" sh -s <\"$2\" >/dev/null 2>&1 && echo ok")
+            .arg("sh")
+            .arg(&self.config)
+            .arg(&self.script);
+        let (secs, out) = timed(cmd);
+        Run {
+            secs,
+            ok: String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| *l == "ok")
+                .count(),
+            rss_kib: rss_of(&out.stderr),
+        }
+    }
+
+    fn ansible(&self, n: usize) -> Option<Run> {
+        let bin = self.ansible.as_ref()?;
+        let mut cmd = Command::new("/usr/bin/time");
+        cmd.arg("-v")
+            .arg(bin)
+            .arg("all")
+            .arg("-i")
+            .arg(self.dir.join(format!("ansible-{n}.ini")))
+            .args(["-f", &JOBS.to_string(), "-m", "setup", "-o"])
+            .env(
+                "ANSIBLE_SSH_COMMON_ARGS",
+                format!("-F {}", self.config.display()),
+            )
+            .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
+            .env("ANSIBLE_PIPELINING", "True")
+            .env("ANSIBLE_PYTHON_INTERPRETER", "/usr/bin/python3")
+            .env("ANSIBLE_HOME", self.dir.join("ansible"))
+            .env("ANSIBLE_LOCAL_TEMP", self.dir.join("ansible/tmp"))
+            .env("ANSIBLE_NOCOLOR", "1")
+            .env("HOME", &self.dir);
+        let (secs, out) = timed(cmd);
+        let ok = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(" | SUCCESS"))
+            .count();
+        Some(Run {
+            secs,
+            ok,
+            rss_kib: rss_of(&out.stderr),
+        })
+    }
+}
+
+/// Writes the per-size inventories: probe's TOML, a host list for xargs, Ansible's INI.
+fn write_inventories(hosts: &[LightHost], dir: &Path, sizes: &[usize]) {
+    for &n in sizes {
+        let some = hosts.get(..n).unwrap_or(hosts);
+        let (_, inventory) = light::write_fleet(some, dir, &format!("fleet-{n}"));
+        assert!(inventory.exists());
+        let names: String = some.iter().map(|h| format!("{}\n", h.alias)).collect();
+        std::fs::write(dir.join(format!("hosts-{n}.txt")), &names).unwrap();
+        std::fs::write(
+            dir.join(format!("ansible-{n}.ini")),
+            format!("[bench]\n{names}"),
+        )
+        .unwrap();
+    }
+    // The ssh_config of every host (write_fleet of the last size wrote only its own).
+    light::write_fleet(hosts, dir, "fleet-all");
+}
+
+/// A line plot of median seconds against fleet size, one line per contender.
+fn svg(series: &[(&str, Vec<(usize, f64)>)]) -> String {
+    let (w, h, left, bottom, top, right) = (640.0, 400.0, 60.0, 50.0, 20.0, 200.0);
+    let max_n = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(n, _)| *n))
+        .max()
+        .unwrap_or(1) as f64;
+    let max_t = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, t)| *t))
+        .fold(1.0_f64, f64::max)
+        * 1.1;
+    let x = |n: f64| left + n / max_n * (w - left - right);
+    let y = |t: f64| h - bottom - t / max_t * (h - bottom - top);
+    let colours = ["#1f77b4", "#d62728", "#2ca02c"];
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>",
+        h - bottom,
+        w - right,
+        h - bottom,
+        h - bottom
+    );
+    for i in 0..=4 {
+        let t = max_t * f64::from(i) / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{t:.1} s</text>",
+            left - 5.0,
+            y(t) + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">hosts in the fleet (N), -j / -P / -f 10</text>",
+        (left + w - right) / 2.0,
+        h - 10.0
+    );
+    for (i, (name, points)) in series.iter().enumerate() {
+        let c = colours.get(i).copied().unwrap_or("black");
+        let path: Vec<String> = points
+            .iter()
+            .map(|(n, t)| format!("{:.1},{:.1}", x(*n as f64), y(*t)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for (n, t) in points {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{n}</text>",
+                x(*n as f64),
+                y(*t),
+                x(*n as f64),
+                h - bottom + 15.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" fill=\"{c}\">{name}</text>",
+            w - right + 10.0,
+            top + 20.0 * (i as f64 + 1.0)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn main() {
+    probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+    probe_testkit::fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
+    let max_hosts = usize::from(LAST_ADDRESS - FIRST_ADDRESS) + 1;
+    let mut sizes: Vec<usize> = std::env::var("PROBE_BENCH_FLEET")
+        .unwrap_or_else(|_| "10,50".into())
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .map(|n: usize| n.clamp(1, max_hosts))
+        .collect();
+    sizes.sort_unstable();
+    let runs: usize = std::env::var("PROBE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let count = sizes.last().copied().unwrap_or(10);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "peers benchmark: {} CPUs, load average at start {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.trim()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().to_path_buf();
+    let key = KeyPair::generate(&dir, "id_ed25519", "ed25519", "", None);
+    let hosts = light::start_fleet(FIRST_ADDRESS, count, &key, &dir);
+    write_inventories(&hosts, &dir, &sizes);
+    let script_path = dir.join("combined.sh");
+    let combined = script::build(&CollectOptions::default(), &script::new_boundary());
+    std::fs::write(&script_path, combined).unwrap();
+    let fleet = Fleet {
+        config: dir.join("ssh_config"),
+        aliases: hosts.iter().map(|h| h.alias.clone()).collect(),
+        script: script_path,
+        ansible: probe_testkit::bench::ansible(),
+        dir: dir.clone(),
+    };
+    if fleet.ansible.is_none() {
+        println!("Ansible: skipped (no `ansible` on the PATH and no PROBE_BENCH_ANSIBLE)");
+    }
+    // Untimed warm-up of each on the smallest fleet.
+    let warm = sizes.first().copied().unwrap_or(10);
+    let _ = (
+        fleet.probe(warm, 999),
+        fleet.xargs(warm),
+        fleet.ansible(warm),
+    );
+    let mut json = Vec::new();
+    let mut plot: Vec<(&str, Vec<(usize, f64)>)> =
+        CONTENDERS.iter().map(|c| (*c, Vec::new())).collect();
+    println!(
+        "{:>4} {:36} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10}",
+        "N", "contender", "median", "min", "max", "ok/N", "/probe", "peak RSS"
+    );
+    for &n in &sizes {
+        let mut times: [Vec<f64>; 3] = Default::default();
+        let mut oks = [usize::MAX; 3];
+        let mut rss = [0u64; 3];
+        for r in 0..runs {
+            let got = [
+                Some(fleet.probe(n, r)),
+                Some(fleet.xargs(n)),
+                fleet.ansible(n),
+            ];
+            for (i, run) in got.into_iter().enumerate() {
+                let Some(run) = run else { continue };
+                if let Some(t) = times.get_mut(i) {
+                    t.push(run.secs);
+                }
+                if let Some(o) = oks.get_mut(i) {
+                    *o = (*o).min(run.ok);
+                }
+                if let Some(m) = rss.get_mut(i) {
+                    *m = (*m).max(run.rss_kib.unwrap_or(0));
+                }
+            }
+        }
+        let probe_median = median_min_max(times.first().map_or(&[][..], |v| v)).0;
+        for (i, name) in CONTENDERS.iter().enumerate() {
+            let v = times.get(i).map_or(&[][..], |v| v);
+            if v.is_empty() {
+                continue;
+            }
+            let (m, lo, hi) = median_min_max(v);
+            let ok = oks.get(i).copied().unwrap_or(0);
+            let kib = rss.get(i).copied().unwrap_or(0);
+            println!(
+                "{n:>4} {name:36} {m:8.2} {lo:8.2} {hi:8.2} {:>8} {:10.2} {:>7} MiB",
+                format!("{ok}/{n}"),
+                m / probe_median,
+                kib / 1024
+            );
+            if let Some((_, p)) = plot.get_mut(i) {
+                p.push((n, m));
+            }
+            json.push(format!(
+                "{{\"hosts\":{n},\"contender\":\"{name}\",\"median_s\":{m:.3},\"min_s\":{lo:.3},\"max_s\":{hi:.3},\"runs\":{},\"ok_min\":{ok},\"peak_rss_kib\":{kib}}}",
+                v.len()
+            ));
+        }
+    }
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bench");
+    let _ = std::fs::create_dir_all(docs);
+    plot.retain(|(_, p)| !p.is_empty());
+    let _ = std::fs::write(format!("{docs}/fleet.svg"), svg(&plot));
+    let _ = std::fs::write(
+        format!("{docs}/fleet.json"),
+        format!(
+            "{{\"load_average_at_start\":\"{}\",\"hosts\":{},\"results\":[\n{}\n]}}\n",
+            load.trim(),
+            fleet.aliases.len(),
+            json.join(",\n")
+        ),
+    );
+    println!("wrote {docs}/fleet.svg and {docs}/fleet.json");
+    for h in hosts {
+        drop(h.stop);
+        let _ = h.thread.join();
+    }
+}
