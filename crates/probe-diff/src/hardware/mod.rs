@@ -20,13 +20,16 @@ use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for, rank};
 
+mod run;
+pub use run::{annotate_runs, run_causes};
+
 /// The embedded Xid catalogue.
-pub const XID_TOML: &str = include_str!("../../../configs/xid.toml");
+pub const XID_TOML: &str = include_str!("../../../../configs/xid.toml");
 /// The embedded CUDA library families.
-pub const CUDA_LIBS_TOML: &str = include_str!("../../../configs/cuda_libs.toml");
+pub const CUDA_LIBS_TOML: &str = include_str!("../../../../configs/cuda_libs.toml");
 
 /// A fault this long (seconds) before a server start counts as "before the restart".
-const RESTART_WINDOW_S: i64 = 3600;
+pub(crate) const RESTART_WINDOW_S: i64 = 3600;
 /// A process of another user holding at least this much GPU memory is a finding.
 const FOREIGN_MIB: u64 = 1024;
 /// Timeline events from kernel faults, at most.
@@ -162,7 +165,7 @@ pub fn normalize_bus_id(s: &str) -> Option<String> {
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
-fn date(t: UnixTime) -> String {
+pub(crate) fn date(t: UnixTime) -> String {
     let z = t.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -176,20 +179,50 @@ fn date(t: UnixTime) -> String {
 }
 
 /// `HH:MM` (UTC) of a Unix time.
-fn hhmm(t: UnixTime) -> String {
+pub(crate) fn hhmm(t: UnixTime) -> String {
     let s = t.rem_euclid(86_400);
     format!("{:02}:{:02}", s / 3600, s / 60 % 60)
 }
 
-fn watts(w: f64) -> String {
+pub(crate) fn watts(w: f64) -> String {
     format!("{w:.0}")
 }
 
 /// One finding before the rules rate it.
-struct Finding {
-    id: &'static str,
-    key: String,
-    evidence: String,
+pub(crate) struct Finding {
+    pub(crate) id: &'static str,
+    pub(crate) key: String,
+    pub(crate) evidence: String,
+}
+
+impl Finding {
+    /// The finding as a ranked change (the rules of area `hardware`); `None` when a rule says
+    /// it is no change at all.
+    pub(crate) fn change(&self) -> Option<Change> {
+        finding_change(self.id, self.key.clone(), &self.evidence)
+    }
+}
+
+/// A finding `id` with its evidence as a [`Change`] rated by the rules of area `hardware`.
+pub(crate) fn finding_change(id: &str, key: String, evidence: &str) -> Option<Change> {
+    let evidence = Value::String(evidence.to_string());
+    let subject = Subject::new(Area::Hardware, id, ChangeKind::Added).values(None, Some(&evidence));
+    change_for(&subject, key).map(|(c, _)| c)
+}
+
+/// Findings on the state read now (everything but the kernel faults).
+pub(crate) fn state_findings(
+    snapshot: &Snapshot,
+    previous: Option<&Snapshot>,
+    state: &HardwareState,
+) -> Vec<Finding> {
+    let mut raw = Vec::new();
+    raw.extend(throttling(snapshot, previous));
+    raw.extend(links(snapshot));
+    raw.extend(foreign_processes(snapshot, state));
+    raw.extend(libraries(&state.loaded_libs));
+    raw.extend(memory_health(&state.gpus));
+    raw
 }
 
 /// The hardware report of a snapshot: the state with library wheels attributed, and the
@@ -201,22 +234,9 @@ pub fn report(
 ) -> HardwareReport {
     let mut state = snapshot.hardware.clone();
     attribute_libs(&mut state.loaded_libs, snapshot);
-    let mut raw = Vec::new();
-    raw.extend(throttling(snapshot, previous));
-    raw.extend(links(snapshot));
+    let mut raw = state_findings(snapshot, previous, &state);
     raw.extend(faults(&state.faults, &restarts(timeline)));
-    raw.extend(foreign_processes(snapshot, &state));
-    raw.extend(libraries(&state.loaded_libs));
-    raw.extend(memory_health(&state.gpus));
-    let mut findings: Vec<Change> = raw
-        .into_iter()
-        .filter_map(|f| {
-            let evidence = Value::String(f.evidence);
-            let subject =
-                Subject::new(Area::Hardware, f.id, ChangeKind::Added).values(None, Some(&evidence));
-            change_for(&subject, f.key).map(|(c, _)| c)
-        })
-        .collect();
+    let mut findings: Vec<Change> = raw.iter().filter_map(Finding::change).collect();
     rank(&mut findings);
     HardwareReport { state, findings }
 }
@@ -231,7 +251,7 @@ fn restarts(timeline: &Timeline) -> Vec<UnixTime> {
         .collect()
 }
 
-fn gpu_name(g: &GpuHealth) -> String {
+pub(crate) fn gpu_name(g: &GpuHealth) -> String {
     match g.index {
         Some(i) => format!("GPU {i}"),
         None => format!("GPU {}", g.pci_bus_id.as_deref().unwrap_or("?")),
@@ -302,7 +322,7 @@ pub fn parse_power_limit(cmd: &str) -> Option<(Option<u32>, f64)> {
         .map(|w| (gpu, w))
 }
 
-fn limit_of(g: &GpuHealth) -> Option<f64> {
+pub(crate) fn limit_of(g: &GpuHealth) -> Option<f64> {
     g.enforced_power_limit_w.or(g.power_limit_w)
 }
 
@@ -419,7 +439,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
     out
 }
 
-fn gpu_key(g: &GpuHealth) -> String {
+pub(crate) fn gpu_key(g: &GpuHealth) -> String {
     match g.index {
         Some(i) => format!("gpu:{i}"),
         None => format!("gpu:{}", g.pci_bus_id.as_deref().unwrap_or("?")),
@@ -481,7 +501,7 @@ pub fn fault_label(f: &KernelFault) -> String {
     }
 }
 
-fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
+pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     // Newest first: the fault closest to a restart is the one to name.
