@@ -6,6 +6,7 @@
 //! ([`crate::impact`]), and every list of changes is ranked so that the first lines answer "why is
 //! it slower".
 
+mod hardware;
 mod launch;
 mod run;
 mod snapshot;
