@@ -35,6 +35,9 @@ pub enum Area {
     Limit,
     /// Hardware findings (`crate::hardware`): names are finding ids.
     Hardware,
+    /// What a running server said about itself, two snapshots compared: its config keys as
+    /// it names them, `lifetime:NAME` for its lifetime values.
+    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

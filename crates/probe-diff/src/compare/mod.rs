@@ -9,6 +9,7 @@
 mod hardware;
 mod launch;
 mod run;
+mod server;
 mod snapshot;
 mod speculative;
 mod text;
