@@ -201,3 +201,124 @@ fn timeline_has_the_fault_and_the_limit_change() {
         t.events
     );
 }
+
+/// What the report ranks as the candidate causes of the restarted run against the run before
+/// it (root's hand launch of 2026-11-25, which crashed with the Xid).
+fn ranked_causes() -> Vec<(usize, Impact, String)> {
+    let (r, _, _) = report();
+    let diff = r
+        .vs_previous_launch
+        .as_ref()
+        .unwrap_or_else(|| panic!("no comparison with the previous run: {:#?}", r.runs));
+    diff.changes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.impact, c.after.as_ref()?.as_str()?.to_string())))
+        .collect()
+}
+
+#[test]
+fn each_condition_is_among_the_ranked_causes() {
+    let causes = ranked_causes();
+    // (evidence, impact)
+    let cases = [
+        (
+            "GPU 1 throttled by SW power cap: power limit 700 -> 200 W since 2026-11-27",
+            Impact::High,
+        ),
+        ("Xid 79 on 0000:17:00.0 at ", Impact::High),
+        ("4 minutes before the restart", Impact::High),
+        ("of user ana holds 20.0 GiB", Impact::High),
+        ("PCIe link gen 5 x8 (max gen 5 x16)", Impact::Medium),
+        (
+            "loaded libnccl 2.21.5 from /usr/local/lib/nccl-2.21/libnccl.so.2.21.5",
+            Impact::Medium,
+        ),
+    ];
+    for (needle, impact) in cases {
+        let found = causes.iter().find(|(_, _, e)| e.contains(needle));
+        assert_eq!(
+            found.map(|(_, i, _)| *i),
+            Some(impact),
+            "{needle:?} among the causes: {causes:#?}"
+        );
+    }
+    // The high hardware causes come before any medium or low cause.
+    let (r, _, _) = report();
+    let changes = &r.vs_previous_launch.as_ref().unwrap().changes;
+    let first_not_high = changes
+        .iter()
+        .position(|c| c.impact != Impact::High)
+        .unwrap_or(changes.len());
+    let power_cap = causes
+        .iter()
+        .find(|(_, _, e)| e.starts_with("GPU 1 throttled"))
+        .unwrap();
+    assert!(power_cap.0 < first_not_high, "{changes:#?}");
+    assert!(
+        changes
+            .iter()
+            .filter(|c| c.category == probe_model::Category::Hardware)
+            .all(|c| !c.explanation.is_empty()),
+        "every hardware cause says its likely effect"
+    );
+}
+
+#[test]
+fn runs_record_the_hardware_they_had() {
+    let (r, human, _) = report();
+    let running = r.runs.iter().find(|run| run.running).expect("running run");
+    let earlier = r
+        .runs
+        .iter()
+        .find(|run| !run.running && run.launch.starts_with("history:"))
+        .unwrap_or_else(|| panic!("the hand launch's run: {:#?}", r.runs));
+    let now = running.hardware.as_ref().expect("running run's hardware");
+    let before = earlier.hardware.as_ref().expect("earlier run's hardware");
+    let gpu1 = |h: &probe_model::RunHardware| -> Vec<f64> {
+        h.power_limits
+            .iter()
+            .filter(|l| l.gpu == Some(1))
+            .map(|l| l.watts)
+            .collect()
+    };
+    assert_eq!(gpu1(before), [700.0, 200.0], "{before:#?}");
+    assert_eq!(gpu1(now), [200.0], "{now:#?}");
+    assert!(
+        now.throttle_reasons
+            .iter()
+            .any(|t| t == "GPU 1: sw_power_cap"),
+        "{now:#?}"
+    );
+    assert!(
+        now.faults_before_start
+            .iter()
+            .any(|f| f.starts_with("Xid 79 on 0000:17:00.0") && f.contains("4 minutes before")),
+        "{now:#?}"
+    );
+    assert!(
+        before
+            .faults
+            .iter()
+            .any(|f| f.starts_with("Xid 79 on 0000:17:00.0")),
+        "the Xid falls in the crashed run's period: {before:#?}"
+    );
+    let at = human.find("Runs (oldest first)").expect("runs section");
+    let runs = &human[at..];
+    for needle in [
+        "GPU 1 700 W (default limit) -> 200 W since 2026-11-27",
+        "throttle reasons now: GPU 1: sw_power_cap",
+        "GPU fault before its start: Xid 79 on 0000:17:00.0",
+        "GPU fault while it ran: Xid 79 on 0000:17:00.0",
+    ] {
+        assert!(runs.contains(needle), "{needle:?} missing in\n{runs}");
+    }
+    let at = human
+        .find("What changed vs the previous launch")
+        .expect("the comparison section");
+    let causes = &human[at..];
+    assert!(
+        causes.contains("GPU 1 throttled by SW power cap"),
+        "hardware among the printed causes:\n{causes}"
+    );
+}

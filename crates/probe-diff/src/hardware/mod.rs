@@ -501,11 +501,26 @@ pub fn fault_label(f: &KernelFault) -> String {
     }
 }
 
+/// The kernel's "GPU has fallen off the bus" line that follows an Xid 79 on the same GPU: one
+/// event, named once (by the Xid).
+fn echoes_xid_79(f: &KernelFault, all: &[KernelFault]) -> bool {
+    f.kind == FaultKind::FallenOffBus
+        && all.iter().any(|x| {
+            x.kind == FaultKind::Xid
+                && x.code == Some(79)
+                && x.pci_bus_id == f.pci_bus_id
+                && matches!((x.time, f.time), (Some(a), Some(b)) if (a - b).abs() <= 5)
+        })
+}
+
 pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     // Newest first: the fault closest to a restart is the one to name.
     for f in faults.iter().rev() {
+        if echoes_xid_79(f, faults) {
+            continue;
+        }
         let label = fault_label(f);
         if !seen.insert(label.clone()) {
             continue;
