@@ -322,3 +322,86 @@ fn runs_record_the_hardware_they_had() {
         "hardware among the printed causes:\n{causes}"
     );
 }
+
+/// `probe diff` of an earlier, healthy state of the host (the exported snapshot with GPU 1 at its
+/// default limit and not throttled, GPU 0's link at x16, no kernel faults, no other tenant, the
+/// wheel's NCCL) against the snapshot now: each hardware difference is a ranked change with
+/// its evidence.
+#[test]
+fn probe_diff_compares_the_hardware_state() {
+    let env = env();
+    let _ = report();
+    let store = env.dir.path().join("snapshots.db");
+    let after = env.dir.path().join("after.json");
+    let alias = format!("{}@latest", env.host.alias);
+    let path = after.to_str().unwrap();
+    ok(&probe(&["snapshots", "export", &alias, "-o", path], &store));
+    let mut healthy: probe_model::Snapshot =
+        serde_json::from_str(&std::fs::read_to_string(&after).unwrap()).unwrap();
+    let hw = &mut healthy.hardware;
+    hw.gpus[1].enforced_power_limit_w = Some(700.0);
+    hw.gpus[1].power_limit_w = Some(700.0);
+    hw.gpus[1].event_reasons.clear();
+    hw.gpus[0].pcie_width_current = Some(16);
+    hw.faults.clear();
+    hw.processes.retain(|p| p.user.as_deref() != Some("ana"));
+    hw.loaded_libs.clear();
+    for g in &mut healthy.gpu.gpus {
+        if g.index == Some(1) {
+            g.power_limit_w = Some(700.0);
+        }
+    }
+    healthy.collected_at -= 86_400;
+    let before = env.dir.path().join("healthy.json");
+    std::fs::write(&before, serde_json::to_string(&healthy).unwrap()).unwrap();
+    let out = probe(
+        &["diff", before.to_str().unwrap(), path, "--format", "json"],
+        &store,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let diff: probe_model::SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let find = |key: &str| {
+        diff.changes
+            .iter()
+            .find(|c| c.key == key)
+            .unwrap_or_else(|| panic!("{key} not among {:#?}", diff.changes))
+    };
+    let text = |c: &probe_model::Change| {
+        c.after
+            .as_ref()
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    // (key, impact, evidence contains)
+    let cases = [
+        ("gpu:1.power_cap", Impact::High, "power limit 700 -> 200 W since the snapshot of"),
+        ("gpu:1.throttle:sw_power_cap", Impact::High, "sw_power_cap"),
+        ("gpu:0.pcie_link", Impact::Medium, "PCIe link gen 5 x8 (max gen 5 x16)"),
+        ("lib:libnccl", Impact::Medium, "/usr/local/lib/nccl-2.21/libnccl.so.2.21.5"),
+    ];
+    for (key, impact, needle) in cases {
+        let c = find(key);
+        assert_eq!(c.impact, impact, "{c:#?}");
+        assert!(text(c).contains(needle), "{c:#?}");
+    }
+    assert!(
+        diff.changes.iter().any(|c| c.key.starts_with("gpu-process:")
+            && text(c).contains("of user ana holds 20.0 GiB")),
+        "{:#?}",
+        diff.changes
+    );
+    assert!(
+        diff.changes.iter().any(|c| c.key.starts_with("kernel:xid_79")
+            && text(c).starts_with("Xid 79 on 0000:17:00.0")),
+        "{:#?}",
+        diff.changes
+    );
+    let limit = find("gpu:1.power_limit_w");
+    assert_eq!(limit.impact, Impact::High);
+    // The human rendering lists them too.
+    let out = probe(&["diff", before.to_str().unwrap(), path], &store);
+    assert_eq!(out.status.code(), Some(1));
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(human.contains("GPU 1 throttled by SW power cap"), "{human}");
+}

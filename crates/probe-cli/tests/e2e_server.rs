@@ -20,6 +20,31 @@ const HOSTS: &[&str] = &[
     "serve-noforward",
 ];
 
+/// The log line of each fake whose counters feed its /metrics: (host, log, text).
+const METRIC_LINES: &[(&str, &str, &str)] = &[
+    ("serve-sglang", "root/root/sglang.log", "Decode batch"),
+    ("serve-vllm", "root/root/vllm.log", "Avg prompt throughput"),
+    ("serve-llamacpp", "root/root/llama.log", "eval time"),
+];
+
+/// Waits (at most a minute) until `path` holds `count` lines containing `text`.
+fn wait_for_lines(path: &Path, text: &str, count: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let content = std::fs::read_to_string(path).unwrap_or_default();
+        let seen = content.lines().filter(|l| l.contains(text)).count();
+        if seen >= count {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: {seen} of {count} {text:?} lines after a minute",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 struct Env {
     fleet: Fleet,
     dir: tempfile::TempDir,
@@ -33,8 +58,12 @@ fn env() -> &'static Env {
         probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let fleet = Fleet::start(HOSTS);
-        // Let the servers run a few seconds, so uptimes and counters are not zero.
+        // Let the servers run a few seconds, so uptimes and counters are not zero: at least 3 s,
+        // and (a loaded machine starves the fakes) until each logged three metric lines.
         std::thread::sleep(Duration::from_secs(3));
+        for (host, log, line) in METRIC_LINES {
+            wait_for_lines(&fleet.host(host).dir.join(log), line, 3);
+        }
         Env {
             fleet,
             dir: tempfile::tempdir().unwrap(),
@@ -118,7 +147,12 @@ fn server<'a>(report: &'a HostReport, address: &str) -> &'a ServerView {
         .servers
         .iter()
         .find(|s| s.reading.address == address)
-        .unwrap_or_else(|| panic!("no server {address} in {:#?}", report.servers))
+        .unwrap_or_else(|| {
+            panic!(
+                "no server {address} in {:#?}\nrunning: {:#?}\nproblems: {:#?}",
+                report.servers, report.running, report.problems
+            )
+        })
 }
 
 fn lifetime(view: &ServerView, name: &str) -> f64 {
