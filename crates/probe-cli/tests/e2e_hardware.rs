@@ -358,7 +358,12 @@ fn probe_diff_compares_the_hardware_state() {
         &["diff", before.to_str().unwrap(), path, "--format", "json"],
         &store,
     );
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let diff: probe_model::SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
     let find = |key: &str| {
         diff.changes
@@ -375,10 +380,22 @@ fn probe_diff_compares_the_hardware_state() {
     };
     // (key, impact, evidence contains)
     let cases = [
-        ("gpu:1.power_cap", Impact::High, "power limit 700 -> 200 W since the snapshot of"),
+        (
+            "gpu:1.power_cap",
+            Impact::High,
+            "power limit 700 -> 200 W since the snapshot of",
+        ),
         ("gpu:1.throttle:sw_power_cap", Impact::High, "sw_power_cap"),
-        ("gpu:0.pcie_link", Impact::Medium, "PCIe link gen 5 x8 (max gen 5 x16)"),
-        ("lib:libnccl", Impact::Medium, "/usr/local/lib/nccl-2.21/libnccl.so.2.21.5"),
+        (
+            "gpu:0.pcie_link",
+            Impact::Medium,
+            "PCIe link gen 5 x8 (max gen 5 x16)",
+        ),
+        (
+            "lib:libnccl",
+            Impact::Medium,
+            "/usr/local/lib/nccl-2.21/libnccl.so.2.21.5",
+        ),
     ];
     for (key, impact, needle) in cases {
         let c = find(key);
@@ -386,14 +403,18 @@ fn probe_diff_compares_the_hardware_state() {
         assert!(text(c).contains(needle), "{c:#?}");
     }
     assert!(
-        diff.changes.iter().any(|c| c.key.starts_with("gpu-process:")
-            && text(c).contains("of user ana holds 20.0 GiB")),
+        diff.changes
+            .iter()
+            .any(|c| c.key.starts_with("gpu-process:")
+                && text(c).contains("of user ana holds 20.0 GiB")),
         "{:#?}",
         diff.changes
     );
     assert!(
-        diff.changes.iter().any(|c| c.key.starts_with("kernel:xid_79")
-            && text(c).starts_with("Xid 79 on 0000:17:00.0")),
+        diff.changes
+            .iter()
+            .any(|c| c.key.starts_with("kernel:xid_79")
+                && text(c).starts_with("Xid 79 on 0000:17:00.0")),
         "{:#?}",
         diff.changes
     );
