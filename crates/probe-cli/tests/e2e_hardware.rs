@@ -426,3 +426,53 @@ fn probe_diff_compares_the_hardware_state() {
     let human = String::from_utf8_lossy(&out.stdout);
     assert!(human.contains("GPU 1 throttled by SW power cap"), "{human}");
 }
+
+#[test]
+fn each_condition_is_on_the_timeline() {
+    let (_, _, t) = report();
+    let summaries: Vec<(TimelineEventKind, &str)> = t
+        .events
+        .iter()
+        .map(|e| (e.kind, e.summary.as_str()))
+        .collect();
+    // (kind, summary contains)
+    let cases = [
+        (
+            TimelineEventKind::GpuObservation,
+            "GPU 1 throttled by SW power cap: power limit 700 -> 200 W since 2026-11-27",
+        ),
+        (TimelineEventKind::PowerLimitChange, "200 W on GPU 1"),
+        (
+            TimelineEventKind::GpuObservation,
+            "PCIe link gen 5 x8 (max gen 5 x16) (seen at collection)",
+        ),
+        (TimelineEventKind::GpuFault, "Xid 79 on 0000:17:00.0"),
+        (
+            TimelineEventKind::GpuObservation,
+            "of user ana holds 20.0 GiB (seen at collection)",
+        ),
+        (
+            TimelineEventKind::GpuObservation,
+            "loaded libnccl 2.21.5 from /usr/local/lib/nccl-2.21/libnccl.so.2.21.5",
+        ),
+    ];
+    for (kind, needle) in cases {
+        assert!(
+            summaries
+                .iter()
+                .any(|(k, s)| *k == kind && s.contains(needle)),
+            "{kind:?} {needle:?} not on the timeline: {summaries:#?}"
+        );
+    }
+    // The library was mapped when the server started: placed with its launch, after the Xid.
+    let pos = |needle: &str| {
+        summaries
+            .iter()
+            .position(|(_, s)| s.contains(needle))
+            .unwrap()
+    };
+    assert!(
+        pos("Xid 79 on 0000:17:00.0") < pos("mapped since the process started"),
+        "{summaries:#?}"
+    );
+}

@@ -190,6 +190,8 @@ pub(crate) fn watts(w: f64) -> String {
 
 /// One finding before the rules rate it.
 pub(crate) struct Finding {
+    /// The process it is about (another user's, or a serving process's mapped library).
+    pub(crate) pid: Option<u32>,
     pub(crate) id: &'static str,
     pub(crate) key: String,
     pub(crate) evidence: String,
@@ -395,6 +397,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
                 "HW power brake"
             };
             out.push(Finding {
+                pid: None,
                 id: "sw-power-cap",
                 key: format!("{}.power_cap", gpu_key(g)),
                 evidence: format!(
@@ -418,6 +421,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
                 .map(|t| format!(" (slowdown at {t} C)"))
                 .unwrap_or_default();
             out.push(Finding {
+                pid: None,
                 id: "thermal-slowdown",
                 key: format!("{}.slowdown", gpu_key(g)),
                 evidence: format!(
@@ -430,6 +434,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
         }
         if g.persistence_mode.as_deref() == Some("Disabled") {
             out.push(Finding {
+                pid: None,
                 id: "persistence-off",
                 key: format!("{}.persistence_mode", gpu_key(g)),
                 evidence: format!("{} persistence mode is off", gpu_name(g)),
@@ -470,6 +475,7 @@ fn links(snapshot: &Snapshot) -> Vec<Finding> {
         }
         let opt = |v: Option<u32>| v.map_or("?".to_string(), |x| x.to_string());
         out.push(Finding {
+            pid: None,
             id: "pcie-below-max",
             key: format!("{}.pcie_link", gpu_key(g)),
             evidence: format!(
@@ -560,6 +566,7 @@ pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Findi
             }
         };
         out.push(Finding {
+            pid: None,
             id,
             key: format!("kernel:{}", label.to_ascii_lowercase().replace(' ', "_")),
             evidence,
@@ -600,6 +607,7 @@ fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding>
             .and_then(|g| g.index)
             .map_or_else(|| "a GPU".to_string(), |i| format!("GPU {i}"));
         out.push(Finding {
+            pid: p.pid,
             id: "foreign-gpu-process",
             key: format!("gpu-process:{}", p.pid.unwrap_or(0)),
             evidence: format!(
@@ -680,6 +688,7 @@ fn libraries(libs: &[LoadedLib]) -> Vec<Finding> {
             .map(|v| format!(" {v}"))
             .unwrap_or_default();
         out.push(Finding {
+            pid: Some(l.pid),
             id: "lib-not-from-wheel",
             key: format!("lib:{}", l.name),
             evidence: format!(
@@ -696,6 +705,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
     for g in gpus {
         if let Some(n) = g.ecc_volatile_uncorrected.filter(|n| *n > 0) {
             out.push(Finding {
+                pid: None,
                 id: "ecc-uncorrected",
                 key: format!("{}.ecc", gpu_key(g)),
                 evidence: format!(
@@ -715,6 +725,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
                 "a row remap / page retirement is pending (needs a GPU reset)"
             };
             out.push(Finding {
+                pid: None,
                 id: "memory-remap",
                 key: format!("{}.remapped_rows", gpu_key(g)),
                 evidence: format!("{} {what}", gpu_name(g)),
@@ -724,7 +735,40 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
     out
 }
 
-/// Timeline events of the hardware lane: kernel faults and `nvidia-smi -pl` commands.
+/// The state findings as timeline events: a library finding at its process's start (it was
+/// mapped since then), the others when they were read.
+fn observations(snapshot: &Snapshot) -> Vec<TimelineEvent> {
+    let mut state = snapshot.hardware.clone();
+    attribute_libs(&mut state.loaded_libs, snapshot);
+    state_findings(snapshot, None, &state)
+        .into_iter()
+        .map(|f| {
+            let started = (f.id == "lib-not-from-wheel")
+                .then(|| {
+                    let pid = f.pid?;
+                    snapshot.processes.iter().find(|p| p.pid == pid)?.start_time
+                })
+                .flatten();
+            let (at, suffix) = match started {
+                Some(t) => (t, " (mapped since the process started)"),
+                None => (snapshot.collected_at, " (seen at collection)"),
+            };
+            TimelineEvent {
+                kind: TimelineEventKind::GpuObservation,
+                time: TimeBounds {
+                    at: Some(at),
+                    ..TimeBounds::default()
+                },
+                confidence: Confidence::Bounded,
+                summary: format!("{}{suffix}", f.evidence),
+                ..TimelineEvent::default()
+            }
+        })
+        .collect()
+}
+
+/// Timeline events of the hardware lane: kernel faults, `nvidia-smi -pl` commands and the
+/// state findings ([`observations`]).
 pub fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
     let exact = |t: Option<UnixTime>| TimeBounds {
         at: t,
@@ -766,6 +810,7 @@ pub fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
             }
         })
         .collect();
+    out.extend(observations(snapshot));
     out.extend(
         power_limit_commands(snapshot)
             .into_iter()
