@@ -15,6 +15,12 @@ use crate::hardware::{Finding, attribute_libs, faults, gpu_key, state_findings};
 use crate::impact::{Area, Subject, change_for};
 
 type HealthField = (&'static str, fn(&GpuHealth) -> Option<Value>);
+/// A health field with the test whether the basic GPU query carries it.
+type ModeField = (
+    &'static str,
+    fn(&GpuHealth) -> Option<Value>,
+    fn(&Gpu) -> bool,
+);
 
 /// Fields of the health query compared as values: (rule name, reader).
 const FIELDS: [HealthField; 7] = [
@@ -32,7 +38,7 @@ const FIELDS: [HealthField; 7] = [
 ];
 
 /// Fields compared only when the basic GPU query of either snapshot lacks them.
-const MODES: [(&str, fn(&GpuHealth) -> Option<Value>, fn(&Gpu) -> bool); 4] = [
+const MODES: [ModeField; 4] = [
     (
         "power-limit",
         |g| {
