@@ -77,17 +77,7 @@ fn values(reading: &ServerReading) -> Vec<LifetimeValue> {
 }
 
 fn summary(value: f64, at: Option<i64>) -> MetricSummary {
-    MetricSummary {
-        count: 1,
-        min: value,
-        max: value,
-        mean: value,
-        p50: value,
-        p90: value,
-        last: value,
-        first_time: at,
-        last_time: at,
-    }
+    crate::server::run::one_value(value, at, at)
 }
 
 fn lifetimes(

@@ -44,17 +44,26 @@ fn lifetime_metric(run: &RunServer, value: &LifetimeValue) -> MetricReport {
         name: value.name.clone(),
         unit: value.unit.clone(),
         source: format!("{LIFETIME_SOURCE} ({}: {})", run.evidence, value.source),
-        summary: MetricSummary {
-            count: 1,
-            min: value.value,
-            max: value.value,
-            mean: value.value,
-            p50: value.value,
-            p90: value.value,
-            last: value.value,
-            first_time: started,
-            last_time: run.asked_at,
-        },
+        summary: one_value(value.value, started, run.asked_at),
+    }
+}
+
+/// A summary of one reading: every statistic is `value`.
+pub(crate) fn one_value(
+    value: f64,
+    first: Option<probe_model::UnixTime>,
+    last: Option<probe_model::UnixTime>,
+) -> MetricSummary {
+    MetricSummary {
+        count: 1,
+        min: value,
+        max: value,
+        mean: value,
+        p50: value,
+        p90: value,
+        last: value,
+        first_time: first,
+        last_time: last,
     }
 }
 
