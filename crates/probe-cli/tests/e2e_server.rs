@@ -20,6 +20,31 @@ const HOSTS: &[&str] = &[
     "serve-noforward",
 ];
 
+/// The log line of each fake whose counters feed its /metrics: (host, log, text).
+const METRIC_LINES: &[(&str, &str, &str)] = &[
+    ("serve-sglang", "root/root/sglang.log", "Decode batch"),
+    ("serve-vllm", "root/root/vllm.log", "Avg prompt throughput"),
+    ("serve-llamacpp", "root/root/llama.log", "eval time"),
+];
+
+/// Waits (at most a minute) until `path` holds `count` lines containing `text`.
+fn wait_for_lines(path: &Path, text: &str, count: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let content = std::fs::read_to_string(path).unwrap_or_default();
+        let seen = content.lines().filter(|l| l.contains(text)).count();
+        if seen >= count {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: {seen} of {count} {text:?} lines after a minute",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 struct Env {
     fleet: Fleet,
     dir: tempfile::TempDir,
@@ -33,8 +58,12 @@ fn env() -> &'static Env {
         probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let fleet = Fleet::start(HOSTS);
-        // Let the servers run a few seconds, so uptimes and counters are not zero.
+        // Let the servers run a few seconds, so uptimes and counters are not zero: at least 3 s,
+        // and (a loaded machine starves the fakes) until each logged three metric lines.
         std::thread::sleep(Duration::from_secs(3));
+        for (host, log, line) in METRIC_LINES {
+            wait_for_lines(&fleet.host(host).dir.join(log), line, 3);
+        }
         Env {
             fleet,
             dir: tempfile::tempdir().unwrap(),
@@ -118,7 +147,12 @@ fn server<'a>(report: &'a HostReport, address: &str) -> &'a ServerView {
         .servers
         .iter()
         .find(|s| s.reading.address == address)
-        .unwrap_or_else(|| panic!("no server {address} in {:#?}", report.servers))
+        .unwrap_or_else(|| {
+            panic!(
+                "no server {address} in {:#?}\nrunning: {:#?}\nproblems: {:#?}",
+                report.servers, report.running, report.problems
+            )
+        })
 }
 
 fn lifetime(view: &ServerView, name: &str) -> f64 {
@@ -295,4 +329,149 @@ fn no_ask_server_sends_nothing() {
     let reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
     assert!(reports.iter().all(|r| r.servers.is_empty()));
     assert_eq!(requests(&log).len(), before);
+}
+
+/// The server's own view is evidence of the run it was asked during: its effective config and
+/// lifetime values are on the running run, and the lifetime values join the run's metrics with
+/// their source named.
+#[test]
+fn the_running_run_carries_what_its_server_said() {
+    let _guard = lock();
+    let report = report("fx-serve-vllm");
+    let run = report
+        .runs
+        .iter()
+        .find(|r| r.running)
+        .unwrap_or_else(|| panic!("{:#?}", report.runs));
+    let server = run.server.as_ref().expect("the run's server view");
+    assert_eq!(server.evidence, "server:127.0.0.32:8000");
+    assert_eq!(server.status, ServerStatus::Answered);
+    let block = server
+        .effective
+        .iter()
+        .find(|e| e.key == "block-size")
+        .unwrap_or_else(|| panic!("{server:#?}"));
+    assert_eq!(block.kind, EffectiveKind::Differs);
+    let generation = server
+        .lifetime
+        .iter()
+        .find(|v| v.name == "generation_throughput")
+        .unwrap_or_else(|| panic!("{server:#?}"));
+    assert!(generation.value > 100.0, "{generation:#?}");
+    let metrics = report
+        .metrics_by_run
+        .iter()
+        .find(|m| m.running && m.launch == run.launch)
+        .unwrap_or_else(|| panic!("{:#?}", report.metrics_by_run));
+    let joined = metrics
+        .metrics
+        .iter()
+        .find(|m| m.name == "generation_throughput")
+        .unwrap_or_else(|| panic!("{metrics:#?}"));
+    assert!(
+        joined.source.starts_with(
+            "server /metrics, lifetime (server:127.0.0.32:8000: generation_tokens_total "
+        ),
+        "{joined:#?}"
+    );
+    assert_eq!(joined.summary.mean, generation.value);
+    // The log's own metrics are still there beside it.
+    assert!(
+        metrics
+            .metrics
+            .iter()
+            .any(|m| m.name == "gen_throughput" && !m.source.starts_with("server ")),
+        "{metrics:#?}"
+    );
+    let out = probe(&["host", "fx-serve-vllm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("Runs (oldest first)").expect("runs section");
+    let runs = &text[at..];
+    assert!(
+        runs.contains("server says (server:127.0.0.32:8000, answered"),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("lifetime (server /metrics, lifetime): generation_throughput "),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("effective: block-size 64 (launch 16)"),
+        "{runs}"
+    );
+}
+
+/// `probe diff` compares what the server said in two snapshots: an earlier export with another
+/// KV block count and twice the lifetime throughput against now.
+#[test]
+fn probe_diff_compares_server_readings() {
+    let _guard = lock();
+    let _ = report("fx-serve-vllm");
+    let dir = &env().dir;
+    let after = dir.path().join("vllm-now.json");
+    let path = after.to_str().unwrap();
+    let out = probe(&["snapshots", "export", "fx-serve-vllm@latest", "-o", path]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut earlier: probe_model::Snapshot =
+        serde_json::from_str(&std::fs::read_to_string(&after).unwrap()).unwrap();
+    let reading = earlier
+        .servers
+        .iter_mut()
+        .find(|s| s.address == "127.0.0.32:8000")
+        .expect("the vLLM reading");
+    reading.args.insert(
+        "cache_config.num_gpu_blocks".into(),
+        serde_json::json!("99999"),
+    );
+    for v in reading
+        .lifetime
+        .iter_mut()
+        .filter(|v| v.name == "generation_throughput")
+    {
+        v.value *= 2.0;
+    }
+    earlier.collected_at -= 3600;
+    let before = dir.path().join("vllm-earlier.json");
+    std::fs::write(&before, serde_json::to_string(&earlier).unwrap()).unwrap();
+    let out = probe(&["diff", before.to_str().unwrap(), path, "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff: probe_model::SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let change = |key: &str| {
+        diff.changes
+            .iter()
+            .find(|c| c.key == key)
+            .unwrap_or_else(|| panic!("{key} not among {:#?}", diff.changes))
+    };
+    let blocks = change("server:127.0.0.32:8000.cache_config.num_gpu_blocks");
+    assert_eq!(blocks.impact, probe_model::Impact::High);
+    assert_eq!(blocks.category, probe_model::Category::MemoryKvCache);
+    assert_eq!(blocks.before, Some(serde_json::json!("99999")));
+    let throughput = change("server:127.0.0.32:8000.lifetime:generation_throughput");
+    assert_eq!(throughput.impact, probe_model::Impact::High);
+    assert!(
+        throughput.explanation.contains("fell 50%"),
+        "{throughput:#?}"
+    );
+    let metric = diff
+        .metrics
+        .iter()
+        .find(|m| {
+            m.name
+                .starts_with("generation_throughput (server /metrics, lifetime")
+        })
+        .unwrap_or_else(|| panic!("{:#?}", diff.metrics));
+    assert!(
+        metric.change.is_some_and(|c| (c + 0.5).abs() < 1e-6),
+        "{metric:#?}"
+    );
 }

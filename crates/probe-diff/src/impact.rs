@@ -35,6 +35,9 @@ pub enum Area {
     Limit,
     /// Hardware findings (`crate::hardware`): names are finding ids.
     Hardware,
+    /// What a running server said about itself, two snapshots compared: its config keys as
+    /// it names them, `lifetime:NAME` for its lifetime values.
+    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -518,7 +521,7 @@ mod tests {
         let before = ids.len();
         ids.dedup();
         assert_eq!(before, ids.len(), "rule ids are unique");
-        assert_eq!(rule_set.category_order.len(), 12);
+        assert_eq!(rule_set.category_order.len(), 13);
         for rule in &rule_set.rule {
             if rule.impact != Impact::None {
                 assert!(

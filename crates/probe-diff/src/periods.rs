@@ -598,6 +598,7 @@ pub fn metrics_by_run(snapshot: &Snapshot, analysis: &Analysis, earlier: usize) 
             });
         }
     }
+    crate::server::join_lifetime(&analysis.runs, &mut out);
     out
 }
 

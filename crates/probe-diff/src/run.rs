@@ -115,9 +115,13 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
                 .map(summarize_model),
             limits: limits_of(&logs, start.at, window_end),
             launches: start.repeats,
+            hardware: None,
+            server: None,
         });
     }
     runs.sort_by_key(|r| r.start.at);
+    crate::hardware::annotate_runs(snapshot, &mut runs);
+    crate::server::annotate_runs(snapshot, timeline, &mut runs);
     runs
 }
 

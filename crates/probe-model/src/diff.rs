@@ -205,6 +205,10 @@ pub enum TimelineEventKind {
     GpuFault,
     /// A GPU power limit changed (`nvidia-smi -pl` in a history).
     PowerLimitChange,
+    /// A hardware finding placed at the time it is known from: a serving process's start for a
+    /// CUDA library it mapped from outside its wheel, else the collection (a GPU throttled now,
+    /// a PCIe link below its max, another user's process holding GPU memory).
+    GpuObservation,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -126,4 +126,72 @@ pub struct Run {
     pub limits: BTreeMap<String, f64>,
     /// Repeated identical launches of this run's configuration (1: launched once).
     pub launches: u32,
+    /// The GPUs as this run had them, when anything is known (power limits, throttle reasons,
+    /// kernel faults in its period and just before its start, findings of a running run).
+    pub hardware: Option<RunHardware>,
+    /// What the server said about itself while this run ran (only a running run is asked).
+    pub server: Option<RunServer>,
+}
+
+/// The power limit of one GPU (or of all) as a run had it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunPowerLimit {
+    /// GPU index; `None`: all GPUs (`nvidia-smi -pl W` without `-i`).
+    pub gpu: Option<u32>,
+    pub watts: f64,
+    /// When it took effect, when known (the history line's time).
+    pub since: Option<UnixTime>,
+    /// What says so: `nvidia-smi now (enforced limit)`, `history: nvidia-smi -i 1 -pl 200`,
+    /// `default limit (no nvidia-smi -pl before this run in the histories read)`.
+    pub source: String,
+}
+
+/// One hardware finding about a run, named by its rule id of `configs/impact.toml`
+/// (area `hardware`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunHardwareFinding {
+    /// Finding id: `sw-power-cap`, `xid-before-restart`, `pcie-below-max`, ...
+    pub id: String,
+    /// What it is about (`gpu:1.power_cap`, `kernel:xid_79_on_0000:17:00.0`).
+    pub key: String,
+    /// One line with the numbers.
+    pub evidence: String,
+}
+
+/// The GPUs as one run had them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunHardware {
+    /// Power limits in effect: at its start, then any set while it ran.
+    pub power_limits: Vec<RunPowerLimit>,
+    /// Active clock event (throttle) reasons (`GPU 1: sw_power_cap`); read now, so only for a
+    /// running run.
+    pub throttle_reasons: Vec<String>,
+    /// Kernel GPU faults while it ran, one line each.
+    pub faults: Vec<String>,
+    /// Kernel GPU faults in the hour before it started (the crash that led to this start).
+    pub faults_before_start: Vec<String>,
+    /// Hardware findings about this run (a running run: the GPUs and the process now; any run:
+    /// faults in its period or just before its start).
+    pub findings: Vec<RunHardwareFinding>,
+}
+
+/// What the server said about itself during a run: its effective configuration next to the
+/// launch and its lifetime counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunServer {
+    /// The reading as evidence: `server:127.0.0.1:30000`.
+    pub evidence: String,
+    pub status: crate::ServerStatus,
+    pub version: Option<String>,
+    /// Options the server runs with that differ from the launch, defaults it resolved, values
+    /// no launch text shows.
+    pub effective: Vec<crate::EffectiveValue>,
+    /// Lifetime values from its counters (source: the server's /metrics over the uptime).
+    pub lifetime: Vec<crate::LifetimeValue>,
+    pub uptime_s: Option<u64>,
+    pub asked_at: Option<UnixTime>,
 }

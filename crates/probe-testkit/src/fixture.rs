@@ -305,7 +305,7 @@ impl FixtureHost {
     }
 
     fn wait_ready(&self, ready: &[(String, String)]) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         for (file, text) in ready {
             let path = self.dir.join(file);
             loop {

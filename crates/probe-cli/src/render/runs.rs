@@ -2,8 +2,10 @@
 //! serving packages, installs near the runs, the model's config, GPU memory and its holders; and
 //! the symptoms of a comparison, kept apart from its causes.
 
+use probe_diff::server::LIFETIME_SOURCE;
 use probe_model::{
-    Certainty, HostReport, LaunchDiff, ModelSummary, Run, RunBound, TimelineEventKind,
+    Certainty, HostReport, LaunchDiff, ModelSummary, Run, RunBound, RunHardware, RunServer,
+    TimelineEventKind,
 };
 
 use super::doc::{Doc, Tone};
@@ -95,6 +97,90 @@ fn run_items(run: &Run, items: &mut Vec<(u8, Tone, String)>) {
     }
     if !stack.is_empty() {
         items.push((1, Tone::Dim, stack.join(", ")));
+    }
+    if let Some(hardware) = &run.hardware {
+        hardware_items(hardware, items);
+    }
+    if let Some(server) = &run.server {
+        server_items(server, items);
+    }
+}
+
+/// `GPU 1 700 W (default), 200 W since 2026-11-27 (nvidia-smi -i 1 -pl 200)`.
+fn power_limits_text(hardware: &RunHardware) -> Option<String> {
+    let mut gpus: Vec<Option<u32>> = hardware.power_limits.iter().map(|l| l.gpu).collect();
+    gpus.dedup();
+    let parts: Vec<String> = gpus
+        .into_iter()
+        .map(|gpu| {
+            let limits: Vec<String> = (hardware.power_limits.iter())
+                .filter(|l| l.gpu == gpu)
+                .map(|l| {
+                    let since = l
+                        .since
+                        .map(|t| format!(" since {}", format_time(t)))
+                        .unwrap_or_default();
+                    let source = l.source.strip_prefix("history: ").unwrap_or(&l.source);
+                    let source = source.split(" (").next().unwrap_or(source);
+                    format!("{} W{since} ({source})", number(l.watts))
+                })
+                .collect();
+            let name = gpu.map_or_else(|| "all GPUs".to_string(), |i| format!("GPU {i}"));
+            format!("{name} {}", limits.join(" -> "))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+fn hardware_items(hardware: &RunHardware, items: &mut Vec<(u8, Tone, String)>) {
+    if let Some(limits) = power_limits_text(hardware) {
+        items.push((1, Tone::Plain, format!("power limit: {limits}")));
+    }
+    if !hardware.throttle_reasons.is_empty() {
+        items.push((
+            1,
+            Tone::Warn,
+            format!(
+                "throttle reasons now: {}",
+                hardware.throttle_reasons.join(", ")
+            ),
+        ));
+    }
+    for fault in &hardware.faults_before_start {
+        items.push((1, Tone::Bad, format!("GPU fault before its start: {fault}")));
+    }
+    for fault in &hardware.faults {
+        items.push((1, Tone::Bad, format!("GPU fault while it ran: {fault}")));
+    }
+}
+
+fn server_items(server: &RunServer, items: &mut Vec<(u8, Tone, String)>) {
+    let version = server
+        .version
+        .as_deref()
+        .map(|v| format!(", version {v}"))
+        .unwrap_or_default();
+    items.push((
+        1,
+        Tone::Plain,
+        format!(
+            "server says ({}, {}{version})",
+            server.evidence,
+            server.status.as_str()
+        ),
+    ));
+    if !server.lifetime.is_empty() {
+        let values: Vec<String> = (server.lifetime.iter())
+            .map(|v| format!("{} {} {}", v.name, number(v.value), v.unit))
+            .collect();
+        items.push((
+            2,
+            Tone::Plain,
+            format!("lifetime ({}): {}", LIFETIME_SOURCE, values.join(", ")),
+        ));
+    }
+    if let Some(effective) = super::server::effective_summary(&server.effective) {
+        items.push((2, Tone::Plain, format!("effective: {effective}")));
     }
 }
 
@@ -305,5 +391,139 @@ pub(super) fn diff_body(doc: &mut Doc, diff: &LaunchDiff) {
                 diff.equal_by_default.join(", ")
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use probe_model::{
+        EffectiveKind, EffectiveValue, Engine, LifetimeValue, RunHardwareFinding, RunPowerLimit,
+        ServerStatus,
+    };
+    use serde_json::json;
+
+    use super::*;
+    use crate::output::Styles;
+    use crate::render::{human, markdown};
+
+    /// A run that ended after root lowered GPU 1's limit, and the restart after an Xid 79,
+    /// with its server's own view.
+    fn report() -> HostReport {
+        let limit = |watts: f64, since: Option<i64>, source: &str| RunPowerLimit {
+            gpu: Some(1),
+            watts,
+            since,
+            source: source.into(),
+        };
+        let crashed = Run {
+            launch: "history:/root/.bash_history#3".into(),
+            engine: Engine::Sglang,
+            start: RunBound {
+                at: Some(1_795_600_000),
+                evidence: "history line".into(),
+                certainty: Certainty::Exact,
+            },
+            end: Some(RunBound {
+                at: Some(1_796_094_764),
+                evidence: "next start of the same server".into(),
+                certainty: Certainty::Bounded,
+            }),
+            hardware: Some(RunHardware {
+                power_limits: vec![
+                    limit(
+                        700.0,
+                        None,
+                        "default limit (no nvidia-smi -pl before this run in the histories read)",
+                    ),
+                    limit(
+                        200.0,
+                        Some(1_795_771_320),
+                        "history: nvidia-smi -i 1 -pl 200",
+                    ),
+                ],
+                faults: vec![
+                    "Xid 79 on 0000:17:00.0 at 2026-12-01 03:08 (GPU has fallen off the bus)"
+                        .into(),
+                ],
+                ..RunHardware::default()
+            }),
+            ..Run::default()
+        };
+        let restarted = Run {
+            launch: "pid:4242".into(),
+            engine: Engine::Sglang,
+            running: true,
+            start: RunBound {
+                at: Some(1_796_094_764),
+                evidence: "process start".into(),
+                certainty: Certainty::Exact,
+            },
+            hardware: Some(RunHardware {
+                power_limits: vec![limit(
+                    200.0,
+                    Some(1_795_771_320),
+                    "history: nvidia-smi -i 1 -pl 200",
+                )],
+                throttle_reasons: vec!["GPU 1: sw_power_cap".into()],
+                faults_before_start: vec![
+                    "Xid 79 on 0000:17:00.0 at 03:08, 4 minutes before the restart (GPU has fallen off the bus)".into(),
+                ],
+                findings: vec![RunHardwareFinding {
+                    id: "sw-power-cap".into(),
+                    key: "gpu:1.power_cap".into(),
+                    evidence: "GPU 1 throttled by SW power cap".into(),
+                }],
+                ..RunHardware::default()
+            }),
+            server: Some(RunServer {
+                evidence: "server:127.0.0.1:30000".into(),
+                status: ServerStatus::Answered,
+                version: Some("0.5.9".into()),
+                effective: vec![
+                    EffectiveValue {
+                        key: "mem-fraction-static".into(),
+                        kind: EffectiveKind::Differs,
+                        declared: Some(json!(0.85)),
+                        effective: json!(0.8),
+                        ..EffectiveValue::default()
+                    },
+                    EffectiveValue {
+                        key: "max_total_num_tokens".into(),
+                        kind: EffectiveKind::Resolved,
+                        effective: json!(1_286_144),
+                        ..EffectiveValue::default()
+                    },
+                ],
+                lifetime: vec![LifetimeValue {
+                    name: "generation_throughput".into(),
+                    value: 1500.0,
+                    unit: "tokens/s".into(),
+                    source: "generation_tokens_total 1500000 / uptime 1000 s".into(),
+                }],
+                uptime_s: Some(1000),
+                asked_at: Some(1_796_095_764),
+            }),
+            ..Run::default()
+        };
+        HostReport {
+            runs: vec![crashed, restarted],
+            ..HostReport::default()
+        }
+    }
+
+    fn doc() -> Doc {
+        let mut doc = Doc::default();
+        runs_section(&mut doc, &report());
+        doc
+    }
+
+    #[test]
+    fn runs_with_hardware_and_server_human() {
+        insta::assert_snapshot!(human::render(&doc(), Styles::new(false)));
+    }
+
+    #[test]
+    fn runs_with_hardware_and_server_markdown() {
+        insta::assert_snapshot!(markdown::render(&doc()));
     }
 }

@@ -1,6 +1,6 @@
 //! "Server says": what each running server reported about itself, next to its launch.
 
-use probe_model::{EffectiveKind, ServerStatus, ServerView};
+use probe_model::{EffectiveKind, EffectiveValue, ServerStatus, ServerView};
 
 use super::doc::{Doc, Tone};
 use super::format_value;
@@ -100,6 +100,30 @@ fn effective(view: &ServerView, items: &mut Vec<(u8, Tone, String)>) {
             ),
         ));
     }
+}
+
+/// Effective values shown on a run's line, at most.
+const MAX_EFFECTIVE_ON_RUN: usize = 6;
+
+/// `mem-fraction-static 0.8 (launch 0.85), max_total_num_tokens 1286144 (resolved), +3 more`:
+/// the differing values first.
+pub(super) fn effective_summary(values: &[EffectiveValue]) -> Option<String> {
+    let mut sorted: Vec<&EffectiveValue> = values.iter().collect();
+    sorted.sort_by_key(|e| e.kind != EffectiveKind::Differs);
+    let mut parts: Vec<String> = (sorted.iter().take(MAX_EFFECTIVE_ON_RUN))
+        .map(|e| {
+            let how = match (&e.declared, e.kind) {
+                (Some(d), _) => format!("launch {}", format_value(d)),
+                (None, EffectiveKind::Resolved) => String::from("resolved"),
+                (None, _) => String::from("not in the launch"),
+            };
+            format!("{} {} ({how})", e.key, format_value(&e.effective))
+        })
+        .collect();
+    if sorted.len() > MAX_EFFECTIVE_ON_RUN {
+        parts.push(format!("+{} more", sorted.len() - MAX_EFFECTIVE_ON_RUN));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// The "Server says" section of a host report; nothing when no server was asked.

@@ -6,8 +6,10 @@
 //! ([`crate::impact`]), and every list of changes is ranked so that the first lines answer "why is
 //! it slower".
 
+mod hardware;
 mod launch;
 mod run;
+mod server;
 mod snapshot;
 mod speculative;
 mod text;

@@ -28,6 +28,7 @@ pub fn compare_runs(before: &Run, after: &Run) -> Vec<Change> {
         model(b, a, &mut changes);
     }
     limits(before, after, &mut changes);
+    changes.extend(crate::hardware::run_causes(before, after));
     rank(&mut changes);
     changes
 }

@@ -64,6 +64,10 @@ pub fn compare_snapshots_with(
     compare_host(before, after, &mut collector);
     diff.texts = compare_units(before, after, &mut collector);
     compare_containers(before, after, &mut collector);
+    (super::hardware::compare(before, after, after_launches).into_iter())
+        .for_each(|(c, v)| collector.add(c, v));
+    (super::server::compare(before, after, &mut diff.metrics).into_iter())
+        .for_each(|(c, v)| collector.add(c, v));
 
     let mut changes = drop_engine_version_echoes(collector.changes);
     let mut volatile = collector.volatile;

@@ -20,13 +20,16 @@ use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for, rank};
 
+mod run;
+pub use run::{annotate_runs, run_causes};
+
 /// The embedded Xid catalogue.
-pub const XID_TOML: &str = include_str!("../../../configs/xid.toml");
+pub const XID_TOML: &str = include_str!("../../../../configs/xid.toml");
 /// The embedded CUDA library families.
-pub const CUDA_LIBS_TOML: &str = include_str!("../../../configs/cuda_libs.toml");
+pub const CUDA_LIBS_TOML: &str = include_str!("../../../../configs/cuda_libs.toml");
 
 /// A fault this long (seconds) before a server start counts as "before the restart".
-const RESTART_WINDOW_S: i64 = 3600;
+pub(crate) const RESTART_WINDOW_S: i64 = 3600;
 /// A process of another user holding at least this much GPU memory is a finding.
 const FOREIGN_MIB: u64 = 1024;
 /// Timeline events from kernel faults, at most.
@@ -162,7 +165,7 @@ pub fn normalize_bus_id(s: &str) -> Option<String> {
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
-fn date(t: UnixTime) -> String {
+pub(crate) fn date(t: UnixTime) -> String {
     let z = t.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -176,20 +179,52 @@ fn date(t: UnixTime) -> String {
 }
 
 /// `HH:MM` (UTC) of a Unix time.
-fn hhmm(t: UnixTime) -> String {
+pub(crate) fn hhmm(t: UnixTime) -> String {
     let s = t.rem_euclid(86_400);
     format!("{:02}:{:02}", s / 3600, s / 60 % 60)
 }
 
-fn watts(w: f64) -> String {
+pub(crate) fn watts(w: f64) -> String {
     format!("{w:.0}")
 }
 
 /// One finding before the rules rate it.
-struct Finding {
-    id: &'static str,
-    key: String,
-    evidence: String,
+pub(crate) struct Finding {
+    /// The process it is about (another user's, or a serving process's mapped library).
+    pub(crate) pid: Option<u32>,
+    pub(crate) id: &'static str,
+    pub(crate) key: String,
+    pub(crate) evidence: String,
+}
+
+impl Finding {
+    /// The finding as a ranked change (the rules of area `hardware`); `None` when a rule says
+    /// it is no change at all.
+    pub(crate) fn change(&self) -> Option<Change> {
+        finding_change(self.id, self.key.clone(), &self.evidence)
+    }
+}
+
+/// A finding `id` with its evidence as a [`Change`] rated by the rules of area `hardware`.
+pub(crate) fn finding_change(id: &str, key: String, evidence: &str) -> Option<Change> {
+    let evidence = Value::String(evidence.to_string());
+    let subject = Subject::new(Area::Hardware, id, ChangeKind::Added).values(None, Some(&evidence));
+    change_for(&subject, key).map(|(c, _)| c)
+}
+
+/// Findings on the state read now (everything but the kernel faults).
+pub(crate) fn state_findings(
+    snapshot: &Snapshot,
+    previous: Option<&Snapshot>,
+    state: &HardwareState,
+) -> Vec<Finding> {
+    let mut raw = Vec::new();
+    raw.extend(throttling(snapshot, previous));
+    raw.extend(links(snapshot));
+    raw.extend(foreign_processes(snapshot, state));
+    raw.extend(libraries(&state.loaded_libs));
+    raw.extend(memory_health(&state.gpus));
+    raw
 }
 
 /// The hardware report of a snapshot: the state with library wheels attributed, and the
@@ -201,22 +236,9 @@ pub fn report(
 ) -> HardwareReport {
     let mut state = snapshot.hardware.clone();
     attribute_libs(&mut state.loaded_libs, snapshot);
-    let mut raw = Vec::new();
-    raw.extend(throttling(snapshot, previous));
-    raw.extend(links(snapshot));
+    let mut raw = state_findings(snapshot, previous, &state);
     raw.extend(faults(&state.faults, &restarts(timeline)));
-    raw.extend(foreign_processes(snapshot, &state));
-    raw.extend(libraries(&state.loaded_libs));
-    raw.extend(memory_health(&state.gpus));
-    let mut findings: Vec<Change> = raw
-        .into_iter()
-        .filter_map(|f| {
-            let evidence = Value::String(f.evidence);
-            let subject =
-                Subject::new(Area::Hardware, f.id, ChangeKind::Added).values(None, Some(&evidence));
-            change_for(&subject, f.key).map(|(c, _)| c)
-        })
-        .collect();
+    let mut findings: Vec<Change> = raw.iter().filter_map(Finding::change).collect();
     rank(&mut findings);
     HardwareReport { state, findings }
 }
@@ -231,7 +253,7 @@ fn restarts(timeline: &Timeline) -> Vec<UnixTime> {
         .collect()
 }
 
-fn gpu_name(g: &GpuHealth) -> String {
+pub(crate) fn gpu_name(g: &GpuHealth) -> String {
     match g.index {
         Some(i) => format!("GPU {i}"),
         None => format!("GPU {}", g.pci_bus_id.as_deref().unwrap_or("?")),
@@ -302,7 +324,7 @@ pub fn parse_power_limit(cmd: &str) -> Option<(Option<u32>, f64)> {
         .map(|w| (gpu, w))
 }
 
-fn limit_of(g: &GpuHealth) -> Option<f64> {
+pub(crate) fn limit_of(g: &GpuHealth) -> Option<f64> {
     g.enforced_power_limit_w.or(g.power_limit_w)
 }
 
@@ -375,6 +397,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
                 "HW power brake"
             };
             out.push(Finding {
+                pid: None,
                 id: "sw-power-cap",
                 key: format!("{}.power_cap", gpu_key(g)),
                 evidence: format!(
@@ -398,6 +421,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
                 .map(|t| format!(" (slowdown at {t} C)"))
                 .unwrap_or_default();
             out.push(Finding {
+                pid: None,
                 id: "thermal-slowdown",
                 key: format!("{}.slowdown", gpu_key(g)),
                 evidence: format!(
@@ -410,6 +434,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
         }
         if g.persistence_mode.as_deref() == Some("Disabled") {
             out.push(Finding {
+                pid: None,
                 id: "persistence-off",
                 key: format!("{}.persistence_mode", gpu_key(g)),
                 evidence: format!("{} persistence mode is off", gpu_name(g)),
@@ -419,7 +444,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
     out
 }
 
-fn gpu_key(g: &GpuHealth) -> String {
+pub(crate) fn gpu_key(g: &GpuHealth) -> String {
     match g.index {
         Some(i) => format!("gpu:{i}"),
         None => format!("gpu:{}", g.pci_bus_id.as_deref().unwrap_or("?")),
@@ -450,6 +475,7 @@ fn links(snapshot: &Snapshot) -> Vec<Finding> {
         }
         let opt = |v: Option<u32>| v.map_or("?".to_string(), |x| x.to_string());
         out.push(Finding {
+            pid: None,
             id: "pcie-below-max",
             key: format!("{}.pcie_link", gpu_key(g)),
             evidence: format!(
@@ -481,11 +507,26 @@ pub fn fault_label(f: &KernelFault) -> String {
     }
 }
 
-fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
+/// The kernel's "GPU has fallen off the bus" line that follows an Xid 79 on the same GPU: one
+/// event, named once (by the Xid).
+fn echoes_xid_79(f: &KernelFault, all: &[KernelFault]) -> bool {
+    f.kind == FaultKind::FallenOffBus
+        && all.iter().any(|x| {
+            x.kind == FaultKind::Xid
+                && x.code == Some(79)
+                && x.pci_bus_id == f.pci_bus_id
+                && matches!((x.time, f.time), (Some(a), Some(b)) if (a - b).abs() <= 5)
+        })
+}
+
+pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     // Newest first: the fault closest to a restart is the one to name.
     for f in faults.iter().rev() {
+        if echoes_xid_79(f, faults) {
+            continue;
+        }
         let label = fault_label(f);
         if !seen.insert(label.clone()) {
             continue;
@@ -525,6 +566,7 @@ fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Finding> {
             }
         };
         out.push(Finding {
+            pid: None,
             id,
             key: format!("kernel:{}", label.to_ascii_lowercase().replace(' ', "_")),
             evidence,
@@ -565,6 +607,7 @@ fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding>
             .and_then(|g| g.index)
             .map_or_else(|| "a GPU".to_string(), |i| format!("GPU {i}"));
         out.push(Finding {
+            pid: p.pid,
             id: "foreign-gpu-process",
             key: format!("gpu-process:{}", p.pid.unwrap_or(0)),
             evidence: format!(
@@ -645,6 +688,7 @@ fn libraries(libs: &[LoadedLib]) -> Vec<Finding> {
             .map(|v| format!(" {v}"))
             .unwrap_or_default();
         out.push(Finding {
+            pid: Some(l.pid),
             id: "lib-not-from-wheel",
             key: format!("lib:{}", l.name),
             evidence: format!(
@@ -661,6 +705,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
     for g in gpus {
         if let Some(n) = g.ecc_volatile_uncorrected.filter(|n| *n > 0) {
             out.push(Finding {
+                pid: None,
                 id: "ecc-uncorrected",
                 key: format!("{}.ecc", gpu_key(g)),
                 evidence: format!(
@@ -680,6 +725,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
                 "a row remap / page retirement is pending (needs a GPU reset)"
             };
             out.push(Finding {
+                pid: None,
                 id: "memory-remap",
                 key: format!("{}.remapped_rows", gpu_key(g)),
                 evidence: format!("{} {what}", gpu_name(g)),
@@ -689,7 +735,40 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
     out
 }
 
-/// Timeline events of the hardware lane: kernel faults and `nvidia-smi -pl` commands.
+/// The state findings as timeline events: a library finding at its process's start (it was
+/// mapped since then), the others when they were read.
+fn observations(snapshot: &Snapshot) -> Vec<TimelineEvent> {
+    let mut state = snapshot.hardware.clone();
+    attribute_libs(&mut state.loaded_libs, snapshot);
+    state_findings(snapshot, None, &state)
+        .into_iter()
+        .map(|f| {
+            let started = (f.id == "lib-not-from-wheel")
+                .then(|| {
+                    let pid = f.pid?;
+                    snapshot.processes.iter().find(|p| p.pid == pid)?.start_time
+                })
+                .flatten();
+            let (at, suffix) = match started {
+                Some(t) => (t, " (mapped since the process started)"),
+                None => (snapshot.collected_at, " (seen at collection)"),
+            };
+            TimelineEvent {
+                kind: TimelineEventKind::GpuObservation,
+                time: TimeBounds {
+                    at: Some(at),
+                    ..TimeBounds::default()
+                },
+                confidence: Confidence::Bounded,
+                summary: format!("{}{suffix}", f.evidence),
+                ..TimelineEvent::default()
+            }
+        })
+        .collect()
+}
+
+/// Timeline events of the hardware lane: kernel faults, `nvidia-smi -pl` commands and the
+/// state findings ([`observations`]).
 pub fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
     let exact = |t: Option<UnixTime>| TimeBounds {
         at: t,
@@ -731,6 +810,7 @@ pub fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
             }
         })
         .collect();
+    out.extend(observations(snapshot));
     out.extend(
         power_limit_commands(snapshot)
             .into_iter()
