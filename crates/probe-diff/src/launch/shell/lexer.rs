@@ -643,10 +643,11 @@ impl Lexer<'_> {
                     .and_then(|s| s.strip_suffix('}'))
                     .unwrap_or("");
                 let inner = inner.strip_prefix('#').unwrap_or(inner);
-                let name: String = inner
-                    .chars()
-                    .take_while(|c| is_name_char(*c) || matches!(c, '@' | '*' | '?' | '#'))
-                    .collect();
+                // A special parameter is one character (`${@}`, `${#}`); a name runs on.
+                let name: String = match inner.chars().next() {
+                    Some(c @ ('@' | '*' | '?' | '#')) => c.to_string(),
+                    _ => inner.chars().take_while(|c| is_name_char(*c)).collect(),
+                };
                 let rest = inner.get(name.len()..).unwrap_or("");
                 Part::Var {
                     name,

@@ -19,6 +19,7 @@
 mod builtins;
 mod expand;
 mod lexer;
+pub(crate) mod markdown;
 mod state;
 mod walker;
 
@@ -33,6 +34,8 @@ pub(super) const MAX_DEPTH: usize = 8;
 /// Here-document files kept per text, and their size.
 pub(super) const MAX_FILES: usize = 16;
 pub(super) const MAX_FILE_BYTES: usize = 64 * 1024;
+/// A variable's value; a longer one is not followed.
+pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Exported variables tracked per text.
 pub(super) const MAX_EXPORTS: usize = 512;
 /// Splits a compose `command:` string or similar shell-style, without any expansion: quotes are
@@ -156,3 +159,6 @@ mod tests {
         assert_eq!(last.exported.get("C").map(String::as_str), Some("0"));
     }
 }
+
+#[cfg(test)]
+mod lexer_tests;

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::MAX_VALUE_BYTES;
+
 /// A variable's value as far as the text tells.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Val {
@@ -26,14 +28,23 @@ pub(crate) struct State {
 
 /// Sets (or appends to) a variable and refreshes its exported text.
 pub(crate) fn set_var(state: &mut State, name: &str, val: Val, append: bool) {
+    let val = bounded(val);
     if append {
         match (state.vars.get_mut(name), val) {
             (Some(Val::Array(old)), Val::Array(new)) => {
-                old.extend(new);
+                if size(old) + size(&new) > MAX_VALUE_BYTES {
+                    state.vars.insert(name.to_string(), Val::Opaque);
+                } else {
+                    old.extend(new);
+                }
                 return;
             }
             (Some(Val::Text(old)), Val::Text(new)) => {
-                old.push_str(&new);
+                if old.len() + new.len() > MAX_VALUE_BYTES {
+                    state.vars.insert(name.to_string(), Val::Opaque);
+                } else {
+                    old.push_str(&new);
+                }
                 return;
             }
             (_, v) => {
@@ -46,6 +57,19 @@ pub(crate) fn set_var(state: &mut State, name: &str, val: Val, append: bool) {
         *e = val_text(name, &val);
     }
     state.vars.insert(name.to_string(), val);
+}
+
+/// A value over [`MAX_VALUE_BYTES`] (`X=$X$X` doubling in a loop of lines) is not followed.
+fn bounded(val: Val) -> Val {
+    match &val {
+        Val::Text(t) if t.len() > MAX_VALUE_BYTES => Val::Opaque,
+        Val::Array(a) if size(a) > MAX_VALUE_BYTES => Val::Opaque,
+        _ => val,
+    }
+}
+
+fn size(items: &[String]) -> usize {
+    items.iter().map(String::len).sum()
 }
 
 /// The text a value stands for; an unknowable value stays a reference (`${NAME}`).
