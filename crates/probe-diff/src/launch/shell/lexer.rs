@@ -431,7 +431,11 @@ impl Lexer<'_> {
                         w.array = Some(self.array_items());
                         continue;
                     }
-                    if so_far.is_empty() && w.parts.is_empty() {
+                    // `name()`: a function header, the `(` is an operator.
+                    let header = self.peek(1) == Some(')')
+                        && !so_far.is_empty()
+                        && so_far.chars().all(|c| is_name_char(c) || c == '-');
+                    if (so_far.is_empty() && w.parts.is_empty()) || header {
                         break;
                     }
                     lit.push(c);

@@ -34,6 +34,8 @@ pub(super) const MAX_DEPTH: usize = 8;
 /// Here-document files kept per text, and their size.
 pub(super) const MAX_FILES: usize = 16;
 pub(super) const MAX_FILE_BYTES: usize = 64 * 1024;
+/// Text walked by `eval`s per text, nested ones included.
+pub(super) const MAX_EVAL_BYTES: usize = 256 * 1024;
 /// A variable's value; a longer one is not followed.
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Exported variables tracked per text.
@@ -162,3 +164,5 @@ mod tests {
 
 #[cfg(test)]
 mod lexer_tests;
+#[cfg(test)]
+mod walker_tests;

@@ -24,6 +24,8 @@ pub(crate) struct State {
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
     pub files: std::rc::Rc<BTreeMap<String, String>>,
+    /// Bytes of text `eval` walked so far.
+    pub evaluated: usize,
 }
 
 /// Sets (or appends to) a variable and refreshes its exported text.

@@ -7,7 +7,7 @@ use super::builtins::{self, Builtin};
 use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{Branch, Frame, State, Val, normalize_path, set_var, val_text};
-use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES};
+use super::{MAX_DEPTH, MAX_EVAL_BYTES, MAX_FILE_BYTES, MAX_FILES};
 
 /// One simple command the script runs, with the shell state at that point.
 #[derive(Debug, Clone, Default)]
@@ -323,6 +323,11 @@ impl Walk<'_> {
     /// `eval ARGS`: the joined arguments are walked as a text of their own, one level deeper.
     fn eval(&mut self, args: &[String]) {
         let inner = args.join(" ");
+        // Nested evals of growing values: the text evaluated per walk is bounded in total.
+        if self.state.evaluated + inner.len() > MAX_EVAL_BYTES {
+            return;
+        }
+        self.state.evaluated += inner.len();
         let mut sub = commands(&inner, self.state, self.depth + 1);
         for c in &mut sub {
             c.context_wrappers.insert(0, "eval".into());
