@@ -8,6 +8,7 @@
 
 mod launch;
 mod run;
+mod runs;
 mod snapshot;
 mod speculative;
 mod text;
