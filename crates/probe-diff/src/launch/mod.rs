@@ -898,9 +898,12 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         }
     }
     for h in &snapshot.histories {
+        // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
+        let mut carried = BTreeMap::new();
         for e in &h.entries {
             let hints = ParseHints {
                 kind: TextKind::Shell,
+                env: carried.clone(),
                 source: LaunchSource {
                     kind: SourceKind::History,
                     location: LaunchOrigin::History {
@@ -921,6 +924,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             for l in reconstruct(&e.command, &hints) {
                 finish(l, &hints, &mut out);
             }
+            shell::carry_vars(&e.command, &mut carried);
         }
     }
     for log in &snapshot.logs {

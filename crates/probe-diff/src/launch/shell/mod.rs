@@ -26,6 +26,8 @@ mod walker;
 pub(crate) use state::{State, Val, normalize_path};
 pub(crate) use walker::{ShellCommand, commands};
 
+use std::collections::BTreeMap;
+
 use lexer::{Tok, Word, lex};
 
 /// Bounds against hostile input.
@@ -40,6 +42,36 @@ pub(super) const MAX_EVAL_BYTES: usize = 256 * 1024;
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Exported variables tracked per text.
 pub(super) const MAX_EXPORTS: usize = 512;
+/// Variables carried from one history entry to the next (`CMD="vllm serve ..."` typed, then
+/// `eval "$CMD"`): at most this many, the most recently set kept.
+const MAX_CARRIED: usize = 64;
+
+/// Sets in `vars` what the text's assignments leave fixed (one shell session's history read
+/// entry by entry); values that depend on the outside are left out.
+pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>) {
+    if !(text.contains('=') || text.contains("read ") || text.contains("set ")) {
+        return;
+    }
+    let mut st = State::default();
+    for (k, v) in vars.iter() {
+        st.vars.insert(k.clone(), Val::Text(v.clone()));
+    }
+    let _ = commands(text, &mut st, 0);
+    for (k, v) in st.vars {
+        match v {
+            Val::Text(t) if t.len() <= MAX_FILE_BYTES => {
+                if vars.len() >= MAX_CARRIED && !vars.contains_key(&k) {
+                    continue;
+                }
+                vars.insert(k, t);
+            }
+            _ => {
+                vars.remove(&k);
+            }
+        }
+    }
+}
+
 /// Splits a compose `command:` string or similar shell-style, without any expansion: quotes are
 /// removed, `$...` stays as written.
 pub(crate) fn split_words(text: &str) -> Vec<String> {
