@@ -87,7 +87,7 @@ fn command_in_a_heredoc() {
             launches: 1
             engine: vllm
             wrappers: nohup > sh -c
-            logs: nohup.out, /var/log/v.log
+            logs: /var/log/v.log
             fields: {"engine":"vllm","model":"meta-llama/Llama-3.1-8B","tensor_parallel":4,"port":8001,"wrapper":"nohup"}"#]],
     );
     check(
@@ -116,7 +116,7 @@ fn nohup_sh_c_with_the_command_inline() {
             launches: 1
             engine: sglang
             wrappers: nohup > sh -c
-            logs: nohup.out, sg.log
+            logs: sg.log
             fields: {"engine":"sglang","model":"/m","port":30001,"wrapper":"nohup"}"#]],
     );
 }

@@ -337,102 +337,104 @@ pub(crate) fn expand_simple(w: &Word, state: &State) -> String {
 /// whitespace; `"${ARR[@]}"` yields one item per element).
 pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
     if let Some(items) = &w.array {
-        let mut v = Vec::new();
-        for it in items {
-            v.extend(expand_word(it, state));
-        }
-        return v;
+        return items.iter().flat_map(|it| expand_word(it, state)).collect();
     }
-    let mut fields: Vec<String> = vec![String::new()];
-    let mut any_quoted = false;
-    let mut produced = false;
+    let mut out = Fields::default();
     for p in &w.parts {
         match p {
-            Part::Lit(t, q) => {
-                any_quoted |= *q;
-                if let Some(last) = fields.last_mut() {
-                    last.push_str(t);
-                }
-                produced = true;
-            }
+            Part::Lit(t, q) => out.glue(t, *q),
             Part::Var {
                 name,
                 op,
                 raw,
                 quoted,
-            } => {
-                // Arrays: `${ARR[@]}` / `${ARR[*]}`.
-                if let Some(o) = op
-                    && (o == "[@]" || o == "[*]")
-                    && let Some(Val::Array(items)) = state.vars.get(name)
-                {
-                    let mut it = items.iter();
-                    if let Some(first) = it.next()
-                        && let Some(last) = fields.last_mut()
-                    {
-                        last.push_str(first);
-                    }
-                    for x in it {
-                        fields.push(x.clone());
-                    }
-                    produced = !items.is_empty() || produced;
-                    any_quoted |= *quoted;
-                    continue;
-                }
-                let text = resolve_var(name, op.as_deref(), raw, state).unwrap_or_else(|| {
-                    match state.vars.get(name) {
-                        Some(_) => raw.clone(),
-                        None => raw.clone(),
-                    }
-                });
-                let from_text = matches!(state.vars.get(name), Some(Val::Text(_) | Val::Array(_)));
-                // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
-                let placeholder =
-                    text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
-                if !*quoted && from_text && !placeholder && text.split_whitespace().count() > 1 {
-                    let mut parts = text.split_whitespace();
-                    if let Some(first) = parts.next()
-                        && let Some(last) = fields.last_mut()
-                    {
-                        last.push_str(first);
-                    }
-                    for x in parts {
-                        fields.push(x.to_string());
-                    }
-                } else if let Some(last) = fields.last_mut() {
-                    last.push_str(&text);
-                }
-                any_quoted |= *quoted;
-                produced |= !text.is_empty() || *quoted;
-            }
-            Part::Cmd(raw, q) => {
-                let t = match static_cmd_subst(raw, state) {
-                    CmdSubst::Value(v) => v,
-                    _ => raw.clone(),
-                };
-                if let Some(last) = fields.last_mut() {
-                    last.push_str(&t);
-                }
-                any_quoted |= *q;
-                produced = true;
-            }
-            Part::Arith(raw, q) => {
-                let t = arith(raw, state).unwrap_or_else(|| raw.clone());
-                if let Some(last) = fields.last_mut() {
-                    last.push_str(&t);
-                }
-                any_quoted |= *q;
-                produced = true;
-            }
+            } => expand_var(name, op.as_deref(), raw, *quoted, state, &mut out),
+            Part::Cmd(raw, q) => match static_cmd_subst(raw, state) {
+                CmdSubst::Value(v) => out.glue(&v, *q),
+                _ => out.glue(raw, *q),
+            },
+            Part::Arith(raw, q) => out.glue(&arith(raw, state).unwrap_or_else(|| raw.clone()), *q),
         }
     }
-    if !produced && !any_quoted {
-        return Vec::new();
+    out.finish()
+}
+
+/// The argv items one word expands to, as they are built.
+struct Fields {
+    fields: Vec<String>,
+    any_quoted: bool,
+    produced: bool,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Fields {
+            fields: vec![String::new()],
+            any_quoted: false,
+            produced: false,
+        }
     }
-    if fields.len() == 1 && fields.first().map(|f| f.is_empty()).unwrap_or(false) && !any_quoted {
-        return Vec::new();
+}
+
+impl Fields {
+    /// Appends text to the current item.
+    fn glue(&mut self, text: &str, quoted: bool) {
+        if let Some(last) = self.fields.last_mut() {
+            last.push_str(text);
+        }
+        self.any_quoted |= quoted;
+        self.produced = true;
     }
-    fields
+
+    /// Appends items: the first joins the current one, the rest start new ones.
+    fn split<'a>(&mut self, mut items: impl Iterator<Item = &'a str>) {
+        if let Some(first) = items.next()
+            && let Some(last) = self.fields.last_mut()
+        {
+            last.push_str(first);
+        }
+        self.fields.extend(items.map(str::to_string));
+    }
+
+    fn finish(self) -> Vec<String> {
+        let empty = self.fields.len() == 1 && self.fields.first().is_some_and(String::is_empty);
+        if (!self.produced || empty) && !self.any_quoted {
+            return Vec::new();
+        }
+        self.fields
+    }
+}
+
+/// `$NAME`, `${NAME...}`, `${ARR[@]}`: in-text values substituted (an unquoted multi-word value
+/// split into items, as the shell does), anything else kept as written.
+fn expand_var(
+    name: &str,
+    op: Option<&str>,
+    raw: &str,
+    quoted: bool,
+    state: &State,
+    out: &mut Fields,
+) {
+    if matches!(op, Some("[@]" | "[*]"))
+        && let Some(Val::Array(items)) = state.vars.get(name)
+    {
+        out.split(items.iter().map(String::as_str));
+        out.produced |= !items.is_empty();
+        out.any_quoted |= quoted;
+        return;
+    }
+    let text = resolve_var(name, op, raw, state).unwrap_or_else(|| raw.to_string());
+    let from_text = matches!(state.vars.get(name), Some(Val::Text(_) | Val::Array(_)));
+    // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
+    let placeholder = text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
+    if !quoted && from_text && !placeholder && text.split_whitespace().count() > 1 {
+        // A backslash left from a line continuation in a quoted here-document is no argument.
+        out.split(text.split_whitespace().filter(|w| *w != "\\"));
+    } else if let Some(last) = out.fields.last_mut() {
+        last.push_str(&text);
+    }
+    out.any_quoted |= quoted;
+    out.produced |= !text.is_empty() || quoted;
 }
 
 /// `NAME=value` / `NAME+=value`: the name, the value text and whether it appends.

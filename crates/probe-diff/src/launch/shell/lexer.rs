@@ -396,6 +396,32 @@ impl Lexer<'_> {
         }
     }
 
+    /// A redaction marker of `len` chars at the cursor, as one quoted literal.
+    fn marker(&mut self, len: usize) -> Part {
+        let marker: String = self
+            .chars
+            .get(self.pos..self.pos + len)
+            .unwrap_or(&[])
+            .iter()
+            .collect();
+        self.pos += len;
+        Part::Lit(marker, true)
+    }
+
+    /// `'...'` at the cursor: literal up to the closing quote (or the end of the text).
+    fn single_quoted(&mut self) -> Part {
+        self.pos += 1;
+        let mut s = String::new();
+        while let Some(c) = self.peek(0) {
+            self.pos += 1;
+            if c == '\'' {
+                break;
+            }
+            s.push(c);
+        }
+        Part::Lit(s, true)
+    }
+
     /// Reads one word (may be empty when the next char is an operator).
     fn word(&mut self) -> Word {
         let mut w = Word::default();
@@ -410,14 +436,7 @@ impl Lexer<'_> {
                 && let Some(len) = self.redaction_marker()
             {
                 flush(&mut lit, &mut w.parts, false);
-                let marker: String = self
-                    .chars
-                    .get(self.pos..self.pos + len)
-                    .unwrap_or(&[])
-                    .iter()
-                    .collect();
-                w.parts.push(Part::Lit(marker, true));
-                self.pos += len;
+                w.parts.push(self.marker(len));
                 continue;
             }
             match c {
@@ -452,16 +471,7 @@ impl Lexer<'_> {
                 },
                 '\'' => {
                     flush(&mut lit, &mut w.parts, false);
-                    self.pos += 1;
-                    let mut s = String::new();
-                    while let Some(c) = self.peek(0) {
-                        self.pos += 1;
-                        if c == '\'' {
-                            break;
-                        }
-                        s.push(c);
-                    }
-                    w.parts.push(Part::Lit(s, true));
+                    w.parts.push(self.single_quoted());
                 }
                 '"' => {
                     flush(&mut lit, &mut w.parts, false);
