@@ -267,3 +267,39 @@ fn hand_launch_after_a_stopped_unit_and_an_upgrade() {
     );
     assert!(text.contains("Model config"), "{text}");
 }
+
+#[test]
+fn timeline_places_host_changes_by_their_timestamps() {
+    let out = probe(&["timeline", "fx-vllm-upgrade"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let timeline = String::from_utf8_lossy(&out.stdout);
+    // The history's host changes, oldest first, between the launches they came with.
+    let order = [
+        "vllm==0.10.1.1",
+        "systemctl daemon-reload",
+        "systemctl enable --now vllm",
+        "docker pull vllm/vllm-openai:v0.11.0",
+        "vllm==0.11.0",
+        "systemctl restart vllm",
+    ];
+    let positions: Vec<Option<usize>> = order.iter().map(|n| timeline.find(n)).collect();
+    assert!(
+        positions.iter().all(Option::is_some),
+        "{positions:?}\n{timeline}"
+    );
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{positions:?}\n{timeline}"
+    );
+    // Each is placed at its own timestamp (2026-11-15 14:02 UTC for the first install).
+    let first = timeline
+        .lines()
+        .find(|l| l.contains("vllm==0.10.1.1"))
+        .unwrap_or_default();
+    assert!(first.contains("2026-11-15"), "{first}");
+}

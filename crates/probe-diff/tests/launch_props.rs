@@ -132,3 +132,91 @@ fn hostile_shapes_terminate() {
         },
     );
 }
+
+/// Pieces of the texts people paste: Markdown fences and prompts, commands kept in variables and
+/// run with `eval`, here-documents, prose.
+fn pasted_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("```bash".to_string()),
+        Just("```".to_string()),
+        Just("~~~".to_string()),
+        Just("$ ".to_string()),
+        Just("# ".to_string()),
+        Just("> ".to_string()),
+        Just("`".to_string()),
+        Just("``".to_string()),
+        Just("user@h:~$ ".to_string()),
+        Just("CMD=\"".to_string()),
+        Just("CMD=$(cat <<EOF".to_string()),
+        Just("read -r -d '' CMD <<'EOF'".to_string()),
+        Just("EOF".to_string()),
+        Just(")".to_string()),
+        Just("eval \"$CMD\"".to_string()),
+        Just("eval $CMD $CMD".to_string()),
+        Just("CMD='eval $CMD $CMD'".to_string()),
+        Just("CMD=$CMD$CMD".to_string()),
+        Just("$CMD".to_string()),
+        Just("nohup sh -c \"$CMD\" > log 2>&1 &".to_string()),
+        Just("It's slow. Run:".to_string()),
+        Just("vllm serve m --tp 2 \\".to_string()),
+        Just("python -m sglang.launch_server --model-path m".to_string()),
+        "[ -~]{0,30}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn pasted_texts_never_panic(lines in proptest::collection::vec(
+        proptest::collection::vec(pasted_piece(), 1..4).prop_map(|p| p.concat()),
+        0..24,
+    )) {
+        let text = lines.join("\n");
+        for l in reconstruct(&text, &ParseHints::default()) {
+            let _ = common_fields(&l);
+        }
+    }
+
+    /// A launch reads the same bare, in a fenced block with prose around it, after a `$ `
+    /// prompt, in inline backticks, and kept in a variable run with `eval`.
+    #[test]
+    fn a_launch_reads_the_same_however_it_is_pasted(
+        tp in 1u32..9,
+        port in 1024u32..65535,
+        prose in "[A-Za-z ,.]{0,40}",
+    ) {
+        let bare = format!("vllm serve org/model --tensor-parallel-size {tp} --port {port}");
+        let want = reconstruct(&bare, &ParseHints::default()).first().map(common_fields);
+        prop_assert!(want.is_some());
+        let pasted = [
+            format!("{prose}\n\n```bash\n$ {bare}\nINFO started\n```\n{prose}\n"),
+            format!("{prose}\n\n~~~\n{bare}\n~~~\n"),
+            format!("{prose} `{bare}` {prose}"),
+            format!("CMD=\"{bare}\"\neval \"$CMD\"\n"),
+            format!("read -r -d '' CMD <<'EOF'\n{bare}\nEOF\n$CMD\n"),
+        ];
+        for text in pasted {
+            let got = reconstruct(&text, &ParseHints::default()).first().map(common_fields);
+            let strip = |v: Option<serde_json::Value>| v.map(|mut v| {
+                if let Some(m) = v.as_object_mut() { m.remove("wrapper"); }
+                v
+            });
+            prop_assert_eq!(strip(got), strip(want.clone()), "{}", text);
+        }
+    }
+}
+
+#[test]
+fn nested_evals_and_doubling_values_terminate() {
+    let nested = "CMD='eval $CMD $CMD'\neval $CMD\n".repeat(50);
+    let _ = reconstruct(&nested, &ParseHints::default());
+    let doubling = "X=$X$X$X$X\n".repeat(200) + "eval $X\n";
+    let _ = reconstruct(&doubling, &ParseHints::default());
+    let heredocs = "CMD=$(cat <<EOF\n".repeat(300) + &"EOF\n)\n".repeat(300) + "eval \"$CMD\"\n";
+    let _ = reconstruct(&heredocs, &ParseHints::default());
+    let fences = "```\n$ x \\\n".repeat(5000);
+    let _ = reconstruct(&fences, &ParseHints::default());
+    let ticks = "`".repeat(20_000);
+    let _ = reconstruct(&ticks, &ParseHints::default());
+}

@@ -10,6 +10,7 @@ mod hardware;
 mod launch;
 mod run;
 mod server;
+mod runs;
 mod snapshot;
 mod speculative;
 mod text;

@@ -68,6 +68,14 @@ pub fn compare_snapshots_with(
         .for_each(|(c, v)| collector.add(c, v));
     (super::server::compare(before, after, &mut diff.metrics).into_iter())
         .for_each(|(c, v)| collector.add(c, v));
+    let runs = super::runs::run_changes(
+        before,
+        before_launches,
+        after,
+        after_launches,
+        &collector.changes,
+    );
+    collector.changes.extend(runs);
 
     let mut changes = drop_engine_version_echoes(collector.changes);
     let mut volatile = collector.volatile;
@@ -424,6 +432,35 @@ fn compare_servers(
             (None, None) => {}
         }
     }
+}
+
+/// The servers both snapshots have, matched as [`compare_servers`] matches them, with the key
+/// prefix their changes carry (the server's identity when there are several).
+pub(super) fn matched_servers<'a>(
+    before: &Snapshot,
+    before_launches: &'a [LaunchConfig],
+    after: &Snapshot,
+    after_launches: &'a [LaunchConfig],
+) -> Vec<(&'a LaunchConfig, &'a LaunchConfig, String)> {
+    let before_servers = servers(before, before_launches);
+    let after_servers = servers(after, after_launches);
+    let pairs = match_servers(&before_servers, &after_servers);
+    let several = pairs.len() > 1;
+    pairs
+        .into_iter()
+        .filter_map(|pair| match pair {
+            (Some(b), Some(a)) => {
+                let (b, a) = (before_servers.get(b)?, after_servers.get(a)?);
+                let prefix = if several {
+                    format!("{}/", a.identity())
+                } else {
+                    String::new()
+                };
+                Some((b.launch, a.launch, prefix))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

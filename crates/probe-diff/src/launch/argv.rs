@@ -644,11 +644,13 @@ pub(crate) fn from_shell_command(
     }
     let mut logs: Vec<String> = c.redirects.iter().map(|(_, t)| t.clone()).collect();
     logs.extend(c.tee.iter().cloned());
+    // `nohup sh -c "..." > log`: the outer command's redirection is nohup's output, not nohup.out.
+    let nohup_outside = ctx.wrappers.iter().any(|w| w == "nohup");
     let mut l = launch(&c.argv, ctx, hints)?;
     if !c.tee.is_empty() {
         l.wrappers.push("tee".into());
     }
-    if l.wrappers.iter().any(|w| w == "nohup") && logs.is_empty() {
+    if l.wrappers.iter().any(|w| w == "nohup") && logs.is_empty() && !nohup_outside {
         logs.push("nohup.out".into());
     }
     for f in logs {

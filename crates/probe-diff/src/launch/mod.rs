@@ -267,10 +267,18 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
             };
             from_startup_log(&rec, hints).into_iter().collect()
         }
-        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
-            shell_text(&strip_fences(text), hints)
-        }
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => shell_readings(text, hints),
     };
+    // A pasted transcript that holds the server's start-up line and the command before it.
+    if out.is_empty()
+        && hints.kind == TextKind::Auto
+        && matches!(
+            kind,
+            TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs
+        )
+    {
+        out = shell_readings(text, hints);
+    }
     if let Some(w) = warn_cut {
         for l in &mut out {
             l.warnings.push(w.clone());
@@ -336,6 +344,36 @@ pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
     } else {
         None
     }
+}
+
+/// The launches of a shell text as people paste it (Markdown, prompts, prose): the first of its
+/// readings that yields any.
+fn shell_readings(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    shell::markdown::readings(text, &starts_command)
+        .iter()
+        .map(|t| shell_text(t, hints))
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
+/// Whether `line` starts a command a launch can come from (a launcher, an assignment, a
+/// builtin that sets what the launch sees), after a pasted prompt.
+fn starts_command(line: &str) -> bool {
+    let line = strip_prompt(line).unwrap_or(line);
+    let words: Vec<String> = line
+        .split_whitespace()
+        .take(3)
+        .map(str::to_string)
+        .collect();
+    let Some((head, next)) = words.split_first() else {
+        return false;
+    };
+    argv::is_launcher_word(head, next)
+        || argv::assignment(head).is_some()
+        || matches!(
+            head.as_str(),
+            "export" | "source" | "." | "cd" | "read" | "set"
+        )
 }
 
 fn strip_prompts(text: &str) -> String {
@@ -860,9 +898,12 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
         }
     }
     for h in &snapshot.histories {
+        // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
+        let mut carried = BTreeMap::new();
         for e in &h.entries {
             let hints = ParseHints {
                 kind: TextKind::Shell,
+                env: carried.clone(),
                 source: LaunchSource {
                     kind: SourceKind::History,
                     location: LaunchOrigin::History {
@@ -883,6 +924,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             for l in reconstruct(&e.command, &hints) {
                 finish(l, &hints, &mut out);
             }
+            shell::carry_vars(&e.command, &mut carried);
         }
     }
     for log in &snapshot.logs {

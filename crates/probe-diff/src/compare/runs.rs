@@ -1,0 +1,90 @@
+//! The latest runs of the servers two snapshots share, compared on what was in effect while each
+//! ran ([`super::compare_runs`]): engine version, serving packages, driver and CUDA, the model's
+//! revision and config, and the limits the engine resolved at start-up. One host over time or
+//! two hosts alike; what the snapshot-level comparison already says is not said twice.
+
+use probe_model::{Change, LaunchConfig, Run, Snapshot, Timeline};
+
+use super::run::compare_runs;
+use super::snapshot::{matched_servers, same_server};
+
+/// The run changes of every server both snapshots have, keyed like the launch changes (with
+/// the server's identity in front when there are several), leaving out echoes of `existing`.
+pub(super) fn run_changes(
+    before: &Snapshot,
+    before_launches: &[LaunchConfig],
+    after: &Snapshot,
+    after_launches: &[LaunchConfig],
+    existing: &[Change],
+) -> Vec<Change> {
+    let before_runs = runs(before, before_launches);
+    let after_runs = runs(after, after_launches);
+    let mut out = Vec::new();
+    for (b, a, prefix) in matched_servers(before, before_launches, after, after_launches) {
+        let (Some(before_run), Some(after_run)) = (
+            latest_run(before, &before_runs, b),
+            latest_run(after, &after_runs, a),
+        ) else {
+            continue;
+        };
+        for mut change in compare_runs(before_run, after_run) {
+            change.key = format!("{prefix}{}", change.key);
+            if !echoes(&change, existing) {
+                out.push(change);
+            }
+        }
+    }
+    out
+}
+
+fn runs(snapshot: &Snapshot, launches: &[LaunchConfig]) -> (Timeline, Vec<Run>) {
+    let timeline = crate::timeline::timeline_with(snapshot, launches);
+    let runs = crate::run::runs_of(snapshot, &timeline);
+    (timeline, runs)
+}
+
+/// The server's run that runs now, else its last one.
+fn latest_run<'a>(
+    snapshot: &Snapshot,
+    (timeline, runs): &'a (Timeline, Vec<Run>),
+    server: &LaunchConfig,
+) -> Option<&'a Run> {
+    let of_server: Vec<&Run> = runs
+        .iter()
+        .filter(|run| {
+            timeline
+                .launches
+                .get(run.launch_index)
+                .is_some_and(|l| l == server || same_server(snapshot, l, server))
+        })
+        .collect();
+    of_server
+        .iter()
+        .rev()
+        .find(|run| run.running)
+        .or_else(|| of_server.last())
+        .copied()
+}
+
+/// Whether the snapshot-level comparison already holds this change: the same key, or the same
+/// subject (`package:torch` for `package:torch@/venv/bin/python`) with the same values, or a
+/// model config field when the snapshots' model configs already differ.
+fn echoes(change: &Change, existing: &[Change]) -> bool {
+    let subject = |key: &str| -> String {
+        let key = key.split('@').next().unwrap_or(key);
+        match key.split_once(':') {
+            Some((head, tail)) => format!("{}:{tail}", head.rsplit('/').next().unwrap_or(head)),
+            None => key.rsplit('/').next().unwrap_or(key).to_string(),
+        }
+    };
+    let mine = subject(&change.key);
+    // The run's model summary restates config fields the snapshots compare one by one.
+    let model_field = mine.starts_with("model_config.");
+    existing.iter().any(|other| {
+        (model_field && subject(&other.key).starts_with("model_config"))
+            || other.key == change.key
+            || (subject(&other.key) == mine
+                && other.before == change.before
+                && other.after == change.after)
+    })
+}

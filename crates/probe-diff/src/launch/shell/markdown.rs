@@ -1,0 +1,244 @@
+//! Launch texts as people paste them: a runbook or a ticket with the command in a fenced block
+//! (```` ```bash ````, ```` ``` ````, `~~~`), in inline backticks, after `$ ` prompts with the
+//! program's output between them, or on a line of its own between sentences.
+//!
+//! [`readings`] gives the texts the shell reader should try, best first; the caller keeps the
+//! first that yields a launch. `is_command` tells whether a line starts a command (the launch
+//! readers know the launcher words; this file knows only Markdown).
+
+/// A fence line: its character, length and indentation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Fence {
+    ch: char,
+    len: usize,
+    indent: usize,
+}
+
+fn fence(line: &str) -> Option<Fence> {
+    let body = line.trim_start();
+    let indent = line.len() - body.len();
+    let ch = body.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let len = body.chars().take_while(|c| *c == ch).count();
+    (len >= 3).then_some(Fence { ch, len, indent })
+}
+
+/// Whether `line` closes a block opened by `open`.
+fn closes(line: &str, open: Fence) -> bool {
+    fence(line).is_some_and(|f| {
+        f.ch == open.ch && f.len >= open.len && line.trim().chars().all(|c| c == open.ch)
+    })
+}
+
+/// One piece of a Markdown text.
+enum Piece<'a> {
+    /// The lines of a fenced block, the fence's indentation removed.
+    Block(Vec<&'a str>),
+    /// A line outside every block.
+    Prose(&'a str),
+}
+
+fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut open: Option<(Fence, Vec<&str>)> = None;
+    for line in text.lines() {
+        match open.take() {
+            Some((f, lines)) if closes(line, f) => out.push(Piece::Block(lines)),
+            Some((f, mut lines)) => {
+                lines.push(dedent(line, f.indent));
+                open = Some((f, lines));
+            }
+            None => match fence(line) {
+                Some(f) => open = Some((f, Vec::new())),
+                None => out.push(Piece::Prose(line)),
+            },
+        }
+    }
+    // An unclosed block runs to the end of the text.
+    if let Some((_, lines)) = open {
+        out.push(Piece::Block(lines));
+    }
+    out
+}
+
+fn dedent(line: &str, indent: usize) -> &str {
+    let blanks = line.len() - line.trim_start().len();
+    line.get(blanks.min(indent)..).unwrap_or(line)
+}
+
+/// The length of a shell prompt at the start of `line`: `$ `, `% `, `(venv) $ `,
+/// `user@host:~/dir$ `, `root@box:/# `. A bare `# ` is a comment, not a prompt.
+fn prompt_len(line: &str) -> Option<usize> {
+    let body = line.trim_start();
+    let indent = line.len() - body.len();
+    let mut rest = body;
+    if let Some(inner) = rest.strip_prefix('(')
+        && let Some(end) = inner.find(") ")
+        && inner
+            .get(..end)
+            .is_some_and(|n| !n.is_empty() && !n.contains(char::is_whitespace))
+    {
+        rest = inner.get(end + 2..)?;
+    }
+    let first = rest.split(' ').next()?;
+    let is_prompt = matches!(first, "$" | "%")
+        || (first.contains('@')
+            && first.contains(':')
+            && (first.ends_with('$') || first.ends_with('#')));
+    if !is_prompt || rest.len() <= first.len() {
+        return None;
+    }
+    Some(indent + (body.len() - rest.len()) + first.len() + 1)
+}
+
+/// Whether a line continues the command of the line before it.
+fn continues(prev: &str) -> bool {
+    prev.trim_end().ends_with('\\') || open_quote(prev)
+}
+
+/// An unclosed `"` or `'` (a multi-line string assignment goes on).
+fn open_quote(text: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('"'), '\\') | (None, '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            _ => {}
+        }
+    }
+    quote.is_some()
+}
+
+/// A block's commands. A transcript (lines after `$ ` prompts, the output between them) keeps
+/// the prompted lines and their continuations, prompts removed (`> ` continuation prompts too).
+fn block_code(lines: &[&str]) -> String {
+    if !lines.iter().any(|l| prompt_len(l).is_some()) {
+        return lines.join("\n");
+    }
+    let mut out: Vec<&str> = Vec::new();
+    let mut cmd = String::new();
+    for line in lines {
+        if let Some(n) = prompt_len(line) {
+            let l = line.get(n..).unwrap_or("");
+            out.push(l);
+            cmd = l.to_string();
+        } else if !cmd.is_empty() && continues(&cmd) {
+            let l = line.trim_start();
+            let l = l.strip_prefix("> ").unwrap_or(l);
+            out.push(l);
+            cmd.push('\n');
+            cmd.push_str(l);
+        } else {
+            cmd.clear();
+        }
+    }
+    out.join("\n")
+}
+
+/// The inline code spans of a prose line (`` `...` `` and ``` ``...`` ```).
+fn inline_spans(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find('`') {
+        let after = rest.get(start..).unwrap_or("");
+        let ticks = after.chars().take_while(|c| *c == '`').count();
+        let body = after.get(ticks..).unwrap_or("");
+        let closing = "`".repeat(ticks);
+        let Some(end) = body.find(closing.as_str()) else {
+            break;
+        };
+        out.push(body.get(..end).unwrap_or("").trim());
+        rest = body.get(end + ticks..).unwrap_or("");
+    }
+    out
+}
+
+/// Lines that start a command (by `is_command`) and the lines that continue them; prose and
+/// program output left out.
+fn command_lines(text: &str, is_command: &dyn Fn(&str) -> bool) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut cmd = String::new();
+    for line in text.lines() {
+        let take = if !cmd.is_empty() && continues(&cmd) {
+            cmd.push('\n');
+            true
+        } else {
+            cmd.clear();
+            is_command(line.trim())
+        };
+        if take {
+            cmd.push_str(line);
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+/// A block of a root shell's transcript (`# cmd` lines, no uncommented command): the commands
+/// after the `# ` prompts. Elsewhere a `# ` line is a comment.
+fn root_transcript(lines: &[&str], is_command: &dyn Fn(&str) -> bool) -> Option<String> {
+    let plain = lines.iter().any(|l| {
+        let l = l.trim();
+        !l.starts_with('#') && is_command(l)
+    });
+    let prompted: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.trim_start().strip_prefix("# "))
+        .filter(|rest| is_command(rest.trim()))
+        .collect();
+    (!plain && !prompted.is_empty()).then(|| prompted.join("\n"))
+}
+
+/// The texts to try for launches, best first, none empty, none twice.
+pub(crate) fn readings(text: &str, is_command: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let parts = pieces(text);
+    let fenced = parts.iter().any(|p| matches!(p, Piece::Block(_)));
+    let mut code = Vec::new();
+    let mut spans = Vec::new();
+    let mut root = Vec::new();
+    for p in &parts {
+        match p {
+            Piece::Block(lines) => {
+                code.push(block_code(lines));
+                root.extend(root_transcript(lines, is_command));
+            }
+            Piece::Prose(line) => {
+                let commands = inline_spans(line).into_iter().filter(|s| is_command(s));
+                for s in commands {
+                    code.push(s.to_string());
+                    spans.push(s.to_string());
+                }
+            }
+        }
+    }
+    let whole = if fenced {
+        parts
+            .iter()
+            .flat_map(|p| match p {
+                Piece::Block(lines) => lines.clone(),
+                Piece::Prose(line) => vec![*line],
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        text.to_string()
+    };
+    let mut out: Vec<String> = Vec::new();
+    if fenced {
+        out.push(code.join("\n"));
+    }
+    out.push(whole.clone());
+    out.push(spans.join("\n"));
+    out.push(command_lines(&whole, is_command));
+    out.push(root.join("\n"));
+    let mut seen: Vec<String> = Vec::new();
+    for r in out {
+        if !r.trim().is_empty() && !seen.contains(&r) {
+            seen.push(r);
+        }
+    }
+    seen
+}

@@ -1,0 +1,134 @@
+//! The walker, case by case: each script with the simple commands it runs and their context,
+//! one command per line. `UPDATE_EXPECT=1 cargo test -p probe-diff --lib shell` rewrites the
+//! expected text after a deliberate change.
+
+use expect_test::{Expect, expect};
+
+use super::state::State;
+use super::walker::{ShellCommand, commands};
+
+fn show(c: &ShellCommand) -> String {
+    let mut s: Vec<String> = c
+        .argv
+        .iter()
+        .map(|a| {
+            if a.is_empty() || a.contains(char::is_whitespace) {
+                format!("{a:?}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    for (k, v) in &c.prefix_env {
+        s.push(format!("[env {k}={v}]"));
+    }
+    for (k, v) in &c.exported {
+        s.push(format!("[export {k}={v}]"));
+    }
+    if let Some(d) = &c.cwd {
+        s.push(format!("[cwd {d}]"));
+    }
+    if !c.context_wrappers.is_empty() {
+        s.push(format!("[in {}]", c.context_wrappers.join(",")));
+    }
+    if let Some(v) = &c.venv {
+        s.push(format!("[venv {v}]"));
+    }
+    for (op, t) in &c.redirects {
+        s.push(format!("[{op} {t}]"));
+    }
+    for t in &c.tee {
+        s.push(format!("[tee {t}]"));
+    }
+    s.join(" ")
+}
+
+fn check(text: &str, want: Expect) {
+    let mut st = State::default();
+    let shown: Vec<String> = commands(text, &mut st, 0).iter().map(show).collect();
+    want.assert_eq(&shown.join("\n"));
+}
+
+#[test]
+fn assignments_and_parameters() {
+    check(
+        "port=8082\nm=$1\nx=\"${HOST:-0.0.0.0}\"\np=/a/b/c.gguf\nrun --port $port --m ${m} --h \"${x}\" --f ${p##*/} --d ${p%/*} --e $ENV",
+        expect!["run --port 8082 --m $1 --h ${HOST:-0.0.0.0} --f c.gguf --d /a/b --e $ENV"],
+    );
+}
+
+#[test]
+fn control_flow() {
+    check(
+        "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nif [ -n \"$X\" ]; then\n  A=first\nelse\n  A=second\nfi\nrun --dp $dp --a $A --n $((dp * 2))",
+        expect![[r#"
+            --dp
+            shift 2
+            [ -n $X ]
+            run --dp $dp --a $A --n "$((dp * 2))""#]],
+    );
+    check(
+        "start() {\n  vllm serve m\n}\nstart",
+        expect![[r#"
+            vllm serve m
+            start"#]],
+    );
+}
+
+#[test]
+fn builtins_change_the_context() {
+    check(
+        "export CUDA_VISIBLE_DEVICES=0,1\ncd /srv\nsource .venv/bin/activate\nconda activate llm\nset -gx HF_HOME /data/hf\nunset CUDA_VISIBLE_DEVICES\nCUDA_LAUNCH_BLOCKING=1 python -m x",
+        expect![
+            "python -m x [env CUDA_LAUNCH_BLOCKING=1] [export HF_HOME=/data/hf] [cwd /srv] [in venv,conda] [venv llm]"
+        ],
+    );
+    check(
+        "MODEL ?= a/b\nPORT := 8000\nrun $(MODEL) --port $(PORT)",
+        expect!["run a/b --port 8000"],
+    );
+}
+
+#[test]
+fn commands_in_variables() {
+    check(
+        "CMD=\"vllm serve \\\n  m --tp 2\"\neval \"$CMD\"\n$CMD > out.log 2>&1\nbash -c \"$CMD\" &",
+        expect![[r#"
+            vllm serve m --tp 2 [in eval]
+            vllm serve m --tp 2 [> out.log]
+            bash -c "vllm serve   m --tp 2""#]],
+    );
+    check(
+        "read -r -d '' CMD <<'EOF'\nvllm serve $M \\\n  --tp 2\nEOF\neval \"$CMD\"",
+        expect!["vllm serve $M --tp 2 [in eval]"],
+    );
+    check(
+        "M=x/y\nread -r A B <<< \"one $M three\"\nCMD=$(cat <<EOF\nsrv --model $M\nEOF\n)\nrun $A $B\n$CMD",
+        expect![[r#"
+            run one x/y three
+            srv --model x/y"#]],
+    );
+    check("read CMD\n$CMD", expect!["$CMD"]);
+}
+
+#[test]
+fn redirections_tee_and_files() {
+    check(
+        "cat > ./a.yml <<EOF\nk: v\nEOF\nnohup srv > out.log 2>&1 &\nsrv2 2>&1 | tee -a t.log\nsrv3 &>> all.log 3> fd3.log",
+        expect![[r#"
+            cat [> ./a.yml]
+            nohup srv [> out.log]
+            srv2 [tee t.log]
+            srv3 [&>> all.log]"#]],
+    );
+}
+
+#[test]
+fn arrays() {
+    check(
+        "N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"",
+        expect![[r#"
+            N [> 0]
+            exec run m --x 1 --j {"n":${N:-3}}"#]],
+    );
+}
