@@ -7,7 +7,7 @@
 //! one version when the installed version is known.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use probe_model::Engine;
 use serde::Deserialize;
@@ -153,11 +153,23 @@ impl OptionSpec {
     }
 }
 
+/// How an entry point is named: the closed set of `kind`s of a catalog's `[[entry]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A program's basename (`vllm`, `llama-server`).
+    #[default]
+    Binary,
+    /// A Python module run with `python -m`.
+    Module,
+    /// A container image repository.
+    Image,
+}
+
 /// How a launch enters the engine.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EntryPoint {
-    /// `binary`, `module` or `image`.
-    pub kind: String,
+    pub kind: EntryKind,
     /// Binary basename (`vllm`, `llama-server`), Python module (`sglang.launch_server`) or image
     /// repository (`vllm/vllm-openai`, matched without registry host and tag).
     pub matches: String,
@@ -309,8 +321,8 @@ impl Catalog {
 // ---------------------------------------------------------------------------------------------
 // TOML form
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawCatalog {
     engine: String,
     versions: Vec<String>,
@@ -324,10 +336,10 @@ struct RawCatalog {
     option: Vec<RawOption>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawEntry {
-    kind: String,
+    kind: EntryKind,
     #[serde(rename = "match")]
     matches: String,
     subcommand: Vec<String>,
@@ -336,8 +348,8 @@ struct RawEntry {
     engine: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawSpeculative {
     json_option: Option<String>,
     json_keys: BTreeMap<String, String>,
@@ -346,8 +358,8 @@ struct RawSpeculative {
     implied_for: Vec<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawRename {
     old: String,
     since: Option<String>,
@@ -355,13 +367,13 @@ struct RawRename {
     dropped: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawOption {
     name: String,
     aliases: Vec<String>,
     negations: Vec<String>,
-    kind: String,
+    kind: RawKind,
     choices: Vec<String>,
     default: Option<toml::Value>,
     common: Option<String>,
@@ -380,13 +392,13 @@ struct RawOption {
 }
 
 /// One entry of an option's `by_version` list (see [`VersionVariant`]).
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawVariant {
     since: Option<String>,
     until: Option<String>,
     absent: bool,
-    kind: Option<String>,
+    kind: Option<RawKind>,
     choices: Option<Vec<String>>,
     default: Option<toml::Value>,
     no_default: bool,
@@ -396,11 +408,11 @@ struct RawVariant {
 }
 
 impl RawVariant {
-    fn into_variant(self, base_kind: &str, base_choices: &[String]) -> VersionVariant {
+    fn into_variant(self, base_kind: RawKind, base_choices: &[String]) -> VersionVariant {
         let kind = match (&self.kind, &self.choices) {
             (None, None) => None,
             (k, c) => Some(parse_kind(
-                k.as_deref().unwrap_or(base_kind),
+                k.unwrap_or(base_kind),
                 c.clone().unwrap_or_else(|| base_choices.to_vec()),
             )),
         };
@@ -426,18 +438,35 @@ fn toml_to_json(v: &toml::Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
-fn parse_kind(kind: &str, choices: Vec<String>) -> ValueKind {
+/// An option's `kind` as written in a catalog (a typo fails at load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawKind {
+    Bool,
+    BoolOpt,
+    Int,
+    IntHr,
+    Float,
+    Opt,
+    Json,
+    List,
+    Choice,
+    #[default]
+    Str,
+}
+
+fn parse_kind(kind: RawKind, choices: Vec<String>) -> ValueKind {
     match kind {
-        "bool" => ValueKind::Bool,
-        "bool_opt" => ValueKind::BoolOptional,
-        "int" => ValueKind::Int,
-        "int_hr" => ValueKind::HumanInt,
-        "float" => ValueKind::Float,
-        "opt" => ValueKind::OptionalStr,
-        "json" => ValueKind::Json,
-        "list" => ValueKind::List,
-        "choice" => ValueKind::Choice(choices),
-        _ => ValueKind::Str,
+        RawKind::Bool => ValueKind::Bool,
+        RawKind::BoolOpt => ValueKind::BoolOptional,
+        RawKind::Int => ValueKind::Int,
+        RawKind::IntHr => ValueKind::HumanInt,
+        RawKind::Float => ValueKind::Float,
+        RawKind::Opt => ValueKind::OptionalStr,
+        RawKind::Json => ValueKind::Json,
+        RawKind::List => ValueKind::List,
+        RawKind::Choice => ValueKind::Choice(choices),
+        RawKind::Str => ValueKind::Str,
     }
 }
 
@@ -484,10 +513,7 @@ fn in_range(version: Option<&str>, since: Option<&str>, until: Option<&str>) -> 
     true
 }
 
-fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
-    // The catalogs are our own files, checked by tests; a broken one yields an empty catalog
-    // rather than a panic.
-    let raw: RawCatalog = toml::from_str(text).unwrap_or_default();
+fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
     let _ = &raw.engine;
     let mut bounds: Vec<String> = Vec::new();
     for o in &raw.option {
@@ -520,7 +546,7 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
         }
         let by_version: Vec<VersionVariant> = std::mem::take(&mut o.by_version)
             .into_iter()
-            .map(|v| v.into_variant(&o.kind, &o.choices))
+            .map(|v| v.into_variant(o.kind, &o.choices))
             .collect();
         let variant = version.and_then(|v| by_version.iter().find(|x| x.covers(v)));
         if variant.is_some_and(|x| x.absent) {
@@ -544,7 +570,7 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             name: o.name.clone(),
             aliases: o.aliases.clone(),
             negations: o.negations.clone(),
-            kind: parse_kind(&o.kind, o.choices),
+            kind: parse_kind(o.kind, o.choices),
             default: match (&o.default, o.no_default) {
                 (Some(d), _) => Some(toml_to_json(d)),
                 (None, true) => Some(serde_json::Value::Null),
@@ -672,12 +698,25 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
     }
 }
 
-fn source(engine: Engine) -> &'static str {
+/// The embedded catalogs, read once. They are our own files, built into the binary and parsed
+/// by a test: a broken one is a build defect, so it fails loudly at first use instead of
+/// silently leaving an engine without options.
+#[allow(clippy::panic, reason = "an embedded config that does not parse is a build defect")]
+static RAW: LazyLock<Vec<(Engine, RawCatalog)>> = LazyLock::new(|| {
     SOURCES
         .iter()
+        .map(|(e, text)| match toml::from_str(text) {
+            Ok(raw) => (*e, raw),
+            Err(err) => panic!("configs/engines/{e}.toml: {err}"),
+        })
+        .collect()
+});
+
+fn source(engine: Engine) -> RawCatalog {
+    RAW.iter()
         .find(|(e, _)| *e == engine)
-        .map(|(_, s)| *s)
-        .unwrap_or("")
+        .map(|(_, r)| r.clone())
+        .unwrap_or_default()
 }
 
 /// Version-less catalogs: every spelling any known version accepts.
@@ -708,7 +747,7 @@ pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
     let fallback = || -> &'static Catalog {
         match base.get(&engine) {
             Some(c) => c,
-            None => Box::leak(Box::new(build(engine, "", None))),
+            None => Box::leak(Box::new(build(engine, RawCatalog::default(), None))),
         }
     };
     let Some(v) = version
@@ -752,6 +791,10 @@ mod tests {
         for (e, text) in SOURCES {
             let raw: Result<RawCatalog, _> = toml::from_str(text);
             assert!(raw.is_ok(), "{e}: {:?}", raw.err());
+            assert!(
+                toml::from_str::<RawCatalog>(&format!("{text}\nno_such_key = 1")).is_err(),
+                "{e}: unknown keys must fail"
+            );
             let c = catalog(e, None);
             assert_eq!(c.engine(), e);
             assert!(!c.entry_points.is_empty(), "{e} has no entry points");

@@ -8,7 +8,7 @@ use probe_model::{Engine, LaunchConfig, LaunchOption};
 use super::options::{merge_config, parse, speculative};
 use super::shell::{self, State};
 use super::{ParseHints, container, yaml_to_json};
-use crate::catalog::{Catalog, EntryPoint, catalog};
+use crate::catalog::{Catalog, EntryKind, EntryPoint, catalog};
 
 const MAX_DEPTH: usize = 6;
 
@@ -104,20 +104,20 @@ fn entry_for_binary(
         .strip_suffix(".exe")
         .or_else(|| base.strip_suffix(".EXE"))
         .unwrap_or(base);
-    entry_point("binary", base, rest)
+    entry_point(EntryKind::Binary, base, rest)
 }
 
 fn entry_for_module(
     module: &str,
     rest: &[String],
 ) -> Option<(&'static Catalog, &'static EntryPoint)> {
-    entry_point("module", module, rest)
+    entry_point(EntryKind::Module, module, rest)
 }
 
 /// The catalog entry point of `kind` (`binary`, `module`) named `name` whose subcommand words
 /// (if any) start `rest`.
 fn entry_point(
-    kind: &str,
+    kind: EntryKind,
     name: &str,
     rest: &[String],
 ) -> Option<(&'static Catalog, &'static EntryPoint)> {
@@ -146,7 +146,7 @@ pub(crate) fn entry_for_image(image: &str) -> Option<(&'static Catalog, &'static
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
-            if ep.kind == "image" && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last)
+            if ep.kind == EntryKind::Image && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last)
             {
                 return Some((c, ep));
             }
@@ -161,15 +161,15 @@ fn default_entry_argv(c: &Catalog) -> Option<Vec<String>> {
     let eps = &c.entry_points;
     if let Some(ep) = eps
         .iter()
-        .find(|e| e.kind == "image" && !e.image_entrypoint.is_empty())
+        .find(|e| e.kind == EntryKind::Image && !e.image_entrypoint.is_empty())
     {
         return Some(ep.image_entrypoint.clone());
     }
     let ep = eps
         .iter()
-        .find(|e| e.kind == "binary")
-        .or_else(|| eps.iter().find(|e| e.kind == "module"))?;
-    let head = if ep.kind == "module" {
+        .find(|e| e.kind == EntryKind::Binary)
+        .or_else(|| eps.iter().find(|e| e.kind == EntryKind::Module))?;
+    let head = if ep.kind == EntryKind::Module {
         vec!["python3".to_string(), "-m".to_string(), ep.matches.clone()]
     } else {
         vec![ep.matches.clone()]
