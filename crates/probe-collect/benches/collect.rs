@@ -165,7 +165,7 @@ fn main() {
         found &= snap
             .processes
             .iter()
-            .any(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"));
+            .any(|p| p.role == ProcessRole::Launcher && p.engine == Some(probe_model::Engine::Sglang));
     }
     let (pm, plo, phi) = stats(&proc_ms);
     println!(

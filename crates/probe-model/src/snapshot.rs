@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::UnixTime;
+use crate::{Engine, UnixTime};
 
 /// One host at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -246,7 +246,7 @@ pub struct ProcessInfo {
     pub env: BTreeMap<String, String>,
     pub role: ProcessRole,
     /// Engine the process patterns matched (`sglang`, `vllm`, ...).
-    pub engine: Option<String>,
+    pub engine: Option<Engine>,
     /// For workers and wrappers: the pid of the launcher they belong to.
     pub launcher_pid: Option<u32>,
     /// Container id when the process runs in a container (from its cgroup).

@@ -789,7 +789,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             ..ParseHints::default()
         };
         if let Some(mut l) = from_argv(&p.argv, &p.env, &hints) {
-            if let Some(e) = p.engine.as_deref().and_then(Engine::parse)
+            if let Some(e) = p.engine
                 && l.engine == Engine::Other
                 && e != Engine::Other
             {

@@ -232,7 +232,7 @@ fn docker_snapshot() -> Snapshot {
             .map(|s| s.to_string())
             .collect(),
             role: ProcessRole::Launcher,
-            engine: Some("vllm".into()),
+            engine: Some(probe_model::Engine::Vllm),
             container_id: Some(running_id.into()),
             mount_root: Some("/proc/120/root".into()),
             ..ProcessInfo::default()
@@ -447,7 +447,7 @@ fn untimed_host_lines_join_a_running_process_started_before_the_file_was_written
                 .map(|s| s.to_string())
                 .collect(),
             role: ProcessRole::Launcher,
-            engine: Some("vllm".into()),
+            engine: Some(probe_model::Engine::Vllm),
             start_time: Some(1_000),
             ..probe_model::ProcessInfo::default()
         }];
