@@ -698,16 +698,14 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
     }
 }
 
-/// The embedded catalogs, read once. They are our own files, built into the binary and parsed
-/// by a test: a broken one is a build defect, so it fails loudly at first use instead of
-/// silently leaving an engine without options.
-#[allow(clippy::panic, reason = "an embedded config that does not parse is a build defect")]
+/// The embedded catalogs, parsed once ([`crate::embedded::load`]: a broken one fails loudly
+/// instead of silently leaving an engine without options).
 static RAW: LazyLock<Vec<(Engine, RawCatalog)>> = LazyLock::new(|| {
     SOURCES
         .iter()
-        .map(|(e, text)| match toml::from_str(text) {
-            Ok(raw) => (*e, raw),
-            Err(err) => panic!("configs/engines/{e}.toml: {err}"),
+        .map(|(e, text)| {
+            let file = format!("configs/engines/{e}.toml");
+            (*e, crate::embedded::load(&file, toml::from_str(text)))
         })
         .collect()
 });

@@ -5,7 +5,7 @@
 //! are tried in file order and the first that matches decides its category, impact and
 //! explanation (see the comments in that file for the keys).
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use probe_model::{Category, Change, ChangeKind, Impact};
 use serde::Deserialize;
@@ -169,11 +169,12 @@ impl RuleSet {
     }
 }
 
-/// The embedded rules. The file is ours and checked by a test; should it ever fail to parse,
-/// every change is still reported, as `Other`/`Low`.
+/// The embedded rules, parsed once ([`crate::embedded::load`]: a broken file fails loudly
+/// instead of silently losing every rule).
 pub fn rules() -> &'static RuleSet {
-    static RULES: OnceLock<RuleSet> = OnceLock::new();
-    RULES.get_or_init(|| RuleSet::parse(RULES_TOML).unwrap_or_default())
+    static RULES: LazyLock<RuleSet> =
+        LazyLock::new(|| crate::embedded::load("configs/impact.toml", RuleSet::parse(RULES_TOML)));
+    &RULES
 }
 
 /// A change as the rules see it.

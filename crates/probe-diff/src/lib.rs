@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod catalog;
 pub mod common;
 pub mod compare;
+mod embedded;
 mod explain;
 pub mod fleet;
 pub mod hardware;

@@ -146,7 +146,8 @@ pub(crate) fn entry_for_image(image: &str) -> Option<(&'static Catalog, &'static
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
-            if ep.kind == EntryKind::Image && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last)
+            if ep.kind == EntryKind::Image
+                && (repo.ends_with(&ep.matches) || basename(&ep.matches) == last)
             {
                 return Some((c, ep));
             }
