@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use probe_model::LaunchConfig;
 use serde_json::Value;
 
-use super::ParseHints;
-use super::argv::{Ctx, basename, entry_for_image, guess_image_entry, is_launcher_word, launch};
+use super::ctx::{Ctx, ReadArgv, basename};
+use super::entry::{entry_for_image, guess_image_entry, is_launcher_word};
+use super::hints::ParseHints;
 use super::shell::split_words;
 
 /// docker/podman `run` options that take a value (when not written `--opt=value`).
@@ -106,7 +107,7 @@ struct Spec {
     docker_wrapper: bool,
 }
 
-fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+fn resolve(read: ReadArgv, spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
     for (k, v) in &spec.env {
         ctx.env.insert(k.clone(), v.clone());
     }
@@ -146,7 +147,7 @@ fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig>
     };
     ctx.depth += 1;
     let image = spec.image;
-    let mut l = launch(&argv, ctx, hints)?;
+    let mut l = read(&argv, ctx, hints)?;
     if l.engine_version.is_none() {
         l.engine_version = image.as_deref().and_then(|i| image_version(i, l.engine));
     }
@@ -204,13 +205,18 @@ pub(crate) fn image_version(image: &str, engine: probe_model::Engine) -> Option<
 }
 
 /// `docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nerdctl, `container run`).
-pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+pub(crate) fn docker_run(
+    argv: &[String],
+    ctx: Ctx,
+    hints: &ParseHints,
+    read: ReadArgv,
+) -> Option<LaunchConfig> {
     let mut i = 1;
     if argv.get(i).map(String::as_str) == Some("container") {
         i += 1;
     }
     if argv.get(i).map(String::as_str) == Some("exec") {
-        return docker_exec(argv.get(i + 1..).unwrap_or(&[]), ctx, hints);
+        return docker_exec(read, argv.get(i + 1..).unwrap_or(&[]), ctx, hints);
     }
     if !matches!(argv.get(i).map(String::as_str), Some("run" | "create")) {
         return None;
@@ -249,6 +255,7 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
     let image = argv.get(i).cloned()?;
     let cmd = argv.get(i + 1..).unwrap_or(&[]).to_vec();
     resolve(
+        read,
         Spec {
             image: Some(image),
             entrypoint,
@@ -263,7 +270,12 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
 
 /// `docker exec [OPTIONS] CONTAINER COMMAND [ARG...]`: the command runs inside a container that
 /// already exists (its image is not in the text).
-fn docker_exec(args: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+fn docker_exec(
+    read: ReadArgv,
+    args: &[String],
+    mut ctx: Ctx,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
     let mut i = 0;
     while let Some(a) = args.get(i) {
         if !a.starts_with('-') {
@@ -294,7 +306,7 @@ fn docker_exec(args: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<Laun
     let cmd = args.get(i + 1..)?;
     ctx.wrappers.push("docker".into());
     ctx.depth += 1;
-    launch(cmd, ctx, hints)
+    read(cmd, ctx, hints)
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -351,6 +363,7 @@ fn k8s_subst(s: &str, env: &BTreeMap<String, String>) -> String {
 
 /// Launches of compose services or Kubernetes containers found anywhere in a YAML document.
 pub(crate) fn from_yaml(
+    read: ReadArgv,
     doc: &Value,
     kubernetes: bool,
     ctx: &Ctx,
@@ -401,7 +414,7 @@ pub(crate) fn from_yaml(
                         env,
                         docker_wrapper: false,
                     };
-                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
+                    if let Some(l) = resolve(read, spec, ctx.clone(), hints) {
                         out.push(l);
                     }
                 } else {
@@ -433,19 +446,19 @@ pub(crate) fn from_yaml(
                         env,
                         docker_wrapper: true,
                     };
-                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
+                    if let Some(l) = resolve(read, spec, ctx.clone(), hints) {
                         out.push(l);
                     }
                 }
                 return;
             }
             for v in m.values() {
-                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+                from_yaml(read, v, kubernetes, ctx, hints, out, depth + 1);
             }
         }
         Value::Array(a) => {
             for v in a {
-                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+                from_yaml(read, v, kubernetes, ctx, hints, out, depth + 1);
             }
         }
         _ => {}
@@ -454,6 +467,7 @@ pub(crate) fn from_yaml(
 
 /// A running container (`docker inspect` facts).
 pub(crate) fn from_container(
+    read: ReadArgv,
     c: &probe_model::ContainerInfo,
     hints: &ParseHints,
 ) -> Option<LaunchConfig> {
@@ -468,6 +482,7 @@ pub(crate) fn from_container(
     if c.runtime == "podman" {
         ctx.wrappers.push("podman".into());
         let mut l = resolve(
+            read,
             Spec {
                 docker_wrapper: false,
                 ..spec
@@ -479,5 +494,5 @@ pub(crate) fn from_container(
         return Some(l);
     }
     let _ = basename("");
-    resolve(spec, ctx, hints)
+    resolve(read, spec, ctx, hints)
 }

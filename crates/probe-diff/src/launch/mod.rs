@@ -9,12 +9,17 @@
 
 mod argv;
 mod container;
+mod ctx;
+mod entry;
+mod hints;
 mod host_change;
 mod options;
 mod runs;
 mod shell;
 mod systemd;
 mod values;
+pub mod wrappers;
+mod yaml;
 
 use std::collections::BTreeMap;
 
@@ -25,45 +30,16 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::catalog::catalog;
-use argv::{Ctx, basename};
+use ctx::{Ctx, basename};
+use hints::MAX_TEXT;
+use wrappers::guess_engine_from_name;
+use yaml::yaml_lenient;
+
+pub use hints::{ParseHints, TextKind};
 
 pub use host_change::host_change;
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
-
-/// Inputs larger than this are cut (with a warning) before reading.
-const MAX_TEXT: usize = 4 * 1024 * 1024;
-
-/// What kind of text is given to [`reconstruct`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TextKind {
-    /// Guess from the text.
-    #[default]
-    Auto,
-    /// A NUL-separated `/proc/PID/cmdline`.
-    Argv,
-    SystemdUnit,
-    Shell,
-    DockerRun,
-    Compose,
-    Kubernetes,
-    /// SGLang `server_args=ServerArgs(...)` / `server_args={...}`.
-    SglangServerArgs,
-    /// vLLM `non-default args: {...}`.
-    VllmNonDefaultArgs,
-}
-
-/// Context for a reconstruction.
-#[derive(Debug, Clone, Default)]
-pub struct ParseHints {
-    pub kind: TextKind,
-    pub engine: Option<Engine>,
-    pub engine_version: Option<String>,
-    pub source: LaunchSource,
-    /// Variables known from outside the text (unit `Environment=`/`EnvironmentFile=`).
-    pub env: BTreeMap<String, String>,
-    pub working_directory: Option<String>,
-}
 
 fn detect_kind(text: &str) -> TextKind {
     if text.contains('\0') {
@@ -114,93 +90,6 @@ fn strip_fences(text: &str) -> String {
         .join("\n")
 }
 
-fn yaml_value(y: &yaml_rust2::Yaml, depth: usize) -> Value {
-    use yaml_rust2::Yaml;
-    if depth > 64 {
-        return Value::Null;
-    }
-    match y {
-        Yaml::Real(s) => s
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .unwrap_or_else(|| Value::String(s.clone())),
-        Yaml::Integer(i) => Value::Number((*i).into()),
-        Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Boolean(b) => Value::Bool(*b),
-        Yaml::Array(a) => Value::Array(a.iter().map(|v| yaml_value(v, depth + 1)).collect()),
-        Yaml::Hash(h) => {
-            let mut m = serde_json::Map::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) => s.clone(),
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Real(r) => r.clone(),
-                    Yaml::Boolean(b) => b.to_string(),
-                    _ => continue,
-                };
-                m.insert(key, yaml_value(v, depth + 1));
-            }
-            Value::Object(m)
-        }
-        _ => Value::Null,
-    }
-}
-
-/// Parses YAML text to JSON (first document); `None` when it is not YAML.
-pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
-    // Alias expansion can grow exponentially ("billion laughs"): refuse documents with many.
-    let aliases = text
-        .split(|c: char| c.is_whitespace() || matches!(c, '[' | ',' | '{'))
-        .filter(|w| w.starts_with('*') && w.len() > 1)
-        .count();
-    if aliases > 32 || text.len() > MAX_TEXT {
-        return None;
-    }
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
-    docs.first().map(|d| yaml_value(d, 0))
-}
-
-/// Makes indented snippets (a service block cut out of a file) valid YAML: unquoted Helm
-/// templates (`{{ ... }}`) become strings.
-fn yaml_lenient(text: &str) -> Option<Value> {
-    // A bare `{{ ... }}` is valid YAML (a flow mapping with a mapping key) that loses the
-    // template text, so Helm templates are always made strings first.
-    if !text.contains("{{")
-        && let Some(v) = yaml_to_json(text)
-    {
-        return Some(v);
-    }
-    let fixed: String = text
-        .lines()
-        .map(|l| {
-            let item = l.trim_start();
-            if let Some((k, v)) = l.split_once(": ")
-                && v.trim_start().starts_with("{{")
-            {
-                format!("{k}: \"{}\"", v.trim().replace('"', "\\\""))
-            } else if let Some(v) = item.strip_prefix("- ")
-                && v.trim_start().starts_with("{{")
-            {
-                // A list item that is a bare template (`- {{ .Values.model }}`).
-                let indent = l.len() - item.len();
-                format!(
-                    "{}- \"{}\"",
-                    " ".repeat(indent),
-                    v.trim().replace('"', "\\\"")
-                )
-            } else if l.trim_start().starts_with("{{") || l.trim_start().starts_with("{%") {
-                String::new()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    yaml_to_json(&fixed).or_else(|| yaml_to_json(text))
-}
-
 fn base_ctx(hints: &ParseHints) -> Ctx {
     Ctx {
         cwd: hints.working_directory.clone(),
@@ -241,6 +130,7 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
                 Some(doc) => {
                     let mut out = Vec::new();
                     container::from_yaml(
+                        argv::launch,
                         &doc,
                         kind == TextKind::Kubernetes,
                         &base_ctx(hints),
@@ -329,8 +219,8 @@ pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
     let words: Vec<String> = after.split_whitespace().map(str::to_string).collect();
     let head = words.first()?;
     let head = head.trim_matches(['"', '\'']);
-    if argv::is_launcher_word(head, words.get(1..).unwrap_or(&[]))
-        || argv::assignment(head).is_some()
+    if entry::is_launcher_word(head, words.get(1..).unwrap_or(&[]))
+        || ctx::assignment(head).is_some()
     {
         Some(after)
     } else {
@@ -359,27 +249,6 @@ fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
     cmds.iter()
         .filter_map(|c| argv::from_shell_command(c, base_ctx(hints), hints))
         .collect()
-}
-
-pub(crate) fn guess_engine_from_name(s: &str) -> Option<Engine> {
-    let l = s.to_ascii_lowercase();
-    if l.contains("sglang") {
-        Some(Engine::Sglang)
-    } else if l.contains("vllm") {
-        Some(Engine::Vllm)
-    } else if l.contains("ollama") {
-        Some(Engine::Ollama)
-    } else if l.contains("llama-server") || l.contains("llama.cpp") || l.contains("llamacpp") {
-        Some(Engine::LlamaCpp)
-    } else if l.contains("lmdeploy") {
-        Some(Engine::Lmdeploy)
-    } else if l.contains("trtllm") || l.contains("tensorrt") {
-        Some(Engine::Trtllm)
-    } else if l.contains("text-generation") || l.contains("tgi") {
-        Some(Engine::Tgi)
-    } else {
-        None
-    }
 }
 
 /// Launches of a unit given as text (`unit_name` for specifiers when known).
@@ -855,7 +724,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             },
             ..ParseHints::default()
         };
-        if let Some(l) = container::from_container(c, &hints) {
+        if let Some(l) = container::from_container(argv::launch, c, &hints) {
             finish(l, &hints, &mut out);
         }
     }
