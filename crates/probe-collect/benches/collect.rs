@@ -162,10 +162,9 @@ fn main() {
         let (_, snap, _, _) = rt.block_on(probe_once(&att));
         let sec = snap.sections.iter().find(|s| s.name == "processes");
         proc_ms.push(sec.and_then(|s| s.duration_ms).unwrap_or(0) as f64 / 1000.0);
-        found &= snap
-            .processes
-            .iter()
-            .any(|p| p.role == ProcessRole::Launcher && p.engine == Some(probe_model::Engine::Sglang));
+        found &= snap.processes.iter().any(|p| {
+            p.role == ProcessRole::Launcher && p.engine == Some(probe_model::Engine::Sglang)
+        });
     }
     let (pm, plo, phi) = stats(&proc_ms);
     println!(

@@ -327,7 +327,12 @@ pub fn classify(list: &mut [ProcessInfo]) {
         };
         if let Some(p) = list.get_mut(i) {
             p.role = role;
-            p.engine = engines.get(i).cloned().flatten().as_deref().and_then(probe_model::Engine::parse);
+            p.engine = engines
+                .get(i)
+                .cloned()
+                .flatten()
+                .as_deref()
+                .and_then(probe_model::Engine::parse);
             p.launcher_pid = launcher.and_then(|j| pids.get(j).copied());
         }
     }

@@ -6,7 +6,7 @@
 //! ([`crate::impact`]), and every list of changes is ranked so that the first lines answer "why is
 //! it slower".
 
-mod launch;
+pub(crate) mod launch;
 mod run;
 mod snapshot;
 mod speculative;
@@ -14,10 +14,10 @@ mod text;
 mod values;
 
 pub use crate::impact::rank;
+pub(crate) use crate::launch::same_server;
 pub use launch::{compare_launches, option_at_default};
 pub(crate) use launch::{launch_label, same_configuration};
 pub use run::compare_runs;
-pub(crate) use snapshot::same_server;
 pub use snapshot::{compare_snapshots, compare_snapshots_with, is_meaningful};
 pub use text::unified_diff;
 pub(crate) use values::display as display_value;
