@@ -32,7 +32,7 @@ impl Analysis {
                         .timeline
                         .launches
                         .get(other.launch_index)
-                        .is_some_and(|l| crate::compare::same_server(snapshot, l, server))
+                        .is_some_and(|l| crate::launch::same_server(snapshot, l, server))
             })
             .collect()
     }

@@ -12,8 +12,8 @@ use probe_model::{
 };
 use serde_json::Value;
 
-use super::CompareOptions;
 use super::launch::compare_launches_split;
+use super::options::CompareOptions;
 use super::text::unified_diff;
 use super::values::values_equal;
 use crate::impact::{Area, Subject, change_for, compare_versions, rank};

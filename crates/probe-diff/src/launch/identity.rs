@@ -1,10 +1,10 @@
 //! Which server a launch is: the systemd unit it belongs to, the port it listens on. Two launches
 //! of one snapshot with the same unit, or the same engine on the same port, are the same server.
 
-use probe_model::{LaunchConfig, Snapshot, SourceKind};
+use probe_model::{LaunchConfig, Snapshot, SourceKind, Timeline};
 
 use crate::catalog::catalog;
-use crate::compare::display_value;
+use crate::compare::values::display as display_value;
 
 /// The systemd unit a launch belongs to: its own unit, or the unit whose main PID is the process
 /// or one of its parents.
@@ -77,4 +77,33 @@ pub(crate) fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &Laun
     }
     let left_port = port_of(left);
     left.engine == right.engine && left_port.is_some() && left_port == port_of(right)
+}
+
+/// Whether a log belongs to the server of `server`: named by one of its launches (the start-up
+/// lines it holds, the file the launch writes to, the unit's journal), or the only server there.
+pub(crate) fn log_of_server(
+    snapshot: &Snapshot,
+    timeline: &Timeline,
+    server: &LaunchConfig,
+    location: &str,
+) -> bool {
+    let launches: Vec<&LaunchConfig> = timeline
+        .launches
+        .iter()
+        .filter(|l| std::ptr::eq(*l, server) || same_server(snapshot, l, server))
+        .collect();
+    if launches.len() == timeline.launches.len() {
+        return true;
+    }
+    let as_evidence = format!("log:{location}");
+    let as_unit = format!("unit:{location}");
+    launches.iter().any(|l| {
+        (l.source.kind == SourceKind::Log && l.source.location.trim() == location)
+            || l.source.location.trim() == as_unit
+            || l.source
+                .also_seen_in
+                .iter()
+                .any(|e| *e == as_evidence || *e == as_unit)
+            || l.log_files.iter().any(|f| f == location)
+    })
 }
