@@ -636,11 +636,28 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
 /// run merged into one launch ([`merge_runs`]).
 pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     let mut out = Vec::new();
-    let finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
-        fill_version(snapshot, &mut l);
-        let l = with_version(l, hints);
-        out.push(l);
-    };
+    process_launches(snapshot, &mut out);
+    unit_launches(snapshot, &mut out);
+    container_launches(snapshot, &mut out);
+    history_launches(snapshot, &mut out);
+    log_launches(snapshot, &mut out);
+    merge_runs(snapshot, out)
+}
+
+/// A launch completed with its engine version from the snapshot, re-read with that version's
+/// catalog.
+fn finish(
+    snapshot: &Snapshot,
+    mut l: LaunchConfig,
+    hints: &ParseHints,
+    out: &mut Vec<LaunchConfig>,
+) {
+    fill_version(snapshot, &mut l);
+    out.push(with_version(l, hints));
+}
+
+/// The launcher processes (argv, environment, working directory).
+fn process_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for p in &snapshot.processes {
         if p.role != ProcessRole::Launcher {
             continue;
@@ -666,9 +683,14 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             {
                 l.engine = e;
             }
-            finish(l, &hints, &mut out);
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The systemd units (effective `ExecStart=`; running when their main PID is alive or they are
+/// active).
+fn unit_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for u in &snapshot.units {
         let running_pid = u
             .state
@@ -706,9 +728,13 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             ..ParseHints::default()
         };
         for l in from_unit(u, &hints) {
-            finish(l, &hints, &mut out);
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The containers (image, entrypoint, command, environment).
+fn container_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for c in &snapshot.containers {
         let hints = ParseHints {
             source: LaunchSource {
@@ -727,9 +753,13 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             ..ParseHints::default()
         };
         if let Some(l) = container::from_container(argv::launch, c, &hints) {
-            finish(l, &hints, &mut out);
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The shell history lines (timestamped when the history has times, else bounded by the file).
+fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for h in &snapshot.histories {
         for e in &h.entries {
             let hints = ParseHints {
@@ -752,10 +782,14 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                 ..ParseHints::default()
             };
             for l in reconstruct(&e.command, &hints) {
-                finish(l, &hints, &mut out);
+                finish(snapshot, l, &hints, out);
             }
         }
     }
+}
+
+/// The engines' start-up log lines (what the engine resolved).
+fn log_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for log in &snapshot.logs {
         for r in &log.startups {
             let hints = ParseHints {
@@ -778,7 +812,6 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             }
         }
     }
-    merge_runs(snapshot, out)
 }
 
 #[cfg(test)]
