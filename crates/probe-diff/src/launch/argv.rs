@@ -48,7 +48,7 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
         }
         match step(&argv, i, &mut ctx, hints) {
             Step::Next(j) => i = j,
-            Step::Done(l) => return l,
+            Step::Done(l) => return l.map(|l| *l),
         }
     }
 }
@@ -56,7 +56,11 @@ pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Optio
 /// What one word of an argv leads to: the next word to read, or the end of the reading.
 enum Step {
     Next(usize),
-    Done(Option<LaunchConfig>),
+    Done(Option<Box<LaunchConfig>>),
+}
+
+fn done(l: Option<LaunchConfig>) -> Step {
+    Step::Done(l.map(Box::new))
 }
 
 /// Where the command of a pasted line starts: after prompt signs (`$ vllm serve ...`) and a
@@ -94,7 +98,7 @@ fn without_line_prefixes(argv: &[String]) -> (std::borrow::Cow<'_, [String]>, us
 /// binary.
 fn step(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step {
     let Some(word) = argv.get(i) else {
-        return Step::Done(None);
+        return done(None);
     };
     let base = basename(word);
     let rest = argv.get(i + 1..).unwrap_or(&[]);
@@ -105,13 +109,13 @@ fn step(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step {
     });
     match w.map(|w| (w, w.read)) {
         Some((w, Read::Prefix | Read::Keyword)) => Step::Next(past_prefix(w, argv, i, ctx)),
-        Some((w, Read::Shell)) => Step::Done(shell_wrapper(w, argv, i, std::mem::take(ctx), hints)),
+        Some((w, Read::Shell)) => done(shell_wrapper(w, argv, i, std::mem::take(ctx), hints)),
         Some((w, Read::Eval)) => {
             ctx.wrappers.extend(w.label_for(base, None));
-            Step::Done(from_shell_text(&rest.join(" "), std::mem::take(ctx), hints))
+            done(from_shell_text(&rest.join(" "), std::mem::take(ctx), hints))
         }
-        Some((_, Read::Module)) => Step::Done(module_launcher(argv, i, std::mem::take(ctx), hints)),
-        Some((_, Read::Container)) => Step::Done(container::docker_run(
+        Some((_, Read::Module)) => done(module_launcher(argv, i, std::mem::take(ctx), hints)),
+        Some((_, Read::Container)) => done(container::docker_run(
             argv.get(i..).unwrap_or(&[]),
             std::mem::take(ctx),
             hints,
@@ -123,7 +127,7 @@ fn step(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step {
         {
             python(argv, i, ctx, hints)
         }
-        _ => Step::Done(engine_binary(argv, i, std::mem::take(ctx), hints)),
+        _ => done(engine_binary(argv, i, std::mem::take(ctx), hints)),
     }
 }
 
@@ -215,7 +219,7 @@ fn scan_wrapper(w: &Wrapper, argv: &[String], i: usize, ctx: &mut Ctx, hints: &P
     });
     match next {
         Some(j) => Step::Next(j),
-        None => Step::Done(
+        None => done(
             rest.iter()
                 .find(|a| a.contains(' '))
                 .and_then(|script| from_shell_text(script, std::mem::take(ctx), hints)),
@@ -237,7 +241,7 @@ fn python(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step 
                 break;
             }
             "-X" | "-W" => j += 2,
-            "-c" => return Step::Done(None),
+            "-c" => return done(None),
             s if s.starts_with("-m") && s.len() > 2 => {
                 module = Some(s.get(2..).unwrap_or("").to_string());
                 j += 1;
@@ -252,14 +256,10 @@ fn python(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step 
             script.contains('/')
                 && entry_for_binary(basename(script), argv.get(j + 1..).unwrap_or(&[])).is_some()
         });
-        return if is_script {
-            Step::Next(j)
-        } else {
-            Step::Done(None)
-        };
+        return if is_script { Step::Next(j) } else { done(None) };
     };
     let Some((cat, ep)) = entry_for_module(&module, argv.get(j..).unwrap_or(&[])) else {
-        return Step::Done(None);
+        return done(None);
     };
     let entry = entry_label(&format!("python -m {module}"), ep);
     let args = argv.get(j + ep.subcommand.len()..).unwrap_or(&[]);
@@ -268,7 +268,7 @@ fn python(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step 
         ep,
         entrypoint: entry,
     };
-    Step::Done(Some(build(found, args, argv, std::mem::take(ctx), hints)))
+    done(Some(build(found, args, argv, std::mem::take(ctx), hints)))
 }
 
 /// An engine's own binary (`vllm serve`, `/opt/venv/bin/sglang`), with the environment its path

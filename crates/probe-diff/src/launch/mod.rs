@@ -6,6 +6,17 @@
 //! until an engine entry point is found, whose options are then read with that engine's catalog
 //! (`configs/engines/*.toml`). Nothing here panics on bad input: what cannot be read becomes a
 //! warning.
+//!
+//! **Invariant enforced by lint:** these readers take text from remote hosts and must not panic on
+//! it, so `unwrap`, `expect`, `panic!` and indexing/slicing are denied in the whole module (its unit
+//! tests opt out: a failing test is meant to panic).
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod argv;
 mod container;

@@ -94,11 +94,13 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
         };
         let mut resolved = resolve(cat, &flag, &mut p.warnings);
         let mut glued: Option<String> = None;
-        if resolved.is_none() && !flag.starts_with("--") && inline.is_none() {
-            if let Some((spec, negated, value)) = glued_short(cat, &flag) {
-                resolved = Some((spec, negated, None));
-                glued = Some(value);
-            }
+        if resolved.is_none()
+            && !flag.starts_with("--")
+            && inline.is_none()
+            && let Some((spec, negated, value)) = glued_short(cat, &flag)
+        {
+            resolved = Some((spec, negated, None));
+            glued = Some(value);
         }
         let Some((spec, negated, sub)) = resolved else {
             unknown_option(&mut p, args, &mut i, tok, &flag, inline.is_some());

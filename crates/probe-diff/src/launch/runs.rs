@@ -392,7 +392,7 @@ impl Merge<'_> {
             .filter(move |&i| self.kind(i) == Some(kind) && !self.merges.is_merged(i))
     }
 
-    /// 1. A launcher process and the unit or container that started it.
+    /// Phase 1: A launcher process and the unit or container that started it.
     fn processes_with_their_units(&mut self) {
         let launches = self.launches;
         for (i, process) in launches.iter().enumerate() {
@@ -434,7 +434,7 @@ impl Merge<'_> {
             .collect()
     }
 
-    /// 2. Start-up log lines and timestamped history lines, by time: a log line written shortly
+    /// Phase 2: Start-up log lines and timestamped history lines, by time: a log line written shortly
     /// after a run started, a history line run shortly before.
     fn lines_by_time(&mut self, anchors: &[usize]) {
         let order: Vec<usize> = self
@@ -514,7 +514,7 @@ impl Merge<'_> {
         })
     }
 
-    /// 2b. History lines with no time (see [`untimed_history_run`]).
+    /// Phase 2b: History lines with no time (see [`untimed_history_run`]).
     fn untimed_history_lines(&mut self, anchors: &[usize]) {
         let untimed: Vec<usize> = self
             .free_of(SourceKind::History)
@@ -529,7 +529,7 @@ impl Merge<'_> {
         }
     }
 
-    /// 3. Copies of one start-up line with no run around them (the journal and a file).
+    /// Phase 3: Copies of one start-up line with no run around them (the journal and a file).
     fn copies_of_log_lines(&mut self) {
         let logs: Vec<usize> = self.free_of(SourceKind::Log).collect();
         for i in logs {
