@@ -218,7 +218,17 @@ fn scan_wrapper(w: &Wrapper, argv: &[String], i: usize, ctx: &mut Ctx, hints: &P
         })
     });
     match next {
-        Some(j) => Step::Next(j),
+        Some(j) => {
+            // `srun env A=1 cmd`: assignments right before the command set its environment.
+            let mut k = j;
+            while k > i + 1
+                && let Some((name, value, _)) = argv.get(k - 1).and_then(|w| assignment(w))
+            {
+                ctx.env.insert(name.to_string(), value.to_string());
+                k -= 1;
+            }
+            Step::Next(j)
+        }
         None => done(
             rest.iter()
                 .find(|a| a.contains(' '))
