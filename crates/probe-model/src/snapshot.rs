@@ -12,7 +12,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Engine, UnixTime};
 
-/// One host at one moment.
+/// One host at one moment: the document `probe snapshots export` writes and every other crate
+/// reads. Closed sets are enums serialised as the strings operators know.
+///
+/// ```
+/// use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
+///
+/// let snapshot = Snapshot {
+///     processes: vec![ProcessInfo {
+///         pid: 7,
+///         role: ProcessRole::Launcher,
+///         engine: Some(Engine::LlamaCpp),
+///         ..ProcessInfo::default()
+///     }],
+///     ..Snapshot::default()
+/// };
+/// let json = serde_json::to_value(&snapshot).unwrap();
+/// assert_eq!(json["processes"][0]["engine"], "llama.cpp");
+/// let back: Snapshot = serde_json::from_value(json).unwrap();
+/// assert_eq!(back, snapshot);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Snapshot {
