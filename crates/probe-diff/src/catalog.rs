@@ -663,7 +663,8 @@ fn spellings(
 ) -> HashMap<String, (usize, bool)> {
     let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
     let current = |spec: &OptionSpec| version.is_some() || spec.until.is_none();
-    let (now, removed): (Vec<(usize, &OptionSpec)>, Vec<(usize, &OptionSpec)>) =
+    type Tier<'o> = Vec<(usize, &'o OptionSpec)>;
+    let (now, removed): (Tier<'_>, Tier<'_>) =
         options.iter().enumerate().partition(|(_, s)| current(s));
     for tier in [now, removed] {
         for (idx, spec) in &tier {
