@@ -1,19 +1,11 @@
-//! Data-driven cases, rust-analyzer style. The argv reader (`launch/argv.rs`, wrappers from `configs/wrappers.toml`): one command line
-//! in, the launch it runs out. Each case is `(input, expected)`;
-//! the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites them after a
-//! deliberate change; review the diff).
+//! Data-driven cases, rust-analyzer style. The argv reader (`launch/argv.rs`, wrappers from
+//! `configs/wrappers.toml`): one command line in, the launch it runs out. Each case is `(input,
+//! expected)`; the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites
+//! them after a deliberate change; review the diff).
 
+#[macro_use]
 #[path = "support/render.rs"]
 mod render;
-
-use probe_diff::launch::TextKind;
-
-/// `check!(KIND, input, @"expected")`: the launches read from `input` as `KIND`, rendered.
-macro_rules! check {
-    ($kind:ident, $input:expr, @$expected:literal) => {
-        insta::assert_snapshot!(render::read($input, TextKind::$kind), @$expected)
-    };
-}
 
 #[test]
 fn engine_binary_with_positional_model() {
@@ -188,12 +180,13 @@ fn console_script_run_by_its_interpreter() {
 fn tmux_command_given_as_one_string() {
     check!(
         Shell,
-        "tmux new -d 'vllm serve m --port 9000'",
+        "tmux new -d 'cd /srv && vllm serve m --port 9000'",
         @r#"
         engine: vllm
         entry: vllm serve
         model: m
         option port = 9000 (--port 9000)
+        cwd: /srv
     "#
     );
 }
@@ -203,9 +196,7 @@ fn no_server_no_launch() {
     check!(
         Shell,
         "ls -la /models && nvidia-smi",
-        @r#"
-        no launch
-    "#
+        @"no launch"
     );
 }
 
@@ -214,8 +205,6 @@ fn python_c_is_not_a_launch() {
     check!(
         Shell,
         "python3 -c 'import vllm'",
-        @r#"
-        no launch
-    "#
+        @"no launch"
     );
 }

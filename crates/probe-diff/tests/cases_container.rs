@@ -1,19 +1,11 @@
-//! Data-driven cases, rust-analyzer style. The container readers (`launch/container.rs`): `docker run`, compose services, Kubernetes
-//! containers. Each case is `(input, expected)`;
-//! the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites them after a
-//! deliberate change; review the diff).
+//! Data-driven cases, rust-analyzer style. The container readers (`launch/container.rs`): `docker
+//! run`, compose services, Kubernetes containers. Each case is `(input, expected)`; the expectation
+//! is an inline insta snapshot (`cargo insta test --accept` rewrites them after a deliberate
+//! change; review the diff).
 
+#[macro_use]
 #[path = "support/render.rs"]
 mod render;
-
-use probe_diff::launch::TextKind;
-
-/// `check!(KIND, input, @"expected")`: the launches read from `input` as `KIND`, rendered.
-macro_rules! check {
-    ($kind:ident, $input:expr, @$expected:literal) => {
-        insta::assert_snapshot!(render::read($input, TextKind::$kind), @$expected)
-    };
-}
 
 #[test]
 fn docker_run_image_entry_point() {
@@ -52,7 +44,7 @@ fn docker_run_with_command_and_env() {
 fn unknown_image_guessed_from_its_name() {
     check!(
         Shell,
-        "docker run vastai/vllm:v0.7.0 --model m --tensor-parallel-size 2",
+        "docker run -e VLLM_USE_V1=1 vastai/vllm:v0.7.0 --model m --tensor-parallel-size 2",
         @r#"
         engine: vllm
         entry: vllm serve
@@ -60,6 +52,7 @@ fn unknown_image_guessed_from_its_name() {
         wrappers: docker
         option model = "m" (--model m)
         option tensor-parallel-size = 2 (--tensor-parallel-size 2)
+        env: VLLM_USE_V1=1
     "#
     );
 }

@@ -1,19 +1,12 @@
-//! Data-driven cases, rust-analyzer style: Option and value reading (`launch/options.rs`, `launch/values.rs`): how each kind of value is
-//! taken from the words after a flag, and the engines' start-up log lines. Each case is `(input, expected)`;
-//! the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites them after a
-//! deliberate change; review the diff).
+//! Data-driven cases, rust-analyzer style: Option and value reading (`launch/options.rs`,
+//! `launch/values.rs`): how each kind of value is taken from the words after a flag, and the
+//! engines' start-up log lines. Each case is `(input, expected)`; the expectation is an inline
+//! insta snapshot (`cargo insta test --accept` rewrites them after a deliberate change; review the
+//! diff).
 
+#[macro_use]
 #[path = "support/render.rs"]
 mod render;
-
-use probe_diff::launch::TextKind;
-
-/// `check!(KIND, input, @"expected")`: the launches read from `input` as `KIND`, rendered.
-macro_rules! check {
-    ($kind:ident, $input:expr, @$expected:literal) => {
-        insta::assert_snapshot!(render::read($input, TextKind::$kind), @$expected)
-    };
-}
 
 #[test]
 fn inline_values_and_negated_bools() {

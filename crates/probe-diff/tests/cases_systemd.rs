@@ -1,19 +1,11 @@
-//! Data-driven cases, rust-analyzer style. The systemd unit reader (`launch/systemd.rs`): `ExecStart=` split the way systemd does, with
-//! `Environment=`, specifiers and prefixes. Each case is `(input, expected)`;
-//! the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites them after a
-//! deliberate change; review the diff).
+//! Data-driven cases, rust-analyzer style. The systemd unit reader (`launch/systemd.rs`):
+//! `ExecStart=` split the way systemd does, with `Environment=`, specifiers and prefixes. Each case
+//! is `(input, expected)`; the expectation is an inline insta snapshot (`cargo insta test --accept`
+//! rewrites them after a deliberate change; review the diff).
 
+#[macro_use]
 #[path = "support/render.rs"]
 mod render;
-
-use probe_diff::launch::TextKind;
-
-/// `check!(KIND, input, @"expected")`: the launches read from `input` as `KIND`, rendered.
-macro_rules! check {
-    ($kind:ident, $input:expr, @$expected:literal) => {
-        insta::assert_snapshot!(render::read($input, TextKind::$kind), @$expected)
-    };
-}
 
 #[test]
 fn environment_expands_in_exec_start() {

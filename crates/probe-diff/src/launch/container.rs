@@ -387,69 +387,12 @@ pub(crate) fn from_yaml(
                     || m.contains_key("args")
                     || (m.get("env").map(Value::is_array).unwrap_or(false)
                         && !m.contains_key("environment"));
-                let mut env = BTreeMap::new();
-                if k8s {
-                    if let Some(Value::Array(items)) = m.get("env") {
-                        for it in items {
-                            if let (Some(n), Some(v)) = (
-                                it.get("name").and_then(scalar),
-                                it.get("value").and_then(scalar),
-                            ) {
-                                let v = k8s_subst(&v, &env);
-                                env.insert(n, v);
-                            }
-                        }
-                    }
-                    let entrypoint = words(m.get("command"))
-                        .map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
-                    let cmd = words(m.get("args"))
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|s| k8s_subst(s, &env))
-                        .collect();
-                    let spec = Spec {
-                        image: m.get("image").and_then(scalar),
-                        entrypoint,
-                        cmd,
-                        env,
-                        docker_wrapper: false,
-                    };
-                    if let Some(l) = resolve(read, spec, ctx.clone(), hints) {
-                        out.push(l);
-                    }
+                let spec = if k8s {
+                    kubernetes_spec(m)
                 } else {
-                    match m.get("environment") {
-                        Some(Value::Object(e)) => {
-                            for (k, v) in e {
-                                if let Some(v) = scalar(v) {
-                                    env.insert(k.clone(), v);
-                                }
-                            }
-                        }
-                        Some(Value::Array(items)) => {
-                            for it in items {
-                                if let Some(s) = scalar(it)
-                                    && let Some((k, v)) = s.split_once('=')
-                                {
-                                    env.insert(k.trim().to_string(), v.to_string());
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    let entrypoint = words(m.get("entrypoint"));
-                    let cmd = words(m.get("command")).unwrap_or_default();
-                    let spec = Spec {
-                        image: m.get("image").and_then(scalar),
-                        entrypoint,
-                        cmd,
-                        env,
-                        docker_wrapper: true,
-                    };
-                    if let Some(l) = resolve(read, spec, ctx.clone(), hints) {
-                        out.push(l);
-                    }
-                }
+                    compose_spec(m)
+                };
+                out.extend(resolve(read, spec, ctx.clone(), hints));
                 return;
             }
             for v in m.values() {
@@ -462,6 +405,68 @@ pub(crate) fn from_yaml(
             }
         }
         _ => {}
+    }
+}
+
+/// A Kubernetes container: `command` is the entrypoint, `args` the command, `env` a list of
+/// `name`/`value` pairs (`$(VAR)` substituted).
+fn kubernetes_spec(m: &serde_json::Map<String, Value>) -> Spec {
+    let mut env = BTreeMap::new();
+    if let Some(Value::Array(items)) = m.get("env") {
+        for it in items {
+            if let (Some(n), Some(v)) = (
+                it.get("name").and_then(scalar),
+                it.get("value").and_then(scalar),
+            ) {
+                let v = k8s_subst(&v, &env);
+                env.insert(n, v);
+            }
+        }
+    }
+    let entrypoint =
+        words(m.get("command")).map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
+    let cmd = words(m.get("args"))
+        .unwrap_or_default()
+        .iter()
+        .map(|s| k8s_subst(s, &env))
+        .collect();
+    Spec {
+        image: m.get("image").and_then(scalar),
+        entrypoint,
+        cmd,
+        env,
+        docker_wrapper: false,
+    }
+}
+
+/// A compose service: `entrypoint`, `command`, and `environment` as a map or `K=V` list.
+fn compose_spec(m: &serde_json::Map<String, Value>) -> Spec {
+    let mut env = BTreeMap::new();
+    match m.get("environment") {
+        Some(Value::Object(e)) => {
+            for (k, v) in e {
+                if let Some(v) = scalar(v) {
+                    env.insert(k.clone(), v);
+                }
+            }
+        }
+        Some(Value::Array(items)) => {
+            for it in items {
+                if let Some(s) = scalar(it)
+                    && let Some((k, v)) = s.split_once('=')
+                {
+                    env.insert(k.trim().to_string(), v.to_string());
+                }
+            }
+        }
+        _ => {}
+    }
+    Spec {
+        image: m.get("image").and_then(scalar),
+        entrypoint: words(m.get("entrypoint")),
+        cmd: words(m.get("command")).unwrap_or_default(),
+        env,
+        docker_wrapper: true,
     }
 }
 

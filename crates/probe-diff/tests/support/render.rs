@@ -4,6 +4,17 @@
 use probe_diff::launch::{ParseHints, TextKind, reconstruct};
 use probe_model::LaunchConfig;
 
+/// `check!(KIND, input, @"expected")`: the launches read from `input` as the [`TextKind`] `KIND`,
+/// rendered, against an inline snapshot.
+macro_rules! check {
+    ($kind:ident, $input:expr, @$expected:literal) => {
+        insta::assert_snapshot!(
+            $crate::render::read($input, probe_diff::launch::TextKind::$kind),
+            @$expected
+        )
+    };
+}
+
 /// Every launch `text` holds, read as `kind`, rendered.
 pub fn read(text: &str, kind: TextKind) -> String {
     let hints = ParseHints {
