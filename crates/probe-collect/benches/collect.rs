@@ -404,10 +404,9 @@ fn main() {
         let (_, snap, _, _) = rt.block_on(probe_once(&att));
         let sec = snap.sections.iter().find(|s| s.name == "processes");
         proc_ms.push(sec.and_then(|s| s.duration_ms).unwrap_or(0) as f64 / 1000.0);
-        found &= snap
-            .processes
-            .iter()
-            .any(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"));
+        found &= snap.processes.iter().any(|p| {
+            p.role == ProcessRole::Launcher && p.engine == Some(probe_model::Engine::Sglang)
+        });
     }
     let (pm, plo, phi) = median_min_max(&proc_ms);
     println!(

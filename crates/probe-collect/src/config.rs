@@ -112,7 +112,6 @@ struct ServersToml {
     unit_exec_match: String,
     unit_name_globs: Vec<String>,
     container_match: String,
-    wrappers: Vec<String>,
     engine: Vec<EngineToml>,
 }
 
@@ -219,7 +218,7 @@ fn parse_servers(text: &str) -> Result<Servers, String> {
         process_match: t.process_match,
         unit_exec_match: t.unit_exec_match,
         unit_name_globs: t.unit_name_globs,
-        wrappers: t.wrappers,
+        wrappers: probe_diff::launch::wrappers::ancestor_names(),
     })
 }
 

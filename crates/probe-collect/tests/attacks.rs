@@ -79,7 +79,7 @@ async fn local_user_cannot_forge_leak_or_hide_and_bad_programs_cost_only_their_p
     let real = s
         .processes
         .iter()
-        .find(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"))
+        .find(|p| p.role == ProcessRole::Launcher && p.engine == Some(probe_model::Engine::Sglang))
         .expect("the real server is found among the decoys");
     assert_eq!(real.uid, Some(0));
     assert!(real.argv.iter().any(|a| a == "/srv/models/broken"));

@@ -130,7 +130,7 @@ async fn sglang_hybrid() {
             .collect::<Vec<_>>()
     );
     let l = l[0];
-    assert_eq!(l.engine.as_deref(), Some("sglang"));
+    assert_eq!(l.engine, Some(probe_model::Engine::Sglang));
     assert_eq!(host.launcher_pids(), vec![l.pid]);
     assert_eq!(
         l.argv.join(" "),
@@ -307,7 +307,7 @@ async fn vllm_systemd() {
         .unwrap();
     assert_eq!(st.main_pid, Some(l.pid));
     assert_eq!(l.user.as_deref(), Some("vllm"));
-    assert_eq!(l.engine.as_deref(), Some("vllm"));
+    assert_eq!(l.engine, Some(probe_model::Engine::Vllm));
     assert_eq!(
         s.processes
             .iter()

@@ -315,7 +315,8 @@ async fn hung_program_holds_only_its_own_group() {
     assert!(
         s.processes
             .iter()
-            .any(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"))
+            .any(|p| p.role == ProcessRole::Launcher
+                && p.engine == Some(probe_model::Engine::Sglang))
     );
     assert!(s.units.iter().any(|u| u.name == "llm-bloat.service"));
     assert_eq!(status(&s, "gpu_query"), SectionStatus::TimedOut);
@@ -368,7 +369,8 @@ async fn deadline_too_short_for_round2_keeps_round1() {
     assert!(
         s.processes
             .iter()
-            .any(|p| p.role == ProcessRole::Launcher && p.engine.as_deref() == Some("sglang"))
+            .any(|p| p.role == ProcessRole::Launcher
+                && p.engine == Some(probe_model::Engine::Sglang))
     );
     assert_eq!(status(&s, "gpu_query"), SectionStatus::TimedOut);
     for n in ["python_envs", "models", "logs", "journal"] {

@@ -32,13 +32,37 @@ impl Analysis {
                         .timeline
                         .launches
                         .get(other.launch_index)
-                        .is_some_and(|l| crate::compare::same_server(snapshot, l, server))
+                        .is_some_and(|l| crate::launch::same_server(snapshot, l, server))
             })
             .collect()
     }
 }
 
-/// Reads a snapshot once.
+/// Reads a snapshot once: every launch it holds evidence for (merged per run), the timeline and
+/// the runs.
+///
+/// ```
+/// use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
+///
+/// let argv = "nohup vllm serve Qwen/Qwen2-7B --tensor-parallel-size 2 --port 8001";
+/// let snapshot = Snapshot {
+///     processes: vec![ProcessInfo {
+///         pid: 4242,
+///         argv: argv.split(' ').map(String::from).collect(),
+///         role: ProcessRole::Launcher,
+///         engine: Some(Engine::Vllm),
+///         ..ProcessInfo::default()
+///     }],
+///     ..Snapshot::default()
+/// };
+/// let analysis = probe_diff::analyze(&snapshot);
+/// let launch = &analysis.launches[0];
+/// assert_eq!(launch.engine, Engine::Vllm);
+/// assert_eq!(launch.model.as_deref(), Some("Qwen/Qwen2-7B"));
+/// assert_eq!(launch.wrappers, ["nohup"]);
+/// assert_eq!(launch.options["tensor-parallel-size"].value, 2);
+/// assert!(launch.source.running);
+/// ```
 pub fn analyze(snapshot: &Snapshot) -> Analysis {
     let launches = crate::launch::launches_of(snapshot);
     let timeline = crate::timeline::timeline_with(snapshot, &launches);

@@ -7,7 +7,7 @@
 //! one version when the installed version is known.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use probe_model::Engine;
 use serde::Deserialize;
@@ -153,11 +153,23 @@ impl OptionSpec {
     }
 }
 
+/// How an entry point is named: the closed set of `kind`s of a catalog's `[[entry]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A program's basename (`vllm`, `llama-server`).
+    #[default]
+    Binary,
+    /// A Python module run with `python -m`.
+    Module,
+    /// A container image repository.
+    Image,
+}
+
 /// How a launch enters the engine.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EntryPoint {
-    /// `binary`, `module` or `image`.
-    pub kind: String,
+    pub kind: EntryKind,
     /// Binary basename (`vllm`, `llama-server`), Python module (`sglang.launch_server`) or image
     /// repository (`vllm/vllm-openai`, matched without registry host and tag).
     pub matches: String,
@@ -309,8 +321,8 @@ impl Catalog {
 // ---------------------------------------------------------------------------------------------
 // TOML form
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawCatalog {
     engine: String,
     versions: Vec<String>,
@@ -324,20 +336,20 @@ struct RawCatalog {
     option: Vec<RawOption>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawEntry {
-    kind: String,
+    kind: EntryKind,
     #[serde(rename = "match")]
     matches: String,
     subcommand: Vec<String>,
     positional_model: bool,
     image_entrypoint: Vec<String>,
-    engine: Option<String>,
+    engine: Option<Engine>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawSpeculative {
     json_option: Option<String>,
     json_keys: BTreeMap<String, String>,
@@ -346,8 +358,8 @@ struct RawSpeculative {
     implied_for: Vec<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawRename {
     old: String,
     since: Option<String>,
@@ -355,13 +367,13 @@ struct RawRename {
     dropped: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawOption {
     name: String,
     aliases: Vec<String>,
     negations: Vec<String>,
-    kind: String,
+    kind: RawKind,
     choices: Vec<String>,
     default: Option<toml::Value>,
     common: Option<String>,
@@ -380,13 +392,13 @@ struct RawOption {
 }
 
 /// One entry of an option's `by_version` list (see [`VersionVariant`]).
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
 struct RawVariant {
     since: Option<String>,
     until: Option<String>,
     absent: bool,
-    kind: Option<String>,
+    kind: Option<RawKind>,
     choices: Option<Vec<String>>,
     default: Option<toml::Value>,
     no_default: bool,
@@ -396,11 +408,11 @@ struct RawVariant {
 }
 
 impl RawVariant {
-    fn into_variant(self, base_kind: &str, base_choices: &[String]) -> VersionVariant {
+    fn into_variant(self, base_kind: RawKind, base_choices: &[String]) -> VersionVariant {
         let kind = match (&self.kind, &self.choices) {
             (None, None) => None,
             (k, c) => Some(parse_kind(
-                k.as_deref().unwrap_or(base_kind),
+                k.unwrap_or(base_kind),
                 c.clone().unwrap_or_else(|| base_choices.to_vec()),
             )),
         };
@@ -426,18 +438,35 @@ fn toml_to_json(v: &toml::Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
-fn parse_kind(kind: &str, choices: Vec<String>) -> ValueKind {
+/// An option's `kind` as written in a catalog (a typo fails at load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawKind {
+    Bool,
+    BoolOpt,
+    Int,
+    IntHr,
+    Float,
+    Opt,
+    Json,
+    List,
+    Choice,
+    #[default]
+    Str,
+}
+
+fn parse_kind(kind: RawKind, choices: Vec<String>) -> ValueKind {
     match kind {
-        "bool" => ValueKind::Bool,
-        "bool_opt" => ValueKind::BoolOptional,
-        "int" => ValueKind::Int,
-        "int_hr" => ValueKind::HumanInt,
-        "float" => ValueKind::Float,
-        "opt" => ValueKind::OptionalStr,
-        "json" => ValueKind::Json,
-        "list" => ValueKind::List,
-        "choice" => ValueKind::Choice(choices),
-        _ => ValueKind::Str,
+        RawKind::Bool => ValueKind::Bool,
+        RawKind::BoolOpt => ValueKind::BoolOptional,
+        RawKind::Int => ValueKind::Int,
+        RawKind::IntHr => ValueKind::HumanInt,
+        RawKind::Float => ValueKind::Float,
+        RawKind::Opt => ValueKind::OptionalStr,
+        RawKind::Json => ValueKind::Json,
+        RawKind::List => ValueKind::List,
+        RawKind::Choice => ValueKind::Choice(choices),
+        RawKind::Str => ValueKind::Str,
     }
 }
 
@@ -484,13 +513,42 @@ fn in_range(version: Option<&str>, since: Option<&str>, until: Option<&str>) -> 
     true
 }
 
-fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
-    // The catalogs are our own files, checked by tests; a broken one yields an empty catalog
-    // rather than a panic.
-    let raw: RawCatalog = toml::from_str(text).unwrap_or_default();
-    let _ = &raw.engine;
+fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
+    let bounds = version_bounds(&raw.option);
+    let mut options: Vec<OptionSpec> = Vec::new();
+    let mut by_name = HashMap::new();
+    let mut old: Vec<Vec<String>> = Vec::new();
+    for o in raw.option {
+        let Some((spec, old_spellings)) = option_spec(o, version) else {
+            continue;
+        };
+        by_name.entry(spec.name.clone()).or_insert(options.len());
+        old.push(old_spellings);
+        options.push(spec);
+    }
+    let by_spelling = spellings(&options, &old, version);
+    Catalog {
+        engine,
+        version: version.map(str::to_string),
+        known_versions: raw.versions,
+        units: raw.units,
+        underscore_to_dash: raw.underscore_to_dash,
+        prefix_match: raw.prefix_match,
+        model_options: raw.model_options,
+        config_options: raw.config_options,
+        entry_points: raw.entry.into_iter().map(entry_point).collect(),
+        speculative: speculative_rules(raw.speculative),
+        options,
+        bounds,
+        by_name,
+        by_spelling,
+    }
+}
+
+/// Every version at which some spelling, default or kind changes, in order.
+fn version_bounds(raw: &[RawOption]) -> Vec<String> {
     let mut bounds: Vec<String> = Vec::new();
-    for o in &raw.option {
+    for o in raw {
         let variant_bounds = o
             .by_version
             .iter()
@@ -510,119 +568,116 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
     }
     bounds.sort_by(|a, b| version_cmp(a, b));
     bounds.dedup_by(|a, b| version_cmp(a, b).is_eq());
-    let mut options: Vec<OptionSpec> = Vec::new();
-    let mut by_name = HashMap::new();
-    let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
-    let mut old: Vec<Vec<String>> = Vec::new();
-    for mut o in raw.option {
-        if o.name.is_empty() || !in_range(version, o.since.as_deref(), o.until.as_deref()) {
-            continue;
-        }
-        let by_version: Vec<VersionVariant> = std::mem::take(&mut o.by_version)
-            .into_iter()
-            .map(|v| v.into_variant(&o.kind, &o.choices))
-            .collect();
-        let variant = version.and_then(|v| by_version.iter().find(|x| x.covers(v)));
-        if variant.is_some_and(|x| x.absent) {
-            continue;
-        }
-        let idx = options.len();
-        let mut renamed_from = Vec::new();
-        let mut old_spellings = Vec::new();
-        for r in &o.renamed_from {
-            renamed_from.push((r.old.clone(), r.since.clone()));
-            // The old spelling is still understood unless the version is known to have dropped it.
-            let dropped = match (version, r.dropped.as_deref()) {
-                (Some(v), Some(d)) => version_cmp(v, d).is_ge(),
-                _ => false,
-            };
-            if !dropped {
-                old_spellings.push(format!("--{}", r.old.trim_start_matches('-')));
-            }
-        }
-        let mut spec = OptionSpec {
-            name: o.name.clone(),
-            aliases: o.aliases.clone(),
-            negations: o.negations.clone(),
-            kind: parse_kind(&o.kind, o.choices),
-            default: match (&o.default, o.no_default) {
-                (Some(d), _) => Some(toml_to_json(d)),
-                (None, true) => Some(serde_json::Value::Null),
-                (None, false) => None,
-            },
-            common: o.common,
-            category: o.category,
-            renamed_from,
-            env: o.env,
-            speculative: o.speculative,
-            value_map: o
-                .value_map
-                .iter()
-                .map(|(k, v)| (k.clone(), toml_to_json(v)))
-                .collect(),
-            since: o.since,
-            until: o.until,
-            deprecated: o.deprecated,
-            by_version: Vec::new(),
-            newest_default: None,
-        };
-        spec.newest_default = spec.default.clone();
-        if let Some(x) = variant {
-            if let Some(kind) = &x.kind {
-                spec.kind = kind.clone();
-            }
-            if let Some(default) = &x.default {
-                spec.default = default.clone();
-            }
-            if let Some(aliases) = &x.aliases {
-                spec.aliases = aliases.clone();
-            }
-            if let Some(negations) = &x.negations {
-                spec.negations = negations.clone();
-            }
-            if let Some(deprecated) = x.deprecated {
-                spec.deprecated = deprecated;
-            }
-        }
-        spec.by_version = by_version;
-        by_name.entry(spec.name.clone()).or_insert(idx);
-        old.push(old_spellings);
-        options.push(spec);
+    bounds
+}
+
+/// One option as `version` has it (`None` when that version lacks it), with the old spellings
+/// of a renamed option that version still understands.
+fn option_spec(mut o: RawOption, version: Option<&str>) -> Option<(OptionSpec, Vec<String>)> {
+    if o.name.is_empty() || !in_range(version, o.since.as_deref(), o.until.as_deref()) {
+        return None;
     }
-    // Canonical names first, then aliases and negations, then old spellings of renamed options:
-    // an option's own name always wins over another option's alias. Without a version, the
-    // spellings of options the newest release still has come before those of removed options
-    // (vLLM 0.33 `--disable-log-requests` negates `--enable-log-requests`; before 0.17 it was an
-    // option of its own).
-    let tiers: [Vec<usize>; 2] = {
-        let current = |spec: &OptionSpec| version.is_some() || spec.until.is_none();
-        [
-            (0..options.len())
-                .filter(|i| options.get(*i).is_some_and(current))
-                .collect(),
-            (0..options.len())
-                .filter(|i| options.get(*i).is_some_and(|s| !current(s)))
-                .collect(),
-        ]
+    let by_version: Vec<VersionVariant> = std::mem::take(&mut o.by_version)
+        .into_iter()
+        .map(|v| v.into_variant(o.kind, &o.choices))
+        .collect();
+    let variant = version.and_then(|v| by_version.iter().find(|x| x.covers(v)));
+    if variant.is_some_and(|x| x.absent) {
+        return None;
+    }
+    let mut renamed_from = Vec::new();
+    let mut old_spellings = Vec::new();
+    for r in &o.renamed_from {
+        renamed_from.push((r.old.clone(), r.since.clone()));
+        // The old spelling is still understood unless the version is known to have dropped it.
+        let dropped = match (version, r.dropped.as_deref()) {
+            (Some(v), Some(d)) => version_cmp(v, d).is_ge(),
+            _ => false,
+        };
+        if !dropped {
+            old_spellings.push(format!("--{}", r.old.trim_start_matches('-')));
+        }
+    }
+    let default = match (&o.default, o.no_default) {
+        (Some(d), _) => Some(toml_to_json(d)),
+        (None, true) => Some(serde_json::Value::Null),
+        (None, false) => None,
     };
-    for tier in &tiers {
-        for &idx in tier {
-            let Some(spec) = options.get(idx) else {
-                continue;
-            };
+    let mut spec = OptionSpec {
+        name: o.name,
+        aliases: o.aliases,
+        negations: o.negations,
+        kind: parse_kind(o.kind, o.choices),
+        newest_default: default.clone(),
+        default,
+        common: o.common,
+        category: o.category,
+        renamed_from,
+        env: o.env,
+        speculative: o.speculative,
+        value_map: o
+            .value_map
+            .iter()
+            .map(|(k, v)| (k.clone(), toml_to_json(v)))
+            .collect(),
+        since: o.since,
+        until: o.until,
+        deprecated: o.deprecated,
+        by_version: Vec::new(),
+    };
+    if let Some(x) = variant {
+        apply_variant(&mut spec, x);
+    }
+    spec.by_version = by_version;
+    Some((spec, old_spellings))
+}
+
+/// What a version's `by_version` entry changes in an option.
+fn apply_variant(spec: &mut OptionSpec, x: &VersionVariant) {
+    if let Some(kind) = &x.kind {
+        spec.kind = kind.clone();
+    }
+    if let Some(default) = &x.default {
+        spec.default = default.clone();
+    }
+    if let Some(aliases) = &x.aliases {
+        spec.aliases = aliases.clone();
+    }
+    if let Some(negations) = &x.negations {
+        spec.negations = negations.clone();
+    }
+    if let Some(deprecated) = x.deprecated {
+        spec.deprecated = deprecated;
+    }
+}
+
+/// Every spelling to (option index, negated). Canonical names first, then aliases and
+/// negations, then old spellings of renamed options: an option's own name always wins over
+/// another option's alias. Without a version, the spellings of options the newest release still
+/// has come before those of removed options (vLLM 0.33 `--disable-log-requests` negates
+/// `--enable-log-requests`; before 0.17 it was an option of its own).
+fn spellings(
+    options: &[OptionSpec],
+    old: &[Vec<String>],
+    version: Option<&str>,
+) -> HashMap<String, (usize, bool)> {
+    let mut by_spelling: HashMap<String, (usize, bool)> = HashMap::new();
+    let current = |spec: &OptionSpec| version.is_some() || spec.until.is_none();
+    type Tier<'o> = Vec<(usize, &'o OptionSpec)>;
+    let (now, removed): (Tier<'_>, Tier<'_>) =
+        options.iter().enumerate().partition(|(_, s)| current(s));
+    for tier in [now, removed] {
+        for (idx, spec) in &tier {
             by_spelling
                 .entry(format!("--{}", spec.name))
-                .or_insert((idx, false));
+                .or_insert((*idx, false));
         }
-        for &idx in tier {
-            let Some(spec) = options.get(idx) else {
-                continue;
-            };
+        for (idx, spec) in &tier {
             for a in &spec.aliases {
-                by_spelling.entry(a.clone()).or_insert((idx, false));
+                by_spelling.entry(a.clone()).or_insert((*idx, false));
             }
             for n in &spec.negations {
-                by_spelling.entry(n.clone()).or_insert((idx, true));
+                by_spelling.entry(n.clone()).or_insert((*idx, true));
             }
         }
     }
@@ -631,53 +686,51 @@ fn build(engine: Engine, text: &str, version: Option<&str>) -> Catalog {
             by_spelling.entry(a.clone()).or_insert((idx, false));
         }
     }
-    let entry_points = raw
-        .entry
-        .into_iter()
-        .map(|e| EntryPoint {
-            kind: e.kind,
-            matches: e.matches,
-            subcommand: e.subcommand,
-            positional_model: e.positional_model,
-            image_entrypoint: e.image_entrypoint,
-            engine: e.engine.as_deref().and_then(Engine::parse),
-        })
-        .collect();
-    Catalog {
-        engine,
-        version: version.map(str::to_string),
-        known_versions: raw.versions,
-        units: raw.units,
-        underscore_to_dash: raw.underscore_to_dash,
-        prefix_match: raw.prefix_match,
-        model_options: raw.model_options,
-        config_options: raw.config_options,
-        entry_points,
-        speculative: SpeculativeRules {
-            json_option: raw.speculative.json_option,
-            json_keys: raw.speculative.json_keys,
-            effective: raw.speculative.effective,
-            implied: raw
-                .speculative
-                .implied
-                .iter()
-                .map(|(k, v)| (k.clone(), toml_to_json(v)))
-                .collect(),
-            implied_for: raw.speculative.implied_for,
-        },
-        options,
-        bounds,
-        by_name,
-        by_spelling,
+    by_spelling
+}
+
+fn entry_point(e: RawEntry) -> EntryPoint {
+    EntryPoint {
+        kind: e.kind,
+        matches: e.matches,
+        subcommand: e.subcommand,
+        positional_model: e.positional_model,
+        image_entrypoint: e.image_entrypoint,
+        engine: e.engine,
     }
 }
 
-fn source(engine: Engine) -> &'static str {
+fn speculative_rules(raw: RawSpeculative) -> SpeculativeRules {
+    SpeculativeRules {
+        json_option: raw.json_option,
+        json_keys: raw.json_keys,
+        effective: raw.effective,
+        implied: raw
+            .implied
+            .iter()
+            .map(|(k, v)| (k.clone(), toml_to_json(v)))
+            .collect(),
+        implied_for: raw.implied_for,
+    }
+}
+
+/// The embedded catalogs, parsed once ([`crate::embedded::load`]: a broken one fails loudly
+/// instead of silently leaving an engine without options).
+static RAW: LazyLock<Vec<(Engine, RawCatalog)>> = LazyLock::new(|| {
     SOURCES
         .iter()
+        .map(|(e, text)| {
+            let file = format!("configs/engines/{e}.toml");
+            (*e, crate::embedded::load(&file, toml::from_str(text)))
+        })
+        .collect()
+});
+
+fn source(engine: Engine) -> RawCatalog {
+    RAW.iter()
         .find(|(e, _)| *e == engine)
-        .map(|(_, s)| *s)
-        .unwrap_or("")
+        .map(|(_, r)| r.clone())
+        .unwrap_or_default()
 }
 
 /// Version-less catalogs: every spelling any known version accepts.
@@ -708,7 +761,7 @@ pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
     let fallback = || -> &'static Catalog {
         match base.get(&engine) {
             Some(c) => c,
-            None => Box::leak(Box::new(build(engine, "", None))),
+            None => Box::leak(Box::new(build(engine, RawCatalog::default(), None))),
         }
     };
     let Some(v) = version
@@ -752,6 +805,10 @@ mod tests {
         for (e, text) in SOURCES {
             let raw: Result<RawCatalog, _> = toml::from_str(text);
             assert!(raw.is_ok(), "{e}: {:?}", raw.err());
+            assert!(
+                toml::from_str::<RawCatalog>(&format!("{text}\nno_such_key = 1")).is_err(),
+                "{e}: unknown keys must fail"
+            );
             let c = catalog(e, None);
             assert_eq!(c.engine(), e);
             assert!(!c.entry_points.is_empty(), "{e} has no entry points");

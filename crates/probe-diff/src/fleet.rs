@@ -375,7 +375,7 @@ mod tests {
             },
             processes: vec![ProcessInfo {
                 pid: 4242,
-                engine: Some("vllm".into()),
+                engine: Some(probe_model::Engine::Vllm),
                 argv: cmdline,
                 role: probe_model::ProcessRole::Launcher,
                 exe: Some("/opt/venvs/vllm/bin/python3.11".into()),

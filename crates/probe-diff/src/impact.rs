@@ -5,7 +5,7 @@
 //! are tried in file order and the first that matches decides its category, impact and
 //! explanation (see the comments in that file for the keys).
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use probe_model::{Category, Change, ChangeKind, Impact};
 use serde::Deserialize;
@@ -83,7 +83,7 @@ pub struct RuleSet {
     pub rule: Vec<Rule>,
     /// Rules on a server's own readings (`crate::server`).
     #[serde(default)]
-    pub server_rule: Vec<crate::server::ServerRule>,
+    pub server_rule: Vec<crate::server::rules::ServerRule>,
     /// Serving packages a run lists and compares (globs).
     #[serde(default)]
     pub serving_packages: Vec<String>,
@@ -172,11 +172,12 @@ impl RuleSet {
     }
 }
 
-/// The embedded rules. The file is ours and checked by a test; should it ever fail to parse,
-/// every change is still reported, as `Other`/`Low`.
+/// The embedded rules, parsed once ([`crate::embedded::load`]: a broken file fails loudly
+/// instead of silently losing every rule).
 pub fn rules() -> &'static RuleSet {
-    static RULES: OnceLock<RuleSet> = OnceLock::new();
-    RULES.get_or_init(|| RuleSet::parse(RULES_TOML).unwrap_or_default())
+    static RULES: LazyLock<RuleSet> =
+        LazyLock::new(|| crate::embedded::load("configs/impact.toml", RuleSet::parse(RULES_TOML)));
+    &RULES
 }
 
 /// A change as the rules see it.

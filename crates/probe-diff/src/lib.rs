@@ -8,20 +8,24 @@ pub mod analysis;
 pub mod catalog;
 pub mod common;
 pub mod compare;
+mod embedded;
 mod explain;
 pub mod fleet;
 pub mod hardware;
 pub mod impact;
 pub mod launch;
 pub mod periods;
+mod previous;
 pub mod run;
 pub mod server;
 pub mod timeline;
+mod utc;
 
 pub use analysis::{Analysis, analyze};
 pub use compare::{
     CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, is_meaningful,
     option_at_default, rank, unified_diff,
 };
-pub use periods::{metrics_by_run, previous_launch_diff};
+pub use periods::metrics_by_run;
+pub use previous::previous_launch_diff;
 pub use timeline::{timeline, timeline_with};

@@ -15,10 +15,11 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::analysis::Analysis;
-use crate::compare::{compare_launches, compare_runs, launch_label, same_server};
-use crate::explain;
-use crate::impact::{Area, Subject, change_for, rank};
+use crate::compare::compare_launches;
+use crate::impact::{Area, Subject, change_for};
 use crate::launch::evidence_label;
+use crate::launch::{log_of_server, same_server};
+use crate::utc::utc;
 
 /// Metrics compared first, in this order; others present in both periods follow by name.
 const PREFERRED: &[&str] = &[
@@ -76,38 +77,13 @@ pub fn run_periods(snapshot: &Snapshot, analysis: &Analysis, launch: usize) -> V
         .collect()
 }
 
-/// Whether a log belongs to the server of `server`: named by one of its launches (the start-up
-/// lines it holds, the file the launch writes to, the unit's journal), or the only server there.
-pub(crate) fn log_of_server(
+/// Every metric point of the server's logs, by metric name: (time, value), deduplicated (the
+/// journal and a file may hold the same lines).
+pub(crate) fn server_points(
     snapshot: &Snapshot,
     timeline: &Timeline,
     server: &LaunchConfig,
-    location: &str,
-) -> bool {
-    let launches: Vec<&LaunchConfig> = timeline
-        .launches
-        .iter()
-        .filter(|l| std::ptr::eq(*l, server) || same_server(snapshot, l, server))
-        .collect();
-    if launches.len() == timeline.launches.len() {
-        return true;
-    }
-    let as_evidence = format!("log:{location}");
-    let as_unit = format!("unit:{location}");
-    launches.iter().any(|l| {
-        (l.source.kind == SourceKind::Log && l.source.location.trim() == location)
-            || l.source.location.trim() == as_unit
-            || l.source
-                .also_seen_in
-                .iter()
-                .any(|e| *e == as_evidence || *e == as_unit)
-            || l.log_files.iter().any(|f| f == location)
-    })
-}
-
-/// Every metric point of the server's logs, by metric name: (time, value), deduplicated (the
-/// journal and a file may hold the same lines).
-fn server_points(snapshot: &Snapshot, timeline: &Timeline, server: &LaunchConfig) -> ServerPoints {
+) -> ServerPoints {
     let mut points: BTreeMap<String, (String, BTreeSet<(UnixTime, u64)>)> = BTreeMap::new();
     for log in &snapshot.logs {
         if !log_of_server(snapshot, timeline, server, log.location.trim()) {
@@ -230,26 +206,6 @@ fn rounded(value: f64) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// `2026-11-19 07:45 UTC` (civil date from days since the epoch; no I/O, no time zone data).
-pub(crate) fn utc(time: UnixTime) -> String {
-    let days = time.div_euclid(86_400);
-    let seconds = time.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        seconds / 3_600,
-        seconds % 3_600 / 60
-    )
-}
-
 pub(crate) fn describe(launch: &LaunchConfig, period: &RunPeriod) -> String {
     let mut text = evidence_label(launch);
     text.push_str(&format!(" (up from {}", utc(period.start)));
@@ -303,144 +259,6 @@ pub fn compare_periods(
     (comparisons, changes)
 }
 
-/// The running run against the run before it: the previous launch of the same server with a
-/// different configuration (the timeline's `previous` event), else the newest earlier run of the
-/// same server that differs in anything in effect (engine version, packages, driver, model,
-/// start-up limits). The metrics of the period each ran are compared as symptoms, apart from the
-/// causes: when the previous launch logged no metrics, the most recent earlier run that did
-/// stands in for it, and [`LaunchDiff::metrics_note`] says which.
-pub fn previous_launch_diff(snapshot: &Snapshot, analysis: &Analysis) -> Option<LaunchDiff> {
-    let timeline = &analysis.timeline;
-    let running = timeline
-        .events
-        .iter()
-        .find(|event| event.running && event.launch.is_some())?
-        .launch?;
-    let after = timeline.launches.get(running)?;
-    let periods = run_periods(snapshot, analysis, running);
-    let current = periods.iter().rev().find(|p| p.launch == running).cloned();
-    let after_run = current.as_ref().and_then(|p| analysis.runs.get(p.run));
-    let marked = timeline
-        .events
-        .iter()
-        .find(|event| event.previous)
-        .and_then(|event| event.launch);
-    let (previous, before_run) = match marked {
-        Some(previous) => {
-            let run = periods
-                .iter()
-                .rev()
-                .find(|p| p.launch == previous)
-                .and_then(|p| analysis.runs.get(p.run));
-            (previous, run)
-        }
-        None => {
-            // Same flags: the newest earlier run that differs in what was in effect.
-            let (current, after_run) = (current.as_ref()?, after_run?);
-            let found = periods.iter().rev().find(|p| {
-                p.start < current.start
-                    && analysis
-                        .runs
-                        .get(p.run)
-                        .is_some_and(|run| !compare_runs(run, after_run).is_empty())
-            })?;
-            (found.launch, analysis.runs.get(found.run))
-        }
-    };
-    let before = timeline.launches.get(previous)?;
-    let mut diff = compare_launches_read(before, after);
-    if let (Some(before_run), Some(after_run)) = (before_run, after_run) {
-        for change in compare_runs(before_run, after_run) {
-            diff.changes.retain(|c| c.key != change.key);
-            diff.changes.push(change);
-        }
-    }
-    rank(&mut diff.changes);
-
-    let points = server_points(snapshot, timeline, after);
-    if points.is_empty() {
-        return Some(diff);
-    }
-    let Some(current) = current else {
-        return Some(diff);
-    };
-    let after_stats = period_metrics(&points, &current);
-    if after_stats.metrics.is_empty() {
-        diff.metrics_note = Some(format!(
-            "no metrics logged since {} started",
-            evidence_label(after)
-        ));
-        return Some(diff);
-    }
-    // The previous launch's own run, else the newest earlier run with metrics.
-    let previous_start = periods
-        .iter()
-        .rev()
-        .find(|p| p.launch == previous && p.start < current.start)
-        .map(|p| p.start);
-    let candidates = periods.iter().rev().filter(|p| {
-        p.start < current.start
-            && match previous_start {
-                Some(start) => p.start <= start,
-                None => timeline
-                    .launches
-                    .get(p.launch)
-                    .is_some_and(|l| !crate::compare::same_configuration(l, after)),
-            }
-    });
-    let mut found = None;
-    for period in candidates {
-        let stats = period_metrics(&points, period);
-        if !stats.metrics.is_empty() {
-            found = Some((period, stats));
-            break;
-        }
-    }
-    let Some((period, before_stats)) = found else {
-        diff.metrics_note = Some(format!(
-            "no metrics logged while {} or an earlier launch ran",
-            evidence_label(before)
-        ));
-        return Some(diff);
-    };
-    let stand_in = timeline.launches.get(period.launch)?;
-    let before_label = evidence_label(stand_in);
-    let after_label = evidence_label(after);
-    let (comparisons, symptoms) = compare_periods(
-        &before_stats.metrics,
-        &after_stats.metrics,
-        &before_label,
-        &after_label,
-    );
-    let mut note = format!(
-        "means while {} vs while {}",
-        describe(stand_in, period),
-        describe(after, &current)
-    );
-    if period.launch != previous {
-        note = format!(
-            "the previous launch ({}) logged no metrics; compared with the most recent earlier \
-             launch that did: {note}",
-            launch_label(before)
-        );
-    }
-    diff.metrics_note = Some(note);
-    diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
-    diff.metrics = comparisons;
-    diff.symptoms = symptoms;
-    rank(&mut diff.symptoms);
-    explain::link_mechanisms(&mut diff, after);
-    diff.not_explaining = explain::not_explaining(
-        snapshot,
-        analysis,
-        &periods,
-        &points,
-        (period.run, current.run),
-        &mut diff.changes,
-    );
-    Some(diff)
-}
-
 /// Two launches compared, without the changes a start-up log line would invent: a log lists
 /// every value the engine resolved, so an option only it names is unknown on the other side.
 pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
@@ -457,7 +275,7 @@ pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig)
 
 /// Whether the two runs carried the same load: running requests and KV usage, and how many
 /// idle samples were left out of the means.
-fn load_note(
+pub(crate) fn load_note(
     comparisons: &[MetricComparison],
     idle_before: usize,
     idle_after: usize,

@@ -15,10 +15,11 @@ use probe_model::{
 };
 use serde_json::Value;
 
-use crate::compare::same_server;
 use crate::impact::is_serving_package;
+use crate::launch::log_of_server;
+use crate::launch::same_server;
 use crate::launch::{engine_package, evidence_label, serving_env};
-use crate::periods::{log_of_server, utc};
+use crate::utc::utc;
 
 /// A start-up line (version, limits) written this long after a run started belongs to it.
 const STARTUP_WINDOW_S: i64 = 900;

@@ -14,8 +14,9 @@ use probe_model::{
     TimelineEventKind, UnixTime,
 };
 
-use crate::compare::{launch_label, same_configuration, same_server};
+use crate::compare::{launch_label, same_configuration};
 use crate::impact::{Area, Subject, assess};
+use crate::launch::same_server;
 
 /// Packages installed within this many seconds of each other form one install event.
 const INSTALL_GROUP_WINDOW_S: i64 = 300;

@@ -19,7 +19,7 @@ fn host(pid: u32, command: &str, start: i64) -> Snapshot {
             argv: argv(command),
             start_time: Some(start),
             role: ProcessRole::Launcher,
-            engine: Some(String::from("sglang")),
+            engine: Some(probe_model::Engine::Sglang),
             ..ProcessInfo::default()
         }],
         ..Snapshot::default()

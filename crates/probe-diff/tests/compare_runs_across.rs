@@ -30,7 +30,7 @@ fn host(start: i64, version: &str, kv_tokens: f64, concurrency: f64) -> Snapshot
                 .collect(),
             start_time: Some(start),
             role: ProcessRole::Launcher,
-            engine: Some("vllm".into()),
+            engine: Some(probe_model::Engine::Vllm),
             env: BTreeMap::new(),
             ..ProcessInfo::default()
         }],

@@ -44,7 +44,7 @@ fn snapshot(previous_has_metrics: bool) -> Snapshot {
                 .collect(),
             start_time: Some(NOW),
             role: ProcessRole::Launcher,
-            engine: Some("sglang".into()),
+            engine: Some(probe_model::Engine::Sglang),
             ..ProcessInfo::default()
         }],
         histories: vec![HistoryFile {

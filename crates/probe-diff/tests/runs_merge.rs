@@ -24,7 +24,7 @@ fn process(pid: u32, ppid: u32, argv: &str) -> ProcessInfo {
         argv: args(argv),
         start_time: Some(START),
         role: ProcessRole::Launcher,
-        engine: Some("vllm".into()),
+        engine: Some(probe_model::Engine::Vllm),
         env: BTreeMap::from([("PATH".into(), "/usr/bin".into())]),
         ..ProcessInfo::default()
     }

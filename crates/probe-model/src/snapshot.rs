@@ -10,9 +10,28 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::UnixTime;
+use crate::{Engine, UnixTime};
 
-/// One host at one moment.
+/// One host at one moment: the document `probe snapshots export` writes and every other crate
+/// reads. Closed sets are enums serialised as the strings operators know.
+///
+/// ```
+/// use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
+///
+/// let snapshot = Snapshot {
+///     processes: vec![ProcessInfo {
+///         pid: 7,
+///         role: ProcessRole::Launcher,
+///         engine: Some(Engine::LlamaCpp),
+///         ..ProcessInfo::default()
+///     }],
+///     ..Snapshot::default()
+/// };
+/// let json = serde_json::to_value(&snapshot).unwrap();
+/// assert_eq!(json["processes"][0]["engine"], "llama.cpp");
+/// let back: Snapshot = serde_json::from_value(json).unwrap();
+/// assert_eq!(back, snapshot);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Snapshot {
@@ -246,7 +265,7 @@ pub struct ProcessInfo {
     pub env: BTreeMap<String, String>,
     pub role: ProcessRole,
     /// Engine the process patterns matched (`sglang`, `vllm`, ...).
-    pub engine: Option<String>,
+    pub engine: Option<Engine>,
     /// For workers and wrappers: the pid of the launcher they belong to.
     pub launcher_pid: Option<u32>,
     /// Container id when the process runs in a container (from its cgroup).

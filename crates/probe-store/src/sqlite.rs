@@ -711,8 +711,8 @@ fn query_meta(
 pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap<String, String>) {
     let mut engines = BTreeSet::new();
     for process in &snapshot.processes {
-        if let Some(engine) = &process.engine {
-            engines.insert(engine.clone());
+        if let Some(engine) = process.engine {
+            engines.insert(engine.as_str().to_string());
         }
     }
     for log in &snapshot.logs {

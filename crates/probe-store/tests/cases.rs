@@ -119,7 +119,7 @@ fn put_get_latest_history_and_indexed_columns(backend: &Backend) {
     let mut first = snapshot("a1", "gpu7", "gpu7", "m-0001", 100);
     first.processes.push(ProcessInfo {
         pid: 1,
-        engine: Some("sglang".into()),
+        engine: Some(probe_model::Engine::Sglang),
         ..ProcessInfo::default()
     });
     first.python_envs.push(PythonEnv {
@@ -547,7 +547,7 @@ fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
     hostile.host.os_pretty = Some("nul \0 inside".into());
     hostile.processes.push(ProcessInfo {
         pid: 1,
-        engine: Some("vllm".into()),
+        engine: Some(probe_model::Engine::Vllm),
         ..ProcessInfo::default()
     });
     store.put(&hostile).unwrap();

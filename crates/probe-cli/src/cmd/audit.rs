@@ -437,7 +437,7 @@ fn engines_of(snapshot: &Snapshot) -> Vec<EngineVersion> {
         }
     }
     for process in &snapshot.processes {
-        if let Some(engine) = &process.engine
+        if let Some(engine) = &process.engine.map(|e| e.as_str().to_string())
             && seen.insert(engine.clone())
         {
             let version = snapshot

@@ -327,7 +327,12 @@ pub fn classify(list: &mut [ProcessInfo]) {
         };
         if let Some(p) = list.get_mut(i) {
             p.role = role;
-            p.engine = engines.get(i).cloned().flatten();
+            p.engine = engines
+                .get(i)
+                .cloned()
+                .flatten()
+                .as_deref()
+                .and_then(probe_model::Engine::parse);
             p.launcher_pid = launcher.and_then(|j| pids.get(j).copied());
         }
     }
@@ -459,7 +464,7 @@ mod tests {
         assert_eq!(get(100).role, ProcessRole::Wrapper);
         assert_eq!(get(100).launcher_pid, Some(101));
         assert_eq!(get(101).role, ProcessRole::Launcher);
-        assert_eq!(get(101).engine.as_deref(), Some("sglang"));
+        assert_eq!(get(101).engine, Some(probe_model::Engine::Sglang));
         assert_eq!(get(101).start_time, Some(1_761_800_060));
         assert_eq!(get(101).user.as_deref(), Some("root"));
         assert_eq!(get(101).argv.len(), 7);

@@ -473,140 +473,163 @@ fn compare_options_across_engines(
 ) {
     // Cross-engine keys of the options set on either side.
     let mut commons: BTreeMap<String, (Option<&str>, Option<&str>)> = BTreeMap::new();
-    let mut unmapped_before = Vec::new();
-    let mut unmapped_after = Vec::new();
-    for name in sides.before.options.keys() {
-        if is_model_option(sides, name) {
-            continue;
-        }
-        match sides
-            .before_catalog
-            .get(name)
-            .and_then(|spec| spec.common.clone())
-        {
-            Some(common) => commons.entry(common).or_default().0 = Some(name.as_str()),
-            None => unmapped_before.push(name.as_str()),
-        }
-    }
-    for name in sides.after.options.keys() {
-        if is_model_option(sides, name) {
-            continue;
-        }
-        match sides
-            .after_catalog
-            .get(name)
-            .and_then(|spec| spec.common.clone())
-        {
-            Some(common) => commons.entry(common).or_default().1 = Some(name.as_str()),
-            None => unmapped_after.push(name.as_str()),
-        }
-    }
-    for (common, (before_name, after_name)) in &commons {
-        let before_spec = match before_name {
-            Some(name) => sides.before_catalog.get(name),
-            None => sides.before_catalog.by_common(common),
-        };
-        let after_spec = match after_name {
-            Some(name) => sides.after_catalog.get(name),
-            None => sides.after_catalog.by_common(common),
-        };
-        let before_value = before_name
-            .and_then(|name| sides.before.options.get(name))
-            .map(|option| map_value(before_spec, &option.value));
-        let after_value = after_name
-            .and_then(|name| sides.after.options.get(name))
-            .map(|option| map_value(after_spec, &option.value));
-        let before_label = before_name
-            .map(str::to_string)
-            .or_else(|| before_spec.map(|spec| spec.name.clone()));
-        let after_label = after_name
-            .map(str::to_string)
-            .or_else(|| after_spec.map(|spec| spec.name.clone()));
-        let key = after_label
-            .clone()
-            .or_else(|| before_label.clone())
-            .unwrap_or_else(|| common.clone());
-        let before_side = OptionSide {
-            name: before_label.as_deref().unwrap_or(common),
-            value: before_value.as_ref(),
-            written: before_name
-                .and_then(|name| sides.before.options.get(name))
-                .map(|option| option.written.clone()),
-            spec: before_spec,
-        };
-        let after_side = OptionSide {
-            name: after_label.as_deref().unwrap_or(common),
-            value: after_value.as_ref(),
-            written: after_name
-                .and_then(|name| sides.after.options.get(name))
-                .map(|option| option.written.clone()),
-            spec: after_spec,
-        };
-        let mapping = format!(
-            "{} --{} <-> {} --{} ({common})",
-            sides.before.engine, before_side.name, sides.after.engine, after_side.name
-        );
-        compare_option(
-            &before_side,
-            &after_side,
-            &key,
-            Some(mapping),
-            collector,
-            equal_by_default,
-        );
+    let unmapped_before = by_common(sides, sides.before, sides.before_catalog, |common, name| {
+        commons.entry(common).or_default().0 = Some(name);
+    });
+    let unmapped_after = by_common(sides, sides.after, sides.after_catalog, |common, name| {
+        commons.entry(common).or_default().1 = Some(name);
+    });
+    for (common, names) in &commons {
+        compare_common(sides, common, *names, collector, equal_by_default);
     }
     for (launch, catalog, names, removed) in [
         (sides.before, sides.before_catalog, &unmapped_before, true),
         (sides.after, sides.after_catalog, &unmapped_after, false),
     ] {
         for name in names {
-            let spec = catalog.get(name);
-            if sides.speculative_handled && covered_by_speculative(catalog, spec, name) {
-                continue;
-            }
-            let Some(option) = launch.options.get(*name) else {
-                continue;
+            let unmapped = Unmapped {
+                launch,
+                catalog,
+                name,
+                removed,
             };
-            // An option set to its own engine's default did nothing there.
-            if let Some(default) = default_of(spec)
-                && values_equal(&option.value, &default, spec.map(|s| &s.kind))
-            {
-                equal_by_default.push(format!("{name}={} (default)", display(&option.value)));
-                continue;
-            }
-            let kind = if removed {
-                ChangeKind::Removed
-            } else {
-                ChangeKind::Added
-            };
-            let (before_value, after_value) = if removed {
-                (Some(&option.value), None)
-            } else {
-                (None, Some(&option.value))
-            };
-            let mut subject =
-                Subject::new(Area::Option, name, kind).values(before_value, after_value);
-            subject.option_category = spec.and_then(|spec| spec.category.as_deref());
-            let other = if removed {
-                sides.after.engine
-            } else {
-                sides.before.engine
-            };
-            let note = format!("engine switch: {other} has no counterpart");
-            let (before_written, after_written) = if removed {
-                (Some(option.written.clone()), None)
-            } else {
-                (None, Some(option.written.clone()))
-            };
-            collector.push(
-                &subject,
-                option_key(name),
-                before_written,
-                after_written,
-                Some(note),
-            );
+            compare_unmapped(sides, &unmapped, collector, equal_by_default);
         }
     }
+}
+
+/// Hands each option `launch` sets (its model left out) to `mapped` with its cross-engine key;
+/// returns the options without one.
+fn by_common<'l>(
+    sides: &Sides<'_>,
+    launch: &'l LaunchConfig,
+    catalog: &Catalog,
+    mut mapped: impl FnMut(String, &'l str),
+) -> Vec<&'l str> {
+    let mut unmapped = Vec::new();
+    for name in launch.options.keys() {
+        if is_model_option(sides, name) {
+            continue;
+        }
+        match catalog.get(name).and_then(|spec| spec.common.clone()) {
+            Some(common) => mapped(common, name.as_str()),
+            None => unmapped.push(name.as_str()),
+        }
+    }
+    unmapped
+}
+
+/// One cross-engine key compared: each side's option (or its catalog's option for that key).
+fn compare_common(
+    sides: &Sides<'_>,
+    common: &str,
+    (before_name, after_name): (Option<&str>, Option<&str>),
+    collector: &mut Collector,
+    equal_by_default: &mut Vec<String>,
+) {
+    let spec_of = |catalog: &'static Catalog, name: Option<&str>| match name {
+        Some(name) => catalog.get(name),
+        None => catalog.by_common(common),
+    };
+    let before_spec = spec_of(sides.before_catalog, before_name);
+    let after_spec = spec_of(sides.after_catalog, after_name);
+    let value_of = |launch: &LaunchConfig, name: Option<&str>, spec| {
+        name.and_then(|name| launch.options.get(name))
+            .map(|option| map_value(spec, &option.value))
+    };
+    let before_value = value_of(sides.before, before_name, before_spec);
+    let after_value = value_of(sides.after, after_name, after_spec);
+    let label_of = |name: Option<&str>, spec: Option<&OptionSpec>| {
+        name.map(str::to_string)
+            .or_else(|| spec.map(|spec| spec.name.clone()))
+    };
+    let before_label = label_of(before_name, before_spec);
+    let after_label = label_of(after_name, after_spec);
+    let key = after_label
+        .clone()
+        .or_else(|| before_label.clone())
+        .unwrap_or_else(|| common.to_string());
+    let written_of = |launch: &LaunchConfig, name: Option<&str>| {
+        name.and_then(|name| launch.options.get(name))
+            .map(|option| option.written.clone())
+    };
+    let before_side = OptionSide {
+        name: before_label.as_deref().unwrap_or(common),
+        value: before_value.as_ref(),
+        written: written_of(sides.before, before_name),
+        spec: before_spec,
+    };
+    let after_side = OptionSide {
+        name: after_label.as_deref().unwrap_or(common),
+        value: after_value.as_ref(),
+        written: written_of(sides.after, after_name),
+        spec: after_spec,
+    };
+    let mapping = format!(
+        "{} --{} <-> {} --{} ({common})",
+        sides.before.engine, before_side.name, sides.after.engine, after_side.name
+    );
+    compare_option(
+        &before_side,
+        &after_side,
+        &key,
+        Some(mapping),
+        collector,
+        equal_by_default,
+    );
+}
+
+/// An option of one side that has no counterpart in the other engine.
+struct Unmapped<'a> {
+    launch: &'a LaunchConfig,
+    catalog: &'static Catalog,
+    name: &'a str,
+    /// On the before side (so removed by the switch), else added.
+    removed: bool,
+}
+
+fn compare_unmapped(
+    sides: &Sides<'_>,
+    u: &Unmapped<'_>,
+    collector: &mut Collector,
+    equal_by_default: &mut Vec<String>,
+) {
+    let (name, removed) = (u.name, u.removed);
+    let spec = u.catalog.get(name);
+    if sides.speculative_handled && covered_by_speculative(u.catalog, spec, name) {
+        return;
+    }
+    let Some(option) = u.launch.options.get(name) else {
+        return;
+    };
+    // An option set to its own engine's default did nothing there.
+    if let Some(default) = default_of(spec)
+        && values_equal(&option.value, &default, spec.map(|s| &s.kind))
+    {
+        equal_by_default.push(format!("{name}={} (default)", display(&option.value)));
+        return;
+    }
+    let (kind, values, written, other) = if removed {
+        let written = (Some(option.written.clone()), None);
+        (
+            ChangeKind::Removed,
+            (Some(&option.value), None),
+            written,
+            sides.after.engine,
+        )
+    } else {
+        let written = (None, Some(option.written.clone()));
+        (
+            ChangeKind::Added,
+            (None, Some(&option.value)),
+            written,
+            sides.before.engine,
+        )
+    };
+    let mut subject = Subject::new(Area::Option, name, kind).values(values.0, values.1);
+    subject.option_category = spec.and_then(|spec| spec.category.as_deref());
+    let note = format!("engine switch: {other} has no counterpart");
+    collector.push(&subject, option_key(name), written.0, written.1, Some(note));
 }
 
 /// Options neither launch sets whose default differs between the two engine versions: the

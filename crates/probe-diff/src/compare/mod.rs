@@ -7,27 +7,21 @@
 //! it slower".
 
 mod hardware;
-mod launch;
+pub(crate) mod launch;
+mod options;
 mod run;
-mod server;
 mod runs;
+mod server;
 mod snapshot;
 mod speculative;
 mod text;
-mod values;
+pub(crate) mod values;
 
 pub use crate::impact::rank;
 pub use launch::{compare_launches, option_at_default};
 pub(crate) use launch::{launch_label, same_configuration};
+pub use options::CompareOptions;
 pub use run::compare_runs;
-pub(crate) use snapshot::same_server;
 pub use snapshot::{compare_snapshots, compare_snapshots_with, is_meaningful};
 pub use text::unified_diff;
 pub(crate) use values::display as display_value;
-
-/// How two snapshots are compared.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompareOptions {
-    /// Also count volatile differences (PIDs, uptime, utilisation, temperatures) as changes.
-    pub include_volatile: bool,
-}

@@ -6,7 +6,8 @@
 use probe_model::{Change, LaunchConfig, Run, Snapshot, Timeline};
 
 use super::run::compare_runs;
-use super::snapshot::{matched_servers, same_server};
+use super::snapshot::matched_servers;
+use crate::launch::same_server;
 
 /// The run changes of every server both snapshots have, keyed like the launch changes (with
 /// the server's identity in front when there are several), leaving out echoes of `existing`.

@@ -12,12 +12,12 @@ use probe_model::{
 };
 use serde_json::Value;
 
-use super::CompareOptions;
 use super::launch::compare_launches_split;
+use super::options::CompareOptions;
 use super::text::unified_diff;
 use super::values::values_equal;
-use crate::catalog::catalog;
 use crate::impact::{Area, Subject, change_for, compare_versions, rank};
+use crate::launch::{port_of, unit_of};
 
 /// Other processes' GPU memory must move by this much to count as a change.
 const OTHER_GPU_MEMORY_THRESHOLD_MIB: u64 = 1024;
@@ -188,67 +188,6 @@ impl Server<'_> {
             (None, None) => self.launch.engine.to_string(),
         }
     }
-}
-
-/// The systemd unit a launch belongs to: its own unit, or the unit whose main PID is the process
-/// or one of its parents.
-fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
-    let location = launch.source.location.trim();
-    match launch.source.kind {
-        SourceKind::Unit => {
-            let name = location.strip_prefix("unit:").unwrap_or(location);
-            let name = name.rsplit('/').next().unwrap_or(name);
-            return (!name.is_empty()).then(|| name.to_string());
-        }
-        SourceKind::Process => {}
-        _ => {
-            let name = location.strip_prefix("unit:").unwrap_or(location);
-            if name.ends_with(".service") && !name.contains('/') {
-                return Some(name.to_string());
-            }
-            return None;
-        }
-    }
-    let mut pid = launch.source.pid()?;
-    for _ in 0..8 {
-        if let Some(unit) = snapshot.units.iter().find(|unit| {
-            unit.state
-                .as_ref()
-                .and_then(|state| state.main_pid)
-                .is_some_and(|main_pid| main_pid == pid && main_pid != 0)
-        }) {
-            return Some(unit.name.clone());
-        }
-        let parent = snapshot
-            .processes
-            .iter()
-            .find(|process| process.pid == pid)
-            .and_then(|process| process.ppid)?;
-        if parent <= 1 || parent == pid {
-            return None;
-        }
-        pid = parent;
-    }
-    None
-}
-
-/// The port a launch listens on: its port option, else the engine's default port.
-fn port_of(launch: &LaunchConfig) -> Option<String> {
-    let engine_catalog = catalog(launch.engine, launch.engine_version.as_deref());
-    for (name, option) in &launch.options {
-        let is_port = engine_catalog
-            .get(name)
-            .is_some_and(|spec| spec.common.as_deref() == Some("port"))
-            || name == "port";
-        if is_port {
-            return Some(super::values::display(&option.value));
-        }
-    }
-    engine_catalog
-        .by_common("port")
-        .and_then(|spec| spec.default.as_ref())
-        .filter(|value| !value.is_null())
-        .map(super::values::display)
 }
 
 fn source_preference(kind: SourceKind) -> u8 {
@@ -1048,16 +987,4 @@ fn compare_containers(before: &Snapshot, after: &Snapshot, collector: &mut Colle
             collector.push(&subject, format!("container:{label}.image"), None);
         }
     }
-}
-
-/// Whether two launches of one snapshot belong to the same server: the same systemd unit, or the
-/// same engine on the same port.
-pub(crate) fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &LaunchConfig) -> bool {
-    if let (Some(left_unit), Some(right_unit)) = (unit_of(snapshot, left), unit_of(snapshot, right))
-        && left_unit == right_unit
-    {
-        return true;
-    }
-    let left_port = port_of(left);
-    left.engine == right.engine && left_port.is_some() && left_port == port_of(right)
 }

@@ -93,7 +93,7 @@ pub fn parse_libs(text: &str) -> Result<Vec<LibFamily>, toml::de::Error> {
 /// The embedded Xid catalogue (checked by a test; empty should it ever fail to parse).
 pub fn xid_catalog() -> &'static [XidEntry] {
     static X: OnceLock<Vec<XidEntry>> = OnceLock::new();
-    X.get_or_init(|| parse_xid(XID_TOML).unwrap_or_default())
+    X.get_or_init(|| crate::embedded::load("configs/xid.toml", parse_xid(XID_TOML)))
 }
 
 /// The catalogue entry of an Xid code.
@@ -104,7 +104,7 @@ pub fn xid(code: u32) -> Option<&'static XidEntry> {
 /// The embedded library families.
 pub fn lib_families() -> &'static [LibFamily] {
     static L: OnceLock<Vec<LibFamily>> = OnceLock::new();
-    L.get_or_init(|| parse_libs(CUDA_LIBS_TOML).unwrap_or_default())
+    L.get_or_init(|| crate::embedded::load("configs/cuda_libs.toml", parse_libs(CUDA_LIBS_TOML)))
 }
 
 /// `*`-glob match of a whole string.

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use probe_model::LaunchConfig;
 use serde_json::Value;
 
-use super::ParseHints;
-use super::argv::{Ctx, basename, entry_for_image, guess_image_entry, is_launcher_word, launch};
+use super::ctx::{Ctx, ReadArgv, basename};
+use super::entry::{entry_for_image, guess_image_entry, is_launcher_word};
+use super::hints::ParseHints;
 use super::shell::split_words;
 
 /// docker/podman `run` options that take a value (when not written `--opt=value`).
@@ -106,7 +107,7 @@ struct Spec {
     docker_wrapper: bool,
 }
 
-fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+fn resolve(read: ReadArgv, spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
     for (k, v) in &spec.env {
         ctx.env.insert(k.clone(), v.clone());
     }
@@ -146,7 +147,7 @@ fn resolve(spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig>
     };
     ctx.depth += 1;
     let image = spec.image;
-    let mut l = launch(&argv, ctx, hints)?;
+    let mut l = read(&argv, ctx, hints)?;
     if l.engine_version.is_none() {
         l.engine_version = image.as_deref().and_then(|i| image_version(i, l.engine));
     }
@@ -204,13 +205,18 @@ pub(crate) fn image_version(image: &str, engine: probe_model::Engine) -> Option<
 }
 
 /// `docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nerdctl, `container run`).
-pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+pub(crate) fn docker_run(
+    argv: &[String],
+    ctx: Ctx,
+    hints: &ParseHints,
+    read: ReadArgv,
+) -> Option<LaunchConfig> {
     let mut i = 1;
     if argv.get(i).map(String::as_str) == Some("container") {
         i += 1;
     }
     if argv.get(i).map(String::as_str) == Some("exec") {
-        return docker_exec(argv.get(i + 1..).unwrap_or(&[]), ctx, hints);
+        return docker_exec(read, argv.get(i + 1..).unwrap_or(&[]), ctx, hints);
     }
     if !matches!(argv.get(i).map(String::as_str), Some("run" | "create")) {
         return None;
@@ -249,6 +255,7 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
     let image = argv.get(i).cloned()?;
     let cmd = argv.get(i + 1..).unwrap_or(&[]).to_vec();
     resolve(
+        read,
         Spec {
             image: Some(image),
             entrypoint,
@@ -263,7 +270,12 @@ pub(crate) fn docker_run(argv: &[String], ctx: Ctx, hints: &ParseHints) -> Optio
 
 /// `docker exec [OPTIONS] CONTAINER COMMAND [ARG...]`: the command runs inside a container that
 /// already exists (its image is not in the text).
-fn docker_exec(args: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+fn docker_exec(
+    read: ReadArgv,
+    args: &[String],
+    mut ctx: Ctx,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
     let mut i = 0;
     while let Some(a) = args.get(i) {
         if !a.starts_with('-') {
@@ -294,7 +306,7 @@ fn docker_exec(args: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<Laun
     let cmd = args.get(i + 1..)?;
     ctx.wrappers.push("docker".into());
     ctx.depth += 1;
-    launch(cmd, ctx, hints)
+    read(cmd, ctx, hints)
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -351,6 +363,7 @@ fn k8s_subst(s: &str, env: &BTreeMap<String, String>) -> String {
 
 /// Launches of compose services or Kubernetes containers found anywhere in a YAML document.
 pub(crate) fn from_yaml(
+    read: ReadArgv,
     doc: &Value,
     kubernetes: bool,
     ctx: &Ctx,
@@ -374,86 +387,92 @@ pub(crate) fn from_yaml(
                     || m.contains_key("args")
                     || (m.get("env").map(Value::is_array).unwrap_or(false)
                         && !m.contains_key("environment"));
-                let mut env = BTreeMap::new();
-                if k8s {
-                    if let Some(Value::Array(items)) = m.get("env") {
-                        for it in items {
-                            if let (Some(n), Some(v)) = (
-                                it.get("name").and_then(scalar),
-                                it.get("value").and_then(scalar),
-                            ) {
-                                let v = k8s_subst(&v, &env);
-                                env.insert(n, v);
-                            }
-                        }
-                    }
-                    let entrypoint = words(m.get("command"))
-                        .map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
-                    let cmd = words(m.get("args"))
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|s| k8s_subst(s, &env))
-                        .collect();
-                    let spec = Spec {
-                        image: m.get("image").and_then(scalar),
-                        entrypoint,
-                        cmd,
-                        env,
-                        docker_wrapper: false,
-                    };
-                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
-                        out.push(l);
-                    }
+                let spec = if k8s {
+                    kubernetes_spec(m)
                 } else {
-                    match m.get("environment") {
-                        Some(Value::Object(e)) => {
-                            for (k, v) in e {
-                                if let Some(v) = scalar(v) {
-                                    env.insert(k.clone(), v);
-                                }
-                            }
-                        }
-                        Some(Value::Array(items)) => {
-                            for it in items {
-                                if let Some(s) = scalar(it)
-                                    && let Some((k, v)) = s.split_once('=')
-                                {
-                                    env.insert(k.trim().to_string(), v.to_string());
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    let entrypoint = words(m.get("entrypoint"));
-                    let cmd = words(m.get("command")).unwrap_or_default();
-                    let spec = Spec {
-                        image: m.get("image").and_then(scalar),
-                        entrypoint,
-                        cmd,
-                        env,
-                        docker_wrapper: true,
-                    };
-                    if let Some(l) = resolve(spec, ctx.clone(), hints) {
-                        out.push(l);
-                    }
-                }
+                    compose_spec(m)
+                };
+                out.extend(resolve(read, spec, ctx.clone(), hints));
                 return;
             }
             for v in m.values() {
-                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+                from_yaml(read, v, kubernetes, ctx, hints, out, depth + 1);
             }
         }
         Value::Array(a) => {
             for v in a {
-                from_yaml(v, kubernetes, ctx, hints, out, depth + 1);
+                from_yaml(read, v, kubernetes, ctx, hints, out, depth + 1);
             }
         }
         _ => {}
     }
 }
 
+/// A Kubernetes container: `command` is the entrypoint, `args` the command, `env` a list of
+/// `name`/`value` pairs (`$(VAR)` substituted).
+fn kubernetes_spec(m: &serde_json::Map<String, Value>) -> Spec {
+    let mut env = BTreeMap::new();
+    if let Some(Value::Array(items)) = m.get("env") {
+        for it in items {
+            if let (Some(n), Some(v)) = (
+                it.get("name").and_then(scalar),
+                it.get("value").and_then(scalar),
+            ) {
+                let v = k8s_subst(&v, &env);
+                env.insert(n, v);
+            }
+        }
+    }
+    let entrypoint =
+        words(m.get("command")).map(|w| w.iter().map(|s| k8s_subst(s, &env)).collect());
+    let cmd = words(m.get("args"))
+        .unwrap_or_default()
+        .iter()
+        .map(|s| k8s_subst(s, &env))
+        .collect();
+    Spec {
+        image: m.get("image").and_then(scalar),
+        entrypoint,
+        cmd,
+        env,
+        docker_wrapper: false,
+    }
+}
+
+/// A compose service: `entrypoint`, `command`, and `environment` as a map or `K=V` list.
+fn compose_spec(m: &serde_json::Map<String, Value>) -> Spec {
+    let mut env = BTreeMap::new();
+    match m.get("environment") {
+        Some(Value::Object(e)) => {
+            for (k, v) in e {
+                if let Some(v) = scalar(v) {
+                    env.insert(k.clone(), v);
+                }
+            }
+        }
+        Some(Value::Array(items)) => {
+            for it in items {
+                if let Some(s) = scalar(it)
+                    && let Some((k, v)) = s.split_once('=')
+                {
+                    env.insert(k.trim().to_string(), v.to_string());
+                }
+            }
+        }
+        _ => {}
+    }
+    Spec {
+        image: m.get("image").and_then(scalar),
+        entrypoint: words(m.get("entrypoint")),
+        cmd: words(m.get("command")).unwrap_or_default(),
+        env,
+        docker_wrapper: true,
+    }
+}
+
 /// A running container (`docker inspect` facts).
 pub(crate) fn from_container(
+    read: ReadArgv,
     c: &probe_model::ContainerInfo,
     hints: &ParseHints,
 ) -> Option<LaunchConfig> {
@@ -468,6 +487,7 @@ pub(crate) fn from_container(
     if c.runtime == "podman" {
         ctx.wrappers.push("podman".into());
         let mut l = resolve(
+            read,
             Spec {
                 docker_wrapper: false,
                 ..spec
@@ -479,5 +499,5 @@ pub(crate) fn from_container(
         return Some(l);
     }
     let _ = basename("");
-    resolve(spec, ctx, hints)
+    resolve(read, spec, ctx, hints)
 }

@@ -6,15 +6,32 @@
 //! until an engine entry point is found, whose options are then read with that engine's catalog
 //! (`configs/engines/*.toml`). Nothing here panics on bad input: what cannot be read becomes a
 //! warning.
+//!
+//! **Invariant enforced by lint:** these readers take text from remote hosts and must not panic on
+//! it, so `unwrap`, `expect`, `panic!` and indexing/slicing are denied in the whole module (its unit
+//! tests opt out: a failing test is meant to panic).
+
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod argv;
 mod container;
+mod ctx;
+mod entry;
+mod hints;
 mod host_change;
+mod identity;
 mod options;
 mod runs;
 mod shell;
 mod systemd;
 mod values;
+pub mod wrappers;
+mod yaml;
 
 use std::collections::BTreeMap;
 
@@ -25,45 +42,17 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::catalog::catalog;
-use argv::{Ctx, basename};
+use ctx::{Ctx, basename};
+use hints::MAX_TEXT;
+use wrappers::guess_engine_from_name;
+use yaml::yaml_lenient;
+
+pub use hints::{ParseHints, TextKind};
 
 pub use host_change::host_change;
+pub(crate) use identity::{log_of_server, port_of, same_server, unit_of};
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
-
-/// Inputs larger than this are cut (with a warning) before reading.
-const MAX_TEXT: usize = 4 * 1024 * 1024;
-
-/// What kind of text is given to [`reconstruct`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TextKind {
-    /// Guess from the text.
-    #[default]
-    Auto,
-    /// A NUL-separated `/proc/PID/cmdline`.
-    Argv,
-    SystemdUnit,
-    Shell,
-    DockerRun,
-    Compose,
-    Kubernetes,
-    /// SGLang `server_args=ServerArgs(...)` / `server_args={...}`.
-    SglangServerArgs,
-    /// vLLM `non-default args: {...}`.
-    VllmNonDefaultArgs,
-}
-
-/// Context for a reconstruction.
-#[derive(Debug, Clone, Default)]
-pub struct ParseHints {
-    pub kind: TextKind,
-    pub engine: Option<Engine>,
-    pub engine_version: Option<String>,
-    pub source: LaunchSource,
-    /// Variables known from outside the text (unit `Environment=`/`EnvironmentFile=`).
-    pub env: BTreeMap<String, String>,
-    pub working_directory: Option<String>,
-}
 
 fn detect_kind(text: &str) -> TextKind {
     if text.contains('\0') {
@@ -114,93 +103,6 @@ fn strip_fences(text: &str) -> String {
         .join("\n")
 }
 
-fn yaml_value(y: &yaml_rust2::Yaml, depth: usize) -> Value {
-    use yaml_rust2::Yaml;
-    if depth > 64 {
-        return Value::Null;
-    }
-    match y {
-        Yaml::Real(s) => s
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .unwrap_or_else(|| Value::String(s.clone())),
-        Yaml::Integer(i) => Value::Number((*i).into()),
-        Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Boolean(b) => Value::Bool(*b),
-        Yaml::Array(a) => Value::Array(a.iter().map(|v| yaml_value(v, depth + 1)).collect()),
-        Yaml::Hash(h) => {
-            let mut m = serde_json::Map::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) => s.clone(),
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Real(r) => r.clone(),
-                    Yaml::Boolean(b) => b.to_string(),
-                    _ => continue,
-                };
-                m.insert(key, yaml_value(v, depth + 1));
-            }
-            Value::Object(m)
-        }
-        _ => Value::Null,
-    }
-}
-
-/// Parses YAML text to JSON (first document); `None` when it is not YAML.
-pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
-    // Alias expansion can grow exponentially ("billion laughs"): refuse documents with many.
-    let aliases = text
-        .split(|c: char| c.is_whitespace() || matches!(c, '[' | ',' | '{'))
-        .filter(|w| w.starts_with('*') && w.len() > 1)
-        .count();
-    if aliases > 32 || text.len() > MAX_TEXT {
-        return None;
-    }
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
-    docs.first().map(|d| yaml_value(d, 0))
-}
-
-/// Makes indented snippets (a service block cut out of a file) valid YAML: unquoted Helm
-/// templates (`{{ ... }}`) become strings.
-fn yaml_lenient(text: &str) -> Option<Value> {
-    // A bare `{{ ... }}` is valid YAML (a flow mapping with a mapping key) that loses the
-    // template text, so Helm templates are always made strings first.
-    if !text.contains("{{")
-        && let Some(v) = yaml_to_json(text)
-    {
-        return Some(v);
-    }
-    let fixed: String = text
-        .lines()
-        .map(|l| {
-            let item = l.trim_start();
-            if let Some((k, v)) = l.split_once(": ")
-                && v.trim_start().starts_with("{{")
-            {
-                format!("{k}: \"{}\"", v.trim().replace('"', "\\\""))
-            } else if let Some(v) = item.strip_prefix("- ")
-                && v.trim_start().starts_with("{{")
-            {
-                // A list item that is a bare template (`- {{ .Values.model }}`).
-                let indent = l.len() - item.len();
-                format!(
-                    "{}- \"{}\"",
-                    " ".repeat(indent),
-                    v.trim().replace('"', "\\\"")
-                )
-            } else if l.trim_start().starts_with("{{") || l.trim_start().starts_with("{%") {
-                String::new()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    yaml_to_json(&fixed).or_else(|| yaml_to_json(text))
-}
-
 fn base_ctx(hints: &ParseHints) -> Ctx {
     Ctx {
         cwd: hints.working_directory.clone(),
@@ -241,6 +143,7 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
                 Some(doc) => {
                     let mut out = Vec::new();
                     container::from_yaml(
+                        argv::launch,
                         &doc,
                         kind == TextKind::Kubernetes,
                         &base_ctx(hints),
@@ -337,8 +240,8 @@ pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
     let words: Vec<String> = after.split_whitespace().map(str::to_string).collect();
     let head = words.first()?;
     let head = head.trim_matches(['"', '\'']);
-    if argv::is_launcher_word(head, words.get(1..).unwrap_or(&[]))
-        || argv::assignment(head).is_some()
+    if entry::is_launcher_word(head, words.get(1..).unwrap_or(&[]))
+        || ctx::assignment(head).is_some()
     {
         Some(after)
     } else {
@@ -368,8 +271,8 @@ fn starts_command(line: &str) -> bool {
     let Some((head, next)) = words.split_first() else {
         return false;
     };
-    argv::is_launcher_word(head, next)
-        || argv::assignment(head).is_some()
+    entry::is_launcher_word(head, next)
+        || ctx::assignment(head).is_some()
         || matches!(
             head.as_str(),
             "export" | "source" | "." | "cd" | "read" | "set"
@@ -397,27 +300,6 @@ fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
     cmds.iter()
         .filter_map(|c| argv::from_shell_command(c, base_ctx(hints), hints))
         .collect()
-}
-
-pub(crate) fn guess_engine_from_name(s: &str) -> Option<Engine> {
-    let l = s.to_ascii_lowercase();
-    if l.contains("sglang") {
-        Some(Engine::Sglang)
-    } else if l.contains("vllm") {
-        Some(Engine::Vllm)
-    } else if l.contains("ollama") {
-        Some(Engine::Ollama)
-    } else if l.contains("llama-server") || l.contains("llama.cpp") || l.contains("llamacpp") {
-        Some(Engine::LlamaCpp)
-    } else if l.contains("lmdeploy") {
-        Some(Engine::Lmdeploy)
-    } else if l.contains("trtllm") || l.contains("tensorrt") {
-        Some(Engine::Trtllm)
-    } else if l.contains("text-generation") || l.contains("tgi") {
-        Some(Engine::Tgi)
-    } else {
-        None
-    }
 }
 
 /// Launches of a unit given as text (`unit_name` for specifiers when known).
@@ -803,11 +685,28 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
 /// run merged into one launch ([`merge_runs`]).
 pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     let mut out = Vec::new();
-    let finish = |mut l: LaunchConfig, hints: &ParseHints, out: &mut Vec<LaunchConfig>| {
-        fill_version(snapshot, &mut l);
-        let l = with_version(l, hints);
-        out.push(l);
-    };
+    process_launches(snapshot, &mut out);
+    unit_launches(snapshot, &mut out);
+    container_launches(snapshot, &mut out);
+    history_launches(snapshot, &mut out);
+    log_launches(snapshot, &mut out);
+    merge_runs(snapshot, out)
+}
+
+/// A launch completed with its engine version from the snapshot, re-read with that version's
+/// catalog.
+fn finish(
+    snapshot: &Snapshot,
+    mut l: LaunchConfig,
+    hints: &ParseHints,
+    out: &mut Vec<LaunchConfig>,
+) {
+    fill_version(snapshot, &mut l);
+    out.push(with_version(l, hints));
+}
+
+/// The launcher processes (argv, environment, working directory).
+fn process_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for p in &snapshot.processes {
         if p.role != ProcessRole::Launcher {
             continue;
@@ -827,15 +726,20 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             ..ParseHints::default()
         };
         if let Some(mut l) = from_argv(&p.argv, &p.env, &hints) {
-            if let Some(e) = p.engine.as_deref().and_then(Engine::parse)
+            if let Some(e) = p.engine
                 && l.engine == Engine::Other
                 && e != Engine::Other
             {
                 l.engine = e;
             }
-            finish(l, &hints, &mut out);
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The systemd units (effective `ExecStart=`; running when their main PID is alive or they are
+/// active).
+fn unit_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for u in &snapshot.units {
         let running_pid = u
             .state
@@ -873,9 +777,13 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             ..ParseHints::default()
         };
         for l in from_unit(u, &hints) {
-            finish(l, &hints, &mut out);
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The containers (image, entrypoint, command, environment).
+fn container_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for c in &snapshot.containers {
         let hints = ParseHints {
             source: LaunchSource {
@@ -893,10 +801,14 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             },
             ..ParseHints::default()
         };
-        if let Some(l) = container::from_container(c, &hints) {
-            finish(l, &hints, &mut out);
+        if let Some(l) = container::from_container(argv::launch, c, &hints) {
+            finish(snapshot, l, &hints, out);
         }
     }
+}
+
+/// The shell history lines (timestamped when the history has times, else bounded by the file).
+fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for h in &snapshot.histories {
         // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
         let mut carried = BTreeMap::new();
@@ -922,11 +834,15 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
                 ..ParseHints::default()
             };
             for l in reconstruct(&e.command, &hints) {
-                finish(l, &hints, &mut out);
+                finish(snapshot, l, &hints, out);
             }
             shell::carry_vars(&e.command, &mut carried);
         }
     }
+}
+
+/// The engines' start-up log lines (what the engine resolved).
+fn log_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for log in &snapshot.logs {
         for r in &log.startups {
             let hints = ParseHints {
@@ -949,7 +865,6 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
             }
         }
     }
-    merge_runs(snapshot, out)
 }
 
 #[cfg(test)]

@@ -76,7 +76,6 @@ fn resolve<'c>(
 /// Reads `args` (what follows the entry point) with `cat`.
 pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> Parsed {
     let mut p = Parsed::default();
-    let units = cat.units.as_str();
     let mut i = 0;
     let mut only_positional = false;
     while let Some(tok) = args.get(i) {
@@ -84,18 +83,8 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
         if only_positional || !looks_like_option(tok) {
             if tok == "--" && !only_positional {
                 only_positional = true;
-                continue;
-            }
-            if positional_model && p.positional_model.is_none() {
-                p.positional_model = Some(tok.clone());
             } else {
-                if tok.contains('$') {
-                    p.warnings
-                        .push(format!("unresolved variable in argument {tok}"));
-                } else {
-                    p.warnings.push(format!("unexpected argument {tok}"));
-                }
-                p.unknown.push(tok.clone());
+                positional(&mut p, tok, positional_model);
             }
             continue;
         }
@@ -105,153 +94,217 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
         };
         let mut resolved = resolve(cat, &flag, &mut p.warnings);
         let mut glued: Option<String> = None;
-        if resolved.is_none() && !flag.starts_with("--") && inline.is_none() {
-            // `-O3`: a short option with its value glued on.
-            for cut in (2..flag.len()).rev() {
-                // Only a value-looking rest is a glued value (`-tp8`, `-m/models/x`); `-mla` is
-                // an unknown short option, not `-m la`.
-                let rest_ok = flag
-                    .get(cut..)
-                    .and_then(|r| r.chars().next())
-                    .map(|c| c.is_ascii_digit() || matches!(c, '/' | '.' | '~' | '$'))
-                    .unwrap_or(false);
-                if !rest_ok {
-                    continue;
-                }
-                if let Some(head) = flag.get(..cut)
-                    && let Some((o, neg)) = cat.lookup_exact(head)
-                    && !o.kind.takes_no_value()
-                {
-                    resolved = Some((o, neg, None));
-                    glued = flag.get(cut..).map(str::to_string);
-                    break;
-                }
-            }
+        if resolved.is_none()
+            && !flag.starts_with("--")
+            && inline.is_none()
+            && let Some((spec, negated, value)) = glued_short(cat, &flag)
+        {
+            resolved = Some((spec, negated, None));
+            glued = Some(value);
         }
         let Some((spec, negated, sub)) = resolved else {
-            // Unknown: keep verbatim; a following bare word is taken as its value.
-            p.warnings.push(format!("unknown option {flag}"));
-            p.unknown.push(tok.clone());
-            if inline.is_none()
-                && let Some(next) = args.get(i)
-                && !looks_like_option(next)
-            {
-                p.unknown.push(next.clone());
-                i += 1;
-            }
+            unknown_option(&mut p, args, &mut i, tok, &flag, inline.is_some());
             continue;
         };
-        let inline = inline.or(glued);
-        let mut written = tok.clone();
-        let value: Value = match &spec.kind {
-            ValueKind::Bool => match inline.as_deref().and_then(parse_bool) {
-                Some(b) => Value::Bool(b != negated),
-                None => Value::Bool(!negated),
-            },
-            ValueKind::BoolOptional => {
-                if let Some(v) = inline.as_deref().and_then(parse_bool) {
-                    Value::Bool(v != negated)
-                } else if let Some(v) = args.get(i).and_then(|n| parse_bool(n)) {
-                    if let Some(n) = args.get(i) {
-                        written = format!("{tok} {n}");
-                    }
-                    i += 1;
-                    Value::Bool(v != negated)
-                } else {
-                    Value::Bool(!negated)
-                }
-            }
-            ValueKind::OptionalStr => {
-                if let Some(v) = inline {
-                    Value::String(v)
-                } else if let Some(n) = args.get(i).filter(|n| !looks_like_option(n)) {
-                    written = format!("{tok} {n}");
-                    i += 1;
-                    guess(n)
-                } else {
-                    Value::Bool(true)
-                }
-            }
-            ValueKind::List => {
-                let mut items = Vec::new();
-                if let Some(v) = inline {
-                    items.push(guess(&v));
-                } else {
-                    while let Some(n) = args.get(i) {
-                        if looks_like_option(n) && !items.is_empty() {
-                            break;
-                        }
-                        if looks_like_option(n) {
-                            break;
-                        }
-                        written.push(' ');
-                        written.push_str(n);
-                        items.push(Value::String(n.clone()));
-                        i += 1;
-                    }
-                }
-                if items.is_empty() {
-                    p.warnings.push(format!("{tok} is missing its value"));
-                }
-                Value::Array(items)
-            }
-            kind => {
-                let raw = match inline {
-                    Some(v) => Some(v),
-                    None => match args.get(i) {
-                        Some(n) => {
-                            written = format!("{tok} {n}");
-                            i += 1;
-                            Some(n.clone())
-                        }
-                        None => None,
-                    },
-                };
-                match raw {
-                    None => {
-                        p.warnings.push(format!("{tok} is missing its value"));
-                        Value::Null
-                    }
-                    Some(raw) => match &sub {
-                        Some(_) => lenient_json(&raw)
-                            .or_else(|| {
-                                parse_human_int(&raw, units).map(|n| Value::Number(n.into()))
-                            })
-                            .unwrap_or_else(|| guess(&raw)),
-                        None => typed(&raw, kind, units),
-                    },
-                }
-            }
-        };
-        let entry = p.options.entry(spec.name.clone());
-        match sub {
-            Some(path) => {
-                let opt = entry.or_default();
-                if !opt.value.is_object() {
-                    opt.value = Value::Object(Default::default());
-                }
-                merge_dotted(&mut opt.value, &path, value);
-                if opt.written.is_empty() {
-                    opt.written = written;
-                } else {
-                    opt.written = format!("{} {}", opt.written, written);
-                }
-            }
-            None => {
-                // Repeated flags: the last one wins (JSON objects replace as a whole).
-                let lo = LaunchOption { value, written };
-                match entry {
-                    std::collections::btree_map::Entry::Occupied(mut e) => {
-                        e.insert(lo);
-                    }
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(lo);
-                    }
-                }
-            }
-        }
+        let mut cursor = Cursor { args, i, tok };
+        let (value, written) = read_value(
+            &mut cursor,
+            spec,
+            negated,
+            sub.is_some(),
+            inline.or(glued),
+            cat.units.as_str(),
+            &mut p.warnings,
+        );
+        i = cursor.i;
+        store(&mut p, spec, sub, value, written);
     }
     p
+}
+
+/// A bare word: the model when the entry point takes it first (`vllm serve MODEL`), else an
+/// unexpected argument.
+fn positional(p: &mut Parsed, tok: &str, positional_model: bool) {
+    if positional_model && p.positional_model.is_none() {
+        p.positional_model = Some(tok.to_string());
+        return;
+    }
+    if tok.contains('$') {
+        p.warnings
+            .push(format!("unresolved variable in argument {tok}"));
+    } else {
+        p.warnings.push(format!("unexpected argument {tok}"));
+    }
+    p.unknown.push(tok.to_string());
+}
+
+/// `-O3`, `-tp8`, `-m/models/x`: a short option with its value glued on. Only a value-looking
+/// rest is a glued value; `-mla` is an unknown short option, not `-m la`.
+fn glued_short<'c>(cat: &'c Catalog, flag: &str) -> Option<(&'c OptionSpec, bool, String)> {
+    for cut in (2..flag.len()).rev() {
+        let rest_ok = flag
+            .get(cut..)
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '/' | '.' | '~' | '$'));
+        if !rest_ok {
+            continue;
+        }
+        if let Some(head) = flag.get(..cut)
+            && let Some((o, neg)) = cat.lookup_exact(head)
+            && !o.kind.takes_no_value()
+        {
+            return Some((o, neg, flag.get(cut..)?.to_string()));
+        }
+    }
+    None
+}
+
+/// An option the catalog does not know, kept verbatim; a following bare word is taken as its
+/// value.
+fn unknown_option(
+    p: &mut Parsed,
+    args: &[String],
+    i: &mut usize,
+    tok: &str,
+    flag: &str,
+    has_inline: bool,
+) {
+    p.warnings.push(format!("unknown option {flag}"));
+    p.unknown.push(tok.to_string());
+    if !has_inline
+        && let Some(next) = args.get(*i)
+        && !looks_like_option(next)
+    {
+        p.unknown.push(next.clone());
+        *i += 1;
+    }
+}
+
+/// The words after an option while its value is read.
+struct Cursor<'a> {
+    args: &'a [String],
+    /// The next word.
+    i: usize,
+    /// The option as written.
+    tok: &'a str,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<&String> {
+        self.args.get(self.i)
+    }
+}
+
+/// The value of option `spec` and how it was written (`--tp 2`), taking the words it uses.
+fn read_value(
+    c: &mut Cursor<'_>,
+    spec: &OptionSpec,
+    negated: bool,
+    dotted: bool,
+    inline: Option<String>,
+    units: &str,
+    warnings: &mut Vec<String>,
+) -> (Value, String) {
+    let tok = c.tok;
+    match &spec.kind {
+        ValueKind::Bool => {
+            let b = inline.as_deref().and_then(parse_bool).unwrap_or(true);
+            (Value::Bool(b != negated), tok.to_string())
+        }
+        ValueKind::BoolOptional => {
+            if let Some(v) = inline.as_deref().and_then(parse_bool) {
+                return (Value::Bool(v != negated), tok.to_string());
+            }
+            match c.peek().and_then(|n| parse_bool(n).map(|v| (n.clone(), v))) {
+                Some((n, v)) => {
+                    c.i += 1;
+                    (Value::Bool(v != negated), format!("{tok} {n}"))
+                }
+                None => (Value::Bool(!negated), tok.to_string()),
+            }
+        }
+        ValueKind::OptionalStr => {
+            if let Some(v) = inline {
+                return (Value::String(v), tok.to_string());
+            }
+            match c.peek().filter(|n| !looks_like_option(n)).cloned() {
+                Some(n) => {
+                    c.i += 1;
+                    (guess(&n), format!("{tok} {n}"))
+                }
+                None => (Value::Bool(true), tok.to_string()),
+            }
+        }
+        ValueKind::List => list_value(c, inline, warnings),
+        kind => {
+            let mut written = tok.to_string();
+            let raw = inline.or_else(|| {
+                let n = c.peek()?.clone();
+                written = format!("{tok} {n}");
+                c.i += 1;
+                Some(n)
+            });
+            let value = match raw {
+                None => {
+                    warnings.push(format!("{tok} is missing its value"));
+                    Value::Null
+                }
+                Some(raw) if dotted => lenient_json(&raw)
+                    .or_else(|| parse_human_int(&raw, units).map(|n| Value::Number(n.into())))
+                    .unwrap_or_else(|| guess(&raw)),
+                Some(raw) => typed(&raw, kind, units),
+            };
+            (value, written)
+        }
+    }
+}
+
+/// A list option: its inline value, else every following word up to the next option.
+fn list_value(
+    c: &mut Cursor<'_>,
+    inline: Option<String>,
+    warnings: &mut Vec<String>,
+) -> (Value, String) {
+    let mut written = c.tok.to_string();
+    let mut items = Vec::new();
+    if let Some(v) = inline {
+        items.push(guess(&v));
+    } else {
+        while let Some(n) = c.peek().filter(|n| !looks_like_option(n)).cloned() {
+            written.push(' ');
+            written.push_str(&n);
+            items.push(Value::String(n));
+            c.i += 1;
+        }
+    }
+    if items.is_empty() {
+        warnings.push(format!("{} is missing its value", c.tok));
+    }
+    (Value::Array(items), written)
+}
+
+/// Records an option: a dotted sub-key (`--compilation-config.level 3`) merges into its JSON
+/// object; a repeated flag replaces the earlier one (the last one wins).
+fn store(p: &mut Parsed, spec: &OptionSpec, sub: Option<String>, value: Value, written: String) {
+    let entry = p.options.entry(spec.name.clone());
+    match sub {
+        Some(path) => {
+            let opt = entry.or_default();
+            if !opt.value.is_object() {
+                opt.value = Value::Object(Default::default());
+            }
+            merge_dotted(&mut opt.value, &path, value);
+            if opt.written.is_empty() {
+                opt.written = written;
+            } else {
+                opt.written = format!("{} {}", opt.written, written);
+            }
+        }
+        None => {
+            p.options
+                .insert(spec.name.clone(), LaunchOption { value, written });
+        }
+    }
 }
 
 /// Adds options from a YAML/JSON config object (`--config file.yaml`): keys are option names (dash

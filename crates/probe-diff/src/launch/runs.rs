@@ -9,8 +9,9 @@
 
 use probe_model::{LaunchConfig, LaunchOrigin, ProcessRole, Snapshot, SourceKind, UnixTime};
 
+use super::identity::same_server;
 use super::shell::split_words;
-use crate::compare::{same_configuration, same_server};
+use crate::compare::launch::same_configuration;
 
 /// A start-up log line written this long after a run started belongs to that run.
 pub const LOG_AFTER_START_S: i64 = 600;
@@ -164,15 +165,12 @@ fn history_container_name(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<
 }
 
 /// Names of the containers behind anchor `j`: its own, and those merged into it.
-fn container_names(launches: &[LaunchConfig], into: &[Option<usize>], j: usize) -> Vec<String> {
-    launches
-        .iter()
-        .enumerate()
-        .filter(|(k, l)| {
-            l.source.kind == SourceKind::Container
-                && (*k == j || into.get(*k).copied().flatten() == Some(j))
-        })
-        .map(|(_, l)| {
+fn container_names(launches: &[LaunchConfig], merges: &Merges, j: usize) -> Vec<String> {
+    merges
+        .members(j)
+        .filter_map(|k| launches.get(k))
+        .filter(|l| l.source.kind == SourceKind::Container)
+        .map(|l| {
             l.source
                 .origin()
                 .container()
@@ -194,7 +192,7 @@ fn container_names(launches: &[LaunchConfig], into: &[Option<usize>], j: usize) 
 fn untimed_history_run(
     snapshot: &Snapshot,
     launches: &[LaunchConfig],
-    into: &[Option<usize>],
+    merges: &Merges,
     anchors: &[usize],
     i: usize,
 ) -> Option<usize> {
@@ -218,7 +216,7 @@ fn untimed_history_run(
             if anchor.engine != line.engine || !same_configuration(line, anchor) {
                 return false;
             }
-            let names = container_names(launches, into, j);
+            let names = container_names(launches, merges, j);
             match &name {
                 Some(n) => names.contains(n),
                 None => {
@@ -331,95 +329,155 @@ fn absorb(primary: &mut LaunchConfig, other: LaunchConfig, start: Option<UnixTim
     }
 }
 
-/// Merges the evidence of each run into one launch (see the module documentation).
-pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<LaunchConfig> {
-    let count = launches.len();
-    let starts: Vec<Option<UnixTime>> = launches.iter().map(|l| run_start(snapshot, l)).collect();
-    // `into[i] = Some(j)`: launch i is merged into launch j.
-    let mut into: Vec<Option<usize>> = vec![None; count];
-    let kind = |i: usize| launches.get(i).map(|l| l.source.kind);
+/// Which launch each launch's evidence folds into: a union-find forest one level deep. A launch
+/// merged into another points at the launch that stands for its run; that launch is merged into
+/// nothing (only unmerged launches are ever chosen as targets).
+struct Merges {
+    into: Vec<Option<usize>>,
+}
 
-    // 1. A process and the unit or container that started it.
-    for (i, process) in launches.iter().enumerate() {
-        if process.source.kind != SourceKind::Process {
-            continue;
+// Internal bookkeeping over indices of one `Vec<LaunchConfig>`, not a parser of remote bytes:
+// every index comes from `0..len` of that vector, so indexing cannot go out of bounds.
+#[allow(
+    clippy::indexing_slicing,
+    reason = "indices are 0..len of the launches the table was made for"
+)]
+impl Merges {
+    fn new(count: usize) -> Merges {
+        Merges {
+            into: vec![None; count],
         }
-        let is_launcher = process
-            .source
-            .pid()
-            .and_then(|pid| snapshot.processes.iter().find(|p| p.pid == pid))
-            .is_none_or(|p| p.role == ProcessRole::Launcher);
-        if !is_launcher {
-            continue;
-        }
-        for (j, other) in launches.iter().enumerate() {
-            if i == j
-                || into.get(j).copied().flatten().is_some()
-                || !matches!(other.source.kind, SourceKind::Unit | SourceKind::Container)
-                || other.engine != process.engine
-            {
+    }
+
+    /// The launch `i` was merged into, if any.
+    fn target(&self, i: usize) -> Option<usize> {
+        self.into[i]
+    }
+
+    fn is_merged(&self, i: usize) -> bool {
+        self.into[i].is_some()
+    }
+
+    /// Merges launch `i` into launch `j`.
+    fn merge(&mut self, i: usize, j: usize) {
+        self.into[i] = Some(j);
+    }
+
+    /// Launch `j` and the launches merged into it.
+    fn members(&self, j: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.into.len()).filter(move |&k| k == j || self.into[k] == Some(j))
+    }
+}
+
+/// The launches of one snapshot while their evidence is matched up into runs.
+struct Merge<'a> {
+    snapshot: &'a Snapshot,
+    launches: &'a [LaunchConfig],
+    starts: Vec<Option<UnixTime>>,
+    merges: Merges,
+}
+
+impl Merge<'_> {
+    fn kind(&self, i: usize) -> Option<SourceKind> {
+        self.launches.get(i).map(|l| l.source.kind)
+    }
+
+    fn start(&self, i: usize) -> Option<UnixTime> {
+        self.starts.get(i).copied().flatten()
+    }
+
+    /// Unmerged launches of `kind`.
+    fn free_of(&self, kind: SourceKind) -> impl Iterator<Item = usize> + '_ {
+        (0..self.launches.len())
+            .filter(move |&i| self.kind(i) == Some(kind) && !self.merges.is_merged(i))
+    }
+
+    /// Phase 1: A launcher process and the unit or container that started it.
+    fn processes_with_their_units(&mut self) {
+        let launches = self.launches;
+        for (i, process) in launches.iter().enumerate() {
+            if process.source.kind != SourceKind::Process || !self.is_launcher(process) {
                 continue;
             }
-            if same_run_structurally(snapshot, process, other)
-                && same_configuration(other, process)
-                && let Some(slot) = into.get_mut(j)
-            {
-                *slot = Some(i);
+            for (j, other) in launches.iter().enumerate() {
+                if i != j
+                    && !self.merges.is_merged(j)
+                    && matches!(other.source.kind, SourceKind::Unit | SourceKind::Container)
+                    && other.engine == process.engine
+                    && same_run_structurally(self.snapshot, process, other)
+                    && same_configuration(other, process)
+                {
+                    self.merges.merge(j, i);
+                }
             }
         }
     }
 
-    // 2. Start-up log lines and timestamped history lines, by time: a log line written shortly
-    // after a run started, a history line run shortly before.
-    let anchors: Vec<usize> = (0..count)
-        .filter(|&i| {
-            into.get(i).copied().flatten().is_none()
-                && matches!(
-                    kind(i),
-                    Some(SourceKind::Process | SourceKind::Unit | SourceKind::Container)
-                )
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..count)
-        .filter(|&i| matches!(kind(i), Some(SourceKind::History)))
-        .chain((0..count).filter(|&i| matches!(kind(i), Some(SourceKind::Log))))
-        .collect();
-    order.retain(|&i| into.get(i).copied().flatten().is_none());
-    for i in order {
-        let (Some(launch), Some(Some(at))) = (launches.get(i), starts.get(i)) else {
-            continue;
-        };
-        let at = *at;
-        let is_log = launch.source.kind == SourceKind::Log;
-        // Candidate runs: anchors, and for log lines also the history lines kept so far.
-        let candidates: Vec<usize> = anchors
-            .iter()
-            .copied()
-            .chain(if is_log {
-                (0..count)
-                    .filter(|&j| {
-                        kind(j) == Some(SourceKind::History)
-                            && into.get(j).copied().flatten().is_none()
-                    })
-                    .collect::<Vec<_>>()
-            } else {
-                Vec::new()
+    fn is_launcher(&self, process: &LaunchConfig) -> bool {
+        process
+            .source
+            .pid()
+            .and_then(|pid| self.snapshot.processes.iter().find(|p| p.pid == pid))
+            .is_none_or(|p| p.role == ProcessRole::Launcher)
+    }
+
+    /// The runs evidence can be merged into: unmerged processes, units and containers.
+    fn anchors(&self) -> Vec<usize> {
+        (0..self.launches.len())
+            .filter(|&i| {
+                !self.merges.is_merged(i)
+                    && matches!(
+                        self.kind(i),
+                        Some(SourceKind::Process | SourceKind::Unit | SourceKind::Container)
+                    )
             })
+            .collect()
+    }
+
+    /// Phase 2: Start-up log lines and timestamped history lines, by time: a log line written shortly
+    /// after a run started, a history line run shortly before.
+    fn lines_by_time(&mut self, anchors: &[usize]) {
+        let order: Vec<usize> = self
+            .free_of(SourceKind::History)
+            .chain(self.free_of(SourceKind::Log))
             .collect();
-        let mut best: Option<(usize, UnixTime)> = None;
-        for j in candidates {
-            let (Some(anchor), Some(Some(start))) = (launches.get(j), starts.get(j)) else {
+        for i in order {
+            let (Some(launch), Some(at)) = (self.launches.get(i), self.start(i)) else {
                 continue;
             };
-            let start = *start;
+            let Some((j, start)) = self.closest_run(launch, at, anchors) else {
+                continue;
+            };
+            if !self.interrupted(i, j, at, start) {
+                self.merges.merge(i, j);
+            }
+        }
+    }
+
+    /// The run a timed line most likely belongs to: the closest start in its window with the
+    /// same engine and configuration (for log lines, history lines kept so far count as runs).
+    fn closest_run(
+        &self,
+        line: &LaunchConfig,
+        at: UnixTime,
+        anchors: &[usize],
+    ) -> Option<(usize, UnixTime)> {
+        let is_log = line.source.kind == SourceKind::Log;
+        let histories: Vec<usize> = if is_log {
+            self.free_of(SourceKind::History).collect()
+        } else {
+            Vec::new()
+        };
+        let mut best: Option<(usize, UnixTime)> = None;
+        for j in anchors.iter().copied().chain(histories) {
+            let (Some(anchor), Some(start)) = (self.launches.get(j), self.start(j)) else {
+                continue;
+            };
             let in_window = if is_log {
                 at >= start && at - start <= LOG_AFTER_START_S
             } else {
                 start >= at && start - at <= HISTORY_BEFORE_START_S
             };
-            if !in_window || anchor.engine != launch.engine {
-                continue;
-            }
             let closer = best.is_none_or(|(_, best_start)| {
                 if is_log {
                     start > best_start
@@ -427,124 +485,135 @@ pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<Launc
                     start < best_start
                 }
             });
-            if closer && same_configuration(launch, anchor) {
+            if in_window
+                && anchor.engine == line.engine
+                && closer
+                && same_configuration(line, anchor)
+            {
                 best = Some((j, start));
             }
         }
-        let Some((j, start)) = best else { continue };
-        // No other run of the same server started in between.
+        best
+    }
+
+    /// Whether another run of the same server started between line `i` (at `at`) and run `j`
+    /// (at `start`).
+    fn interrupted(&self, i: usize, j: usize, at: UnixTime, start: UnixTime) -> bool {
+        let is_log = self.kind(i) == Some(SourceKind::Log);
         let (low, high) = if is_log { (start, at) } else { (at, start) };
-        let interrupted = (0..count).any(|k| {
+        let Some(anchor) = self.launches.get(j) else {
+            return false;
+        };
+        self.launches.iter().enumerate().any(|(k, other)| {
             k != i
                 && k != j
-                && into.get(k).copied().flatten() != Some(j)
-                && starts
-                    .get(k)
-                    .copied()
-                    .flatten()
-                    .is_some_and(|s| s > low && s < high)
-                && launches
-                    .get(k)
-                    .zip(launches.get(j))
-                    .is_some_and(|(other, anchor)| {
-                        other.source.kind != SourceKind::Log && same_server(snapshot, other, anchor)
-                    })
-        });
-        if !interrupted && let Some(slot) = into.get_mut(i) {
-            *slot = Some(j);
-        }
-    }
-
-    // 2b. History lines with no time (see [`untimed_history_run`]).
-    for i in 0..count {
-        if kind(i) != Some(SourceKind::History)
-            || into.get(i).copied().flatten().is_some()
-            || starts.get(i).copied().flatten().is_some()
-        {
-            continue;
-        }
-        if let Some(j) = untimed_history_run(snapshot, &launches, &into, &anchors, i)
-            && let Some(slot) = into.get_mut(i)
-        {
-            *slot = Some(j);
-        }
-    }
-
-    // 3. Copies of one start-up line with no run around them (the journal and a file).
-    for i in 0..count {
-        if kind(i) != Some(SourceKind::Log) || into.get(i).copied().flatten().is_some() {
-            continue;
-        }
-        let Some(Some(at)) = starts.get(i).copied() else {
-            continue;
-        };
-        let copy_of = (0..i).find(|&j| {
-            kind(j) == Some(SourceKind::Log)
-                && into.get(j).copied().flatten().is_none()
-                && starts
-                    .get(j)
-                    .copied()
-                    .flatten()
-                    .is_some_and(|s| (s - at).abs() <= SAME_LINE_S)
-                && launches
-                    .get(i)
-                    .zip(launches.get(j))
-                    .is_some_and(|(a, b)| a.engine == b.engine && same_configuration(a, b))
-        });
-        if let (Some(j), Some(slot)) = (copy_of, into.get_mut(i)) {
-            *slot = Some(j);
-        }
-    }
-
-    // An untimed history line that started a run of known start bounds the lines before it
-    // in that file: they ran before that start.
-    let bounds: Vec<(String, u32, UnixTime)> = (0..count)
-        .filter_map(|i| {
-            let line = launches.get(i)?;
-            if line.source.kind != SourceKind::History || starts.get(i).copied().flatten().is_some()
-            {
-                return None;
-            }
-            let j = into.get(i).copied().flatten()?;
-            let start = starts.get(j).copied().flatten()?;
-            let (path, index) = history_entry(line)?;
-            Some((path.to_string(), index, start))
+                && self.merges.target(k) != Some(j)
+                && self.start(k).is_some_and(|s| s > low && s < high)
+                && other.source.kind != SourceKind::Log
+                && same_server(self.snapshot, other, anchor)
         })
-        .collect();
-    let mut launches = launches;
+    }
+
+    /// Phase 2b: History lines with no time (see [`untimed_history_run`]).
+    fn untimed_history_lines(&mut self, anchors: &[usize]) {
+        let untimed: Vec<usize> = self
+            .free_of(SourceKind::History)
+            .filter(|&i| self.start(i).is_none())
+            .collect();
+        for i in untimed {
+            if let Some(j) =
+                untimed_history_run(self.snapshot, self.launches, &self.merges, anchors, i)
+            {
+                self.merges.merge(i, j);
+            }
+        }
+    }
+
+    /// Phase 3: Copies of one start-up line with no run around them (the journal and a file).
+    fn copies_of_log_lines(&mut self) {
+        let logs: Vec<usize> = self.free_of(SourceKind::Log).collect();
+        for i in logs {
+            if self.merges.is_merged(i) {
+                continue;
+            }
+            let Some(at) = self.start(i) else {
+                continue;
+            };
+            let copy_of = (0..i).find(|&j| {
+                self.kind(j) == Some(SourceKind::Log)
+                    && !self.merges.is_merged(j)
+                    && self.start(j).is_some_and(|s| (s - at).abs() <= SAME_LINE_S)
+                    && self
+                        .launches
+                        .get(i)
+                        .zip(self.launches.get(j))
+                        .is_some_and(|(a, b)| a.engine == b.engine && same_configuration(a, b))
+            });
+            if let Some(j) = copy_of {
+                self.merges.merge(i, j);
+            }
+        }
+    }
+
+    /// An untimed history line that started a run of known start bounds the lines before it in
+    /// that file: they ran before that start. Returns `(file, entry index, start)` per such line.
+    fn history_bounds(&self) -> Vec<(String, u32, UnixTime)> {
+        (0..self.launches.len())
+            .filter_map(|i| {
+                let line = self.launches.get(i)?;
+                if line.source.kind != SourceKind::History || self.start(i).is_some() {
+                    return None;
+                }
+                let start = self.start(self.merges.target(i)?)?;
+                let (path, index) = history_entry(line)?;
+                Some((path, index, start))
+            })
+            .collect()
+    }
+}
+
+/// Bounds the unmerged untimed history lines by the starts of the runs later lines started.
+fn bound_untimed_history(
+    launches: &mut [LaunchConfig],
+    merges: &Merges,
+    bounds: &[(String, u32, UnixTime)],
+) {
     for (i, line) in launches.iter_mut().enumerate() {
         if line.source.kind != SourceKind::History
             || line.source.time.at.is_some()
-            || into.get(i).copied().flatten().is_some()
+            || merges.is_merged(i)
         {
             continue;
         }
-        let Some((path, index)) = history_entry(line).map(|(p, n)| (p.to_string(), n)) else {
+        let Some((path, index)) = history_entry(line) else {
             continue;
         };
-        for (p, n, start) in &bounds {
+        for (p, n, start) in bounds {
             if *p == path && index < *n {
                 let bound = line.source.time.not_after.map_or(*start, |b| b.min(*start));
                 line.source.time.not_after = Some(bound);
             }
         }
     }
+}
 
-    // Fold, most precise first: a unit fills in before a log line does.
-    let mut slots: Vec<Option<LaunchConfig>> = launches.into_iter().map(Some).collect();
-    let mut merged: Vec<usize> = (0..count)
-        .filter(|&i| into.get(i).copied().flatten().is_some())
+/// Folds every merged launch into its run's launch, most precise first (a unit fills in before a
+/// log line does).
+fn fold(
+    launches: Vec<LaunchConfig>,
+    merges: &Merges,
+    starts: &[Option<UnixTime>],
+) -> Vec<LaunchConfig> {
+    let mut merged: Vec<(u8, usize)> = launches
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| merges.is_merged(*i))
+        .map(|(i, l)| (precision(l.source.kind), i))
         .collect();
-    merged.sort_by_key(|&i| {
-        let precision = slots
-            .get(i)
-            .and_then(|slot| slot.as_ref())
-            .map(|l| precision(l.source.kind))
-            .unwrap_or(u8::MAX);
-        (precision, i)
-    });
-    for i in merged {
-        let Some(j) = into.get(i).copied().flatten() else {
+    merged.sort();
+    let mut slots: Vec<Option<LaunchConfig>> = launches.into_iter().map(Some).collect();
+    for (_, i) in merged {
+        let Some(j) = merges.target(i) else {
             continue;
         };
         let Some(other) = slots.get_mut(i).and_then(Option::take) else {
@@ -556,4 +625,24 @@ pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<Launc
         }
     }
     slots.into_iter().flatten().collect()
+}
+
+/// Merges the evidence of each run into one launch (see the module documentation).
+pub fn merge_runs(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Vec<LaunchConfig> {
+    let mut m = Merge {
+        snapshot,
+        launches: &launches,
+        starts: launches.iter().map(|l| run_start(snapshot, l)).collect(),
+        merges: Merges::new(launches.len()),
+    };
+    m.processes_with_their_units();
+    let anchors = m.anchors();
+    m.lines_by_time(&anchors);
+    m.untimed_history_lines(&anchors);
+    m.copies_of_log_lines();
+    let bounds = m.history_bounds();
+    let Merge { starts, merges, .. } = m;
+    let mut launches = launches;
+    bound_untimed_history(&mut launches, &merges, &bounds);
+    fold(launches, &merges, &starts)
 }

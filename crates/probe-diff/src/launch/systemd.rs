@@ -137,51 +137,108 @@ pub(crate) fn split_exec(
     warnings: &mut Vec<String>,
     exec: bool,
 ) -> Vec<String> {
-    let mut s = line.trim();
-    let mut at = false;
-    if exec {
-        while let Some(c) = s.chars().next() {
-            if matches!(c, '-' | '@' | ':' | '+' | '!') {
-                at |= c == '@';
-                s = s.get(1..).unwrap_or("");
-            } else {
-                break;
-            }
-        }
-    }
-    let chars: Vec<char> = s.chars().collect();
-    let mut out: Vec<String> = Vec::new();
+    let (s, at) = if exec {
+        without_exec_prefixes(line.trim())
+    } else {
+        (line.trim(), false)
+    };
+    let mut sp = Splitter {
+        chars: s.chars().collect(),
+        env,
+        spec,
+        warnings,
+        exec,
+        out: Vec::new(),
+    };
     let mut i = 0;
-    while i < chars.len() {
-        while matches!(chars.get(i), Some(c) if c.is_whitespace()) {
+    while i < sp.chars.len() {
+        while matches!(sp.chars.get(i), Some(c) if c.is_whitespace()) {
             i += 1;
         }
-        if i >= chars.len() {
+        if i >= sp.chars.len() {
             break;
         }
-        // Whole-word `$VAR`: split on whitespace.
-        if exec && chars.get(i) == Some(&'$') && chars.get(i + 1) != Some(&'{') {
-            let start = i + 1;
-            let mut j = start;
-            while matches!(chars.get(j), Some(c) if c.is_ascii_alphanumeric() || *c == '_') {
-                j += 1;
-            }
-            if j > start && chars.get(j).map(|c| c.is_whitespace()).unwrap_or(true) {
-                let name: String = chars.get(start..j).unwrap_or(&[]).iter().collect();
-                match env.get(&name) {
-                    Some(v) => out.extend(v.split_whitespace().map(str::to_string)),
-                    None => {
-                        warnings.push(format!("unresolved variable ${name} (not set in the unit)"));
-                        out.push(format!("${name}"));
-                    }
-                }
-                i = j;
-                continue;
+        i = match sp.whole_word_variable(i) {
+            Some(next) => next,
+            None => sp.word(i),
+        };
+    }
+    let mut out = sp.out;
+    // `@`: the second word is argv[0] for the first; drop it.
+    if at && out.len() > 1 {
+        out.remove(1);
+    }
+    // Old-style `;` separated command lists: keep the first command.
+    if let Some(p) = out.iter().position(|w| w == ";") {
+        out.truncate(p);
+    }
+    out
+}
+
+/// `ExecStart=` prefixes (`-`, `@`, `:`, `+`, `!`) taken off; whether `@` was among them.
+fn without_exec_prefixes(mut s: &str) -> (&str, bool) {
+    let mut at = false;
+    while let Some(c) = s.chars().next() {
+        if !matches!(c, '-' | '@' | ':' | '+' | '!') {
+            break;
+        }
+        at |= c == '@';
+        s = s.get(1..).unwrap_or("");
+    }
+    (s, at)
+}
+
+/// One command line being split into words the way systemd does.
+struct Splitter<'a> {
+    chars: Vec<char>,
+    env: &'a BTreeMap<String, String>,
+    spec: &'a BTreeMap<char, String>,
+    warnings: &'a mut Vec<String>,
+    /// Expand variables and specifiers (an `ExecStart=` line, not a plain setting).
+    exec: bool,
+    out: Vec<String>,
+}
+
+impl Splitter<'_> {
+    fn at(&self, i: usize) -> Option<char> {
+        self.chars.get(i).copied()
+    }
+
+    fn text(&self, from: usize, to: usize) -> String {
+        self.chars.get(from..to).unwrap_or(&[]).iter().collect()
+    }
+
+    /// A whole-word `$VAR`, split on whitespace; the index after it, or `None` when the word is
+    /// not one.
+    fn whole_word_variable(&mut self, i: usize) -> Option<usize> {
+        if !self.exec || self.at(i) != Some('$') || self.at(i + 1) == Some('{') {
+            return None;
+        }
+        let start = i + 1;
+        let mut j = start;
+        while matches!(self.at(j), Some(c) if c.is_ascii_alphanumeric() || c == '_') {
+            j += 1;
+        }
+        if j == start || !self.at(j).is_none_or(char::is_whitespace) {
+            return None;
+        }
+        let name = self.text(start, j);
+        match self.env.get(&name) {
+            Some(v) => self.out.extend(v.split_whitespace().map(str::to_string)),
+            None => {
+                self.warnings
+                    .push(format!("unresolved variable ${name} (not set in the unit)"));
+                self.out.push(format!("${name}"));
             }
         }
+        Some(j)
+    }
+
+    /// One word (quotes, escapes, `${VAR}`, `%` specifiers); the index after it.
+    fn word(&mut self, mut i: usize) -> usize {
         let mut w = String::new();
         let mut quote: Option<char> = None;
-        while let Some(&c) = chars.get(i) {
+        while let Some(c) = self.at(i) {
             match (quote, c) {
                 (None, c) if c.is_whitespace() => break,
                 (None, '"' | '\'') => {
@@ -193,8 +250,7 @@ pub(crate) fn split_exec(
                     i += 1;
                 }
                 (_, '\\') => {
-                    let n = chars.get(i + 1).copied();
-                    match n {
+                    match self.at(i + 1) {
                         Some('n') => w.push('\n'),
                         Some('t') => w.push('\t'),
                         Some(x) => w.push(x),
@@ -202,41 +258,11 @@ pub(crate) fn split_exec(
                     }
                     i += 2;
                 }
-                (_, '$') if exec && chars.get(i + 1) == Some(&'{') => {
-                    let end = (i + 2..chars.len()).find(|&k| chars.get(k) == Some(&'}'));
-                    match end {
-                        Some(e) => {
-                            let name: String = chars.get(i + 2..e).unwrap_or(&[]).iter().collect();
-                            match env.get(&name) {
-                                Some(v) => w.push_str(v),
-                                None => {
-                                    warnings.push(format!(
-                                        "unresolved variable ${{{name}}} (not set in the unit)"
-                                    ));
-                                    w.push_str(&format!("${{{name}}}"));
-                                }
-                            }
-                            i = e + 1;
-                        }
-                        None => {
-                            w.push('$');
-                            i += 1;
-                        }
-                    }
+                (_, '$') if self.exec && self.at(i + 1) == Some('{') => {
+                    i = self.braced_variable(i, &mut w);
                 }
-                (_, '%') if exec => {
-                    match chars.get(i + 1) {
-                        Some('%') => w.push('%'),
-                        Some(x) => match spec.get(x) {
-                            Some(v) => w.push_str(v),
-                            None => {
-                                warnings.push(format!("specifier %{x} left unresolved"));
-                                w.push('%');
-                                w.push(*x);
-                            }
-                        },
-                        None => w.push('%'),
-                    }
+                (_, '%') if self.exec => {
+                    self.specifier(self.at(i + 1), &mut w);
                     i += 2;
                 }
                 _ => {
@@ -245,17 +271,45 @@ pub(crate) fn split_exec(
                 }
             }
         }
-        out.push(w);
+        self.out.push(w);
+        i
     }
-    // `@`: the second word is argv[0] for the first; drop it.
-    if at && out.len() > 1 {
-        out.remove(1);
+
+    /// `${VAR}` at `i` expanded into `w`; the index after it.
+    fn braced_variable(&mut self, i: usize, w: &mut String) -> usize {
+        let Some(e) = (i + 2..self.chars.len()).find(|&k| self.at(k) == Some('}')) else {
+            w.push('$');
+            return i + 1;
+        };
+        let name = self.text(i + 2, e);
+        match self.env.get(&name) {
+            Some(v) => w.push_str(v),
+            None => {
+                self.warnings.push(format!(
+                    "unresolved variable ${{{name}}} (not set in the unit)"
+                ));
+                w.push_str(&format!("${{{name}}}"));
+            }
+        }
+        e + 1
     }
-    // Old-style `;` separated command lists: keep the first command.
-    if let Some(p) = out.iter().position(|w| w == ";") {
-        out.truncate(p);
+
+    /// The `%` specifier followed by `x` expanded into `w` (`%%` is a `%`).
+    fn specifier(&mut self, x: Option<char>, w: &mut String) {
+        match x {
+            Some('%') => w.push('%'),
+            Some(x) => match self.spec.get(&x) {
+                Some(v) => w.push_str(v),
+                None => {
+                    self.warnings
+                        .push(format!("specifier %{x} left unresolved"));
+                    w.push('%');
+                    w.push(x);
+                }
+            },
+            None => w.push('%'),
+        }
     }
-    out
 }
 
 #[cfg(test)]

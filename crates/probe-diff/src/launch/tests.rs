@@ -1,3 +1,11 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a failing test is meant to panic"
+)]
+
 //! Unit tests of the launch reader on small texts.
 
 use super::*;
@@ -232,7 +240,7 @@ fn docker_snapshot() -> Snapshot {
             .map(|s| s.to_string())
             .collect(),
             role: ProcessRole::Launcher,
-            engine: Some("vllm".into()),
+            engine: Some(probe_model::Engine::Vllm),
             container_id: Some(running_id.into()),
             mount_root: Some("/proc/120/root".into()),
             ..ProcessInfo::default()
@@ -447,7 +455,7 @@ fn untimed_host_lines_join_a_running_process_started_before_the_file_was_written
                 .map(|s| s.to_string())
                 .collect(),
             role: ProcessRole::Launcher,
-            engine: Some("vllm".into()),
+            engine: Some(probe_model::Engine::Vllm),
             start_time: Some(1_000),
             ..probe_model::ProcessInfo::default()
         }];

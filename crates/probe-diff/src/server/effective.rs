@@ -52,7 +52,7 @@ pub fn parse(text: &str) -> Result<ServerKeys, String> {
 /// The embedded `configs/server_keys.toml` (checked by a test; empty if it ever failed).
 pub fn server_keys() -> &'static ServerKeys {
     static K: OnceLock<ServerKeys> = OnceLock::new();
-    K.get_or_init(|| parse(SERVER_KEYS).unwrap_or_default())
+    K.get_or_init(|| crate::embedded::load("configs/server_keys.toml", parse(SERVER_KEYS)))
 }
 
 fn keys_for(engine: Engine) -> Option<&'static EngineKeys> {

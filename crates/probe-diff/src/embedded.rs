@@ -1,0 +1,55 @@
+//! The configs embedded at build time (`configs/engines/*.toml`, `impact.toml`, `xid.toml`,
+//! `cuda_libs.toml`, `server_keys.toml`, `wrappers.toml`): each is parsed once, through one
+//! `LazyLock` next to the code that reads it, by [`load`].
+//!
+//! They are our own files, compiled into the binary and parsed by
+//! `tests::every_embedded_config_parses`: one that does not parse is a build defect, so it fails
+//! loudly at first use instead of silently becoming an empty table (a broken `impact.toml` used to
+//! lose every rule without a word).
+
+use std::fmt::Display;
+
+/// The parsed value of the embedded config `file`; panics naming the file when it does not parse.
+#[allow(
+    clippy::panic,
+    reason = "an embedded config is part of the build and checked by a test; it cannot fail on a user's input"
+)]
+pub(crate) fn load<T, E: Display>(file: &str, parsed: Result<T, E>) -> T {
+    match parsed {
+        Ok(value) => value,
+        Err(e) => panic!("{file} (embedded at build time) does not parse: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use probe_model::Engine;
+
+    #[test]
+    fn every_embedded_config_parses() {
+        for e in Engine::ALL {
+            assert!(
+                !crate::catalog::catalog(e, None).entry_points.is_empty(),
+                "configs/engines/{e}.toml has no entry points"
+            );
+        }
+        assert!(!crate::impact::rules().rule.is_empty(), "impact.toml");
+        assert!(!crate::hardware::xid_catalog().is_empty(), "xid.toml");
+        assert!(
+            !crate::hardware::lib_families().is_empty(),
+            "cuda_libs.toml"
+        );
+        assert!(
+            !crate::server::effective::server_keys().engines.is_empty(),
+            "server_keys.toml"
+        );
+    }
+
+    #[test]
+    fn a_broken_embedded_config_fails_loudly() {
+        let r = std::panic::catch_unwind(|| {
+            super::load("configs/x.toml", toml::from_str::<toml::Table>("[unclosed"))
+        });
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,40 @@
+//! What a caller tells a reconstruction about its text: its kind, the engine and version when
+//! known, where the text came from, and variables known from outside it.
+
+use std::collections::BTreeMap;
+
+use probe_model::{Engine, LaunchSource};
+
+/// Inputs larger than this are cut (with a warning) before reading.
+pub(crate) const MAX_TEXT: usize = 4 * 1024 * 1024;
+
+/// What kind of text is given to [`super::reconstruct`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TextKind {
+    /// Guess from the text.
+    #[default]
+    Auto,
+    /// A NUL-separated `/proc/PID/cmdline`.
+    Argv,
+    SystemdUnit,
+    Shell,
+    DockerRun,
+    Compose,
+    Kubernetes,
+    /// SGLang `server_args=ServerArgs(...)` / `server_args={...}`.
+    SglangServerArgs,
+    /// vLLM `non-default args: {...}`.
+    VllmNonDefaultArgs,
+}
+
+/// Context for a reconstruction.
+#[derive(Debug, Clone, Default)]
+pub struct ParseHints {
+    pub kind: TextKind,
+    pub engine: Option<Engine>,
+    pub engine_version: Option<String>,
+    pub source: LaunchSource,
+    /// Variables known from outside the text (unit `Environment=`/`EnvironmentFile=`).
+    pub env: BTreeMap<String, String>,
+    pub working_directory: Option<String>,
+}

@@ -1,0 +1,213 @@
+//! The running run against the run before it: causes (what changed in the launch and in what was
+//! in effect) and symptoms (the metrics of the period each ran), apart.
+
+use probe_model::{LaunchConfig, LaunchDiff, Run, Snapshot};
+
+use crate::analysis::Analysis;
+use crate::compare::{compare_runs, launch_label};
+use crate::explain;
+use crate::impact::rank;
+use crate::launch::evidence_label;
+use crate::periods::{
+    PeriodStats, RunPeriod, ServerPoints, compare_launches_read, compare_periods, describe,
+    load_note, period_metrics, run_periods, server_points,
+};
+
+/// The running run against the run before it: the previous launch of the same server with a
+/// different configuration (the timeline's `previous` event), else the newest earlier run of the
+/// same server that differs in anything in effect (engine version, packages, driver, model,
+/// start-up limits). The metrics of the period each ran are compared as symptoms, apart from the
+/// causes: when the previous launch logged no metrics, the most recent earlier run that did
+/// stands in for it, and [`LaunchDiff::metrics_note`] says which.
+pub fn previous_launch_diff(snapshot: &Snapshot, analysis: &Analysis) -> Option<LaunchDiff> {
+    let timeline = &analysis.timeline;
+    let running = timeline
+        .events
+        .iter()
+        .find(|event| event.running && event.launch.is_some())?
+        .launch?;
+    let after = timeline.launches.get(running)?;
+    let periods = run_periods(snapshot, analysis, running);
+    let current = periods.iter().rev().find(|p| p.launch == running).cloned();
+    let after_run = current.as_ref().and_then(|p| analysis.runs.get(p.run));
+    let (previous, before_run) = previous_run(analysis, &periods, current.as_ref(), after_run)?;
+    let before = timeline.launches.get(previous)?;
+    let mut diff = causes(before, after, before_run, after_run);
+    let points = server_points(snapshot, timeline, after);
+    if points.is_empty() {
+        return Some(diff);
+    }
+    let Some(current) = current else {
+        return Some(diff);
+    };
+    let sides = Sides {
+        before,
+        after,
+        previous,
+        current: &current,
+    };
+    symptoms(snapshot, analysis, &periods, &points, &sides, &mut diff);
+    Some(diff)
+}
+
+/// The launch to compare with and its run: the timeline's `previous` event, else (same flags)
+/// the newest earlier run that differs in what was in effect.
+fn previous_run<'a>(
+    analysis: &'a Analysis,
+    periods: &[RunPeriod],
+    current: Option<&RunPeriod>,
+    after_run: Option<&Run>,
+) -> Option<(usize, Option<&'a Run>)> {
+    let marked = analysis
+        .timeline
+        .events
+        .iter()
+        .find(|event| event.previous)
+        .and_then(|event| event.launch);
+    if let Some(previous) = marked {
+        let run = periods
+            .iter()
+            .rev()
+            .find(|p| p.launch == previous)
+            .and_then(|p| analysis.runs.get(p.run));
+        return Some((previous, run));
+    }
+    let (current, after_run) = (current?, after_run?);
+    let found = periods.iter().rev().find(|p| {
+        p.start < current.start
+            && analysis
+                .runs
+                .get(p.run)
+                .is_some_and(|run| !compare_runs(run, after_run).is_empty())
+    })?;
+    Some((found.launch, analysis.runs.get(found.run)))
+}
+
+/// The candidate causes: the launches compared, with what the runs had in effect over them.
+fn causes(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    before_run: Option<&Run>,
+    after_run: Option<&Run>,
+) -> LaunchDiff {
+    let mut diff = compare_launches_read(before, after);
+    if let (Some(before_run), Some(after_run)) = (before_run, after_run) {
+        for change in compare_runs(before_run, after_run) {
+            diff.changes.retain(|c| c.key != change.key);
+            diff.changes.push(change);
+        }
+    }
+    rank(&mut diff.changes);
+    diff
+}
+
+/// The two launches compared and the period of the running one.
+struct Sides<'a> {
+    before: &'a LaunchConfig,
+    after: &'a LaunchConfig,
+    previous: usize,
+    current: &'a RunPeriod,
+}
+
+/// The symptoms: metric means of the running period against the previous launch's (or the newest
+/// earlier period with metrics), with the notes that say what was compared.
+fn symptoms(
+    snapshot: &Snapshot,
+    analysis: &Analysis,
+    periods: &[RunPeriod],
+    points: &ServerPoints,
+    sides: &Sides<'_>,
+    diff: &mut LaunchDiff,
+) {
+    let Sides {
+        before,
+        after,
+        previous,
+        current,
+    } = *sides;
+    let after_stats = period_metrics(points, current);
+    if after_stats.metrics.is_empty() {
+        diff.metrics_note = Some(format!(
+            "no metrics logged since {} started",
+            evidence_label(after)
+        ));
+        return;
+    }
+    let Some((period, before_stats)) =
+        earlier_period_with_metrics(analysis, periods, points, sides)
+    else {
+        diff.metrics_note = Some(format!(
+            "no metrics logged while {} or an earlier launch ran",
+            evidence_label(before)
+        ));
+        return;
+    };
+    let Some(stand_in) = analysis.timeline.launches.get(period.launch) else {
+        return;
+    };
+    let (comparisons, symptoms) = compare_periods(
+        &before_stats.metrics,
+        &after_stats.metrics,
+        &evidence_label(stand_in),
+        &evidence_label(after),
+    );
+    let mut note = format!(
+        "means while {} vs while {}",
+        describe(stand_in, period),
+        describe(after, current)
+    );
+    if period.launch != previous {
+        note = format!(
+            "the previous launch ({}) logged no metrics; compared with the most recent earlier \
+             launch that did: {note}",
+            launch_label(before)
+        );
+    }
+    diff.metrics_note = Some(note);
+    diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
+    diff.metrics = comparisons;
+    diff.symptoms = symptoms;
+    rank(&mut diff.symptoms);
+    explain::link_mechanisms(diff, after);
+    diff.not_explaining = explain::not_explaining(
+        snapshot,
+        analysis,
+        periods,
+        points,
+        (period.run, current.run),
+        &mut diff.changes,
+    );
+}
+
+/// The previous launch's own period, else the newest earlier period with metrics (of a launch
+/// with another configuration when the previous launch never ran here).
+fn earlier_period_with_metrics<'p>(
+    analysis: &Analysis,
+    periods: &'p [RunPeriod],
+    points: &ServerPoints,
+    sides: &Sides<'_>,
+) -> Option<(&'p RunPeriod, PeriodStats)> {
+    let previous_start = periods
+        .iter()
+        .rev()
+        .find(|p| p.launch == sides.previous && p.start < sides.current.start)
+        .map(|p| p.start);
+    periods
+        .iter()
+        .rev()
+        .filter(|p| {
+            p.start < sides.current.start
+                && match previous_start {
+                    Some(start) => p.start <= start,
+                    None => analysis
+                        .timeline
+                        .launches
+                        .get(p.launch)
+                        .is_some_and(|l| !crate::compare::same_configuration(l, sides.after)),
+                }
+        })
+        .find_map(|period| {
+            let stats = period_metrics(points, period);
+            (!stats.metrics.is_empty()).then_some((period, stats))
+        })
+}

@@ -1,0 +1,210 @@
+//! Data-driven cases, rust-analyzer style. The argv reader (`launch/argv.rs`, wrappers from
+//! `configs/wrappers.toml`): one command line in, the launch it runs out. Each case is `(input,
+//! expected)`; the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites
+//! them after a deliberate change; review the diff).
+
+#[macro_use]
+#[path = "support/render.rs"]
+mod render;
+
+#[test]
+fn engine_binary_with_positional_model() {
+    check!(
+        Shell,
+        "vllm serve Qwen/Qwen2-7B-Instruct --tensor-parallel-size 2 --max-model-len 16k",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2-7B-Instruct
+        option max-model-len = 16000 (--max-model-len 16k)
+        option tensor-parallel-size = 2 (--tensor-parallel-size 2)
+    "#
+    );
+}
+
+#[test]
+fn nohup_python_module_with_redirect() {
+    check!(
+        Shell,
+        "nohup python3 -m sglang.launch_server --model-path /models/llama --tp 4 > /var/log/sglang.log 2>&1 &",
+        @r#"
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: /models/llama
+        interpreter: python3
+        wrappers: nohup
+        option model-path = "/models/llama" (--model-path /models/llama)
+        option tp-size = 4 (--tp 4)
+        logs: /var/log/sglang.log
+    "#
+    );
+}
+
+#[test]
+fn scan_wrapper_then_env_assignments() {
+    check!(
+        Shell,
+        "numactl -N 0 -m 0 env CUDA_VISIBLE_DEVICES=0,1 vllm serve m --port 8001",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        wrappers: numactl
+        option port = 8001 (--port 8001)
+        env: CUDA_VISIBLE_DEVICES=0,1
+    "#
+    );
+}
+
+#[test]
+fn uv_run_with_value_flags() {
+    check!(
+        Shell,
+        "uv run --with vllm --python 3.12 vllm serve m",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        wrappers: uv run
+    "#
+    );
+}
+
+#[test]
+fn conda_run_names_the_environment() {
+    check!(
+        Shell,
+        "conda run -n serve python -m vllm.entrypoints.openai.api_server --model m",
+        @r#"
+        engine: vllm
+        entry: python -m vllm.entrypoints.openai.api_server
+        model: m
+        interpreter: python
+        venv: serve
+        wrappers: conda
+        option model = "m" (--model m)
+    "#
+    );
+}
+
+#[test]
+fn bash_c_script() {
+    check!(
+        Shell,
+        "bash -lc 'exec vllm serve m --port 8001'",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        wrappers: bash -c
+        option port = 8001 (--port 8001)
+    "#
+    );
+}
+
+#[test]
+fn distributed_launcher_runs_a_module() {
+    check!(
+        Shell,
+        "torchrun --nproc_per_node 2 -m sglang.launch_server --model-path m",
+        @r#"
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: m
+        interpreter: python
+        option model-path = "m" (--model-path m)
+    "#
+    );
+}
+
+#[test]
+fn nsys_label_takes_its_subcommand() {
+    check!(
+        Shell,
+        "nsys profile -o trace vllm serve m",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        wrappers: nsys profile
+    "#
+    );
+}
+
+#[test]
+fn sudo_value_flags_and_venv_binary() {
+    check!(
+        Shell,
+        "sudo -u vllm /opt/venv/bin/vllm serve m",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        venv: /opt/venv
+        wrappers: venv
+    "#
+    );
+}
+
+#[test]
+fn pasted_prompt() {
+    check!(
+        Shell,
+        "(venv) me@gpu1:~/srv$ vllm serve m --port 9000",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        option port = 9000 (--port 9000)
+    "#
+    );
+}
+
+#[test]
+fn console_script_run_by_its_interpreter() {
+    check!(
+        Argv,
+        "/usr/bin/python3\0/opt/venv/bin/vllm\0serve\0m\0",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        interpreter: /usr/bin/python3
+        venv: /opt/venv
+        wrappers: venv
+    "#
+    );
+}
+
+#[test]
+fn tmux_command_given_as_one_string() {
+    check!(
+        Shell,
+        "tmux new -d 'cd /srv && vllm serve m --port 9000'",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        model: m
+        option port = 9000 (--port 9000)
+        cwd: /srv
+    "#
+    );
+}
+
+#[test]
+fn no_server_no_launch() {
+    check!(
+        Shell,
+        "ls -la /models && nvidia-smi",
+        @"no launch"
+    );
+}
+
+#[test]
+fn python_c_is_not_a_launch() {
+    check!(
+        Shell,
+        "python3 -c 'import vllm'",
+        @"no launch"
+    );
+}
