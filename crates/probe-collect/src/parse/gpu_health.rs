@@ -4,7 +4,7 @@
 
 use probe_model::GpuHealth;
 
-use super::gpu::{csv, is_csv, num, val};
+use super::nvcsv::{csv, is_csv, num, val};
 use crate::frame::records;
 use crate::sanitize::{sanitize_line, text};
 

@@ -11,6 +11,7 @@ pub mod host;
 pub mod kernel_log;
 pub mod logs;
 pub mod models;
+pub mod nvcsv;
 pub mod pkgs;
 pub mod processes;
 pub mod python;

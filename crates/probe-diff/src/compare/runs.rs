@@ -6,22 +6,29 @@
 use probe_model::{Change, LaunchConfig, Run, Snapshot, Timeline};
 
 use super::run::compare_runs;
-use super::snapshot::matched_servers;
 use crate::launch::same_server;
 
-/// The run changes of every server both snapshots have, keyed like the launch changes (with
-/// the server's identity in front when there are several), leaving out echoes of `existing`.
+/// Two snapshots' launches, each with its snapshot.
+pub(super) struct Sides<'a> {
+    pub before: (&'a Snapshot, &'a [LaunchConfig]),
+    pub after: (&'a Snapshot, &'a [LaunchConfig]),
+}
+
+/// The run changes of every matched server (`matched`: the servers both snapshots have, with
+/// the key prefix their changes carry), keyed like the launch changes, leaving out echoes of
+/// `existing`.
 pub(super) fn run_changes(
-    before: &Snapshot,
-    before_launches: &[LaunchConfig],
-    after: &Snapshot,
-    after_launches: &[LaunchConfig],
+    sides: Sides<'_>,
+    matched: &[(&LaunchConfig, &LaunchConfig, String)],
     existing: &[Change],
 ) -> Vec<Change> {
+    let (before, before_launches) = sides.before;
+    let (after, after_launches) = sides.after;
     let before_runs = runs(before, before_launches);
     let after_runs = runs(after, after_launches);
     let mut out = Vec::new();
-    for (b, a, prefix) in matched_servers(before, before_launches, after, after_launches) {
+    for (b, a, prefix) in matched {
+        let (b, a) = (*b, *a);
         let (Some(before_run), Some(after_run)) = (
             latest_run(before, &before_runs, b),
             latest_run(after, &after_runs, a),

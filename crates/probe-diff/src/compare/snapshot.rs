@@ -68,13 +68,12 @@ pub fn compare_snapshots_with(
         .for_each(|(c, v)| collector.add(c, v));
     (super::server::compare(before, after, &mut diff.metrics).into_iter())
         .for_each(|(c, v)| collector.add(c, v));
-    let runs = super::runs::run_changes(
-        before,
-        before_launches,
-        after,
-        after_launches,
-        &collector.changes,
-    );
+    let matched = matched_servers(before, before_launches, after, after_launches);
+    let sides = super::runs::Sides {
+        before: (before, before_launches),
+        after: (after, after_launches),
+    };
+    let runs = super::runs::run_changes(sides, &matched, &collector.changes);
     collector.changes.extend(runs);
 
     let mut changes = drop_engine_version_echoes(collector.changes);
@@ -375,7 +374,7 @@ fn compare_servers(
 
 /// The servers both snapshots have, matched as [`compare_servers`] matches them, with the key
 /// prefix their changes carry (the server's identity when there are several).
-pub(super) fn matched_servers<'a>(
+fn matched_servers<'a>(
     before: &Snapshot,
     before_launches: &'a [LaunchConfig],
     after: &Snapshot,

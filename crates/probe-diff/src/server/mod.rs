@@ -9,6 +9,7 @@
 
 pub mod effective;
 pub mod lifetime;
+pub mod rule;
 pub mod rules;
 pub mod run;
 

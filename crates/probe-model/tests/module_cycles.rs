@@ -1,0 +1,244 @@
+//! No cycles between the files of one crate's module tree: if `a.rs` names something of `b.rs`
+//! (`crate::b::...`, `super::b::...`, `use super::{b, ...}`), `b.rs` must not name `a.rs`, directly
+//! or through others. docs/ARCHITECTURE.md promises rooms with one purpose and one-way edges;
+//! this keeps the promise by construction. Test modules (`tests.rs`, `*_tests.rs`, the
+//! `#[cfg(test)] mod tests` block at a file's end) are left out: they look at everything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Module = Vec<String>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn is_test_file(path: &Path) -> bool {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    stem == "tests" || stem.ends_with("_tests")
+}
+
+/// `src/launch/shell/mod.rs` -> `launch::shell`; `src/lib.rs` -> the crate root.
+fn module_of(src: &Path, file: &Path) -> Module {
+    let rel = file.strip_prefix(src).expect("file under src");
+    let mut parts: Module = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file's code without comments and without its trailing unit-test block.
+fn code_of(text: &str) -> String {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// Every path the code names from `crate`, `super` or `self`, as absolute module paths (items
+/// included; resolved to files later). `use super::{a, b::c}` names `a` and `b`.
+fn named_paths(code: &str, own: &Module) -> Vec<Module> {
+    let mut out = Vec::new();
+    for (at, head) in ["crate::", "super::", "self::"]
+        .iter()
+        .flat_map(|head| code.match_indices(head).map(move |(at, _)| (at, *head)))
+    {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut base: Module = if head == "crate::" {
+            Vec::new()
+        } else {
+            own.clone()
+        };
+        let mut rest = &code[at + head.len()..];
+        if head == "super::" {
+            base.pop();
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+        }
+        let mut path = base.clone();
+        loop {
+            let word = ident_at(rest);
+            if word.is_empty() {
+                break;
+            }
+            path.push(word.to_string());
+            rest = &rest[word.len()..];
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r,
+                None => break,
+            }
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                let word = ident_at(item.trim());
+                if !word.is_empty() {
+                    let mut p = path.clone();
+                    p.push(word.to_string());
+                    out.push(p);
+                }
+            }
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// The module file a path lands in: its longest prefix that is a file of the crate.
+fn file_of<'a>(modules: &'a BTreeSet<Module>, path: &[String]) -> Option<&'a Module> {
+    (0..=path.len())
+        .rev()
+        .find_map(|n| modules.get(path.get(..n)?))
+}
+
+fn graph_of(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let codes: BTreeMap<Module, String> = files
+        .iter()
+        .filter(|f| !is_test_file(f))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source file");
+            (module_of(src, f), code_of(&text))
+        })
+        .collect();
+    let modules: BTreeSet<Module> = codes.keys().cloned().collect();
+    codes
+        .iter()
+        .map(|(own, code)| {
+            let targets = named_paths(code, own)
+                .iter()
+                .filter_map(|p| file_of(&modules, p))
+                .filter(|t| *t != own && !t.is_empty())
+                .cloned()
+                .collect();
+            (own.clone(), targets)
+        })
+        .collect()
+}
+
+/// One cycle through `start`, if there is one (depth-first search back to it).
+fn cycle_through(
+    graph: &BTreeMap<Module, BTreeSet<Module>>,
+    start: &Module,
+) -> Option<Vec<Module>> {
+    let mut stack = vec![(start.clone(), vec![start.clone()])];
+    let mut seen = BTreeSet::new();
+    while let Some((node, trail)) = stack.pop() {
+        for next in graph.get(&node).into_iter().flatten() {
+            if next == start {
+                return Some(trail);
+            }
+            if seen.insert(next.clone()) {
+                let mut longer = trail.clone();
+                longer.push(next.clone());
+                stack.push((next.clone(), longer));
+            }
+        }
+    }
+    None
+}
+
+fn show(module: &Module) -> String {
+    if module.is_empty() {
+        "lib".into()
+    } else {
+        module.join("::")
+    }
+}
+
+#[test]
+fn no_cycles_between_files_of_a_crate() {
+    let crates = root().join("crates");
+    let mut cycles = Vec::new();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&crates)
+        .expect("crates/")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    for krate in names {
+        let graph = graph_of(&krate.join("src"));
+        assert!(
+            graph.len() > 1,
+            "{}: no module files found",
+            krate.display()
+        );
+        let mut reported = BTreeSet::new();
+        for start in graph.keys() {
+            if reported.contains(start) {
+                continue;
+            }
+            if let Some(cycle) = cycle_through(&graph, start) {
+                reported.extend(cycle.iter().cloned());
+                let name = krate.file_name().unwrap_or_default().to_string_lossy();
+                let trail: Vec<String> = cycle.iter().map(show).collect();
+                cycles.push(format!("{name}: {} -> {}", trail.join(" -> "), show(start)));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "cycles between files:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_cycle_finder_sees_a_cycle() {
+    let own: Module = vec!["a".into()];
+    let paths = named_paths("use super::{b, c::D};\nfn f() { crate::d::e(); }", &own);
+    assert!(paths.contains(&vec!["b".to_string()]));
+    assert!(paths.contains(&vec!["c".to_string()]));
+    assert!(paths.contains(&vec!["d".to_string(), "e".to_string()]));
+    let mut graph = BTreeMap::new();
+    graph.insert(
+        vec!["a".to_string()],
+        BTreeSet::from([vec!["b".to_string()]]),
+    );
+    graph.insert(
+        vec!["b".to_string()],
+        BTreeSet::from([vec!["a".to_string()]]),
+    );
+    graph.insert(
+        vec!["c".to_string()],
+        BTreeSet::from([vec!["a".to_string()]]),
+    );
+    assert!(cycle_through(&graph, &vec!["a".to_string()]).is_some());
+    assert!(cycle_through(&graph, &vec!["c".to_string()]).is_none());
+}
