@@ -261,6 +261,15 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
     }
     out.ms = ms(t.elapsed());
     out.ended_ms = ms(rc.started.elapsed());
+    tracing::debug!(
+        group = %out.group.name,
+        ms = out.ms,
+        ended_ms = out.ended_ms,
+        bytes = out.bytes,
+        sections = out.framed.as_ref().map_or(0, |f| f.sections.len()),
+        error = ?out.error.as_ref().map(ToString::to_string),
+        "collection group finished"
+    );
     board.add(out.framed.as_ref(), &out.group);
     out
 }
@@ -334,6 +343,11 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
         needed.extend(board.present(ROUND2_WANTS));
         let round2_started_ms = ms(started.elapsed());
         let inputs = plan_round2(opts, &boundary1, needed);
+        tracing::debug!(
+            started_ms = round2_started_ms,
+            empty = inputs.is_empty(),
+            "round 2 planned"
+        );
         if inputs.is_empty() {
             return (Round2::NotNeeded, round2_started_ms);
         }
