@@ -290,74 +290,14 @@ type Info = (Option<(String, bool)>, Option<u32>);
 pub fn classify(list: &mut [ProcessInfo]) {
     let by_pid: BTreeMap<u32, usize> = list.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
     let info: Vec<Info> = list.iter().map(|p| (engine_of(&p.argv), p.ppid)).collect();
-    let ancestors = |i: usize| {
-        let mut out = Vec::new();
-        let mut cur = info.get(i).and_then(|x| x.1);
-        while let Some(pp) = cur {
-            let Some(&j) = by_pid.get(&pp) else { break };
-            if out.contains(&j) || out.len() > 64 {
-                break;
-            }
-            out.push(j);
-            cur = info.get(j).and_then(|x| x.1);
-        }
-        out
-    };
-    // A matched, non-worker process is a launcher unless a matched non-worker ancestor of the
-    // same engine exists (then it is a spawned worker) or it is a known wrapper with a matched
-    // descendant (then it wraps).
-    let mut roles = vec![ProcessRole::Other; list.len()];
-    let mut engines: Vec<Option<String>> = vec![None; list.len()];
-    for (i, (role, engine)) in roles.iter_mut().zip(engines.iter_mut()).enumerate() {
-        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
-            continue;
-        };
-        *engine = Some(eng.clone());
-        if worker {
-            *role = ProcessRole::Worker;
-            continue;
-        }
-        let anc = ancestors(i);
-        let under_launcher = anc.iter().any(|&j| {
-            matches!(info.get(j).and_then(|x| x.0.as_ref()), Some((e, false)) if *e == eng)
-                && !list
-                    .get(j)
-                    .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
-        });
-        *role = if under_launcher {
-            ProcessRole::Worker
-        } else {
-            ProcessRole::Launcher
-        };
-    }
-    // Wrappers: matched launchers with a launcher descendant, and unmatched known wrappers that
-    // are ancestors of a launcher.
-    for i in 0..list.len() {
-        if roles.get(i) != Some(&ProcessRole::Launcher) {
-            continue;
-        }
-        for j in ancestors(i) {
-            let Some(p) = list.get(j) else { continue };
-            let r = roles.get(j).copied().unwrap_or_default();
-            if r == ProcessRole::Launcher || (r == ProcessRole::Other && is_wrapper_name(&p.argv)) {
-                if let Some(x) = roles.get_mut(j) {
-                    *x = ProcessRole::Wrapper;
-                }
-                if let (Some(e), Some(slot)) =
-                    (engines.get(i).cloned().flatten(), engines.get_mut(j))
-                    && slot.is_none()
-                {
-                    *slot = Some(e);
-                }
-            }
-        }
-    }
+    let (mut roles, mut engines) = first_roles(list, &info, &by_pid);
+    mark_wrappers(list, &info, &by_pid, &mut roles, &mut engines);
     // Wrapper demotions may have left workers under them: recompute launcher_pid.
     let pids: Vec<u32> = list.iter().map(|p| p.pid).collect();
     for i in 0..list.len() {
         let role = roles.get(i).copied().unwrap_or_default();
         let launcher = match role {
-            ProcessRole::Worker => ancestors(i)
+            ProcessRole::Worker => ancestors(i, &info, &by_pid)
                 .into_iter()
                 .find(|&j| roles.get(j) == Some(&ProcessRole::Launcher)),
             ProcessRole::Wrapper => descendants_launcher(i, &info, &by_pid, &roles, list.len()),
@@ -372,6 +312,89 @@ pub fn classify(list: &mut [ProcessInfo]) {
                 .as_deref()
                 .and_then(probe_model::Engine::parse);
             p.launcher_pid = launcher.and_then(|j| pids.get(j).copied());
+        }
+    }
+}
+
+/// Indices of a process's ancestors in the list, nearest first (at most 65, no cycles).
+fn ancestors(i: usize, info: &[Info], by_pid: &BTreeMap<u32, usize>) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut cur = info.get(i).and_then(|x| x.1);
+    while let Some(pp) = cur {
+        let Some(&j) = by_pid.get(&pp) else { break };
+        if out.contains(&j) || out.len() > 64 {
+            break;
+        }
+        out.push(j);
+        cur = info.get(j).and_then(|x| x.1);
+    }
+    out
+}
+
+/// Roles before wrappers are known, and each process's engine.
+///
+/// A matched, non-worker process is a launcher unless a matched non-worker ancestor of the
+/// same engine exists (then it is a spawned worker) or it is a known wrapper with a matched
+/// descendant (then it wraps).
+fn first_roles(
+    list: &[ProcessInfo],
+    info: &[Info],
+    by_pid: &BTreeMap<u32, usize>,
+) -> (Vec<ProcessRole>, Vec<Option<String>>) {
+    let mut roles = vec![ProcessRole::Other; list.len()];
+    let mut engines: Vec<Option<String>> = vec![None; list.len()];
+    for (i, (role, engine)) in roles.iter_mut().zip(engines.iter_mut()).enumerate() {
+        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
+            continue;
+        };
+        *engine = Some(eng.clone());
+        if worker {
+            *role = ProcessRole::Worker;
+            continue;
+        }
+        let anc = ancestors(i, info, by_pid);
+        let under_launcher = anc.iter().any(|&j| {
+            matches!(info.get(j).and_then(|x| x.0.as_ref()), Some((e, false)) if *e == eng)
+                && !list
+                    .get(j)
+                    .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
+        });
+        *role = if under_launcher {
+            ProcessRole::Worker
+        } else {
+            ProcessRole::Launcher
+        };
+    }
+    (roles, engines)
+}
+
+/// Wrappers: matched launchers with a launcher descendant, and unmatched known wrappers that
+/// are ancestors of a launcher; a wrapper without an engine takes its launcher's.
+fn mark_wrappers(
+    list: &[ProcessInfo],
+    info: &[Info],
+    by_pid: &BTreeMap<u32, usize>,
+    roles: &mut [ProcessRole],
+    engines: &mut [Option<String>],
+) {
+    for i in 0..list.len() {
+        if roles.get(i) != Some(&ProcessRole::Launcher) {
+            continue;
+        }
+        for j in ancestors(i, info, by_pid) {
+            let Some(p) = list.get(j) else { continue };
+            let r = roles.get(j).copied().unwrap_or_default();
+            if r == ProcessRole::Launcher || (r == ProcessRole::Other && is_wrapper_name(&p.argv)) {
+                if let Some(x) = roles.get_mut(j) {
+                    *x = ProcessRole::Wrapper;
+                }
+                if let (Some(e), Some(slot)) =
+                    (engines.get(i).cloned().flatten(), engines.get_mut(j))
+                    && slot.is_none()
+                {
+                    *slot = Some(e);
+                }
+            }
         }
     }
 }
