@@ -61,21 +61,7 @@ impl LocalExec {
     pub async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
         let started = Instant::now();
         let err = |kind| TransportError::new("local", kind);
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(&req.command)
-            .stdin(if req.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| err(ErrorKind::Local(format!("cannot start sh: {e}"))))?;
+        let mut child = spawn_sh(req).map_err(err)?;
         let pid = child.id().unwrap_or(0);
         let stdin_task = child
             .stdin
@@ -106,18 +92,7 @@ impl LocalExec {
                 }
                 // What the group wrote before it was killed (its pipes are closed now, unless
                 // an escaped process holds them: then nothing).
-                let partial = match stdout {
-                    Some(mut t) => {
-                        let wait = std::time::Duration::from_millis(300);
-                        let got = tokio::time::timeout(wait, &mut t).await;
-                        t.abort();
-                        match got {
-                            Ok(Ok((o, _))) => o,
-                            _ => Vec::new(),
-                        }
-                    }
-                    None => Vec::new(),
-                };
+                let partial = partial_stdout(stdout).await;
                 return Err(
                     err(ErrorKind::ExecTimeout { after: req.timeout }).with_partial_stdout(partial)
                 );
@@ -147,12 +122,7 @@ impl LocalExec {
         if let Some(t) = stdin_task {
             t.abort();
         }
-        use std::os::unix::process::ExitStatusExt as _;
-        let exit_status = match (status.code(), status.signal()) {
-            (Some(c), _) => u32::try_from(c).unwrap_or(255),
-            (None, Some(sig)) => return Err(err(ErrorKind::Signal(format!("{sig}")))),
-            (None, None) => return Err(err(ErrorKind::NoExitStatus("no status".into()))),
-        };
+        let exit_status = exit_code(status).map_err(err)?;
         Ok(ExecOutput {
             stdout,
             stderr,
@@ -161,5 +131,50 @@ impl LocalExec {
             stderr_truncated,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+/// `sh -c COMMAND` in its own process group, stdin piped only where there is input.
+fn spawn_sh(req: &ExecRequest) -> Result<tokio::process::Child, ErrorKind> {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(&req.command)
+        .stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd.spawn()
+        .map_err(|e| ErrorKind::Local(format!("cannot start sh: {e}")))
+}
+
+/// What a killed group wrote to stdout (its pipes are closed now, unless an escaped process
+/// holds them: then nothing after a short wait).
+async fn partial_stdout(stdout: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> Vec<u8> {
+    match stdout {
+        Some(mut t) => {
+            let wait = std::time::Duration::from_millis(300);
+            let got = tokio::time::timeout(wait, &mut t).await;
+            t.abort();
+            match got {
+                Ok(Ok((o, _))) => o,
+                _ => Vec::new(),
+            }
+        }
+        None => Vec::new(),
+    }
+}
+
+/// The shell's exit code; a shell killed by a signal, or without a status, is an error.
+fn exit_code(status: std::process::ExitStatus) -> Result<u32, ErrorKind> {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Ok(u32::try_from(c).unwrap_or(255)),
+        (None, Some(sig)) => Err(ErrorKind::Signal(format!("{sig}"))),
+        (None, None) => Err(ErrorKind::NoExitStatus("no status".into())),
     }
 }

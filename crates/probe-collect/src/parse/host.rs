@@ -20,19 +20,7 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
                 h.machine_id = non_empty(&first)
                     .filter(|m| m.len() <= 64 && m.chars().all(|c| c.is_ascii_hexdigit()))
             }
-            "os_release" => {
-                for l in text(r.data).lines() {
-                    if let Some((k, val)) = l.split_once('=') {
-                        let val = val.trim().trim_matches('"').trim_matches('\'').to_string();
-                        match k.trim() {
-                            "PRETTY_NAME" => h.os_pretty = non_empty(&val),
-                            "ID" => h.os_id = non_empty(&val),
-                            "VERSION_ID" => h.os_version_id = non_empty(&val),
-                            _ => {}
-                        }
-                    }
-                }
-            }
+            "os_release" => read_os_release(&mut h, r.data),
             "uname" => {
                 let mut it = v.split_whitespace();
                 let _sys = it.next();
@@ -51,36 +39,12 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
                     .and_then(|m| non_empty(&m))
             }
             "nproc" => h.cpu_count = first.parse().ok(),
-            "meminfo" => {
-                for l in v.split("kB") {
-                    let l = l.trim();
-                    if let Some(n) = l.strip_prefix("MemTotal:") {
-                        h.mem_total_kib = n.trim().parse().ok();
-                    } else if let Some(n) = l.strip_prefix("MemAvailable:") {
-                        h.mem_available_kib = n.trim().parse().ok();
-                    }
-                }
-            }
+            "meminfo" => read_meminfo(&mut h, &v),
             "user" => h.collected_as = non_empty(&first),
             "clk_tck" => ctx.clk_tck = first.parse().ok().filter(|&t: &u64| t > 0),
             "tools" => ctx.tools = v.split_whitespace().map(str::to_string).collect(),
             "systemd" => ctx.systemd_running = first == "running",
-            "passwd" => {
-                for l in text(r.data).lines().take(100_000) {
-                    let f: Vec<&str> = l.split(':').collect();
-                    if let (Some(name), Some(uid), Some(home)) = (
-                        f.first(),
-                        f.get(2).and_then(|u| u.parse::<u32>().ok()),
-                        f.get(5),
-                    ) {
-                        let name = crate::sanitize::sanitize_line(name);
-                        ctx.users.entry(uid).or_insert_with(|| name.clone());
-                        ctx.homes
-                            .entry(name)
-                            .or_insert_with(|| crate::sanitize::sanitize_line(home));
-                    }
-                }
-            }
+            "passwd" => read_passwd(ctx, r.data),
             _ => {}
         }
     }
@@ -96,6 +60,51 @@ pub fn parse(body: &[u8], ctx: &mut Ctx) -> HostFacts {
         ctx.boot_time = h.boot_time;
     }
     h
+}
+
+/// `/etc/os-release`: pretty name, id and version id.
+fn read_os_release(h: &mut HostFacts, data: &[u8]) {
+    for l in text(data).lines() {
+        if let Some((k, val)) = l.split_once('=') {
+            let val = val.trim().trim_matches('"').trim_matches('\'').to_string();
+            match k.trim() {
+                "PRETTY_NAME" => h.os_pretty = non_empty(&val),
+                "ID" => h.os_id = non_empty(&val),
+                "VERSION_ID" => h.os_version_id = non_empty(&val),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `MemTotal:` and `MemAvailable:` of `/proc/meminfo` (one line, `kB`-separated).
+fn read_meminfo(h: &mut HostFacts, v: &str) {
+    for l in v.split("kB") {
+        let l = l.trim();
+        if let Some(n) = l.strip_prefix("MemTotal:") {
+            h.mem_total_kib = n.trim().parse().ok();
+        } else if let Some(n) = l.strip_prefix("MemAvailable:") {
+            h.mem_available_kib = n.trim().parse().ok();
+        }
+    }
+}
+
+/// `/etc/passwd`: user names by uid and home directories by name (the first of each).
+fn read_passwd(ctx: &mut Ctx, data: &[u8]) {
+    for l in text(data).lines().take(100_000) {
+        let f: Vec<&str> = l.split(':').collect();
+        if let (Some(name), Some(uid), Some(home)) = (
+            f.first(),
+            f.get(2).and_then(|u| u.parse::<u32>().ok()),
+            f.get(5),
+        ) {
+            let name = crate::sanitize::sanitize_line(name);
+            ctx.users.entry(uid).or_insert_with(|| name.clone());
+            ctx.homes
+                .entry(name)
+                .or_insert_with(|| crate::sanitize::sanitize_line(home));
+        }
+    }
 }
 
 fn non_empty(s: &str) -> Option<String> {

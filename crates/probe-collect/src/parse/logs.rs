@@ -128,43 +128,8 @@ fn parse_lines<'a>(
     let mut version: Option<String> = None;
     for (outer, raw) in lines {
         let clean = sanitize_terminal(raw);
-        let mut l = clean.as_str();
-        let mut time = None;
-        if let Some(c) = r.journal.captures(l) {
-            time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
-            l = c.get(2).map_or("", |m| m.as_str());
-        }
-        if let Some(m) = r.proc_prefix.find(l) {
-            l = l.get(m.end()..).unwrap_or("");
-        }
-        if let Some(c) = r.sglang_ts.captures(l) {
-            if let Some(x) = c.get(1).and_then(|m| super::parse_datetime(m.as_str())) {
-                time = Some(x - tz);
-            }
-            l = c.get(2).map_or("", |m| m.as_str());
-        } else if let Some(c) = r.vllm_ts.captures(l) {
-            let g = |i| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
-            if let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5))
-            {
-                let ref_t = reference.unwrap_or(0);
-                let mut y = super::year_of(ref_t + tz);
-                let mut at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
-                if let Some(a) = at
-                    && reference.is_some()
-                    && a > ref_t + 2 * 86_400
-                {
-                    y -= 1;
-                    at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
-                }
-                if at.is_some() {
-                    time = at;
-                }
-            }
-            l = c.get(6).map_or("", |m| m.as_str());
-        }
-        if outer.is_some() {
-            time = outer;
-        }
+        let (stamped, l) = strip_line_prefixes(&clean, reference, tz);
+        let time = outer.or(stamped);
         if r.blob.is_match(l.trim()) {
             src.unreadable_lines += 1;
             continue;
@@ -173,80 +138,167 @@ fn parse_lines<'a>(
             src.lifecycle.push(event);
             continue;
         }
-        if let Some(c) = r.vllm_version.captures(l) {
-            version = c.get(1).map(|m| m.as_str().to_string());
-            push_version(src, time, "vllm", version.as_deref());
-        } else if !l.contains("server_args=")
-            && let Some(c) = r.sglang_version.captures(l)
-        {
-            push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
-        }
-        if read_limits(l, time, src) {
+        read_version(l, time, &mut version, src);
+        if read_limits(l, time, src) || read_startup(l, time, version.as_deref(), src) {
             continue;
         }
-        if let Some(i) = l.find("server_args=") {
-            push_startup(
-                src,
-                time,
-                "sglang",
-                l.get(i + "server_args=".len()..).unwrap_or(""),
-                None,
-            );
-            continue;
-        }
-        if let Some(i) = l.find("non-default args: ") {
-            push_startup(
-                src,
-                time,
-                "vllm",
-                l.get(i + "non-default args: ".len()..).unwrap_or(""),
-                version.clone(),
-            );
-            continue;
-        }
-        let kind = if l.starts_with("Decode batch") {
-            Kind::SglDecode
-        } else if l.starts_with("Prefill batch") {
-            Kind::SglPrefill
-        } else if l.contains("Avg prompt throughput:") {
-            Kind::VllmThroughput
-        } else if l.starts_with("SpecDecoding metrics:") || l.starts_with("Speculative metrics:") {
-            Kind::VllmSpec
-        } else {
-            continue;
-        };
-        for (re, name, unit, scale, k) in &r.metric {
-            if *k != kind {
-                continue;
-            }
-            let Some(v) = re
-                .captures(l)
-                .and_then(|c| c.get(1))
-                .and_then(|m| m.as_str().parse::<f64>().ok())
-            else {
-                continue;
-            };
-            if !v.is_finite() {
-                continue;
-            }
-            let a = acc.entry(name).or_default();
-            if a.all.iter().len() == 0 && a.points.is_empty() {
-                a.unit = unit;
-            }
-            let v = v * scale;
-            a.all.push(v);
-            a.points.push((time, v));
-            if a.points.len() > 2 * MAX_POINTS {
-                a.points.drain(..MAX_POINTS);
-            }
-            if time.is_some() {
-                if a.first_time.is_none() {
-                    a.first_time = time;
-                }
-                a.last_time = time;
-            }
+        if let Some(kind) = metric_kind(l) {
+            record_metrics(l, kind, time, &mut acc);
         }
     }
+    finish_series(acc, src);
+    if src.startups.len() > MAX_STARTUPS {
+        src.startups.drain(..src.startups.len() - MAX_STARTUPS);
+    }
+}
+
+/// Strips a journal prefix, a process prefix and an engine's timestamp from a line; returns
+/// the time they showed and the rest of the line.
+fn strip_line_prefixes(
+    line: &str,
+    reference: Option<UnixTime>,
+    tz: i64,
+) -> (Option<UnixTime>, &str) {
+    let r = res();
+    let mut l = line;
+    let mut time = None;
+    if let Some(c) = r.journal.captures(l) {
+        time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
+        l = c.get(2).map_or("", |m| m.as_str());
+    }
+    if let Some(m) = r.proc_prefix.find(l) {
+        l = l.get(m.end()..).unwrap_or("");
+    }
+    if let Some(c) = r.sglang_ts.captures(l) {
+        if let Some(x) = c.get(1).and_then(|m| super::parse_datetime(m.as_str())) {
+            time = Some(x - tz);
+        }
+        l = c.get(2).map_or("", |m| m.as_str());
+    } else if let Some(c) = r.vllm_ts.captures(l) {
+        if let Some(at) = vllm_time(&c, reference, tz) {
+            time = Some(at);
+        }
+        l = c.get(6).map_or("", |m| m.as_str());
+    }
+    (time, l)
+}
+
+/// The time of a vLLM `MM-DD HH:MM:SS` timestamp: the year of `reference`, or the year before
+/// where that would put it more than two days after `reference`.
+fn vllm_time(c: &regex::Captures<'_>, reference: Option<UnixTime>, tz: i64) -> Option<UnixTime> {
+    let g = |i| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
+    let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5)) else {
+        return None;
+    };
+    let ref_t = reference.unwrap_or(0);
+    let mut y = super::year_of(ref_t + tz);
+    let mut at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
+    if let Some(a) = at
+        && reference.is_some()
+        && a > ref_t + 2 * 86_400
+    {
+        y -= 1;
+        at = super::civil(y, mo, d, h, mi, s).map(|x| x - tz);
+    }
+    at
+}
+
+/// Records an engine's version line (a vLLM version is kept for its later start-up records).
+fn read_version(
+    l: &str,
+    time: Option<UnixTime>,
+    version: &mut Option<String>,
+    src: &mut LogSource,
+) {
+    let r = res();
+    if let Some(c) = r.vllm_version.captures(l) {
+        *version = c.get(1).map(|m| m.as_str().to_string());
+        push_version(src, time, "vllm", version.as_deref());
+    } else if !l.contains("server_args=")
+        && let Some(c) = r.sglang_version.captures(l)
+    {
+        push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
+    }
+}
+
+/// Records a start-up line (SGLang `server_args=`, vLLM `non-default args: `); returns whether
+/// the line was one.
+fn read_startup(
+    l: &str,
+    time: Option<UnixTime>,
+    version: Option<&str>,
+    src: &mut LogSource,
+) -> bool {
+    for (marker, engine, version) in [
+        ("server_args=", "sglang", None),
+        ("non-default args: ", "vllm", version),
+    ] {
+        if let Some(i) = l.find(marker) {
+            let text = l.get(i + marker.len()..).unwrap_or("");
+            push_startup(src, time, engine, text, version.map(String::from));
+            return true;
+        }
+    }
+    false
+}
+
+/// Which metric line a line is, if any.
+fn metric_kind(l: &str) -> Option<Kind> {
+    if l.starts_with("Decode batch") {
+        Some(Kind::SglDecode)
+    } else if l.starts_with("Prefill batch") {
+        Some(Kind::SglPrefill)
+    } else if l.contains("Avg prompt throughput:") {
+        Some(Kind::VllmThroughput)
+    } else if l.starts_with("SpecDecoding metrics:") || l.starts_with("Speculative metrics:") {
+        Some(Kind::VllmSpec)
+    } else {
+        None
+    }
+}
+
+/// Adds the values of a metric line of `kind` to their series.
+fn record_metrics(
+    l: &str,
+    kind: Kind,
+    time: Option<UnixTime>,
+    acc: &mut BTreeMap<&'static str, Acc>,
+) {
+    for (re, name, unit, scale, k) in &res().metric {
+        if *k != kind {
+            continue;
+        }
+        let Some(v) = re
+            .captures(l)
+            .and_then(|c| c.get(1))
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+        else {
+            continue;
+        };
+        if !v.is_finite() {
+            continue;
+        }
+        let a = acc.entry(name).or_default();
+        if a.all.iter().len() == 0 && a.points.is_empty() {
+            a.unit = unit;
+        }
+        let v = v * scale;
+        a.all.push(v);
+        a.points.push((time, v));
+        if a.points.len() > 2 * MAX_POINTS {
+            a.points.drain(..MAX_POINTS);
+        }
+        if time.is_some() {
+            if a.first_time.is_none() {
+                a.first_time = time;
+            }
+            a.last_time = time;
+        }
+    }
+}
+
+/// Turns the accumulated series into the log's metrics (the newest points, a summary of all).
+fn finish_series(acc: BTreeMap<&'static str, Acc>, src: &mut LogSource) {
     for (name, a) in acc {
         let mut points = a.points;
         if points.len() > MAX_POINTS {
@@ -258,9 +310,6 @@ fn parse_lines<'a>(
             points,
             summary: summarize(&a.all, a.first_time, a.last_time),
         });
-    }
-    if src.startups.len() > MAX_STARTUPS {
-        src.startups.drain(..src.startups.len() - MAX_STARTUPS);
     }
 }
 

@@ -37,20 +37,15 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
         }
         if r.header == "links" {
             for (pid, what, target) in links(r.data) {
-                let Some(p) = procs.get_mut(&pid) else {
-                    continue;
+                let what = match what {
+                    "exe" | "cwd" => what,
+                    "fd/1" => "fd1",
+                    "fd/2" => "fd2",
+                    "ns/mnt" => "mntns",
+                    _ => continue,
                 };
-                match what {
-                    "exe" => p.exe = non_empty(target),
-                    "cwd" => p.cwd = non_empty(target),
-                    "fd/1" => extra.entry(pid).or_default().stdout = non_empty(target),
-                    "fd/2" => extra.entry(pid).or_default().stderr = non_empty(target),
-                    "ns/mnt" => {
-                        if let Some(ns) = non_empty(target) {
-                            mnt_ns.insert(pid, ns);
-                        }
-                    }
-                    _ => {}
+                if let Some(p) = procs.get_mut(&pid) {
+                    set_link(p, what, target, &mut extra, &mut mnt_ns);
                 }
             }
             continue;
@@ -70,64 +65,108 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
             pid,
             ..Default::default()
         });
-        match what {
-            "stat" => parse_stat(p, &String::from_utf8_lossy(r.data), ctx),
-            "status" => {
-                for l in String::from_utf8_lossy(r.data).lines() {
-                    if let Some(v) = l.strip_prefix("Uid:") {
-                        p.uid = v.split_whitespace().next().and_then(|u| u.parse().ok());
-                    } else if let Some(v) = l.strip_prefix("PPid:") {
-                        p.ppid = p.ppid.or_else(|| v.trim().parse().ok());
-                    } else if let Some(v) = l.strip_prefix("Name:") {
-                        p.comm = p
-                            .comm
-                            .clone()
-                            .or_else(|| Some(crate::sanitize::sanitize_line(v.trim())));
-                    }
-                }
+        read_proc_file(p, what, r.data, ctx, &mut extra, &mut mnt_ns);
+    }
+    finish_processes(procs, self_ns.as_deref(), &mnt_ns, ctx, extra)
+}
+
+/// One `/proc/PID/...` record of a process.
+fn read_proc_file(
+    p: &mut ProcessInfo,
+    what: &str,
+    data: &[u8],
+    ctx: &Ctx,
+    extra: &mut BTreeMap<u32, ProcExtra>,
+    mnt_ns: &mut BTreeMap<u32, String>,
+) {
+    match what {
+        "stat" => parse_stat(p, &String::from_utf8_lossy(data), ctx),
+        "status" => read_status(p, &String::from_utf8_lossy(data)),
+        "cmdline" => read_cmdline(p, data),
+        "environ" => read_environ(p, data),
+        "exe" | "cwd" | "fd1" | "fd2" | "mntns" => set_link(p, what, line(data), extra, mnt_ns),
+        "cgroup" => p.container_id = container_of(&String::from_utf8_lossy(data)),
+        _ => {}
+    }
+}
+
+/// A link of a process (`exe`, `cwd`, `fd1`, `fd2`, `mntns`) read as `target`.
+fn set_link(
+    p: &mut ProcessInfo,
+    what: &str,
+    target: String,
+    extra: &mut BTreeMap<u32, ProcExtra>,
+    mnt_ns: &mut BTreeMap<u32, String>,
+) {
+    let target = non_empty(target);
+    match what {
+        "exe" => p.exe = target,
+        "cwd" => p.cwd = target,
+        "fd1" => extra.entry(p.pid).or_default().stdout = target,
+        "fd2" => extra.entry(p.pid).or_default().stderr = target,
+        "mntns" => {
+            if let Some(ns) = target {
+                mnt_ns.insert(p.pid, ns);
             }
-            "cmdline" => {
-                let mut parts: Vec<&[u8]> = r.data.split(|&c| c == 0).collect();
-                if parts.last().is_some_and(|l| l.is_empty()) {
-                    parts.pop();
-                }
-                p.argv = parts
-                    .iter()
-                    .take(4096)
-                    .map(|a| sanitize_terminal(&String::from_utf8_lossy(a)))
-                    .collect();
-            }
-            "environ" => {
-                for kv in r.data.split(|&c| c == 0).take(4096) {
-                    let kv = String::from_utf8_lossy(kv);
-                    if let Some((k, v)) = kv.split_once('=')
-                        && !k.is_empty()
-                    {
-                        p.env
-                            .insert(crate::sanitize::sanitize_line(k), sanitize_terminal(v));
-                    }
-                }
-            }
-            "exe" => p.exe = non_empty(line(r.data)),
-            "cwd" => p.cwd = non_empty(line(r.data)),
-            "fd1" => extra.entry(pid).or_default().stdout = non_empty(line(r.data)),
-            "fd2" => extra.entry(pid).or_default().stderr = non_empty(line(r.data)),
-            "cgroup" => p.container_id = container_of(&String::from_utf8_lossy(r.data)),
-            "mntns" => {
-                if let Some(ns) = non_empty(line(r.data)) {
-                    mnt_ns.insert(pid, ns);
-                }
-            }
-            _ => {}
+        }
+        _ => {}
+    }
+}
+
+/// `/proc/PID/status`: uid, and parent and name where `stat` gave none.
+fn read_status(p: &mut ProcessInfo, text: &str) {
+    for l in text.lines() {
+        if let Some(v) = l.strip_prefix("Uid:") {
+            p.uid = v.split_whitespace().next().and_then(|u| u.parse().ok());
+        } else if let Some(v) = l.strip_prefix("PPid:") {
+            p.ppid = p.ppid.or_else(|| v.trim().parse().ok());
+        } else if let Some(v) = l.strip_prefix("Name:") {
+            p.comm = p
+                .comm
+                .clone()
+                .or_else(|| Some(crate::sanitize::sanitize_line(v.trim())));
         }
     }
+}
+
+/// `/proc/PID/cmdline`: NUL-separated arguments.
+fn read_cmdline(p: &mut ProcessInfo, data: &[u8]) {
+    let mut parts: Vec<&[u8]> = data.split(|&c| c == 0).collect();
+    if parts.last().is_some_and(|l| l.is_empty()) {
+        parts.pop();
+    }
+    p.argv = parts
+        .iter()
+        .take(4096)
+        .map(|a| sanitize_terminal(&String::from_utf8_lossy(a)))
+        .collect();
+}
+
+/// `/proc/PID/environ`: NUL-separated `KEY=VALUE` entries.
+fn read_environ(p: &mut ProcessInfo, data: &[u8]) {
+    for kv in data.split(|&c| c == 0).take(4096) {
+        let kv = String::from_utf8_lossy(kv);
+        if let Some((k, v)) = kv.split_once('=')
+            && !k.is_empty()
+        {
+            p.env
+                .insert(crate::sanitize::sanitize_line(k), sanitize_terminal(v));
+        }
+    }
+}
+
+/// Users and mount roots filled in, processes without a command line dropped, roles given;
+/// ancestors that turned out to be neither launcher, worker nor wrapper are not kept.
+fn finish_processes(
+    mut procs: BTreeMap<u32, ProcessInfo>,
+    self_ns: Option<&str>,
+    mnt_ns: &BTreeMap<u32, String>,
+    ctx: &Ctx,
+    extra: BTreeMap<u32, ProcExtra>,
+) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExtra>) {
     for p in procs.values_mut() {
         p.user = p.uid.and_then(|u| ctx.users.get(&u).cloned());
-        if other_mount_ns(
-            self_ns.as_deref(),
-            mnt_ns.get(&p.pid).map(String::as_str),
-            p,
-        ) {
+        if other_mount_ns(self_ns, mnt_ns.get(&p.pid).map(String::as_str), p) {
             p.mount_root = Some(format!("/proc/{}/root", p.pid));
         }
     }
@@ -136,7 +175,6 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<ProcessInfo>, BTreeMap<u32, ProcExt
         .filter(|p| !p.argv.is_empty() || p.comm.is_some())
         .collect();
     classify(&mut list);
-    // Ancestors that turned out to be neither launcher, worker nor wrapper are not kept.
     list.retain(|p| p.role != ProcessRole::Other || p.engine.is_some());
     (list, extra)
 }
@@ -252,74 +290,14 @@ type Info = (Option<(String, bool)>, Option<u32>);
 pub fn classify(list: &mut [ProcessInfo]) {
     let by_pid: BTreeMap<u32, usize> = list.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
     let info: Vec<Info> = list.iter().map(|p| (engine_of(&p.argv), p.ppid)).collect();
-    let ancestors = |i: usize| {
-        let mut out = Vec::new();
-        let mut cur = info.get(i).and_then(|x| x.1);
-        while let Some(pp) = cur {
-            let Some(&j) = by_pid.get(&pp) else { break };
-            if out.contains(&j) || out.len() > 64 {
-                break;
-            }
-            out.push(j);
-            cur = info.get(j).and_then(|x| x.1);
-        }
-        out
-    };
-    // A matched, non-worker process is a launcher unless a matched non-worker ancestor of the
-    // same engine exists (then it is a spawned worker) or it is a known wrapper with a matched
-    // descendant (then it wraps).
-    let mut roles = vec![ProcessRole::Other; list.len()];
-    let mut engines: Vec<Option<String>> = vec![None; list.len()];
-    for (i, (role, engine)) in roles.iter_mut().zip(engines.iter_mut()).enumerate() {
-        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
-            continue;
-        };
-        *engine = Some(eng.clone());
-        if worker {
-            *role = ProcessRole::Worker;
-            continue;
-        }
-        let anc = ancestors(i);
-        let under_launcher = anc.iter().any(|&j| {
-            matches!(info.get(j).and_then(|x| x.0.as_ref()), Some((e, false)) if *e == eng)
-                && !list
-                    .get(j)
-                    .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
-        });
-        *role = if under_launcher {
-            ProcessRole::Worker
-        } else {
-            ProcessRole::Launcher
-        };
-    }
-    // Wrappers: matched launchers with a launcher descendant, and unmatched known wrappers that
-    // are ancestors of a launcher.
-    for i in 0..list.len() {
-        if roles.get(i) != Some(&ProcessRole::Launcher) {
-            continue;
-        }
-        for j in ancestors(i) {
-            let Some(p) = list.get(j) else { continue };
-            let r = roles.get(j).copied().unwrap_or_default();
-            if r == ProcessRole::Launcher || (r == ProcessRole::Other && is_wrapper_name(&p.argv)) {
-                if let Some(x) = roles.get_mut(j) {
-                    *x = ProcessRole::Wrapper;
-                }
-                if let (Some(e), Some(slot)) =
-                    (engines.get(i).cloned().flatten(), engines.get_mut(j))
-                    && slot.is_none()
-                {
-                    *slot = Some(e);
-                }
-            }
-        }
-    }
+    let (mut roles, mut engines) = first_roles(list, &info, &by_pid);
+    mark_wrappers(list, &info, &by_pid, &mut roles, &mut engines);
     // Wrapper demotions may have left workers under them: recompute launcher_pid.
     let pids: Vec<u32> = list.iter().map(|p| p.pid).collect();
     for i in 0..list.len() {
         let role = roles.get(i).copied().unwrap_or_default();
         let launcher = match role {
-            ProcessRole::Worker => ancestors(i)
+            ProcessRole::Worker => ancestors(i, &info, &by_pid)
                 .into_iter()
                 .find(|&j| roles.get(j) == Some(&ProcessRole::Launcher)),
             ProcessRole::Wrapper => descendants_launcher(i, &info, &by_pid, &roles, list.len()),
@@ -334,6 +312,89 @@ pub fn classify(list: &mut [ProcessInfo]) {
                 .as_deref()
                 .and_then(probe_model::Engine::parse);
             p.launcher_pid = launcher.and_then(|j| pids.get(j).copied());
+        }
+    }
+}
+
+/// Indices of a process's ancestors in the list, nearest first (at most 65, no cycles).
+fn ancestors(i: usize, info: &[Info], by_pid: &BTreeMap<u32, usize>) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut cur = info.get(i).and_then(|x| x.1);
+    while let Some(pp) = cur {
+        let Some(&j) = by_pid.get(&pp) else { break };
+        if out.contains(&j) || out.len() > 64 {
+            break;
+        }
+        out.push(j);
+        cur = info.get(j).and_then(|x| x.1);
+    }
+    out
+}
+
+/// Roles before wrappers are known, and each process's engine.
+///
+/// A matched, non-worker process is a launcher unless a matched non-worker ancestor of the
+/// same engine exists (then it is a spawned worker) or it is a known wrapper with a matched
+/// descendant (then it wraps).
+fn first_roles(
+    list: &[ProcessInfo],
+    info: &[Info],
+    by_pid: &BTreeMap<u32, usize>,
+) -> (Vec<ProcessRole>, Vec<Option<String>>) {
+    let mut roles = vec![ProcessRole::Other; list.len()];
+    let mut engines: Vec<Option<String>> = vec![None; list.len()];
+    for (i, (role, engine)) in roles.iter_mut().zip(engines.iter_mut()).enumerate() {
+        let Some(Some((eng, worker))) = info.get(i).map(|x| x.0.clone()) else {
+            continue;
+        };
+        *engine = Some(eng.clone());
+        if worker {
+            *role = ProcessRole::Worker;
+            continue;
+        }
+        let anc = ancestors(i, info, by_pid);
+        let under_launcher = anc.iter().any(|&j| {
+            matches!(info.get(j).and_then(|x| x.0.as_ref()), Some((e, false)) if *e == eng)
+                && !list
+                    .get(j)
+                    .is_some_and(|p| is_wrapper_name(&p.argv) && !is_python_launcher(&p.argv))
+        });
+        *role = if under_launcher {
+            ProcessRole::Worker
+        } else {
+            ProcessRole::Launcher
+        };
+    }
+    (roles, engines)
+}
+
+/// Wrappers: matched launchers with a launcher descendant, and unmatched known wrappers that
+/// are ancestors of a launcher; a wrapper without an engine takes its launcher's.
+fn mark_wrappers(
+    list: &[ProcessInfo],
+    info: &[Info],
+    by_pid: &BTreeMap<u32, usize>,
+    roles: &mut [ProcessRole],
+    engines: &mut [Option<String>],
+) {
+    for i in 0..list.len() {
+        if roles.get(i) != Some(&ProcessRole::Launcher) {
+            continue;
+        }
+        for j in ancestors(i, info, by_pid) {
+            let Some(p) = list.get(j) else { continue };
+            let r = roles.get(j).copied().unwrap_or_default();
+            if r == ProcessRole::Launcher || (r == ProcessRole::Other && is_wrapper_name(&p.argv)) {
+                if let Some(x) = roles.get_mut(j) {
+                    *x = ProcessRole::Wrapper;
+                }
+                if let (Some(e), Some(slot)) =
+                    (engines.get(i).cloned().flatten(), engines.get_mut(j))
+                    && slot.is_none()
+                {
+                    *slot = Some(e);
+                }
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
     let mut mtimes: BTreeMap<String, UnixTime> = BTreeMap::new();
     let mut cur: Option<usize> = None;
     for r in records(body, boundary) {
+        let env = cur.and_then(|i| envs.get_mut(i));
         match (r.kind, r.header.split_once(' ')) {
             ('R', Some(("prefix", pre))) => {
                 envs.push(PythonEnv {
@@ -28,93 +29,20 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
                 let h = file_header(&r.header);
                 if h.tag == "pyvenv"
                     && h.status == "ok"
-                    && let Some(e) = cur.and_then(|i| envs.get_mut(i))
+                    && let Some(e) = env
                 {
-                    for l in text(r.data).lines() {
-                        if let Some((k, v)) = l.split_once('=')
-                            && matches!(k.trim(), "version" | "version_info")
-                        {
-                            e.python_version = Some(sanitize_line(v.trim()));
-                        }
-                    }
+                    read_pyvenv(e, r.data);
                 }
             }
-            ('R', Some(("sp", rest))) => {
-                // `sp <prefix> <site-packages>`: the site-packages path starts at the prefix's end.
-                let sp = match envs
-                    .get(cur.unwrap_or(usize::MAX))
-                    .and_then(|e| e.prefix.clone())
-                {
-                    Some(pre) => rest
-                        .strip_prefix(&pre)
-                        .map(|s| s.trim_start().to_string())
-                        .unwrap_or_else(|| rest.to_string()),
-                    None => rest.to_string(),
-                };
-                let sp = sanitize_line(&sp);
-                for l in String::from_utf8_lossy(r.data).lines() {
-                    if let Some((m, p)) = l.split_once(' ')
-                        && let Ok(m) = m.parse()
-                    {
-                        mtimes.insert(p.to_string(), m);
-                    }
-                }
-                if let Some(e) = cur.and_then(|i| envs.get_mut(i)) {
-                    if e.python_version.is_none() {
-                        e.python_version = sp
-                            .split('/')
-                            .find_map(|c| c.strip_prefix("python"))
-                            .filter(|v| v.starts_with('3'))
-                            .map(str::to_string);
-                    }
-                    if !e.site_packages.contains(&sp) {
-                        e.site_packages.push(sp);
-                    }
-                }
-            }
+            ('R', Some(("sp", rest))) => read_site_packages(env, rest, r.data, &mut mtimes),
             ('R', Some(("meta", path))) => {
-                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else {
-                    continue;
-                };
-                let (mut name, mut version) = (None, None);
-                for l in String::from_utf8_lossy(r.data).lines() {
-                    if let Some(v) = l.strip_prefix("Name: ") {
-                        name = name.or_else(|| Some(v.trim().to_string()));
-                    } else if let Some(v) = l.strip_prefix("Version: ") {
-                        version = version.or_else(|| Some(v.trim().to_string()));
-                    }
+                if let Some(e) = env {
+                    read_metadata(e, path, r.data, &mtimes);
                 }
-                let (Some(name), Some(version)) = (name, version) else {
-                    continue;
-                };
-                let n = normalize_dist(&name);
-                if !wanted_package(&n)
-                    || e.packages.iter().any(|p| p.name == n)
-                    || e.packages.len() >= 2000
-                {
-                    continue;
-                }
-                let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
-                e.packages.push(PythonPackage {
-                    name: n,
-                    version: sanitize_line(&version),
-                    installed_at: mtimes.get(dir).copied(),
-                    direct_url: None,
-                });
             }
             ('R', Some(("durl", path))) => {
-                let Some(e) = cur.and_then(|i| envs.get_mut(i)) else {
-                    continue;
-                };
-                let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
-                let Some(durl) = direct_url(r.data) else {
-                    continue;
-                };
-                // Match the dist-info directory name (`name-version.dist-info`) to the package.
-                let base = dir.rsplit('/').next().unwrap_or(dir);
-                let n = normalize_dist(base.split('-').next().unwrap_or(""));
-                if let Some(p) = e.packages.iter_mut().find(|p| p.name == n) {
-                    p.direct_url = Some(durl);
+                if let Some(e) = env {
+                    read_direct_url(e, path, r.data);
                 }
             }
             _ => {}
@@ -124,6 +52,94 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
         e.packages.sort_by(|a, b| a.name.cmp(&b.name));
     }
     envs
+}
+
+/// `pyvenv.cfg`: the Python version.
+fn read_pyvenv(e: &mut PythonEnv, data: &[u8]) {
+    for l in text(data).lines() {
+        if let Some((k, v)) = l.split_once('=')
+            && matches!(k.trim(), "version" | "version_info")
+        {
+            e.python_version = Some(sanitize_line(v.trim()));
+        }
+    }
+}
+
+/// `sp <prefix> <site-packages>` and its dist-info mtimes: the site-packages path starts at
+/// the prefix's end; its `pythonX.Y` component is the version where `pyvenv.cfg` gave none.
+fn read_site_packages(
+    env: Option<&mut PythonEnv>,
+    rest: &str,
+    data: &[u8],
+    mtimes: &mut BTreeMap<String, UnixTime>,
+) {
+    let sp = match env.as_ref().and_then(|e| e.prefix.clone()) {
+        Some(pre) => rest
+            .strip_prefix(&pre)
+            .map(|s| s.trim_start().to_string())
+            .unwrap_or_else(|| rest.to_string()),
+        None => rest.to_string(),
+    };
+    let sp = sanitize_line(&sp);
+    for l in String::from_utf8_lossy(data).lines() {
+        if let Some((m, p)) = l.split_once(' ')
+            && let Ok(m) = m.parse()
+        {
+            mtimes.insert(p.to_string(), m);
+        }
+    }
+    if let Some(e) = env {
+        if e.python_version.is_none() {
+            e.python_version = sp
+                .split('/')
+                .find_map(|c| c.strip_prefix("python"))
+                .filter(|v| v.starts_with('3'))
+                .map(str::to_string);
+        }
+        if !e.site_packages.contains(&sp) {
+            e.site_packages.push(sp);
+        }
+    }
+}
+
+/// A dist-info `METADATA`: a wanted package's name and version (the first of each).
+fn read_metadata(e: &mut PythonEnv, path: &str, data: &[u8], mtimes: &BTreeMap<String, UnixTime>) {
+    let (mut name, mut version) = (None, None);
+    for l in String::from_utf8_lossy(data).lines() {
+        if let Some(v) = l.strip_prefix("Name: ") {
+            name = name.or_else(|| Some(v.trim().to_string()));
+        } else if let Some(v) = l.strip_prefix("Version: ") {
+            version = version.or_else(|| Some(v.trim().to_string()));
+        }
+    }
+    let (Some(name), Some(version)) = (name, version) else {
+        return;
+    };
+    let n = normalize_dist(&name);
+    if !wanted_package(&n) || e.packages.iter().any(|p| p.name == n) || e.packages.len() >= 2000 {
+        return;
+    }
+    let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+    e.packages.push(PythonPackage {
+        name: n,
+        version: sanitize_line(&version),
+        installed_at: mtimes.get(dir).copied(),
+        direct_url: None,
+    });
+}
+
+/// A dist-info `direct_url.json`, matched to its package by the directory name
+/// (`name-version.dist-info`).
+fn read_direct_url(e: &mut PythonEnv, path: &str, data: &[u8]) {
+    let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+    let Some(durl) = direct_url(data) else {
+        return;
+    };
+    let base = dir.rsplit('/').next().unwrap_or(dir);
+    let n = normalize_dist(base.split('-').next().unwrap_or(""));
+    if let Some(p) = e.packages.iter_mut().find(|p| p.name == n) {
+        p.direct_url = Some(durl);
+    }
 }
 
 /// `direct_url.json` → `url` (plus `@commit` for VCS installs).

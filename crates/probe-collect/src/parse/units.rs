@@ -38,8 +38,7 @@ fn file_text(h: &FileHeader, data: &[u8]) -> FileText {
 /// Parses the `units` section.
 pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
     let mut units: Vec<SystemdUnit> = Vec::new();
-    // (unit index) → drop-ins by file name → (priority, specificity, FileText)
-    let mut dropins: BTreeMap<usize, BTreeMap<String, (u8, u8, FileText)>> = BTreeMap::new();
+    let mut dropins: DropIns = BTreeMap::new();
     let mut envfiles: Vec<(String, FileHeader, Vec<u8>)> = Vec::new();
     for r in records(body, boundary) {
         if r.kind != 'F' {
@@ -48,67 +47,9 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
         let h = file_header(&r.header);
         let mut tag = h.tag.splitn(4, ':');
         match tag.next() {
-            Some("frag") => {
-                if h.status != "ok" {
-                    continue;
-                }
-                let scope = if tag.next() == Some("user") {
-                    UnitScope::User
-                } else {
-                    UnitScope::System
-                };
-                let owner = tag.next().filter(|o| *o != "-").map(sanitize_line);
-                let name = sanitize_line(h.path.rsplit('/').next().unwrap_or(""));
-                if units
-                    .iter()
-                    .any(|u| u.name == name && u.scope == scope && u.owner == owner)
-                {
-                    continue; // a higher-priority directory already gave this unit
-                }
-                units.push(SystemdUnit {
-                    name,
-                    scope,
-                    owner,
-                    fragment: file_text(&h, r.data),
-                    ..Default::default()
-                });
-            }
-            Some("dropin") => {
-                if h.status != "ok" {
-                    continue;
-                }
-                let scope = if tag.next() == Some("user") {
-                    UnitScope::User
-                } else {
-                    UnitScope::System
-                };
-                let owner = tag.next().filter(|o| *o != "-").map(sanitize_line);
-                let unit = sanitize_line(tag.next().unwrap_or(""));
-                let Some(idx) = units
-                    .iter()
-                    .position(|u| u.name == unit && u.scope == scope && u.owner == owner)
-                else {
-                    continue;
-                };
-                let file = h.path.rsplit('/').next().unwrap_or("").to_string();
-                let dir = h.path.rsplit('/').nth(1).unwrap_or("");
-                // `name.d` beats `name@.service.d` beats `service.d` for the same file name.
-                let spec = if dir == format!("{unit}.d") {
-                    0
-                } else if dir == "service.d" {
-                    2
-                } else {
-                    1
-                };
-                let pri = dir_priority(&h.path);
-                let ft = file_text(&h, r.data);
-                let slot = dropins.entry(idx).or_default();
-                match slot.get(&file) {
-                    Some((p, s, _)) if (*p, *s) <= (pri, spec) => {}
-                    _ => {
-                        slot.insert(file, (pri, spec, ft));
-                    }
-                }
+            Some("frag") if h.status == "ok" => read_fragment(&mut units, &h, &mut tag, r.data),
+            Some("dropin") if h.status == "ok" => {
+                read_dropin(&units, &mut dropins, &h, &mut tag, r.data);
             }
             Some("envfile") => {
                 let unit = sanitize_line(tag.next().unwrap_or(""));
@@ -117,13 +58,98 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
             _ => {}
         }
     }
+    finish_units(&mut units, dropins, &envfiles);
+    units
+}
+
+/// (unit index) → drop-ins by file name → (priority, specificity, FileText)
+type DropIns = BTreeMap<usize, BTreeMap<String, (u8, u8, FileText)>>;
+
+/// The `user`/`system` scope and the owner (`-` for none) of a tag.
+fn scope_owner(tag: &mut std::str::SplitN<'_, char>) -> (UnitScope, Option<String>) {
+    let scope = if tag.next() == Some("user") {
+        UnitScope::User
+    } else {
+        UnitScope::System
+    };
+    let owner = tag.next().filter(|o| *o != "-").map(sanitize_line);
+    (scope, owner)
+}
+
+/// A unit's fragment file, unless a higher-priority directory already gave this unit.
+fn read_fragment(
+    units: &mut Vec<SystemdUnit>,
+    h: &FileHeader,
+    tag: &mut std::str::SplitN<'_, char>,
+    data: &[u8],
+) {
+    let (scope, owner) = scope_owner(tag);
+    let name = sanitize_line(h.path.rsplit('/').next().unwrap_or(""));
+    if units
+        .iter()
+        .any(|u| u.name == name && u.scope == scope && u.owner == owner)
+    {
+        return;
+    }
+    units.push(SystemdUnit {
+        name,
+        scope,
+        owner,
+        fragment: file_text(h, data),
+        ..Default::default()
+    });
+}
+
+/// A drop-in of a unit read before; of drop-ins with the same file name, `name.d` beats
+/// `name@.service.d` beats `service.d`, then the higher-priority directory wins.
+fn read_dropin(
+    units: &[SystemdUnit],
+    dropins: &mut DropIns,
+    h: &FileHeader,
+    tag: &mut std::str::SplitN<'_, char>,
+    data: &[u8],
+) {
+    let (scope, owner) = scope_owner(tag);
+    let unit = sanitize_line(tag.next().unwrap_or(""));
+    let Some(idx) = units
+        .iter()
+        .position(|u| u.name == unit && u.scope == scope && u.owner == owner)
+    else {
+        return;
+    };
+    let file = h.path.rsplit('/').next().unwrap_or("").to_string();
+    let dir = h.path.rsplit('/').nth(1).unwrap_or("");
+    let spec = if dir == format!("{unit}.d") {
+        0
+    } else if dir == "service.d" {
+        2
+    } else {
+        1
+    };
+    let pri = dir_priority(&h.path);
+    let ft = file_text(h, data);
+    let slot = dropins.entry(idx).or_default();
+    match slot.get(&file) {
+        Some((p, s, _)) if (*p, *s) <= (pri, spec) => {}
+        _ => {
+            slot.insert(file, (pri, spec, ft));
+        }
+    }
+}
+
+/// Drop-ins attached and applied, environment files read.
+fn finish_units(
+    units: &mut [SystemdUnit],
+    dropins: DropIns,
+    envfiles: &[(String, FileHeader, Vec<u8>)],
+) {
     for (idx, files) in dropins {
         if let Some(u) = units.get_mut(idx) {
             // systemd applies drop-ins sorted by file name across all directories.
             u.drop_ins = files.into_values().map(|(_, _, f)| f).collect();
         }
     }
-    for u in &mut units {
+    for u in units.iter_mut() {
         apply(u);
         for ef in &mut u.environment_files {
             if let Some((_, h, data)) = envfiles
@@ -139,7 +165,6 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
             }
         }
     }
-    units
 }
 
 /// Logical lines of a unit file's `[Service]` section: (key, value), continuations joined.
