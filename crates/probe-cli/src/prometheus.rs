@@ -50,8 +50,21 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
     if let Some(shard) = shard {
         inventory.push_str(&format!("\",shard=\"{}", label(shard)));
     }
+    audit_metrics(&mut out, records, summary, &inventory);
+    host_outcome_metrics(&mut out, records);
+    host_content_metrics(&mut out, records);
+    out
+}
+
+/// The audit's own metrics: when it finished, how long it took, its hosts by status.
+fn audit_metrics(
+    out: &mut String,
+    records: &[AuditRecord],
+    summary: &AuditSummary,
+    inventory: &str,
+) {
     header(
-        &mut out,
+        out,
         "probe_audit_last_run_timestamp_seconds",
         "Unix time the last probe audit finished.",
     );
@@ -61,7 +74,7 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
         summary.finished_at
     );
     header(
-        &mut out,
+        out,
         "probe_audit_duration_seconds",
         "Wall time of the last probe audit.",
     );
@@ -71,7 +84,7 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
         summary.duration_ms as f64 / 1000.0
     );
     header(
-        &mut out,
+        out,
         "probe_audit_hosts",
         "Hosts of the last probe audit by status.",
     );
@@ -83,8 +96,12 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
             status.as_str()
         );
     }
+}
+
+/// Per host: whether it was collected, and its status.
+fn host_outcome_metrics(out: &mut String, records: &[AuditRecord]) {
     header(
-        &mut out,
+        out,
         "probe_host_up",
         "1 when the host was collected in the last probe audit.",
     );
@@ -97,7 +114,7 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
         );
     }
     header(
-        &mut out,
+        out,
         "probe_host_status",
         "Outcome of the host in the last probe audit (1 for its status, 0 for the others).",
     );
@@ -112,8 +129,12 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
             );
         }
     }
+}
+
+/// Per collected host: drift changes and GPUs; per host: its running engines.
+fn host_content_metrics(out: &mut String, records: &[AuditRecord]) {
     header(
-        &mut out,
+        out,
         "probe_host_drift_changes",
         "Meaningful changes against the host's previous snapshot.",
     );
@@ -126,7 +147,7 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
         );
     }
     header(
-        &mut out,
+        out,
         "probe_host_gpus",
         "GPUs the host reported in the last probe audit.",
     );
@@ -139,7 +160,7 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
         );
     }
     header(
-        &mut out,
+        out,
         "probe_host_engine_info",
         "Model server engines running on the host, with their versions (always 1).",
     );
@@ -154,7 +175,6 @@ pub fn render_with(records: &[AuditRecord], summary: &AuditSummary, shard: Optio
             );
         }
     }
-    out
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, renamed.

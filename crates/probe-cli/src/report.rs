@@ -3,8 +3,8 @@
 
 use probe_diff::Analysis;
 use probe_model::{
-    HostReport, LaunchConfig, MetricReport, Run, SCHEMA_VERSION, SectionStatus, Snapshot,
-    TimelineEvent, TimelineEventKind,
+    HostReport, LaunchConfig, MetricReport, Run, SCHEMA_VERSION, SectionReport, SectionStatus,
+    Snapshot, TimelineEvent, TimelineEventKind,
 };
 
 /// Earlier launches the report lists (the timeline has them all).
@@ -76,19 +76,7 @@ pub fn build(
         .cloned()
         .collect();
 
-    // Earlier launches: every launch event of the timeline that is not running, newest first
-    // (repeated identical launches are one event), capped.
-    let mut earlier: Vec<LaunchConfig> = timeline
-        .events
-        .iter()
-        .filter(|event| !event.running)
-        .filter_map(|event| event.launch.and_then(|index| timeline.launches.get(index)))
-        .filter(|launch| !launch.source.running)
-        .cloned()
-        .collect();
-    earlier.reverse();
-    let earlier_omitted = earlier.len().saturating_sub(MAX_EARLIER);
-    earlier.truncate(MAX_EARLIER);
+    let (earlier, earlier_omitted) = earlier_launches(&analysis);
 
     // Against the previous run of the running server: causes, symptoms, with the metrics of each.
     let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &analysis);
@@ -96,18 +84,7 @@ pub fn build(
         probe_diff::compare_snapshots(before, snapshot, &probe_diff::CompareOptions::default())
     });
 
-    let metrics = snapshot
-        .logs
-        .iter()
-        .flat_map(|log| {
-            log.metrics.iter().map(move |series| MetricReport {
-                name: series.name.clone(),
-                unit: series.unit.clone(),
-                source: log.location.clone(),
-                summary: series.summary.clone(),
-            })
-        })
-        .collect();
+    let metrics = log_metrics(snapshot);
     let metrics_by_run = probe_diff::metrics_by_run(snapshot, &analysis, 3);
     let install_events = installs_near_runs(&analysis);
     let models = snapshot
@@ -117,17 +94,7 @@ pub fn build(
         .map(probe_diff::run::summarize_model)
         .collect();
     let runs = runs_capped(analysis.runs);
-    let problems = snapshot
-        .sections
-        .iter()
-        .filter(|section| {
-            !matches!(
-                section.status,
-                SectionStatus::Ok | SectionStatus::NotPresent
-            )
-        })
-        .cloned()
-        .collect();
+    let problems = problem_sections(snapshot);
 
     HostReport {
         schema_version: SCHEMA_VERSION,
@@ -153,4 +120,53 @@ pub fn build(
         notices,
         servers: probe_diff::server::views(snapshot, &analysis.launches),
     }
+}
+
+/// Earlier launches: every launch event of the timeline that is not running, newest first
+/// (repeated identical launches are one event), capped; and how many the cap left out.
+fn earlier_launches(analysis: &Analysis) -> (Vec<LaunchConfig>, usize) {
+    let timeline = &analysis.timeline;
+    let mut earlier: Vec<LaunchConfig> = timeline
+        .events
+        .iter()
+        .filter(|event| !event.running)
+        .filter_map(|event| event.launch.and_then(|index| timeline.launches.get(index)))
+        .filter(|launch| !launch.source.running)
+        .cloned()
+        .collect();
+    earlier.reverse();
+    let earlier_omitted = earlier.len().saturating_sub(MAX_EARLIER);
+    earlier.truncate(MAX_EARLIER);
+    (earlier, earlier_omitted)
+}
+
+/// Every metric series of every log, named by the log it came from.
+fn log_metrics(snapshot: &Snapshot) -> Vec<MetricReport> {
+    snapshot
+        .logs
+        .iter()
+        .flat_map(|log| {
+            log.metrics.iter().map(move |series| MetricReport {
+                name: series.name.clone(),
+                unit: series.unit.clone(),
+                source: log.location.clone(),
+                summary: series.summary.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Sections that did not collect cleanly (neither ok nor absent).
+fn problem_sections(snapshot: &Snapshot) -> Vec<SectionReport> {
+    snapshot
+        .sections
+        .iter()
+        .filter(|section| {
+            !matches!(
+                section.status,
+                SectionStatus::Ok | SectionStatus::NotPresent
+            )
+        })
+        .cloned()
+        .collect()
 }

@@ -13,15 +13,45 @@ struct Group {
     children: Vec<String>,
 }
 
+/// A host's or a group's `key=value` variables.
+type Vars = BTreeMap<String, String>;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Section {
+    Hosts,
+    Vars,
+    Children,
+}
+
 pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, InventoryError> {
+    let (groups, order) = read_groups(text, path)?;
+    check_children(text, path, &groups)?;
+    let mut hosts = Vec::new();
+    for name in order {
+        let host_groups = groups_of(&name, &groups);
+        let (vars, host_line) = vars_of(&name, &host_groups, &groups);
+        let mut host = InventoryHost {
+            name: name.clone(),
+            address: name.clone(),
+            groups: host_groups
+                .into_iter()
+                .filter(|g| g != "ungrouped" && g != "all")
+                .collect(),
+            ..InventoryHost::default()
+        };
+        apply_vars(&mut host, &vars).map_err(|cause| error(path, host_line, cause))?;
+        hosts.push(host);
+    }
+    Ok(hosts)
+}
+
+/// Reads every section of the file into groups, and the host names in first-seen order.
+fn read_groups(
+    text: &str,
+    path: &Path,
+) -> Result<(BTreeMap<String, Group>, Vec<String>), InventoryError> {
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    #[derive(Clone, Copy, PartialEq)]
-    enum Section {
-        Hosts,
-        Vars,
-        Children,
-    }
     let mut current = (String::from("ungrouped"), Section::Hosts);
     for (index, raw_line) in text.lines().enumerate() {
         let line_number = index + 1;
@@ -30,34 +60,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
             continue;
         }
         if let Some(rest) = line.strip_prefix('[') {
-            let Some(header) = rest.strip_suffix(']') else {
-                return Err(error(
-                    path,
-                    Some(line_number),
-                    format!("section header {line:?} is missing `]`"),
-                ));
-            };
-            let (name, kind) = match header.split_once(':') {
-                Some((name, "vars")) => (name, Section::Vars),
-                Some((name, "children")) => (name, Section::Children),
-                Some((_, other)) => {
-                    return Err(error(
-                        path,
-                        Some(line_number),
-                        format!("unknown section type `:{other}` (expected :vars or :children)"),
-                    ));
-                }
-                None => (header, Section::Hosts),
-            };
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                return Err(error(
-                    path,
-                    Some(line_number),
-                    format!("invalid group name {name:?}"),
-                ));
-            }
-            groups.entry(name.to_string()).or_default();
-            current = (name.to_string(), kind);
+            current = section_header(line, rest, path, line_number)?;
+            groups.entry(current.0.clone()).or_default();
             continue;
         }
         let group = groups.entry(current.0.clone()).or_default();
@@ -76,43 +80,98 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
             }
             Section::Children => group.children.push(line.to_string()),
             Section::Hosts => {
-                let words = split_words(line).ok_or_else(|| {
-                    error(path, Some(line_number), "unbalanced quote in host line")
-                })?;
-                let Some((pattern, vars)) = words.split_first() else {
-                    continue;
-                };
-                let mut host_vars = BTreeMap::new();
-                for word in vars {
-                    let Some((key, value)) = word.split_once('=') else {
-                        return Err(error(
-                            path,
-                            Some(line_number),
-                            format!("expected `key=value` after host {pattern}, got {word:?}"),
-                        ));
-                    };
-                    host_vars.insert(key.to_string(), value.to_string());
-                }
-                let names =
-                    expand_range(pattern).map_err(|cause| error(path, Some(line_number), cause))?;
-                for name in names {
-                    if !valid_host_name(&name) {
-                        return Err(error(
-                            path,
-                            Some(line_number),
-                            format!("invalid host name {name:?}"),
-                        ));
-                    }
+                for (name, host_vars) in host_line(line, path, line_number)? {
                     if !order.contains(&name) {
                         order.push(name.clone());
                     }
-                    group.hosts.push((name, host_vars.clone(), line_number));
+                    group.hosts.push((name, host_vars, line_number));
                 }
             }
         }
     }
-    // Children must name known groups.
-    for (name, group) in &groups {
+    Ok((groups, order))
+}
+
+/// Reads a `[name]`, `[name:vars]` or `[name:children]` header; `rest` follows the `[`.
+fn section_header(
+    line: &str,
+    rest: &str,
+    path: &Path,
+    line_number: usize,
+) -> Result<(String, Section), InventoryError> {
+    let Some(header) = rest.strip_suffix(']') else {
+        return Err(error(
+            path,
+            Some(line_number),
+            format!("section header {line:?} is missing `]`"),
+        ));
+    };
+    let (name, kind) = match header.split_once(':') {
+        Some((name, "vars")) => (name, Section::Vars),
+        Some((name, "children")) => (name, Section::Children),
+        Some((_, other)) => {
+            return Err(error(
+                path,
+                Some(line_number),
+                format!("unknown section type `:{other}` (expected :vars or :children)"),
+            ));
+        }
+        None => (header, Section::Hosts),
+    };
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(error(
+            path,
+            Some(line_number),
+            format!("invalid group name {name:?}"),
+        ));
+    }
+    Ok((name.to_string(), kind))
+}
+
+/// Reads a host line: a name or range pattern, then `key=value` words; one entry per host.
+fn host_line(
+    line: &str,
+    path: &Path,
+    line_number: usize,
+) -> Result<Vec<(String, Vars)>, InventoryError> {
+    let words = split_words(line)
+        .ok_or_else(|| error(path, Some(line_number), "unbalanced quote in host line"))?;
+    let Some((pattern, vars)) = words.split_first() else {
+        return Ok(Vec::new());
+    };
+    let mut host_vars = BTreeMap::new();
+    for word in vars {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(error(
+                path,
+                Some(line_number),
+                format!("expected `key=value` after host {pattern}, got {word:?}"),
+            ));
+        };
+        host_vars.insert(key.to_string(), value.to_string());
+    }
+    let names = expand_range(pattern).map_err(|cause| error(path, Some(line_number), cause))?;
+    let mut hosts = Vec::new();
+    for name in names {
+        if !valid_host_name(&name) {
+            return Err(error(
+                path,
+                Some(line_number),
+                format!("invalid host name {name:?}"),
+            ));
+        }
+        hosts.push((name, host_vars.clone()));
+    }
+    Ok(hosts)
+}
+
+/// Children must name known groups.
+fn check_children(
+    text: &str,
+    path: &Path,
+    groups: &BTreeMap<String, Group>,
+) -> Result<(), InventoryError> {
+    for (name, group) in groups {
         for child in &group.children {
             if !groups.contains_key(child) {
                 let line = super::line_of(text, &format!("[{name}:children]"));
@@ -124,61 +183,59 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
             }
         }
     }
-    let mut hosts = Vec::new();
-    for name in order {
-        // Groups the host is in, nearest first, then their ancestors.
-        let mut host_groups: Vec<String> = groups
-            .iter()
-            .filter(|(_, g)| g.hosts.iter().any(|(h, _, _)| h == &name))
-            .map(|(group_name, _)| group_name.clone())
-            .collect();
-        let mut cursor = 0;
-        while let Some(group_name) = host_groups.get(cursor).cloned() {
-            for (parent, group) in &groups {
-                if group.children.contains(&group_name) && !host_groups.contains(parent) {
-                    host_groups.push(parent.clone());
-                }
+    Ok(())
+}
+
+/// Groups the host is in, nearest first, then their ancestors.
+fn groups_of(name: &str, groups: &BTreeMap<String, Group>) -> Vec<String> {
+    let mut host_groups: Vec<String> = groups
+        .iter()
+        .filter(|(_, g)| g.hosts.iter().any(|(h, _, _)| h == name))
+        .map(|(group_name, _)| group_name.clone())
+        .collect();
+    let mut cursor = 0;
+    while let Some(group_name) = host_groups.get(cursor).cloned() {
+        for (parent, group) in groups {
+            if group.children.contains(&group_name) && !host_groups.contains(parent) {
+                host_groups.push(parent.clone());
             }
-            cursor += 1;
         }
-        let mut vars: BTreeMap<String, String> = BTreeMap::new();
-        let mut line_number = None;
-        for group_name in &host_groups {
-            if let Some(group) = groups.get(group_name) {
-                for (host, host_vars, line) in &group.hosts {
-                    if host == &name {
-                        line_number.get_or_insert(*line);
-                        for (k, v) in host_vars {
-                            vars.entry(k.clone()).or_insert_with(|| v.clone());
-                        }
+        cursor += 1;
+    }
+    host_groups
+}
+
+/// The host's variables (host lines first, then group vars, then `all`) and its first line.
+fn vars_of(
+    name: &str,
+    host_groups: &[String],
+    groups: &BTreeMap<String, Group>,
+) -> (BTreeMap<String, String>, Option<usize>) {
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let mut line_number = None;
+    for group_name in host_groups {
+        if let Some(group) = groups.get(group_name) {
+            for (host, host_vars, line) in &group.hosts {
+                if host == name {
+                    line_number.get_or_insert(*line);
+                    for (k, v) in host_vars {
+                        vars.entry(k.clone()).or_insert_with(|| v.clone());
                     }
                 }
             }
         }
-        for group_name in host_groups
-            .iter()
-            .chain(std::iter::once(&"all".to_string()))
-        {
-            if let Some(group) = groups.get(group_name) {
-                for (k, v) in &group.vars {
-                    vars.entry(k.clone()).or_insert_with(|| v.clone());
-                }
+    }
+    for group_name in host_groups
+        .iter()
+        .chain(std::iter::once(&"all".to_string()))
+    {
+        if let Some(group) = groups.get(group_name) {
+            for (k, v) in &group.vars {
+                vars.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
-        let host_line = line_number;
-        let mut host = InventoryHost {
-            name: name.clone(),
-            address: name.clone(),
-            groups: host_groups
-                .into_iter()
-                .filter(|g| g != "ungrouped" && g != "all")
-                .collect(),
-            ..InventoryHost::default()
-        };
-        apply_vars(&mut host, &vars).map_err(|cause| error(path, host_line, cause))?;
-        hosts.push(host);
     }
-    Ok(hosts)
+    (vars, line_number)
 }
 
 /// Applies Ansible connection variables to a host.

@@ -78,59 +78,8 @@ impl Walker<'_> {
         groups.extend(parents.iter().cloned());
         for (key, value) in map {
             match scalar(key).as_deref() {
-                Some("hosts") => {
-                    if value.is_null() {
-                        continue;
-                    }
-                    let Some(hosts) = value.as_hash() else {
-                        return Err(error(
-                            self.path,
-                            line_of(self.text, "hosts:"),
-                            format!("`hosts` of group {name:?} must be a mapping of host names"),
-                        ));
-                    };
-                    for (host, host_vars) in hosts {
-                        let Some(host) = scalar(host) else {
-                            continue;
-                        };
-                        let mut merged = vars.clone();
-                        if !host_vars.is_null() {
-                            for (k, v) in self.string_map(&host, host_vars)? {
-                                merged.insert(k, v);
-                            }
-                        }
-                        for expanded in super::ini::expand_range(&host)
-                            .map_err(|cause| error(self.path, line_of(self.text, &host), cause))?
-                        {
-                            if !valid_host_name(&expanded) {
-                                return Err(error(
-                                    self.path,
-                                    line_of(self.text, &host),
-                                    format!("invalid host name {expanded:?}"),
-                                ));
-                            }
-                            self.hosts.push((expanded, groups.clone(), merged.clone()));
-                        }
-                    }
-                }
-                Some("children") => {
-                    if value.is_null() {
-                        continue;
-                    }
-                    let Some(children) = value.as_hash() else {
-                        return Err(error(
-                            self.path,
-                            line_of(self.text, "children:"),
-                            format!("`children` of group {name:?} must be a mapping of groups"),
-                        ));
-                    };
-                    for (child, child_node) in children {
-                        let Some(child) = scalar(child) else {
-                            continue;
-                        };
-                        self.group(&child, child_node, &groups, &vars)?;
-                    }
-                }
+                Some("hosts") => self.group_hosts(name, value, &groups, &vars)?,
+                Some("children") => self.group_children(name, value, &groups, &vars)?,
                 Some("vars") => {}
                 Some(other) => {
                     return Err(error(
@@ -143,6 +92,77 @@ impl Walker<'_> {
                 }
                 None => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A group's `hosts:` mapping: each host (or range) with its vars over the group's.
+    fn group_hosts(
+        &mut self,
+        name: &str,
+        value: &Yaml,
+        groups: &[String],
+        vars: &BTreeMap<String, String>,
+    ) -> Result<(), InventoryError> {
+        if value.is_null() {
+            return Ok(());
+        }
+        let Some(hosts) = value.as_hash() else {
+            return Err(error(
+                self.path,
+                line_of(self.text, "hosts:"),
+                format!("`hosts` of group {name:?} must be a mapping of host names"),
+            ));
+        };
+        for (host, host_vars) in hosts {
+            let Some(host) = scalar(host) else {
+                continue;
+            };
+            let mut merged = vars.clone();
+            if !host_vars.is_null() {
+                for (k, v) in self.string_map(&host, host_vars)? {
+                    merged.insert(k, v);
+                }
+            }
+            for expanded in super::ini::expand_range(&host)
+                .map_err(|cause| error(self.path, line_of(self.text, &host), cause))?
+            {
+                if !valid_host_name(&expanded) {
+                    return Err(error(
+                        self.path,
+                        line_of(self.text, &host),
+                        format!("invalid host name {expanded:?}"),
+                    ));
+                }
+                self.hosts.push((expanded, groups.to_vec(), merged.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A group's `children:` mapping: each child group read with this group as a parent.
+    fn group_children(
+        &mut self,
+        name: &str,
+        value: &Yaml,
+        groups: &[String],
+        vars: &BTreeMap<String, String>,
+    ) -> Result<(), InventoryError> {
+        if value.is_null() {
+            return Ok(());
+        }
+        let Some(children) = value.as_hash() else {
+            return Err(error(
+                self.path,
+                line_of(self.text, "children:"),
+                format!("`children` of group {name:?} must be a mapping of groups"),
+            ));
+        };
+        for (child, child_node) in children {
+            let Some(child) = scalar(child) else {
+                continue;
+            };
+            self.group(&child, child_node, groups, vars)?;
         }
         Ok(())
     }

@@ -21,6 +21,12 @@ pub fn section(doc: &mut Doc, report: &HardwareReport) {
         return;
     }
     doc.heading(2, "Hardware");
+    findings_table(doc, report);
+    doc.items(state_items(report));
+}
+
+/// The findings as a table, or a line saying there are none.
+fn findings_table(doc: &mut Doc, report: &HardwareReport) {
     if report.findings.is_empty() {
         doc.line(Tone::Good, "  no hardware findings");
     } else {
@@ -49,6 +55,11 @@ pub fn section(doc: &mut Doc, report: &HardwareReport) {
                 .collect(),
         );
     }
+}
+
+/// The hardware state as items: GPUs, their processes, recent kernel faults, loaded libraries.
+fn state_items(report: &HardwareReport) -> Vec<(u8, Tone, String)> {
+    let st = &report.state;
     let mut items: Vec<(u8, Tone, String)> = st
         .gpus
         .iter()
@@ -90,7 +101,7 @@ pub fn section(doc: &mut Doc, report: &HardwareReport) {
             format!("pid {} loaded {}{wheel}", l.pid, l.path),
         ));
     }
-    doc.items(items);
+    items
 }
 
 fn gpu_state(g: &GpuHealth) -> String {

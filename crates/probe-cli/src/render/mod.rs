@@ -415,6 +415,21 @@ fn host_line(report: &HostReport) -> String {
 /// The report on one host.
 pub fn host_report_doc(report: &HostReport) -> Doc {
     let mut doc = Doc::default();
+    header_section(&mut doc, report);
+    running_section(&mut doc, report);
+    runs::runs_section(&mut doc, report);
+    earlier_section(&mut doc, report);
+    changes_sections(&mut doc, report);
+    metrics_section(&mut doc, report);
+    server::server_section(&mut doc, &report.servers);
+    runs::evidence_section(&mut doc, report);
+    hardware::section(&mut doc, &report.hardware);
+    problems_section(&mut doc, report);
+    doc
+}
+
+/// The title, the host/GPU/snapshot fields and the notices.
+fn header_section(doc: &mut Doc, report: &HostReport) {
     let name = report.host.hostname.as_deref().unwrap_or(&report.target);
     let title = if name == report.target {
         format!("probe report: {name}")
@@ -443,7 +458,10 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
     for notice in &report.notices {
         doc.line(Tone::Warn, format!("note: {notice}"));
     }
+}
 
+/// "Running now": the model servers running at collection time.
+fn running_section(doc: &mut Doc, report: &HostReport) {
     doc.heading(2, "Running now");
     if report.running.is_empty() {
         doc.line(Tone::Dim, "  no model server is running");
@@ -454,25 +472,30 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         }
         doc.items(items);
     }
+}
 
-    runs::runs_section(&mut doc, report);
-
-    if !report.earlier.is_empty() {
-        doc.heading(2, "Earlier launches (newest first)");
-        let mut items = Vec::new();
-        for launch in report.earlier.iter().take(MAX_EARLIER_SHOWN) {
-            launch_items(launch, &mut items);
-        }
-        doc.items(items);
-        let more = report.earlier.len().saturating_sub(MAX_EARLIER_SHOWN) + report.earlier_omitted;
-        if more > 0 {
-            doc.line(
-                Tone::Dim,
-                format!("  ... {more} more: probe timeline {}", report.target),
-            );
-        }
+/// "Earlier launches", newest first, capped at `MAX_EARLIER_SHOWN`.
+fn earlier_section(doc: &mut Doc, report: &HostReport) {
+    if report.earlier.is_empty() {
+        return;
     }
+    doc.heading(2, "Earlier launches (newest first)");
+    let mut items = Vec::new();
+    for launch in report.earlier.iter().take(MAX_EARLIER_SHOWN) {
+        launch_items(launch, &mut items);
+    }
+    doc.items(items);
+    let more = report.earlier.len().saturating_sub(MAX_EARLIER_SHOWN) + report.earlier_omitted;
+    if more > 0 {
+        doc.line(
+            Tone::Dim,
+            format!("  ... {more} more: probe timeline {}", report.target),
+        );
+    }
+}
 
+/// What changed vs the previous launch, and since the last snapshot.
+fn changes_sections(doc: &mut Doc, report: &HostReport) {
     if let Some(diff) = &report.vs_previous_launch {
         doc.heading(
             2,
@@ -481,7 +504,7 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
                 diff.before, diff.after
             ),
         );
-        launch_diff_body(&mut doc, diff);
+        launch_diff_body(doc, diff);
     }
     match &report.vs_last_snapshot {
         Some(diff) => {
@@ -493,16 +516,19 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
                     format_time(diff.before.collected_at)
                 ),
             );
-            changes_table(&mut doc, &diff.changes, 15);
+            changes_table(doc, &diff.changes, 15);
         }
         None => {
             doc.heading(2, "What changed since the last snapshot");
             doc.line(Tone::Dim, "  no earlier snapshot of this host is stored");
         }
     }
+}
 
+/// Log metrics, by run where runs are known, else by log.
+fn metrics_section(doc: &mut Doc, report: &HostReport) {
     if !report.metrics_by_run.is_empty() {
-        metrics_by_run(&mut doc, &report.metrics_by_run);
+        metrics_by_run(doc, &report.metrics_by_run);
         // Logs with metrics in none of those runs (another server's, or undated).
         let shown: Vec<&str> = report
             .metrics_by_run
@@ -517,41 +543,40 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
             .collect();
         if !others.is_empty() {
             doc.line(Tone::Plain, "  other logs:");
-            metrics_by_log(&mut doc, &others);
+            metrics_by_log(doc, &others);
         }
     } else if !report.metrics.is_empty() {
         doc.heading(2, "Log metrics");
         let all: Vec<&MetricReport> = report.metrics.iter().collect();
-        metrics_by_log(&mut doc, &all);
+        metrics_by_log(doc, &all);
     }
+}
 
-    server::server_section(&mut doc, &report.servers);
-    runs::evidence_section(&mut doc, report);
-    hardware::section(&mut doc, &report.hardware);
-
-    if !report.problems.is_empty() {
-        doc.heading(2, "Collection problems");
-        doc.items(
-            report
-                .problems
-                .iter()
-                .map(|section| {
-                    let status = section_status(section.status);
-                    let message = section
-                        .message
-                        .as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default();
-                    (
-                        0,
-                        Tone::Warn,
-                        format!("{}: {status}{message}", section.name),
-                    )
-                })
-                .collect(),
-        );
+/// "Collection problems": sections that did not collect cleanly.
+fn problems_section(doc: &mut Doc, report: &HostReport) {
+    if report.problems.is_empty() {
+        return;
     }
-    doc
+    doc.heading(2, "Collection problems");
+    doc.items(
+        report
+            .problems
+            .iter()
+            .map(|section| {
+                let status = section_status(section.status);
+                let message = section
+                    .message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                (
+                    0,
+                    Tone::Warn,
+                    format!("{}: {status}{message}", section.name),
+                )
+            })
+            .collect(),
+    );
 }
 
 fn section_status(status: SectionStatus) -> &'static str {

@@ -412,20 +412,7 @@ pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
         .get("host")
         .map(|hosts| hosts.split(',').map(str::to_string).collect())
         .unwrap_or_else(|| vec![default_socket_dir()]);
-    let port_text = params.get("port").cloned().unwrap_or_default();
-    let mut ports = Vec::new();
-    for (index, _) in hosts.iter().enumerate() {
-        let port = port_text
-            .split(',')
-            .nth(index)
-            .or_else(|| port_text.split(',').next())
-            .filter(|port| !port.is_empty())
-            .unwrap_or("5432");
-        ports.push(
-            port.parse::<u16>()
-                .map_err(|_| format!("port {port:?} is not a port number"))?,
-        );
-    }
+    let ports = ports_for(&hosts, &params)?;
     let sslmode = SslMode::parse(params.get("sslmode").map_or("prefer", String::as_str))?;
     let root_cert = params.get("sslrootcert").map(PathBuf::from).or_else(|| {
         env.home
@@ -459,6 +446,25 @@ pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
         password_source,
         notes,
     })
+}
+
+/// One port per host: the matching entry of `port=`, else its first, else 5432.
+fn ports_for(hosts: &[String], params: &BTreeMap<String, String>) -> Result<Vec<u16>, String> {
+    let port_text = params.get("port").cloned().unwrap_or_default();
+    let mut ports = Vec::new();
+    for (index, _) in hosts.iter().enumerate() {
+        let port = port_text
+            .split(',')
+            .nth(index)
+            .or_else(|| port_text.split(',').next())
+            .filter(|port| !port.is_empty())
+            .unwrap_or("5432");
+        ports.push(
+            port.parse::<u16>()
+                .map_err(|_| format!("port {port:?} is not a port number"))?,
+        );
+    }
+    Ok(ports)
 }
 
 /// libpq's compiled-in socket directory on Debian.
