@@ -104,20 +104,8 @@ impl Walker<'_> {
         groups: &[String],
         vars: &BTreeMap<String, String>,
     ) -> Result<(), InventoryError> {
-        if value.is_null() {
-            return Ok(());
-        }
-        let Some(hosts) = value.as_hash() else {
-            return Err(error(
-                self.path,
-                line_of(self.text, "hosts:"),
-                format!("`hosts` of group {name:?} must be a mapping of host names"),
-            ));
-        };
+        let hosts = self.entries(value, "hosts", name, "host names")?;
         for (host, host_vars) in hosts {
-            let Some(host) = scalar(host) else {
-                continue;
-            };
             let mut merged = vars.clone();
             if !host_vars.is_null() {
                 for (k, v) in self.string_map(&host, host_vars)? {
@@ -148,23 +136,34 @@ impl Walker<'_> {
         groups: &[String],
         vars: &BTreeMap<String, String>,
     ) -> Result<(), InventoryError> {
-        if value.is_null() {
-            return Ok(());
-        }
-        let Some(children) = value.as_hash() else {
-            return Err(error(
-                self.path,
-                line_of(self.text, "children:"),
-                format!("`children` of group {name:?} must be a mapping of groups"),
-            ));
-        };
-        for (child, child_node) in children {
-            let Some(child) = scalar(child) else {
-                continue;
-            };
+        for (child, child_node) in self.entries(value, "children", name, "groups")? {
             self.group(&child, child_node, groups, vars)?;
         }
         Ok(())
+    }
+
+    /// The entries with a scalar name of a group's `key:` mapping (none when it is empty).
+    fn entries<'y>(
+        &self,
+        value: &'y Yaml,
+        key: &str,
+        group: &str,
+        of: &str,
+    ) -> Result<Vec<(String, &'y Yaml)>, InventoryError> {
+        if value.is_null() {
+            return Ok(Vec::new());
+        }
+        let Some(map) = value.as_hash() else {
+            return Err(error(
+                self.path,
+                line_of(self.text, &format!("{key}:")),
+                format!("`{key}` of group {group:?} must be a mapping of {of}"),
+            ));
+        };
+        Ok(map
+            .iter()
+            .filter_map(|(k, v)| Some((scalar(k)?, v)))
+            .collect())
     }
 
     fn string_map(
