@@ -184,6 +184,12 @@ pub(crate) fn hhmm(t: UnixTime) -> String {
     format!("{:02}:{:02}", s / 3600, s / 60 % 60)
 }
 
+/// Whole minutes in a gap of seconds, to the nearest: a process start read from `/proc` is
+/// truncated to the second, so 239 s after a fault reads as the 4 minutes it was.
+fn minutes_rounded(gap_s: i64) -> i64 {
+    (gap_s + 30) / 60
+}
+
 pub(crate) fn watts(w: f64) -> String {
     format!("{w:.0}")
 }
@@ -549,7 +555,7 @@ pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Findi
                 format!(
                     "{label} at {}, {} minutes before the restart{meaning}",
                     hhmm(t),
-                    gap / 60
+                    minutes_rounded(gap)
                 ),
             ),
             None => {
@@ -846,6 +852,21 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn minutes_before_a_restart_round_to_the_nearest() {
+        for (gap, minutes) in [
+            (0, 0),
+            (29, 0),
+            (30, 1),
+            (239, 4),
+            (240, 4),
+            (269, 4),
+            (270, 5),
+        ] {
+            assert_eq!(minutes_rounded(gap), minutes, "{gap} s");
+        }
     }
 
     #[test]
