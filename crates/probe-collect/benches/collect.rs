@@ -104,6 +104,8 @@ struct Profile {
     round2: Vec<f64>,
     round2_start: Vec<f64>,
     sections: std::collections::BTreeMap<String, Vec<f64>>,
+    /// Per group (round, name): its start and end from the collection's start, seconds.
+    groups: std::collections::BTreeMap<(u8, String), (Vec<f64>, Vec<f64>)>,
 }
 
 async fn probe_once(host: &FixtureHost) -> (Duration, probe_model::Snapshot, u32, u64) {
@@ -279,6 +281,32 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let parts = std::env::var("PROBE_BENCH_PARTS").unwrap_or_else(|_| "peers,decoys,scaling".into());
+    let wanted = |p: &str| parts.split(',').any(|x| x.trim() == p);
+    let mut json = Vec::new();
+    if wanted("peers") {
+        peers(&rt, runs, &mut json);
+    }
+    if wanted("decoys") {
+        decoys(&rt, runs, &mut json);
+    }
+    if wanted("scaling") {
+        scaling(&mut json);
+    }
+    let out = std::env::var("PROBE_BENCH_JSON").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/bench-collect.json"
+        )
+        .to_string()
+    });
+    let _ = std::fs::write(&out, format!("[\n{}\n]\n", json.join(",\n")));
+    println!("JSON: {out}");
+}
+
+/// `ssh true`, probe, the combined script, the manual investigation and Ansible, paired rounds
+/// on `sglang-hybrid`, and where probe's time goes.
+fn peers(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) {
     let host = FixtureHost::start("sglang-hybrid");
     let combined = script::build(&CollectOptions::default(), &script::new_boundary());
     let mut rows: Vec<(&str, Vec<f64>)> = vec![
@@ -308,6 +336,11 @@ fn main() {
         rows[0].1.push(ssh(&host, "true", None).as_secs_f64());
         let (w, snap, st) = rt.block_on(probe_stats(&host));
         channels = st.channels;
+        for g in &st.groups {
+            let e = profile.groups.entry((g.round, g.name.clone())).or_default();
+            e.0.push(g.start_ms as f64 / 1000.0);
+            e.1.push(g.end_ms as f64 / 1000.0);
+        }
         group_sum.push(st.group_ms_sum as f64 / 1000.0);
         profile.round1.push(st.round1_ms as f64 / 1000.0);
         profile.round2.push(st.round2_ms as f64 / 1000.0);
@@ -349,7 +382,6 @@ fn main() {
         "{:48} {:>8} {:>8} {:>8} {:>10} {:>10}",
         "contender", "median", "min", "max", "/ssh true", "/probe"
     );
-    let mut json = Vec::new();
     for (name, v) in &rows {
         let (m, lo, hi) = median_min_max(v);
         println!(
@@ -384,11 +416,20 @@ fn main() {
         "probe: slowest sections (remote s, median): {}",
         top.join(", ")
     );
+    for ((round, name), (start, end)) in &profile.groups {
+        let (a, _, _) = median_min_max(start);
+        let (b, _, _) = median_min_max(end);
+        println!("probe: round {round} group {name:14} {a:6.3} .. {b:6.3} s (median)");
+    }
     json.push(format!(
         "{{\"profile\":\"probe\",\"round1_s\":{r1:.4},\"round2_s\":{r2:.4},\"slowest\":\"{}\"}}",
         top.join(", ")
     ));
 
+}
+
+/// The `processes` section on `attacks` (2,000 server-like decoys).
+fn decoys(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) {
     // Scaling: 2,000 decoys.
     let att = FixtureHost::start("attacks");
     let done = att.dir.join("root/home/mallory/decoys.done");
@@ -417,6 +458,10 @@ fn main() {
     ));
     drop(att);
 
+}
+
+/// History, log and unit files grown step by step on a fresh host, one child process per row.
+fn scaling(json: &mut Vec<String>) {
     // Scaling: history, log, unit files, grown step by step on a fresh host.
     let big = FixtureHost::start("sglang-hybrid");
     let root = big.dir.join("root");
@@ -437,13 +482,4 @@ fn main() {
         ));
     }
     drop(big);
-    let out = std::env::var("PROBE_BENCH_JSON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/bench-collect.json"
-        )
-        .to_string()
-    });
-    let _ = std::fs::write(&out, format!("[\n{}\n]\n", json.join(",\n")));
-    println!("JSON: {out}");
 }

@@ -127,6 +127,18 @@ pub struct CollectStats {
     pub channels: u32,
     /// Sum of the groups' own times (above the wall time: the groups ran concurrently).
     pub group_ms_sum: u64,
+    /// Each group that ran, in the order of its round's definition.
+    pub groups: Vec<GroupTiming>,
+}
+
+/// When one group ran, in milliseconds from the collection's start (its start includes any
+/// wait for a free channel).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupTiming {
+    pub name: String,
+    pub round: u8,
+    pub start_ms: u64,
+    pub end_ms: u64,
 }
 
 /// Collects one host. See the crate docs.

@@ -243,7 +243,8 @@ fn read_round1(
         Round1Parser::GpuApps => parse::gpu::apply_q(body, &mut snap.gpu, &mut snap.hardware.gpus),
         Round1Parser::GpuTopo => snap.gpu.topology = parse::gpu::parse_topo(body),
         Round1Parser::KernelLog => {
-            (snap.hardware.faults, snap.hardware.kernel_log) = parse::kernel_log::parse(body, ctx);
+            let (faults, source) = parse::kernel_log::parse(body, ctx);
+            parse::kernel_log::merge(&mut snap.hardware, faults, source);
         }
         Round1Parser::PkgHistory => {
             snap.package_events = parse::pkgs::parse(body, &b, ctx.tz_offset_s);

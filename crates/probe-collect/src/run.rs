@@ -19,7 +19,7 @@ use probe_transport::{Exec, ExecRequest, TransportError};
 
 use crate::frame::{self, Framed, RawSection};
 use crate::script::{self, Group, Round2Inputs};
-use crate::{CollectOptions, CollectStats, parse, plan, sanitize};
+use crate::{CollectOptions, CollectStats, GroupTiming, parse, plan, sanitize};
 
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
@@ -33,6 +33,9 @@ const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
 /// that grace, never its time limit.
 const ROUND2_WANTS: &[&str] = &["gpu_query", "gpu_apps"];
 const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
+
+/// Round-2 groups planned from [`ROUND2_WANTS`] as well; the others start without them.
+const ROUND2_GPU_GROUPS: &[&str] = &["gpu_procs"];
 
 /// What one group's run gave.
 #[derive(Debug)]
@@ -93,8 +96,23 @@ impl Rounds {
             channels: u32::try_from(self.round1.iter().chain(r2).filter(ran).count())
                 .unwrap_or(u32::MAX),
             group_ms_sum: self.round1.iter().chain(r2).map(|g| g.ms).sum(),
+            groups: timings(&self.round1, 1)
+                .chain(timings(r2, 2))
+                .collect(),
         }
     }
+}
+
+fn timings(groups: &[GroupOut], round: u8) -> impl Iterator<Item = GroupTiming> + '_ {
+    groups
+        .iter()
+        .filter(|g| g.skipped.is_none())
+        .map(move |g| GroupTiming {
+            name: g.group.name.clone(),
+            round,
+            start_ms: g.ended_ms.saturating_sub(g.ms),
+            end_ms: g.ended_ms,
+        })
 }
 
 /// Polls every future until all are ready (the futures borrow the executor, so they cannot be
@@ -336,44 +354,7 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
             .map(|g| run_group(&r1, &board, g))
             .collect(),
     );
-    let round2 = async {
-        let mut needed = board.wait(ROUND2_NEEDS).await;
-        let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
-        let _ = tokio::time::timeout(grace, board.wait(ROUND2_WANTS)).await;
-        needed.extend(board.present(ROUND2_WANTS));
-        let round2_started_ms = ms(started.elapsed());
-        let inputs = plan_round2(opts, &boundary1, needed);
-        tracing::debug!(
-            started_ms = round2_started_ms,
-            empty = inputs.is_empty(),
-            "round 2 planned"
-        );
-        if inputs.is_empty() {
-            return (Round2::NotNeeded, round2_started_ms);
-        }
-        let left = opts.deadline.saturating_sub(started.elapsed());
-        if left < Duration::from_secs(3) {
-            return (Round2::NoTime, round2_started_ms);
-        }
-        let r2 = RoundCtx {
-            exec,
-            opts,
-            started,
-            boundary: &boundary2,
-            inputs: &inputs,
-            budget_until: opts.deadline.saturating_sub(Duration::from_secs(3)),
-            deadline: opts.deadline,
-        };
-        let board2 = Board::default();
-        let groups = join_all(
-            script::groups(2)
-                .into_iter()
-                .map(|g| run_group(&r2, &board2, g))
-                .collect(),
-        )
-        .await;
-        (Round2::Ran { inputs, groups }, round2_started_ms)
-    };
+    let round2 = round_two(exec, opts, started, &board, &boundary1, &boundary2);
     let (round1, (round2, round2_started_ms)) = tokio::join!(round1, round2);
     Rounds {
         boundary1,
@@ -382,6 +363,86 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
         round2,
         round2_started_ms,
     }
+}
+
+/// Round 2: planned as soon as [`ROUND2_NEEDS`] are in, its groups started at once, except
+/// those that read what the GPU sections give ([`ROUND2_GPU_GROUPS`]), planned again once
+/// those are in too (or their grace has passed). When the early plan finds nothing to read,
+/// every group waits for the later one, and the round is not needed when that finds nothing
+/// either.
+async fn round_two<E: Exec>(
+    exec: &E,
+    opts: &CollectOptions,
+    started: Instant,
+    board: &Board,
+    boundary1: &str,
+    boundary2: &str,
+) -> (Round2, u64) {
+    let needed = board.wait(ROUND2_NEEDS).await;
+    let round2_started_ms = ms(started.elapsed());
+    let early = plan_round2(opts, boundary1, needed.clone());
+    tracing::debug!(
+        started_ms = round2_started_ms,
+        empty = early.is_empty(),
+        "round 2 planned"
+    );
+    let early_empty = early.is_empty();
+    if !early_empty && opts.deadline.saturating_sub(started.elapsed()) < Duration::from_secs(3) {
+        return (Round2::NoTime, round2_started_ms);
+    }
+    let (gpu, main): (Vec<Group>, Vec<Group>) = script::groups(2)
+        .into_iter()
+        .partition(|g| ROUND2_GPU_GROUPS.contains(&g.name.as_str()));
+    let first = async {
+        if early_empty {
+            return Vec::new();
+        }
+        run_wave(&round2_ctx(exec, opts, started, boundary2, &early), main.clone()).await
+    };
+    let later = async {
+        let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
+        let _ = tokio::time::timeout(grace, board.wait(ROUND2_WANTS)).await;
+        let mut all = needed;
+        all.extend(board.present(ROUND2_WANTS));
+        let full = plan_round2(opts, boundary1, all);
+        let groups = if early_empty { [main.clone(), gpu].concat() } else { gpu };
+        let outs = if full.is_empty() {
+            Vec::new()
+        } else {
+            run_wave(&round2_ctx(exec, opts, started, boundary2, &full), groups).await
+        };
+        (full, outs)
+    };
+    let (mut groups, (inputs, outs)) = tokio::join!(first, later);
+    if groups.is_empty() && outs.is_empty() {
+        return (Round2::NotNeeded, round2_started_ms);
+    }
+    groups.extend(outs);
+    (Round2::Ran { inputs, groups }, round2_started_ms)
+}
+
+fn round2_ctx<'a, E: Exec>(
+    exec: &'a E,
+    opts: &'a CollectOptions,
+    started: Instant,
+    boundary: &'a str,
+    inputs: &'a Round2Inputs,
+) -> RoundCtx<'a, E> {
+    RoundCtx {
+        exec,
+        opts,
+        started,
+        boundary,
+        inputs,
+        budget_until: opts.deadline.saturating_sub(Duration::from_secs(3)),
+        deadline: opts.deadline,
+    }
+}
+
+/// Runs groups of one round concurrently (a group waits only for sections of its own wave).
+async fn run_wave<E: Exec>(rc: &RoundCtx<'_, E>, groups: Vec<Group>) -> Vec<GroupOut> {
+    let board = Board::default();
+    join_all(groups.into_iter().map(|g| run_group(rc, &board, g)).collect()).await
 }
 
 /// Round-2 inputs from the sections they depend on, parsed on their own (the whole snapshot

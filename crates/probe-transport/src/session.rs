@@ -16,8 +16,9 @@ use crate::host_key::{Client, Verifier};
 use crate::settings::{HostSettings, Strict};
 use crate::{ConnectOptions, ExecOutput, ExecRequest};
 
-/// Most channels open at once on one connection (sshd's default MaxSessions is 10).
-pub const MAX_CHANNELS: usize = 8;
+/// Most channels open at once on one connection: sshd's default MaxSessions (10). A server
+/// that allows fewer refuses a channel, and the limit then drops (see [`SshSession`]).
+pub const MAX_CHANNELS: usize = 10;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
 const RETRIES: u32 = 3;

@@ -4,7 +4,7 @@
 //! the bus", GPU resets and NVLink errors, each with its time, PCI bus id, code and the code's
 //! meaning from `configs/xid.toml`.
 
-use probe_model::{FaultKind, KernelFault, UnixTime};
+use probe_model::{FaultKind, HardwareState, KernelFault, UnixTime};
 
 use super::{Ctx, lines, parse_rfc3339};
 use crate::frame::records;
@@ -40,6 +40,20 @@ pub fn parse(body: &[u8], ctx: &Ctx) -> (Vec<KernelFault>, Option<String>) {
         out.drain(..out.len() - MAX_FAULTS);
     }
     (out, source)
+}
+
+/// Adds the faults of one kernel-log section (this boot's, the previous boot's) to those of
+/// the others: oldest first, the newest [`MAX_FAULTS`] kept; the journal is named as the
+/// source when any section read it.
+pub fn merge(hw: &mut HardwareState, faults: Vec<KernelFault>, source: Option<String>) {
+    hw.faults.extend(faults);
+    hw.faults.sort_by_key(|f| f.time);
+    if hw.faults.len() > MAX_FAULTS {
+        hw.faults.drain(..hw.faults.len() - MAX_FAULTS);
+    }
+    if hw.kernel_log.is_none() || source.as_deref() == Some("journal") {
+        hw.kernel_log = source.or(hw.kernel_log.take());
+    }
 }
 
 /// Time at the start of a kernel line: ISO 8601 (journal short-iso, dmesg iso) or
