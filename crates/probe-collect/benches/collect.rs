@@ -145,7 +145,7 @@ fn child(spec: &str) {
         .build()
         .unwrap();
     let t = Instant::now();
-    let (snap, _) = rt.block_on(async {
+    let (snap, st) = rt.block_on(async {
         let copts = ConnectOptions {
             config_file: Some(config.into()),
             batch_mode: true,
@@ -182,10 +182,24 @@ fn child(spec: &str) {
         .map(|h| h.entries.len())
         .max()
         .unwrap_or(0);
+    let channels_done = st.groups.iter().map(|g| g.end_ms).max().unwrap_or(0);
+    let mut slow: Vec<(u64, &str)> = snap
+        .sections
+        .iter()
+        .filter_map(|s| Some((s.duration_ms?, s.name.as_str())))
+        .collect();
+    slow.sort_unstable_by(|a, b| b.cmp(a));
+    let slow: Vec<String> = slow
+        .iter()
+        .take(3)
+        .map(|(ms, n)| format!("{n}={:.2}", *ms as f64 / 1000.0))
+        .collect();
     println!(
-        "{wall:.3} {hwm} {ok} {} {} {hist}",
+        "{wall:.3} {hwm} {ok} {} {} {hist} {:.3} {}",
         snap.sections.len(),
-        snap.units.len()
+        snap.units.len(),
+        channels_done as f64 / 1000.0,
+        slow.join(",")
     );
 }
 
@@ -205,11 +219,13 @@ fn in_child(host: &FixtureHost) -> (f64, u64, String) {
     let rss = w.next().and_then(|v| v.parse().ok()).unwrap_or(0);
     let v: Vec<&str> = w.collect();
     let summary = format!(
-        "{}/{} sections ok, {} units, longest history {} entries",
+        "{}/{} sections ok, {} units, longest history {} entries; last channel done at {} s, slowest sections {}",
         v.first().unwrap_or(&"?"),
         v.get(1).unwrap_or(&"?"),
         v.get(2).unwrap_or(&"?"),
-        v.get(3).unwrap_or(&"?")
+        v.get(3).unwrap_or(&"?"),
+        v.get(4).unwrap_or(&"?"),
+        v.get(5).unwrap_or(&"?")
     );
     (wall, rss, summary)
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use probe_model::{
     GpuStatus, LaunchOrigin, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot,
-    UnitScope,
+    SystemdUnit, UnitScope, UnixTime,
 };
 
 use crate::config::{Round1Parser, Round2Parser};
@@ -18,7 +18,8 @@ use crate::script::{self, ModelLookup, ModelLookupKind, Round2Inputs};
 const MAX_PREFIXES: usize = 16;
 const MAX_MODELS: usize = 16;
 const MAX_LOGS: usize = 16;
-const MAX_UNITS: usize = 32;
+/// Units whose journal round 2 reads (one `journalctl` each, seconds on a large journal).
+const MAX_UNITS: usize = 8;
 /// Container log files read (running containers first).
 const MAX_CONTAINER_LOGS: usize = 8;
 /// Compute processes whose owner is read, and serving processes whose maps are read.
@@ -592,7 +593,9 @@ fn journal_units(snap: &Snapshot, ctx: &Ctx, inp: &mut Round2Inputs) {
     if !(ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")) {
         return;
     }
-    for u in &snap.units {
+    let mut units: Vec<&SystemdUnit> = snap.units.iter().collect();
+    units.sort_by_key(|u| std::cmp::Reverse(recency(u)));
+    for u in units {
         if inp.units.len() >= MAX_UNITS {
             break;
         }
@@ -606,6 +609,30 @@ fn journal_units(snap: &Snapshot, ctx: &Ctx, inp: &mut Round2Inputs) {
             inp.units.push(e);
         }
     }
+}
+
+/// How recently a unit ran, for the order its journal is read in: running now first, then by
+/// the newest of its state's timestamps (this boot's), else its unit file's mtime; a unit
+/// whose state says nothing may have run before the boot, so it is never left out for that.
+fn recency(u: &SystemdUnit) -> (bool, UnixTime) {
+    let st = u.state.as_ref();
+    let running = st.is_some_and(|s| {
+        s.main_pid.is_some_and(|p| p > 0)
+            || matches!(
+                s.active_state.as_deref(),
+                Some("active" | "activating" | "reloading" | "deactivating")
+            )
+    });
+    let latest = st
+        .and_then(|s| {
+            [s.exec_main_start, s.exec_main_exit, s.inactive_enter]
+                .into_iter()
+                .flatten()
+                .max()
+        })
+        .or(u.fragment.mtime)
+        .unwrap_or(UnixTime::MIN);
+    (running, latest)
 }
 
 /// The runtime's log file of each container (running ones first): read as a file.
@@ -950,6 +977,57 @@ fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journals_of_the_units_that_ran_are_read_first() {
+        let unit = |name: &str, active: Option<&str>, start: Option<UnixTime>, mtime: UnixTime| {
+            SystemdUnit {
+                name: name.into(),
+                fragment: probe_model::FileText {
+                    mtime: Some(mtime),
+                    ..Default::default()
+                },
+                state: active.map(|a| probe_model::UnitState {
+                    active_state: Some(a.into()),
+                    exec_main_start: start,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        };
+        let mut units = vec![
+            unit("never.service", Some("inactive"), None, 900),
+            unit("old.service", Some("failed"), Some(100), 50),
+            unit("running.service", Some("active"), Some(10), 10),
+            unit("recent.service", Some("inactive"), Some(500), 60),
+            unit("nostate.service", None, None, 700),
+        ];
+        units.extend((0..20).map(|i| unit(&format!("bulk-{i:02}.service"), None, None, i)));
+        let snap = Snapshot {
+            units,
+            ..Default::default()
+        };
+        let ctx = Ctx {
+            systemd_running: true,
+            ..Default::default()
+        };
+        let mut inp = Round2Inputs::default();
+        journal_units(&snap, &ctx, &mut inp);
+        let names: Vec<&str> = inp.units.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "running.service",
+                "never.service",
+                "nostate.service",
+                "recent.service",
+                "old.service",
+                "bulk-19.service",
+                "bulk-18.service",
+                "bulk-17.service",
+            ]
+        );
+    }
 
     #[test]
     fn model_args() {

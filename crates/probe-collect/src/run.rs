@@ -27,15 +27,17 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
 /// Sections round 2 is planned from.
 const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
 
-/// Sections round 2 also reads when they are in within a grace after the others (at most
-/// [`ROUND2_WANTS_GRACE`], a tenth of the deadline): the GPU's compute apps name the processes
-/// whose owner and loaded libraries round 2 reads (`gpu_procs`). A hung nvidia-smi costs round 2
-/// that grace, never its time limit.
-const ROUND2_WANTS: &[&str] = &["gpu_query", "gpu_apps"];
+/// How long a round-2 wave waits for the round-1 sections it also reads (at most this, and a
+/// tenth of the deadline), so a hung nvidia-smi costs its wave that grace, never its limit.
 const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 
-/// Round-2 groups planned from [`ROUND2_WANTS`] as well; the others start without them.
-const ROUND2_GPU_GROUPS: &[&str] = &["gpu_procs"];
+/// Round-2 groups that also read round-1 sections beyond [`ROUND2_NEEDS`], planned once those
+/// are in: `gpu_procs` reads the owners and maps of nvidia-smi's compute processes; `journal`
+/// reads the units that ran (their state from `systemctl show`) before the others.
+const ROUND2_WAVES: &[(&[&str], &[&str])] = &[
+    (&["gpu_procs"], &["gpu_query", "gpu_apps"]),
+    (&["journal"], &["unit_state"]),
+];
 
 /// What one group's run gave.
 #[derive(Debug)]
@@ -366,10 +368,9 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
 }
 
 /// Round 2: planned as soon as [`ROUND2_NEEDS`] are in, its groups started at once, except
-/// those that read what the GPU sections give ([`ROUND2_GPU_GROUPS`]), planned again once
-/// those are in too (or their grace has passed). When the early plan finds nothing to read,
-/// every group waits for the later one, and the round is not needed when that finds nothing
-/// either.
+/// those of [`ROUND2_WAVES`], each planned again once the round-1 sections it also reads are
+/// in (or their grace has passed). A wave whose plan finds nothing to read runs only when the
+/// early plan found something; the round is not needed when no plan finds anything.
 async fn round_two<E: Exec>(
     exec: &E,
     opts: &CollectOptions,
@@ -390,34 +391,46 @@ async fn round_two<E: Exec>(
     if !early_empty && opts.deadline.saturating_sub(started.elapsed()) < Duration::from_secs(3) {
         return (Round2::NoTime, round2_started_ms);
     }
-    let (gpu, main): (Vec<Group>, Vec<Group>) = script::groups(2)
-        .into_iter()
-        .partition(|g| ROUND2_GPU_GROUPS.contains(&g.name.as_str()));
-    let first = async {
-        if early_empty {
-            return Vec::new();
+    let mut waves: Vec<(&[&str], Vec<Group>)> = vec![(&[], Vec::new())];
+    waves.extend(ROUND2_WAVES.iter().map(|(_, wants)| (*wants, Vec::new())));
+    for g in script::groups(2) {
+        let w = ROUND2_WAVES
+            .iter()
+            .position(|(names, _)| names.contains(&g.name.as_str()))
+            .map_or(0, |i| i + 1);
+        if let Some((_, gs)) = waves.get_mut(w) {
+            gs.push(g);
         }
-        run_wave(&round2_ctx(exec, opts, started, boundary2, &early), main.clone()).await
-    };
-    let later = async {
-        let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
-        let _ = tokio::time::timeout(grace, board.wait(ROUND2_WANTS)).await;
-        let mut all = needed;
-        all.extend(board.present(ROUND2_WANTS));
-        let full = plan_round2(opts, boundary1, all);
-        let groups = if early_empty { [main.clone(), gpu].concat() } else { gpu };
-        let outs = if full.is_empty() {
-            Vec::new()
-        } else {
-            run_wave(&round2_ctx(exec, opts, started, boundary2, &full), groups).await
-        };
-        (full, outs)
-    };
-    let (mut groups, (inputs, outs)) = tokio::join!(first, later);
-    if groups.is_empty() && outs.is_empty() {
+    }
+    let grace = ROUND2_WANTS_GRACE.min(opts.deadline / 10);
+    let runs = waves.into_iter().map(|(wants, groups)| {
+        let (early, needed) = (&early, &needed);
+        async move {
+            let inputs = if wants.is_empty() {
+                early.clone()
+            } else {
+                let _ = tokio::time::timeout(grace, board.wait(wants)).await;
+                let mut all = needed.clone();
+                all.extend(board.present(wants));
+                plan_round2(opts, boundary1, all)
+            };
+            if early_empty && inputs.is_empty() {
+                return (inputs, Vec::new());
+            }
+            let rc = round2_ctx(exec, opts, started, boundary2, &inputs);
+            let outs = run_wave(&rc, groups).await;
+            (inputs, outs)
+        }
+    });
+    let mut inputs = Round2Inputs::default();
+    let mut groups = Vec::new();
+    for (i, outs) in join_all(runs.collect()).await {
+        inputs.absorb(i);
+        groups.extend(outs);
+    }
+    if groups.is_empty() {
         return (Round2::NotNeeded, round2_started_ms);
     }
-    groups.extend(outs);
     (Round2::Ran { inputs, groups }, round2_started_ms)
 }
 

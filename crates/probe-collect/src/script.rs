@@ -92,6 +92,25 @@ impl Round2Inputs {
             && self.gpu_pids.is_empty()
             && self.maps_pids.is_empty()
     }
+
+    /// Adds what `other` holds and `self` does not (the plans of round 2's waves, joined for
+    /// the parsers).
+    pub fn absorb(&mut self, other: Round2Inputs) {
+        fn union<T: PartialEq>(into: &mut Vec<T>, from: Vec<T>) {
+            for x in from {
+                if !into.contains(&x) {
+                    into.push(x);
+                }
+            }
+        }
+        union(&mut self.python_prefixes, other.python_prefixes);
+        union(&mut self.models, other.models);
+        union(&mut self.logs, other.logs);
+        union(&mut self.units, other.units);
+        union(&mut self.container_logs, other.container_logs);
+        union(&mut self.gpu_pids, other.gpu_pids);
+        union(&mut self.maps_pids, other.maps_pids);
+    }
 }
 
 const RUNNER: &str = r#"

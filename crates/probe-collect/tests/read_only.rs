@@ -79,6 +79,7 @@ const ALLOWED: &[&str] = &[
     "to",
     "now",
     "fil",
+    "fils",
     "homes",
     "unitdirs",
     "umatch",
