@@ -68,6 +68,30 @@ fn ssh(host: &FixtureHost, cmd: &str, stdin: Option<&[u8]>) -> Duration {
     t.elapsed()
 }
 
+/// Peak RSS (KiB) of the largest process of the round-1 script run by one `ssh` under GNU
+/// `time` on the host (`ru_maxrss` of the shell and every program it waited for).
+fn remote_peak_rss(host: &FixtureHost) -> Option<u64> {
+    use std::io::Write as _;
+    let script = script::build(&CollectOptions::default(), &script::new_boundary());
+    let mut child = Command::new("ssh")
+        .arg("-F")
+        .arg(host.ssh_config())
+        .arg(&host.alias)
+        .arg("/usr/bin/time -f @rss=%M@ sh -s >/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let _ = child.stdin.take()?.write_all(script.as_bytes());
+    let out = child.wait_with_output().ok()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.rsplit("@rss=")
+        .next()
+        .and_then(|t| t.split('@').next())
+        .and_then(|n| n.trim().parse().ok())
+}
+
 /// `ansible all -i ALIAS, -m setup` through the host's ssh_config; `None` when it failed.
 fn ansible(bin: &str, host: &FixtureHost, home: &std::path::Path) -> Option<Duration> {
     let t = Instant::now();
@@ -489,12 +513,14 @@ fn scaling(json: &mut Vec<String>) {
     for step in ["1M-line history", "1 GiB log", "3,000 unit files"] {
         grow(&root, step);
         let (w, rss, sum) = in_child(&big);
+        let remote = remote_peak_rss(&big).unwrap_or(0);
         println!(
-            "scaling: + {step:18} {w:.3} s, peak RSS {} MiB ({sum})",
-            rss / 1024
+            "scaling: + {step:18} {w:.3} s, peak RSS {} MiB, remote round-1 script's largest process {} MiB ({sum})",
+            rss / 1024,
+            remote / 1024
         );
         json.push(format!(
-            "{{\"scaling\":\"{step} (cumulative)\",\"wall_s\":{w:.4},\"peak_rss_kib\":{rss}}}"
+            "{{\"scaling\":\"{step} (cumulative)\",\"wall_s\":{w:.4},\"peak_rss_kib\":{rss},\"remote_peak_rss_kib\":{remote}}}"
         ));
     }
     drop(big);

@@ -5,8 +5,10 @@
 //! falls back to fewer when the server refuses one); a group whose probes depend on a section
 //! of another group starts when that section has ended, and is not run (recorded as such) when
 //! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
-//! (`host`, `processes`, `units`, `containers`) are in, while the rest of round 1 still runs.
-//! A group that fails at the transport level costs only its own sections.
+//! (`host`, `processes`, `units`, `containers`) are in, while the rest of round 1 still runs;
+//! the round-2 groups that also read other round-1 sections (the GPU's compute processes, the
+//! units' state) start as a wave of their own once those are in. A group that fails at the
+//! transport level costs only its own sections.
 
 use std::future::Future;
 use std::pin::Pin;
