@@ -321,7 +321,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let parts = std::env::var("PROBE_BENCH_PARTS").unwrap_or_else(|_| "peers,decoys,scaling".into());
+    let parts =
+        std::env::var("PROBE_BENCH_PARTS").unwrap_or_else(|_| "peers,decoys,scaling".into());
     let wanted = |p: &str| parts.split(',').any(|x| x.trim() == p);
     let mut json = Vec::new();
     if wanted("peers") {
@@ -465,7 +466,6 @@ fn peers(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) {
         "{{\"profile\":\"probe\",\"round1_s\":{r1:.4},\"round2_s\":{r2:.4},\"slowest\":\"{}\"}}",
         top.join(", ")
     ));
-
 }
 
 /// The `processes` section on `attacks` (2,000 server-like decoys).
@@ -497,7 +497,6 @@ fn decoys(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) {
         "{{\"scaling\":\"2000 decoy processes\",\"processes_section_median_s\":{pm:.4},\"min_s\":{plo:.4},\"max_s\":{phi:.4},\"real_server_found\":{found}}}"
     ));
     drop(att);
-
 }
 
 /// History, log and unit files grown step by step on a fresh host, one child process per row.

@@ -100,9 +100,7 @@ impl Rounds {
             channels: u32::try_from(self.round1.iter().chain(r2).filter(ran).count())
                 .unwrap_or(u32::MAX),
             group_ms_sum: self.round1.iter().chain(r2).map(|g| g.ms).sum(),
-            groups: timings(&self.round1, 1)
-                .chain(timings(r2, 2))
-                .collect(),
+            groups: timings(&self.round1, 1).chain(timings(r2, 2)).collect(),
         }
     }
 }
@@ -457,7 +455,13 @@ fn round2_ctx<'a, E: Exec>(
 /// Runs groups of one round concurrently (a group waits only for sections of its own wave).
 async fn run_wave<E: Exec>(rc: &RoundCtx<'_, E>, groups: Vec<Group>) -> Vec<GroupOut> {
     let board = Board::default();
-    join_all(groups.into_iter().map(|g| run_group(rc, &board, g)).collect()).await
+    join_all(
+        groups
+            .into_iter()
+            .map(|g| run_group(rc, &board, g))
+            .collect(),
+    )
+    .await
 }
 
 /// Round-2 inputs from the sections they depend on, parsed on their own (the whole snapshot

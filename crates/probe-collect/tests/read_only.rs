@@ -132,7 +132,10 @@ fn extract_substitutions(text: &str, out: &mut Vec<String>) -> String {
         if c == '#'
             && !in_sq
             && !in_double(&res)
-            && res.chars().last().is_none_or(|p| p.is_whitespace() || p == ';')
+            && res
+                .chars()
+                .last()
+                .is_none_or(|p| p.is_whitespace() || p == ';')
         {
             while i < b.len() && b[i] != '\n' {
                 i += 1;

@@ -35,11 +35,11 @@ pub fn redact_serde<T: Serialize + DeserializeOwned + Default>(t: &mut T, r: &Re
 impl Redactor {
     /// Redacts every string of a JSON value in place.
     pub fn redact_value(&self, v: &mut Value) {
-        self.walk(v, None);
+        self.walk(v, None, &mut CleanKeys::default());
     }
 
     /// `key`: the map key `v` is the value of, if any.
-    fn walk(&self, v: &mut Value, key: Option<&str>) {
+    fn walk(&self, v: &mut Value, key: Option<&str>, clean: &mut CleanKeys) {
         match v {
             Value::String(s) => {
                 let new = match key {
@@ -62,26 +62,45 @@ impl Redactor {
                 } else {
                     // Items of a secret key's list are secret; others are free text.
                     let k = key.filter(|_| secret);
-                    items.iter_mut().for_each(|x| self.walk(x, k));
+                    items.iter_mut().for_each(|x| self.walk(x, k, clean));
                 }
             }
             Value::Object(map) => {
-                let keys_clean = map
-                    .keys()
-                    .all(|k| matches!(self.redact_text(k), std::borrow::Cow::Borrowed(_)));
+                let keys_clean = map.keys().all(|k| clean.check(k, self));
                 if keys_clean {
                     for (k, x) in map.iter_mut() {
-                        self.walk(x, Some(k));
+                        self.walk(x, Some(k), clean);
                     }
                 } else {
                     let old = std::mem::take(map);
                     for (k, mut x) in old {
-                        self.walk(&mut x, Some(&k));
+                        self.walk(&mut x, Some(&k), clean);
                         map.insert(self.redact_text(&k).into_owned(), x);
                     }
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
+    }
+}
+
+/// Map keys already found to hold no secret in this pass: a snapshot repeats the same field
+/// names in every history entry, process and unit, and each would otherwise be scanned by
+/// every rule again. Bounded, so unique keys (environment names) cannot grow it without end.
+#[derive(Default)]
+struct CleanKeys(std::collections::HashSet<String>);
+
+impl CleanKeys {
+    const MAX: usize = 4096;
+
+    fn check(&mut self, key: &str, r: &Redactor) -> bool {
+        if self.0.contains(key) {
+            return true;
+        }
+        let clean = matches!(r.redact_text(key), std::borrow::Cow::Borrowed(_));
+        if clean && self.0.len() < Self::MAX {
+            self.0.insert(key.to_string());
+        }
+        clean
     }
 }
