@@ -19,7 +19,7 @@ const MAX_PREFIXES: usize = 16;
 const MAX_MODELS: usize = 16;
 const MAX_LOGS: usize = 16;
 /// Units whose journal round 2 reads (one `journalctl` each, seconds on a large journal).
-const MAX_UNITS: usize = 8;
+pub(crate) const MAX_UNITS: usize = 8;
 /// Container log files read (running containers first).
 const MAX_CONTAINER_LOGS: usize = 8;
 /// Compute processes whose owner is read, and serving processes whose maps are read.

@@ -34,12 +34,31 @@ const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
 const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 
 /// Round-2 groups that also read round-1 sections beyond [`ROUND2_NEEDS`], planned once those
-/// are in: `gpu_procs` reads the owners and maps of nvidia-smi's compute processes; `journal`
-/// reads the units that ran (their state from `systemctl show`) before the others.
-const ROUND2_WAVES: &[(&[&str], &[&str])] = &[
-    (&["gpu_procs"], &["gpu_query", "gpu_apps"]),
-    (&["journal"], &["unit_state"]),
+/// are in, when the early plan says they are needed: `gpu_procs` reads the owners and maps of
+/// nvidia-smi's compute processes; `journal` reads the units that ran most recently first
+/// (their state from `systemctl show`), which matters only when there are more units than
+/// it reads.
+const ROUND2_WAVES: &[Wave] = &[
+    Wave {
+        groups: &["gpu_procs"],
+        wants: &["gpu_query", "gpu_apps"],
+        wait_if: |_| true,
+    },
+    Wave {
+        groups: &["journal"],
+        wants: &["unit_state"],
+        wait_if: |early| early.units.len() >= plan::MAX_UNITS,
+    },
 ];
+
+/// Round-2 groups planned apart from the others.
+struct Wave {
+    groups: &'static [&'static str],
+    /// Round-1 sections they also read.
+    wants: &'static [&'static str],
+    /// Whether, given the early plan, they wait for `wants` (otherwise they start with it).
+    wait_if: fn(&Round2Inputs) -> bool,
+}
 
 /// What one group's run gave.
 #[derive(Debug)]
@@ -391,13 +410,21 @@ async fn round_two<E: Exec>(
     if !early_empty && opts.deadline.saturating_sub(started.elapsed()) < Duration::from_secs(3) {
         return (Round2::NoTime, round2_started_ms);
     }
-    let mut waves: Vec<(&[&str], Vec<Group>)> = vec![(&[], Vec::new())];
-    waves.extend(ROUND2_WAVES.iter().map(|(_, wants)| (*wants, Vec::new())));
+    // The waves of ROUND2_WAVES first, the rest last: a wave that starts at once asks for its
+    // channels before the others (the journal, the slowest, before the file reads).
+    let mut waves: Vec<(&[&str], Vec<Group>)> = ROUND2_WAVES
+        .iter()
+        .map(|w| {
+            let wants: &[&str] = if (w.wait_if)(&early) { w.wants } else { &[] };
+            (wants, Vec::new())
+        })
+        .collect();
+    waves.push((&[], Vec::new()));
     for g in script::groups(2) {
         let w = ROUND2_WAVES
             .iter()
-            .position(|(names, _)| names.contains(&g.name.as_str()))
-            .map_or(0, |i| i + 1);
+            .position(|w| w.groups.contains(&g.name.as_str()))
+            .unwrap_or(ROUND2_WAVES.len());
         if let Some((_, gs)) = waves.get_mut(w) {
             gs.push(g);
         }
