@@ -16,6 +16,7 @@
     clippy::indexing_slicing
 )]
 
+mod budget;
 mod builtins;
 mod expand;
 mod lexer;
@@ -23,10 +24,12 @@ pub(crate) mod markdown;
 mod state;
 mod walker;
 
+pub(crate) use budget::{Budget, weight, words};
 pub(crate) use state::{State, Val, normalize_path};
 pub(crate) use walker::{ShellCommand, commands};
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use lexer::{Tok, Word, lex};
 
@@ -36,23 +39,30 @@ pub(super) const MAX_DEPTH: usize = 8;
 /// Here-document files kept per text, and their size.
 pub(super) const MAX_FILES: usize = 16;
 pub(super) const MAX_FILE_BYTES: usize = 64 * 1024;
-/// Text walked by `eval`s per text, nested ones included.
-pub(super) const MAX_EVAL_BYTES: usize = 256 * 1024;
 /// A variable's value; a longer one is not followed.
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Exported variables tracked per text.
 pub(super) const MAX_EXPORTS: usize = 512;
 /// Variables carried from one history entry to the next (`CMD="vllm serve ..."` typed, then
-/// `eval "$CMD"`): at most this many, the most recently set kept.
+/// `eval "$CMD"`): at most this many, the most recently set kept, and this many bytes in all
+/// (every later entry that references a variable gets a copy).
 const MAX_CARRIED: usize = 64;
+const MAX_CARRIED_BYTES: usize = 256 * 1024;
 
 /// Sets in `vars` what the text's assignments leave fixed (one shell session's history read
-/// entry by entry); values that depend on the outside are left out.
-pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>) {
+/// entry by entry); values that depend on the outside are left out. The walk is paid from
+/// `budget` (the history file's).
+pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>, budget: &Rc<Budget>) {
     if !(text.contains('=') || text.contains("read ") || text.contains("set ")) {
         return;
     }
-    let mut st = State::default();
+    if !budget.take(weight(vars.iter())) {
+        return;
+    }
+    let mut st = State {
+        budget: budget.clone(),
+        ..State::default()
+    };
     for (k, v) in vars.iter() {
         st.vars.insert(k.clone(), Val::Text(v.clone()));
     }
@@ -61,6 +71,11 @@ pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>) {
         match v {
             Val::Text(t) if t.len() <= MAX_FILE_BYTES => {
                 if vars.len() >= MAX_CARRIED && !vars.contains_key(&k) {
+                    continue;
+                }
+                let others = weight(vars.iter().filter(|(n, _)| **n != k));
+                if others + k.len() + t.len() + 1 > MAX_CARRIED_BYTES {
+                    vars.remove(&k);
                     continue;
                 }
                 vars.insert(k, t);
