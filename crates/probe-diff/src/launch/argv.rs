@@ -342,14 +342,16 @@ fn entry_label(head: &str, ep: &EntryPoint) -> String {
 
 /// Runs a shell text (a `bash -c` string, an `eval`) and returns its first launch.
 pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
-    if !ctx.budget.take(2 * shell::weight(&ctx.env)) {
+    // A script in a script: half of what is left at most, so that the rest still has its share.
+    let budget = shell::Budget::nested(&ctx.budget);
+    if !budget.take(2 * shell::weight(&ctx.env)) {
         return None;
     }
     let mut st = State {
         exported: std::rc::Rc::new(ctx.env.clone()),
         files: ctx.files.clone(),
         cwd: ctx.cwd.clone(),
-        budget: ctx.budget.clone(),
+        budget: shell::Budget::nested(&budget),
         ..State::default()
     };
     for (k, v) in &ctx.env {
@@ -357,11 +359,12 @@ pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Opt
     }
     let cmds = shell::commands(script, &mut st, ctx.depth + 1);
     for c in cmds {
-        if ctx.budget.exhausted() {
+        if budget.exhausted() {
             break;
         }
         let mut sub = ctx.clone();
         sub.depth += 1;
+        sub.budget = budget.clone();
         if let Some(l) = from_shell_command(&c, sub, hints) {
             return Some(l);
         }

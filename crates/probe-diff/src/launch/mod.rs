@@ -320,9 +320,10 @@ fn shell_text(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<Launch
     }
     let text = strip_prompts(text);
     let text = text.as_str();
+    // The walk spends half of what is left at most: the commands it recorded can still be read.
     let mut st = shell::State {
         cwd: hints.working_directory.clone(),
-        budget: budget.clone(),
+        budget: Budget::nested(budget),
         ..Default::default()
     };
     for (k, v) in &hints.env {

@@ -24,7 +24,7 @@ impl Work {
         Work {
             spent: budget.spent(),
             limit: budget.limit(),
-            cut: budget.exhausted(),
+            cut: budget.cut_anywhere(),
         }
     }
 }
@@ -36,7 +36,7 @@ pub(crate) fn budget_of(bytes: usize, env: &BTreeMap<String, String>) -> Rc<Budg
 
 /// Launches found before the budget ran out say that the rest of the text was not read.
 pub(crate) fn mark_cut(out: &mut [LaunchConfig], budget: &Budget) {
-    if !budget.exhausted() {
+    if !budget.cut_anywhere() {
         return;
     }
     let note = format!(

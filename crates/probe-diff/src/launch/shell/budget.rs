@@ -5,7 +5,9 @@
 //! nested in shells).
 //!
 //! A budget that runs out stays out: every later charge fails, the walk stops where it is, and
-//! what was found before is kept (with a warning added by the caller).
+//! what was found before is kept (with a warning added by the caller). A nested reading (an
+//! `eval`, a `bash -c` script) gets a [`Budget::nested`] one, at most half of what is left: a
+//! text that blows up there still leaves the commands after it their share.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -25,6 +27,10 @@ pub(crate) struct Budget {
     limit: usize,
     left: Cell<usize>,
     cut: Cell<bool>,
+    /// A nested reading was cut (this one goes on).
+    cut_below: Cell<bool>,
+    /// What a nested budget spends is spent from its parent too.
+    parent: Option<Rc<Budget>>,
 }
 
 impl Default for Budget {
@@ -46,27 +52,48 @@ impl Budget {
             limit,
             left: Cell::new(limit),
             cut: Cell::new(false),
+            cut_below: Cell::new(false),
+            parent: None,
         }
+    }
+
+    /// The budget of a reading nested in `parent`'s: half of what `parent` has left.
+    pub(crate) fn nested(parent: &Rc<Budget>) -> Rc<Budget> {
+        Rc::new(Budget {
+            parent: Some(parent.clone()),
+            ..Budget::with_limit(parent.left.get() / 2)
+        })
     }
 
     /// Spends `n` units; `false` (and nothing is left from then on) when fewer remain.
     pub(crate) fn take(&self, n: usize) -> bool {
-        match self.left.get().checked_sub(n) {
-            Some(rest) if !self.cut.get() => {
+        let paid = match self.left.get().checked_sub(n) {
+            Some(rest) if !self.cut.get() && self.parent.as_ref().is_none_or(|p| p.take(n)) => {
                 self.left.set(rest);
                 true
             }
-            _ => {
-                self.left.set(0);
-                self.cut.set(true);
-                false
+            _ => false,
+        };
+        if !paid {
+            self.left.set(0);
+            self.cut.set(true);
+            let mut up = self.parent.as_ref();
+            while let Some(p) = up {
+                p.cut_below.set(true);
+                up = p.parent.as_ref();
             }
         }
+        paid
     }
 
     /// A charge failed: the reading stopped before the end of its text.
     pub(crate) fn exhausted(&self) -> bool {
         self.cut.get()
+    }
+
+    /// This reading or one nested in it stopped before the end of its text.
+    pub(crate) fn cut_anywhere(&self) -> bool {
+        self.cut.get() || self.cut_below.get()
     }
 
     pub(crate) fn spent(&self) -> usize {
@@ -104,6 +131,20 @@ mod tests {
         assert!(b.exhausted());
         assert!(!b.take(0));
         assert_eq!(b.spent(), 10);
+    }
+
+    #[test]
+    fn a_nested_budget_spends_from_its_parent_and_runs_out_alone() {
+        let root = Rc::new(Budget::with_limit(100));
+        let inner = Budget::nested(&root);
+        assert_eq!(inner.limit(), 50);
+        assert!(inner.take(30));
+        assert_eq!(root.spent(), 30);
+        assert!(!inner.take(30));
+        assert!(inner.exhausted());
+        assert!(!root.exhausted());
+        assert!(root.cut_anywhere());
+        assert!(root.take(70));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::budget::{self, ITEM, weight};
+use super::budget::{self, Budget, ITEM, weight};
 use super::builtins::{self, Builtin};
 use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
@@ -334,7 +334,10 @@ impl Walk<'_> {
     /// (and paid for from the same budget: nested evals of growing values stop when it is spent).
     fn eval(&mut self, args: &[String]) {
         let inner = args.join(" ");
+        let outer = self.state.budget.clone();
+        self.state.budget = Budget::nested(&outer);
         let mut sub = commands(&inner, self.state, self.depth + 1);
+        self.state.budget = outer;
         for c in &mut sub {
             c.context_wrappers.insert(0, "eval".into());
         }
