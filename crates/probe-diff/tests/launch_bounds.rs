@@ -169,6 +169,26 @@ fn history(lines: &[String]) -> Snapshot {
     }
 }
 
+/// Many variables carried and thousands of entries with `=` after them: an entry copies only
+/// the variables it can reach, so a launch typed at the end is still read.
+#[test]
+fn a_long_history_with_many_variables_reads_its_last_launch() {
+    let mut lines: Vec<String> = (0..60)
+        .map(|i| format!("V{i}=value-{i}-of-a-variable-typed-long-ago"))
+        .collect();
+    lines.extend((0..3000).map(|i| format!("ls --color=auto /data/{i}")));
+    lines.push("M=org/late".into());
+    lines.push("vllm serve $M --tp 2".into());
+    let analysis = analyze(&history(&lines));
+    let models: Vec<_> = analysis
+        .launches
+        .iter()
+        .filter(|l| l.source.kind == SourceKind::History)
+        .map(|l| l.model.clone())
+        .collect();
+    assert_eq!(models, vec![Some("org/late".to_string())]);
+}
+
 /// A variable doubled entry by entry, then evaluated in many entries: the variables carried
 /// from entry to entry are bounded, and the file shares one budget; the launch typed before
 /// the bombs is kept.

@@ -861,15 +861,13 @@ fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
         // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
         let mut carried = BTreeMap::new();
         for e in &h.entries {
-            // An entry that references no variable needs none of them.
-            let env = if e.command.contains('$') {
-                carried.clone()
-            } else {
-                BTreeMap::new()
-            };
+            if budget.exhausted() {
+                break;
+            }
             let hints = ParseHints {
                 kind: TextKind::Shell,
-                env,
+                // The carried variables the entry can reach, not all of them.
+                env: shell::reachable(&e.command, &carried),
                 source: LaunchSource {
                     kind: SourceKind::History,
                     location: LaunchOrigin::History {

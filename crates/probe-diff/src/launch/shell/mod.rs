@@ -56,15 +56,16 @@ pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>, budget
     if !(text.contains('=') || text.contains("read ") || text.contains("set ")) {
         return;
     }
-    if !budget.take(weight(vars.iter())) {
+    let known = reachable(text, vars);
+    if !budget.take(weight(&known)) {
         return;
     }
     let mut st = State {
         budget: budget.clone(),
         ..State::default()
     };
-    for (k, v) in vars.iter() {
-        st.vars.insert(k.clone(), Val::Text(v.clone()));
+    for (k, v) in known {
+        st.vars.insert(k, Val::Text(v));
     }
     let _ = commands(text, &mut st, 0);
     for (k, v) in st.vars {
@@ -85,6 +86,37 @@ pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>, budget
             }
         }
     }
+}
+
+/// The variables of `vars` that `text` can reach: those it names (`$X`, `${X...}`), and those
+/// their values name, and so on. An entry gets copies of these only, not of every variable
+/// carried so far.
+pub(crate) fn reachable(text: &str, vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<&str> = vec![text];
+    while let Some(t) = todo.pop() {
+        for name in named(t) {
+            if let Some((k, v)) = vars.get_key_value(name)
+                && !out.contains_key(k)
+            {
+                out.insert(k.clone(), v.clone());
+                todo.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The names after each `$` (or `${`) of `text`.
+fn named(text: &str) -> impl Iterator<Item = &str> {
+    text.split('$').skip(1).filter_map(|after| {
+        let after = after.strip_prefix('{').unwrap_or(after);
+        let end = after
+            .char_indices()
+            .find(|(_, c)| !lexer::is_name_char(*c))
+            .map_or(after.len(), |(i, _)| i);
+        after.get(..end).filter(|n| !n.is_empty())
+    })
 }
 
 /// Splits a compose `command:` string or similar shell-style, without any expansion: quotes are
