@@ -169,6 +169,16 @@ fn history(lines: &[String]) -> Snapshot {
     }
 }
 
+/// The models of the launches read from a history of `lines`.
+fn history_models(lines: &[String]) -> Vec<Option<String>> {
+    analyze(&history(lines))
+        .launches
+        .iter()
+        .filter(|l| l.source.kind == SourceKind::History)
+        .map(|l| l.model.clone())
+        .collect()
+}
+
 /// Many variables carried and thousands of entries with `=` after them: an entry copies only
 /// the variables it can reach, so a launch typed at the end is still read.
 #[test]
@@ -179,13 +189,7 @@ fn a_long_history_with_many_variables_reads_its_last_launch() {
     lines.extend((0..3000).map(|i| format!("ls --color=auto /data/{i}")));
     lines.push("M=org/late".into());
     lines.push("vllm serve $M --tp 2".into());
-    let analysis = analyze(&history(&lines));
-    let models: Vec<_> = analysis
-        .launches
-        .iter()
-        .filter(|l| l.source.kind == SourceKind::History)
-        .map(|l| l.model.clone())
-        .collect();
+    let models = history_models(&lines);
     assert_eq!(models, vec![Some("org/late".to_string())]);
 }
 
@@ -197,12 +201,6 @@ fn a_history_of_doubling_variables_and_evals_stays_bounded() {
     let mut lines = vec!["vllm serve org/model --tp 2".to_string(), "X='a b'".into()];
     lines.extend((0..20).map(|_| "X=$X$X".to_string()));
     lines.extend((0..2000).map(|_| "eval $X $X".to_string()));
-    let analysis = analyze(&history(&lines));
-    let models: Vec<_> = analysis
-        .launches
-        .iter()
-        .filter(|l| l.source.kind == SourceKind::History)
-        .map(|l| l.model.clone())
-        .collect();
+    let models = history_models(&lines);
     assert_eq!(models, vec![Some("org/model".to_string())]);
 }
