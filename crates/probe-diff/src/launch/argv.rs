@@ -34,7 +34,9 @@ fn venv_of(path: &str) -> Option<(String, &'static str)> {
 
 /// One launch from `argv`; `None` when it runs no model server we know.
 pub(crate) fn launch(argv: &[String], mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
-    if ctx.depth > MAX_DEPTH {
+    // The argv and the environment are copied along the way (and into the launch).
+    let cost = shell::words(argv) + shell::weight(&ctx.env);
+    if ctx.depth > MAX_DEPTH || !ctx.budget.take(cost) {
         return None;
     }
     let (argv, mut i) = without_line_prefixes(argv);
@@ -102,12 +104,7 @@ fn step(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step {
     };
     let base = basename(word);
     let rest = argv.get(i + 1..).unwrap_or(&[]);
-    let w = wrapper(base).filter(|w| {
-        w.subcommand
-            .as_deref()
-            .is_none_or(|s| rest.first().map(String::as_str) == Some(s))
-    });
-    match w.map(|w| (w, w.read)) {
+    match wrapper_at(base, rest).map(|w| (w, w.read)) {
         Some((w, Read::Prefix | Read::Keyword)) => Step::Next(past_prefix(w, argv, i, ctx)),
         Some((w, Read::Shell)) => done(shell_wrapper(w, argv, i, std::mem::take(ctx), hints)),
         Some((w, Read::Eval)) => {
@@ -129,6 +126,32 @@ fn step(argv: &[String], i: usize, ctx: &mut Ctx, hints: &ParseHints) -> Step {
         }
         _ => done(engine_binary(argv, i, std::mem::take(ctx), hints)),
     }
+}
+
+/// The wrapper named `base` when the words after it fit it (its subcommand, if it has one).
+fn wrapper_at(base: &str, rest: &[String]) -> Option<&'static Wrapper> {
+    wrapper(base).filter(|w| {
+        w.subcommand
+            .as_deref()
+            .is_none_or(|s| rest.first().map(String::as_str) == Some(s))
+    })
+}
+
+/// Whether [`launch`] can find anything in `argv`: its command word (after prompt signs, a
+/// history number and assignments) is a wrapper, an interpreter or an engine binary. Every
+/// other command (`echo`, `mkdir`, ...) is passed over before its environment is copied.
+fn may_launch(argv: &[String]) -> bool {
+    let (argv, i) = without_line_prefixes(argv);
+    let Some(j) = (i..argv.len()).find(|&j| argv.get(j).is_some_and(|w| assignment(w).is_none()))
+    else {
+        return false;
+    };
+    let base = argv.get(j).map(|w| basename(w)).unwrap_or_default();
+    let rest = argv.get(j + 1..).unwrap_or(&[]);
+    wrapper_at(base, rest).is_some()
+        || is_python(base)
+        || (base.starts_with('$') && rest.first().map(String::as_str) == Some("-m"))
+        || entry_for_binary(base, rest).is_some()
 }
 
 /// Past a wrapper that takes options and then the command (`nohup`, `env -u X`, `sudo -u u`,
@@ -319,10 +342,16 @@ fn entry_label(head: &str, ep: &EntryPoint) -> String {
 
 /// Runs a shell text (a `bash -c` string, an `eval`) and returns its first launch.
 pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
+    // A script in a script: half of what is left at most, so that the rest still has its share.
+    let budget = shell::Budget::nested(&ctx.budget);
+    if !budget.take(2 * shell::weight(&ctx.env)) {
+        return None;
+    }
     let mut st = State {
-        exported: ctx.env.clone(),
+        exported: std::rc::Rc::new(ctx.env.clone()),
         files: ctx.files.clone(),
         cwd: ctx.cwd.clone(),
+        budget: shell::Budget::nested(&budget),
         ..State::default()
     };
     for (k, v) in &ctx.env {
@@ -330,8 +359,12 @@ pub(crate) fn from_shell_text(script: &str, ctx: Ctx, hints: &ParseHints) -> Opt
     }
     let cmds = shell::commands(script, &mut st, ctx.depth + 1);
     for c in cmds {
+        if budget.exhausted() {
+            break;
+        }
         let mut sub = ctx.clone();
         sub.depth += 1;
+        sub.budget = budget.clone();
         if let Some(l) = from_shell_command(&c, sub, hints) {
             return Some(l);
         }
@@ -345,7 +378,10 @@ pub(crate) fn from_shell_command(
     mut ctx: Ctx,
     hints: &ParseHints,
 ) -> Option<LaunchConfig> {
-    for (k, v) in &c.exported {
+    if !may_launch(&c.argv) {
+        return None;
+    }
+    for (k, v) in c.exported.iter() {
         ctx.env.insert(k.clone(), v.clone());
     }
     for (k, v) in &c.prefix_env {

@@ -483,7 +483,14 @@ pub(crate) fn from_container(
         env: c.env.clone(),
         docker_wrapper: true,
     };
-    let mut ctx = Ctx::default();
+    let mut ctx = Ctx {
+        budget: super::work::budget_of(
+            super::work::words(&spec.cmd)
+                + spec.entrypoint.as_deref().map_or(0, super::work::words),
+            &spec.env,
+        ),
+        ..Ctx::default()
+    };
     if c.runtime == "podman" {
         ctx.wrappers.push("podman".into());
         let mut l = resolve(

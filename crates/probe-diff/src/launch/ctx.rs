@@ -1,10 +1,12 @@
 //! What is known around an argv while it is unwrapped, shared by the readers that unwrap one.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use probe_model::LaunchConfig;
 
 use super::hints::ParseHints;
+use super::shell::Budget;
 
 /// Everything known around an argv.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +24,8 @@ pub(crate) struct Ctx {
     pub log_files: Vec<String>,
     pub cwd: Option<String>,
     pub depth: usize,
+    /// The work left to the whole reading (every wrapper, nested shell and `eval` shares it).
+    pub budget: Rc<Budget>,
 }
 
 /// The last path component (`/opt/venv/bin/vllm` -> `vllm`).

@@ -30,10 +30,12 @@ mod runs;
 mod shell;
 mod systemd;
 mod values;
+mod work;
 pub mod wrappers;
 mod yaml;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use probe_model::{
     Engine, LaunchConfig, LaunchOption, LaunchOrigin, LaunchSource, ProcessRole, Snapshot,
@@ -44,6 +46,7 @@ use serde_json::Value;
 use crate::catalog::catalog;
 use ctx::{Ctx, basename};
 use hints::MAX_TEXT;
+use shell::Budget;
 use wrappers::guess_engine_from_name;
 use yaml::yaml_lenient;
 
@@ -53,6 +56,7 @@ pub use host_change::host_change;
 pub(crate) use identity::{log_of_server, port_of, same_server, unit_of};
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
+pub use work::Work;
 
 fn detect_kind(text: &str) -> TextKind {
     if text.contains('\0') {
@@ -103,15 +107,32 @@ fn strip_fences(text: &str) -> String {
         .join("\n")
 }
 
-fn base_ctx(hints: &ParseHints) -> Ctx {
+fn base_ctx(hints: &ParseHints, budget: &Rc<Budget>) -> Ctx {
     Ctx {
         cwd: hints.working_directory.clone(),
+        budget: budget.clone(),
         ..Ctx::default()
     }
 }
 
 /// Every launch in `text`; non-server commands are skipped.
 pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    reconstruct_measured(text, hints).0
+}
+
+/// [`reconstruct`], with the work the reading took. Time and memory are linear in the size of
+/// the text (and of `hints.env`): a text that asks for more (self-doubling variables, `eval`
+/// fan-out, shells nested in shells) is read until its [`Work`] limit, and the launches found
+/// until then say so in a warning.
+pub fn reconstruct_measured(text: &str, hints: &ParseHints) -> (Vec<LaunchConfig>, Work) {
+    let budget = work::budget_of(text.len().min(MAX_TEXT), &hints.env);
+    let out = reconstruct_within(text, hints, &budget);
+    (out, Work::of(&budget))
+}
+
+/// [`reconstruct`] paid from `budget`, which the caller may share between texts (the entries of
+/// one history file).
+fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<LaunchConfig> {
     let mut warn_cut = None;
     let text = if text.len() > MAX_TEXT {
         let mut end = MAX_TEXT;
@@ -134,9 +155,13 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
                 .filter(|s| !s.is_empty())
                 .map(str::to_string)
                 .collect();
-            from_argv(&argv, &hints.env, hints).into_iter().collect()
+            let ctx = Ctx {
+                env: hints.env.clone(),
+                ..base_ctx(hints, budget)
+            };
+            argv::launch(&argv, ctx, hints).into_iter().collect()
         }
-        TextKind::SystemdUnit => unit_text(text, hints, None),
+        TextKind::SystemdUnit => unit_text(text, hints, None, budget),
         TextKind::Compose | TextKind::Kubernetes => {
             let clean = strip_fences(text);
             match yaml_lenient(&clean) {
@@ -146,14 +171,14 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
                         argv::launch,
                         &doc,
                         kind == TextKind::Kubernetes,
-                        &base_ctx(hints),
+                        &base_ctx(hints, budget),
                         hints,
                         &mut out,
                         0,
                     );
                     out
                 }
-                None => shell_text(&clean, hints),
+                None => shell_text(&clean, hints, budget),
             }
         }
         TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
@@ -170,7 +195,9 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
             };
             from_startup_log(&rec, hints).into_iter().collect()
         }
-        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => shell_readings(text, hints),
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
+            shell_readings(text, hints, budget)
+        }
     };
     // A pasted transcript that holds the server's start-up line and the command before it.
     if out.is_empty()
@@ -180,8 +207,9 @@ pub fn reconstruct(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
             TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs
         )
     {
-        out = shell_readings(text, hints);
+        out = shell_readings(text, hints, budget);
     }
+    work::mark_cut(&mut out, budget);
     if let Some(w) = warn_cut {
         for l in &mut out {
             l.warnings.push(w.clone());
@@ -251,11 +279,11 @@ pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
 
 /// The launches of a shell text as people paste it (Markdown, prompts, prose): the first of its
 /// readings that yields any.
-fn shell_readings(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+fn shell_readings(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<LaunchConfig> {
     shell::markdown::readings(text, &starts_command)
         .iter()
-        .map(|t| shell_text(t, hints))
-        .find(|l| !l.is_empty())
+        .map(|t| shell_text(t, hints, budget))
+        .find(|l| !l.is_empty() || budget.exhausted())
         .unwrap_or_default()
 }
 
@@ -286,11 +314,16 @@ fn strip_prompts(text: &str) -> String {
         .join("\n")
 }
 
-fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+fn shell_text(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<LaunchConfig> {
+    if !budget.take(shell::weight(&hints.env)) {
+        return Vec::new();
+    }
     let text = strip_prompts(text);
     let text = text.as_str();
+    // The walk spends half of what is left at most: the commands it recorded can still be read.
     let mut st = shell::State {
         cwd: hints.working_directory.clone(),
+        budget: Budget::nested(budget),
         ..Default::default()
     };
     for (k, v) in &hints.env {
@@ -298,12 +331,18 @@ fn shell_text(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
     }
     let cmds = shell::commands(text, &mut st, 0);
     cmds.iter()
-        .filter_map(|c| argv::from_shell_command(c, base_ctx(hints), hints))
+        .take_while(|_| !budget.exhausted())
+        .filter_map(|c| argv::from_shell_command(c, base_ctx(hints, budget), hints))
         .collect()
 }
 
 /// Launches of a unit given as text (`unit_name` for specifiers when known).
-fn unit_text(text: &str, hints: &ParseHints, unit_name: Option<&str>) -> Vec<LaunchConfig> {
+fn unit_text(
+    text: &str,
+    hints: &ParseHints,
+    unit_name: Option<&str>,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
     let u = systemd::parse_unit(text);
     let unit = SystemdUnit {
         name: unit_name.unwrap_or_default().to_string(),
@@ -313,7 +352,7 @@ fn unit_text(text: &str, hints: &ParseHints, unit_name: Option<&str>) -> Vec<Lau
         run_as: u.user.clone(),
         ..SystemdUnit::default()
     };
-    let mut out = from_unit_inner(&unit, hints, u.description.as_deref());
+    let mut out = from_unit_inner(&unit, hints, u.description.as_deref(), budget);
     if out.is_empty()
         && u.exec_start.is_empty()
         && let Some(e) = u.description.as_deref().and_then(guess_engine_from_name)
@@ -339,22 +378,27 @@ pub fn from_argv(
     env: &BTreeMap<String, String>,
     hints: &ParseHints,
 ) -> Option<LaunchConfig> {
+    let budget = work::budget_of(work::words(argv), env);
     let ctx = Ctx {
         env: env.clone(),
-        ..base_ctx(hints)
+        ..base_ctx(hints, &budget)
     };
     argv::launch(argv, ctx, hints)
 }
 
 /// Launches of a collected unit (effective `ExecStart=`, environment, working directory).
 pub fn from_unit(unit: &SystemdUnit, hints: &ParseHints) -> Vec<LaunchConfig> {
-    from_unit_inner(unit, hints, None)
+    let budget = work::budget_of(work::words(&unit.exec_start), &unit.environment);
+    let mut out = from_unit_inner(unit, hints, None, &budget);
+    work::mark_cut(&mut out, &budget);
+    out
 }
 
 fn from_unit_inner(
     unit: &SystemdUnit,
     hints: &ParseHints,
     description: Option<&str>,
+    budget: &Rc<Budget>,
 ) -> Vec<LaunchConfig> {
     let mut resolve_env = unit.environment.clone();
     for f in &unit.environment_files {
@@ -380,7 +424,7 @@ fn from_unit_inner(
         let ctx = Ctx {
             env: resolve_env.clone(),
             warnings: warnings.clone(),
-            ..base_ctx(&h)
+            ..base_ctx(&h, budget)
         };
         match argv::launch(&argv, ctx, &h) {
             Some(l) => out.push(l),
@@ -667,6 +711,7 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
         Ctx {
             env: l.env.clone(),
             cwd: l.working_directory.clone(),
+            budget: work::budget_of(work::words(&l.argv), &l.env),
             ..Ctx::default()
         },
         &h,
@@ -810,12 +855,19 @@ fn container_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
 /// The shell history lines (timestamped when the history has times, else bounded by the file).
 fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for h in &snapshot.histories {
+        // One budget for the file: an entry that blows up spends its own file's, no other's.
+        let size: usize = h.entries.iter().map(|e| e.command.len()).sum();
+        let budget = work::budget_of(size, &BTreeMap::new());
         // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
         let mut carried = BTreeMap::new();
         for e in &h.entries {
+            if budget.exhausted() {
+                break;
+            }
             let hints = ParseHints {
                 kind: TextKind::Shell,
-                env: carried.clone(),
+                // The carried variables the entry can reach, not all of them.
+                env: shell::reachable(&e.command, &carried),
                 source: LaunchSource {
                     kind: SourceKind::History,
                     location: LaunchOrigin::History {
@@ -833,10 +885,10 @@ fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
                 },
                 ..ParseHints::default()
             };
-            for l in reconstruct(&e.command, &hints) {
+            for l in reconstruct_within(&e.command, &hints, &budget) {
                 finish(snapshot, l, &hints, out);
             }
-            shell::carry_vars(&e.command, &mut carried);
+            shell::carry_vars(&e.command, &mut carried, &budget);
         }
     }
 }

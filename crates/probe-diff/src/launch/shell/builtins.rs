@@ -5,7 +5,7 @@
 use super::MAX_EXPORTS;
 use super::expand::{assigned, basename, is_assignment};
 use super::lexer::{Word, is_name_char, word_lit};
-use super::state::{Branch, State, Val, set_var, val_text};
+use super::state::{Branch, State, Val, exports_mut, set_var, val_text};
 
 /// A command that may be a builtin: its expanded words, its words as written and its input.
 pub(super) struct Builtin<'a> {
@@ -28,7 +28,9 @@ pub(super) fn run(call: &Builtin, state: &mut State) -> bool {
         "unset" => {
             for a in call.args {
                 state.vars.remove(a);
-                state.exported.remove(a);
+                if state.exported.contains_key(a) {
+                    exports_mut(state).remove(a);
+                }
             }
         }
         "set" => fish_set(call, state),
@@ -85,7 +87,7 @@ fn declare(call: &Builtin, state: &mut State) {
             if exporting {
                 let text = val_text(name, state.vars.get(name).unwrap_or(&val));
                 if state.exported.len() < MAX_EXPORTS || state.exported.contains_key(name) {
-                    state.exported.insert(name.to_string(), text);
+                    exports_mut(state).insert(name.to_string(), text);
                 }
             }
         } else if exporting {
@@ -101,7 +103,9 @@ fn export_existing(name: Option<&str>, state: &mut State) {
         && !matches!(v, Val::Opaque)
     {
         let text = val_text(name, &v);
-        state.exported.insert(name.to_string(), text);
+        if state.exported.len() < MAX_EXPORTS || state.exported.contains_key(name) {
+            exports_mut(state).insert(name.to_string(), text);
+        }
     }
 }
 
@@ -126,8 +130,8 @@ fn fish_set(call: &Builtin, state: &mut State) {
         Val::Text(value.clone())
     };
     state.vars.insert(name.clone(), val);
-    if export {
-        state.exported.insert(name.clone(), value);
+    if export && (state.exported.len() < MAX_EXPORTS || state.exported.contains_key(name)) {
+        exports_mut(state).insert(name.clone(), value);
     }
 }
 

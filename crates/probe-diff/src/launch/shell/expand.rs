@@ -1,9 +1,10 @@
 //! Expansion of words against the state: parameters (`${X:-d}`, `${X##*/}`), arrays, static
 //! command substitutions (`$(basename ...)`, `$(cat <<EOF ...)`), integer arithmetic.
 
-use super::MAX_FILE_BYTES;
+use super::budget::{ITEM, words};
 use super::lexer::{Heredoc, Op, Part, Tok, Word, heredoc_word, is_name_char, lex};
 use super::state::{State, Val, normalize_path};
+use super::{MAX_FILE_BYTES, MAX_VALUE_BYTES};
 
 pub(super) fn basename(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
@@ -12,6 +13,9 @@ pub(super) fn basename(p: &str) -> &str {
 /// A here-document's text as the command reads it: expanded unless its delimiter was quoted.
 /// A body that holds here-documents of its own is taken as written (bounds the recursion).
 pub(super) fn heredoc_text(h: &Heredoc, state: &State) -> String {
+    if !state.budget.take(h.body.len()) {
+        return String::new();
+    }
     if h.expands && !h.body.contains("<<") {
         expand_simple(&heredoc_word(&h.body), state)
     } else {
@@ -32,6 +36,10 @@ pub(crate) fn assignment_value(w: &Word, state: &State) -> Val {
     }
     let mut s = String::new();
     for p in &parts {
+        // `X=$X$X$X...`: a value past the bound is not followed, and not built either.
+        if s.len() > MAX_VALUE_BYTES {
+            return Val::Opaque;
+        }
         match p {
             Part::Lit(t, _) => s.push_str(t),
             Part::Var { name, op, raw, .. } => match resolve_var(name, op.as_deref(), raw, state) {
@@ -50,7 +58,16 @@ pub(crate) fn assignment_value(w: &Word, state: &State) -> Val {
 }
 
 /// `Some(text)` to substitute; `None` when the value is an operation on an unknowable value.
+/// A value the budget cannot pay for is kept as written.
 fn resolve_var(name: &str, op: Option<&str>, raw: &str, state: &State) -> Option<String> {
+    let cost = match state.vars.get(name) {
+        Some(Val::Text(v)) => v.len(),
+        Some(Val::Array(a)) => words(a),
+        _ => raw.len(),
+    };
+    if !state.budget.take(cost) {
+        return Some(raw.to_string());
+    }
     match state.vars.get(name) {
         Some(Val::Text(v)) => match op {
             None => Some(v.clone()),
@@ -148,6 +165,10 @@ fn static_cmd_subst(raw: &str, state: &State) -> CmdSubst {
         .or_else(|| raw.strip_prefix('`').and_then(|s| s.strip_suffix('`')))
         .unwrap_or("")
         .trim();
+    // Each substitution is lexed again where its word is expanded.
+    if !state.budget.take(inner.len()) {
+        return CmdSubst::Literal;
+    }
     if let Some(text) = cat_output(inner, state) {
         // Command substitution drops the trailing newlines.
         return CmdSubst::Value(text.trim_end_matches('\n').to_string());
@@ -163,6 +184,7 @@ fn static_cmd_subst(raw: &str, state: &State) -> CmdSubst {
     // Make variables: `$(MODEL)` where MODEL is assigned in the text.
     if inner.chars().all(is_name_char)
         && let Some(Val::Text(v)) = state.vars.get(inner)
+        && state.budget.take(v.len())
     {
         return CmdSubst::Value(v.clone());
     }
@@ -238,7 +260,11 @@ fn cat_output(inner: &str, state: &State) -> Option<String> {
         (None, Some(h)) => Some(heredoc_text(h, state)),
         (Some(f), None) => {
             let path = normalize_path(&expand_simple(f, state));
-            state.files.get(&path).cloned()
+            state
+                .files
+                .get(&path)
+                .filter(|t| state.budget.take(t.len()))
+                .cloned()
         }
         _ => None,
     }
@@ -417,6 +443,7 @@ fn expand_var(
 ) {
     if matches!(op, Some("[@]" | "[*]"))
         && let Some(Val::Array(items)) = state.vars.get(name)
+        && state.budget.take(words(items))
     {
         out.split(items.iter().map(String::as_str));
         out.produced |= !items.is_empty();
@@ -427,11 +454,13 @@ fn expand_var(
     let from_text = matches!(state.vars.get(name), Some(Val::Text(_) | Val::Array(_)));
     // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
     let placeholder = text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
-    if !quoted && from_text && !placeholder && text.split_whitespace().count() > 1 {
+    // Unquoted, the value splits into words (each one paid for; unpaid, it stays as written).
+    let split = !quoted && from_text && !placeholder && text.split_whitespace().nth(1).is_some();
+    if split && state.budget.take(ITEM * text.split_whitespace().count()) {
         // A backslash left from a line continuation in a quoted here-document is no argument.
         out.split(text.split_whitespace().filter(|w| *w != "\\"));
     } else if let Some(last) = out.fields.last_mut() {
-        last.push_str(&text);
+        last.push_str(if split { raw } else { &text });
     }
     out.any_quoted |= quoted;
     out.produced |= !text.is_empty() || quoted;

@@ -443,18 +443,19 @@ impl Lexer<'_> {
                 ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|' | '<' | '>' | ')' => break,
                 '(' => {
                     // `NAME=(` / `NAME+=(`: an array literal.
-                    let so_far = format!("{}{}", word_lit(&w), lit);
-                    if so_far.ends_with('=') && w.array.is_none() {
+                    if ends_with_equals(&w.parts, &lit) && w.array.is_none() {
                         flush(&mut lit, &mut w.parts, false);
                         self.pos += 1;
                         w.array = Some(self.array_items());
                         continue;
                     }
-                    // `name()`: a function header, the `(` is an operator.
-                    let header = self.peek(1) == Some(')')
-                        && !so_far.is_empty()
-                        && so_far.chars().all(|c| is_name_char(c) || c == '-');
-                    if (so_far.is_empty() && w.parts.is_empty()) || header {
+                    // `name()`: a function header, the `(` is an operator. (The word so far
+                    // is built only here, once per word: a word of many `(` stays linear.)
+                    let header = self.peek(1) == Some(')') && {
+                        let so_far = format!("{}{}", word_lit(&w), lit);
+                        !so_far.is_empty() && so_far.chars().all(|c| is_name_char(c) || c == '-')
+                    };
+                    if (lit.is_empty() && w.parts.is_empty()) || header {
                         break;
                     }
                     lit.push(c);
@@ -704,6 +705,19 @@ impl Lexer<'_> {
             }
         }
     }
+}
+
+/// Whether the word read so far (`parts`, then `lit`) ends with `=`, as [`word_lit`] would
+/// show it, without building it.
+fn ends_with_equals(parts: &[Part], lit: &str) -> bool {
+    if !lit.is_empty() {
+        return lit.ends_with('=');
+    }
+    parts
+        .iter()
+        .rev()
+        .find(|p| !matches!(p, Part::Lit(t, _) if t.is_empty()))
+        .is_some_and(|p| matches!(p, Part::Lit(t, _) if t.ends_with('=')))
 }
 
 pub(crate) fn word_lit(w: &Word) -> String {

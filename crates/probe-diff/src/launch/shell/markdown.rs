@@ -90,26 +90,56 @@ fn prompt_len(line: &str) -> Option<usize> {
     Some(indent + (body.len() - rest.len()) + first.len() + 1)
 }
 
-/// Whether a line continues the command of the line before it.
-fn continues(prev: &str) -> bool {
-    prev.trim_end().ends_with('\\') || open_quote(prev)
+/// A command read line by line, scanned as its lines come (once: a command of many lines costs
+/// its length, not its length times its lines): whether the next line continues it.
+#[derive(Default)]
+struct Command {
+    /// An unclosed `"` or `'` (a multi-line string assignment goes on).
+    quote: Option<char>,
+    /// The character after a backslash is taken as it is.
+    escaped: bool,
+    /// The last character that is not white space (a trailing `\` goes on).
+    last: Option<char>,
 }
 
-/// An unclosed `"` or `'` (a multi-line string assignment goes on).
-fn open_quote(text: &str) -> bool {
-    let mut quote: Option<char> = None;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some('"'), '\\') | (None, '\\') => {
-                chars.next();
+impl Command {
+    /// The command that starts with `line`; `None` for an empty line (nothing goes on).
+    fn start(line: &str) -> Option<Command> {
+        if line.is_empty() {
+            return None;
+        }
+        let mut c = Command::default();
+        c.feed(line);
+        Some(c)
+    }
+
+    /// The next line of the command.
+    fn push(&mut self, line: &str) {
+        self.feed("\n");
+        self.feed(line);
+    }
+
+    fn feed(&mut self, text: &str) {
+        for c in text.chars() {
+            if !c.is_whitespace() {
+                self.last = Some(c);
             }
-            (Some(q), c) if c == q => quote = None,
-            (None, '"' | '\'') => quote = Some(c),
-            _ => {}
+            if std::mem::take(&mut self.escaped) {
+                continue;
+            }
+            match (self.quote, c) {
+                (Some('"') | None, '\\') => self.escaped = true,
+                (Some(q), c) if c == q => self.quote = None,
+                (None, '"' | '\'') => self.quote = Some(c),
+                _ => {}
+            }
         }
     }
-    quote.is_some()
+
+    /// Whether the next line continues this command.
+    fn goes_on(&self) -> bool {
+        self.last == Some('\\') || self.quote.is_some()
+    }
 }
 
 /// A block's commands. A transcript (lines after `$ ` prompts, the output between them) keeps
@@ -119,20 +149,19 @@ fn block_code(lines: &[&str]) -> String {
         return lines.join("\n");
     }
     let mut out: Vec<&str> = Vec::new();
-    let mut cmd = String::new();
+    let mut cmd: Option<Command> = None;
     for line in lines {
         if let Some(n) = prompt_len(line) {
             let l = line.get(n..).unwrap_or("");
             out.push(l);
-            cmd = l.to_string();
-        } else if !cmd.is_empty() && continues(&cmd) {
+            cmd = Command::start(l);
+        } else if let Some(c) = cmd.as_mut().filter(|c| c.goes_on()) {
             let l = line.trim_start();
             let l = l.strip_prefix("> ").unwrap_or(l);
             out.push(l);
-            cmd.push('\n');
-            cmd.push_str(l);
+            c.push(l);
         } else {
-            cmd.clear();
+            cmd = None;
         }
     }
     out.join("\n")
@@ -160,18 +189,16 @@ fn inline_spans(line: &str) -> Vec<&str> {
 /// program output left out.
 fn command_lines(text: &str, is_command: &dyn Fn(&str) -> bool) -> String {
     let mut out: Vec<&str> = Vec::new();
-    let mut cmd = String::new();
+    let mut cmd: Option<Command> = None;
     for line in text.lines() {
-        let take = if !cmd.is_empty() && continues(&cmd) {
-            cmd.push('\n');
-            true
-        } else {
-            cmd.clear();
-            is_command(line.trim())
-        };
-        if take {
-            cmd.push_str(line);
+        if let Some(c) = cmd.as_mut().filter(|c| c.goes_on()) {
+            c.push(line);
             out.push(line);
+        } else if is_command(line.trim()) {
+            cmd = Command::start(line);
+            out.push(line);
+        } else {
+            cmd = None;
         }
     }
     out.join("\n")

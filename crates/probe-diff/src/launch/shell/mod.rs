@@ -16,6 +16,7 @@
     clippy::indexing_slicing
 )]
 
+mod budget;
 mod builtins;
 mod expand;
 mod lexer;
@@ -23,10 +24,12 @@ pub(crate) mod markdown;
 mod state;
 mod walker;
 
+pub(crate) use budget::{Budget, weight, words};
 pub(crate) use state::{State, Val, normalize_path};
 pub(crate) use walker::{ShellCommand, commands};
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use lexer::{Tok, Word, lex};
 
@@ -36,31 +39,44 @@ pub(super) const MAX_DEPTH: usize = 8;
 /// Here-document files kept per text, and their size.
 pub(super) const MAX_FILES: usize = 16;
 pub(super) const MAX_FILE_BYTES: usize = 64 * 1024;
-/// Text walked by `eval`s per text, nested ones included.
-pub(super) const MAX_EVAL_BYTES: usize = 256 * 1024;
 /// A variable's value; a longer one is not followed.
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Exported variables tracked per text.
 pub(super) const MAX_EXPORTS: usize = 512;
 /// Variables carried from one history entry to the next (`CMD="vllm serve ..."` typed, then
-/// `eval "$CMD"`): at most this many, the most recently set kept.
+/// `eval "$CMD"`): at most this many, the most recently set kept, and this many bytes in all
+/// (every later entry that references a variable gets a copy).
 const MAX_CARRIED: usize = 64;
+const MAX_CARRIED_BYTES: usize = 256 * 1024;
 
 /// Sets in `vars` what the text's assignments leave fixed (one shell session's history read
-/// entry by entry); values that depend on the outside are left out.
-pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>) {
+/// entry by entry); values that depend on the outside are left out. The walk is paid from
+/// `budget` (the history file's).
+pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>, budget: &Rc<Budget>) {
     if !(text.contains('=') || text.contains("read ") || text.contains("set ")) {
         return;
     }
-    let mut st = State::default();
-    for (k, v) in vars.iter() {
-        st.vars.insert(k.clone(), Val::Text(v.clone()));
+    let known = reachable(text, vars);
+    if !budget.take(weight(&known)) {
+        return;
+    }
+    let mut st = State {
+        budget: budget.clone(),
+        ..State::default()
+    };
+    for (k, v) in known {
+        st.vars.insert(k, Val::Text(v));
     }
     let _ = commands(text, &mut st, 0);
     for (k, v) in st.vars {
         match v {
             Val::Text(t) if t.len() <= MAX_FILE_BYTES => {
                 if vars.len() >= MAX_CARRIED && !vars.contains_key(&k) {
+                    continue;
+                }
+                let others = weight(vars.iter().filter(|(n, _)| **n != k));
+                if others + k.len() + t.len() + 1 > MAX_CARRIED_BYTES {
+                    vars.remove(&k);
                     continue;
                 }
                 vars.insert(k, t);
@@ -70,6 +86,37 @@ pub(crate) fn carry_vars(text: &str, vars: &mut BTreeMap<String, String>) {
             }
         }
     }
+}
+
+/// The variables of `vars` that `text` can reach: those it names (`$X`, `${X...}`), and those
+/// their values name, and so on. An entry gets copies of these only, not of every variable
+/// carried so far.
+pub(crate) fn reachable(text: &str, vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<&str> = vec![text];
+    while let Some(t) = todo.pop() {
+        for name in named(t) {
+            if let Some((k, v)) = vars.get_key_value(name)
+                && !out.contains_key(k)
+            {
+                out.insert(k.clone(), v.clone());
+                todo.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The names after each `$` (or `${`) of `text`.
+fn named(text: &str) -> impl Iterator<Item = &str> {
+    text.split('$').skip(1).filter_map(|after| {
+        let after = after.strip_prefix('{').unwrap_or(after);
+        let end = after
+            .char_indices()
+            .find(|(_, c)| !lexer::is_name_char(*c))
+            .map_or(after.len(), |(i, _)| i);
+        after.get(..end).filter(|n| !n.is_empty())
+    })
 }
 
 /// Splits a compose `command:` string or similar shell-style, without any expansion: quotes are

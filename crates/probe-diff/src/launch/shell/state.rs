@@ -2,8 +2,10 @@
 //! activated environment and the files here-documents wrote.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::MAX_VALUE_BYTES;
+use super::budget::{Budget, weight};
 
 /// A variable's value as far as the text tells.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,13 +21,14 @@ pub(crate) enum Val {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct State {
     pub vars: BTreeMap<String, Val>,
-    pub exported: BTreeMap<String, String>,
+    /// Shared with the commands recorded since it last changed ([`exports_mut`] to change it).
+    pub exported: Rc<BTreeMap<String, String>>,
     pub cwd: Option<String>,
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
-    pub files: std::rc::Rc<BTreeMap<String, String>>,
-    /// Bytes of text `eval` walked so far.
-    pub evaluated: usize,
+    pub files: Rc<BTreeMap<String, String>>,
+    /// The work left to the whole reading this walk is part of (nested walks share it).
+    pub budget: Rc<Budget>,
 }
 
 /// Sets (or appends to) a variable and refreshes its exported text.
@@ -55,10 +58,21 @@ pub(crate) fn set_var(state: &mut State, name: &str, val: Val, append: bool) {
             }
         }
     }
-    if let Some(e) = state.exported.get_mut(name) {
+    if state.exported.contains_key(name)
+        && let Some(e) = exports_mut(state).get_mut(name)
+    {
         *e = val_text(name, &val);
     }
     state.vars.insert(name.to_string(), val);
+}
+
+/// The exported variables, to change: when commands recorded so far share them, they are
+/// copied first, and the copy is paid for.
+pub(crate) fn exports_mut(state: &mut State) -> &mut BTreeMap<String, String> {
+    if Rc::strong_count(&state.exported) > 1 {
+        let _ = state.budget.take(weight(state.exported.iter()));
+    }
+    Rc::make_mut(&mut state.exported)
 }
 
 /// A value over [`MAX_VALUE_BYTES`] (`X=$X$X` doubling in a loop of lines) is not followed.

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use super::budget::{self, Budget, ITEM, weight};
 use super::builtins::{self, Builtin};
 use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{Branch, Frame, State, Val, normalize_path, set_var, val_text};
-use super::{MAX_DEPTH, MAX_EVAL_BYTES, MAX_FILE_BYTES, MAX_FILES};
+use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES};
 
 /// One simple command the script runs, with the shell state at that point.
 #[derive(Debug, Clone, Default)]
@@ -16,7 +17,7 @@ pub(crate) struct ShellCommand {
     /// Inline `VAR=value` prefixes.
     pub prefix_env: BTreeMap<String, String>,
     /// Variables exported by the text before this command.
-    pub exported: BTreeMap<String, String>,
+    pub exported: std::rc::Rc<BTreeMap<String, String>>,
     pub cwd: Option<String>,
     /// `conda`, `venv` from an earlier `conda activate` / `source .../activate`.
     pub context_wrappers: Vec<String>,
@@ -73,8 +74,12 @@ struct Walk<'s> {
     pending_tee: Option<usize>,
 }
 
-/// Walks the commands of `text` and returns every simple command with its context.
+/// Walks the commands of `text` and returns every simple command with its context; the walk
+/// stops where the state's budget runs out.
 pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<ShellCommand> {
+    if !state.budget.take(text.len() + 1) {
+        return Vec::new();
+    }
     let toks = lex(text);
     let mut walk = Walk {
         state,
@@ -86,7 +91,7 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
     let mut i = 0;
     // One pipeline element at a time.
     let mut cur: Vec<&Tok> = Vec::new();
-    while i <= toks.len() {
+    while i <= toks.len() && !walk.state.budget.exhausted() {
         let op = match toks.get(i) {
             Some(Tok::Op(op)) => Some(*op),
             None => None,
@@ -223,6 +228,11 @@ impl Walk<'_> {
             self.eval(args);
             return;
         }
+        // The command and the state copied with it.
+        let cost = ITEM + budget::words(&argv) + weight(&prefix_env);
+        if !self.state.budget.take(cost) {
+            return;
+        }
         self.remember_file(&simple);
         let redirects = self.output_redirects(&simple);
         self.out.push(ShellCommand {
@@ -320,15 +330,14 @@ impl Walk<'_> {
         }
     }
 
-    /// `eval ARGS`: the joined arguments are walked as a text of their own, one level deeper.
+    /// `eval ARGS`: the joined arguments are walked as a text of their own, one level deeper
+    /// (and paid for from the same budget: nested evals of growing values stop when it is spent).
     fn eval(&mut self, args: &[String]) {
         let inner = args.join(" ");
-        // Nested evals of growing values: the text evaluated per walk is bounded in total.
-        if self.state.evaluated + inner.len() > MAX_EVAL_BYTES {
-            return;
-        }
-        self.state.evaluated += inner.len();
+        let outer = self.state.budget.clone();
+        self.state.budget = Budget::nested(&outer);
         let mut sub = commands(&inner, self.state, self.depth + 1);
+        self.state.budget = outer;
         for c in &mut sub {
             c.context_wrappers.insert(0, "eval".into());
         }

@@ -22,7 +22,7 @@ fn show(c: &ShellCommand) -> String {
     for (k, v) in &c.prefix_env {
         s.push(format!("[env {k}={v}]"));
     }
-    for (k, v) in &c.exported {
+    for (k, v) in c.exported.iter() {
         s.push(format!("[export {k}={v}]"));
     }
     if let Some(d) = &c.cwd {
