@@ -7,7 +7,7 @@ use std::rc::Rc;
 use probe_model::LaunchConfig;
 
 pub(crate) use super::shell::words;
-use super::shell::{Budget, weight};
+use super::shell::{Budget, MAX_TOKENS, weight};
 
 /// What reading one text cost, in units of bytes walked, expanded and copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub(crate) fn mark_cut(out: &mut [LaunchConfig], budget: &Budget) {
         return;
     }
     let note = format!(
-        "text read only in part: it asks for more than {} units of work (bytes walked, expanded and copied) allowed for its size; eval, nested shells or self-doubling variables",
+        "text read only in part: it asks for more than {} units of work (bytes walked, expanded and copied) allowed for its size, or holds more than {MAX_TOKENS} shell tokens; eval, nested shells, self-doubling variables or a very long script",
         budget.limit()
     );
     for l in out {

@@ -86,6 +86,17 @@ impl Budget {
         paid
     }
 
+    /// The reading goes on, but could not take in all of its text (the lexer's token limit):
+    /// reported like a cut, without stopping anything.
+    pub(crate) fn note_cut(&self) {
+        self.cut_below.set(true);
+        let mut up = self.parent.as_ref();
+        while let Some(p) = up {
+            p.cut_below.set(true);
+            up = p.parent.as_ref();
+        }
+    }
+
     /// A charge failed: the reading stopped before the end of its text.
     pub(crate) fn exhausted(&self) -> bool {
         self.cut.get()

@@ -8,7 +8,7 @@ use super::builtins::{self, Builtin};
 use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{Branch, Frame, State, Val, normalize_path, set_var, val_text};
-use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES};
+use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
 
 /// One simple command the script runs, with the shell state at that point.
 #[derive(Debug, Clone, Default)]
@@ -81,6 +81,9 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
         return Vec::new();
     }
     let toks = lex(text);
+    if toks.len() >= MAX_TOKENS {
+        state.budget.note_cut();
+    }
     let mut walk = Walk {
         state,
         frames: Vec::new(),
