@@ -46,45 +46,53 @@ const MANUAL: &[&str] = &[
     "tail -n 200 /root/sglang.log",
 ];
 
-fn ssh(host: &FixtureHost, cmd: &str, stdin: Option<&[u8]>) -> Duration {
-    let t = Instant::now();
+/// OpenSSH running `cmd` on the host with `stdin` fed to it, stdout dropped.
+fn ssh_output(
+    host: &FixtureHost,
+    cmd: &str,
+    stdin: Option<&[u8]>,
+    stderr: std::process::Stdio,
+) -> std::io::Result<std::process::Output> {
+    use std::io::Write as _;
     let mut c = Command::new("ssh");
     c.arg("-F")
         .arg(host.ssh_config())
         .arg(&host.alias)
         .arg(cmd)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(stderr);
     if stdin.is_some() {
         c.stdin(std::process::Stdio::piped());
     }
-    let mut child = c.spawn().expect("ssh");
+    let mut child = c.spawn()?;
     if let (Some(data), Some(mut w)) = (stdin, child.stdin.take()) {
-        use std::io::Write as _;
         let _ = w.write_all(data);
     }
-    let st = child.wait().expect("ssh wait");
-    assert!(st.success() || cmd == "sh -s", "ssh {cmd}: {st}");
+    child.wait_with_output()
+}
+
+fn ssh(host: &FixtureHost, cmd: &str, stdin: Option<&[u8]>) -> Duration {
+    let t = Instant::now();
+    let out = ssh_output(host, cmd, stdin, std::process::Stdio::null()).expect("ssh");
+    assert!(
+        out.status.success() || cmd == "sh -s",
+        "ssh {cmd}: {}",
+        out.status
+    );
     t.elapsed()
 }
 
 /// Peak RSS (KiB) of the largest process of the round-1 script run by one `ssh` under GNU
 /// `time` on the host (`ru_maxrss` of the shell and every program it waited for).
 fn remote_peak_rss(host: &FixtureHost) -> Option<u64> {
-    use std::io::Write as _;
     let script = script::build(&CollectOptions::default(), &script::new_boundary());
-    let mut child = Command::new("ssh")
-        .arg("-F")
-        .arg(host.ssh_config())
-        .arg(&host.alias)
-        .arg("/usr/bin/time -f @rss=%M@ sh -s >/dev/null")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .ok()?;
-    let _ = child.stdin.take()?.write_all(script.as_bytes());
-    let out = child.wait_with_output().ok()?;
+    let out = ssh_output(
+        host,
+        "/usr/bin/time -f @rss=%M@ sh -s >/dev/null",
+        Some(script.as_bytes()),
+        std::process::Stdio::piped(),
+    )
+    .ok()?;
     let err = String::from_utf8_lossy(&out.stderr);
     err.rsplit("@rss=")
         .next()
