@@ -117,7 +117,7 @@ const RUNNER: &str = r#"
 sec() {
   _n=$1; _l=$2; _c=$3; _s=$4; _d=$5; _b=$6
   printf '\n%s BEGIN %s\n' "$B" "$_n"
-  _t0=$(now); _r=; _dr=
+  now; _t0=$_now; _r=; _dr=
   [ -n "$_d" ] && eval "_dr=\${rc_$_d:-}"
   if [ "$_dr" = 124 ] || [ "$_dr" = 137 ]; then
     _r="$B rc 200"
@@ -130,12 +130,12 @@ sec() {
       _r="$B rc 201"
     else
       [ "$_l" -gt "$_left" ] && _l=$_left
-      _pre=; [ "$_s" = 1 ] && _pre=$SU
+      _pre=; _me=$ME; [ "$_s" = 1 ] && [ -n "$SU" ] && { _pre=$SU; _me=0; }
       _rl=$((_l + 3))
-      _r=$( { { { printf '%s\nME=$(id -u 2>/dev/null)\nSDL=%s\n{\n%s\n} </dev/null\n' "$P" "$((_t0 + _l * 100))" "$_b" | to "$_l" $_pre sh -s 2>&3 3>&- 4>&- 5>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | rd "$_rl" "$_c" >&4 5>&-; } 3>&1 | rd "$_rl" 2048 5>&-; } 5>&1 )
+      _r=$( { { { printf '%s\nME=%s\nSDL=%s\n{\n%s\n} </dev/null\n' "$P" "$_me" "$((_t0 + _l * 100))" "$_b" | to "$_l" $_pre sh -s 2>&3 3>&- 4>&- 5>&-; printf '\n%s rc %s\n' "$B" "$?" >&5; } | rd "$_rl" "$_c" >&4 5>&-; } 3>&1 | rd "$_rl" 2048 5>&-; } 5>&1 )
     fi
   fi
-  _t1=$(now)
+  now; _t1=$_now
   _x=${_r##*"$B rc "}; _x=${_x%%[!0-9]*}
   eval "rc_$_n=\$_x"
   printf '\n%s ERR %s\n%s\n%s END %s %s %s\n' "$B" "$_n" "$_r" "$B" "$_n" "$_t0" "$_t1"
@@ -145,15 +145,19 @@ sec() {
 const SETUP: &str = r#"
 exec 4>&1
 eval "$P"
-TO=
+TO=; GREPD=
 if command -v timeout >/dev/null 2>&1; then
-  if timeout -k 2 5 true </dev/null >/dev/null 2>&1; then TO='timeout -k 2'
+  # One program start answers both on GNU systems: `timeout -k` works and grep knows -D.
+  if [ "$(timeout -k 2 5 grep -D skip -q x /dev/null 2>&1 </dev/null; echo "rc=$?")" = rc=1 ]; then TO='timeout -k 2'; GREPD='-D skip -d skip'
+  elif timeout -k 2 5 true </dev/null >/dev/null 2>&1; then TO='timeout -k 2'
   elif timeout 5 true </dev/null >/dev/null 2>&1; then TO='timeout'
   elif timeout -t 5 true </dev/null >/dev/null 2>&1; then TO='timeout -t'
   fi
 fi
 SETPRIV=; command -v setpriv >/dev/null 2>&1 && SETPRIV=1
-GREPD=; grep -D skip -q x /dev/null 2>/dev/null; [ "$?" = 1 ] && GREPD='-D skip -d skip'
+ME=; while read -r _k _ru _eu _uz; do [ "$_k" = Uid: ] && { ME=$_eu; break; }; done </proc/self/status 2>/dev/null
+case $ME in ''|*[!0-9]*) ME=$(id -u 2>/dev/null);; esac
+if [ -z "$GREPD" ]; then grep -D skip -q x /dev/null 2>/dev/null; [ "$?" = 1 ] && GREPD='-D skip -d skip'; fi
 SU=; SUDO_MODE=off; SUDO_MSG=
 if [ "$WANT_SUDO" = 1 ]; then
   if ! command -v sudo >/dev/null 2>&1; then SUDO_MODE=missing
@@ -171,7 +175,7 @@ GREPD='$GREPD'
 SUDO_MODE='$SUDO_MODE'
 SUDO_MSG='$SUDO_MSG'
 "
-T0=$(now)
+now; T0=$_now
 DL=$((T0 + BUDGET_CS))
 "#;
 

@@ -28,6 +28,7 @@ const ALLOWED: &[&str] = &[
     "continue",
     "read",
     "cd",
+    "pwd",
     "command",
     "printf",
     "echo",
@@ -91,6 +92,7 @@ const ALLOWED: &[&str] = &[
     "rd",
     "asu",
     "uok",
+    "dreal",
     "cap",
     "rcof",
     "lim",
@@ -398,8 +400,15 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 }
                 words.drain(..(1 + flags.len()).min(words.len()));
             }
-            "$_pre" | "$SU" | "$TO" => {
+            "$_pre" | "$SU" => {
                 words.remove(0);
+            }
+            // `$TO "$_lim" PROG ...`: the time limit `lim` set, then the program.
+            "$TO" => {
+                words.remove(0);
+                if words.first().map(|w| unquote(w)).as_deref() == Some("$_lim") {
+                    words.remove(0);
+                }
             }
             "timeout" => {
                 words.remove(0);

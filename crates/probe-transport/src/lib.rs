@@ -308,5 +308,12 @@ mod tests {
             w,
             r#"exec sh -c 'if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL 3 sh -c "$0"; else exec sh -c "$0"; fi' 'echo '\''a'\'''"#
         );
+        let w = wrap_remote("sh -s", Duration::from_secs(118));
+        assert_eq!(
+            w,
+            r#"exec sh -c 'if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL 119 sh -s; else exec sh -s; fi'"#
+        );
+        let w = wrap_remote("sh -s; id", Duration::from_secs(1));
+        assert!(w.ends_with(r#" 'sh -s; id'"#), "{w}");
     }
 }
