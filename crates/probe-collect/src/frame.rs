@@ -44,13 +44,14 @@ fn marker_lines<'a>(
     boundary: &'a [u8],
 ) -> impl Iterator<Item = (usize, usize, &'a [u8])> + 'a {
     let mut pos = 0usize;
+    let finder = memchr::memmem::Finder::new(boundary);
     std::iter::from_fn(move || {
         if boundary.is_empty() {
             return None;
         }
         while pos < data.len() {
             let rest = data.get(pos..)?;
-            let idx = find(rest, boundary)?;
+            let idx = finder.find(rest)?;
             let start = pos + idx;
             pos = start + boundary.len();
             // Must be at line start and be followed by a space.
@@ -72,10 +73,10 @@ fn marker_lines<'a>(
 
 /// Byte-substring search (no allocation).
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
+    if needle.is_empty() {
         return None;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// Strips the `\n` the framing put before a marker line.
@@ -103,13 +104,10 @@ const KEYWORDS: &[&str] = &["BEGIN", "ERR", "END", "DONE", "rc", "R", "F"];
 
 /// Every offset of the boundary in `data`.
 fn occurrences(data: &[u8], b: &[u8]) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while let Some(i) = data.get(pos..).and_then(|r| find(r, b)) {
-        out.push(pos + i);
-        pos += i + b.len().max(1);
+    if b.is_empty() {
+        return Vec::new();
     }
-    out
+    memchr::memmem::find_iter(data, b).collect()
 }
 
 /// Splits script output into sections. Total: any input gives some result. A section whose

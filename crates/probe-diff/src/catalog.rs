@@ -473,29 +473,25 @@ fn parse_kind(kind: RawKind, choices: Vec<String>) -> ValueKind {
 /// Compares dotted version strings numerically (`0.5.9` < `0.5.16`); non-numeric parts
 /// (`+cu128`, `rc1`) are ignored after the numeric prefix.
 pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    fn nums(v: &str) -> Vec<u64> {
-        let v = v.trim().trim_start_matches(['v', 'V']);
-        let v = v.split(['+', '-', ' ']).next().unwrap_or("");
-        v.split('.')
-            .map(|p| {
-                let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
-                digits.parse::<u64>().unwrap_or(0)
-            })
-            .collect()
+    version_key(a).cmp(&version_key(b))
+}
+
+/// The numbers of a version (`v0.9.1rc1+cu124` -> 0, 9, 1), trailing zeros dropped, so that
+/// comparing keys orders versions as [`version_cmp`] does (`1.0` = `1.0.0` < `1.0.1`).
+fn version_key(v: &str) -> Vec<u64> {
+    let v = v.trim().trim_start_matches(['v', 'V']);
+    let v = v.split(['+', '-', ' ']).next().unwrap_or("");
+    let mut key: Vec<u64> = v
+        .split('.')
+        .map(|p| {
+            let digits = p.find(|c: char| !c.is_ascii_digit()).unwrap_or(p.len());
+            p.get(..digits).unwrap_or("").parse::<u64>().unwrap_or(0)
+        })
+        .collect();
+    while key.last() == Some(&0) {
+        key.pop();
     }
-    let (x, y) = (nums(a), nums(b));
-    let n = x.len().max(y.len());
-    for i in 0..n {
-        let (p, q) = (
-            x.get(i).copied().unwrap_or(0),
-            y.get(i).copied().unwrap_or(0),
-        );
-        match p.cmp(&q) {
-            std::cmp::Ordering::Equal => {}
-            o => return o,
-        }
-    }
-    std::cmp::Ordering::Equal
+    key
 }
 
 fn in_range(version: Option<&str>, since: Option<&str>, until: Option<&str>) -> bool {
@@ -566,8 +562,8 @@ fn version_bounds(raw: &[RawOption]) -> Vec<String> {
             bounds.push(b.clone());
         }
     }
-    bounds.sort_by(|a, b| version_cmp(a, b));
-    bounds.dedup_by(|a, b| version_cmp(a, b).is_eq());
+    bounds.sort_by_cached_key(|b| version_key(b));
+    bounds.dedup_by_key(|b| version_key(b));
     bounds
 }
 
@@ -747,16 +743,23 @@ fn base_catalogs() -> &'static HashMap<Engine, &'static Catalog> {
     })
 }
 
-/// Catalogs by engine and position of the version among the catalog's bounds (versions below,
-/// versions below or equal): at most two per bound plus one.
-type VersionCache = Mutex<HashMap<(Engine, usize, usize), &'static Catalog>>;
+/// Narrowed catalogs, by engine and position of the version among the catalog's bounds (versions
+/// below, versions below or equal: at most two per bound plus one), and the version strings
+/// already placed, so a version asked again (every log line of a server asks) costs one lookup,
+/// not two comparisons with every bound.
+#[derive(Default)]
+struct VersionCache {
+    by_position: HashMap<(Engine, usize, usize), &'static Catalog>,
+    by_string: HashMap<(Engine, String), &'static Catalog>,
+}
+
+/// Versions come from remote hosts: bound how many catalogs and strings are kept.
+const MAX_VERSIONED: usize = 4096;
 
 /// The catalog of `engine`, narrowed to `version` when it is given (options added later or dropped
 /// earlier are left out, renamed spellings follow the version).
 pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
-    static VERSIONED: OnceLock<VersionCache> = OnceLock::new();
-    /// Versions come from remote hosts: bound how many catalogs are kept.
-    const MAX_VERSIONED: usize = 4096;
+    static VERSIONED: OnceLock<Mutex<VersionCache>> = OnceLock::new();
     let base = base_catalogs();
     let fallback = || -> &'static Catalog {
         match base.get(&engine) {
@@ -777,22 +780,29 @@ pub fn catalog(engine: Engine, version: Option<&str>) -> &'static Catalog {
     {
         return fallback();
     }
-    let cache = VERSIONED.get_or_init(|| Mutex::new(HashMap::new()));
-    let Ok(mut map) = cache.lock() else {
+    let cache = VERSIONED.get_or_init(|| Mutex::new(VersionCache::default()));
+    let Ok(mut cache) = cache.lock() else {
         return fallback();
     };
+    if let Some(c) = cache.by_string.get(&(engine, v.to_string())) {
+        return c;
+    }
     let bounds = fallback().bounds.as_slice();
     let below = bounds.iter().filter(|b| version_cmp(b, v).is_lt()).count();
     let at_or_below = bounds.iter().filter(|b| version_cmp(b, v).is_le()).count();
     let key = (engine, below, at_or_below);
-    if let Some(c) = map.get(&key) {
-        return c;
+    let c = match cache.by_position.get(&key) {
+        Some(c) => *c,
+        None if cache.by_position.len() >= MAX_VERSIONED => return fallback(),
+        None => {
+            let c: &'static Catalog = Box::leak(Box::new(build(engine, source(engine), Some(v))));
+            cache.by_position.insert(key, c);
+            c
+        }
+    };
+    if cache.by_string.len() < MAX_VERSIONED {
+        cache.by_string.insert((engine, v.to_string()), c);
     }
-    if map.len() >= MAX_VERSIONED {
-        return fallback();
-    }
-    let c: &'static Catalog = Box::leak(Box::new(build(engine, source(engine), Some(v))));
-    map.insert(key, c);
     c
 }
 
@@ -820,5 +830,17 @@ mod tests {
         assert!(version_cmp("0.5.9", "0.5.16").is_lt());
         assert!(version_cmp("0.33.0", "0.8.5").is_gt());
         assert!(version_cmp("2.9.1+cu128", "2.9.1").is_eq());
+        // Trailing zeros do not count; a number after them does.
+        for (a, b, want) in [
+            ("1.0", "1.0.0", std::cmp::Ordering::Equal),
+            ("v1", "1.0.0", std::cmp::Ordering::Equal),
+            ("1.0", "1.0.0.1", std::cmp::Ordering::Less),
+            ("0.10.1rc2", "0.10.1", std::cmp::Ordering::Equal),
+            ("0.9", "0.10", std::cmp::Ordering::Less),
+            ("", "0", std::cmp::Ordering::Equal),
+        ] {
+            assert_eq!(version_cmp(a, b), want, "{a} vs {b}");
+            assert_eq!(version_cmp(b, a), want.reverse(), "{b} vs {a}");
+        }
     }
 }

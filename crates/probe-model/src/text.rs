@@ -11,6 +11,11 @@
 /// Removes terminal escape sequences, control characters except `\n` and `\t`, and bidi
 /// controls.
 pub fn sanitize_terminal(s: &str) -> String {
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        return s.to_owned();
+    }
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {

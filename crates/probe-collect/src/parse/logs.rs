@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use probe_model::{
     LogOrigin, LogSource, MetricSeries, MetricSummary, SectionStatus, StartupRecord, UnixTime,
 };
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use crate::frame::{FileHeader, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
@@ -29,6 +29,8 @@ struct Res {
     vllm_version: Regex,
     sglang_version: Regex,
     limit: Vec<(Regex, &'static str, &'static str)>,
+    /// The `limit` patterns at once: one pass tells which of them a line holds (most hold none).
+    limit_any: RegexSet,
     blob: Regex,
 }
 
@@ -45,10 +47,15 @@ fn res() -> &'static Res {
     R.get_or_init(|| {
         let r = |s: &str| crate::config::built_in("log pattern", Regex::new(s));
         let num = r"([0-9]+(?:\.[0-9]+)?)";
+        let limit = limits(&r);
+        let limit_any = crate::config::built_in(
+            "log pattern",
+            RegexSet::new(limit.iter().map(|(re, _, _)| re.as_str())),
+        );
         Res {
-            journal: r(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?) \S+ [^:]{1,256}: ?(.*)$"),
-            sglang_ts: r(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)?[^\]]{0,64}\] ?(.*)$"),
-            vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d+)? \[[^\]]{0,128}\] ?(.*)$"),
+            journal: r(r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[+-][0-9]{2}:?[0-9]{2}|Z)?) \S+ [^:]{1,256}: ?"),
+            sglang_ts: r(r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)?[^\]]{0,64}\] ?"),
+            vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) ([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)? \[[^\]]{0,128}\] ?"),
             proc_prefix: r(r"^\((?:[A-Za-z0-9_:]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?"),
             metric: vec![
                 (r(&format!(r"#running-req: {num}")), "running_reqs", "count", 1.0, Kind::SglDecode),
@@ -71,22 +78,60 @@ fn res() -> &'static Res {
                 (r(&format!(r"^Speculative metrics: Draft acceptance rate: {num},")), "accept_rate", "ratio", 1.0, Kind::VllmSpec),
             ],
             vllm_version: r(r"vLLM (?:API )?server version ([0-9A-Za-z.+_-]+)"),
-            sglang_version: r(r"(?i)\bsglang(?: version|==|\s+v)\s*:?\s*v?([0-9][0-9A-Za-z.+_-]*)"),
-            limit: vec![
-                (r(r"max_total_num_tokens=([0-9]+)"), "max_total_num_tokens", "sglang"),
-                (r(r"chunked_prefill_size=(-?[0-9]+)"), "chunked_prefill_size", "sglang"),
-                (r(r"max_prefill_tokens=([0-9]+)"), "max_prefill_tokens", "sglang"),
-                (r(r"max_running_requests=([0-9]+)"), "max_running_requests", "sglang"),
-                (r(r"context_len=([0-9]+)"), "context_len", "sglang"),
-                (r(r"available_gpu_mem=([0-9]+(?:\.[0-9]+)?) ?GB"), "available_gpu_mem_gb", "sglang"),
-                (r(r"GPU KV cache size: ([0-9][0-9,]*) tokens"), "kv_cache_tokens", "vllm"),
-                (r(r"Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x"), "max_concurrency", "vllm"),
-                (r(r"max_num_batched_tokens=([0-9]+)"), "max_num_batched_tokens", "vllm"),
-                (r(r"max_num_seqs=([0-9]+)"), "max_num_seqs", "vllm"),
-            ],
+            sglang_version: r(r"(?i)(?-u:\b)sglang(?: version|==|\s+v)\s*:?\s*v?([0-9][0-9A-Za-z.+_-]*)"),
+            limit,
+            limit_any,
             blob: r(r"^\[[0-9.]+[KMG]?B blob data\]$"),
         }
     })
+}
+
+/// The start-up limit lines: pattern, key, engine.
+fn limits(r: &impl Fn(&str) -> Regex) -> Vec<(Regex, &'static str, &'static str)> {
+    vec![
+        (
+            r(r"max_total_num_tokens=([0-9]+)"),
+            "max_total_num_tokens",
+            "sglang",
+        ),
+        (
+            r(r"chunked_prefill_size=(-?[0-9]+)"),
+            "chunked_prefill_size",
+            "sglang",
+        ),
+        (
+            r(r"max_prefill_tokens=([0-9]+)"),
+            "max_prefill_tokens",
+            "sglang",
+        ),
+        (
+            r(r"max_running_requests=([0-9]+)"),
+            "max_running_requests",
+            "sglang",
+        ),
+        (r(r"context_len=([0-9]+)"), "context_len", "sglang"),
+        (
+            r(r"available_gpu_mem=([0-9]+(?:\.[0-9]+)?) ?GB"),
+            "available_gpu_mem_gb",
+            "sglang",
+        ),
+        (
+            r(r"GPU KV cache size: ([0-9][0-9,]*) tokens"),
+            "kv_cache_tokens",
+            "vllm",
+        ),
+        (
+            r(r"Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x"),
+            "max_concurrency",
+            "vllm",
+        ),
+        (
+            r(r"max_num_batched_tokens=([0-9]+)"),
+            "max_num_batched_tokens",
+            "vllm",
+        ),
+        (r(r"max_num_seqs=([0-9]+)"), "max_num_seqs", "vllm"),
+    ]
 }
 
 /// Running accumulation of one series.
@@ -164,7 +209,7 @@ fn strip_line_prefixes(
     let mut time = None;
     if let Some(c) = r.journal.captures(l) {
         time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
-        l = c.get(2).map_or("", |m| m.as_str());
+        l = rest_after(l, &c);
     }
     if let Some(m) = r.proc_prefix.find(l) {
         l = l.get(m.end()..).unwrap_or("");
@@ -173,14 +218,20 @@ fn strip_line_prefixes(
         if let Some(x) = c.get(1).and_then(|m| super::parse_datetime(m.as_str())) {
             time = Some(x - tz);
         }
-        l = c.get(2).map_or("", |m| m.as_str());
+        l = rest_after(l, &c);
     } else if let Some(c) = r.vllm_ts.captures(l) {
         if let Some(at) = vllm_time(&c, reference, tz) {
             time = Some(at);
         }
-        l = c.get(6).map_or("", |m| m.as_str());
+        l = rest_after(l, &c);
     }
     (time, l)
+}
+
+/// What follows a prefix the patterns matched (they stop at the prefix: matching the rest of a
+/// long line in the capturing engine is most of the time of reading a log).
+fn rest_after<'a>(l: &'a str, c: &regex::Captures<'_>) -> &'a str {
+    c.get(0).and_then(|m| l.get(m.end()..)).unwrap_or("")
 }
 
 /// The time of a vLLM `MM-DD HH:MM:SS` timestamp: the year of `reference`, or the year before
@@ -268,11 +319,7 @@ fn record_metrics(
         if *k != kind {
             continue;
         }
-        let Some(v) = re
-            .captures(l)
-            .and_then(|c| c.get(1))
-            .and_then(|m| m.as_str().parse::<f64>().ok())
-        else {
+        let Some(v) = re.find(l).and_then(|m| value_after_label(m.as_str())) else {
             continue;
         };
         if !v.is_finite() {
@@ -295,6 +342,16 @@ fn record_metrics(
             a.last_time = time;
         }
     }
+}
+
+/// The number a metric pattern matched: every one writes it right after its label's last
+/// `": "` (a plain `find` is several times cheaper than capturing it, on every metric line).
+fn value_after_label(matched: &str) -> Option<f64> {
+    let after = matched.rsplit(": ").next()?;
+    let end = after
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(after.len());
+    after.get(..end)?.parse::<f64>().ok()
 }
 
 /// Turns the accumulated series into the log's metrics (the newest points, a summary of all).
@@ -356,7 +413,11 @@ fn push_version(src: &mut LogSource, time: Option<UnixTime>, engine: &str, versi
 /// held any.
 fn read_limits(line: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool {
     let mut found: Vec<(&'static str, &'static str, f64)> = Vec::new();
-    for (re, key, engine) in &res().limit {
+    let r = res();
+    for i in r.limit_any.matches(line).iter() {
+        let Some((re, key, engine)) = r.limit.get(i) else {
+            continue;
+        };
         let Some(c) = re.captures(line) else { continue };
         let group = if *key == "max_concurrency" { 2 } else { 1 };
         let Some(v) = c
@@ -800,6 +861,32 @@ pub fn parse_container_logs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `record_metrics` reads a metric's number right after its label's last `": "`.
+    #[test]
+    fn every_metric_number_follows_its_label() {
+        for (re, name, ..) in &res().metric {
+            let src = re.as_str();
+            let at = src.find("([0-9]+").expect("a number group");
+            let before = src.get(..at).unwrap_or("");
+            assert!(
+                before.ends_with(": ") || before.ends_with(": (?:GPU: )?"),
+                "{name}: {src}"
+            );
+        }
+        for (matched, want) in [
+            ("#running-req: 13", Some(13.0)),
+            ("Prefix cache hit rate: GPU: 42.5%", Some(42.5)),
+            (
+                "Speculative metrics: Draft acceptance rate: 0.71,",
+                Some(0.71),
+            ),
+            ("Running: 3 reqs", Some(3.0)),
+            ("label: ", None),
+        ] {
+            assert_eq!(value_after_label(matched), want, "{matched}");
+        }
+    }
 
     #[test]
     fn sglang_lines() {
