@@ -353,20 +353,13 @@ fn unit_text(
         ..SystemdUnit::default()
     };
     let mut out = from_unit_inner(&unit, hints, u.description.as_deref(), budget);
-    if out.is_empty()
-        && u.exec_start.is_empty()
-        && let Some(e) = u.description.as_deref().and_then(guess_engine_from_name)
-    {
-        let _ = e; // no ExecStart: nothing launches
-    }
-    for l in &mut out {
-        for f in &u.environment_files {
-            if !hints.env.is_empty() {
-                continue;
+    if hints.env.is_empty() {
+        for l in &mut out {
+            for f in &u.environment_files {
+                l.warnings.push(format!(
+                    "variables from EnvironmentFile={f} are not in the text"
+                ));
             }
-            l.warnings.push(format!(
-                "variables from EnvironmentFile={f} are not in the text"
-            ));
         }
     }
     out
