@@ -103,6 +103,7 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
         runners.push((index, prometheus, command.spawn().unwrap()));
     }
     let mut audited: Vec<String> = Vec::new();
+    let mut all_records: Vec<AuditRecord> = Vec::new();
     for (index, prometheus, child) in runners {
         let out = child.wait_with_output().unwrap();
         let stdout = text(&out.stdout);
@@ -118,9 +119,13 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
             .map(|line| serde_json::from_str(line).unwrap())
             .collect();
         for record in &records {
+            // Two names of one machine share its history, so a twin may find the other's
+            // snapshot as its previous one; minutes apart nothing drifted, whatever the servers'
+            // lifetime averages did meanwhile.
             assert_eq!(record.status, probe_model::AuditStatus::Ok, "{record:?}");
             audited.push(record.host.clone());
         }
+        all_records.extend(records);
         let metrics = std::fs::read_to_string(&prometheus).unwrap();
         assert!(
             metrics.contains(&format!("shard=\"{index}/{SHARDS}\"")),
@@ -129,6 +134,21 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
         for record in &records {
             assert!(metrics.contains(&format!("probe_host_up{{host=\"{}\"}} 1", record.host)));
         }
+    }
+    // What that design implies: a previous snapshot, where one was found, is the twin's.
+    for record in &all_records {
+        let Some(previous) = &record.previous_snapshot_id else {
+            continue;
+        };
+        let twin = match record.host.strip_suffix("-a") {
+            Some(base) => format!("{base}-b"),
+            None => format!("{}-a", record.host.trim_end_matches("-b")),
+        };
+        let twin_snapshot = all_records
+            .iter()
+            .find(|r| r.host == twin)
+            .and_then(|r| r.snapshot_id.as_ref());
+        assert_eq!(Some(previous), twin_snapshot, "{record:?}");
     }
     // Every host audited by exactly one shard.
     let mut sorted = audited.clone();

@@ -37,11 +37,18 @@ const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 /// are in, when the early plan says they are needed: `gpu_procs` reads the owners and maps of
 /// nvidia-smi's compute processes; `journal` reads the units that ran most recently first
 /// (their state from `systemctl show`), which matters only when there are more units than
-/// it reads.
+/// it reads; the log files, models and Python environments that earlier launches name are in
+/// the shell histories (without them, an earlier run's own log is never read, and its metrics
+/// and start-up limits are lost).
 const ROUND2_WAVES: &[Wave] = &[
     Wave {
         groups: &["gpu_procs"],
         wants: &["gpu_query", "gpu_apps"],
+        wait_if: |_| true,
+    },
+    Wave {
+        groups: &["logs", "models", "python_envs"],
+        wants: &["history"],
         wait_if: |_| true,
     },
     Wave {

@@ -114,6 +114,7 @@ fn short(value: Option<&Value>) -> String {
 
 /// Changes between consecutive earlier runs whose throughput stayed the same: they do not
 /// explain the slowdown. A cause of the current comparison that is among them gets a note.
+/// Returns the lines, and the keys of the current causes found among them.
 pub(crate) fn not_explaining(
     snapshot: &Snapshot,
     analysis: &Analysis,
@@ -121,8 +122,9 @@ pub(crate) fn not_explaining(
     points: &ServerPoints,
     compared: (usize, usize),
     causes: &mut [Change],
-) -> Vec<String> {
+) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
+    let mut held: Vec<String> = Vec::new();
     let throughput = |period: &RunPeriod| {
         let stats = period_metrics(points, period);
         ["gen_throughput", "generation_throughput"]
@@ -165,6 +167,9 @@ pub(crate) fn not_explaining(
                 number(*tb)
             );
             for cause in causes.iter_mut().filter(|c| c.key == change.key) {
+                if !held.contains(&cause.key) {
+                    held.push(cause.key.clone());
+                }
                 let note = format!(
                     "also changed between earlier runs with the same throughput ({} -> {} tok/s)",
                     number(*ta),
@@ -180,5 +185,5 @@ pub(crate) fn not_explaining(
             }
         }
     }
-    lines
+    (lines, held)
 }

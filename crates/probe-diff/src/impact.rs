@@ -266,6 +266,7 @@ pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, 
         explanation: assessment.explanation,
         note: None,
         mechanism: None,
+        verdict: None,
     };
     Some((change, assessment.volatile))
 }

@@ -315,6 +315,52 @@ pub(crate) fn load_note(
     Some(format!("load: {}; {verdict}", parts.join(", ")))
 }
 
+/// Throughput samples by running-request count, for each of two periods: the samples where the
+/// engine logged both at the same time, idle ones left out.
+pub(crate) fn load_bands(
+    points: &ServerPoints,
+    before: &RunPeriod,
+    after: &RunPeriod,
+) -> Vec<crate::verdict::Band> {
+    let mut bands: BTreeMap<u32, crate::verdict::Band> = BTreeMap::new();
+    for (period, is_after) in [(before, false), (after, true)] {
+        for (running, throughput) in paired_samples(points, period) {
+            let band = bands
+                .entry(running)
+                .or_insert_with(|| crate::verdict::Band {
+                    running,
+                    ..crate::verdict::Band::default()
+                });
+            if is_after {
+                band.after.push(throughput);
+            } else {
+                band.before.push(throughput);
+            }
+        }
+    }
+    bands.into_values().collect()
+}
+
+/// (running requests, throughput) logged at the same time inside a period, idle ones left out.
+fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> {
+    let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
+    let Some((_, running)) = points.get("running_reqs") else {
+        return Vec::new();
+    };
+    let running: BTreeMap<UnixTime, f64> = running
+        .iter()
+        .filter(|(t, v)| inside(t) && *v > 0.0)
+        .copied()
+        .collect();
+    ["gen_throughput", "generation_throughput"]
+        .iter()
+        .filter_map(|name| points.get(*name))
+        .flat_map(|(_, values)| values.iter())
+        .filter(|(_, v)| *v > 0.0)
+        .filter_map(|(t, v)| Some((running.get(t)?.round() as u32, *v)))
+        .collect()
+}
+
 /// A number for a sentence: at most two decimals.
 pub(crate) fn number(value: f64) -> String {
     let rounded = (value * 100.0).round() / 100.0;

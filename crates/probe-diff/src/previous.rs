@@ -1,7 +1,7 @@
 //! The running run against the run before it: causes (what changed in the launch and in what was
 //! in effect) and symptoms (the metrics of the period each ran), apart.
 
-use probe_model::{LaunchConfig, LaunchDiff, Run, Snapshot};
+use probe_model::{Conclusion, LaunchConfig, LaunchDiff, Run, Snapshot};
 
 use crate::analysis::Analysis;
 use crate::compare::{compare_runs, launch_label};
@@ -10,8 +10,9 @@ use crate::impact::rank;
 use crate::launch::evidence_label;
 use crate::periods::{
     PeriodStats, RunPeriod, ServerPoints, compare_launches_read, compare_periods, describe,
-    load_note, period_metrics, run_periods, server_points,
+    load_bands, load_note, period_metrics, run_periods, server_points,
 };
+use crate::verdict::{self, Evidence};
 
 /// The running run against the run before it: the previous launch of the same server with a
 /// different configuration (the timeline's `previous` event), else the newest earlier run of the
@@ -34,20 +35,38 @@ pub fn previous_launch_diff(snapshot: &Snapshot, analysis: &Analysis) -> Option<
     let before = timeline.launches.get(previous)?;
     let mut diff = causes(before, after, before_run, after_run);
     let points = server_points(snapshot, timeline, after);
-    if points.is_empty() {
-        return Some(diff);
+    let runs = (before_run, after_run);
+    if let Some(current) = current.as_ref().filter(|_| !points.is_empty()) {
+        let sides = Sides {
+            before,
+            after,
+            previous,
+            current,
+            runs,
+        };
+        symptoms(snapshot, analysis, &periods, &points, &sides, &mut diff);
     }
-    let Some(current) = current else {
-        return Some(diff);
-    };
-    let sides = Sides {
-        before,
-        after,
-        previous,
-        current: &current,
-    };
-    symptoms(snapshot, analysis, &periods, &points, &sides, &mut diff);
+    if diff.verdict.is_none() {
+        let evidence = Evidence {
+            field: String::from(VERDICT_FIELD),
+            ..Evidence::default()
+        };
+        diff.verdict = Some(verdict::judge(&mut diff.changes, &evidence));
+    }
     Some(diff)
+}
+
+/// Where a host report keeps the verdict.
+const VERDICT_FIELD: &str = "vs_previous_launch.verdict";
+
+/// The KV capacity in tokens a run had, from its start-up limits.
+fn capacity(run: Option<&Run>) -> Option<f64> {
+    let run = run?;
+    verdict::config()
+        .metrics
+        .capacity
+        .iter()
+        .find_map(|name| run.limits.get(name).copied())
 }
 
 /// The launch to compare with and its run: the timeline's `previous` event, else (same flags)
@@ -73,13 +92,17 @@ fn previous_run<'a>(
         return Some((previous, run));
     }
     let (current, after_run) = (current?, after_run?);
-    let found = periods.iter().rev().find(|p| {
-        p.start < current.start
-            && analysis
+    let earlier = || periods.iter().rev().filter(|p| p.start < current.start);
+    // A previous run with the same configuration is still a previous run: with nothing
+    // changed, the newest earlier run is compared (the load may have changed).
+    let found = earlier()
+        .find(|p| {
+            analysis
                 .runs
                 .get(p.run)
                 .is_some_and(|run| !compare_runs(run, after_run).is_empty())
-    })?;
+        })
+        .or_else(|| earlier().next())?;
     Some((found.launch, analysis.runs.get(found.run)))
 }
 
@@ -107,6 +130,8 @@ struct Sides<'a> {
     after: &'a LaunchConfig,
     previous: usize,
     current: &'a RunPeriod,
+    /// The runs of the two launches compared, where known.
+    runs: (Option<&'a Run>, Option<&'a Run>),
 }
 
 /// The symptoms: metric means of the running period against the previous launch's (or the newest
@@ -124,6 +149,7 @@ fn symptoms(
         after,
         previous,
         current,
+        runs,
     } = *sides;
     let after_stats = period_metrics(points, current);
     if after_stats.metrics.is_empty() {
@@ -169,7 +195,7 @@ fn symptoms(
     diff.symptoms = symptoms;
     rank(&mut diff.symptoms);
     explain::link_mechanisms(diff, after);
-    diff.not_explaining = explain::not_explaining(
+    let (lines, held_across) = explain::not_explaining(
         snapshot,
         analysis,
         periods,
@@ -177,6 +203,24 @@ fn symptoms(
         (period.run, current.run),
         &mut diff.changes,
     );
+    diff.not_explaining = lines;
+    let evidence = Evidence {
+        metrics: &diff.metrics,
+        before_period: describe(stand_in, period),
+        after_period: describe(after, current),
+        capacity: (capacity(runs.0), capacity(runs.1)),
+        bands: load_bands(points, period, current),
+        held_across,
+        field: String::from(VERDICT_FIELD),
+    };
+    let mut verdict = verdict::judge(&mut diff.changes, &evidence);
+    if matches!(
+        verdict.conclusion,
+        Conclusion::Cause | Conclusion::Unexplained
+    ) {
+        verdict.restore = Some(verdict::restore(before, after, &diff.changes));
+    }
+    diff.verdict = Some(verdict);
 }
 
 /// The previous launch's own period, else the newest earlier period with metrics (of a launch

@@ -264,7 +264,8 @@ fn anchor_history_to_running(placed: &mut [Placed<'_>]) {
     }
 }
 
-/// The same command run several times in a row from one history file is one event (the last run).
+/// The same command run several times in a row from one history file, to the same log, is one
+/// event (the last run).
 fn collapse_history_repeats(placed: Vec<Placed<'_>>) -> Vec<Placed<'_>> {
     let (mut history, others): (Vec<Placed<'_>>, Vec<Placed<'_>>) = placed
         .into_iter()
@@ -277,6 +278,8 @@ fn collapse_history_repeats(placed: Vec<Placed<'_>>) -> Vec<Placed<'_>> {
             && last.launch.source.running == entry.launch.source.running
             && same_configuration(last.launch, entry.launch)
             && last.launch.env == entry.launch.env
+            // A run that wrote its own log is a run of its own, with its own metrics.
+            && last.launch.log_files == entry.launch.log_files
         {
             let repeats = last.repeats + 1;
             let first_position = last.first_position;

@@ -95,6 +95,10 @@ pub struct Change {
     /// matches 2.81 -> 1.74).
     #[serde(default)]
     pub mechanism: Option<String>,
+    /// This cause held against the symptoms: explains, consistent or ruled out, with the
+    /// numbers used (set where the symptoms were measured).
+    #[serde(default)]
+    pub verdict: Option<crate::CauseVerdict>,
 }
 
 /// Two launches compared.
@@ -132,6 +136,9 @@ pub struct LaunchDiff {
     /// slowdown (one line each, with the numbers).
     #[serde(default)]
     pub not_explaining: Vec<String>,
+    /// The conclusion drawn from all of the above: said first by every report.
+    #[serde(default)]
+    pub verdict: Option<crate::Verdict>,
 }
 
 /// A unified diff of two texts (unit files and the like).
@@ -175,6 +182,13 @@ pub struct SnapshotDiff {
     pub metrics: Vec<MetricComparison>,
     /// Volatile differences (PIDs, uptime, utilization); not counted as changes.
     pub volatile: Vec<Change>,
+    /// The conclusion drawn from the changes and the metrics compared.
+    #[serde(default)]
+    pub verdict: Option<crate::Verdict>,
+    /// What rolling `after` back to `before` would change, in order (flags, packages, driver,
+    /// model, power limit), one line each: `probe diff --rollback` prints it, probe runs none.
+    #[serde(default)]
+    pub rollback: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -16,6 +16,7 @@ pub mod run;
 pub mod server;
 pub mod snapshot;
 pub mod text;
+pub mod verdict;
 
 pub use diff::*;
 pub use hardware::*;
@@ -24,6 +25,7 @@ pub use report::*;
 pub use run::*;
 pub use server::*;
 pub use snapshot::*;
+pub use verdict::*;
 
 /// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and
 /// add a migration in `probe-store`.

@@ -96,7 +96,8 @@ pub enum AuditStatus {
     /// Collected, nothing meaningful changed (or no previous snapshot).
     #[default]
     Ok,
-    /// Collected, and something meaningful changed against the previous snapshot.
+    /// Collected, and something drifted against the previous snapshot: configuration, versions,
+    /// driver, model, hardware state or units (a performance number alone is not drift).
     Changed,
     Unreachable,
     AuthFailed,
@@ -148,6 +149,11 @@ pub struct AuditRecord {
     pub changes: usize,
     /// The highest-impact changes, one line each.
     pub top_changes: Vec<String>,
+    /// Performance numbers that moved against the previous snapshot (log metric means, a settled
+    /// server's lifetime values), one line each: symptoms, not drift, so they never make the
+    /// status `changed`.
+    #[serde(default)]
+    pub performance: Vec<String>,
     /// The failure, one line (`HOST: cause`).
     pub error: Option<String>,
     pub snapshot_id: Option<String>,

@@ -14,8 +14,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use probe_diff::fleet::GroupOutliers;
 use probe_model::{
-    AuditRecord, AuditStatus, AuditSummary, EngineVersion, Impact, SCHEMA_VERSION, Snapshot,
-    exit_codes,
+    AuditRecord, AuditStatus, AuditSummary, EngineVersion, SCHEMA_VERSION, Snapshot, exit_codes,
 };
 
 use super::{Ctx, collect_live};
@@ -404,24 +403,48 @@ fn record_for(
                     &live.snapshot,
                     &probe_diff::CompareOptions::default(),
                 );
-                let meaningful: Vec<_> = diff
-                    .changes
-                    .iter()
-                    .filter(|change| change.impact != Impact::None)
-                    .collect();
-                record.changes = meaningful.len();
-                record.top_changes = meaningful
-                    .iter()
-                    .take(TOP_CHANGES)
-                    .map(|change| crate::output::one_line(&render::change_summary(change)))
-                    .collect();
-                if probe_diff::is_meaningful(&diff) {
+                let drift: Vec<_> = probe_diff::drift(&diff).collect();
+                record.changes = drift.len();
+                record.top_changes = summaries(&drift);
+                record.performance = performance(&diff);
+                if probe_diff::has_drift(&diff) {
                     record.status = AuditStatus::Changed;
                 }
             }
         }
     }
     record
+}
+
+/// The performance numbers that moved, after the verdict's like-for-like test: its headline
+/// first where it concludes something, then the moves themselves.
+fn performance(diff: &probe_model::SnapshotDiff) -> Vec<String> {
+    let mut lines: Vec<String> = diff
+        .verdict
+        .iter()
+        .filter(|v| {
+            matches!(
+                v.conclusion,
+                probe_model::Conclusion::Cause
+                    | probe_model::Conclusion::LoadChanged
+                    | probe_model::Conclusion::Unexplained
+            )
+        })
+        .map(|v| crate::output::one_line(&format!("verdict: {}", v.headline)))
+        .collect();
+    lines.extend(summaries(
+        &probe_diff::performance_moves(diff).collect::<Vec<_>>(),
+    ));
+    lines
+}
+
+/// The first few changes, one line each.
+fn summaries(changes: &[&probe_model::Change]) -> Vec<String> {
+    changes
+        .iter()
+        .take(TOP_CHANGES)
+        .map(|change| crate::output::one_line(&render::change_summary(change)))
+        .collect()
 }
 
 /// Engines running now, with versions; falls back to what the process patterns matched.

@@ -8,6 +8,7 @@ pub mod json;
 pub mod markdown;
 mod runs;
 pub mod server;
+mod verdict;
 
 use std::collections::BTreeMap;
 
@@ -100,6 +101,25 @@ pub fn change_summary(change: &Change) -> String {
 }
 
 /// A ranked list of changes as a table: impact, category, what, why.
+/// The causes grouped by their verdicts where they have them, else the changes ranked by rule;
+/// the symptoms a snapshot diff also lists (metrics) follow the causes.
+pub(super) fn changes_or_causes(doc: &mut Doc, changes: &[Change], limit: usize) {
+    if !changes.iter().any(|c| c.verdict.is_some()) {
+        changes_table(doc, changes, limit);
+        return;
+    }
+    verdict::cause_groups(doc, changes);
+    let symptoms: Vec<Change> = changes
+        .iter()
+        .filter(|c| c.verdict.is_none() && c.impact != Impact::None)
+        .cloned()
+        .collect();
+    if !symptoms.is_empty() {
+        doc.line(Tone::Plain, "  Metrics that moved (symptoms, not causes):");
+        changes_table(doc, &symptoms, limit);
+    }
+}
+
 pub(super) fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
     if changes.is_empty() {
         doc.line(Tone::Good, "  no meaningful changes");
@@ -416,6 +436,13 @@ fn host_line(report: &HostReport) -> String {
 pub fn host_report_doc(report: &HostReport) -> Doc {
     let mut doc = Doc::default();
     header_section(&mut doc, report);
+    if let Some(v) = report
+        .vs_previous_launch
+        .as_ref()
+        .and_then(|d| d.verdict.as_ref())
+    {
+        verdict::section(&mut doc, v);
+    }
     running_section(&mut doc, report);
     runs::runs_section(&mut doc, report);
     earlier_section(&mut doc, report);
@@ -734,8 +761,11 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
         ("before".into(), diff.before.id.clone()),
         ("after".into(), diff.after.id.clone()),
     ]);
+    if let Some(v) = &diff.verdict {
+        verdict::section(&mut doc, v);
+    }
     doc.heading(2, "Changes, most likely cause of a slowdown first");
-    changes_table(&mut doc, &diff.changes, usize::MAX);
+    changes_or_causes(&mut doc, &diff.changes, usize::MAX);
     for launch in &diff.launches {
         if launch.changes.is_empty() && launch.engine_switch.is_none() {
             continue;

@@ -9,7 +9,7 @@ use probe_model::{
 };
 
 use super::doc::{Doc, Tone};
-use super::{changes_table, format_time, metric_line, number};
+use super::{format_time, metric_line, number};
 
 /// Metric lines shown among the symptoms.
 const MAX_SYMPTOM_LINES: usize = 5;
@@ -367,11 +367,14 @@ pub(super) fn diff_body(doc: &mut Doc, diff: &LaunchDiff) {
         if let Some(load) = &diff.load_note {
             doc.line(Tone::Dim, format!("    {load}"));
         }
-        doc.line(Tone::Plain, "  Candidate causes, most likely first:");
+        doc.line(
+            Tone::Plain,
+            "  Candidate causes, tested against the symptoms (explains, consistent, ruled out):",
+        );
     } else if let Some(note) = &diff.metrics_note {
         doc.line(Tone::Dim, format!("  ({note})"));
     }
-    changes_table(doc, &diff.changes, 15);
+    super::changes_or_causes(doc, &diff.changes, 15);
     for change in diff.changes.iter().filter(|c| c.mechanism.is_some()) {
         if let Some(mechanism) = &change.mechanism {
             doc.line(Tone::Warn, format!("  why {}: {mechanism}", change.key));

@@ -17,6 +17,9 @@ use crate::server::{LIFETIME_SOURCE, lifetime};
 
 /// Config keys compared per server, at most (a hostile server may report thousands).
 const MAX_KEYS: usize = 512;
+/// A lifetime value is an average over the process's uptime: a younger process's average still
+/// moves with the first requests it served, so a change of it is not reported as a change.
+const MIN_LIFETIME_UPTIME_S: u64 = 3600;
 
 fn answered(reading: &ServerReading) -> bool {
     matches!(
@@ -99,6 +102,9 @@ fn lifetimes(
             after: Some(summary(av.value, a.asked_at)),
             change: (bv.value != 0.0).then(|| av.value / bv.value - 1.0),
         });
+        if !settled(b) || !settled(a) {
+            continue;
+        }
         let name = format!("lifetime:{}", av.name);
         let (bj, aj) = (number(bv.value), number(av.value));
         let subject =
@@ -108,6 +114,13 @@ fn lifetimes(
             out.push((change, volatile));
         }
     }
+}
+
+/// Whether a server has run long enough for its lifetime averages to mean something.
+fn settled(reading: &ServerReading) -> bool {
+    reading
+        .uptime_s
+        .is_some_and(|uptime| uptime >= MIN_LIFETIME_UPTIME_S)
 }
 
 fn number(v: f64) -> Value {
@@ -146,7 +159,7 @@ mod tests {
                 counter("spec_drafts_total", 1000.0),
                 counter("spec_accepted_tokens_total", 2000.0),
             ],
-            uptime_s: Some(1000),
+            uptime_s: Some(7200),
             ..ServerReading::default()
         }
     }
@@ -199,6 +212,25 @@ mod tests {
             .unwrap_or_else(|| panic!("{metrics:#?}"));
         assert_eq!(gen_metric.before.as_ref().map(|s| s.mean), Some(1500.0));
         assert_eq!(gen_metric.after.as_ref().map(|s| s.mean), Some(900.0));
+        // A young process's lifetime average is shown, never reported as a change.
+        let young = |tokens| {
+            let mut r = reading(tokens, 0.85, 1);
+            r.uptime_s = Some(600);
+            snapshot(r)
+        };
+        let mut shown = Vec::new();
+        let young_changes = compare(&young(1_500_000.0), &young(900_000.0), &mut shown);
+        assert!(
+            !young_changes
+                .iter()
+                .any(|(c, _)| c.key.contains("lifetime:")),
+            "{young_changes:#?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|m| m.name.starts_with("generation_throughput"))
+        );
         // A server that did not answer is not compared.
         let mut closed = reading(1.0, 0.5, 3);
         closed.status = ServerStatus::PortClosed;

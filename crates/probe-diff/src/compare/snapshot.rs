@@ -83,6 +83,16 @@ pub fn compare_snapshots_with(
     }
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
+    let evidence = crate::verdict::Evidence {
+        metrics: &diff.metrics,
+        before_period: format!("snapshot {}", diff.before.id),
+        after_period: format!("snapshot {}", diff.after.id),
+        field: String::from("verdict"),
+        ..crate::verdict::Evidence::default()
+    };
+    diff.verdict = Some(crate::verdict::judge(&mut changes, &evidence));
+    let first = matched.first();
+    diff.rollback = crate::verdict::rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
     diff.changes = changes;
     diff.volatile = volatile;
     diff
@@ -107,6 +117,38 @@ fn drop_engine_version_echoes(changes: Vec<Change>) -> Vec<Change> {
                     .any(|(before, after)| *before == change.before && *after == change.after))
         })
         .collect()
+}
+
+/// The changes that are drift: a change of configuration, versions, driver, model, hardware
+/// state or units (anything ranked above `none` that is not a performance number). A metric
+/// that moved (a log mean, a server's lifetime throughput) is a symptom, not drift: it is
+/// reported apart ([`performance_moves`]), and a young process's lifetime average moves on its
+/// own between two collections minutes apart.
+pub fn drift(diff: &SnapshotDiff) -> impl Iterator<Item = &Change> {
+    diff.changes
+        .iter()
+        .filter(|change| change.impact != Impact::None && !is_performance(change))
+}
+
+/// Whether a snapshot diff holds drift ([`drift`]) or a server that switched engines.
+pub fn has_drift(diff: &SnapshotDiff) -> bool {
+    drift(diff).next().is_some()
+        || diff
+            .launches
+            .iter()
+            .any(|launch| launch.engine_switch.is_some())
+}
+
+/// The performance numbers that moved (metric means, lifetime values), ranked as the diff ranks
+/// them: symptoms to hold against causes, never drift on their own.
+pub fn performance_moves(diff: &SnapshotDiff) -> impl Iterator<Item = &Change> {
+    diff.changes
+        .iter()
+        .filter(|change| change.impact != Impact::None && is_performance(change))
+}
+
+fn is_performance(change: &Change) -> bool {
+    change.category == probe_model::Category::Metrics
 }
 
 /// Whether a snapshot diff holds anything an operator should look at (`probe diff` exits 1).

@@ -1,0 +1,358 @@
+//! One cause held against the symptoms: the test `configs/verdict.toml` gives it, with the numbers
+//! it used. A limit matters only where it binds; speculative settings are held against accept
+//! length; hardware against what was sampled of the run; versions and the rest stay consistent
+//! unless runs on both sides of them performed the same.
+
+use std::collections::BTreeMap;
+
+use probe_model::{Assessment, CauseVerdict, Change, MetricComparison, MetricSummary};
+
+use super::config::{Test, VerdictConfig};
+use super::load::{Capacities, both};
+use crate::impact::value_number;
+use crate::periods::number;
+
+/// What every test may read.
+pub(crate) struct Ctx<'a> {
+    pub config: &'a VerdictConfig,
+    pub metrics: &'a [MetricComparison],
+    /// Mean throughput of each run, when both logged it.
+    pub throughput: Option<(f64, f64)>,
+    pub capacity: Capacities,
+    /// Cause keys that also changed between earlier runs whose throughput held.
+    pub held_across: &'a [String],
+    /// At the same running-request count, the two runs' throughput (when the load differs).
+    pub band_throughput: Option<(f64, f64)>,
+}
+
+impl Ctx<'_> {
+    fn ratio(&self) -> Option<f64> {
+        let (b, a) = self.throughput?;
+        (b > 0.0).then(|| a / b)
+    }
+
+    fn held(&self, before: f64, after: f64) -> bool {
+        before > 0.0 && (after / before - 1.0).abs() < self.config.held
+    }
+}
+
+/// A verdict under construction.
+struct Finding {
+    test: Test,
+    numbers: BTreeMap<String, f64>,
+}
+
+impl Finding {
+    fn new(test: Test) -> Finding {
+        Finding {
+            test,
+            numbers: BTreeMap::new(),
+        }
+    }
+
+    fn num(mut self, name: &str, value: Option<f64>) -> Finding {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            self.numbers
+                .insert(name.to_string(), (value * 1000.0).round() / 1000.0);
+        }
+        self
+    }
+
+    fn summary(self, prefix: &str, s: &MetricSummary) -> Finding {
+        self.num(&format!("{prefix}_mean"), Some(s.mean))
+            .num(&format!("{prefix}_max"), Some(s.max))
+            .num(&format!("{prefix}_samples"), Some(s.count as f64))
+    }
+
+    fn done(self, assessment: Assessment, reason: String, missing: &[String]) -> CauseVerdict {
+        CauseVerdict {
+            assessment,
+            test: self.test.as_str().to_string(),
+            reason,
+            numbers: self.numbers,
+            missing: if assessment == Assessment::Consistent {
+                missing.to_vec()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+/// Holds one cause against the symptoms.
+pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
+    let (test, missing) = match ctx.config.check_for(&change.key) {
+        Some(check) => (check.test, check.missing.as_slice()),
+        None => (Test::Other, &[][..]),
+    };
+    if let Some(verdict) = common(change, test, ctx) {
+        return verdict;
+    }
+    let finding = Finding::new(test);
+    match test {
+        Test::RunningCap => running_cap(change, ctx, finding, missing),
+        Test::KvCapacity => kv_capacity(change, ctx, finding, missing),
+        Test::Speculative => speculative(change, ctx, finding, missing),
+        Test::Hardware => finding.done(
+            Assessment::Consistent,
+            format!(
+                "{}; clocks, power and throttle reasons are known only as read at collection, \
+                 not over the runs",
+                change.explanation
+            ),
+            missing,
+        ),
+        Test::Version | Test::Other => finding.done(
+            Assessment::Consistent,
+            String::from("no logged number isolates its effect"),
+            missing,
+        ),
+    }
+}
+
+/// What rules a cause out whatever its test: throughput that did not fall, the same change
+/// between earlier runs that performed the same, the same speed at the same load.
+fn common(change: &Change, test: Test, ctx: &Ctx<'_>) -> Option<CauseVerdict> {
+    let finding = Finding::new(test);
+    if let Some((b, a)) = ctx.throughput
+        && b > 0.0
+        && a / b >= 1.0 - ctx.config.held
+    {
+        let reason = format!(
+            "throughput did not fall ({} -> {} tok/s): there is no slowdown for it to cause",
+            number(b),
+            number(a)
+        );
+        let finding = finding
+            .num("throughput_before", Some(b))
+            .num("throughput_after", Some(a));
+        return Some(finding.done(Assessment::RuledOut, reason, &[]));
+    }
+    if ctx.held_across.iter().any(|k| k == &change.key) {
+        let reason = String::from(
+            "it also changed between earlier runs whose throughput held: it does not explain the \
+             slowdown",
+        );
+        return Some(finding.done(Assessment::RuledOut, reason, &[]));
+    }
+    if let Some((b, a)) = ctx.band_throughput
+        && ctx.held(b, a)
+    {
+        let reason = format!(
+            "at the same running-request count the runs were as fast ({} -> {} tok/s): the \
+             server did not get slower, the load changed",
+            number(b),
+            number(a)
+        );
+        let finding = finding
+            .num("band_before", Some(b))
+            .num("band_after", Some(a));
+        return Some(finding.done(Assessment::RuledOut, reason, &[]));
+    }
+    None
+}
+
+fn values(change: &Change) -> (Option<f64>, Option<f64>) {
+    (
+        change.before.as_ref().and_then(value_number),
+        change.after.as_ref().and_then(value_number),
+    )
+}
+
+/// Whether the predicted throughput ratio matches the observed one within the tolerance.
+fn matches(ctx: &Ctx<'_>, predicted: f64) -> Option<bool> {
+    let observed = ctx.ratio()?;
+    (predicted > 0.0).then(|| (observed / predicted - 1.0).abs() <= ctx.config.tolerance)
+}
+
+fn ratio_text(ctx: &Ctx<'_>, predicted: f64) -> String {
+    match ctx.ratio() {
+        Some(observed) => format!(
+            "predicted throughput x{}, observed x{}",
+            number(predicted),
+            number(observed)
+        ),
+        None => format!("predicted throughput x{}", number(predicted)),
+    }
+}
+
+fn queue_mean(ctx: &Ctx<'_>) -> Option<(f64, f64)> {
+    both(ctx.metrics, &ctx.config.metrics.queue).map(|(_, b, a)| (b.mean, a.mean))
+}
+
+/// A cap on concurrent requests matters only where the load reached it.
+fn running_cap(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let (cap_before, cap_after) = values(change);
+    let f = f.num("cap_before", cap_before).num("cap_after", cap_after);
+    let Some((_, rb, ra)) = both(ctx.metrics, &ctx.config.metrics.running) else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("no running-request count logged by both runs"),
+            missing,
+        );
+    };
+    let queue = queue_mean(ctx);
+    let f = f
+        .summary("running_before", rb)
+        .summary("running_after", ra)
+        .num("queue_after_mean", queue.map(|q| q.1));
+    let Some(cap_after) = cap_after else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("the cap in effect after is the engine's default, not known here"),
+            missing,
+        );
+    };
+    let queued = queue.is_some_and(|(_, a)| a >= 0.5);
+    let queue_text = match queue {
+        Some((_, a)) if a < 0.5 => String::from("; nothing queued after"),
+        Some((_, a)) => format!("; {} queued on average after", number(a)),
+        None => String::from("; no queue length logged"),
+    };
+    if rb.max <= cap_after && !queued {
+        let reason = format!(
+            "never bound: the earlier run peaked at {} running requests, within the new cap of {}, \
+             and the later run averaged {}{queue_text}",
+            number(rb.max),
+            number(cap_after),
+            number(ra.mean)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    if cap_before.is_some_and(|b| cap_after >= b) {
+        let reason = format!(
+            "the cap rose to {}: it admits more requests, not fewer",
+            number(cap_after)
+        );
+        return f.done(Assessment::Consistent, reason, missing);
+    }
+    let predicted = cap_after / rb.mean.max(cap_after);
+    let pinned = ra.max <= cap_after * 1.02;
+    let reason = format!(
+        "the earlier run averaged {} running requests, the new cap admits {}{queue_text}: {}",
+        number(rb.mean),
+        number(cap_after),
+        ratio_text(ctx, predicted)
+    );
+    let f = f
+        .num("predicted_ratio", Some(predicted))
+        .num("observed_ratio", ctx.ratio());
+    if pinned && matches(ctx, predicted) == Some(true) {
+        return f.done(Assessment::Explains, reason, missing);
+    }
+    f.done(Assessment::Consistent, reason, missing)
+}
+
+/// KV capacity matters only where the cache filled (or requests queued and were preempted).
+fn kv_capacity(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let (before, after) = values(change);
+    let f = f.num("before", before).num("after", after);
+    let Some((_, ub, ua)) = both(ctx.metrics, &ctx.config.metrics.usage) else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("no KV usage logged by both runs"),
+            missing,
+        );
+    };
+    let (cb, ca) = ctx.capacity;
+    let queue = queue_mean(ctx);
+    let f = f
+        .summary("usage_before", ub)
+        .summary("usage_after", ua)
+        .num("capacity_before_tokens", cb)
+        .num("capacity_after_tokens", ca)
+        .num("queue_after_mean", queue.map(|q| q.1));
+    let pct = |v: f64| format!("{}%", number(v * 100.0));
+    let tokens = match (cb, ca) {
+        (Some(cb), Some(ca)) => format!(
+            " (at most {} of {} tokens before, {} of {} after)",
+            number((ub.max * cb).round()),
+            number(cb),
+            number((ua.max * ca).round()),
+            number(ca)
+        ),
+        _ => String::new(),
+    };
+    let queued = queue.is_some_and(|(_, a)| a >= 0.5);
+    if ua.max < 0.8 && !queued {
+        let reason = format!(
+            "never bound: KV usage peaked at {} before and {} after{tokens}; the cache never filled",
+            pct(ub.max),
+            pct(ua.max)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    let reason = format!(
+        "KV usage peaked at {} after ({} before){tokens}{}: the cache filled, fewer requests fit",
+        pct(ua.max),
+        pct(ub.max),
+        if queued { ", with requests queued" } else { "" }
+    );
+    let running = both(ctx.metrics, &ctx.config.metrics.running);
+    let predicted = running
+        .filter(|(_, rb, _)| rb.mean > 0.0)
+        .map(|(_, rb, ra)| ra.mean / rb.mean);
+    match predicted {
+        Some(p) if ua.max >= 0.9 && p < 1.0 && matches(ctx, p) == Some(true) => {
+            let reason = format!("{reason}; {}", ratio_text(ctx, p));
+            f.num("predicted_ratio", Some(p))
+                .done(Assessment::Explains, reason, missing)
+        }
+        _ => f.done(Assessment::Consistent, reason, missing),
+    }
+}
+
+/// Speculative settings held against the accept length: what each decoding step yields.
+fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let accept = both(ctx.metrics, &ctx.config.metrics.accept);
+    let f = match accept {
+        Some((_, b, a)) => f.summary("accept_before", b).summary("accept_after", a),
+        None => f,
+    };
+    let f = f.num("observed_ratio", ctx.ratio());
+    if let Some(mechanism) = &change.mechanism {
+        let predicted = accept.map(|(_, b, a)| a.mean / b.mean.max(f64::MIN_POSITIVE));
+        if predicted.and_then(|p| matches(ctx, p)) != Some(false) {
+            return f.num("predicted_ratio", predicted).done(
+                Assessment::Explains,
+                mechanism.clone(),
+                missing,
+            );
+        }
+    }
+    let Some((_, b, a)) = accept else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("no accept length logged by both runs"),
+            missing,
+        );
+    };
+    if ctx.held(b.mean, a.mean) {
+        let reason = format!(
+            "the accept length held ({} -> {}): what each step yields did not change",
+            number(b.mean),
+            number(a.mean)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    if a.mean > b.mean {
+        let reason = format!(
+            "the accept length rose ({} -> {}): each step yields more, not less",
+            number(b.mean),
+            number(a.mean)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    let predicted = a.mean / b.mean;
+    let reason = format!(
+        "the accept length fell {} -> {}: {}",
+        number(b.mean),
+        number(a.mean),
+        ratio_text(ctx, predicted)
+    );
+    let f = f.num("predicted_ratio", Some(predicted));
+    match matches(ctx, predicted) {
+        Some(true) => f.done(Assessment::Explains, reason, missing),
+        _ => f.done(Assessment::Consistent, reason, missing),
+    }
+}

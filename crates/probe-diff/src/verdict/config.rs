@@ -1,0 +1,194 @@
+//! `configs/verdict.toml`: which test each cause gets, and the tolerances the tests use.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+/// The embedded file.
+pub const VERDICT_TOML: &str = include_str!("../../../../configs/verdict.toml");
+
+/// The test a cause is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    /// A cap on concurrent requests or sequences: matters only where it binds.
+    RunningCap,
+    /// How many tokens the KV cache holds, or what sizes it: matters only where it fills.
+    KvCapacity,
+    /// Speculative decoding: held against accept length and acceptance rate.
+    Speculative,
+    /// GPU state: held against clocks, power and throttle reasons.
+    Hardware,
+    /// Engine, packages, driver, CUDA.
+    Version,
+    /// No mechanism in numbers.
+    Other,
+}
+
+impl Test {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Test::RunningCap => "running-cap",
+            Test::KvCapacity => "kv-capacity",
+            Test::Speculative => "speculative",
+            Test::Hardware => "hardware",
+            Test::Version => "version",
+            Test::Other => "other",
+        }
+    }
+}
+
+/// One `[[check]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub test: Test,
+    pub causes: Vec<String>,
+    #[serde(default)]
+    pub missing: Vec<String>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct VerdictConfig {
+    pub tolerance: f64,
+    pub held: f64,
+    pub load_moved: f64,
+    pub min_samples: u64,
+    pub band_min_samples: usize,
+    #[serde(default)]
+    pub load_floor: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub check: Vec<Check>,
+    pub metrics: MetricNames,
+}
+
+/// The metric names each test reads (globs).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MetricNames {
+    pub throughput: Vec<String>,
+    pub accept: Vec<String>,
+    pub accept_rate: Vec<String>,
+    pub running: Vec<String>,
+    pub queue: Vec<String>,
+    pub usage: Vec<String>,
+    pub prompt: Vec<String>,
+    pub preemptions: Vec<String>,
+    pub capacity: Vec<String>,
+}
+
+/// Whether `name` matches one of `patterns`.
+pub fn named(patterns: &[String], name: &str) -> bool {
+    let name = fold(name);
+    patterns.iter().any(|p| glob(&fold(p), &name))
+}
+
+impl VerdictConfig {
+    pub fn parse(text: &str) -> Result<VerdictConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// The check that decides the cause `key`: the first whose patterns match.
+    pub fn check_for(&self, key: &str) -> Option<&Check> {
+        let key = fold(key);
+        self.check
+            .iter()
+            .find(|check| check.causes.iter().any(|p| glob(&fold(p), &key)))
+    }
+
+    /// How much a load measure must move, absolutely, to count as moved.
+    pub fn floor(&self, metric: &str) -> f64 {
+        self.load_floor.get(metric).copied().unwrap_or(0.0)
+    }
+}
+
+/// `_` and `-` are the same character in a key; case does not matter.
+fn fold(text: &str) -> String {
+    text.to_ascii_lowercase().replace('_', "-")
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else {
+        return text.is_empty();
+    };
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+static CONFIG: LazyLock<VerdictConfig> = LazyLock::new(|| {
+    crate::embedded::load("configs/verdict.toml", VerdictConfig::parse(VERDICT_TOML))
+});
+
+/// The embedded verdict config.
+pub fn config() -> &'static VerdictConfig {
+    &CONFIG
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_get_their_tests() {
+        let cases = [
+            ("limit:max_running_requests", Test::RunningCap),
+            ("max-running-requests", Test::RunningCap),
+            ("limit:max_total_num_tokens", Test::KvCapacity),
+            ("mem-fraction-static", Test::KvCapacity),
+            ("speculative.num_steps", Test::Speculative),
+            ("speculative", Test::Speculative),
+            ("package:flashinfer-python", Test::Version),
+            ("engine_version", Test::Version),
+            ("gpu.driver_version", Test::Version),
+            ("hardware:power-capped", Test::Hardware),
+            ("attention-backend", Test::Other),
+        ];
+        for (key, want) in cases {
+            assert_eq!(config().check_for(key).map(|c| c.test), Some(want), "{key}");
+        }
+    }
+
+    #[test]
+    fn globs() {
+        let cases = [
+            ("a*", "abc", true),
+            ("*c", "abc", true),
+            ("a*c", "abc", true),
+            ("a*c", "ab", false),
+            ("server:*.x", "server:1.2.3.4:80.x", true),
+            ("abc", "abc", true),
+            ("abc", "abcd", false),
+            ("*", "", true),
+            ("a*b*c", "axbyc", true),
+            ("a*b*c", "axcyb", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(glob(pattern, text), want, "{pattern} {text}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_fail_at_load() {
+        let bad = VERDICT_TOML.replace("tolerance = ", "tolerence = ");
+        assert!(VerdictConfig::parse(&bad).is_err());
+        let bad = VERDICT_TOML.replace("test = \"version\"", "test = \"versions\"");
+        assert!(VerdictConfig::parse(&bad).is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! The verdict in words: one sentence of what happened and why, and one line of what was ruled
+//! out.
+
+use probe_model::{Assessment, Change, Conclusion, Verdict};
+
+use crate::periods::number;
+
+/// Ruled-out causes shown by name in the one line; the rest are counted.
+const RULED_OUT_NAMED: usize = 4;
+
+fn value(value: Option<&serde_json::Value>) -> String {
+    match value {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::from("unset"),
+    }
+}
+
+/// `key before -> after`.
+pub(crate) fn cause_text(change: &Change) -> String {
+    format!(
+        "{} {} -> {}",
+        change.key,
+        value(change.before.as_ref()),
+        value(change.after.as_ref())
+    )
+}
+
+/// One line naming what was ruled out and why, shortest reason first.
+pub(crate) fn ruled_out(changes: &[Change]) -> String {
+    let ruled: Vec<&Change> = changes
+        .iter()
+        .filter(|c| {
+            c.verdict
+                .as_ref()
+                .is_some_and(|v| v.assessment == Assessment::RuledOut)
+        })
+        .collect();
+    if ruled.is_empty() {
+        return String::new();
+    }
+    let mut parts: Vec<String> = ruled
+        .iter()
+        .take(RULED_OUT_NAMED)
+        .map(|c| {
+            let reason = c.verdict.as_ref().map(|v| v.reason.as_str()).unwrap_or("");
+            let short = reason.split(':').next().unwrap_or(reason);
+            format!("{} ({short})", cause_text(c))
+        })
+        .collect();
+    if ruled.len() > RULED_OUT_NAMED {
+        parts.push(format!("{} more", ruled.len() - RULED_OUT_NAMED));
+    }
+    format!("ruled out: {}", parts.join("; "))
+}
+
+fn pct(change: f64) -> String {
+    format!("{}%", number((change * 100.0).abs()))
+}
+
+fn symptom_text(verdict: &Verdict) -> String {
+    let Some(symptom) = &verdict.symptom else {
+        return String::new();
+    };
+    let (Some(b), Some(a)) = (&symptom.before, &symptom.after) else {
+        return String::new();
+    };
+    let direction = if a.mean < b.mean { "fell" } else { "rose" };
+    let change = if b.mean > 0.0 {
+        a.mean / b.mean - 1.0
+    } else {
+        0.0
+    };
+    format!(
+        "{} {direction} {} ({} -> {} {})",
+        symptom.metric,
+        pct(change),
+        number(b.mean),
+        number(a.mean),
+        symptom.unit
+    )
+}
+
+fn measure(verdict: &Verdict, name: &str) -> Option<(f64, f64)> {
+    let m = verdict.load.measures.iter().find(|m| m.name == name)?;
+    Some((m.before?, m.after?))
+}
+
+fn load_text(verdict: &Verdict) -> String {
+    let running = measure(verdict, "running requests");
+    let per = measure(verdict, "throughput per request");
+    let mut text = String::from("the load changed, not the server");
+    if let Some((b, a)) = running
+        && b > 0.0
+    {
+        text.push_str(&format!(
+            ": x{} as many requests run at once ({} -> {})",
+            number(a / b),
+            number(b),
+            number(a)
+        ));
+    }
+    if let Some((b, a)) = per {
+        text.push_str(&format!(
+            ", so per-request speed went {} -> {} tok/s",
+            number(b),
+            number(a)
+        ));
+    }
+    if let Some(symptom) = verdict.symptom.as_ref()
+        && let (Some(b), Some(a)) = (&symptom.before, &symptom.after)
+    {
+        let word = if a.mean >= b.mean { "rose" } else { "went" };
+        text.push_str(&format!(
+            " while the aggregate {word} {} -> {} {}",
+            number(b.mean),
+            number(a.mean),
+            symptom.unit
+        ));
+    }
+    if let Some(band) = &verdict.load.band {
+        text.push_str(&format!("; compared at the same load: {band}"));
+    }
+    text
+}
+
+/// One sentence: what happened and why.
+pub(crate) fn headline(changes: &[Change], verdict: &Verdict) -> String {
+    let symptom = symptom_text(verdict);
+    match verdict.conclusion {
+        Conclusion::Cause => {
+            let cause = changes
+                .iter()
+                .find(|c| Some(&c.key) == verdict.cause.as_ref())
+                .map(cause_text)
+                .unwrap_or_default();
+            let with: Vec<String> = changes
+                .iter()
+                .filter(|c| Some(&c.key) != verdict.cause.as_ref())
+                .filter(|c| {
+                    c.verdict
+                        .as_ref()
+                        .is_some_and(|v| v.assessment == Assessment::Explains)
+                })
+                .map(cause_text)
+                .collect();
+            if with.is_empty() {
+                format!("{symptom}: {cause} explains it")
+            } else {
+                format!("{symptom}: {cause} explains it (with {})", with.join(", "))
+            }
+        }
+        Conclusion::LoadChanged => load_text(verdict),
+        Conclusion::NoSlowdown => format!("no slowdown: {symptom}"),
+        Conclusion::Unexplained => format!(
+            "{symptom}; nothing tested explains it, {} candidate cause(s) remain consistent",
+            verdict.consistent
+        ),
+        Conclusion::NotEnoughEvidence => String::from(
+            "the runs' throughput could not be compared (no throughput logged by both): the \
+             causes below are untested",
+        ),
+    }
+}

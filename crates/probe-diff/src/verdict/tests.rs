@@ -1,0 +1,386 @@
+//! Each kind of verdict on inputs whose answer is known.
+
+use probe_model::{
+    Assessment, Category, Change, Conclusion, Impact, MetricComparison, MetricSummary,
+    VerdictConfidence,
+};
+use serde_json::{Value, json};
+
+use super::{Band, Evidence, judge};
+
+fn summary(mean: f64, max: f64, count: u64) -> MetricSummary {
+    MetricSummary {
+        count,
+        mean,
+        min: mean.min(max),
+        max,
+        ..MetricSummary::default()
+    }
+}
+
+/// (name, before mean, before max, after mean, after max), 20 samples a side.
+fn metric(name: &str, b: (f64, f64), a: (f64, f64)) -> MetricComparison {
+    MetricComparison {
+        name: name.to_string(),
+        unit: String::from("x"),
+        before: Some(summary(b.0, b.1, 20)),
+        after: Some(summary(a.0, a.1, 20)),
+        change: Some(a.0 / b.0 - 1.0),
+    }
+}
+
+fn cause(key: &str, category: Category, impact: Impact, b: Value, a: Value) -> Change {
+    Change {
+        key: key.to_string(),
+        category,
+        impact,
+        before: Some(b),
+        after: Some(a),
+        explanation: format!("{key} changed"),
+        ..Change::default()
+    }
+}
+
+/// The project's story: num_steps 3 -> 1 caps the accept length at 2 (2.81 -> 1.74), 70 -> 37
+/// tok/s, one running request in both runs, KV usage 1-2 %.
+fn story() -> (Vec<Change>, Vec<MetricComparison>) {
+    let mut steps = cause(
+        "speculative.num_steps",
+        Category::SpeculativeDecoding,
+        Impact::Medium,
+        json!(3),
+        json!(1),
+    );
+    steps.mechanism = Some(String::from(
+        "with EAGLE/NEXTN chains and topk 1 the accept length is at most num_steps + 1",
+    ));
+    let changes = vec![
+        cause(
+            "limit:max_running_requests",
+            Category::BatchingScheduling,
+            Impact::High,
+            json!(4),
+            json!(1),
+        ),
+        cause(
+            "limit:max_total_num_tokens",
+            Category::MemoryKvCache,
+            Impact::High,
+            json!(61440),
+            json!(19456),
+        ),
+        steps,
+        cause(
+            "package:flashinfer-python",
+            Category::EngineVersions,
+            Impact::Medium,
+            json!("0.5.2"),
+            json!("0.5.3"),
+        ),
+        cause(
+            "attention-backend",
+            Category::KernelsBackends,
+            Impact::Medium,
+            json!("fa3"),
+            json!("flashinfer"),
+        ),
+    ];
+    let metrics = vec![
+        metric("gen_throughput", (70.0, 74.0), (37.0, 40.0)),
+        metric("accept_len", (2.81, 2.95), (1.74, 1.8)),
+        metric("running_reqs", (1.0, 1.0), (1.0, 1.0)),
+        metric("queue_reqs", (0.0, 0.0), (0.0, 0.0)),
+        metric("token_usage", (0.01, 0.02), (0.02, 0.02)),
+    ];
+    (changes, metrics)
+}
+
+fn evidence(metrics: &[MetricComparison]) -> Evidence<'_> {
+    Evidence {
+        metrics,
+        capacity: (Some(61_440.0), Some(19_456.0)),
+        field: String::from("vs_previous_launch.verdict"),
+        ..Evidence::default()
+    }
+}
+
+fn verdict_of<'a>(changes: &'a [Change], key: &str) -> &'a probe_model::CauseVerdict {
+    changes
+        .iter()
+        .find(|c| c.key == key)
+        .and_then(|c| c.verdict.as_ref())
+        .unwrap_or_else(|| panic!("{key}: {changes:#?}"))
+}
+
+#[test]
+fn the_story_the_mechanism_first_limits_that_never_bound_ruled_out() {
+    let (mut changes, metrics) = story();
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(verdict.conclusion, Conclusion::Cause);
+    assert_eq!(verdict.cause.as_deref(), Some("speculative.num_steps"));
+    assert_eq!(changes[0].key, "speculative.num_steps", "{changes:#?}");
+    // (key, assessment, reason contains)
+    let cases = [
+        (
+            "speculative.num_steps",
+            Assessment::Explains,
+            "accept length",
+        ),
+        (
+            "limit:max_running_requests",
+            Assessment::RuledOut,
+            "never bound: the earlier run peaked at 1 running requests, within the new cap of 1",
+        ),
+        (
+            "limit:max_total_num_tokens",
+            Assessment::RuledOut,
+            "never bound: KV usage peaked at 2% before and 2% after (at most 1229 of 61440 tokens before",
+        ),
+        (
+            "package:flashinfer-python",
+            Assessment::Consistent,
+            "not needed",
+        ),
+        (
+            "attention-backend",
+            Assessment::Consistent,
+            "no logged number",
+        ),
+    ];
+    for (key, assessment, reason) in cases {
+        let v = verdict_of(&changes, key);
+        assert_eq!(v.assessment, assessment, "{key}: {v:?}");
+        assert!(v.reason.contains(reason), "{key}: {}", v.reason);
+    }
+    let caps = verdict_of(&changes, "limit:max_running_requests");
+    assert_eq!(caps.numbers.get("running_before_max"), Some(&1.0));
+    assert_eq!(caps.numbers.get("cap_after"), Some(&1.0));
+    assert_eq!(verdict.load.like_for_like, Some(true));
+    assert_eq!(verdict.confidence, VerdictConfidence::High);
+    assert!(
+        verdict
+            .headline
+            .starts_with("gen_throughput fell 47.14% (70 -> 37 x)"),
+        "{}",
+        verdict.headline
+    );
+    assert!(
+        verdict
+            .ruled_out
+            .contains("limit:max_running_requests 4 -> 1 (never bound"),
+        "{}",
+        verdict.ruled_out
+    );
+    assert_eq!(
+        (
+            verdict.explains,
+            verdict.consistent,
+            verdict.ruled_out_count
+        ),
+        (1, 2, 2)
+    );
+}
+
+#[test]
+fn the_load_changed_not_the_server() {
+    let metrics = vec![
+        metric("gen_throughput", (70.0, 72.0), (120.0, 130.0)),
+        metric("running_reqs", (1.0, 1.0), (4.0, 4.0)),
+        metric("queue_reqs", (0.0, 0.0), (0.0, 0.0)),
+    ];
+    let mut ev = evidence(&metrics);
+    ev.bands = vec![Band {
+        running: 1,
+        before: vec![70.0; 10],
+        after: vec![68.0; 4],
+    }];
+    let mut changes: Vec<Change> = Vec::new();
+    let verdict = judge(&mut changes, &ev);
+    assert_eq!(verdict.conclusion, Conclusion::LoadChanged, "{verdict:#?}");
+    assert_eq!(verdict.load.like_for_like, Some(false));
+    assert_eq!(verdict.confidence, VerdictConfidence::High);
+    assert!(
+        verdict.headline.starts_with(
+            "the load changed, not the server: x4 as many requests run at once (1 -> 4), so \
+             per-request speed went 70 -> 30 tok/s while the aggregate rose 70 -> 120 x"
+        ),
+        "{}",
+        verdict.headline
+    );
+    assert!(
+        verdict
+            .headline
+            .contains("samples with 1 running request: 10 before, 4 after")
+    );
+}
+
+#[test]
+fn no_slowdown_rules_every_cause_out() {
+    let metrics = vec![metric("gen_throughput", (70.0, 72.0), (69.0, 71.0))];
+    let mut changes = vec![cause(
+        "engine_version",
+        Category::EngineVersions,
+        Impact::High,
+        json!("0.5.8"),
+        json!("0.5.9"),
+    )];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(verdict.conclusion, Conclusion::NoSlowdown);
+    let v = verdict_of(&changes, "engine_version");
+    assert_eq!(v.assessment, Assessment::RuledOut);
+    assert!(
+        v.reason
+            .starts_with("throughput did not fall (70 -> 69 tok/s)"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn a_version_is_consistent_when_nothing_explains_and_ruled_out_when_runs_around_it_held() {
+    let metrics = vec![
+        metric("gen_throughput", (1000.0, 1100.0), (600.0, 700.0)),
+        metric("running_reqs", (30.0, 40.0), (31.0, 40.0)),
+    ];
+    let version = || {
+        cause(
+            "engine_version",
+            Category::EngineVersions,
+            Impact::High,
+            json!("0.10.2"),
+            json!("0.11.0"),
+        )
+    };
+    let mut changes = vec![version()];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(verdict.conclusion, Conclusion::Unexplained);
+    assert_eq!(verdict.confidence, VerdictConfidence::Low);
+    let v = verdict_of(&changes, "engine_version");
+    assert_eq!(v.assessment, Assessment::Consistent);
+    assert!(!v.missing.is_empty());
+
+    let mut changes = vec![version()];
+    let mut ev = evidence(&metrics);
+    ev.held_across = vec![String::from("engine_version")];
+    let verdict = judge(&mut changes, &ev);
+    assert_eq!(
+        verdict_of(&changes, "engine_version").assessment,
+        Assessment::RuledOut
+    );
+    assert_eq!(verdict.conclusion, Conclusion::Unexplained);
+}
+
+#[test]
+fn a_cap_that_binds_explains() {
+    // 32 running requests before; the cap fell to 8; the runs sit at the cap with a queue.
+    let metrics = vec![
+        metric("gen_throughput", (1000.0, 1100.0), (260.0, 300.0)),
+        metric("running_reqs", (32.0, 40.0), (8.0, 8.0)),
+        metric("queue_reqs", (0.0, 0.0), (24.0, 30.0)),
+    ];
+    let mut changes = vec![cause(
+        "limit:max_running_requests",
+        Category::BatchingScheduling,
+        Impact::High,
+        json!(64),
+        json!(8),
+    )];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    let v = verdict_of(&changes, "limit:max_running_requests");
+    assert_eq!(v.assessment, Assessment::Explains, "{v:?}");
+    assert_eq!(v.numbers.get("predicted_ratio"), Some(&0.25));
+    assert_eq!(verdict.conclusion, Conclusion::Cause);
+    // The load differs (the cap is what changed it): medium, not high.
+    assert_eq!(verdict.confidence, VerdictConfidence::Medium);
+}
+
+#[test]
+fn a_full_cache_explains_and_accept_length_that_held_rules_speculation_out() {
+    let metrics = vec![
+        metric("gen_throughput", (1000.0, 1100.0), (520.0, 600.0)),
+        metric("running_reqs", (40.0, 48.0), (20.0, 24.0)),
+        metric("kv_cache_usage", (0.6, 0.7), (0.97, 0.99)),
+        metric("waiting_reqs", (0.0, 0.0), (12.0, 20.0)),
+        metric("accept_len", (2.9, 3.1), (2.85, 3.0)),
+    ];
+    let mut changes = vec![
+        cause(
+            "gpu-memory-utilization",
+            Category::MemoryKvCache,
+            Impact::High,
+            json!(0.9),
+            json!(0.6),
+        ),
+        cause(
+            "speculative.num_draft_tokens",
+            Category::SpeculativeDecoding,
+            Impact::Medium,
+            json!(4),
+            json!(5),
+        ),
+    ];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(
+        verdict_of(&changes, "gpu-memory-utilization").assessment,
+        Assessment::Explains
+    );
+    let spec = verdict_of(&changes, "speculative.num_draft_tokens");
+    assert_eq!(spec.assessment, Assessment::RuledOut);
+    assert!(
+        spec.reason.contains("accept length held (2.9 -> 2.85)"),
+        "{}",
+        spec.reason
+    );
+    assert_eq!(verdict.cause.as_deref(), Some("gpu-memory-utilization"));
+}
+
+#[test]
+fn without_throughput_on_both_sides_nothing_is_concluded() {
+    let metrics = vec![metric("running_reqs", (1.0, 1.0), (1.0, 1.0))];
+    let mut changes = vec![cause(
+        "attention-backend",
+        Category::KernelsBackends,
+        Impact::Medium,
+        json!("fa3"),
+        json!("triton"),
+    )];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(verdict.conclusion, Conclusion::NotEnoughEvidence);
+    assert_eq!(verdict.confidence, VerdictConfidence::Low);
+    assert_eq!(
+        verdict_of(&changes, "attention-backend").assessment,
+        Assessment::Consistent
+    );
+}
+
+#[test]
+fn fewer_requests_each_as_fast_is_the_load_not_a_cause() {
+    // sglang-hybrid: 38.65 -> 8.99 running requests, 1021 -> 427 tok/s aggregate, per request
+    // 26 -> 47 tok/s; a speculative change nobody measured on the earlier side.
+    let metrics = vec![
+        metric("gen_throughput", (1021.1, 1149.7), (426.6, 469.9)),
+        metric("running_reqs", (38.65, 48.0), (8.99, 12.0)),
+        metric("queue_reqs", (1.59, 3.0), (0.95, 2.0)),
+    ];
+    let mut changes = vec![cause(
+        "speculative.num_steps",
+        Category::SpeculativeDecoding,
+        Impact::Medium,
+        json!(2),
+        json!(3),
+    )];
+    let verdict = judge(&mut changes, &evidence(&metrics));
+    assert_eq!(verdict.conclusion, Conclusion::LoadChanged, "{verdict:#?}");
+    assert_eq!(verdict.confidence, VerdictConfidence::Medium);
+    assert!(
+        verdict
+            .headline
+            .contains("x0.23 as many requests run at once (38.65 -> 8.99)"),
+        "{}",
+        verdict.headline
+    );
+    assert_eq!(
+        verdict_of(&changes, "speculative.num_steps").assessment,
+        Assessment::Consistent
+    );
+}

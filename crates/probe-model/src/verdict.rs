@@ -1,0 +1,187 @@
+//! Conclusions drawn from the evidence: each candidate cause tested against the symptoms, and the
+//! verdict a report opens with (the symptom in numbers, like for like or not, the best-supported
+//! cause with its mechanism, what was ruled out, how sure, and what would restore it).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::MetricSummary;
+
+/// What testing a candidate cause against the symptoms found.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Assessment {
+    /// Its mechanism predicts the observed change in numbers, within the stated tolerance.
+    Explains,
+    /// Plausible, but the evidence to check it is missing (`CauseVerdict::missing` says which).
+    #[default]
+    Consistent,
+    /// Checked, and it cannot produce the symptom (`CauseVerdict::reason` says why).
+    RuledOut,
+}
+
+impl Assessment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Assessment::Explains => "explains",
+            Assessment::Consistent => "consistent",
+            Assessment::RuledOut => "ruled out",
+        }
+    }
+}
+
+/// One cause held against the symptoms.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct CauseVerdict {
+    pub assessment: Assessment,
+    /// Which test decided it (`limit-binds`, `speculative`, `version`, ...).
+    pub test: String,
+    /// Why, in one sentence with the numbers.
+    pub reason: String,
+    /// The numbers the test used, by name (`running_reqs_max_after`, `cap_after`, ...).
+    pub numbers: BTreeMap<String, f64>,
+    /// The evidence that would decide a `consistent` cause, had it been there.
+    pub missing: Vec<String>,
+}
+
+/// How sure the verdict is.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictConfidence {
+    High,
+    Medium,
+    #[default]
+    Low,
+}
+
+impl VerdictConfidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictConfidence::High => "high",
+            VerdictConfidence::Medium => "medium",
+            VerdictConfidence::Low => "low",
+        }
+    }
+}
+
+/// What the verdict concludes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Conclusion {
+    /// A change explains the symptom.
+    Cause,
+    /// Configuration, versions, driver and hardware did not change; the load did.
+    LoadChanged,
+    /// The symptom is there, nothing tested explains it; the consistent causes remain.
+    Unexplained,
+    /// Throughput did not get worse (within the tolerance).
+    NoSlowdown,
+    /// Too little evidence to compare the runs' speed (no metrics on one side).
+    #[default]
+    NotEnoughEvidence,
+}
+
+/// The symptom in numbers: one metric, run against run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Symptom {
+    /// The metric (`gen_throughput`, `generation_throughput`, `lifetime:generation_throughput`).
+    pub metric: String,
+    pub unit: String,
+    pub before: Option<MetricSummary>,
+    pub after: Option<MetricSummary>,
+    /// Relative change of the mean, `after/before - 1`.
+    pub change: Option<f64>,
+    /// The periods compared, as the report names them.
+    pub before_period: String,
+    pub after_period: String,
+}
+
+/// One load measure of the two runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LoadMeasure {
+    /// `running requests`, `queued requests`, `KV usage`, `tokens in use`, `throughput per
+    /// request`, `prefill share`, ...
+    pub name: String,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    pub unit: String,
+}
+
+/// The two runs' load compared before their speed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LoadComparison {
+    /// `Some(true)`: like for like; `Some(false)`: the load differs; `None`: no load measure.
+    pub like_for_like: Option<bool>,
+    /// One sentence with the numbers.
+    pub summary: String,
+    pub measures: Vec<LoadMeasure>,
+    /// Where the load differs and both runs have samples at the same running-request count,
+    /// the band compared (`samples with 1 running request: 41 before, 38 after`).
+    pub band: Option<String>,
+    /// Throughput means inside that band.
+    pub band_throughput: Option<(f64, f64)>,
+}
+
+/// What would restore the earlier behaviour (probe prints it; it never runs any of it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Restore {
+    /// Where the earlier launch came from (`history:/root/.bash_history:12`, `unit:x.service`).
+    pub source: String,
+    /// The earlier launch as a runnable text.
+    pub launch_text: Option<String>,
+    /// The flags that differ from the running launch, as written on the earlier side.
+    pub differing: Vec<String>,
+    /// `pip install X==A Y==B` when package versions differ and the earlier ones are known.
+    pub pins: Option<String>,
+    /// Other steps (a power limit, a driver) in order.
+    pub steps: Vec<String>,
+}
+
+/// The verdict a report opens with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Verdict {
+    pub conclusion: Conclusion,
+    /// One sentence: what happened and why.
+    pub headline: String,
+    pub symptom: Option<Symptom>,
+    pub load: LoadComparison,
+    /// The key of the best-supported cause (`speculative.num_steps`).
+    pub cause: Option<String>,
+    /// Its mechanism, in one sentence with the numbers.
+    pub mechanism: Option<String>,
+    /// The causes ruled out, one line (`max_running_requests: peak 1 running of a cap of 1...`).
+    pub ruled_out: String,
+    pub confidence: VerdictConfidence,
+    /// Why that confidence.
+    pub confidence_reason: String,
+    /// How many causes each test put in each group.
+    pub explains: usize,
+    pub consistent: usize,
+    pub ruled_out_count: usize,
+    pub restore: Option<Restore>,
+    /// The JSON field that holds every cause with its verdict and numbers.
+    pub field: String,
+}
