@@ -244,6 +244,10 @@ pub struct DiffArgs {
     /// Also count volatile differences (PIDs, uptime, utilisation) as changes.
     #[arg(long)]
     pub include_volatile: bool,
+    /// Print only what rolling B back to A would change, as an ordered checklist (flags,
+    /// packages, driver, model, power limit). probe runs none of it.
+    #[arg(long)]
+    pub rollback: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,8 @@
 //! End-to-end: runs and "why it got slower" on the fixture hosts, over real SSH with the built
 //! binary. `vllm-upgrade`: an engine upgrade under an unchanged unit; `sglang-hybrid`: a hand
-//! launch that replaced a unit stopped days before, with an upgrade in between.
+//! launch that replaced a unit stopped days before, with an upgrade in between; `sglang-story`:
+//! the project's story (speculative steps 3 -> 1, limits that never bound); `sglang-load`: the
+//! same launch with more load.
 
 #![allow(clippy::print_stderr)]
 
@@ -8,7 +10,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use probe_model::{Certainty, HostReport, VersionSource};
+use probe_model::{
+    Assessment, Certainty, Conclusion, HostReport, SnapshotDiff, VerdictConfidence, VersionSource,
+};
 use probe_testkit::fixture::{self, Fleet};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_probe");
@@ -24,7 +28,12 @@ fn env() -> &'static Env {
         probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         Env {
-            fleet: Fleet::start(&["sglang-hybrid", "vllm-upgrade"]),
+            fleet: Fleet::start(&[
+                "sglang-hybrid",
+                "vllm-upgrade",
+                "sglang-story",
+                "sglang-load",
+            ]),
             dir: tempfile::tempdir().unwrap(),
         }
     })
@@ -181,7 +190,7 @@ fn engine_upgrade_under_an_unchanged_unit() {
         "KV capacity 1154496 tokens",
         "KV capacity 384832 tokens",
         "Symptoms (run against run, idle samples left out):",
-        "Candidate causes, most likely first:",
+        "Candidate causes, tested against the symptoms (explains, consistent, ruled out):",
         "Serving packages",
         "GPU memory",
     ] {
@@ -302,4 +311,181 @@ fn timeline_places_host_changes_by_their_timestamps() {
         .find(|l| l.contains("vllm==0.10.1.1"))
         .unwrap_or_default();
     assert!(first.contains("2026-11-15"), "{first}");
+}
+
+fn verdict_of<'a>(diff: &'a probe_model::LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
+    diff.changes
+        .iter()
+        .find(|c| c.key == key)
+        .and_then(|c| c.verdict.as_ref())
+        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
+}
+
+#[test]
+fn the_story_concludes_the_speculative_change_and_rules_out_the_limits() {
+    let report = report("fx-sglang-story");
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
+    assert_eq!(verdict.cause.as_deref(), Some("speculative.num_steps"));
+    assert_eq!(verdict.confidence, VerdictConfidence::High, "{verdict:#?}");
+    assert_eq!(verdict.load.like_for_like, Some(true), "{:?}", verdict.load);
+    let symptom = verdict.symptom.as_ref().unwrap();
+    let (before, after) = (
+        symptom.before.as_ref().unwrap(),
+        symptom.after.as_ref().unwrap(),
+    );
+    assert!((68.0..72.0).contains(&before.mean), "{before:?}");
+    assert!((35.0..39.0).contains(&after.mean), "{after:?}");
+    assert_eq!(before.count, 120);
+    // The mechanism first; the limits that never bound ruled out, with the numbers.
+    assert_eq!(
+        diff.changes[0].key, "speculative.num_steps",
+        "{:#?}",
+        diff.changes
+    );
+    let steps = verdict_of(diff, "speculative.num_steps");
+    assert_eq!(steps.assessment, Assessment::Explains);
+    assert!(steps.reason.contains("caps it at 2"), "{}", steps.reason);
+    for key in ["limit:max_running_requests", "limit:max_total_num_tokens"] {
+        let v = verdict_of(diff, key);
+        assert_eq!(v.assessment, Assessment::RuledOut, "{key}: {v:?}");
+        assert!(v.reason.starts_with("never bound"), "{key}: {}", v.reason);
+    }
+    assert_eq!(
+        verdict_of(diff, "limit:max_running_requests")
+            .numbers
+            .get("running_before_max"),
+        Some(&1.0)
+    );
+    // What restores it: the 2026-11-20 history line, the differing flags named.
+    let restore = verdict.restore.as_ref().expect("a restore text");
+    assert_eq!(restore.source, "history:/root/.bash_history#1");
+    let text = restore.launch_text.as_deref().unwrap();
+    assert!(
+        text.contains("--speculative-num-steps 3") && text.contains("--max-running-requests 4"),
+        "{text}"
+    );
+    for flag in ["--speculative-num-steps 3", "--max-running-requests 4"] {
+        assert!(
+            restore.differing.iter().any(|d| d == flag),
+            "{:?}",
+            restore.differing
+        );
+    }
+    // Said first, before any table, in the terminal and in Markdown.
+    let text = human("fx-sglang-story");
+    let verdict_at = text.find("Verdict").unwrap();
+    assert!(verdict_at < text.find("Running now").unwrap(), "{text}");
+    assert!(
+        text.contains("speculative.num_steps 3 -> 1 explains it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ruled out: limit:max_running_requests 4 -> 1 (never bound)"),
+        "{text}"
+    );
+    assert!(text.contains("confidence  high"), "{text}");
+    let out = probe(&[
+        "host",
+        "fx-sglang-story",
+        "--no-store",
+        "--format",
+        "markdown",
+    ]);
+    let markdown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        markdown.find("## Verdict").unwrap() < markdown.find("## Running now").unwrap(),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn more_load_on_an_unchanged_server_is_the_load_not_the_server() {
+    let report = report("fx-sglang-load");
+    let diff = report
+        .vs_previous_launch
+        .as_ref()
+        .expect("a comparison of equal launches");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::LoadChanged, "{verdict:#?}");
+    assert_eq!(verdict.load.like_for_like, Some(false));
+    assert!(
+        verdict
+            .headline
+            .starts_with("the load changed, not the server"),
+        "{}",
+        verdict.headline
+    );
+    let per_request = verdict
+        .load
+        .measures
+        .iter()
+        .find(|m| m.name == "throughput per request")
+        .unwrap();
+    assert!(
+        per_request.after.unwrap() < per_request.before.unwrap() * 0.7,
+        "{per_request:?}"
+    );
+    let symptom = verdict.symptom.as_ref().unwrap();
+    assert!(symptom.after.as_ref().unwrap().mean > symptom.before.as_ref().unwrap().mean);
+    // The band both runs share: one running request, as fast as before.
+    let band = verdict.load.band.as_deref().expect("a band");
+    assert!(band.starts_with("samples with 1 running request"), "{band}");
+    let (b, a) = verdict.load.band_throughput.unwrap();
+    assert!((a / b - 1.0).abs() < 0.1, "{b} {a}");
+    assert_eq!(verdict.confidence, VerdictConfidence::High);
+    assert!(
+        diff.changes
+            .iter()
+            .filter_map(|c| c.verdict.as_ref())
+            .all(|v| v.assessment == Assessment::RuledOut)
+    );
+}
+
+#[test]
+fn diff_rollback_is_a_checklist() {
+    let out = probe(&[
+        "diff",
+        "fx-sglang-load",
+        "fx-sglang-story",
+        "--rollback",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    for want in [
+        "flag: restore --speculative-num-steps 3",
+        "flag: restore --speculative-num-draft-tokens 4",
+        "flag: drop --max-running-requests 1",
+    ] {
+        assert!(steps.iter().any(|s| s == want), "{want}: {steps:#?}");
+    }
+    let launch = steps
+        .iter()
+        .find(|s| s.starts_with("launch: "))
+        .expect("the launch");
+    assert!(launch.contains("--speculative-num-steps 3"), "{launch}");
+    let out = probe(&["diff", "fx-sglang-load", "fx-sglang-story"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.find("Verdict").unwrap() < text.find("Changes, most likely").unwrap(),
+        "{text}"
+    );
+    let out = probe(&[
+        "diff",
+        "fx-sglang-load",
+        "fx-sglang-story",
+        "--format",
+        "json",
+    ]);
+    let diff: SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let verdict = diff.verdict.expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
 }

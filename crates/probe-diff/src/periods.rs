@@ -318,12 +318,11 @@ pub(crate) fn load_note(
 /// Throughput samples by running-request count, for each of two periods: the samples where the
 /// engine logged both at the same time, idle ones left out.
 pub(crate) fn load_bands(
-    points: &ServerPoints,
-    before: &RunPeriod,
-    after: &RunPeriod,
+    before: (&ServerPoints, &RunPeriod),
+    after: (&ServerPoints, &RunPeriod),
 ) -> Vec<crate::verdict::Band> {
     let mut bands: BTreeMap<u32, crate::verdict::Band> = BTreeMap::new();
-    for (period, is_after) in [(before, false), (after, true)] {
+    for ((points, period), is_after) in [(before, false), (after, true)] {
         for (running, throughput) in paired_samples(points, period) {
             let band = bands
                 .entry(running)
@@ -341,16 +340,63 @@ pub(crate) fn load_bands(
     bands.into_values().collect()
 }
 
+/// The run of the first server running in a snapshot, with its metrics (idle samples left
+/// out): one side of `probe diff`'s verdict, so that two snapshots are compared run against run
+/// and not on every line their logs ever held.
+pub(crate) struct RunningSide {
+    pub(crate) stats: PeriodStats,
+    pub(crate) label: String,
+    pub(crate) run: Option<probe_model::Run>,
+    pub(crate) points: ServerPoints,
+    pub(crate) period: RunPeriod,
+}
+
+pub(crate) fn running_side(snapshot: &Snapshot) -> Option<RunningSide> {
+    let analysis = crate::analyze(snapshot);
+    let timeline = &analysis.timeline;
+    let running = timeline
+        .events
+        .iter()
+        .find(|e| e.running && e.launch.is_some())?
+        .launch?;
+    let server = timeline.launches.get(running)?;
+    let periods = run_periods(snapshot, &analysis, running);
+    let period = periods.iter().rev().find(|p| p.launch == running)?.clone();
+    let points = server_points(snapshot, timeline, server);
+    let stats = period_metrics(&points, &period);
+    if stats.metrics.is_empty() {
+        return None;
+    }
+    Some(RunningSide {
+        label: describe(server, &period),
+        run: analysis.runs.get(period.run).cloned(),
+        stats,
+        points,
+        period,
+    })
+}
+
 /// (running requests, throughput) logged at the same time inside a period, idle ones left out.
 fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> {
     let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
     let Some((_, running)) = points.get("running_reqs") else {
         return Vec::new();
     };
-    let running: BTreeMap<UnixTime, f64> = running
-        .iter()
-        .filter(|(t, v)| inside(t) && *v > 0.0)
-        .copied()
+    // A second in which the engine logged two running counts is ambiguous: left out.
+    let mut by_time: BTreeMap<UnixTime, Option<f64>> = BTreeMap::new();
+    for (t, v) in running.iter().filter(|(t, v)| inside(t) && *v > 0.0) {
+        by_time
+            .entry(*t)
+            .and_modify(|seen| {
+                if *seen != Some(*v) {
+                    *seen = None;
+                }
+            })
+            .or_insert(Some(*v));
+    }
+    let running: BTreeMap<UnixTime, f64> = by_time
+        .into_iter()
+        .filter_map(|(t, v)| Some((t, v?)))
         .collect();
     ["gen_throughput", "generation_throughput"]
         .iter()

@@ -60,7 +60,7 @@ pub fn previous_launch_diff(snapshot: &Snapshot, analysis: &Analysis) -> Option<
 const VERDICT_FIELD: &str = "vs_previous_launch.verdict";
 
 /// The KV capacity in tokens a run had, from its start-up limits.
-fn capacity(run: Option<&Run>) -> Option<f64> {
+pub(crate) fn capacity(run: Option<&Run>) -> Option<f64> {
     let run = run?;
     verdict::config()
         .metrics
@@ -209,7 +209,7 @@ fn symptoms(
         before_period: describe(stand_in, period),
         after_period: describe(after, current),
         capacity: (capacity(runs.0), capacity(runs.1)),
-        bands: load_bands(points, period, current),
+        bands: load_bands((points, period), (points, current)),
         held_across,
         field: String::from(VERDICT_FIELD),
     };

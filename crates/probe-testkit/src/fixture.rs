@@ -5,7 +5,7 @@
 //!
 //! A host is defined by a directory `fixtures/<name>/` (see `fixtures/README.md`):
 //! - `host.conf`: one directive a line (`addr`, `bind`, `user`, `lib`, `mtime`, `chown`, `mode`,
-//!   `ready`), read here (addr, lib, ready) and by `fixtures/_lib/setup.sh` (the rest);
+//!   `ready`, `ready-count`), read here (addr, lib, ready, ready-count) and by `fixtures/_lib/setup.sh` (the rest);
 //! - `root/`: the files, laid out at their absolute paths (`root/etc/systemd/system/...`);
 //! - optional `prepare.sh` (generates content, runs before the bind mounts) and `start.sh` (starts
 //!   the processes, runs after them), both sourced by `setup.sh` inside the namespace.
@@ -78,7 +78,8 @@ struct Manifest {
     /// (source under `fixtures/_lib`, destination under the copy's root)
     libs: Vec<(String, String)>,
     /// (file under the copy, text it must contain before `start` returns)
-    ready: Vec<(String, String)>,
+    /// (file, text, how many times it must occur)
+    ready: Vec<(String, String, usize)>,
     /// `sshd LINE`: extra sshd_config lines (`AllowTcpForwarding no`).
     sshd_config: String,
 }
@@ -115,6 +116,22 @@ fn read_manifest(path: &Path) -> Manifest {
                 m.ready.push((
                     file.trim_start_matches('/').to_string(),
                     text.trim().to_string(),
+                    1,
+                ));
+            }
+            // `ready-count N /FILE TEXT`: TEXT at least N times (a server's periodic lines).
+            "ready-count" => {
+                let (count, rest) = rest
+                    .split_once(char::is_whitespace)
+                    .expect("ready-count N FILE TEXT");
+                let (file, text) = rest
+                    .trim()
+                    .split_once(char::is_whitespace)
+                    .expect("ready-count N FILE TEXT");
+                m.ready.push((
+                    file.trim_start_matches('/').to_string(),
+                    text.trim().to_string(),
+                    count.parse().expect("ready-count N: a number"),
                 ));
             }
             "sshd" => {
@@ -304,13 +321,17 @@ impl FixtureHost {
         host
     }
 
-    fn wait_ready(&self, ready: &[(String, String)]) {
+    fn wait_ready(&self, ready: &[(String, String, usize)]) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        for (file, text) in ready {
+        for (file, text, count) in ready {
             let path = self.dir.join(file);
             loop {
                 let content = std::fs::read(&path).unwrap_or_default();
-                if String::from_utf8_lossy(&content).contains(text.as_str()) {
+                if String::from_utf8_lossy(&content)
+                    .matches(text.as_str())
+                    .count()
+                    >= *count
+                {
                     break;
                 }
                 assert!(

@@ -1,4 +1,5 @@
 //! `probe diff A B`: exit 0 when nothing meaningful differs, 1 when something does, 2 on error.
+//! `--rollback` prints what rolling B back to A would change instead.
 
 use probe_model::exit_codes;
 
@@ -20,7 +21,11 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
         include_volatile: args.include_volatile,
     };
     let diff = probe_diff::compare_snapshots(&before, &after, &options);
-    ctx.emit(&diff, || render::snapshot_diff_doc(&diff))?;
+    if args.rollback {
+        ctx.emit(&diff.rollback, || render::rollback_doc(&diff))?;
+    } else {
+        ctx.emit(&diff, || render::snapshot_diff_doc(&diff))?;
+    }
     Ok(if probe_diff::is_meaningful(&diff) {
         exit_codes::DIFFERENCES
     } else {

@@ -825,6 +825,37 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
     doc
 }
 
+/// `probe diff A B --rollback`: the ordered checklist of what rolling B back to A changes.
+pub fn rollback_doc(diff: &SnapshotDiff) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(
+        1,
+        format!(
+            "Rolling {} ({}) back to {} ({})",
+            diff.after.host, diff.after.id, diff.before.host, diff.before.id
+        ),
+    );
+    if diff.rollback.is_empty() {
+        doc.line(
+            Tone::Good,
+            "  nothing to roll back: no flag, package, driver, model or power limit differs",
+        );
+        return doc;
+    }
+    let items = diff
+        .rollback
+        .iter()
+        .enumerate()
+        .map(|(i, step)| (0, Tone::Plain, format!("[ ] {}. {step}", i + 1)))
+        .collect();
+    doc.items(items);
+    doc.line(
+        Tone::Dim,
+        "  probe only prints this checklist; it changes nothing on either host",
+    );
+    doc
+}
+
 /// A host's launch timeline, oldest first.
 pub fn timeline_doc(timeline: &Timeline) -> Doc {
     let mut doc = Doc::default();

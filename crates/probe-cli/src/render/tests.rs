@@ -102,6 +102,7 @@ fn steps_change() -> Change {
         explanation: "more draft steps: higher accept length, more verify cost per step".into(),
         note: None,
         mechanism: None,
+        verdict: None,
     }
 }
 
@@ -170,6 +171,7 @@ fn snapshot_diff() -> SnapshotDiff {
             key: "process:pid".into(),
             ..Change::default()
         }],
+        ..SnapshotDiff::default()
     }
 }
 

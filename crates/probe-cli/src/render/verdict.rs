@@ -200,3 +200,152 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use probe_diff::verdict::{Evidence, judge};
+    use probe_model::{Category, Impact, MetricComparison, Restore, SnapshotDiff, SnapshotRef};
+    use serde_json::json;
+
+    use super::*;
+    use crate::output::Styles;
+    use crate::render::{human, markdown};
+
+    fn metric(name: &str, before: (f64, f64), after: (f64, f64)) -> MetricComparison {
+        let summary = |(mean, max): (f64, f64)| MetricSummary {
+            count: 120,
+            mean,
+            min: mean.min(max),
+            max,
+            first_time: Some(1_795_168_898),
+            last_time: Some(1_795_174_318),
+            ..MetricSummary::default()
+        };
+        MetricComparison {
+            name: name.into(),
+            unit: "tok/s".into(),
+            before: Some(summary(before)),
+            after: Some(summary(after)),
+            change: Some(after.0 / before.0 - 1.0),
+        }
+    }
+
+    fn cause(key: &str, category: Category, impact: Impact, b: i64, a: i64) -> Change {
+        Change {
+            key: key.into(),
+            category,
+            impact,
+            before: Some(json!(b)),
+            after: Some(json!(a)),
+            explanation: format!("{key} changed"),
+            ..Change::default()
+        }
+    }
+
+    /// The project's story, judged as `probe host` judges it.
+    fn story() -> (Vec<Change>, Verdict) {
+        let mut steps = cause(
+            "speculative.num_steps",
+            Category::SpeculativeDecoding,
+            Impact::Medium,
+            3,
+            1,
+        );
+        steps.mechanism = Some(
+            "with EAGLE/NEXTN chains and topk 1 the accept length is at most num_steps + 1: 3 \
+             -> 1 steps caps it at 2, which matches 2.81 -> 1.74"
+                .into(),
+        );
+        let mut changes = vec![
+            cause(
+                "limit:max_running_requests",
+                Category::BatchingScheduling,
+                Impact::High,
+                4,
+                1,
+            ),
+            cause(
+                "limit:max_total_num_tokens",
+                Category::MemoryKvCache,
+                Impact::High,
+                61_440,
+                19_456,
+            ),
+            steps,
+        ];
+        let metrics = [
+            metric("gen_throughput", (69.93, 71.95), (36.92, 38.94)),
+            metric("accept_len", (2.81, 2.86), (1.74, 1.78)),
+            metric("running_reqs", (1.0, 1.0), (1.0, 1.0)),
+            metric("queue_reqs", (0.0, 0.0), (0.0, 0.0)),
+            metric("token_usage", (0.015, 0.02), (0.015, 0.02)),
+        ];
+        let evidence = Evidence {
+            metrics: &metrics,
+            before_period: "history:/root/.bash_history#1 (up from 2026-11-20 10:00 UTC)".into(),
+            after_period: "pid:32 (running now)".into(),
+            capacity: (Some(61_440.0), Some(19_456.0)),
+            field: "vs_previous_launch.verdict".into(),
+            ..Evidence::default()
+        };
+        let mut verdict = judge(&mut changes, &evidence);
+        verdict.restore = Some(Restore {
+            source: "history:/root/.bash_history#1".into(),
+            launch_text: Some(
+                "/opt/venvs/sglang/bin/python3 -m sglang.launch_server --speculative-num-steps 3 \
+                 --max-running-requests 4"
+                    .into(),
+            ),
+            differing: vec![
+                "--speculative-num-steps 3".into(),
+                "--max-running-requests 4".into(),
+            ],
+            pins: Some("/opt/venvs/sglang/bin/python3 -m pip install sglang==0.5.8".into()),
+            steps: Vec::new(),
+        });
+        (changes, verdict)
+    }
+
+    fn doc() -> Doc {
+        let (changes, verdict) = story();
+        let mut doc = Doc::default();
+        section(&mut doc, &verdict);
+        cause_groups(&mut doc, &changes);
+        doc
+    }
+
+    #[test]
+    fn verdict_and_cause_groups_human() {
+        insta::assert_snapshot!(human::render(&doc(), Styles::new(false)));
+    }
+
+    #[test]
+    fn verdict_and_cause_groups_markdown() {
+        insta::assert_snapshot!(markdown::render(&doc()));
+    }
+
+    #[test]
+    fn rollback_checklist() {
+        let diff = SnapshotDiff {
+            before: SnapshotRef {
+                id: "gpu7-a".into(),
+                host: "gpu7".into(),
+                collected_at: 0,
+            },
+            after: SnapshotRef {
+                id: "gpu7-b".into(),
+                host: "gpu7".into(),
+                collected_at: 0,
+            },
+            rollback: vec![
+                "flag: restore --speculative-num-steps 3".into(),
+                "flag: drop --max-running-requests 1".into(),
+                "packages: pip install sglang==0.5.8".into(),
+                "power: nvidia-smi -i 1 -pl 700".into(),
+            ],
+            ..SnapshotDiff::default()
+        };
+        let doc = crate::render::rollback_doc(&diff);
+        insta::assert_snapshot!(human::render(&doc, Styles::new(false)));
+    }
+}

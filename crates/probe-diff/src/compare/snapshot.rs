@@ -83,19 +83,49 @@ pub fn compare_snapshots_with(
     }
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
-    let evidence = crate::verdict::Evidence {
-        metrics: &diff.metrics,
-        before_period: format!("snapshot {}", diff.before.id),
-        after_period: format!("snapshot {}", diff.after.id),
-        field: String::from("verdict"),
-        ..crate::verdict::Evidence::default()
-    };
-    diff.verdict = Some(crate::verdict::judge(&mut changes, &evidence));
+    diff.verdict = Some(snapshot_verdict(before, after, &diff, &mut changes));
     let first = matched.first();
     diff.rollback = crate::verdict::rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
     diff.changes = changes;
     diff.volatile = volatile;
     diff
+}
+
+/// The verdict of two snapshots: the running runs of each compared (idle samples left out),
+/// else the metrics of everything their logs held.
+fn snapshot_verdict(
+    before: &Snapshot,
+    after: &Snapshot,
+    diff: &SnapshotDiff,
+    changes: &mut [Change],
+) -> probe_model::Verdict {
+    use crate::periods::{compare_periods, load_bands, running_side};
+    use crate::verdict::{Evidence, judge};
+    let field = String::from("verdict");
+    let (Some(b), Some(a)) = (running_side(before), running_side(after)) else {
+        let evidence = Evidence {
+            metrics: &diff.metrics,
+            before_period: format!("snapshot {}", diff.before.id),
+            after_period: format!("snapshot {}", diff.after.id),
+            field,
+            ..Evidence::default()
+        };
+        return judge(changes, &evidence);
+    };
+    let (metrics, _) = compare_periods(&b.stats.metrics, &a.stats.metrics, &b.label, &a.label);
+    let evidence = Evidence {
+        metrics: &metrics,
+        before_period: format!("{} on {}", b.label, diff.before.host),
+        after_period: format!("{} on {}", a.label, diff.after.host),
+        capacity: (
+            crate::previous::capacity(b.run.as_ref()),
+            crate::previous::capacity(a.run.as_ref()),
+        ),
+        bands: load_bands((&b.points, &b.period), (&a.points, &a.period)),
+        field,
+        ..Evidence::default()
+    };
+    judge(changes, &evidence)
 }
 
 /// A launch's engine version usually comes from its interpreter's packages; when the package

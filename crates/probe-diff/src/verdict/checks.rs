@@ -31,6 +31,15 @@ impl Ctx<'_> {
         (b > 0.0).then(|| a / b)
     }
 
+    /// The throughput ratio at the same running-request count where a band was compared, else
+    /// the aggregate one: what a per-step cause (speculative settings) is held against.
+    fn same_load_ratio(&self) -> Option<f64> {
+        match self.band_throughput {
+            Some((b, a)) if b > 0.0 => Some(a / b),
+            _ => self.ratio(),
+        }
+    }
+
     fn held(&self, before: f64, after: f64) -> bool {
         before > 0.0 && (after / before - 1.0).abs() < self.config.held
     }
@@ -159,14 +168,23 @@ fn values(change: &Change) -> (Option<f64>, Option<f64>) {
     )
 }
 
-/// Whether the predicted throughput ratio matches the observed one within the tolerance.
+/// Whether the predicted throughput ratio matches the observed (aggregate) one within the
+/// tolerance.
 fn matches(ctx: &Ctx<'_>, predicted: f64) -> Option<bool> {
-    let observed = ctx.ratio()?;
+    matches_ratio(ctx, ctx.ratio(), predicted)
+}
+
+fn matches_ratio(ctx: &Ctx<'_>, observed: Option<f64>, predicted: f64) -> Option<bool> {
+    let observed = observed?;
     (predicted > 0.0).then(|| (observed / predicted - 1.0).abs() <= ctx.config.tolerance)
 }
 
 fn ratio_text(ctx: &Ctx<'_>, predicted: f64) -> String {
-    match ctx.ratio() {
+    observed_text(ctx.ratio(), predicted)
+}
+
+fn observed_text(observed: Option<f64>, predicted: f64) -> String {
+    match observed {
         Some(observed) => format!(
             "predicted throughput x{}, observed x{}",
             number(predicted),
@@ -309,10 +327,11 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
         Some((_, b, a)) => f.summary("accept_before", b).summary("accept_after", a),
         None => f,
     };
-    let f = f.num("observed_ratio", ctx.ratio());
+    let observed = ctx.same_load_ratio();
+    let f = f.num("observed_ratio", observed);
     if let Some(mechanism) = &change.mechanism {
         let predicted = accept.map(|(_, b, a)| a.mean / b.mean.max(f64::MIN_POSITIVE));
-        if predicted.and_then(|p| matches(ctx, p)) != Some(false) {
+        if predicted.and_then(|p| matches_ratio(ctx, observed, p)) != Some(false) {
             return f.num("predicted_ratio", predicted).done(
                 Assessment::Explains,
                 mechanism.clone(),
@@ -348,10 +367,10 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
         "the accept length fell {} -> {}: {}",
         number(b.mean),
         number(a.mean),
-        ratio_text(ctx, predicted)
+        observed_text(observed, predicted)
     );
     let f = f.num("predicted_ratio", Some(predicted));
-    match matches(ctx, predicted) {
+    match matches_ratio(ctx, observed, predicted) {
         Some(true) => f.done(Assessment::Explains, reason, missing),
         _ => f.done(Assessment::Consistent, reason, missing),
     }

@@ -48,17 +48,25 @@ fn launch_text(launch: &LaunchConfig) -> Option<String> {
     Some(words.join(" "))
 }
 
-/// The flags of the earlier launch that the running one does not have as they were.
-fn differing(before: &LaunchConfig, changes: &[Change]) -> Vec<String> {
+/// The flags of the earlier launch that the running one does not have as they were, and
+/// (`drop ...`) the running one's flags the earlier launch did not have.
+fn differing(before: &LaunchConfig, after: &LaunchConfig, changes: &[Change]) -> Vec<String> {
     changes
         .iter()
         .filter_map(|c| {
             let flag = c.key.replace(['.', '_'], "-");
-            before
-                .options
-                .get(&c.key)
-                .or_else(|| before.options.get(&flag))
-                .map(|o| o.written.clone())
+            let option = |l: &LaunchConfig| {
+                l.options
+                    .get(&c.key)
+                    .or_else(|| l.options.get(&flag))
+                    .map(|o| o.written.clone())
+            };
+            option(before)
+                .or_else(|| {
+                    (c.before.is_none())
+                        .then(|| option(after).map(|w| format!("drop {w}")))
+                        .flatten()
+                })
                 .or_else(|| c.before_written.clone())
                 .or_else(|| {
                     let value = text(c.before.as_ref())?;
@@ -145,7 +153,7 @@ pub(crate) fn restore(before: &LaunchConfig, after: &LaunchConfig, changes: &[Ch
     Restore {
         source: crate::launch::evidence_label(before),
         launch_text: launch_text(before),
-        differing: differing(before, changes),
+        differing: differing(before, after, changes),
         pins: pins(changes, interpreter),
         steps,
     }
@@ -162,7 +170,10 @@ pub(crate) fn rollback(
     if let (Some(before), Some(after)) = (before, after) {
         let r = restore(before, after, changes);
         for flag in &r.differing {
-            lines.push(format!("flag: restore {flag}"));
+            match flag.strip_prefix("drop ") {
+                Some(dropped) => lines.push(format!("flag: drop {dropped}")),
+                None => lines.push(format!("flag: restore {flag}")),
+            }
         }
         if let Some(text) = &r.launch_text {
             lines.push(format!("launch: {text}   (from {})", r.source));
