@@ -125,7 +125,7 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
             assert_eq!(record.status, probe_model::AuditStatus::Ok, "{record:?}");
             audited.push(record.host.clone());
         }
-        all_records.extend(records);
+        all_records.extend(records.iter().cloned());
         let metrics = std::fs::read_to_string(&prometheus).unwrap();
         assert!(
             metrics.contains(&format!("shard=\"{index}/{SHARDS}\"")),

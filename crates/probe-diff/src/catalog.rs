@@ -470,28 +470,16 @@ fn parse_kind(kind: RawKind, choices: Vec<String>) -> ValueKind {
     }
 }
 
-/// Compares dotted version strings numerically (`0.5.9` < `0.5.16`); non-numeric parts
-/// (`+cu128`, `rc1`) are ignored after the numeric prefix.
+/// Compares versions on their release numbers in PEP 440 terms ([`crate::version`]): a
+/// catalog is per release, so a pre-release reads the catalog of its release (`0.10.1rc2` has
+/// the flags of `0.10.1`), and `1.0` = `1.0.0`; the local part (`+cu128`) is ignored.
 pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     version_key(a).cmp(&version_key(b))
 }
 
-/// The numbers of a version (`v0.9.1rc1+cu124` -> 0, 9, 1), trailing zeros dropped, so that
-/// comparing keys orders versions as [`version_cmp`] does (`1.0` = `1.0.0` < `1.0.1`).
+/// The release numbers of a version, trailing zeros dropped (`v0.9.1rc1+cu124` -> 0, 9, 1).
 fn version_key(v: &str) -> Vec<u64> {
-    let v = v.trim().trim_start_matches(['v', 'V']);
-    let v = v.split(['+', '-', ' ']).next().unwrap_or("");
-    let mut key: Vec<u64> = v
-        .split('.')
-        .map(|p| {
-            let digits = p.find(|c: char| !c.is_ascii_digit()).unwrap_or(p.len());
-            p.get(..digits).unwrap_or("").parse::<u64>().unwrap_or(0)
-        })
-        .collect();
-    while key.last() == Some(&0) {
-        key.pop();
-    }
-    key
+    crate::version::Version::parse(v).release().to_vec()
 }
 
 fn in_range(version: Option<&str>, since: Option<&str>, until: Option<&str>) -> bool {

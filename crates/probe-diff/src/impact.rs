@@ -390,79 +390,10 @@ pub(crate) fn relative_change(before: Option<&Value>, after: Option<&Value>) -> 
     Some(after / before - 1.0)
 }
 
-/// Orders versions like `2.9.1+cu128` and `0.5.10rc1` by their numeric parts first; a
-/// pre-release suffix sorts before the release.
+/// Orders versions in PEP 440 order ([`crate::version`]): `2.9.1+cu128` = `2.9.1`, a
+/// pre-release before its release.
 pub fn compare_versions(left: &str, right: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let left_parts = version_parts(left);
-    let right_parts = version_parts(right);
-    let length = left_parts.len().max(right_parts.len());
-    for index in 0..length {
-        let left_part = left_parts.get(index);
-        let right_part = right_parts.get(index);
-        let ordering = match (left_part, right_part) {
-            (Some(VersionPart::Number(a)), Some(VersionPart::Number(b))) => a.cmp(b),
-            (Some(VersionPart::Text(a)), Some(VersionPart::Text(b))) => a.cmp(b),
-            // A number beats a pre-release tag at the same position (1.0.1 > 1.0rc1).
-            (Some(VersionPart::Number(_)), Some(VersionPart::Text(_))) => Ordering::Greater,
-            (Some(VersionPart::Text(_)), Some(VersionPart::Number(_))) => Ordering::Less,
-            // A release beats its pre-release (1.0 > 1.0rc1); more numbers is newer (1.0.1 > 1.0).
-            (None, Some(VersionPart::Text(_))) => Ordering::Greater,
-            (Some(VersionPart::Text(_)), None) => Ordering::Less,
-            (None, Some(VersionPart::Number(_))) => Ordering::Less,
-            (Some(VersionPart::Number(_)), None) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    Ordering::Equal
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum VersionPart {
-    Number(u64),
-    Text(String),
-}
-
-fn version_parts(version: &str) -> Vec<VersionPart> {
-    // The local part (`+cu128`) does not order releases.
-    let public = version.split('+').next().unwrap_or(version);
-    let public = public.trim().trim_start_matches(['v', 'V']);
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut current_is_digit = false;
-    for character in public.chars() {
-        let is_digit = character.is_ascii_digit();
-        if !character.is_ascii_alphanumeric() {
-            flush_version_part(&mut parts, &mut current, current_is_digit);
-            continue;
-        }
-        if !current.is_empty() && is_digit != current_is_digit {
-            flush_version_part(&mut parts, &mut current, current_is_digit);
-        }
-        current_is_digit = is_digit;
-        current.push(character.to_ascii_lowercase());
-    }
-    flush_version_part(&mut parts, &mut current, current_is_digit);
-    parts
-}
-
-fn flush_version_part(parts: &mut Vec<VersionPart>, current: &mut String, is_digit: bool) {
-    if current.is_empty() {
-        return;
-    }
-    let part = if is_digit {
-        current
-            .parse::<u64>()
-            .map(VersionPart::Number)
-            .unwrap_or_else(|_| VersionPart::Text(current.clone()))
-    } else {
-        VersionPart::Text(current.clone())
-    };
-    parts.push(part);
-    current.clear();
+    crate::version::compare(left, right)
 }
 
 fn fill_template(template: &str, subject: &Subject<'_>) -> String {

@@ -21,6 +21,7 @@ pub mod server;
 pub mod timeline;
 mod utc;
 pub mod verdict;
+pub mod version;
 
 pub use analysis::{Analysis, analyze};
 pub use compare::{

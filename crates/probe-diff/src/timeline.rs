@@ -278,8 +278,8 @@ fn collapse_history_repeats(placed: Vec<Placed<'_>>) -> Vec<Placed<'_>> {
             && last.launch.source.running == entry.launch.source.running
             && same_configuration(last.launch, entry.launch)
             && last.launch.env == entry.launch.env
-            // A run that wrote its own log is a run of its own, with its own metrics.
-            && last.launch.log_files == entry.launch.log_files
+            // A run that wrote a log of its own is a run of its own, with its own metrics.
+            && !own_logs(last.launch, entry.launch)
         {
             let repeats = last.repeats + 1;
             let first_position = last.first_position;
@@ -298,6 +298,11 @@ fn collapse_history_repeats(placed: Vec<Placed<'_>>) -> Vec<Placed<'_>> {
     }
     kept.extend(others);
     kept
+}
+
+/// Whether two launches each name log files, and not the same ones.
+fn own_logs(a: &LaunchConfig, b: &LaunchConfig) -> bool {
+    !a.log_files.is_empty() && !b.log_files.is_empty() && a.log_files != b.log_files
 }
 
 fn launch_summary(placed: &Placed<'_>) -> String {

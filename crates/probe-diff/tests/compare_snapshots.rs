@@ -405,16 +405,23 @@ fn metrics_drop_and_model_config() {
     assert_eq!(
         keys(&diff.changes),
         [
+            "model_config:num_nextn_predict_layers",
             "metric:gen_throughput",
-            "model_config:num_nextn_predict_layers"
         ]
     );
-    assert_eq!(diff.changes[0].impact, Impact::High);
+    // The cause is held against the symptom; the symptom follows the causes.
+    let cause = diff.changes[0].verdict.as_ref().expect("a verdict");
+    assert_eq!(cause.assessment, probe_model::Assessment::Consistent);
+    let symptom = &diff.changes[1];
+    assert!(symptom.verdict.is_none());
+    assert_eq!(symptom.impact, Impact::High);
     assert!(
-        diff.changes[0].explanation.contains("fell 40%"),
+        symptom.explanation.contains("fell 40%"),
         "{}",
-        diff.changes[0].explanation
+        symptom.explanation
     );
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, probe_model::Conclusion::Unexplained);
 }
 
 #[test]
@@ -449,17 +456,35 @@ fn why_is_it_slower_comes_first() {
     assert_eq!(
         keys(&diff.changes),
         [
-            "speculative.algorithm",
-            "metric:gen_throughput",
             "mem-fraction-static",
             "package:flashinfer-python",
             "host.kernel",
+            "speculative.algorithm",
+            "metric:gen_throughput",
         ]
     );
-    let top = &diff.changes[0];
-    assert_eq!(top.kind, ChangeKind::Removed);
+    // The logs of both sides report the same accept length: the speculative change is held
+    // against it and ruled out, after the causes still open.
+    let speculative = diff
+        .changes
+        .iter()
+        .find(|c| c.key == "speculative.algorithm")
+        .unwrap();
+    let verdict = speculative.verdict.as_ref().unwrap();
+    assert_eq!(
+        verdict.assessment,
+        probe_model::Assessment::RuledOut,
+        "{verdict:?}"
+    );
     assert!(
-        top.explanation
+        verdict.reason.contains("accept length held"),
+        "{}",
+        verdict.reason
+    );
+    assert_eq!(speculative.kind, ChangeKind::Removed);
+    assert!(
+        speculative
+            .explanation
             .contains("decode throughput drops without speculative decoding")
     );
 }

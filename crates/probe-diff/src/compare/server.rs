@@ -210,8 +210,14 @@ mod tests {
                     .starts_with("generation_throughput (server /metrics, lifetime")
             })
             .unwrap_or_else(|| panic!("{metrics:#?}"));
-        assert_eq!(gen_metric.before.as_ref().map(|s| s.mean), Some(1500.0));
-        assert_eq!(gen_metric.after.as_ref().map(|s| s.mean), Some(900.0));
+        assert_eq!(
+            gen_metric.before.as_ref().map(|s| s.mean),
+            Some(1_500_000.0 / 7200.0)
+        );
+        assert_eq!(
+            gen_metric.after.as_ref().map(|s| s.mean),
+            Some(900_000.0 / 7200.0)
+        );
         // A young process's lifetime average is shown, never reported as a change.
         let young = |tokens| {
             let mut r = reading(tokens, 0.85, 1);

@@ -125,7 +125,7 @@ fn common(change: &Change, test: Test, ctx: &Ctx<'_>) -> Option<CauseVerdict> {
     let finding = Finding::new(test);
     if let Some((b, a)) = ctx.throughput
         && b > 0.0
-        && a / b >= 1.0 - ctx.config.held
+        && a / b > 1.0 - ctx.config.held
     {
         let reason = format!(
             "throughput did not fall ({} -> {} tok/s): there is no slowdown for it to cause",

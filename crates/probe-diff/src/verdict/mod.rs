@@ -143,7 +143,7 @@ fn per_request(verdict: &Verdict) -> Option<(f64, f64)> {
 }
 
 fn fell(config: &VerdictConfig, (before, after): (f64, f64)) -> bool {
-    before > 0.0 && after / before < 1.0 - config.held
+    before > 0.0 && after / before <= 1.0 - config.held
 }
 
 fn conclusion(changes: &[Change], verdict: &Verdict) -> Conclusion {
@@ -161,7 +161,7 @@ fn conclusion(changes: &[Change], verdict: &Verdict) -> Conclusion {
         .load
         .band_throughput
         .is_some_and(|p| !fell(config, p));
-    if !aggregate_fell && !(per_request_fell && load_differs) {
+    if !(aggregate_fell || per_request_fell && load_differs) {
         return Conclusion::NoSlowdown;
     }
     if aggregate_fell
