@@ -25,6 +25,14 @@ const MAX_CONTAINER_LOGS: usize = 8;
 /// Compute processes whose owner is read, and serving processes whose maps are read.
 const MAX_GPU_PIDS: usize = 64;
 const MAX_MAPS: usize = 16;
+/// Directories searched for benchmark result files.
+const MAX_BENCH_DIRS: usize = 8;
+/// Directories never searched for benchmark results (a launch started in `/` names no
+/// workspace of its own).
+const NOT_WORKSPACES: &[&str] = &[
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys",
+    "/usr", "/var", "/var/lib", "/var/log",
+];
 
 /// The report of one section, and its body cut to the probe's cap.
 pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Vec<u8>) {
@@ -489,9 +497,11 @@ fn add(v: &mut Vec<String>, x: String, max: usize) {
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
     let mut inp = Round2Inputs::default();
     let mut models: Vec<ModelRef> = Vec::new();
-    for l in &probe_diff::launch::launches_of(snap) {
+    let launches = probe_diff::launch::launches_of(snap);
+    for l in &launches {
         models.extend(launch_inputs(snap, l, &mut inp));
     }
+    bench_dirs(snap, ctx, &launches, &mut inp);
     output_files(snap, extra, &mut inp);
     journal_units(snap, ctx, &mut inp);
     container_logs(snap, &mut inp);
@@ -546,6 +556,68 @@ fn launch_inputs(
         env: l.env.clone(),
         root: root.map(str::to_string),
     })
+}
+
+/// Where benchmark results may lie: each launch's working directory (on the host's own
+/// filesystem), read as the launch's user, and the homes of the users that serve (running
+/// launchers, units' `User=`, the launches' users).
+fn bench_dirs(
+    snap: &Snapshot,
+    ctx: &Ctx,
+    launches: &[probe_model::LaunchConfig],
+    inp: &mut Round2Inputs,
+) {
+    let uid_of = |user: &str| {
+        ctx.users
+            .iter()
+            .find(|(_, name)| name.as_str() == user)
+            .map(|(uid, _)| *uid)
+    };
+    let mut push = |owner: Option<&str>, dir: &str| {
+        let dir = dir.trim_end_matches('/');
+        if !dir.starts_with('/')
+            || NOT_WORKSPACES.contains(&dir)
+            || dir.split('/').any(|x| x == "..")
+        {
+            return;
+        }
+        let home = owner
+            .and_then(|u| ctx.homes.get(u))
+            .map(|h| h.trim_end_matches('/').to_string())
+            .filter(|h| h.starts_with('/') && !NOT_WORKSPACES.contains(&h.as_str()));
+        let home = home.filter(|h| dir == h || dir.starts_with(&format!("{h}/")));
+        let e = crate::script::BenchDir {
+            owner: owner.unwrap_or("-").to_string(),
+            uid: owner.and_then(uid_of),
+            home,
+            dir: dir.to_string(),
+        };
+        if inp.bench_dirs.len() < MAX_BENCH_DIRS && !inp.bench_dirs.iter().any(|d| d.dir == e.dir) {
+            inp.bench_dirs.push(e);
+        }
+    };
+    let mut users: Vec<String> = Vec::new();
+    for l in launches {
+        let (root, user) = launch_place(snap, &l.source.origin());
+        if root.is_some() {
+            continue;
+        }
+        if let Some(cwd) = l.working_directory.as_deref() {
+            push(user.as_deref(), cwd);
+        }
+        users.extend(user);
+    }
+    users.extend(
+        snap.processes
+            .iter()
+            .filter(|p| p.role == ProcessRole::Launcher && p.mount_root.is_none())
+            .filter_map(|p| p.user.clone()),
+    );
+    for u in users {
+        if let Some(home) = ctx.homes.get(&u).cloned() {
+            push(Some(&u), &home);
+        }
+    }
 }
 
 /// The Python prefix of a launch's running process when nothing in the launch names one.
@@ -804,6 +876,13 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     push_note(&mut rep, "no journal output".into());
                 }
                 snap.logs.extend(j);
+            }
+            Some(Round2Parser::Benchmarks) => {
+                let read = parse::bench::parse(&body, b, tz);
+                if !read.notes.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", read.notes.join("; ")));
+                }
+                snap.benchmarks = read.results;
             }
             // A section name the script does not define is only reported.
             None => {}
