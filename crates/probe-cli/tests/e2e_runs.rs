@@ -388,14 +388,15 @@ fn a_benchmark_result_is_attributed_to_the_run_it_measured() {
         "{}",
         event.summary
     );
-    // The 11-20 run (journal, 16:31-17:31 UTC) measured it, not the live one.
+    // The 11-20 run (its start-up line 16:31:12 to its Stopped line 17:31:21 UTC) measured it,
+    // not the live one.
     let analysis = probe_diff::analyze(&snap);
     let attributed = probe_diff::bench::attribute(&snap.benchmarks, &analysis.runs);
     let run_index = attributed[0]
         .run
         .unwrap_or_else(|| panic!("{:?}", attributed[0]));
     let measured = &analysis.runs[run_index];
-    assert_eq!(measured.start.at, Some(1_795_192_271), "{measured:#?}");
+    assert_eq!(measured.start.at, Some(1_795_192_272), "{measured:#?}");
     assert!(!measured.running);
     assert_eq!(measured.engine_version.version.as_deref(), Some("0.10.1.1"));
     assert_eq!(
