@@ -718,4 +718,28 @@ mod tests {
             r#"{"a": null, "b": "NaN Infinity \" NaN", "c": "-inf"}"#
         );
     }
+
+    proptest::proptest! {
+        /// JSON-shaped hostile text (keys the reader looks for, any values, cut anywhere):
+        /// never a panic, never a negative or non-finite number, never a control character.
+        #[test]
+        fn hostile_results_are_read_safely(
+            body in r#"(\{"(output_throughput|completed|duration|date|request_rate|benchmarks|metrics|successful|mean|server_info|avg|input_config|time_to_first_token)": ?(-?[0-9.e+]{1,8}|"[^"]{0,12}"|NaN|Infinity|\[|\{|null|true)[,}\]]{0,3}){1,12}\n?"#,
+            jsonl in proptest::bool::ANY,
+            cut in 0usize..4,
+        ) {
+            let path = if jsonl { "/h/r.jsonl" } else { "/h/r.json" };
+            let size = body.len() + cut;
+            let r = parse(file("ok", "u", 1, size, path, &body).as_bytes(), B, 0);
+            for x in &r.results {
+                let m = &x.measured;
+                for v in [m.output_throughput, m.ttft_ms.mean, m.e2e_ms.p50, x.workload.request_rate, x.workload.duration_s].into_iter().flatten() {
+                    proptest::prop_assert!(v.is_finite() && v >= 0.0);
+                }
+                for s in x.backend.iter().chain(x.model.iter()) {
+                    proptest::prop_assert!(!s.chars().any(char::is_control));
+                }
+            }
+        }
+    }
 }
