@@ -33,6 +33,7 @@ fn env() -> &'static Env {
                 "vllm-upgrade",
                 "sglang-story",
                 "sglang-load",
+                "vllm-bench",
             ]),
             dir: tempfile::tempdir().unwrap(),
         }
@@ -488,4 +489,105 @@ fn diff_rollback_is_a_checklist() {
     let diff: SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
     let verdict = diff.verdict.expect("a verdict");
     assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
+}
+
+/// `vllm-bench`: the vllm-upgrade host with the operator's `vllm bench serve` result of
+/// 2026-11-20 16:50 in `/home/vllm/bench`. The snapshot holds it (read as `vllm`, dated by its
+/// own `date`, workload and latencies), the files that are no results are left out, and the
+/// timeline places it inside the 11-20 run of vLLM 0.10.1.1, which it measured.
+#[test]
+fn a_benchmark_result_is_attributed_to_the_run_it_measured() {
+    let env = env();
+    let store = env.dir.path().join("bench.db");
+    let run = |args: &[&str]| {
+        let out = Command::new(PROBE)
+            .arg("-F")
+            .arg(env.fleet.ssh_config())
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    run(&["host", "fx-vllm-bench", "--format", "json"]);
+    let file = env.dir.path().join("bench-snapshot.json");
+    run(&[
+        "snapshots",
+        "export",
+        "fx-vllm-bench@latest",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let snap: probe_model::Snapshot =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(snap.benchmarks.len(), 1, "{:#?}", snap.benchmarks);
+    let b = &snap.benchmarks[0];
+    assert_eq!(
+        b.file,
+        "/home/vllm/bench/vllm-infqps-concurrency8-glm-4.5-air-20261120-165000.json"
+    );
+    assert_eq!(b.tool, probe_model::BenchmarkTool::VllmBenchServe);
+    assert_eq!(b.owner.as_deref(), Some("vllm"));
+    // 2026-11-20 16:50:00 UTC, from the result's own `date`.
+    assert_eq!(b.date, Some(1_795_193_400));
+    assert_eq!(b.date_source, probe_model::BenchmarkDateSource::Content);
+    assert_eq!(b.workload.max_concurrency, Some(8.0));
+    assert_eq!(b.workload.input_len, Some(1024.0));
+    assert_eq!(b.workload.output_len, Some(256.0));
+    assert_eq!(b.measured.output_throughput, Some(2485.4));
+    assert_eq!(b.measured.ttft_ms.p50, Some(131.9));
+    let section = snap
+        .sections
+        .iter()
+        .find(|s| s.name == "benchmarks")
+        .unwrap();
+    assert_eq!(
+        section.status,
+        probe_model::SectionStatus::Ok,
+        "{section:?}"
+    );
+
+    let out = run(&["timeline", file.to_str().unwrap(), "--format", "json"]);
+    let timeline: probe_model::Timeline = serde_json::from_slice(&out.stdout).unwrap();
+    let event = timeline
+        .events
+        .iter()
+        .find(|e| e.kind == probe_model::TimelineEventKind::Benchmark)
+        .unwrap_or_else(|| panic!("{:#?}", timeline.events));
+    assert_eq!(event.time.at, Some(1_795_193_400));
+    assert_eq!(event.benchmark, Some(0));
+    assert!(
+        event
+            .summary
+            .contains("2485.4 output tok/s at concurrency 8"),
+        "{}",
+        event.summary
+    );
+    // The 11-20 run (its start-up line 16:31:12 to its Stopped line 17:31:21 UTC) measured it,
+    // not the live one.
+    let analysis = probe_diff::analyze(&snap);
+    let attributed = probe_diff::bench::attribute(&snap.benchmarks, &analysis.runs);
+    let run_index = attributed[0]
+        .run
+        .unwrap_or_else(|| panic!("{:?}", attributed[0]));
+    let measured = &analysis.runs[run_index];
+    assert_eq!(measured.start.at, Some(1_795_192_272), "{measured:#?}");
+    assert!(!measured.running);
+    assert_eq!(measured.engine_version.version.as_deref(), Some("0.10.1.1"));
+    assert_eq!(
+        event.measured_run.as_deref(),
+        Some(measured.launch.as_str())
+    );
 }

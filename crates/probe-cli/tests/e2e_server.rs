@@ -200,6 +200,26 @@ fn sglang_says_what_it_resolved() {
         None,
         "declared and effective agree"
     );
+    // Its time-to-first-token histogram (3 of 5 requests under 0.1 s, 0.9 s in all): p50
+    // interpolated in the first bucket, p90 past the last finite bound, the mean from _sum.
+    let ttft = r
+        .histograms
+        .iter()
+        .find(|h| h.name == "ttft_seconds")
+        .unwrap_or_else(|| panic!("{:#?}", r.histograms));
+    assert_eq!(
+        ttft.source,
+        "GET /metrics sglang:time_to_first_token_seconds"
+    );
+    assert_eq!(
+        (ttft.buckets.len(), ttft.count, ttft.sum),
+        (1, 5.0, Some(0.9))
+    );
+    assert!((lifetime(view, "ttft_p50") - 0.1 * 2.5 / 3.0).abs() < 1e-9);
+    assert_eq!(lifetime(view, "ttft_p90"), 0.1);
+    assert!((lifetime(view, "ttft_mean") - 0.18).abs() < 1e-9);
+    let p90 = r.lifetime.iter().find(|v| v.name == "ttft_p90").unwrap();
+    assert!(p90.source.contains("at least"), "{}", p90.source);
     // Lifetime throughput from the counters, consistent with the log's 900-1150 token/s.
     let generation = lifetime(view, "generation_throughput");
     assert!((100.0..1300.0).contains(&generation), "{generation}");

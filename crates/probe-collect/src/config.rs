@@ -75,6 +75,7 @@ pub enum Round2Parser {
     ContainerLogs,
     GpuProcs,
     Journal,
+    Benchmarks,
 }
 
 impl ParserKind {

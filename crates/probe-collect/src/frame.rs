@@ -370,6 +370,10 @@ impl FileHeader {
                 Some("symbolic link: not followed"),
             ),
             "notfile" => (SectionStatus::Failed, Some("not a regular file")),
+            "fifo" => (
+                SectionStatus::Failed,
+                Some("not a regular file (a FIFO): not read"),
+            ),
             _ => (SectionStatus::Failed, None),
         }
     }

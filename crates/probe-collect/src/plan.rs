@@ -25,6 +25,14 @@ const MAX_CONTAINER_LOGS: usize = 8;
 /// Compute processes whose owner is read, and serving processes whose maps are read.
 const MAX_GPU_PIDS: usize = 64;
 const MAX_MAPS: usize = 16;
+/// Directories searched for benchmark result files.
+const MAX_BENCH_DIRS: usize = 8;
+/// Directories never searched for benchmark results (a launch started in `/` names no
+/// workspace of its own).
+const NOT_WORKSPACES: &[&str] = &[
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys",
+    "/usr", "/var", "/var/lib", "/var/log",
+];
 
 /// The report of one section, and its body cut to the probe's cap.
 pub fn report(raw: &RawSection, transport_truncated: bool) -> (SectionReport, Vec<u8>) {
@@ -149,8 +157,19 @@ pub fn apply_round1(
         if let Some(kind) = parser {
             read_round1(kind, snap, ctx, raw, &body, &mut rep, &mut state);
         }
-        // A broken driver is a GPU state, not a failed section.
+        // Junk where the GPU list should be is the section's error; a broken driver is a GPU
+        // state, not a failed section.
+        let junk = snap
+            .gpu
+            .message
+            .as_deref()
+            .filter(|m| m.starts_with(parse::gpu::JUNK));
         if parser == Some(Round1Parser::GpuQuery)
+            && let Some(m) = junk
+        {
+            rep.status = SectionStatus::Failed;
+            push_note(&mut rep, m.to_string());
+        } else if parser == Some(Round1Parser::GpuQuery)
             && rep.status == SectionStatus::Failed
             && snap.gpu.status != GpuStatus::Present
         {
@@ -249,7 +268,25 @@ fn read_round1(
         }
         Round1Parser::PkgHistory => {
             snap.package_events = parse::pkgs::parse(body, &b, ctx.tz_offset_s);
+            files_not_read(rep, parse::pkgs::not_read(body, &b));
         }
+    }
+}
+
+/// Files a section found but did not read, named in its message; one that is not a regular
+/// file (a FIFO where a log should be) makes an `ok` section `failed`, and a section whose
+/// every file was refused is `permission_denied`.
+fn files_not_read(rep: &mut SectionReport, items: Vec<(SectionStatus, String)>) {
+    if items.is_empty() {
+        return;
+    }
+    let texts: Vec<&str> = items.iter().map(|(_, t)| t.as_str()).collect();
+    push_note(rep, format!("not read: {}", texts.join("; ")));
+    if rep.status != SectionStatus::Ok {
+        return;
+    }
+    if items.iter().any(|(s, _)| *s == SectionStatus::Failed) {
+        rep.status = SectionStatus::Failed;
     }
 }
 
@@ -489,9 +526,11 @@ fn add(v: &mut Vec<String>, x: String, max: usize) {
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
     let mut inp = Round2Inputs::default();
     let mut models: Vec<ModelRef> = Vec::new();
-    for l in &probe_diff::launch::launches_of(snap) {
+    let launches = probe_diff::launch::launches_of(snap);
+    for l in &launches {
         models.extend(launch_inputs(snap, l, &mut inp));
     }
+    bench_dirs(snap, ctx, &launches, &mut inp);
     output_files(snap, extra, &mut inp);
     journal_units(snap, ctx, &mut inp);
     container_logs(snap, &mut inp);
@@ -546,6 +585,68 @@ fn launch_inputs(
         env: l.env.clone(),
         root: root.map(str::to_string),
     })
+}
+
+/// Where benchmark results may lie: each launch's working directory (on the host's own
+/// filesystem), read as the launch's user, and the homes of the users that serve (running
+/// launchers, units' `User=`, the launches' users).
+fn bench_dirs(
+    snap: &Snapshot,
+    ctx: &Ctx,
+    launches: &[probe_model::LaunchConfig],
+    inp: &mut Round2Inputs,
+) {
+    let uid_of = |user: &str| {
+        ctx.users
+            .iter()
+            .find(|(_, name)| name.as_str() == user)
+            .map(|(uid, _)| *uid)
+    };
+    let mut push = |owner: Option<&str>, dir: &str| {
+        let dir = dir.trim_end_matches('/');
+        if !dir.starts_with('/')
+            || NOT_WORKSPACES.contains(&dir)
+            || dir.split('/').any(|x| x == "..")
+        {
+            return;
+        }
+        let home = owner
+            .and_then(|u| ctx.homes.get(u))
+            .map(|h| h.trim_end_matches('/').to_string())
+            .filter(|h| h.starts_with('/') && !NOT_WORKSPACES.contains(&h.as_str()));
+        let home = home.filter(|h| dir == h || dir.starts_with(&format!("{h}/")));
+        let e = crate::script::BenchDir {
+            owner: owner.unwrap_or("-").to_string(),
+            uid: owner.and_then(uid_of),
+            home,
+            dir: dir.to_string(),
+        };
+        if inp.bench_dirs.len() < MAX_BENCH_DIRS && !inp.bench_dirs.iter().any(|d| d.dir == e.dir) {
+            inp.bench_dirs.push(e);
+        }
+    };
+    let mut users: Vec<String> = Vec::new();
+    for l in launches {
+        let (root, user) = launch_place(snap, &l.source.origin());
+        if root.is_some() {
+            continue;
+        }
+        if let Some(cwd) = l.working_directory.as_deref() {
+            push(user.as_deref(), cwd);
+        }
+        users.extend(user);
+    }
+    users.extend(
+        snap.processes
+            .iter()
+            .filter(|p| p.role == ProcessRole::Launcher && p.mount_root.is_none())
+            .filter_map(|p| p.user.clone()),
+    );
+    for u in users {
+        if let Some(home) = ctx.homes.get(&u).cloned() {
+            push(Some(&u), &home);
+        }
+    }
 }
 
 /// The Python prefix of a launch's running process when nothing in the launch names one.
@@ -784,6 +885,20 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     &mut rep,
                     logs.iter().map(|l| (l.status, l.location.as_str())),
                 );
+                let failed: Vec<String> = logs
+                    .iter()
+                    .filter(|l| l.status == SectionStatus::Failed)
+                    .map(|l| {
+                        format!(
+                            "{}: {}",
+                            l.location,
+                            l.message.as_deref().unwrap_or("failed")
+                        )
+                    })
+                    .collect();
+                if !failed.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", failed.join("; ")));
+                }
                 snap.logs.extend(logs);
             }
             Some(Round2Parser::ContainerLogs) => {
@@ -804,6 +919,13 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     push_note(&mut rep, "no journal output".into());
                 }
                 snap.logs.extend(j);
+            }
+            Some(Round2Parser::Benchmarks) => {
+                let read = parse::bench::parse(&body, b, tz);
+                if !read.notes.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", read.notes.join("; ")));
+                }
+                snap.benchmarks = read.results;
             }
             // A section name the script does not define is only reported.
             None => {}
@@ -1148,5 +1270,75 @@ mod tests {
         let (r, b) = report(&mk(141, &big), false);
         assert_eq!(r.status, SectionStatus::Truncated);
         assert_eq!(b.len(), 1_048_576);
+    }
+
+    /// A FIFO where a log should be: the logs section names it (and keeps the log's status),
+    /// a FIFO `/var/log/dpkg.log` makes `pkg_history` fail with what it met, junk from
+    /// nvidia-smi makes `gpu_query` fail and names no GPU.
+    #[test]
+    fn what_a_section_met_is_said() {
+        let b = "0123456789abcdef0123456789abcdef";
+        let sec = |name: &str, body: String| RawSection {
+            name: name.into(),
+            body: body.into_bytes(),
+            rc: Some(0),
+            complete: true,
+            ..Default::default()
+        };
+        let ctx = Ctx {
+            boundary: b.into(),
+            ..Default::default()
+        };
+        let mut snap = Snapshot::default();
+        let logs = sec(
+            "logs",
+            format!("\n{b} F fifo log - - /srv/sglang/server.log\n"),
+        );
+        let framed = Framed {
+            sections: vec![logs],
+            done: true,
+        };
+        apply_round2(&mut snap, &ctx, &framed, &Round2Inputs::default());
+        let rep = snap.sections.iter().find(|s| s.name == "logs").unwrap();
+        let m = rep.message.as_deref().unwrap_or("");
+        assert!(
+            m.contains("/srv/sglang/server.log: not a regular file (a FIFO)"),
+            "{m}"
+        );
+        assert_eq!(snap.logs[0].status, SectionStatus::Failed);
+
+        let mut snap = Snapshot::default();
+        let mut ctx = ctx.clone();
+        let framed = Framed {
+            sections: vec![
+                sec("pkg_history", format!("\n{b} R fifo /var/log/dpkg.log\n")),
+                sec(
+                    "gpu_query",
+                    format!("\n{b} R csv\nindex, name\n0, {}\n", "\u{7f}x".repeat(5000)),
+                ),
+            ],
+            done: true,
+        };
+        apply_round1(&mut snap, &mut ctx, &framed, false);
+        let rep = |n: &str| snap.sections.iter().find(|s| s.name == n).unwrap().clone();
+        let pkg = rep("pkg_history");
+        assert_eq!(pkg.status, SectionStatus::Failed);
+        assert!(
+            pkg.message
+                .as_deref()
+                .unwrap_or("")
+                .contains("/var/log/dpkg.log: not a regular file (a FIFO)"),
+            "{pkg:?}"
+        );
+        let gpu = rep("gpu_query");
+        assert_eq!(gpu.status, SectionStatus::Failed, "{gpu:?}");
+        assert!(
+            gpu.message
+                .as_deref()
+                .unwrap_or("")
+                .contains(parse::gpu::JUNK),
+            "{gpu:?}"
+        );
+        assert!(snap.gpu.gpus.is_empty());
     }
 }

@@ -91,7 +91,7 @@ pub enum Round2 {
     NotNeeded,
     NoTime,
     Ran {
-        inputs: Round2Inputs,
+        inputs: Box<Round2Inputs>,
         groups: Vec<GroupOut>,
     },
 }
@@ -465,7 +465,13 @@ async fn round_two<E: Exec>(
     if groups.is_empty() {
         return (Round2::NotNeeded, round2_started_ms);
     }
-    (Round2::Ran { inputs, groups }, round2_started_ms)
+    (
+        Round2::Ran {
+            inputs: Box::new(inputs),
+            groups,
+        },
+        round2_started_ms,
+    )
 }
 
 fn round2_ctx<'a, E: Exec>(

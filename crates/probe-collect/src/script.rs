@@ -50,6 +50,20 @@ pub struct Round2Inputs {
     pub gpu_pids: Vec<u32>,
     /// PIDs of serving processes whose `/proc/PID/maps` is reduced to CUDA-stack libraries.
     pub maps_pids: Vec<u32>,
+    /// Directories searched for benchmark result files.
+    pub bench_dirs: Vec<BenchDir>,
+}
+
+/// A directory searched for benchmark result files, with the rights of its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchDir {
+    /// The user the files are read as (`-`: the collector).
+    pub owner: String,
+    pub uid: Option<u32>,
+    /// The owner's home: the directory must stay inside it (`None`: a directory outside
+    /// any home, read only at its canonical path).
+    pub home: Option<String>,
+    pub dir: String,
 }
 
 /// One place to look for a model's `config.json`.
@@ -91,6 +105,7 @@ impl Round2Inputs {
             && self.container_logs.is_empty()
             && self.gpu_pids.is_empty()
             && self.maps_pids.is_empty()
+            && self.bench_dirs.is_empty()
     }
 
     /// Adds what `other` holds and `self` does not (the plans of round 2's waves, joined for
@@ -110,6 +125,7 @@ impl Round2Inputs {
         union(&mut self.container_logs, other.container_logs);
         union(&mut self.gpu_pids, other.gpu_pids);
         union(&mut self.maps_pids, other.maps_pids);
+        union(&mut self.bench_dirs, other.bench_dirs);
     }
 }
 
@@ -357,7 +373,7 @@ pub fn build_group(
 
 /// The `R2_*` shell variables of round 2: one entry a line, entries that could break the
 /// line format left out.
-fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 7] {
+fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 8] {
     let line = |v: &[String]| {
         v.iter()
             .filter(|x| !x.contains('\n'))
@@ -394,7 +410,33 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 7] {
         ("R2_CLOGS", clogs.join("\n")),
         ("R2_GPUPIDS", pids(&inputs.gpu_pids)),
         ("R2_MAPS", pids(&inputs.maps_pids)),
+        ("R2_BENCH", bench_lines(&inputs.bench_dirs)),
     ]
+}
+
+/// `OWNER<TAB>UID<TAB>HOME<TAB>DIR` per directory; an entry whose fields could break the line
+/// format (a tab or newline, a relative path, an owner that is not a plain name) is left out.
+fn bench_lines(dirs: &[BenchDir]) -> String {
+    let plain = |s: &str| !s.is_empty() && !s.contains(['\t', '\n']);
+    dirs.iter()
+        .filter(|d| plain(&d.owner) && !d.owner.contains(' '))
+        .filter(|d| plain(&d.dir) && d.dir.starts_with('/'))
+        .filter(|d| {
+            d.home
+                .as_deref()
+                .is_none_or(|h| plain(h) && h.starts_with('/'))
+        })
+        .map(|d| {
+            let uid = d.uid.map_or_else(|| "-".to_string(), |u| u.to_string());
+            format!(
+                "{}\t{uid}\t{}\t{}",
+                d.owner,
+                d.home.as_deref().unwrap_or("-"),
+                d.dir
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Every command text the scripts can run: the setup and runner, the prelude and each probe's

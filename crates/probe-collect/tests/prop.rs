@@ -77,6 +77,8 @@ proptest! {
         let _ = parse::gpu::parse_apps(&data);
         let _ = parse::gpu::parse_topo(&data);
         let _ = parse::pkgs::parse(&data, B, 0);
+        let _ = parse::pkgs::not_read(&data, B);
+        let _ = parse::bench::parse(&data, B, 3600);
         let _ = parse::python::parse(&data, B);
         let _ = parse::models::parse(&data, B);
         let _ = parse::logs::parse_files(&data, B, Some(1_800_000_000), -18000);

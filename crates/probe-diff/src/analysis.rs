@@ -65,8 +65,9 @@ impl Analysis {
 /// ```
 pub fn analyze(snapshot: &Snapshot) -> Analysis {
     let launches = crate::launch::launches_of(snapshot);
-    let timeline = crate::timeline::timeline_with(snapshot, &launches);
+    let mut timeline = crate::timeline::timeline_with(snapshot, &launches);
     let runs = crate::run::runs_of(snapshot, &timeline);
+    crate::bench::annotate(&mut timeline, snapshot, &runs);
     Analysis {
         launches,
         runs,

@@ -5,6 +5,7 @@
 //! time. A snapshot is read once into an [`Analysis`] (launches, runs, timeline).
 
 pub mod analysis;
+pub mod bench;
 pub mod catalog;
 pub mod common;
 pub mod compare;

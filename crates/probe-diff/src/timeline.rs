@@ -48,6 +48,7 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
                 previous: false,
                 repeats: placed.repeats,
                 first_seen: placed.first_seen,
+                ..TimelineEvent::default()
             },
             order: (
                 source_order(placed.launch.source.kind),
@@ -67,6 +68,15 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
             .map(|event| Entry {
                 event,
                 order: (0, String::from("hardware"), 0),
+            }),
+    );
+
+    entries.extend(
+        crate::bench::events(snapshot)
+            .into_iter()
+            .map(|event| Entry {
+                event,
+                order: (0, String::from("benchmark"), 0),
             }),
     );
 

@@ -223,6 +223,8 @@ pub enum TimelineEventKind {
     /// CUDA library it mapped from outside its wheel, else the collection (a GPU throttled now,
     /// a PCIe link below its max, another user's process holding GPU memory).
     GpuObservation,
+    /// A benchmark result found on the host, at the time it ran (`Snapshot::benchmarks`).
+    Benchmark,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -244,6 +246,13 @@ pub struct TimelineEvent {
     /// The first of those repeated launches, when it has a time.
     #[serde(default)]
     pub first_seen: Option<UnixTime>,
+    /// Benchmark events: index into the snapshot's `benchmarks`.
+    #[serde(default)]
+    pub benchmark: Option<usize>,
+    /// Benchmark events: the run it measured, as its launch evidence (`pid:7`), when one run
+    /// was up at its date.
+    #[serde(default)]
+    pub measured_run: Option<String>,
 }
 
 /// Everything that happened on a host, oldest first.

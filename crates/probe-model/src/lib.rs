@@ -7,6 +7,7 @@
 //!
 //! **Architecture invariant.** This crate depends on no other crate of ours and does no I/O.
 
+pub mod bench;
 pub mod diff;
 pub mod exit_codes;
 pub mod hardware;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub mod text;
 pub mod verdict;
 
+pub use bench::*;
 pub use diff::*;
 pub use hardware::*;
 pub use launch::*;

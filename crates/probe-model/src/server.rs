@@ -89,6 +89,36 @@ pub struct ServerMetric {
     pub source: String,
 }
 
+/// One latency histogram of the server's `/metrics` (cumulative since the process started),
+/// reduced to its buckets: bounds as the `le` labels gave them (an engine's bounds can be
+/// configured), counts summed over the label sets of rank 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ServerHistogram {
+    /// Engine-neutral name (`ttft_seconds`, `itl_seconds`, `tpot_seconds`,
+    /// `e2e_latency_seconds`, `queue_time_seconds`).
+    pub name: String,
+    /// `GET /metrics vllm:time_to_first_token_seconds`.
+    pub source: String,
+    /// Finite upper bounds with the cumulative count of observations at or below each,
+    /// ascending.
+    pub buckets: Vec<HistogramBucket>,
+    /// All observations (the `+Inf` bucket, else `_count`).
+    pub count: f64,
+    /// Sum of all observations (`_sum`), when the server gave it.
+    pub sum: Option<f64>,
+}
+
+/// One cumulative bucket of a [`ServerHistogram`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct HistogramBucket {
+    /// The bucket's upper bound (`le`).
+    pub le: f64,
+    /// Observations at or below `le`.
+    pub count: f64,
+}
+
 /// A value derived from the server's counters over the process's lifetime.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -129,6 +159,10 @@ pub struct ServerReading {
     pub metrics: Vec<ServerMetric>,
     /// Lifetime values from the counters and the process's uptime.
     pub lifetime: Vec<LifetimeValue>,
+    /// Latency histograms (time to first token, inter-token, per-request time per output
+    /// token, end to end, queue), over the process's lifetime.
+    #[serde(default)]
+    pub histograms: Vec<ServerHistogram>,
     /// Seconds the serving process had run when asked (from `/proc`: start time vs now).
     pub uptime_s: Option<u64>,
     /// Remote time of asking.

@@ -73,6 +73,10 @@ pub struct Snapshot {
     /// GPU health, kernel GPU faults and the CUDA libraries really loaded.
     #[serde(default)]
     pub hardware: crate::hardware::HardwareState,
+    /// Benchmark results found in the serving users' homes and the launches' working
+    /// directories (`probe` ran none of them).
+    #[serde(default)]
+    pub benchmarks: Vec<crate::bench::BenchmarkResult>,
 }
 
 /// Facts about the machine itself.

@@ -14,6 +14,81 @@ fn s(v: Option<&str>) -> Option<String> {
     v.map(sanitize_line)
 }
 
+/// The start of the GPU state's message when `nvidia-smi` printed something that is not its
+/// CSV of GPUs (the section is then an error, and no GPU is named from it).
+pub const JUNK: &str = "nvidia-smi printed what is not a GPU list";
+
+/// GPUs one host can hold, at most (more rows is not nvidia-smi).
+const MAX_GPUS: usize = 256;
+
+/// What a cell of `--query-gpu` may hold.
+#[derive(Clone, Copy)]
+enum Cell {
+    /// Text of at most this many characters, each letter, digit or one of the extra ones.
+    Text(usize, &'static str),
+    /// A number in this range.
+    Num(f64, f64),
+}
+
+/// Every column probe asks for, with what its cells may hold (a wider field is junk).
+const CELLS: &[(&str, Cell)] = &[
+    ("index", Cell::Num(0.0, 4096.0)),
+    ("name", Cell::Text(96, " -_.()+/:")),
+    ("uuid", Cell::Text(80, "-")),
+    ("pci.bus_id", Cell::Text(32, ":.")),
+    ("driver_version", Cell::Text(32, ".-")),
+    ("vbios_version", Cell::Text(32, ".-")),
+    ("compute_cap", Cell::Text(8, ".")),
+    ("memory.total", Cell::Num(0.0, 16_777_216.0)),
+    ("memory.used", Cell::Num(0.0, 16_777_216.0)),
+    ("utilization.gpu", Cell::Num(0.0, 100.0)),
+    ("utilization.memory", Cell::Num(0.0, 100.0)),
+    ("temperature.gpu", Cell::Num(-60.0, 250.0)),
+    ("power.draw", Cell::Num(0.0, 20_000.0)),
+    ("power.limit", Cell::Num(0.0, 20_000.0)),
+    ("enforced.power.limit", Cell::Num(0.0, 20_000.0)),
+    ("power.max_limit", Cell::Num(0.0, 20_000.0)),
+    ("clocks.current.sm", Cell::Num(0.0, 100_000.0)),
+    ("clocks.current.memory", Cell::Num(0.0, 100_000.0)),
+    ("clocks.max.sm", Cell::Num(0.0, 100_000.0)),
+    ("clocks.max.memory", Cell::Num(0.0, 100_000.0)),
+    ("pstate", Cell::Text(4, "")),
+    ("persistence_mode", Cell::Text(32, " _")),
+    ("ecc.mode.current", Cell::Text(32, " _")),
+    ("mig.mode.current", Cell::Text(32, " _")),
+    ("compute_mode", Cell::Text(32, " _")),
+    ("pcie.link.gen.current", Cell::Num(0.0, 64.0)),
+    ("pcie.link.width.current", Cell::Num(0.0, 128.0)),
+];
+
+/// Why a row of `--query-gpu` CSV is not a GPU (a cell too long, of other characters, or
+/// out of range), if it is not.
+fn junk_row(h: &[String], r: &[String]) -> Option<String> {
+    if r.len() > h.len() {
+        return Some(format!("{} cells under {} columns", r.len(), h.len()));
+    }
+    for (col, cell) in CELLS {
+        let Some(v) = val(h, r, &[col]) else { continue };
+        let ok = match cell {
+            Cell::Text(max, extra) => {
+                v.chars().count() <= *max
+                    && v.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+            }
+            Cell::Num(lo, hi) => v
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<f64>().ok())
+                .is_some_and(|x| x.is_finite() && (*lo..=*hi).contains(&x)),
+        };
+        if !ok {
+            let shown: String = sanitize_line(v).chars().take(40).collect();
+            return Some(format!("{col} is {shown:?}"));
+        }
+    }
+    None
+}
+
 /// Parses `--query-gpu` output into the state (status, GPUs, driver version).
 pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
     let t = text(out);
@@ -28,6 +103,19 @@ pub fn parse_query(out: &[u8], stderr: &[u8], state: &mut GpuState) {
         return;
     }
     let (h, rows) = csv(&t);
+    let junk = if rows.len() > MAX_GPUS {
+        Some(format!("{} rows", rows.len()))
+    } else {
+        rows.iter()
+            .enumerate()
+            .filter(|(_, r)| r.len() >= 2)
+            .find_map(|(i, r)| junk_row(&h, r).map(|why| format!("row {}: {why}", i + 1)))
+    };
+    if let Some(why) = junk {
+        state.status = GpuStatus::DriverError;
+        state.message = Some(format!("{JUNK} ({why})"));
+        return;
+    }
     for r in rows {
         if r.len() < 2 {
             continue;
@@ -101,6 +189,13 @@ pub fn parse_query_section(
         .or_else(|| recs.last())
         .map_or(body, |r| r.data);
     parse_query(out, stderr, state);
+    if state
+        .message
+        .as_deref()
+        .is_some_and(|m| m.starts_with(JUNK))
+    {
+        return Vec::new();
+    }
     super::gpu_health::parse(body, boundary)
 }
 
@@ -233,6 +328,48 @@ mod tests {
 0, NVIDIA H100 80GB HBM3, GPU-6f1c2b3a-1111-2222-3333-444455556666, 00000000:18:00.0, 550.54.15, 96.00.99.00.01, 9.0, 81559, 74213, 97, 61, 64, 612.45, 700.00, 700.00, 1980, 2619, 1980, 2619, P0, Enabled, Enabled, [N/A], Default, 5, 16
 1, NVIDIA H100 80GB HBM3, GPU-7f1c2b3a-1111-2222-3333-444455556666, 00000000:2A:00.0, 550.54.15, 96.00.99.00.01, 9.0, 81559, 3, 0, 0, 31, [N/A], 700.00, 700.00, 345, 2619, 1980, 2619, P0, Enabled, Enabled, Disabled, Default, 5, 16
 ";
+
+    #[test]
+    fn junk_is_no_gpu() {
+        let header = Q.lines().next().unwrap_or("");
+        let row = Q.lines().nth(1).unwrap_or("");
+        let big = "A".repeat(1 << 20);
+        // (what replaces what in a real row, why)
+        let cases: Vec<(String, &str)> = vec![
+            (row.replace("NVIDIA H100 80GB HBM3", &big), "name is"),
+            (
+                row.replace("NVIDIA H100 80GB HBM3", "H100 <b>x</b>"),
+                "name is",
+            ),
+            (
+                row.replace(", 64, 612.45", ", 9000, 612.45"),
+                "temperature.gpu",
+            ),
+            (row.replace(", 97, 61,", ", 140, 61,"), "utilization.gpu"),
+            (
+                row.replace(", 81559, 74213", ", lots, 74213"),
+                "memory.total",
+            ),
+            (
+                row.replace("550.54.15", "550.54.15 $(reboot)"),
+                "driver_version",
+            ),
+            (format!("{row}, extra, cells"), "cells under"),
+        ];
+        for (bad, why) in &cases {
+            let mut st = GpuState::default();
+            parse_query(format!("{header}\n{bad}\n").as_bytes(), b"", &mut st);
+            assert_eq!(st.status, GpuStatus::DriverError, "{why}");
+            assert!(st.gpus.is_empty(), "{why}");
+            let m = st.message.unwrap_or_default();
+            assert!(m.starts_with(JUNK) && m.contains(why), "{why}: {m}");
+            assert!(m.len() < 300, "{why}: {} bytes", m.len());
+        }
+        // The real rows pass.
+        let mut st = GpuState::default();
+        parse_query(Q.as_bytes(), b"", &mut st);
+        assert_eq!((st.status, st.gpus.len()), (GpuStatus::Present, 2));
+    }
 
     #[test]
     fn query() {

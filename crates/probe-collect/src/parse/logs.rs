@@ -32,6 +32,8 @@ struct Res {
     /// The `limit` patterns at once: one pass tells which of them a line holds (most hold none).
     limit_any: RegexSet,
     blob: Regex,
+    /// llama.cpp's per-request `print_timing` lines.
+    llama_timing: Regex,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,7 @@ fn res() -> &'static Res {
             limit,
             limit_any,
             blob: r(r"^\[[0-9.]+[KMG]?B blob data\]$"),
+            llama_timing: r(r"(prompt eval|eval) time =\s*([0-9]+(?:\.[0-9]+)?) ms /\s*([0-9]+) (?:tokens|runs)\s*\(\s*([0-9]+(?:\.[0-9]+)?) ms per token,\s*([0-9]+(?:\.[0-9]+)?) tokens per second\)"),
         }
     })
 }
@@ -189,6 +192,8 @@ fn parse_lines<'a>(
         }
         if let Some(kind) = metric_kind(l) {
             record_metrics(l, kind, time, &mut acc);
+        } else if l.contains(" time =") {
+            record_llama_timing(l, time, &mut acc);
         }
     }
     finish_series(acc, src);
@@ -325,22 +330,57 @@ fn record_metrics(
         if !v.is_finite() {
             continue;
         }
-        let a = acc.entry(name).or_default();
-        if a.all.iter().len() == 0 && a.points.is_empty() {
-            a.unit = unit;
+        push_point(acc, name, unit, time, v * scale);
+    }
+}
+
+/// Adds one value to the series `name`.
+fn push_point(
+    acc: &mut BTreeMap<&'static str, Acc>,
+    name: &'static str,
+    unit: &'static str,
+    time: Option<UnixTime>,
+    v: f64,
+) {
+    let a = acc.entry(name).or_default();
+    if a.all.iter().len() == 0 && a.points.is_empty() {
+        a.unit = unit;
+    }
+    a.all.push(v);
+    a.points.push((time, v));
+    if a.points.len() > 2 * MAX_POINTS {
+        a.points.drain(..MAX_POINTS);
+    }
+    if time.is_some() {
+        if a.first_time.is_none() {
+            a.first_time = time;
         }
-        let v = v * scale;
-        a.all.push(v);
-        a.points.push((time, v));
-        if a.points.len() > 2 * MAX_POINTS {
-            a.points.drain(..MAX_POINTS);
-        }
-        if time.is_some() {
-            if a.first_time.is_none() {
-                a.first_time = time;
-            }
-            a.last_time = time;
-        }
+        a.last_time = time;
+    }
+}
+
+/// llama.cpp's per-request timings (`print_timing`, one line each after a request ends):
+/// `prompt eval time =  123.45 ms /  12 tokens ( 10.29 ms per token,  97.21 tokens per
+/// second)` and the same for `eval time` (decode), as per-request series: prefill time and
+/// speed, time per output token and decode speed.
+fn record_llama_timing(l: &str, time: Option<UnixTime>, acc: &mut BTreeMap<&'static str, Acc>) {
+    let Some(c) = res().llama_timing.captures(l) else {
+        return;
+    };
+    let g = |i| {
+        c.get(i)
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+    };
+    let (Some(total_ms), Some(per_token_ms), Some(tps)) = (g(2), g(4), g(5)) else {
+        return;
+    };
+    if c.get(1).is_some_and(|m| m.as_str() == "prompt eval") {
+        push_point(acc, "request_prompt_ms", "ms", time, total_ms);
+        push_point(acc, "request_prompt_throughput", "tok/s", time, tps);
+    } else {
+        push_point(acc, "request_tpot_ms", "ms", time, per_token_ms);
+        push_point(acc, "request_gen_throughput", "tok/s", time, tps);
     }
 }
 
@@ -1205,6 +1245,58 @@ mod tests {
         let mut budget = 7;
         let (lines, _) = decode_container_log(many.as_bytes(), "json-file", &mut budget);
         assert_eq!((lines.len(), budget), (7, 0));
+    }
+
+    #[test]
+    fn llama_cpp_print_timing_lines() {
+        // (log text, series, count, last value)
+        let cases: &[(&str, &str, u64, f64)] = &[
+            (
+                "slot print_timing: id  0 | task 42 | \nprompt eval time =     123.45 ms /    12 tokens (   10.29 ms per token,    97.21 tokens per second)\n       eval time =    1234.56 ms /   100 tokens (   12.35 ms per token,    81.00 tokens per second)\n      total time =    1358.01 ms /   112 tokens\n",
+                "request_gen_throughput",
+                1,
+                81.0,
+            ),
+            (
+                "prompt eval time =     123.45 ms /    12 tokens (   10.29 ms per token,    97.21 tokens per second)\n",
+                "request_prompt_ms",
+                1,
+                123.45,
+            ),
+            (
+                "       eval time =    1234.56 ms /   100 tokens (   12.35 ms per token,    81.00 tokens per second)\n       eval time =    1000.00 ms /   100 tokens (   10.00 ms per token,   100.00 tokens per second)\n",
+                "request_tpot_ms",
+                2,
+                10.0,
+            ),
+            // Older builds (llama_print_timings) say `runs`.
+            (
+                "llama_print_timings:        eval time =   500.00 ms /    49 runs   (   10.20 ms per token,    98.00 tokens per second)\n",
+                "request_gen_throughput",
+                1,
+                98.0,
+            ),
+        ];
+        for (text, name, count, last) in cases {
+            let mut src = LogSource::default();
+            parse_text(text, None, 0, &mut src);
+            let m = src.metrics.iter().find(|m| m.name == *name);
+            assert_eq!(
+                m.map(|m| m.summary.count),
+                Some(*count),
+                "{name} in {text:?}"
+            );
+            assert_eq!(m.map(|m| m.summary.last), Some(*last), "{name} in {text:?}");
+        }
+        // Not timings: a total line, a garbled one.
+        let mut src = LogSource::default();
+        parse_text(
+            "      total time =    1358.01 ms /   112 tokens\neval time = x ms / 3 tokens (\n",
+            None,
+            0,
+            &mut src,
+        );
+        assert!(src.metrics.is_empty());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! (never panics, whatever the input), bounded (caps on entries and points), and sanitises
 //! strings for terminals at parse time (see [`crate::sanitize`]).
 
+pub mod bench;
 pub mod containers;
 pub mod gpu;
 pub mod gpu_health;

@@ -58,6 +58,49 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
     out
 }
 
+/// The package logs that were there but not read, each with what it was (`/var/log/dpkg.log:
+/// not a regular file (a FIFO): not read`): the section says what it met.
+pub fn not_read(body: &[u8], boundary: &str) -> Vec<(probe_model::SectionStatus, String)> {
+    use probe_model::SectionStatus;
+    let mut out = Vec::new();
+    for r in records(body, boundary) {
+        let (status, what, path) = match r.kind {
+            'F' => {
+                let h = file_header(&r.header);
+                if matches!(h.status.as_str(), "ok" | "missing") {
+                    continue;
+                }
+                let (st, why) = h.section_status();
+                let why = why.map_or_else(|| sanitize_line(&h.status), str::to_string);
+                (st, why, h.path)
+            }
+            'R' => {
+                let Some((word, path)) = r.header.split_once(' ') else {
+                    continue;
+                };
+                let (st, why) = match word {
+                    "denied" => (SectionStatus::PermissionDenied, "permission denied"),
+                    "symlink" => (
+                        SectionStatus::PermissionDenied,
+                        "symbolic link: not followed",
+                    ),
+                    "fifo" => (
+                        SectionStatus::Failed,
+                        "not a regular file (a FIFO): not read",
+                    ),
+                    "notfile" => (SectionStatus::Failed, "not a regular file: not read"),
+                    "nogz" => (SectionStatus::Ok, "gzip-compressed, and no zcat or gzip"),
+                    _ => continue,
+                };
+                (st, why.to_string(), sanitize_line(path))
+            }
+            _ => continue,
+        };
+        out.push((status, format!("{path}: {what}")));
+    }
+    out
+}
+
 /// apt `history.log`: blocks `Start-Date:` / `Commandline:` / `Install:` / `Upgrade:` / ...
 pub fn apt_history(t: &str, source: &str, tz: i64, truncated: bool) -> Vec<PackageEvent> {
     static ITEM: LazyLock<Regex> = LazyLock::new(|| {
@@ -194,6 +237,25 @@ fn split_nevra(s: &str) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_was_not_read_is_named() {
+        let b = "0123456789abcdef0123456789abcdef";
+        let body = format!(
+            "\n{b} R fifo /var/log/dpkg.log\n\n{b} R denied /var/log/dpkg.log.3.gz\n\n{b} F fifo apt - - /var/log/apt/history.log\n\n{b} F missing apt - - /var/log/apt/history.log.1\n\n{b} R grep /var/log/dnf.rpm.log\n"
+        );
+        let got = not_read(body.as_bytes(), b);
+        let texts: Vec<&str> = got.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "/var/log/dpkg.log: not a regular file (a FIFO): not read",
+                "/var/log/dpkg.log.3.gz: permission denied",
+                "/var/log/apt/history.log: not a regular file (a FIFO): not read",
+            ]
+        );
+        assert_eq!(got[0].0, probe_model::SectionStatus::Failed);
+    }
 
     #[test]
     fn apt() {

@@ -333,3 +333,22 @@ fn rules_refuse_unknown_keys() {
     let err = Redactor::from_toml(&format!("secret_componets = []\n{RULES}")).unwrap_err();
     assert!(err.contains("secret_componets"), "{err}");
 }
+
+/// A benchmark result's embedded `/get_server_info` carries the server's `api_key` (SGLang's
+/// server args): the snapshot pass redacts it, the configuration stays.
+#[test]
+fn benchmark_server_info_is_redacted() {
+    let mut r0 = probe_model::BenchmarkResult::default();
+    r0.server_info
+        .insert("api_key".into(), serde_json::json!("sk-bench-secret-1"));
+    r0.server_info
+        .insert("speculative_num_steps".into(), serde_json::json!(3));
+    let mut snap = probe_model::Snapshot {
+        benchmarks: vec![r0],
+        ..Default::default()
+    };
+    crate::redact::redact_snapshot(&mut snap, r());
+    let text = serde_json::to_string(&snap.benchmarks).unwrap_or_default();
+    assert!(!text.contains("sk-bench-secret-1"), "{text}");
+    assert_eq!(snap.benchmarks[0].server_info["speculative_num_steps"], 3);
+}

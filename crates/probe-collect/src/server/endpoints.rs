@@ -21,6 +21,17 @@ pub struct Endpoints {
     pub metrics: Vec<MetricDef>,
     #[serde(rename = "internal_state", default)]
     pub internal_states: Vec<InternalState>,
+    #[serde(rename = "histogram", default)]
+    pub histograms: Vec<HistogramDef>,
+}
+
+/// A latency histogram read from `/metrics`: its engine-neutral name and the metric names
+/// (without `_bucket`/`_sum`/`_count`) it has under each engine, the first present one read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistogramDef {
+    pub name: String,
+    pub names: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

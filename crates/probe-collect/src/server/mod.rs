@@ -292,10 +292,12 @@ fn read_body(
     let text = String::from_utf8_lossy(&reply.body);
     if reads == Reads::Metrics {
         let read = prom::read(&text, &cfg.metrics, cfg.limits.max_line, path);
-        if read.metrics.is_empty() && read.args.is_empty() {
+        let histograms = prom::histograms(&text, &cfg.histograms, cfg.limits.max_line, path);
+        if read.metrics.is_empty() && read.args.is_empty() && histograms.is_empty() {
             return Err("no known metrics in the answer".into());
         }
         reading.metrics.extend(read.metrics);
+        reading.histograms.extend(histograms);
         reading.args.extend(read.args);
         return Ok(());
     }

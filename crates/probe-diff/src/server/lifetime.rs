@@ -107,6 +107,7 @@ pub fn lifetime(reading: &ServerReading) -> Vec<LifetimeValue> {
     let mut out = Vec::new();
     rates(reading, &mut out);
     ratios(reading, &mut out);
+    super::histogram::lifetime_latencies(&reading.histograms, &mut out);
     out
 }
 

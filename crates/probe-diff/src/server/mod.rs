@@ -8,6 +8,7 @@
 //! `probe-collect`), the launches from [`crate::launch::launches_of`].
 
 pub mod effective;
+pub mod histogram;
 pub mod lifetime;
 pub mod rule;
 pub mod rules;
