@@ -534,7 +534,7 @@ fn postgres_newer_schema_is_refused_and_runners_migrate_once() {
 }
 
 #[test]
-fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
+fn postgres_stores_sections_and_refuses_unredacted_snapshots() {
     let cluster = cluster();
     let name = database_name();
     let url = cluster.create_database(&name);
@@ -551,23 +551,29 @@ fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
         ..ProcessInfo::default()
     });
     store.put(&hostile).unwrap();
+    // Sections are bytes: a NUL in the document comes back as it went in.
     let back = store.get("n1").unwrap().unwrap();
-    assert_eq!(back.host.os_pretty.as_deref(), Some("nul \u{fffd} inside"));
-    // Fleet queries need no JSON parsing on the client.
+    assert_eq!(back.host.os_pretty.as_deref(), Some("nul \0 inside"));
+    assert_eq!(store.export("n1").unwrap(), probe_store::to_json(&hostile));
+    // Fleet queries need no document: the indexed columns are there.
     assert_eq!(
         cluster
             .psql(
                 &name,
-                "SELECT document->'host'->>'machine_id', engines[1], collected_by <> '' \
+                "SELECT machine_id, engines[1], collected_by <> '', redacted \
                  FROM probe.snapshots WHERE id = 'n1'"
             )
             .trim(),
-        "m-n|vllm|t"
+        "m-n|vllm|t|t"
     );
+    // The same host again, unchanged but for its id and time: only new references.
+    let sections_before = cluster.psql(&name, "SELECT count(*) FROM probe.sections");
+    let mut again = hostile.clone();
+    again.id = "n2".into();
+    again.collected_at = 3;
+    store.put(&again).unwrap();
     assert_eq!(
-        cluster
-            .psql(&name, "SELECT jsonb_typeof(document) FROM probe.snapshots")
-            .trim(),
-        "object"
+        cluster.psql(&name, "SELECT count(*) FROM probe.sections"),
+        sections_before
     );
 }
