@@ -272,9 +272,7 @@ impl PgStore {
         let what = format!("{id} in {}", self.location);
         let stored = self.run(|pool, store| async move {
             let client = connection(&pool, &store).await?;
-            read_document(&client, &id)
-                .await
-                .map_err(|cause| StoreError::Postgres { store, cause })
+            read_document(&client, &store, &id).await
         })?;
         stored
             .map(|stored| {
@@ -942,8 +940,9 @@ async fn collect_garbage(
 /// The stored document of `id`: its layout and sections in one statement (one consistent view).
 async fn read_document(
     client: &impl GenericClient,
+    store: &str,
     id: &str,
-) -> Result<Option<crate::sqlite::Stored>, String> {
+) -> Result<Option<crate::sqlite::Stored>, StoreError> {
     let rows = client
         .query(
             "SELECT s.layout, r.section, c.hash, c.size, c.body
@@ -954,7 +953,7 @@ async fn read_document(
             &[&id],
         )
         .await
-        .map_err(|err| err.to_string())?;
+        .map_err(|err| pg_error(store, &err))?;
     let Some(first) = rows.first() else {
         return Ok(None);
     };
@@ -966,7 +965,10 @@ async fn read_document(
         };
         let hash: Option<Vec<u8>> = row.get(2);
         let (Some(hash), Some(size), Some(body)) = (hash, row.get(3), row.get(4)) else {
-            return Err(format!("section {section} is missing"));
+            return Err(StoreError::Postgres {
+                store: store.to_string(),
+                cause: format!("snapshot {id} refers to section {section}, which is missing"),
+            });
         };
         sections.push((hash, size, body));
     }
