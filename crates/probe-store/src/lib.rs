@@ -4,8 +4,9 @@
 //! The store is a trait, [`SnapshotStore`], with two implementations: the embedded default,
 //! [`SqliteStore`] (one SQLite file, WAL mode, a busy timeout, one transaction per snapshot), and
 //! the shared [`PgStore`] for teams and fleets whose audits run from many machines (PostgreSQL,
-//! JSONB documents, libpq's connection conventions). [`open`] picks one from a location. Both
-//! hold each snapshot as a JSON document plus indexed columns for history queries, and the
+//! libpq's connection conventions). [`open`] picks one from a location. Both hold each
+//! snapshot as content-addressed, zstd-compressed sections of its JSON document (a section that
+//! did not change is a reference, not a copy) plus indexed columns for history queries, and the
 //! outcome of every audited host ([`SnapshotStore::record_audit`]) for fleet reports across
 //! audit shards. Schemas in `docs/STORE.md`.
 //!
@@ -25,6 +26,7 @@
 //! ```
 
 mod audit;
+mod content;
 mod document;
 mod errors;
 mod postgres;
@@ -164,6 +166,11 @@ pub trait SnapshotStore: Send + Sync {
     /// The newest stored snapshot of the same host identity taken before `snapshot` (other than
     /// `snapshot` itself): the baseline for drift.
     fn previous(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, StoreError>;
+    /// The newest stored snapshot of a host, without its document (what a fleet report needs
+    /// of each host).
+    fn newest(&self, host: &str) -> Result<Option<SnapshotMeta>, StoreError> {
+        Ok(self.list(Some(host))?.into_iter().next())
+    }
     /// Stored snapshots, newest first, optionally of one host.
     fn list(&self, host: Option<&str>) -> Result<Vec<SnapshotMeta>, StoreError>;
     /// The snapshots of one host, oldest first.
@@ -217,7 +224,8 @@ pub trait SnapshotStore: Send + Sync {
         self.put(&snapshot)
     }
 
-    /// Exports a snapshot as its JSON document.
+    /// Exports a snapshot as its JSON document: byte for byte the document `put` stored
+    /// ([`to_json`] of the snapshot).
     fn export(&self, id: &str) -> Result<String, StoreError> {
         let snapshot = self
             .get(id)?

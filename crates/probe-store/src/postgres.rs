@@ -25,7 +25,10 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use probe_model::{AuditRecord, Snapshot, UnixTime};
 use tokio_postgres::Row;
 
-use crate::sqlite::{indexed_values, strip_port};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::content::{self, Section, Split};
+use crate::sqlite::{SECTIONS_VERSION, indexed_values, strip_port};
 use crate::{
     AuditRun, PrunePolicy, STORE_SCHEMA_VERSION, SnapshotMeta, SnapshotStore, StoreError,
     StoredAudit, from_json, to_json,
@@ -105,7 +108,37 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX audit_records_by_host ON probe.audit_records (host, recorded_at DESC);
     ",
+    // 2 -> 3: documents as content-addressed, zstd-compressed sections (bodies are compressed
+    // already, so TOAST stores them as they are). A snapshot refers to its sections by an array
+    // in document order, indexed by GIN for the garbage collection of `prune`. The documents
+    // move in `move_documents_into_sections`, then `SECTIONS_DONE` drops their column.
+    "
+    CREATE TABLE probe.sections (
+        id    bigserial PRIMARY KEY,
+        hash  bytea NOT NULL UNIQUE,
+        size  bigint NOT NULL,
+        body  bytea NOT NULL
+    );
+    ALTER TABLE probe.sections ALTER COLUMN body SET STORAGE EXTERNAL;
+    ALTER TABLE probe.snapshots
+        ADD COLUMN layout text,
+        ADD COLUMN sections bigint[],
+        ADD COLUMN redacted boolean NOT NULL DEFAULT true CHECK (redacted);
+    CREATE INDEX snapshots_by_section ON probe.snapshots USING gin (sections);
+    ",
 ];
+
+/// The end of migration 2 -> 3, once every document is in sections.
+const SECTIONS_DONE: &str = "
+    ALTER TABLE probe.snapshots DROP COLUMN document;
+    ALTER TABLE probe.snapshots ALTER COLUMN layout SET NOT NULL,
+                                ALTER COLUMN sections SET NOT NULL;
+";
+
+/// Key of the advisory lock between writers (shared) and the removal of unreferenced sections
+/// (exclusive): a writer that found a section keeps it alive until it has committed its
+/// reference.
+const SECTIONS_LOCK: i64 = 0x70_72_6f_62_65_73;
 
 const META_COLUMNS: &str = "s.id, s.host_id, s.hostname, s.machine_id, s.target, s.address,
     extract(epoch from s.collected_at)::bigint, s.schema_version, s.engines, s.versions::text";
@@ -231,6 +264,23 @@ impl PgStore {
             store: self.location.clone(),
             cause: cause.to_string(),
         }
+    }
+
+    /// The stored document of `id`, put back together from its sections.
+    fn document(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let id = id.to_string();
+        let what = format!("{id} in {}", self.location);
+        let stored = self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            read_document(&client, &store, &id).await
+        })?;
+        stored
+            .map(|stored| {
+                stored
+                    .assemble()
+                    .map_err(|cause| StoreError::BadDocument { what, cause })
+            })
+            .transpose()
     }
 
     fn meta_by_host(&self, host: &str) -> Result<Vec<SnapshotMeta>, StoreError> {
@@ -410,8 +460,17 @@ async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
     if current > STORE_SCHEMA_VERSION {
         return Err(newer_store(&store, current));
     }
-    for sql in MIGRATIONS.iter().skip(current as usize) {
+    for (version, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         transaction.batch_execute(sql).await.map_err(fail)?;
+        if version + 1 == SECTIONS_VERSION as usize {
+            move_documents_into_sections(&transaction)
+                .await
+                .map_err(|err| err.into_store(&store))?;
+            transaction
+                .batch_execute(SECTIONS_DONE)
+                .await
+                .map_err(fail)?;
+        }
     }
     let version = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
     transaction
@@ -446,7 +505,7 @@ struct PutRow {
     schema_version: i32,
     engines: Vec<String>,
     versions: String,
-    document: String,
+    split: Split,
     collected_by: String,
 }
 
@@ -638,26 +697,145 @@ fn meta_of(row: &Row) -> SnapshotMeta {
     }
 }
 
-async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreError> {
-    let mut client = connection(&pool, &store).await?;
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match put_once(&mut client, &row).await {
-            Ok(host_id) => return Ok(host_id),
-            Err(err) if retryable(&err) && attempt < WRITE_ATTEMPTS => {
-                tracing::debug!(store = %store, attempt, "write conflict, retrying");
-                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
-            }
-            Err(err) => return Err(pg_error(&store, &err)),
+/// A write that failed: in the database, or making a section's body.
+enum WriteError {
+    Pg(tokio_postgres::Error),
+    Content(String),
+}
+
+impl From<tokio_postgres::Error> for WriteError {
+    fn from(err: tokio_postgres::Error) -> WriteError {
+        WriteError::Pg(err)
+    }
+}
+
+impl WriteError {
+    fn into_store(self, store: &str) -> StoreError {
+        match self {
+            WriteError::Pg(err) => pg_error(store, &err),
+            WriteError::Content(cause) => StoreError::Postgres {
+                store: store.to_string(),
+                cause,
+            },
         }
     }
 }
 
+async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreError> {
+    let mut client = connection(&pool, &store).await?;
+    let compressed = compress_missing(&client, &row.split.sections)
+        .await
+        .map_err(|err| err.into_store(&store))?;
+    let mut attempt = 0;
+    let (host_id, replaced) = loop {
+        attempt += 1;
+        match put_once(&mut client, &row, &compressed).await {
+            Ok(done) => break done,
+            Err(WriteError::Pg(err)) if retryable(&err) && attempt < WRITE_ATTEMPTS => {
+                tracing::debug!(store = %store, attempt, "write conflict, retrying");
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt))).await;
+            }
+            Err(err) => return Err(err.into_store(&store)),
+        }
+    };
+    if !replaced.is_empty() {
+        // The replaced snapshot's sections that nothing refers to any more. The snapshot is
+        // committed: a failure here leaves unreferenced sections (space, not data) for the next
+        // prune, so it is logged, not returned.
+        if let Err(err) = collect_garbage_now(&mut client, &replaced).await {
+            tracing::warn!(store = %store, "{}", pg_error(&store, &err));
+        }
+    }
+    Ok(host_id)
+}
+
+/// Compressed bodies of the sections the store does not hold yet, made before the write
+/// transaction so that it stays short.
+async fn compress_missing(
+    client: &impl GenericClient,
+    sections: &[Section],
+) -> Result<HashMap<[u8; 32], Vec<u8>>, WriteError> {
+    let hashes: Vec<&[u8]> = sections.iter().map(|s| s.hash.as_slice()).collect();
+    let held: BTreeSet<Vec<u8>> = client
+        .query(
+            "SELECT hash FROM probe.sections WHERE hash = ANY($1)",
+            &[&hashes],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut bodies = HashMap::new();
+    for section in sections {
+        if held.contains(section.hash.as_slice()) || bodies.contains_key(&section.hash) {
+            continue;
+        }
+        bodies.insert(
+            section.hash,
+            section.compressed().map_err(WriteError::Content)?,
+        );
+    }
+    Ok(bodies)
+}
+
+/// The ids of `sections` in order, storing those the store does not hold yet. The caller holds
+/// [`SECTIONS_LOCK`] (shared), so a section found here is not removed before it commits.
+async fn file_sections(
+    client: &impl GenericClient,
+    sections: &[Section],
+    compressed: &HashMap<[u8; 32], Vec<u8>>,
+) -> Result<Vec<i64>, WriteError> {
+    let hashes: Vec<&[u8]> = sections.iter().map(|s| s.hash.as_slice()).collect();
+    let mut known: HashMap<Vec<u8>, i64> = client
+        .query(
+            "SELECT hash, id FROM probe.sections WHERE hash = ANY($1)",
+            &[&hashes],
+        )
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let mut ids = Vec::with_capacity(sections.len());
+    for section in sections {
+        if let Some(id) = known.get(section.hash.as_slice()) {
+            ids.push(*id);
+            continue;
+        }
+        let body = match compressed.get(&section.hash) {
+            Some(body) => body.clone(),
+            None => section.compressed().map_err(WriteError::Content)?,
+        };
+        let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
+        let inserted = client
+            .query_opt(
+                "INSERT INTO probe.sections (hash, size, body) VALUES ($1, $2, $3)
+                 ON CONFLICT (hash) DO NOTHING RETURNING id",
+                &[&section.hash.as_slice(), &size, &body],
+            )
+            .await?;
+        let id: i64 = match inserted {
+            Some(row) => row.get(0),
+            // Another writer stored it first (and has committed: the insert waited for it).
+            None => client
+                .query_one(
+                    "SELECT id FROM probe.sections WHERE hash = $1",
+                    &[&section.hash.as_slice()],
+                )
+                .await?
+                .get(0),
+        };
+        known.insert(section.hash.to_vec(), id);
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// One write: returns the host id and the sections of a snapshot it replaced.
 async fn put_once(
     client: &mut deadpool_postgres::Object,
     row: &PutRow,
-) -> Result<i64, tokio_postgres::Error> {
+    compressed: &HashMap<[u8; 32], Vec<u8>>,
+) -> Result<(i64, Vec<i64>), WriteError> {
     let transaction = client.transaction().await?;
     transaction
         .execute(
@@ -665,23 +843,36 @@ async fn put_once(
             &[&row.identity.lock_key()],
         )
         .await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock_shared($1)", &[&SECTIONS_LOCK])
+        .await?;
     let host_id = identify_host(&transaction, &row.identity, true)
         .await?
         .unwrap_or_default();
+    let replaced: Vec<i64> = transaction
+        .query_opt(
+            "SELECT sections FROM probe.snapshots WHERE id = $1 FOR UPDATE",
+            &[&row.id],
+        )
+        .await?
+        .map(|old| old.get(0))
+        .unwrap_or_default();
+    let sections = file_sections(&transaction, &row.split.sections, compressed).await?;
     transaction
         .execute(
             "INSERT INTO probe.snapshots
                (id, host_id, target, address, hostname, machine_id, collected_at, collected_by,
-                schema_version, engines, versions, document)
+                schema_version, engines, versions, layout, sections, redacted)
              VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11::text::jsonb,
-                     $12::text::jsonb)
+                     $12, $13, true)
              ON CONFLICT (id) DO UPDATE SET
                host_id = excluded.host_id, target = excluded.target,
                address = excluded.address, hostname = excluded.hostname,
                machine_id = excluded.machine_id, collected_at = excluded.collected_at,
                collected_by = excluded.collected_by,
                schema_version = excluded.schema_version, engines = excluded.engines,
-               versions = excluded.versions, document = excluded.document, seq = DEFAULT",
+               versions = excluded.versions, layout = excluded.layout,
+               sections = excluded.sections, redacted = excluded.redacted, seq = DEFAULT",
             &[
                 &row.id,
                 &host_id,
@@ -694,12 +885,130 @@ async fn put_once(
                 &row.schema_version,
                 &row.engines,
                 &row.versions,
-                &row.document,
+                &row.split.layout,
+                &sections,
             ],
         )
         .await?;
     transaction.commit().await?;
-    Ok(host_id)
+    let kept: BTreeSet<i64> = sections.into_iter().collect();
+    let replaced = replaced
+        .into_iter()
+        .filter(|id| !kept.contains(id))
+        .collect();
+    Ok((host_id, replaced))
+}
+
+/// Removes those of `candidates` that no snapshot refers to, in a transaction of its own that
+/// holds [`SECTIONS_LOCK`] exclusively.
+async fn collect_garbage_now(
+    client: &mut deadpool_postgres::Object,
+    candidates: &[i64],
+) -> Result<(), tokio_postgres::Error> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&SECTIONS_LOCK])
+        .await?;
+    collect_garbage(&transaction, candidates).await?;
+    transaction.commit().await
+}
+
+/// Deletes those of `candidates` that no snapshot refers to. The caller holds
+/// [`SECTIONS_LOCK`] exclusively.
+async fn collect_garbage(
+    client: &impl GenericClient,
+    candidates: &[i64],
+) -> Result<u64, tokio_postgres::Error> {
+    let candidates: Vec<i64> = candidates
+        .iter()
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if candidates.is_empty() {
+        return Ok(0);
+    }
+    client
+        .execute(
+            "DELETE FROM probe.sections c WHERE c.id = ANY($1)
+             AND NOT EXISTS (SELECT 1 FROM probe.snapshots s WHERE s.sections @> ARRAY[c.id])",
+            &[&candidates],
+        )
+        .await
+}
+
+/// The stored document of `id`: its layout and sections in one statement (one consistent view).
+async fn read_document(
+    client: &impl GenericClient,
+    store: &str,
+    id: &str,
+) -> Result<Option<crate::sqlite::Stored>, StoreError> {
+    let rows = client
+        .query(
+            "SELECT s.layout, r.section, c.hash, c.size, c.body
+             FROM probe.snapshots s
+             LEFT JOIN LATERAL unnest(s.sections) WITH ORDINALITY AS r(section, position) ON true
+             LEFT JOIN probe.sections c ON c.id = r.section
+             WHERE s.id = $1 ORDER BY r.position",
+            &[&id],
+        )
+        .await
+        .map_err(|err| pg_error(store, &err))?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let layout: String = first.get(0);
+    let mut sections = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(section) = row.get::<_, Option<i64>>(1) else {
+            continue;
+        };
+        let hash: Option<Vec<u8>> = row.get(2);
+        let (Some(hash), Some(size), Some(body)) = (hash, row.get(3), row.get(4)) else {
+            return Err(StoreError::Postgres {
+                store: store.to_string(),
+                cause: format!("snapshot {id} refers to section {section}, which is missing"),
+            });
+        };
+        sections.push((hash, size, body));
+    }
+    Ok(Some(crate::sqlite::Stored { layout, sections }))
+}
+
+/// Migration to [`SECTIONS_VERSION`]: every jsonb document becomes a layout and sections. The
+/// document is read as `get` read it (jsonb's text through the snapshot type, so the fields
+/// come back in their order); one that does not read is kept whole, as jsonb wrote it.
+async fn move_documents_into_sections(client: &impl GenericClient) -> Result<(), WriteError> {
+    let mut after = String::new();
+    loop {
+        let rows = client
+            .query(
+                "SELECT id, document::text FROM probe.snapshots WHERE id > $1
+                 ORDER BY id LIMIT 256",
+                &[&after],
+            )
+            .await?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.get(0);
+        for row in &rows {
+            let id: String = row.get(0);
+            let text: String = row.get(1);
+            let document = match from_json(&text, &id) {
+                Ok(snapshot) => to_json(&snapshot),
+                Err(_) => text,
+            };
+            let split = content::split(&document);
+            let sections = file_sections(client, &split.sections, &HashMap::new()).await?;
+            client
+                .execute(
+                    "UPDATE probe.snapshots SET layout = $2, sections = $3 WHERE id = $1",
+                    &[&id, &split.layout, &sections],
+                )
+                .await?;
+        }
+    }
 }
 
 impl SnapshotStore for PgStore {
@@ -719,7 +1028,7 @@ impl SnapshotStore for PgStore {
             schema_version: i32::try_from(snapshot.schema_version).unwrap_or(i32::MAX),
             engines: engines.iter().map(|engine| clean(engine)).collect(),
             versions: clean(&serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into())),
-            document: to_json(snapshot).replace("\\u0000", "\u{fffd}"),
+            split: content::split(&to_json(snapshot)),
             collected_by: self.runner.clone(),
         };
         let host_id = self.run(|pool, store| put_row(pool, store, row))?;
@@ -727,27 +1036,43 @@ impl SnapshotStore for PgStore {
     }
 
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
-        let id = id.to_string();
         let what = format!("{id} in {}", self.location);
-        let text: Option<String> = self.run(|pool, store| async move {
-            let client = connection(&pool, &store).await?;
-            client
-                .query_opt(
-                    "SELECT document::text FROM probe.snapshots WHERE id = $1",
-                    &[&id],
-                )
-                .await
-                .map(|row| row.map(|row| row.get(0)))
-                .map_err(|err| pg_error(&store, &err))
-        })?;
-        text.map(|text| from_json(&text, &what)).transpose()
+        self.document(id)?
+            .map(|text| from_json(&text, &what))
+            .transpose()
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
-        match self.meta_by_host(host)?.last() {
+        match self.newest(host)? {
             Some(meta) => self.get(&meta.id),
             None => Ok(None),
         }
+    }
+
+    fn newest(&self, host: &str) -> Result<Option<SnapshotMeta>, StoreError> {
+        let host = host.to_string();
+        self.run(|pool, store| async move {
+            let client = connection(&pool, &store).await?;
+            let Some(host_id) = find_host_by_name(&client, &host)
+                .await
+                .map_err(|err| pg_error(&store, &err))?
+            else {
+                return Ok(None);
+            };
+            query_meta(
+                &client,
+                "WHERE s.host_id = $1 ORDER BY s.collected_at DESC, s.seq DESC LIMIT 1",
+                &[&host_id],
+            )
+            .await
+            .map(|mut metas| metas.pop())
+            .map_err(|err| pg_error(&store, &err))
+        })
+    }
+
+    fn export(&self, id: &str) -> Result<String, StoreError> {
+        self.document(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("id {id}")))
     }
 
     fn previous(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, StoreError> {
@@ -806,8 +1131,22 @@ impl SnapshotStore for PgStore {
             let fail = |err: tokio_postgres::Error| pg_error(&store, &err);
             let mut client = connection(&pool, &store).await?;
             let transaction = client.transaction().await.map_err(fail)?;
+            // Exclusive: no writer is between finding a section and committing its reference.
             transaction
-                .execute("DELETE FROM probe.snapshots WHERE id = ANY($1)", &[&ids])
+                .execute("SELECT pg_advisory_xact_lock($1)", &[&SECTIONS_LOCK])
+                .await
+                .map_err(fail)?;
+            let referenced: Vec<i64> = transaction
+                .query(
+                    "DELETE FROM probe.snapshots WHERE id = ANY($1) RETURNING sections",
+                    &[&ids],
+                )
+                .await
+                .map_err(fail)?
+                .iter()
+                .flat_map(|row| row.get::<_, Vec<i64>>(0))
+                .collect();
+            collect_garbage(&transaction, &referenced)
                 .await
                 .map_err(fail)?;
             transaction.commit().await.map_err(fail)

@@ -7,7 +7,7 @@
 //!   snapshot, and the write lock is taken up front so two writers queue instead of deadlocking.
 //! * Writers wait on a busy timeout and retry; readers never block writers (WAL).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -16,12 +16,17 @@ use std::time::Duration;
 use probe_model::{AuditRecord, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
+use crate::content::{self, Section, Split};
 use crate::{
     AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json, to_json,
 };
 
 /// Version of the store's own table layout (not of the snapshot documents).
-pub const STORE_SCHEMA_VERSION: u32 = 2;
+pub const STORE_SCHEMA_VERSION: u32 = 3;
+
+/// The layout version that keeps documents as content-addressed sections: migrating to it moves
+/// every stored document into sections (`content::split`) before its column is dropped.
+pub(crate) const SECTIONS_VERSION: u32 = 3;
 
 /// How long one statement waits for another writer's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -86,6 +91,28 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, host)
     );
     CREATE INDEX audit_records_by_host ON audit_records(host, recorded_at);
+    ",
+    // 2 -> 3: documents as content-addressed, zstd-compressed sections. `seq` is the snapshot's
+    // persistent number (a rowid that is not an INTEGER PRIMARY KEY may change on VACUUM), so
+    // references can be two integers. The documents move in `move_documents_into_sections`.
+    "
+    CREATE TABLE sections (
+        id    INTEGER PRIMARY KEY,
+        hash  BLOB NOT NULL UNIQUE,
+        size  INTEGER NOT NULL,
+        body  BLOB NOT NULL
+    );
+    ALTER TABLE snapshots ADD COLUMN seq INTEGER;
+    UPDATE snapshots SET seq = rowid;
+    CREATE UNIQUE INDEX snapshots_by_seq ON snapshots(seq);
+    ALTER TABLE snapshots ADD COLUMN layout TEXT;
+    CREATE TABLE snapshot_sections (
+        snapshot  INTEGER NOT NULL REFERENCES snapshots(seq) ON DELETE CASCADE,
+        position  INTEGER NOT NULL,
+        section   INTEGER NOT NULL REFERENCES sections(id),
+        PRIMARY KEY (snapshot, position)
+    ) WITHOUT ROWID;
+    CREATE INDEX snapshot_sections_by_section ON snapshot_sections(section);
     ",
 ];
 
@@ -180,6 +207,10 @@ impl SqliteStore {
             }
             for (version, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
                 transaction.execute_batch(sql)?;
+                if version + 1 == SECTIONS_VERSION as usize {
+                    move_documents_into_sections(&transaction)?;
+                    transaction.execute_batch("ALTER TABLE snapshots DROP COLUMN document;")?;
+                }
                 transaction.execute("DELETE FROM schema_meta", [])?;
                 transaction.execute(
                     "INSERT INTO schema_meta (version) VALUES (?1)",
@@ -226,42 +257,83 @@ impl SqliteStore {
             };
             query_meta(
                 connection,
-                "WHERE s.host_id = ?1 ORDER BY s.collected_at ASC, s.rowid ASC",
+                "WHERE s.host_id = ?1 ORDER BY s.collected_at ASC, s.seq ASC",
                 params![host_id],
             )
         })
     }
 
+    /// The stored document of `id`, put back together from its sections.
     fn document(&self, id: &str) -> Result<Option<String>, StoreError> {
-        self.with_retries(|connection| {
-            connection
-                .query_row(
-                    "SELECT document FROM snapshots WHERE id = ?1",
-                    params![id],
-                    |row| row.get::<_, String>(0),
-                )
-                .optional()
-        })
+        let stored = self.with_retries(|connection| {
+            // One read transaction: the layout and its sections come from the same state.
+            let transaction = connection.transaction()?;
+            read_stored(&transaction, id)
+        })?;
+        stored
+            .map(|stored| {
+                stored.assemble().map_err(|cause| StoreError::BadDocument {
+                    what: format!("{id} in {}", self.path.display()),
+                    cause,
+                })
+            })
+            .transpose()
+    }
+
+    /// Compressed bodies of the sections of `split` that the store does not hold yet, made
+    /// before the write lock is taken so that writers queue for as short a time as possible.
+    fn compress_missing(&self, split: &Split) -> Result<HashMap<[u8; 32], Vec<u8>>, StoreError> {
+        let missing: Vec<&Section> = self.with_retries(|connection| {
+            let mut statement =
+                connection.prepare_cached("SELECT 1 FROM sections WHERE hash = ?1")?;
+            let mut missing = Vec::new();
+            for section in &split.sections {
+                if !statement.exists(params![section.hash.as_slice()])? {
+                    missing.push(section);
+                }
+            }
+            Ok(missing)
+        })?;
+        let mut bodies = HashMap::new();
+        for section in missing {
+            if let std::collections::hash_map::Entry::Vacant(entry) = bodies.entry(section.hash) {
+                entry.insert(section.compressed().map_err(|cause| StoreError::Io {
+                    path: self.path.clone(),
+                    cause,
+                })?);
+            }
+        }
+        Ok(bodies)
     }
 }
 
 impl SnapshotStore for SqliteStore {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
-        let document = to_json(snapshot);
+        let split = content::split(&to_json(snapshot));
         let (engines, versions) = indexed_values(snapshot);
         let engines_text = engines.iter().cloned().collect::<Vec<_>>().join(",");
         let versions_text = serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into());
+        let compressed = self.compress_missing(&split)?;
         let host_id = self.with_retries(|connection| {
             let transaction =
                 connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let host_id = identify_host(&transaction, snapshot, true)?.unwrap_or_default();
+            // A snapshot with the same id is replaced: its rows go, its sections are kept
+            // only where another snapshot (or this new one) still refers to them.
+            let replaced = delete_snapshot(&transaction, &snapshot.id)?;
+            let seq: i64 = transaction.query_row(
+                "SELECT coalesce(max(seq), 0) + 1 FROM snapshots",
+                [],
+                |row| row.get(0),
+            )?;
             transaction.execute(
-                "INSERT OR REPLACE INTO snapshots
-                   (id, host_id, target, address, hostname, machine_id, collected_at,
-                    schema_version, engines, versions, document)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                "INSERT INTO snapshots
+                   (id, seq, host_id, target, address, hostname, machine_id, collected_at,
+                    schema_version, engines, versions, layout)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     snapshot.id,
+                    seq,
                     host_id,
                     snapshot.target,
                     snapshot.address,
@@ -271,13 +343,10 @@ impl SnapshotStore for SqliteStore {
                     snapshot.schema_version,
                     engines_text,
                     versions_text,
-                    document,
+                    split.layout,
                 ],
             )?;
-            transaction.execute(
-                "DELETE FROM snapshot_versions WHERE snapshot_id = ?1",
-                params![snapshot.id],
-            )?;
+            insert_sections(&transaction, seq, &split.sections, &compressed)?;
             for (package, version) in &versions {
                 transaction.execute(
                     "INSERT INTO snapshot_versions (snapshot_id, package, version)
@@ -285,6 +354,7 @@ impl SnapshotStore for SqliteStore {
                     params![snapshot.id, package, version],
                 )?;
             }
+            collect_garbage(&transaction, &replaced)?;
             transaction.commit()?;
             Ok(host_id)
         })?;
@@ -299,10 +369,29 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
-        match self.meta_by_host(host)?.last() {
+        match self.newest(host)? {
             Some(meta) => self.get(&meta.id),
             None => Ok(None),
         }
+    }
+
+    fn newest(&self, host: &str) -> Result<Option<SnapshotMeta>, StoreError> {
+        self.with_retries(|connection| {
+            let Some(host_id) = find_host_by_name(connection, host)? else {
+                return Ok(None);
+            };
+            Ok(query_meta(
+                connection,
+                "WHERE s.host_id = ?1 ORDER BY s.collected_at DESC, s.seq DESC LIMIT 1",
+                params![host_id],
+            )?
+            .pop())
+        })
+    }
+
+    fn export(&self, id: &str) -> Result<String, StoreError> {
+        self.document(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("id {id}")))
     }
 
     fn previous(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, StoreError> {
@@ -315,7 +404,7 @@ impl SnapshotStore for SqliteStore {
                 .query_row(
                     "SELECT id FROM snapshots
                      WHERE host_id = ?1 AND id != ?2 AND collected_at <= ?3
-                     ORDER BY collected_at DESC, rowid DESC LIMIT 1",
+                     ORDER BY collected_at DESC, seq DESC LIMIT 1",
                     params![host_id, snapshot.id, snapshot.collected_at],
                     |row| row.get::<_, String>(0),
                 )
@@ -337,7 +426,7 @@ impl SnapshotStore for SqliteStore {
             None => self.with_retries(|connection| {
                 query_meta(
                     connection,
-                    "ORDER BY s.collected_at DESC, s.rowid DESC",
+                    "ORDER BY s.collected_at DESC, s.seq DESC",
                     params![],
                 )
             }),
@@ -356,13 +445,11 @@ impl SnapshotStore for SqliteStore {
         self.with_retries(|connection| {
             let transaction =
                 connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut sections = Vec::new();
             for meta in &doomed {
-                transaction.execute(
-                    "DELETE FROM snapshot_versions WHERE snapshot_id = ?1",
-                    params![meta.id],
-                )?;
-                transaction.execute("DELETE FROM snapshots WHERE id = ?1", params![meta.id])?;
+                sections.extend(delete_snapshot(&transaction, &meta.id)?);
             }
+            collect_garbage(&transaction, &sections)?;
             transaction.commit()
         })?;
         Ok(doomed)
@@ -637,6 +724,152 @@ fn identify_host(
         )?;
     }
     Ok(Some(host_id))
+}
+
+/// A stored document before it is put back together: its layout and its sections' stored
+/// (hash, size, compressed body), in order.
+pub(crate) struct Stored {
+    pub layout: String,
+    pub sections: Vec<(Vec<u8>, i64, Vec<u8>)>,
+}
+
+impl Stored {
+    /// The document, each section checked against its size and address.
+    pub fn assemble(&self) -> Result<String, String> {
+        let bodies = self
+            .sections
+            .iter()
+            .map(|(hash, size, body)| content::decompress(body, *size, hash))
+            .collect::<Result<Vec<_>, _>>()?;
+        content::assemble(&self.layout, &bodies)
+    }
+}
+
+fn read_stored(connection: &Connection, id: &str) -> rusqlite::Result<Option<Stored>> {
+    let Some((seq, layout)) = connection
+        .query_row(
+            "SELECT seq, layout FROM snapshots WHERE id = ?1",
+            params![id],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+        )
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let mut statement = connection.prepare_cached(
+        "SELECT c.hash, c.size, c.body FROM snapshot_sections r
+         JOIN sections c ON c.id = r.section
+         WHERE r.snapshot = ?1 ORDER BY r.position",
+    )?;
+    let sections = statement
+        .query_map(params![seq], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(Some(Stored { layout, sections }))
+}
+
+/// Files the sections of snapshot `seq`: a section already held is referenced, a new one is
+/// stored (with its body from `compressed`, else compressed now).
+fn insert_sections(
+    connection: &Connection,
+    seq: i64,
+    sections: &[Section],
+    compressed: &HashMap<[u8; 32], Vec<u8>>,
+) -> rusqlite::Result<()> {
+    let mut find = connection.prepare_cached("SELECT id FROM sections WHERE hash = ?1")?;
+    let mut add =
+        connection.prepare_cached("INSERT INTO sections (hash, size, body) VALUES (?1, ?2, ?3)")?;
+    let mut refer = connection.prepare_cached(
+        "INSERT INTO snapshot_sections (snapshot, position, section) VALUES (?1, ?2, ?3)",
+    )?;
+    for (position, section) in sections.iter().enumerate() {
+        let hash = section.hash.as_slice();
+        let found: Option<i64> = find.query_row(params![hash], |row| row.get(0)).optional()?;
+        let id = match found {
+            Some(id) => id,
+            None => {
+                let body = match compressed.get(&section.hash) {
+                    Some(body) => body.clone(),
+                    None => section.compressed().map_err(content_error)?,
+                };
+                add.execute(params![hash, section.bytes.len() as i64, body])?;
+                connection.last_insert_rowid()
+            }
+        };
+        refer.execute(params![seq, position as i64, id])?;
+    }
+    Ok(())
+}
+
+/// Deletes snapshot `id` (its row, indexed versions and section references) and returns the
+/// sections it referred to, for [`collect_garbage`].
+fn delete_snapshot(connection: &Connection, id: &str) -> rusqlite::Result<Vec<i64>> {
+    let Some(seq) = connection
+        .query_row(
+            "SELECT seq FROM snapshots WHERE id = ?1",
+            params![id],
+            |row| row.get::<_, i64>(0),
+        )
+        .optional()?
+    else {
+        return Ok(Vec::new());
+    };
+    let sections = connection
+        .prepare_cached("SELECT section FROM snapshot_sections WHERE snapshot = ?1")?
+        .query_map(params![seq], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    connection.execute(
+        "DELETE FROM snapshot_sections WHERE snapshot = ?1",
+        params![seq],
+    )?;
+    connection.execute(
+        "DELETE FROM snapshot_versions WHERE snapshot_id = ?1",
+        params![id],
+    )?;
+    connection.execute("DELETE FROM snapshots WHERE id = ?1", params![id])?;
+    Ok(sections)
+}
+
+/// Removes those of `candidates` that no snapshot refers to any more.
+fn collect_garbage(connection: &Connection, candidates: &[i64]) -> rusqlite::Result<()> {
+    let candidates: BTreeSet<i64> = candidates.iter().copied().collect();
+    let mut remove = connection.prepare_cached(
+        "DELETE FROM sections WHERE id = ?1
+         AND NOT EXISTS (SELECT 1 FROM snapshot_sections WHERE section = ?1)",
+    )?;
+    for id in candidates {
+        remove.execute(params![id])?;
+    }
+    Ok(())
+}
+
+/// Migration to [`SECTIONS_VERSION`]: every stored document becomes a layout and sections.
+/// `split` keeps any document it could not give back byte for byte whole, so nothing is lost.
+fn move_documents_into_sections(connection: &Connection) -> rusqlite::Result<()> {
+    let mut after = 0i64;
+    loop {
+        let batch: Vec<(i64, String)> = connection
+            .prepare("SELECT seq, document FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256")?
+            .query_map(params![after], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let Some((last, _)) = batch.last() else {
+            return Ok(());
+        };
+        after = *last;
+        for (seq, document) in &batch {
+            let split = content::split(document);
+            connection.execute(
+                "UPDATE snapshots SET layout = ?2 WHERE seq = ?1",
+                params![seq, split.layout],
+            )?;
+            insert_sections(connection, *seq, &split.sections, &HashMap::new())?;
+        }
+    }
+}
+
+fn content_error(cause: String) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(cause.into())
 }
 
 /// `host:port`, `[v6]:port` -> host.

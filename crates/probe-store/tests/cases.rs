@@ -534,7 +534,7 @@ fn postgres_newer_schema_is_refused_and_runners_migrate_once() {
 }
 
 #[test]
-fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
+fn postgres_stores_sections_and_refuses_unredacted_snapshots() {
     let cluster = cluster();
     let name = database_name();
     let url = cluster.create_database(&name);
@@ -551,23 +551,215 @@ fn postgres_stores_jsonb_and_refuses_unredacted_snapshots() {
         ..ProcessInfo::default()
     });
     store.put(&hostile).unwrap();
+    // Sections are bytes: a NUL in the document comes back as it went in.
     let back = store.get("n1").unwrap().unwrap();
-    assert_eq!(back.host.os_pretty.as_deref(), Some("nul \u{fffd} inside"));
-    // Fleet queries need no JSON parsing on the client.
+    assert_eq!(back.host.os_pretty.as_deref(), Some("nul \0 inside"));
+    assert_eq!(store.export("n1").unwrap(), probe_store::to_json(&hostile));
+    // Fleet queries need no document: the indexed columns are there.
     assert_eq!(
         cluster
             .psql(
                 &name,
-                "SELECT document->'host'->>'machine_id', engines[1], collected_by <> '' \
+                "SELECT machine_id, engines[1], collected_by <> '', redacted \
                  FROM probe.snapshots WHERE id = 'n1'"
             )
             .trim(),
-        "m-n|vllm|t"
+        "m-n|vllm|t|t"
+    );
+    // The same host again, unchanged but for its id and time: only new references.
+    let sections_before = cluster.psql(&name, "SELECT count(*) FROM probe.sections");
+    let mut again = hostile.clone();
+    again.id = "n2".into();
+    again.collected_at = 3;
+    store.put(&again).unwrap();
+    assert_eq!(
+        cluster.psql(&name, "SELECT count(*) FROM probe.sections"),
+        sections_before
+    );
+}
+
+/// A store of layout version 2 (its schema is the fixture, its rows written as that release's
+/// `put` wrote them: jsonb documents) opens with every snapshot intact.
+#[test]
+fn postgres_a_version_two_store_opens_with_every_snapshot_intact() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    let schema = include_str!("fixtures/store-v2-postgres.sql");
+    cluster.psql(&name, &format!("SET ROLE probe;\n{schema}"));
+    let snapshots: Vec<Snapshot> = (0..4)
+        .map(|i| {
+            let mut s = snapshot(&format!("old{i}"), "gpu7", "gpu7", "m-old-0001", 100 + i);
+            s.host.os_pretty = Some(format!("Debian \"12\" ü \u{1F600} {i}"));
+            s.gpu.driver_version = Some("570.172.08".into());
+            s
+        })
+        .collect();
+    let mut rows = String::from(
+        "SET ROLE probe;
+         INSERT INTO probe.hosts (machine_id, hostname, first_seen, last_seen)
+         VALUES ('m-old-0001', 'gpu7', to_timestamp(100), to_timestamp(103));
+         INSERT INTO probe.host_names (host_id, name, kind, last_seen)
+         VALUES (1, 'gpu7', 'hostname', to_timestamp(103)), (1, 'gpu7', 'target', to_timestamp(103));",
+    );
+    for s in &snapshots {
+        rows.push_str(&format!(
+            "INSERT INTO probe.snapshots (id, host_id, target, address, hostname, machine_id,
+               collected_at, collected_by, schema_version, engines, versions, document)
+             VALUES ('{}', 1, 'gpu7', 'gpu7:22', 'gpu7', 'm-old-0001', to_timestamp({}),
+               'ci@old', {}, '{{}}', '{{\"nvidia-driver\": \"570.172.08\"}}',
+               $doc${}$doc$::jsonb);\n",
+            s.id,
+            s.collected_at,
+            s.schema_version,
+            probe_store::to_json(s)
+        ));
+    }
+    cluster.psql(&name, &rows);
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    for s in &snapshots {
+        assert_eq!(store.get(&s.id).unwrap().as_ref(), Some(s));
+        assert_eq!(store.export(&s.id).unwrap(), probe_store::to_json(s));
+    }
+    assert_eq!(
+        ids(store.history("gpu7").unwrap()),
+        ["old0", "old1", "old2", "old3"]
+    );
+    assert_eq!(
+        store.list(None).unwrap()[0].versions["nvidia-driver"],
+        "570.172.08"
     );
     assert_eq!(
         cluster
-            .psql(&name, "SELECT jsonb_typeof(document) FROM probe.snapshots")
+            .psql(
+                &name,
+                "SELECT (SELECT max(version) FROM probe.schema_meta),
+                        (SELECT count(*) FROM information_schema.columns
+                         WHERE table_schema = 'probe' AND table_name = 'snapshots'
+                           AND column_name = 'document')"
+            )
             .trim(),
-        "object"
+        format!("{}|0", probe_store::STORE_SCHEMA_VERSION)
     );
+    // The old snapshots share what did not change between them: only `host` differs.
+    let (sections, per_snapshot) = section_counts(cluster, &name);
+    assert!(sections < per_snapshot + 4, "{sections} {per_snapshot}");
+}
+
+/// (sections stored, sections one snapshot refers to).
+fn section_counts(cluster: &Postgres, database: &str) -> (usize, usize) {
+    let out = cluster.psql(
+        database,
+        "SELECT (SELECT count(*) FROM probe.sections),
+                (SELECT max(cardinality(sections)) FROM probe.snapshots)",
+    );
+    let (a, b) = out.trim().split_once('|').unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+#[test]
+fn postgres_prune_keeps_shared_sections() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    let mut snapshots = Vec::new();
+    for i in 0..4 {
+        let mut s = snapshot(&format!("p{i}"), "gpu7", "gpu7", "m-p", i);
+        s.host.kernel = Some(if i < 3 { "6.1" } else { "6.12" }.into());
+        store.put(&s).unwrap();
+        snapshots.push(s);
+    }
+    let (sections, per_snapshot) = section_counts(cluster, &name);
+    store
+        .prune(&PrunePolicy {
+            keep_last: 2,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot));
+    for s in &snapshots[2..] {
+        assert_eq!(store.export(&s.id).unwrap(), probe_store::to_json(s));
+    }
+    store
+        .prune(&PrunePolicy {
+            keep_last: 1,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(section_counts(cluster, &name), (sections - 1, per_snapshot));
+    assert_eq!(store.get("p3").unwrap().as_ref(), Some(&snapshots[3]));
+}
+
+mod round_trip {
+    //! Store, then export, gives back the input byte for byte (both stores).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9._-]{0,12}",
+            any::<String>(),
+            "[\\x00-\\x1f\"\\\\\u{7f}-\u{9f}\u{202e}\u{1F600}]{0,8}",
+        ]
+    }
+
+    prop_compose! {
+        fn snapshots()(
+            hostname in text(),
+            os in proptest::option::of(text()),
+            argv in proptest::collection::vec(text(), 0..4),
+            env in proptest::collection::btree_map(text(), text(), 0..3),
+            packages in proptest::collection::vec((text(), text()), 0..4),
+            power in proptest::option::of(any::<f64>().prop_filter("finite", |f| f.is_finite())),
+            uptime in any::<Option<u64>>(),
+            at in any::<i32>(),
+        ) -> Snapshot {
+            let mut s = snapshot("", "target", &hostname, "m-prop-0001", i64::from(at));
+            s.host.os_pretty = os;
+            s.host.uptime_s = uptime;
+            s.processes.push(ProcessInfo { pid: 7, argv, env, ..ProcessInfo::default() });
+            s.python_envs.push(PythonEnv {
+                packages: packages
+                    .into_iter()
+                    .map(|(name, version)| PythonPackage { name, version, ..PythonPackage::default() })
+                    .collect(),
+                ..PythonEnv::default()
+            });
+            s.gpu.gpus.push(probe_model::Gpu { power_draw_w: power, ..probe_model::Gpu::default() });
+            s
+        }
+    }
+
+    fn check(store: &dyn SnapshotStore, mut snapshot: Snapshot, n: usize) {
+        snapshot.id = format!("prop-{n}");
+        let input = probe_store::to_json(&snapshot);
+        store.put(&snapshot).unwrap();
+        assert_eq!(store.export(&snapshot.id).unwrap(), input);
+        // And it reads back as the input document reads.
+        assert_eq!(
+            store.get(&snapshot.id).unwrap().unwrap(),
+            probe_store::from_json(&input, "input").unwrap()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn sqlite_store_then_export_is_the_input(snapshot in snapshots()) {
+            static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
+            let (_, store) = STORE.get_or_init(|| { let b = sqlite(); let s = b.open(); (b, s) });
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
+
+        #[test]
+        fn postgres_store_then_export_is_the_input(snapshot in snapshots()) {
+            static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
+            let (_, store) = STORE.get_or_init(|| { let b = postgres(); let s = b.open(); (b, s) });
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
+    }
 }

@@ -43,7 +43,8 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
         } => {
             let reference = reference.unwrap_or_default();
             let snapshot = resolve(&*store, &reference)?;
-            let mut text = probe_store::to_json(&snapshot);
+            // The stored bytes, not a re-serialisation: byte-identical to what was stored.
+            let mut text = store.export(&snapshot.id)?;
             text.push('\n');
             match output {
                 Some(path) => {

@@ -203,3 +203,181 @@ fn strip_port_forms() {
     assert_eq!(strip_port("gpu7"), "gpu7");
     assert_eq!(strip_port("::1"), "::1");
 }
+
+/// A snapshot shaped like a real one: sections of every kind, and text that needs escaping.
+fn rich_snapshot(id: &str, at: i64) -> Snapshot {
+    let mut snapshot = snapshot(id, "gpu7", "gpu7", "m-rich-0001", at);
+    snapshot.host.os_pretty = Some("Debian \"12\" \\ ünïcode \u{1F600} \u{1b}[31m \0".into());
+    snapshot.processes.push(probe_model::ProcessInfo {
+        pid: 42,
+        argv: vec!["python3".into(), "-m".into(), "vllm.entrypoints".into()],
+        engine: Some(probe_model::Engine::Vllm),
+        ..probe_model::ProcessInfo::default()
+    });
+    snapshot.python_envs.push(probe_model::PythonEnv {
+        interpreter: "/opt/venv/bin/python".into(),
+        packages: vec![probe_model::PythonPackage {
+            name: "vllm".into(),
+            version: "0.11.0".into(),
+            ..probe_model::PythonPackage::default()
+        }],
+        ..probe_model::PythonEnv::default()
+    });
+    snapshot.gpu.driver_version = Some("570.172.08".into());
+    snapshot
+}
+
+/// Writes `snapshot` the way the store of layout version 2 did (a copy of its `put`).
+fn put_as_version_two(connection: &Connection, snapshot: &Snapshot) {
+    let (engines, versions) = indexed_values(snapshot);
+    let host_id = identify_host(connection, snapshot, true).unwrap().unwrap();
+    connection
+        .execute(
+            "INSERT OR REPLACE INTO snapshots
+               (id, host_id, target, address, hostname, machine_id, collected_at,
+                schema_version, engines, versions, document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                snapshot.id,
+                host_id,
+                snapshot.target,
+                snapshot.address,
+                snapshot.host.hostname,
+                snapshot.host.machine_id,
+                snapshot.collected_at,
+                snapshot.schema_version,
+                engines.into_iter().collect::<Vec<_>>().join(","),
+                serde_json::to_string(&versions).unwrap(),
+                to_json(snapshot),
+            ],
+        )
+        .unwrap();
+    for (package, version) in &versions {
+        connection
+            .execute(
+                "INSERT INTO snapshot_versions (snapshot_id, package, version)
+                 VALUES (?1, ?2, ?3)",
+                params![snapshot.id, package, version],
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_version_two_store_opens_with_every_snapshot_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshots.db");
+    let snapshots: Vec<Snapshot> = (0..5).map(|i| rich_snapshot(&format!("r{i}"), i)).collect();
+    {
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch(include_str!("../../tests/fixtures/store-v2-sqlite.sql"))
+            .unwrap();
+        for snapshot in &snapshots {
+            put_as_version_two(&connection, snapshot);
+        }
+        // A document that is not `to_json` output (written by hand into an old store).
+        connection
+            .execute(
+                "UPDATE snapshots SET document = ?1 WHERE id = 'r4'",
+                params![serde_json::to_string(&snapshots[4]).unwrap()],
+            )
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    for snapshot in &snapshots {
+        assert_eq!(store.get(&snapshot.id).unwrap().as_ref(), Some(snapshot));
+    }
+    for snapshot in &snapshots[..4] {
+        assert_eq!(store.export(&snapshot.id).unwrap(), to_json(snapshot));
+    }
+    assert_eq!(
+        store.export("r4").unwrap(),
+        serde_json::to_string(&snapshots[4]).unwrap()
+    );
+    let history: Vec<String> = store
+        .history("gpu7")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(history, ["r0", "r1", "r2", "r3", "r4"]);
+    assert_eq!(
+        store.list(None).unwrap()[0].versions.get("vllm").unwrap(),
+        "0.11.0"
+    );
+    let connection = store.connection.lock().unwrap();
+    let (version, columns, sections): (u32, u32, u32) = connection
+        .query_row(
+            "SELECT (SELECT max(version) FROM schema_meta),
+                    (SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'document'),
+                    (SELECT count(*) FROM sections)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((version, columns), (STORE_SCHEMA_VERSION, 0));
+    // r0..r3 differ only in scalars (id, time), so they share every section; r4, which cannot
+    // be given back from sections byte for byte, is kept whole (one more section).
+    let per_snapshot: u32 = connection
+        .query_row(
+            "SELECT count(*) FROM snapshot_sections WHERE snapshot = (SELECT seq FROM snapshots WHERE id = 'r0')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(per_snapshot > 10, "{per_snapshot}");
+    assert!(
+        sections < per_snapshot + 2,
+        "{sections} sections for {per_snapshot} per snapshot"
+    );
+}
+
+#[test]
+fn unchanged_sections_are_stored_once_and_pruned_last() {
+    let (_dir, store) = temp_store();
+    for i in 0..4 {
+        store.put(&rich_snapshot(&format!("u{i}"), i)).unwrap();
+    }
+    let count = |store: &SqliteStore| -> (u32, u32) {
+        let connection = store.connection.lock().unwrap();
+        connection
+            .query_row(
+                "SELECT (SELECT count(*) FROM sections), (SELECT count(*) FROM snapshot_sections)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap()
+    };
+    let (sections, references) = count(&store);
+    assert_eq!(references % 4, 0);
+    let per_snapshot = references / 4;
+    assert!(sections < per_snapshot, "{sections} >= {per_snapshot}");
+    // A change in one section adds that section only.
+    let mut changed = rich_snapshot("u4", 4);
+    changed.host.kernel = Some("6.12".into());
+    store.put(&changed).unwrap();
+    assert_eq!(count(&store).0, sections + 1);
+    // Pruning the old snapshots keeps every section the kept ones share.
+    let pruned = store
+        .prune(&PrunePolicy {
+            keep_last: 2,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(pruned.len(), 3);
+    for id in ["u3", "u4"] {
+        assert!(store.get(id).unwrap().is_some(), "{id}");
+    }
+    assert_eq!(store.export("u4").unwrap(), to_json(&changed));
+    assert_eq!(count(&store), (sections + 1, per_snapshot * 2));
+    // Only the last one: the old `host` section goes with u3.
+    store
+        .prune(&PrunePolicy {
+            keep_last: 1,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(count(&store), (sections, per_snapshot));
+    assert_eq!(store.get("u4").unwrap().unwrap(), changed);
+}

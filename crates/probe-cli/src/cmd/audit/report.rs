@@ -302,7 +302,7 @@ fn fleet_host(
     now: UnixTime,
 ) -> Result<FleetHost> {
     let target = audit.map_or(member.target.clone(), |a| a.record.target.clone());
-    let newest = store.list(Some(&target))?.into_iter().next();
+    let newest = store.newest(&target)?;
     Ok(FleetHost {
         host: member.name.clone(),
         target,

@@ -1,0 +1,324 @@
+//! Store size and read times with content-addressed sections (issue 22, item 3). Prints
+//! numbers; asserts nothing about time.
+//!
+//! `cargo bench -p probe-store --bench store --profile dev` (`PROBE_BENCH_HOSTS`, default
+//! 10000; `PROBE_BENCH_HOURS`, default 2: snapshots per host in the fleet part;
+//! `PROBE_BENCH_PG=0` skips PostgreSQL). Snapshots are synthetic but shaped like a serving host's
+//! (~190 KB of JSON: 2 environments of 150 packages, 60 processes, 8 GPUs, 3 logs with metric
+//! series, 70 section reports, shell histories, package events). Hourly drift: what changes on
+//! an unchanged host every hour (uptime, free memory, section times and sizes, GPU memory,
+//! utilisation, temperature and power, the last points of the log metrics); hosts of the fleet
+//! share their image (packages, package events) and differ in names, ids and processes.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use probe_model::{
+    AuditRecord, AuditStatus, Gpu, HistoryEntry, HistoryFile, HostFacts, LogSource, MetricSeries,
+    PackageEvent, ProcessInfo, PythonEnv, PythonPackage, SCHEMA_VERSION, SectionReport, Snapshot,
+};
+use probe_store::{AuditRun, PgEnv, PgStore, SnapshotStore, SqliteStore};
+
+/// Host `host`'s snapshot at `hour`; `drift` makes the hourly measurements move.
+fn snapshot(host: usize, hour: i64, drift: bool) -> Snapshot {
+    let at = 1_795_000_000 + hour * 3600;
+    let t = if drift { hour as u64 } else { 0 };
+    let packages: Vec<PythonPackage> = (0..150)
+        .map(|i| PythonPackage {
+            name: format!("package-{i:03}"),
+            version: format!("{}.{}.{}", i % 7, i % 13, i % 3),
+            installed_at: Some(1_790_000_000 + i as i64 * 60),
+            direct_url: (i % 10 == 0).then(|| format!("https://files.example/p{i}.whl")),
+        })
+        .collect();
+    Snapshot {
+        schema_version: SCHEMA_VERSION,
+        id: format!("gpu{host}-{at}-abcd"),
+        target: format!("gpu{host}"),
+        address: Some(format!(
+            "10.{}.{}.{}:22",
+            host / 65536,
+            host / 256 % 256,
+            host % 256
+        )),
+        collected_at: at,
+        remote_clock: Some(at - 1),
+        collector_version: "0.1.0".into(),
+        redacted: true,
+        duration_ms: 700 + t % 50,
+        host: HostFacts {
+            hostname: Some(format!("gpu{host}")),
+            machine_id: Some(format!("{host:032x}")),
+            os_pretty: Some("Ubuntu 22.04.5 LTS".into()),
+            kernel: Some("6.8.0-60-generic".into()),
+            uptime_s: Some(86_400 + t * 3600),
+            mem_total_kib: Some(2_113_000_000),
+            mem_available_kib: Some(1_500_000_000 - t * 1000),
+            cpu_count: Some(224),
+            ..HostFacts::default()
+        },
+        sections: (0..70)
+            .map(|i| SectionReport {
+                name: format!("section-{i}"),
+                bytes: 1000 + i * 37 + t % 17,
+                duration_ms: Some(10 + (i + t) % 90),
+                ..SectionReport::default()
+            })
+            .collect(),
+        histories: vec![HistoryFile {
+            user: "ubuntu".into(),
+            path: "/home/ubuntu/.bash_history".into(),
+            entries: (0..100)
+                .map(|i| HistoryEntry {
+                    index: i,
+                    time: None,
+                    command: format!(
+                        "python -m vllm.entrypoints.openai.api_server --port {}",
+                        8000 + i % 4
+                    ),
+                })
+                .collect(),
+            ..HistoryFile::default()
+        }],
+        processes: (0..60)
+            .map(|i| ProcessInfo {
+                pid: 1000 + i + host as u32 % 1000,
+                ppid: Some(1),
+                user: Some("ubuntu".into()),
+                argv: vec![
+                    "python3".into(),
+                    "-m".into(),
+                    format!("worker.{i}"),
+                    "--tp".into(),
+                    "8".into(),
+                ],
+                env: (0..10)
+                    .map(|e| (format!("VAR_{e}"), format!("value-{e}-{i}")))
+                    .collect::<BTreeMap<_, _>>(),
+                start_time: Some(1_794_900_000 + i64::from(i)),
+                ..ProcessInfo::default()
+            })
+            .collect(),
+        python_envs: vec![
+            PythonEnv {
+                interpreter: "/opt/vllm/bin/python".into(),
+                packages: packages.clone(),
+                ..PythonEnv::default()
+            },
+            PythonEnv {
+                interpreter: "/opt/sglang/bin/python".into(),
+                packages,
+                ..PythonEnv::default()
+            },
+        ],
+        gpu: probe_model::GpuState {
+            driver_version: Some("570.172.08".into()),
+            cuda_version: Some("12.8".into()),
+            gpus: (0..8)
+                .map(|g| Gpu {
+                    index: Some(g),
+                    name: Some("NVIDIA H200".into()),
+                    uuid: Some(format!("GPU-{host:08x}-{g:04x}")),
+                    memory_total_mib: Some(143_771),
+                    memory_used_mib: Some(120_000 + (t * 97 + u64::from(g)) % 5000),
+                    utilization_gpu_pct: Some(((t * 7 + u64::from(g)) % 100) as u32),
+                    temperature_c: Some(40 + ((t + u64::from(g)) % 30) as u32),
+                    power_draw_w: Some(300.0 + ((t * 13 + u64::from(g)) % 400) as f64 / 3.0),
+                    ..Gpu::default()
+                })
+                .collect(),
+            ..probe_model::GpuState::default()
+        },
+        logs: (0..3)
+            .map(|l| LogSource {
+                location: format!("/var/log/vllm-{l}.log"),
+                bytes_read: 1_000_000 + t * 5000,
+                metrics: (0..3)
+                    .map(|m| MetricSeries {
+                        name: format!("metric-{m}"),
+                        unit: "tok/s".into(),
+                        points: (0..100)
+                            .map(|p| {
+                                (
+                                    Some(at - 6000 + p * 60),
+                                    ((p as u64 + t) * 31 % 1000) as f64 / 10.0,
+                                )
+                            })
+                            .collect(),
+                        ..MetricSeries::default()
+                    })
+                    .collect(),
+                ..LogSource::default()
+            })
+            .collect(),
+        package_events: (0..150)
+            .map(|i| PackageEvent {
+                time: Some(1_780_000_000 + i * 600),
+                manager: "dpkg".into(),
+                action: "upgrade".into(),
+                package: format!("lib{i}"),
+                from_version: Some("1.0".into()),
+                to_version: Some("1.1".into()),
+                source: "/var/log/dpkg.log".into(),
+            })
+            .collect(),
+        ..Snapshot::default()
+    }
+}
+
+fn sqlite_bytes(path: &std::path::Path) -> u64 {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let _: (i64, i64, i64) = connection
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .unwrap();
+    let pages: i64 = connection
+        .query_row("PRAGMA page_count", [], |row| row.get(0))
+        .unwrap();
+    let free: i64 = connection
+        .query_row("PRAGMA freelist_count", [], |row| row.get(0))
+        .unwrap();
+    let size: i64 = connection
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .unwrap();
+    ((pages - free) * size) as u64
+}
+
+/// Bytes one more hourly snapshot of one host costs, over `hours` snapshots.
+fn per_hour(store: &dyn SnapshotStore, bytes: &dyn Fn() -> u64, drift: bool, hours: i64) -> f64 {
+    store.put(&snapshot(0, 0, drift)).unwrap();
+    let before = bytes();
+    for hour in 1..=hours {
+        store.put(&snapshot(0, hour, drift)).unwrap();
+    }
+    (bytes() - before) as f64 / hours as f64
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let hosts = env_or("PROBE_BENCH_HOSTS", 10_000);
+    let hours = env_or("PROBE_BENCH_HOURS", 2) as i64;
+    let document = probe_store::to_json(&snapshot(0, 0, true));
+    println!("document: {} bytes of JSON", document.len());
+
+    // Per hourly snapshot of one host, SQLite.
+    for (label, drift) in [
+        ("static host (only ids and times change)", false),
+        ("unchanged host, hourly drift", true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let cost = per_hour(&store, &|| sqlite_bytes(&path), drift, 200);
+        println!("sqlite  {label}: {cost:.0} bytes per snapshot (200 snapshots)");
+        if let Ok(keep) = std::env::var("PROBE_BENCH_KEEP") {
+            std::fs::copy(&path, format!("{keep}-{drift}.db")).unwrap();
+        }
+    }
+    if std::env::var("PROBE_BENCH_PG").as_deref() != Ok("0") {
+        let cluster = probe_testkit::postgres::Postgres::start();
+        for (n, (label, drift)) in [
+            ("static host (only ids and times change)", false),
+            ("unchanged host, hourly drift", true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let name = format!("bench{n}");
+            let url = cluster.create_database(&name);
+            let store =
+                PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+            let bytes = || -> u64 {
+                cluster.psql(&name, "VACUUM");
+                cluster
+                    .psql(&name, "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'probe' AND c.relkind IN ('r','m')")
+                    .trim()
+                    .parse()
+                    .unwrap()
+            };
+            let cost = per_hour(&store, &bytes, drift, 200);
+            println!(
+                "postgres {label}: {cost:.0} bytes per snapshot (200 snapshots, tables + indexes + TOAST)"
+            );
+        }
+    }
+
+    // A fleet: `hosts` hosts x `hours` snapshots, SQLite.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let started = Instant::now();
+    for hour in 0..hours {
+        for host in 0..hosts {
+            store.put(&snapshot(host, hour, true)).unwrap();
+        }
+    }
+    let put_s = started.elapsed().as_secs_f64();
+    let run = AuditRun {
+        run_id: "r1".into(),
+        inventory: "fleet.toml".into(),
+        shard: None,
+        runner: "bench@here".into(),
+        started_at: 1,
+    };
+    for host in 0..hosts {
+        let record = AuditRecord {
+            schema_version: SCHEMA_VERSION,
+            record_type: "host".into(),
+            host: format!("gpu{host}"),
+            target: format!("gpu{host}"),
+            status: AuditStatus::Ok,
+            ..AuditRecord::default()
+        };
+        store.record_audit(&run, &record, 2).unwrap();
+    }
+    let total = sqlite_bytes(&path);
+    println!(
+        "sqlite fleet: {hosts} hosts x {hours} snapshots: {put_s:.1} s to store ({:.2} ms per put), {:.1} MiB, {:.0} bytes per snapshot",
+        put_s * 1000.0 / (hosts as f64 * hours as f64),
+        total as f64 / 1048576.0,
+        total as f64 / (hosts as f64 * hours as f64)
+    );
+    let started = Instant::now();
+    let audits = store.last_audits().unwrap();
+    let mut newest = 0;
+    for audit in &audits {
+        newest += usize::from(store.newest(&audit.record.target).unwrap().is_some());
+    }
+    println!(
+        "audit report reads ({} records, newest snapshot of each): {:.2} s",
+        newest,
+        started.elapsed().as_secs_f64()
+    );
+    let mut list_ms: Vec<f64> = (0..200)
+        .map(|i| {
+            let started = Instant::now();
+            let metas = store.list(Some(&format!("gpu{}", i * 37 % hosts))).unwrap();
+            assert_eq!(metas.len(), hours as usize);
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    list_ms.sort_by(f64::total_cmp);
+    println!(
+        "snapshots list HOST: median {:.2} ms, max {:.2} ms",
+        list_ms[100], list_ms[199]
+    );
+    let sample = hosts.min(1000);
+    let started = Instant::now();
+    for host in 0..sample {
+        store.latest(&format!("gpu{host}")).unwrap().unwrap();
+    }
+    let latest_ms = started.elapsed().as_secs_f64() * 1000.0 / sample as f64;
+    println!(
+        "latest (whole snapshot, decompressed and parsed), as --outliers reads each host: {latest_ms:.2} ms per host, {:.1} s for 10,000",
+        latest_ms * 10.0
+    );
+}
