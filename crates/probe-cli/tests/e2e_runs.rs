@@ -591,3 +591,20 @@ fn a_benchmark_result_is_attributed_to_the_run_it_measured() {
         Some(measured.launch.as_str())
     );
 }
+
+/// The benchmark of the earlier run stands beside the verdict's load comparison.
+#[test]
+fn the_verdict_names_the_benchmark_of_the_run_it_compares() {
+    let report = report("fx-vllm-bench");
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    let lines = &verdict.load.benchmarks;
+    // It measured the run of 2026-11-20, not the 11-24 run compared: named by its start.
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "the run from 2026-11-20 16:31 UTC (not the one compared): benchmark (vllm bench serve)"
+        )),
+        "{lines:#?}\n{:?}",
+        diff.metrics_note
+    );
+}

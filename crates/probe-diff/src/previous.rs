@@ -214,6 +214,7 @@ fn symptoms(
         field: String::from(VERDICT_FIELD),
     };
     let mut verdict = verdict::judge(&mut diff.changes, &evidence);
+    verdict.load.benchmarks = measured(snapshot, analysis, (period.run, current.run));
     if matches!(
         verdict.conclusion,
         Conclusion::Cause | Conclusion::Unexplained
@@ -221,6 +222,35 @@ fn symptoms(
         verdict.restore = Some(verdict::restore(before, after, &diff.changes));
     }
     diff.verdict = Some(verdict);
+}
+
+/// The benchmark results on the host that measured a run: the earlier one compared, the running
+/// one, or another (named by its start).
+fn measured(
+    snapshot: &Snapshot,
+    analysis: &Analysis,
+    (earlier, now): (usize, usize),
+) -> Vec<String> {
+    crate::bench::attribute(&snapshot.benchmarks, &analysis.runs)
+        .into_iter()
+        .filter_map(|a| {
+            let run = a.run?;
+            let which = match run {
+                r if r == earlier => String::from("earlier run"),
+                r if r == now => String::from("this run"),
+                r => {
+                    let start = analysis.runs.get(r)?.start.at?;
+                    format!(
+                        "the run from {} (not the one compared)",
+                        crate::utc::utc(start)
+                    )
+                }
+            };
+            let result = snapshot.benchmarks.get(a.benchmark)?;
+            let when = result.date.map(crate::utc::utc).unwrap_or_default();
+            Some(format!("{which}: {} {when}", crate::bench::summary(result)))
+        })
+        .collect()
 }
 
 /// The previous launch's own period, else the newest earlier period with metrics (of a launch

@@ -141,6 +141,10 @@ pub struct LoadComparison {
     pub band: Option<String>,
     /// Throughput means inside that band.
     pub band_throughput: Option<(f64, f64)>,
+    /// Benchmark results left on the host that measured either run (ground truth for what
+    /// each run did at a known workload), one line each, `earlier run: ...` / `this run: ...`.
+    #[serde(default)]
+    pub benchmarks: Vec<String>,
 }
 
 /// What would restore the earlier behaviour (probe prints it; it never runs any of it).

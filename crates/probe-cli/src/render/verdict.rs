@@ -70,6 +70,9 @@ pub(super) fn section(doc: &mut Doc, verdict: &Verdict) {
     if let Some(band) = &verdict.load.band {
         fields.push(("same load".into(), band.clone()));
     }
+    for line in &verdict.load.benchmarks {
+        fields.push(("measured".into(), line.clone()));
+    }
     if let (Some(cause), Some(mechanism)) = (&verdict.cause, &verdict.mechanism) {
         fields.push(("cause".into(), format!("{cause}: {mechanism}")));
     }
