@@ -87,7 +87,7 @@ fn resolve_var(name: &str, op: Option<&str>, raw: &str, state: &State) -> Option
             }
         },
         Some(Val::Array(a)) => Some(a.join(" ")),
-        Some(Val::Opaque) => Some(raw.to_string()),
+        Some(Val::Opaque | Val::Either(_)) => Some(raw.to_string()),
         // Environment variables, positional parameters: kept as written.
         None => match op {
             Some(o)
@@ -441,7 +441,9 @@ fn expand_var(
     state: &State,
     out: &mut Fields,
 ) {
-    if matches!(op, Some("[@]" | "[*]"))
+    // `"${ARR[@]}"`, and `"$@"` in a function called with arguments: one item per element.
+    let all = matches!(op, Some("[@]" | "[*]")) || (op.is_none() && matches!(name, "@" | "*"));
+    if all
         && let Some(Val::Array(items)) = state.vars.get(name)
         && state.budget.take(words(items))
     {

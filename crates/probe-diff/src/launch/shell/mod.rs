@@ -19,6 +19,7 @@
 mod budget;
 mod builtins;
 mod expand;
+mod flow;
 mod lexer;
 pub(crate) mod markdown;
 mod state;
