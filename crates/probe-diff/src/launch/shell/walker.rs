@@ -543,7 +543,7 @@ impl Walk<'_> {
             return;
         }
         let forks = self.forks(words);
-        if forks.len() < 2 {
+        if forks.len() < 2 && forks.first().is_none_or(|(binds, _)| binds.is_empty()) {
             self.run_words(&simple, words);
             return;
         }
@@ -994,9 +994,10 @@ impl Walk<'_> {
     }
 }
 
-/// One value, or several.
+/// One value, or several (or one that holds only under conditions).
 fn either(mut alts: Vec<Alt>) -> Val {
     if alts.len() == 1
+        && alts.first().is_some_and(|a| a.when.is_empty())
         && let Some(a) = alts.pop()
     {
         return Val::Text(a.text);
