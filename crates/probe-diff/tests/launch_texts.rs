@@ -354,3 +354,50 @@ fn functions_and_positional_parameters() {
         expect![[r#"{"engine":"vllm","model":"$MODEL","port":"$PORT"}"#]],
     );
 }
+
+#[test]
+fn text_as_people_paste_it() {
+    // One pair of backticks around a multi-line command.
+    check_all(
+        "We start it with `vllm serve meta-llama/Llama-3.1-8B \\\n  --tensor-parallel-size 2 \\\n  --port 8001` on the box.\n",
+        expect![[
+            r#"{"engine":"vllm","model":"meta-llama/Llama-3.1-8B","tensor_parallel":2,"port":8001}"#
+        ]],
+    );
+    // A fence without a language, CRLF line ends.
+    check_all(
+        "Run:\r\n\r\n```\r\nvllm serve /models/m \\\r\n  --max-model-len 8192 --port 8000\r\n```\r\n",
+        expect![[
+            r#"{"engine":"vllm","model":"/models/m","port":8000,"context_length":8192} [read CRLF line ends as LF]"#
+        ]],
+    );
+    // A continuation followed by trailing spaces.
+    check_all(
+        "python -m sglang.launch_server --model-path /m \\   \n  --tp 2 --port 30000\n",
+        expect![[
+            r#"{"engine":"sglang","model":"/m","tensor_parallel":2,"port":30000} [read a backslash followed by spaces at a line's end as a continuation]"#
+        ]],
+    );
+    // A documentation site's dashes, typographic quotes and a non-breaking space.
+    check_all(
+        "vllm serve m \u{2014}tensor-parallel-size 4 \u{2013}served-model-name \u{201C}my\u{00A0}model\u{201D} --port\u{00A0}8000\n",
+        expect![[
+            r#"{"engine":"vllm","model":"m","tensor_parallel":4,"port":8000,"served_model_name":"my model"} [read `—tensor-parallel-size` as `--tensor-parallel-size`; read `–served-model-name` as `--served-model-name`; read typographic quotes as ASCII quotes; read non-breaking spaces as spaces]"#
+        ]],
+    );
+    // `(( N > 0 ))` is arithmetic: no redirection to a file named 0.
+    check_all(
+        "N=2\nif (( N > 0 )); then\n  vllm serve m --tensor-parallel-size $N\nfi\n",
+        expect![[r#"{"engine":"vllm","model":"m","tensor_parallel":2} [when N > 0]"#]],
+    );
+    // Runbook prose with `image:` and `services:` lines is not compose.
+    check_all(
+        "Incident notes\nimage: vllm/vllm-openai:v0.10.1 on all nodes\nservices: inference only\n\nWe restarted with:\n\n```bash\nvllm serve /models/m --port 8000\n```\n",
+        expect![[r#"{"engine":"vllm","model":"/models/m","port":8000}"#]],
+    );
+    // Prose alone holds no launch.
+    check_all(
+        "image: the new one\nservices: we serve vllm and sglang with tensor parallel 8 for Qwen.\n",
+        expect!["no launch"],
+    );
+}

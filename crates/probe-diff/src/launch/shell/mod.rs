@@ -22,6 +22,7 @@ mod expand;
 mod flow;
 mod lexer;
 pub(crate) mod markdown;
+pub(crate) mod paste;
 mod state;
 mod walker;
 
