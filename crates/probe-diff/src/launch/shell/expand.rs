@@ -366,8 +366,15 @@ pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
         return items.iter().flat_map(|it| expand_word(it, state)).collect();
     }
     let mut out = Fields::default();
+    // The empty text a `"..."` ends with makes no word of its own beside a quoted variable
+    // (which says itself whether it is one: `"$@"` of nothing is none).
+    let quoted_var = w
+        .parts
+        .iter()
+        .any(|p| matches!(p, Part::Var { quoted: true, .. }));
     for p in &w.parts {
         match p {
+            Part::Lit(t, true) if t.is_empty() && quoted_var => {}
             Part::Lit(t, q) => out.glue(t, *q),
             Part::Var {
                 name,
@@ -449,7 +456,8 @@ fn expand_var(
     {
         out.split(items.iter().map(String::as_str));
         out.produced |= !items.is_empty();
-        out.any_quoted |= quoted;
+        // `"$@"` and `"${ARR[@]}"` of nothing are no word at all.
+        out.any_quoted |= quoted && !items.is_empty();
         return;
     }
     let text = resolve_var(name, op, raw, state).unwrap_or_else(|| raw.to_string());
