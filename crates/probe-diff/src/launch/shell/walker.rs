@@ -26,6 +26,10 @@ const MAX_VARIANTS: usize = 8;
 /// One reading of a command that names variables of several values: the value each takes,
 /// and the conditions of that reading.
 type Fork = (Vec<(String, String)>, Vec<String>);
+/// Conditions noted per command (the outermost); frames open at once (deeper ones are read as
+/// the frame around them).
+const MAX_WHEN: usize = 8;
+const MAX_FRAMES: usize = 256;
 /// Functions remembered per text.
 const MAX_FUNCTIONS: usize = 64;
 /// Positional parameters a function call sets by name (`$1`..`$9`; all of them in `$@`).
@@ -110,6 +114,8 @@ struct Walk<'s> {
     nesting: usize,
     /// Frames below this index belong to an outer reading (a caller's, a loop's).
     floor: usize,
+    /// Frames opened past [`MAX_FRAMES`], not kept.
+    overflow: usize,
 }
 
 /// Walks the commands of `text` and returns every simple command with its context; the walk
@@ -135,6 +141,7 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
         functions: Vec::new(),
         nesting: 0,
         floor: 0,
+        overflow: 0,
     };
     walk.walk(&toks);
     walk.uncalled_functions();
@@ -360,6 +367,16 @@ impl Walk<'_> {
         }
     }
 
+    /// Opens a frame; past [`MAX_FRAMES`] the frame is only counted, to be closed.
+    fn push_frame(&mut self, frame: Frame) {
+        if self.frames.len() >= MAX_FRAMES {
+            self.overflow += 1;
+            self.state.budget.note_cut();
+            return;
+        }
+        self.frames.push(frame);
+    }
+
     /// Whether a branch around the walk is decided false.
     fn dead(&self) -> bool {
         self.frames.iter().any(|f| f.dead)
@@ -371,6 +388,7 @@ impl Walk<'_> {
             .iter()
             .filter_map(|f| f.when.clone())
             .chain(self.extra_when.iter().cloned())
+            .take(MAX_WHEN)
             .collect()
     }
 
@@ -478,7 +496,7 @@ impl Walk<'_> {
 
     /// One element: the condition of a `&&` / `||` chain around it, then its commands.
     fn element(&mut self, cur: &[&Tok], chain: Option<&(Cond, bool)>) {
-        let Some((cond, negate)) = chain else {
+        let Some((cond, negate)) = chain.filter(|_| self.frames.len() < MAX_FRAMES) else {
             self.run_simple(cur);
             return;
         };
@@ -695,8 +713,13 @@ impl Walk<'_> {
             self.eval(&args.join(" "), Some("eval"));
             return;
         }
+        // A test runs nothing: its condition is on the frames.
+        if matches!(cmd.as_str(), "[" | "[[" | "test") {
+            return;
+        }
         // The command and the state copied with it.
-        let cost = ITEM + budget::words(&argv) + weight(&prefix_env);
+        let when = self.when_now();
+        let cost = ITEM + budget::words(&argv) + weight(&prefix_env) + budget::words(&when);
         if !self.state.budget.take(cost) {
             return;
         }
@@ -712,7 +735,7 @@ impl Walk<'_> {
             redirects,
             tee: Vec::new(),
             files: self.state.files.clone(),
-            when: self.when_now(),
+            when,
         });
     }
 
@@ -756,7 +779,7 @@ impl Walk<'_> {
                 "then" | "do" | "!" => {}
                 "{" => self.open_group(),
                 "while" | "until" | "for" | "select" => {
-                    self.frames.push(Frame::looped(Closer::Done, "in a loop"));
+                    self.push_frame(Frame::looped(Closer::Done, "in a loop"));
                     return None;
                 }
                 "case" => {
@@ -776,7 +799,7 @@ impl Walk<'_> {
         f.taken = c.decided == Some(true);
         f.undecided = c.decided.is_none();
         f.before.push(c.text);
-        self.frames.push(f);
+        self.push_frame(f);
     }
 
     /// `elif COND` (`Some`) or `else` (`None`) of the `if` on top.
@@ -813,7 +836,7 @@ impl Walk<'_> {
                 f.chain = false;
                 f.closer = Closer::Brace;
             }
-            _ => self.frames.push(Frame::plain(Closer::Brace)),
+            _ => self.push_frame(Frame::plain(Closer::Brace)),
         }
     }
 
@@ -829,7 +852,7 @@ impl Walk<'_> {
         f.expect_pattern = true;
         // Arms are read as they come: until the first pattern nothing runs.
         f.dead = true;
-        self.frames.push(f);
+        self.push_frame(f);
         // `case $1 in -d) ...` on one line: the pattern ends this element.
         let after_in: Vec<String> = rest.iter().skip(2).map(|w| w.raw()).collect();
         if !after_in.is_empty() {
@@ -843,6 +866,10 @@ impl Walk<'_> {
 
     /// `fi`, `done`, `esac`, `}`: leaves the innermost frame (never one of an outer reading).
     fn close(&mut self) {
+        if self.overflow > 0 {
+            self.overflow -= 1;
+            return;
+        }
         while self.frames.len() > self.floor {
             match self.frames.pop() {
                 Some(f) if f.closer != Closer::None => return,

@@ -66,7 +66,6 @@ fn control_flow() {
         "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nif [ -n \"$X\" ]; then\n  A=first\nelse\n  A=second\nfi\nrun --dp $dp --a $A --n $((dp * 2))",
         expect![[r#"
             shift 2 [in a loop] [when $1 = --dp]
-            [ -n $X ] [when -n $X]
             run --dp $dp --a first --n "$((dp * 2))"
             run --dp $dp --a second --n "$((dp * 2))" [unless -n $X]"#]],
     );
