@@ -325,6 +325,20 @@ fn loops_that_start_servers() {
 }
 
 #[test]
+fn counted_loops() {
+    check_all(
+        "base=8010\nfor ((i=0; i<2; i++)); do\n  export CUDA_VISIBLE_DEVICES=$i\n  vllm serve m --port $((base + i)) &\ndone\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","port":8010,"env":{"CUDA_VISIBLE_DEVICES":"0"}}
+            {"engine":"vllm","model":"m","port":8011,"env":{"CUDA_VISIBLE_DEVICES":"1"}}"#]],
+    );
+    check_all(
+        "for (( i = 0; i < N; i++ )); do vllm serve m --port $((8000 + i)) & done",
+        expect![[r#"{"engine":"vllm","model":"m","port":"$((8000 + i))"} [in a loop]"#]],
+    );
+}
+
+#[test]
 fn functions_and_positional_parameters() {
     check_all(
         "start_server() {\n  local model=$1\n  local port=${2:-8000}\n  vllm serve \"$model\" --port \"$port\" \"${@:3}\"\n}\nMODEL=meta-llama/Llama-3.1-8B\nstart_server $MODEL 8001\n",

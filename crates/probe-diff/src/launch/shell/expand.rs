@@ -499,6 +499,15 @@ pub(super) fn is_assignment(s: &str) -> Option<(&str, &str, bool)> {
 /// The value of an assignment word: its array items, else its text.
 pub(super) fn assigned(w: &Word, state: &State) -> Val {
     match &w.array {
+        // `args=("$@")` of a script's own arguments: not knowable, item by item.
+        Some(items)
+            if items.iter().flat_map(|it| it.parts.iter()).any(|p| {
+                matches!(p, Part::Var { name, .. }
+                    if matches!(name.as_str(), "@" | "*") && !state.vars.contains_key(name))
+            }) =>
+        {
+            Val::Opaque
+        }
         Some(items) => Val::Array(items.iter().flat_map(|it| expand_word(it, state)).collect()),
         None => assignment_value(w, state),
     }

@@ -200,6 +200,47 @@ pub(super) fn literal_items(items: &[&Word], state: &State) -> Option<Vec<String
     Some(out)
 }
 
+/// `for ((i = A; i < B; i++))` with bounds the text fixes: the variable and its values, at most
+/// [`MAX_ITERATIONS`].
+pub(super) fn counted(w: &Word, state: &State) -> Option<(String, Vec<String>)> {
+    if !is_arith_command(w) {
+        return None;
+    }
+    let inner = arith_text(w);
+    let mut clauses = inner.split(';').map(|c| c.replace(' ', ""));
+    let (init, cond, step) = (clauses.next()?, clauses.next()?, clauses.next()?);
+    let (name, start) = init.split_once('=')?;
+    let int = |t: &str| -> Option<i64> {
+        t.parse().ok().or_else(|| match state.vars.get(t) {
+            Some(super::state::Val::Text(v)) => v.trim().parse().ok(),
+            _ => None,
+        })
+    };
+    let start = int(start)?;
+    let (end, inclusive) = match cond.strip_prefix(name)? {
+        c if c.starts_with("<=") => (int(c.get(2..)?)?, true),
+        c if c.starts_with('<') => (int(c.get(1..)?)?, false),
+        _ => return None,
+    };
+    let by = match step.as_str() {
+        s if s == format!("{name}++") || s == format!("++{name}") => 1,
+        s => int(s.strip_prefix(name)?.strip_prefix("+=")?)?,
+    };
+    if by <= 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut i = start;
+    while i < end || (inclusive && i == end) {
+        if out.len() >= MAX_ITERATIONS {
+            return None;
+        }
+        out.push(i.to_string());
+        i = i.checked_add(by)?;
+    }
+    Some((name.to_string(), out))
+}
+
 /// `{A..B}` of integers.
 fn brace_range(w: &Word) -> Option<Vec<String>> {
     let [Part::Lit(t, false)] = w.parts.as_slice() else {

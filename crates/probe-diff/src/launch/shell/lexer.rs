@@ -305,7 +305,7 @@ impl Lexer<'_> {
             Some(Tok::Op(op)) => *op != Op::Close,
             Some(Tok::Word(w)) => matches!(
                 w.parts.as_slice(),
-                [Part::Lit(t, false)] if matches!(t.as_str(), "if" | "elif" | "while" | "until" | "then" | "do" | "else" | "!" | "{")
+                [Part::Lit(t, false)] if matches!(t.as_str(), "if" | "elif" | "while" | "until" | "for" | "then" | "do" | "else" | "!" | "{")
             ),
             Some(_) => false,
         }

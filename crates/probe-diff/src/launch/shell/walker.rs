@@ -227,15 +227,17 @@ impl Walk<'_> {
                 _ => None,
             })
             .collect();
-        let (kw, rest) = words.split_first()?;
-        let (name, rest) = rest.split_first()?;
-        let (kw_in, items) = rest.split_first()?;
-        let name = name.raw();
-        let header = flow::is_bare(kw, "for") && flow::is_bare(kw_in, "in");
-        if !(header && name.chars().all(super::lexer::is_name_char)) {
-            return None;
-        }
-        let items = flow::literal_items(items, self.state)?;
+        let (name, items) = match words.as_slice() {
+            [kw, arith] if flow::is_bare(kw, "for") => flow::counted(arith, self.state)?,
+            [kw, name, kw_in, items @ ..]
+                if flow::is_bare(kw, "for")
+                    && flow::is_bare(kw_in, "in")
+                    && name.raw().chars().all(super::lexer::is_name_char) =>
+            {
+                (name.raw(), flow::literal_items(items, self.state)?)
+            }
+            _ => return None,
+        };
         let mut j = i + 1;
         while matches!(toks.get(j), Some(Tok::Op(Op::Newline))) {
             j += 1;
