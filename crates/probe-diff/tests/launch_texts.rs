@@ -415,3 +415,28 @@ fn text_as_people_paste_it() {
         expect!["no launch"],
     );
 }
+
+/// The issue's own text: the `-d` variant is a launch of its own, under nohup, with its log.
+#[test]
+fn the_daemon_variant_keeps_its_wrapper_and_log() {
+    let text = "cmd=$(cat <<- EOF\npython -m sglang.launch_server --model-path /m \\\n--tp 1 --port 6011\nEOF\n)\nif [ \"-d\" = \"$1\" ]; then\n  cmd=\"nohup ${cmd} > /srv/logs/sglang.log 2>&1 &\"\nfi\neval $cmd\n";
+    let launches = reconstruct(text, &ParseHints::default());
+    let shown: Vec<String> = launches
+        .iter()
+        .map(|l| {
+            format!(
+                "{} logs={:?} notes={:?}",
+                l.wrappers.join(" > "),
+                l.log_files,
+                l.warnings
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "eval logs=[] notes=[]",
+            "eval > nohup logs=[\"/srv/logs/sglang.log\"] notes=[\"when -d = $1\"]",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+}
