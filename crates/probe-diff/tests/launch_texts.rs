@@ -402,7 +402,7 @@ fn text_as_people_paste_it() {
     // `(( N > 0 ))` is arithmetic: no redirection to a file named 0.
     check_all(
         "N=2\nif (( N > 0 )); then\n  vllm serve m --tensor-parallel-size $N\nfi\n",
-        expect![[r#"{"engine":"vllm","model":"m","tensor_parallel":2} [when N > 0]"#]],
+        expect![[r#"{"engine":"vllm","model":"m","tensor_parallel":2}"#]],
     );
     // Runbook prose with `image:` and `services:` lines is not compose.
     check_all(

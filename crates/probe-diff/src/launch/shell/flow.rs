@@ -50,13 +50,8 @@ pub(super) fn condition(words: &[&Word], state: &State) -> Cond {
     let test = match operands.first() {
         Some(w) if is_arith_command(w) => {
             let text = arith_text(w);
-            return negated(
-                Cond {
-                    text,
-                    decided: None,
-                },
-                negate,
-            );
+            let decided = decide_arith(&text, state);
+            return negated(Cond { text, decided }, negate);
         }
         Some(w) if is_bare(w, "[") || is_bare(w, "[[") || is_bare(w, "test") => true,
         _ => false,
@@ -119,6 +114,31 @@ fn decide(operands: &[&Word], state: &State) -> Option<bool> {
         [a, op, b] => compare_ints(a, op, b),
         _ => None,
     }
+}
+
+/// `(( A OP B ))` of integers the text fixes (literals, in-text integer variables).
+fn decide_arith(text: &str, state: &State) -> Option<bool> {
+    let int = |t: &str| -> Option<i64> {
+        let t = t.trim().trim_start_matches('$');
+        t.parse().ok().or_else(|| match state.vars.get(t) {
+            Some(super::state::Val::Text(v)) => v.trim().parse().ok(),
+            _ => None,
+        })
+    };
+    for (op, test) in [
+        (">=", "-ge"),
+        ("<=", "-le"),
+        ("==", "-eq"),
+        ("!=", "-ne"),
+        (">", "-gt"),
+        ("<", "-lt"),
+    ] {
+        if let Some((a, b)) = text.split_once(op) {
+            let (a, b) = (int(a)?, int(b)?);
+            return compare_ints(&a.to_string(), test, &b.to_string());
+        }
+    }
+    None
 }
 
 fn compare_ints(a: &str, op: &str, b: &str) -> Option<bool> {
