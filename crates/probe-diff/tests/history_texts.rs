@@ -139,3 +139,40 @@ fn host_changes_are_placed_by_their_timestamps() {
         assert_eq!(at, Some(T0 + 600 * i as i64));
     }
 }
+
+/// A loop typed on one line starts one server per item (with the variables an earlier entry
+/// fixed); a launch after a test and `&&` is noted with its condition.
+#[test]
+fn a_loop_typed_in_history_starts_one_server_per_item() {
+    let snapshot = history(&[
+        "MODEL=/models/m",
+        "for i in 0 1; do CUDA_VISIBLE_DEVICES=$i vllm serve $MODEL --port 800$i & done",
+        "[ -n \"$BIG\" ] && vllm serve $MODEL --tensor-parallel-size 8 --port 8100",
+    ]);
+    let analysis = analyze(&snapshot);
+    let shown: Vec<String> = analysis
+        .launches
+        .iter()
+        .filter(|l| l.source.kind == SourceKind::History)
+        .map(|l| {
+            let port = l.options.get("port").map(|o| o.value.to_string());
+            let gpus = l.env.get("CUDA_VISIBLE_DEVICES").cloned();
+            let notes: Vec<&String> = l
+                .warnings
+                .iter()
+                .filter(|w| w.starts_with("when "))
+                .collect();
+            format!("{:?} {port:?} {gpus:?} {notes:?}", l.model)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            "Some(\"/models/m\") Some(\"8000\") Some(\"0\") []",
+            "Some(\"/models/m\") Some(\"8001\") Some(\"1\") []",
+            "Some(\"/models/m\") Some(\"8100\") None [\"when -n $BIG\"]",
+        ],
+        "{:#?}",
+        analysis.launches
+    );
+}

@@ -161,6 +161,46 @@ fn large_exports_copied_into_many_launches_stop_at_the_limit() {
     assert_eq!(launches.first().map(|l| l.env.len()), Some(128));
 }
 
+/// Control flow that could multiply the work: nested literal loops (16^8 iterations), a
+/// function calling itself twice, branches doubling a value that is read once per value,
+/// thousands of `if`s never closed. Each stays within the linear bound and still reads launches.
+#[test]
+fn control_flow_stays_bounded() {
+    let texts = [
+        format!(
+            "{}vllm serve m --port 80$i\n{}",
+            "for i in {0..15}; do\n".repeat(8),
+            "done\n".repeat(8)
+        ),
+        "f() {\n  vllm serve m\n  f\n  f\n}\nf\n".to_string(),
+        format!(
+            "C='vllm serve m'\n{}eval $C\n",
+            "if [ \"$1\" = x ]; then C=\"$C $C\"; else C=\"$C --port 1\"; fi\n".repeat(200)
+        ),
+        format!(
+            "{}vllm serve m\n",
+            "if [ \"$1\" = x ]; then\n".repeat(20_000)
+        ),
+        format!(
+            "{}vllm serve m\n",
+            "[ -n \"$X\" ] && case $1 in a) ".repeat(5_000)
+        ),
+    ];
+    for text in texts {
+        let (launches, work) = reconstruct_measured(&text, &ParseHints::default());
+        assert!(
+            work.spent <= BASE + PER_BYTE * text.len(),
+            "{work:?} for {} bytes: {}",
+            text.len(),
+            text.get(..80).unwrap_or(&text)
+        );
+        assert!(!launches.is_empty(), "{}", text.get(..80).unwrap_or(&text));
+        for l in &launches {
+            assert!(l.warnings.len() <= 16, "{:?}", l.warnings);
+        }
+    }
+}
+
 fn history(lines: &[String]) -> Snapshot {
     Snapshot {
         histories: vec![HistoryFile {

@@ -160,6 +160,28 @@ fn pasted_piece() -> impl Strategy<Value = String> {
         Just("It's slow. Run:".to_string()),
         Just("vllm serve m --tp 2 \\".to_string()),
         Just("python -m sglang.launch_server --model-path m".to_string()),
+        Just("if [ \"$1\" = -d ]; then".to_string()),
+        Just("elif [ -n \"$X\" ]; then".to_string()),
+        Just("else".to_string()),
+        Just("fi".to_string()),
+        Just("case $1 in".to_string()),
+        Just("-d|--daemon)".to_string()),
+        Just(";;".to_string()),
+        Just("esac".to_string()),
+        Just("for i in 0 1; do".to_string()),
+        Just("for i in $(seq 1 3) {0..2}; do".to_string()),
+        Just("while getopts m: o; do".to_string()),
+        Just("done".to_string()),
+        Just("f() {".to_string()),
+        Just("function g {".to_string()),
+        Just("}".to_string()),
+        Just("f a b; g; f".to_string()),
+        Just("set -- x y; shift".to_string()),
+        Just("[ -n \"$X\" ] && CMD=\"nohup $CMD &\" ||".to_string()),
+        Just("(( N > 0 ))".to_string()),
+        Just("cat > e.sh <<EOF".to_string()),
+        Just("source e.sh".to_string()),
+        Just("\u{2014}tp \u{201C}\u{00A0}\r".to_string()),
         "[ -~]{0,30}",
     ]
 }
@@ -219,4 +241,42 @@ fn nested_evals_and_doubling_values_terminate() {
     let _ = reconstruct(&fences, &ParseHints::default());
     let ticks = "`".repeat(20_000);
     let _ = reconstruct(&ticks, &ParseHints::default());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+    /// A launch reads the same bare, inside an `if` both branches of which are equal, in a
+    /// `case` arm, after a test and `&&`, in a function called later, in a one-iteration loop,
+    /// and pasted with a documentation site's dashes and quotes or in backticks over lines.
+    #[test]
+    fn a_launch_reads_the_same_whatever_control_flow_is_around_it(
+        tp in 1u32..9,
+        port in 1024u32..65535,
+        name in "[a-z]{1,8}",
+    ) {
+        let bare = format!("vllm serve org/model --tensor-parallel-size {tp} --port {port} --served-model-name \"{name}\"");
+        let want = reconstruct(&bare, &ParseHints::default()).first().map(common_fields);
+        prop_assert!(want.is_some());
+        let dashed = bare.replace(" --", " \u{2014}").replace('"', "\u{201C}");
+        let split = bare.replace(" --port", " \\\n  --port");
+        let wrapped = [
+            format!("if [ \"$1\" = -d ]; then\n  {bare}\nelse\n  {bare}\nfi\n"),
+            format!("case \"$MODE\" in\n  big) {bare} ;;\n  *) {bare} ;;\nesac\n"),
+            format!("[ -n \"$X\" ] && {bare}\n"),
+            format!("start() {{\n  {bare}\n}}\nstart\n"),
+            format!("function start {{\n  {bare} \"$@\"\n}}\nstart\n"),
+            format!("for i in 0; do\n  {bare}\ndone\n"),
+            format!("for i in 1; do {bare}; done"),
+            dashed,
+            format!("We run `{split}` there."),
+        ];
+        for text in wrapped {
+            let got = reconstruct(&text, &ParseHints::default());
+            prop_assert!(!got.is_empty(), "{}", text);
+            for l in &got {
+                prop_assert_eq!(Some(common_fields(l)), want.clone(), "{}", text);
+            }
+        }
+    }
 }

@@ -228,3 +228,215 @@ fn scripts_keep_their_backticks() {
             fields: {"engine":"vllm","model":"/models/m","port":8000}"#]],
     );
 }
+
+/// Every launch of `text`, one line each: its fields and the conditions it runs under.
+fn render_all(text: &str) -> String {
+    let launches = reconstruct(text, &ParseHints::default());
+    if launches.is_empty() {
+        return "no launch".into();
+    }
+    launches
+        .iter()
+        .map(|l| {
+            let notes: Vec<&str> = l
+                .warnings
+                .iter()
+                .map(String::as_str)
+                .filter(|w| {
+                    w.starts_with("when ")
+                        || w.starts_with("unless ")
+                        || w.starts_with("in ")
+                        || w.starts_with("read ")
+                })
+                .collect();
+            if notes.is_empty() {
+                format!("{}", common_fields(l))
+            } else {
+                format!("{} [{}]", common_fields(l), notes.join("; "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check_all(text: &str, want: Expect) {
+    want.assert_eq(&render_all(text));
+}
+
+#[test]
+fn control_flow_decides_the_command() {
+    // A reassignment inside an undecidable branch keeps both values.
+    check_all(
+        "cmd=\"vllm serve m --port 8000\"\nif [ \"$1\" = \"-d\" ]; then\n  cmd=\"nohup ${cmd} > log 2>&1 &\"\nfi\neval $cmd\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","port":8000,"wrapper":"eval"}
+            {"engine":"vllm","model":"m","port":8000,"wrapper":"eval"} [when $1 = -d]"#]],
+    );
+    // Both branches run something.
+    check_all(
+        "if [ \"$MODE\" = big ]; then\n  vllm serve m --tensor-parallel-size 8\nelif [ \"$MODE\" = mid ]; then\n  vllm serve m --tensor-parallel-size 4\nelse\n  vllm serve m --tensor-parallel-size 1\nfi\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","tensor_parallel":8} [when $MODE = big]
+            {"engine":"vllm","model":"m","tensor_parallel":4} [when $MODE = mid, unless $MODE = big]
+            {"engine":"vllm","model":"m","tensor_parallel":1} [unless $MODE = big or $MODE = mid]"#]],
+    );
+    // A branch the text decides is taken or left out.
+    check_all(
+        "MODE=big\nif [ \"$MODE\" = big ]; then\n  TP=8\nelse\n  TP=1\nfi\nvllm serve m --tensor-parallel-size $TP\n",
+        expect![[r#"{"engine":"vllm","model":"m","tensor_parallel":8}"#]],
+    );
+    // `case` picks flags.
+    check_all(
+        "case \"$1\" in\n  fast|-f) EXTRA=\"--max-num-seqs 512\" ;;\n  *) EXTRA=\"--max-num-seqs 64\" ;;\nesac\nvllm serve m $EXTRA\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","max_running_requests":512} [when $1 = fast|-f]
+            {"engine":"vllm","model":"m","max_running_requests":64} [unless $1 = fast|-f]"#]],
+    );
+    // `&&` / `||` after a test.
+    check_all(
+        "PORT=8000\n[ -n \"$ALT\" ] && PORT=9000\nvllm serve m --port $PORT\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","port":8000}
+            {"engine":"vllm","model":"m","port":9000} [when -n $ALT]"#]],
+    );
+}
+
+#[test]
+fn loops_that_start_servers() {
+    check_all(
+        "for i in 0 1; do\n  CUDA_VISIBLE_DEVICES=$i vllm serve m --port 800$i &\ndone\nwait\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","port":8000,"env":{"CUDA_VISIBLE_DEVICES":"0"}}
+            {"engine":"vllm","model":"m","port":8001,"env":{"CUDA_VISIBLE_DEVICES":"1"}}"#]],
+    );
+    check_all(
+        "for i in $(seq 0 $((N - 1))); do\n  CUDA_VISIBLE_DEVICES=$i vllm serve m --port $((8000 + i)) &\ndone\n",
+        expect![[
+            r#"{"engine":"vllm","model":"m","port":"$((8000 + i))","env":{"CUDA_VISIBLE_DEVICES":"$i"}} [in a loop]"#
+        ]],
+    );
+    check_all(
+        "for gpu in {0..2}; do CUDA_VISIBLE_DEVICES=$gpu python -m sglang.launch_server --model-path /m --port 3000$gpu & done",
+        expect![[r#"
+            {"engine":"sglang","model":"/m","port":30000,"env":{"CUDA_VISIBLE_DEVICES":"0"}}
+            {"engine":"sglang","model":"/m","port":30001,"env":{"CUDA_VISIBLE_DEVICES":"1"}}
+            {"engine":"sglang","model":"/m","port":30002,"env":{"CUDA_VISIBLE_DEVICES":"2"}}"#]],
+    );
+}
+
+#[test]
+fn counted_loops() {
+    check_all(
+        "base=8010\nfor ((i=0; i<2; i++)); do\n  export CUDA_VISIBLE_DEVICES=$i\n  vllm serve m --port $((base + i)) &\ndone\n",
+        expect![[r#"
+            {"engine":"vllm","model":"m","port":8010,"env":{"CUDA_VISIBLE_DEVICES":"0"}}
+            {"engine":"vllm","model":"m","port":8011,"env":{"CUDA_VISIBLE_DEVICES":"1"}}"#]],
+    );
+    check_all(
+        "for (( i = 0; i < N; i++ )); do vllm serve m --port $((8000 + i)) & done",
+        expect![[r#"{"engine":"vllm","model":"m","port":"$((8000 + i))"} [in a loop]"#]],
+    );
+}
+
+#[test]
+fn functions_and_positional_parameters() {
+    check_all(
+        "start_server() {\n  local model=$1\n  local port=${2:-8000}\n  vllm serve \"$model\" --port \"$port\" \"${@:3}\"\n}\nMODEL=meta-llama/Llama-3.1-8B\nstart_server $MODEL 8001\n",
+        expect![[r#"{"engine":"vllm","model":"meta-llama/Llama-3.1-8B","port":8001}"#]],
+    );
+    check_all(
+        "function serve {\n  python -m sglang.launch_server --model-path \"$1\" --tp \"$2\"\n}\nserve Qwen/Qwen2.5-7B 2\nserve Qwen/Qwen2.5-72B 8\n",
+        expect![[r#"
+            {"engine":"sglang","model":"Qwen/Qwen2.5-7B","tensor_parallel":2}
+            {"engine":"sglang","model":"Qwen/Qwen2.5-72B","tensor_parallel":8}"#]],
+    );
+    // Defined, never called: read, and noted.
+    check_all(
+        "run() {\n  vllm serve m --port 8000\n}\n",
+        expect![[r#"{"engine":"vllm","model":"m","port":8000} [in function run]"#]],
+    );
+    // A file written in the text and sourced.
+    check_all(
+        "cat > env.sh <<EOF\nexport MODEL=/models/m\nPORT=8100\nEOF\nsource ./env.sh\nvllm serve $MODEL --port $PORT\n",
+        expect![[
+            r#"{"engine":"vllm","model":"/models/m","port":8100,"env":{"MODEL":"/models/m"}}"#
+        ]],
+    );
+    // getopts: the values come from outside, kept as written.
+    check_all(
+        "PORT=8000\nwhile getopts \"m:p:\" opt; do\n  case $opt in\n    m) MODEL=$OPTARG ;;\n    p) PORT=$OPTARG ;;\n  esac\ndone\nvllm serve $MODEL --port $PORT\n",
+        expect![[r#"{"engine":"vllm","model":"$MODEL","port":"$PORT"}"#]],
+    );
+}
+
+#[test]
+fn text_as_people_paste_it() {
+    // One pair of backticks around a multi-line command.
+    check_all(
+        "We start it with `vllm serve meta-llama/Llama-3.1-8B \\\n  --tensor-parallel-size 2 \\\n  --port 8001` on the box.\n",
+        expect![[
+            r#"{"engine":"vllm","model":"meta-llama/Llama-3.1-8B","tensor_parallel":2,"port":8001}"#
+        ]],
+    );
+    // A fence without a language, CRLF line ends.
+    check_all(
+        "Run:\r\n\r\n```\r\nvllm serve /models/m \\\r\n  --max-model-len 8192 --port 8000\r\n```\r\n",
+        expect![[
+            r#"{"engine":"vllm","model":"/models/m","port":8000,"context_length":8192} [read CRLF line ends as LF]"#
+        ]],
+    );
+    // A continuation followed by trailing spaces.
+    check_all(
+        "python -m sglang.launch_server --model-path /m \\   \n  --tp 2 --port 30000\n",
+        expect![[
+            r#"{"engine":"sglang","model":"/m","tensor_parallel":2,"port":30000} [read a backslash followed by spaces at a line's end as a continuation]"#
+        ]],
+    );
+    // A documentation site's dashes, typographic quotes and a non-breaking space.
+    check_all(
+        "vllm serve m \u{2014}tensor-parallel-size 4 \u{2013}served-model-name \u{201C}my\u{00A0}model\u{201D} --port\u{00A0}8000\n",
+        expect![[
+            r#"{"engine":"vllm","model":"m","tensor_parallel":4,"port":8000,"served_model_name":"my model"} [read `—tensor-parallel-size` as `--tensor-parallel-size`; read `–served-model-name` as `--served-model-name`; read typographic quotes as ASCII quotes; read non-breaking spaces as spaces]"#
+        ]],
+    );
+    // `(( N > 0 ))` is arithmetic: no redirection to a file named 0.
+    check_all(
+        "N=2\nif (( N > 0 )); then\n  vllm serve m --tensor-parallel-size $N\nfi\n",
+        expect![[r#"{"engine":"vllm","model":"m","tensor_parallel":2}"#]],
+    );
+    // Runbook prose with `image:` and `services:` lines is not compose.
+    check_all(
+        "Incident notes\nimage: vllm/vllm-openai:v0.10.1 on all nodes\nservices: inference only\n\nWe restarted with:\n\n```bash\nvllm serve /models/m --port 8000\n```\n",
+        expect![[r#"{"engine":"vllm","model":"/models/m","port":8000}"#]],
+    );
+    // Prose alone holds no launch.
+    check_all(
+        "image: the new one\nservices: we serve vllm and sglang with tensor parallel 8 for Qwen.\n",
+        expect!["no launch"],
+    );
+}
+
+/// The issue's own text: the `-d` variant is a launch of its own, under nohup, with its log.
+#[test]
+fn the_daemon_variant_keeps_its_wrapper_and_log() {
+    let text = "cmd=$(cat <<- EOF\npython -m sglang.launch_server --model-path /m \\\n--tp 1 --port 6011\nEOF\n)\nif [ \"-d\" = \"$1\" ]; then\n  cmd=\"nohup ${cmd} > /srv/logs/sglang.log 2>&1 &\"\nfi\neval $cmd\n";
+    let launches = reconstruct(text, &ParseHints::default());
+    let shown: Vec<String> = launches
+        .iter()
+        .map(|l| {
+            format!(
+                "{} logs={:?} notes={:?}",
+                l.wrappers.join(" > "),
+                l.log_files,
+                l.warnings
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "eval logs=[] notes=[]",
+            "eval > nohup logs=[\"/srv/logs/sglang.log\"] notes=[\"when -d = $1\"]",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+}

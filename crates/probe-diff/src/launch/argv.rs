@@ -413,6 +413,8 @@ pub(crate) fn from_shell_command(
     // `nohup sh -c "..." > log`: the outer command's redirection is nohup's output, not nohup.out.
     let nohup_outside = ctx.wrappers.iter().any(|w| w == "nohup");
     let mut l = launch(&c.argv, ctx, hints)?;
+    // The conditions the text runs it under (`when $1 = -d`, `in a loop`).
+    l.warnings.extend(c.when.iter().cloned());
     if !c.tee.is_empty() {
         l.wrappers.push("tee".into());
     }

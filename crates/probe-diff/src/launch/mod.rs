@@ -164,7 +164,7 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
         TextKind::SystemdUnit => unit_text(text, hints, None, budget),
         TextKind::Compose | TextKind::Kubernetes => {
             let clean = strip_fences(text);
-            match yaml_lenient(&clean) {
+            let out = match yaml_lenient(&clean) {
                 Some(doc) => {
                     let mut out = Vec::new();
                     container::from_yaml(
@@ -179,6 +179,12 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
                     out
                 }
                 None => shell_text(&clean, hints, budget),
+            };
+            // Runbook prose with `image:` or `services:` lines is no compose file.
+            if out.is_empty() && hints.kind == TextKind::Auto {
+                shell_readings(text, hints, budget)
+            } else {
+                out
             }
         }
         TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
@@ -280,11 +286,20 @@ pub(crate) fn strip_prompt(line: &str) -> Option<&str> {
 /// The launches of a shell text as people paste it (Markdown, prompts, prose): the first of its
 /// readings that yields any.
 fn shell_readings(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<LaunchConfig> {
-    shell::markdown::readings(text, &starts_command)
+    // Pasting mangles: CRLF, `—tp` for `--tp`, typographic quotes. Each repair is noted.
+    let (text, repairs) = shell::paste::repair(text);
+    if !repairs.is_empty() && !budget.take(text.len()) {
+        return Vec::new();
+    }
+    let mut out = shell::markdown::readings(&text, &starts_command)
         .iter()
         .map(|t| shell_text(t, hints, budget))
         .find(|l| !l.is_empty() || budget.exhausted())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    for l in &mut out {
+        l.warnings.extend(repairs.iter().cloned());
+    }
+    out
 }
 
 /// Whether `line` starts a command a launch can come from (a launcher, an assignment, a

@@ -100,7 +100,7 @@ fn declare(call: &Builtin, state: &mut State) {
 fn export_existing(name: Option<&str>, state: &mut State) {
     let Some(name) = name else { return };
     if let Some(v) = state.vars.get(name).cloned()
-        && !matches!(v, Val::Opaque)
+        && !matches!(v, Val::Opaque | Val::Either(_))
     {
         let text = val_text(name, &v);
         if state.exported.len() < MAX_EXPORTS || state.exported.contains_key(name) {

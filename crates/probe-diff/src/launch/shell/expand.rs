@@ -87,7 +87,7 @@ fn resolve_var(name: &str, op: Option<&str>, raw: &str, state: &State) -> Option
             }
         },
         Some(Val::Array(a)) => Some(a.join(" ")),
-        Some(Val::Opaque) => Some(raw.to_string()),
+        Some(Val::Opaque | Val::Either(_)) => Some(raw.to_string()),
         // Environment variables, positional parameters: kept as written.
         None => match op {
             Some(o)
@@ -366,8 +366,15 @@ pub(crate) fn expand_word(w: &Word, state: &State) -> Vec<String> {
         return items.iter().flat_map(|it| expand_word(it, state)).collect();
     }
     let mut out = Fields::default();
+    // The empty text a `"..."` ends with makes no word of its own beside a quoted variable
+    // (which says itself whether it is one: `"$@"` of nothing is none).
+    let quoted_var = w
+        .parts
+        .iter()
+        .any(|p| matches!(p, Part::Var { quoted: true, .. }));
     for p in &w.parts {
         match p {
+            Part::Lit(t, true) if t.is_empty() && quoted_var => {}
             Part::Lit(t, q) => out.glue(t, *q),
             Part::Var {
                 name,
@@ -441,13 +448,16 @@ fn expand_var(
     state: &State,
     out: &mut Fields,
 ) {
-    if matches!(op, Some("[@]" | "[*]"))
+    // `"${ARR[@]}"`, and `"$@"` in a function called with arguments: one item per element.
+    let all = matches!(op, Some("[@]" | "[*]")) || (op.is_none() && matches!(name, "@" | "*"));
+    if all
         && let Some(Val::Array(items)) = state.vars.get(name)
         && state.budget.take(words(items))
     {
         out.split(items.iter().map(String::as_str));
         out.produced |= !items.is_empty();
-        out.any_quoted |= quoted;
+        // `"$@"` and `"${ARR[@]}"` of nothing are no word at all.
+        out.any_quoted |= quoted && !items.is_empty();
         return;
     }
     let text = resolve_var(name, op, raw, state).unwrap_or_else(|| raw.to_string());
@@ -489,6 +499,15 @@ pub(super) fn is_assignment(s: &str) -> Option<(&str, &str, bool)> {
 /// The value of an assignment word: its array items, else its text.
 pub(super) fn assigned(w: &Word, state: &State) -> Val {
     match &w.array {
+        // `args=("$@")` of a script's own arguments: not knowable, item by item.
+        Some(items)
+            if items.iter().flat_map(|it| it.parts.iter()).any(|p| {
+                matches!(p, Part::Var { name, .. }
+                    if matches!(name.as_str(), "@" | "*") && !state.vars.contains_key(name))
+            }) =>
+        {
+            Val::Opaque
+        }
         Some(items) => Val::Array(items.iter().flat_map(|it| expand_word(it, state)).collect()),
         None => assignment_value(w, state),
     }

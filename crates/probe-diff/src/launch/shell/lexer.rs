@@ -250,6 +250,20 @@ impl Lexer<'_> {
                     self.toks.push(Tok::Op(Op::Newline));
                 }
                 '&' if self.peek(1) == Some('>') => self.out_err_redirection(),
+                '(' if self.peek(1) == Some('(') && self.command_position() => {
+                    // `(( N > 0 ))`: an arithmetic command, one word (its `>` is no redirection).
+                    let start = self.pos;
+                    self.pos += 2;
+                    self.balanced('(', ')');
+                    if self.peek(0) == Some(')') {
+                        self.pos += 1;
+                    }
+                    let raw = self.slice(start, self.pos);
+                    self.toks.push(Tok::Word(Word {
+                        parts: vec![Part::Arith(raw, false)],
+                        array: None,
+                    }));
+                }
                 ';' | '&' | '|' | '(' | ')' => {
                     let (op, len) = Op::read(c, self.peek(1)).unwrap_or((Op::Semi, 1));
                     self.pos += len;
@@ -280,6 +294,20 @@ impl Lexer<'_> {
                     self.toks.push(Tok::Word(w));
                 }
             }
+        }
+    }
+
+    /// Whether a command starts here: at the start, after an operator, or after a keyword
+    /// that a command follows.
+    fn command_position(&self) -> bool {
+        match self.toks.last() {
+            None => true,
+            Some(Tok::Op(op)) => *op != Op::Close,
+            Some(Tok::Word(w)) => matches!(
+                w.parts.as_slice(),
+                [Part::Lit(t, false)] if matches!(t.as_str(), "if" | "elif" | "while" | "until" | "for" | "then" | "do" | "else" | "!" | "{")
+            ),
+            Some(_) => false,
         }
     }
 

@@ -167,7 +167,8 @@ fn block_code(lines: &[&str]) -> String {
     out.join("\n")
 }
 
-/// The inline code spans of a prose line (`` `...` `` and ``` ``...`` ```).
+/// The inline code spans of a prose paragraph (`` `...` `` and ``` ``...`` ```), which may run
+/// over its lines.
 fn inline_spans(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = line;
@@ -226,21 +227,29 @@ pub(crate) fn readings(text: &str, is_command: &dyn Fn(&str) -> bool) -> Vec<Str
     let mut code = Vec::new();
     let mut spans = Vec::new();
     let mut root = Vec::new();
+    // A paragraph's lines: a code span may run over several (a multi-line command pasted
+    // between single backticks).
+    let mut paragraph: Vec<&str> = Vec::new();
+    let mut flush = |paragraph: &mut Vec<&str>, code: &mut Vec<String>| {
+        let text = paragraph.join("\n");
+        paragraph.clear();
+        for s in inline_spans(&text).into_iter().filter(|s| is_command(s)) {
+            code.push(s.to_string());
+            spans.push(s.to_string());
+        }
+    };
     for p in &parts {
         match p {
             Piece::Block(lines) => {
+                flush(&mut paragraph, &mut code);
                 code.push(block_code(lines));
                 root.extend(root_transcript(lines, is_command));
             }
-            Piece::Prose(line) => {
-                let commands = inline_spans(line).into_iter().filter(|s| is_command(s));
-                for s in commands {
-                    code.push(s.to_string());
-                    spans.push(s.to_string());
-                }
-            }
+            Piece::Prose(line) if line.trim().is_empty() => flush(&mut paragraph, &mut code),
+            Piece::Prose(line) => paragraph.push(line),
         }
     }
+    flush(&mut paragraph, &mut code);
     let whole = if fenced {
         parts
             .iter()

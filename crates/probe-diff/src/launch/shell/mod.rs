@@ -19,8 +19,10 @@
 mod budget;
 mod builtins;
 mod expand;
+mod flow;
 mod lexer;
 pub(crate) mod markdown;
+pub(crate) mod paste;
 mod state;
 mod walker;
 

@@ -15,7 +15,21 @@ pub(crate) enum Val {
     /// Not knowable statically: the reference is kept as written at the point of use.
     Opaque,
     Array(Vec<String>),
+    /// Set differently on paths the text cannot choose between (`cmd=...` then, inside an
+    /// undecidable `if`, `cmd="nohup $cmd &"`): each value with the conditions it holds under,
+    /// the value before the branch first. A command that names it is read once per value.
+    Either(Vec<Alt>),
 }
+
+/// One value of a [`Val::Either`] and the conditions under which it holds (`when $1 = -d`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Alt {
+    pub text: String,
+    pub when: Vec<String>,
+}
+
+/// The values one variable may hold at once; more are not followed.
+pub(crate) const MAX_ALTS: usize = 4;
 
 /// The shell state at one point of the walk.
 #[derive(Debug, Default, Clone)]
@@ -52,6 +66,17 @@ pub(crate) fn set_var(state: &mut State, name: &str, val: Val, append: bool) {
                 }
                 return;
             }
+            // Appended to every value it may hold.
+            (Some(Val::Either(alts)), Val::Text(new)) => {
+                if alts.iter().map(|a| a.text.len() + new.len()).sum::<usize>() > MAX_VALUE_BYTES {
+                    state.vars.insert(name.to_string(), Val::Opaque);
+                } else {
+                    for a in alts.iter_mut() {
+                        a.text.push_str(&new);
+                    }
+                }
+                return;
+            }
             (_, v) => {
                 state.vars.insert(name.to_string(), v);
                 return;
@@ -80,6 +105,9 @@ fn bounded(val: Val) -> Val {
     match &val {
         Val::Text(t) if t.len() > MAX_VALUE_BYTES => Val::Opaque,
         Val::Array(a) if size(a) > MAX_VALUE_BYTES => Val::Opaque,
+        Val::Either(alts) if alts.iter().map(|a| a.text.len()).sum::<usize>() > MAX_VALUE_BYTES => {
+            Val::Opaque
+        }
         _ => val,
     }
 }
@@ -93,22 +121,107 @@ pub(crate) fn val_text(name: &str, v: &Val) -> String {
     match v {
         Val::Text(t) => t.clone(),
         Val::Array(a) => a.join(" "),
-        Val::Opaque => format!("${{{name}}}"),
+        Val::Opaque | Val::Either(_) => format!("${{{name}}}"),
     }
 }
 
-/// The compound command the walk is in.
+/// What closes a frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Frame {
-    /// `if ... then` first branch.
-    IfThen,
-    /// `elif` / `else` branches.
-    IfElse,
-    /// `while`/`until`/`for`/`select` bodies, `case` arms, function bodies.
-    Loop,
-    Case,
-    /// `{ ... }` group (not a function).
-    Group,
+pub(super) enum Closer {
+    /// `fi`
+    Fi,
+    /// `done`
+    Done,
+    /// `esac`
+    Esac,
+    /// `}`
+    Brace,
+    /// The end of the element (a command after `&&` / `||`) or of a walk (a function body).
+    None,
+}
+
+/// A compound command the walk is in, and how sure it is that the commands in it run.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Frame {
+    pub closer: Closer,
+    /// The condition the commands here depend on, as the launch notes it (`when $1 = -d`,
+    /// `in a loop`).
+    pub when: Option<String>,
+    /// May run or not, or many times (an `else` branch, a `case` arm, a loop body).
+    pub conditional: bool,
+    /// A value set here may differ at run time.
+    pub unstable: bool,
+    /// Many times, or not at all: a value set here is not followed (a `while` body).
+    pub looped: bool,
+    /// Decided false: nothing here runs.
+    pub dead: bool,
+    /// `if`/`elif` and `case` arms so far: the conditions of the branches before (to say
+    /// `unless ...` in the next one) and whether one of them was decided true.
+    pub before: Vec<String>,
+    pub taken: bool,
+    /// One of the branches before was not decided.
+    pub undecided: bool,
+    /// The frame of one element after `&&` / `||` (or of the group that element opens).
+    pub chain: bool,
+    /// `case SUBJECT in`: the subject as written and its value when the text fixes it.
+    pub subject: Option<(String, Option<String>)>,
+    /// In a `case`, the next element is an arm's pattern.
+    pub expect_pattern: bool,
+}
+
+impl Frame {
+    /// A frame every command of which runs once, as if it were not there (`{ ... }`, a literal
+    /// loop's iteration, a called function's body).
+    pub(super) fn plain(closer: Closer) -> Frame {
+        Frame {
+            closer,
+            when: None,
+            conditional: false,
+            unstable: false,
+            looped: false,
+            dead: false,
+            before: Vec::new(),
+            taken: false,
+            undecided: false,
+            chain: false,
+            subject: None,
+            expect_pattern: false,
+        }
+    }
+
+    /// A loop body read once for all its iterations.
+    pub(super) fn looped(closer: Closer, when: &str) -> Frame {
+        Frame {
+            when: Some(when.to_string()),
+            conditional: true,
+            unstable: true,
+            looped: true,
+            ..Frame::plain(closer)
+        }
+    }
+
+    /// A branch taken under `cond`: `first` is an `if`'s first branch (taken as the default
+    /// path), `decided` what the text fixes about the condition.
+    pub(super) fn branch(
+        closer: Closer,
+        when: String,
+        first: bool,
+        decided: Option<bool>,
+    ) -> Frame {
+        match decided {
+            Some(true) => Frame::plain(closer),
+            Some(false) => Frame {
+                dead: true,
+                ..Frame::plain(closer)
+            },
+            None => Frame {
+                when: Some(when),
+                conditional: !first,
+                unstable: true,
+                ..Frame::plain(closer)
+            },
+        }
+    }
 }
 
 /// How sure the walk is that the current command runs, from the frames around it.
@@ -118,15 +231,16 @@ pub(super) struct Branch {
     pub conditional: bool,
     /// Anywhere but plain `{ ... }` groups: a value set here may differ at run time.
     pub unstable: bool,
+    /// In a loop read once for all its iterations.
+    pub looped: bool,
 }
 
 impl Branch {
     pub(super) fn of(frames: &[Frame]) -> Branch {
         Branch {
-            conditional: frames
-                .iter()
-                .any(|f| !matches!(f, Frame::Group | Frame::IfThen)),
-            unstable: frames.iter().any(|f| !matches!(f, Frame::Group)),
+            conditional: frames.iter().any(|f| f.conditional),
+            unstable: frames.iter().any(|f| f.unstable),
+            looped: frames.iter().any(|f| f.looped),
         }
     }
 }

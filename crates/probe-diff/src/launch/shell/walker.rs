@@ -1,14 +1,39 @@
 //! Walks the tokens command by command: control keywords, assignments, builtins that change the
 //! state, `eval`, pipes into `tee`, and the simple commands with their context.
+//!
+//! Control flow is followed as far as the text decides it: a branch whose condition the text
+//! fixes is taken or left out; any other branch is read with the condition noted on what it runs
+//! (`when $1 = -d`), and a variable it sets keeps the value from before too ([`Val::Either`]);
+//! a `for` loop over a list the text fixes is read once per item; any other loop once, "in a
+//! loop"; a function is read where it is called, with its arguments as `$1`...; a file a
+//! here-document wrote is read where it is `source`d.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::budget::{self, Budget, ITEM, weight};
 use super::builtins::{self, Builtin};
 use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
+use super::flow::{self, Cond};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
-use super::state::{Branch, Frame, State, Val, normalize_path, set_var, val_text};
+use super::state::{
+    Alt, Branch, Closer, Frame, MAX_ALTS, State, Val, normalize_path, set_var, val_text,
+};
 use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
+
+/// Readings of one command when the variables it names hold several values.
+const MAX_VARIANTS: usize = 8;
+/// One reading of a command that names variables of several values: the value each takes,
+/// and the conditions of that reading.
+type Fork = (Vec<(String, String)>, Vec<String>);
+/// Conditions noted per command (the outermost); frames open at once (deeper ones are read as
+/// the frame around them).
+const MAX_WHEN: usize = 8;
+const MAX_FRAMES: usize = 256;
+/// Functions remembered per text.
+const MAX_FUNCTIONS: usize = 64;
+/// Positional parameters a function call sets by name (`$1`..`$9`; all of them in `$@`).
+const POSITIONAL: [&str; 12] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#"];
 
 /// One simple command the script runs, with the shell state at that point.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +53,9 @@ pub(crate) struct ShellCommand {
     pub tee: Vec<String>,
     /// Files written by here-documents earlier in the text (`cat > f <<EOF`).
     pub files: std::rc::Rc<BTreeMap<String, String>>,
+    /// The conditions the command runs under, outermost first (`when $1 = -d`, `in a loop`);
+    /// empty when it runs whenever the text does.
+    pub when: Vec<String>,
 }
 
 /// One simple command's tokens, sorted.
@@ -72,6 +100,22 @@ struct Walk<'s> {
     depth: usize,
     /// The command before a `|`, which a following `tee` writes for.
     pending_tee: Option<usize>,
+    /// The operator that ends the element being read.
+    op: Option<Op>,
+    /// Conditions of the values the command being read takes (a variable read once per value).
+    extra_when: Vec<String>,
+    /// The test before a `&&` / `||`: the condition of the element after it, negated after `||`.
+    chain: Option<(Cond, bool)>,
+    /// `case` patterns so far (`-d|--daemon)` arrives as elements ended by `|`).
+    patterns: Vec<String>,
+    /// Functions defined so far, their bodies, and whether something called them.
+    functions: Vec<(String, Rc<[Tok]>, bool)>,
+    /// Function calls and literal loops being read, one inside another.
+    nesting: usize,
+    /// Frames below this index belong to an outer reading (a caller's, a loop's).
+    floor: usize,
+    /// Frames opened past [`MAX_FRAMES`], not kept.
+    overflow: usize,
 }
 
 /// Walks the commands of `text` and returns every simple command with its context; the walk
@@ -90,47 +134,18 @@ pub(crate) fn commands(text: &str, state: &mut State, depth: usize) -> Vec<Shell
         out: Vec::new(),
         depth,
         pending_tee: None,
+        op: None,
+        extra_when: Vec::new(),
+        chain: None,
+        patterns: Vec::new(),
+        functions: Vec::new(),
+        nesting: 0,
+        floor: 0,
+        overflow: 0,
     };
-    let mut i = 0;
-    // One pipeline element at a time.
-    let mut cur: Vec<&Tok> = Vec::new();
-    while i <= toks.len() && !walk.state.budget.exhausted() {
-        let op = match toks.get(i) {
-            Some(Tok::Op(op)) => Some(*op),
-            None => None,
-            Some(t) => {
-                cur.push(t);
-                i += 1;
-                continue;
-            }
-        };
-        if let Some(next) = function_header(&toks, i, &cur) {
-            walk.frames.push(Frame::Loop);
-            cur.clear();
-            i = next;
-            continue;
-        }
-        walk.end_of_element(&cur, op);
-        cur.clear();
-        i += 1;
-    }
+    walk.walk(&toks);
+    walk.uncalled_functions();
     walk.out
-}
-
-/// `name() {`: a `(` right after one word and followed by `)` opens a function body. Returns
-/// the index after the header (and after the `{` that opens the body).
-fn function_header(toks: &[Tok], i: usize, cur: &[&Tok]) -> Option<usize> {
-    if !(matches!(toks.get(i), Some(Tok::Op(Op::Open)))
-        && cur.len() == 1
-        && matches!(toks.get(i + 1), Some(Tok::Op(Op::Close))))
-    {
-        return None;
-    }
-    let after = i + 2;
-    Some(match toks.get(after) {
-        Some(Tok::Word(w)) if w.raw() == "{" => after + 1,
-        _ => after,
-    })
 }
 
 /// A leading `NAME=value` of a command.
@@ -141,14 +156,254 @@ struct Assign {
 }
 
 impl Walk<'_> {
+    /// Reads `toks`, one pipeline element at a time.
+    fn walk(&mut self, toks: &[Tok]) {
+        let mut i = 0;
+        let mut cur: Vec<&Tok> = Vec::new();
+        while i <= toks.len() && !self.state.budget.exhausted() {
+            let op = match toks.get(i) {
+                Some(Tok::Op(op)) => Some(*op),
+                None => None,
+                Some(t) => {
+                    cur.push(t);
+                    i += 1;
+                    continue;
+                }
+            };
+            if let Some((name, body)) = flow::function_header(toks, i, &cur) {
+                cur.clear();
+                i = self.define(toks, name, body);
+                continue;
+            }
+            if let Some(next) = self.literal_loop(toks, i, &cur, op) {
+                cur.clear();
+                i = next;
+                continue;
+            }
+            self.end_of_element(&cur, op);
+            cur.clear();
+            i += 1;
+        }
+    }
+
+    /// A function whose body starts at `body`: remembered, to be read where it is called.
+    /// Returns where the walk goes on. A body that does not end in the text is read in place.
+    fn define(&mut self, toks: &[Tok], name: String, body: usize) -> usize {
+        let end = flow::block_end(toks, body, "{", "}");
+        let stored = end.and_then(|end| toks.get(body..end));
+        match (end, stored) {
+            (Some(end), Some(body_toks))
+                if self.functions.len() < MAX_FUNCTIONS
+                    && self.state.budget.take(ITEM * (body_toks.len() + 1)) =>
+            {
+                self.functions.retain(|(n, _, _)| *n != name);
+                self.functions.push((name, Rc::from(body_toks), false));
+                end + 1
+            }
+            _ => {
+                self.frames
+                    .push(Frame::looped(Closer::Brace, &format!("in function {name}")));
+                body
+            }
+        }
+    }
+
+    /// `for NAME in ITEMS; do BODY done` with items the text fixes: the body read once per
+    /// item. Returns where the walk goes on, or `None` for any other element.
+    fn literal_loop(
+        &mut self,
+        toks: &[Tok],
+        i: usize,
+        cur: &[&Tok],
+        op: Option<Op>,
+    ) -> Option<usize> {
+        if !matches!(op, Some(Op::Semi | Op::Newline)) || self.dead() {
+            return None;
+        }
+        let words: Vec<&Word> = cur
+            .iter()
+            .filter_map(|t| match t {
+                Tok::Word(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        let (name, items) = match words.as_slice() {
+            [kw, arith] if flow::is_bare(kw, "for") => flow::counted(arith, self.state)?,
+            [kw, name, kw_in, items @ ..]
+                if flow::is_bare(kw, "for")
+                    && flow::is_bare(kw_in, "in")
+                    && name.raw().chars().all(super::lexer::is_name_char) =>
+            {
+                (name.raw(), flow::literal_items(items, self.state)?)
+            }
+            _ => return None,
+        };
+        let mut j = i + 1;
+        while matches!(toks.get(j), Some(Tok::Op(Op::Newline))) {
+            j += 1;
+        }
+        let Some(Tok::Word(w)) = toks.get(j) else {
+            return None;
+        };
+        if !flow::is_bare(w, "do") {
+            return None;
+        }
+        let end = flow::block_end(toks, j + 1, "do", "done")?;
+        let body = toks.get(j + 1..end)?;
+        for item in items {
+            if self.nesting >= MAX_DEPTH || !self.state.budget.take(ITEM * (body.len() + 1)) {
+                break;
+            }
+            set_var(self.state, &name, Val::Text(item), false);
+            self.nested(body, Frame::plain(Closer::None));
+        }
+        Some(end + 1)
+    }
+
+    /// Reads `toks` inside `frame` (a loop's iteration, a function's body), the frames around
+    /// left as they were whatever the body opens or closes.
+    fn nested(&mut self, toks: &[Tok], frame: Frame) {
+        let (floor, len) = (self.floor, self.frames.len());
+        let (chain, tee) = (self.chain.take(), self.pending_tee.take());
+        self.frames.push(frame);
+        self.floor = self.frames.len();
+        self.nesting += 1;
+        self.walk(toks);
+        self.nesting -= 1;
+        self.frames.truncate(len);
+        self.floor = floor;
+        self.chain = chain;
+        self.pending_tee = tee;
+    }
+
+    /// `NAME ARGS`: the function's body read with the arguments as positional parameters.
+    fn call(&mut self, name: &str, args: &[String]) -> bool {
+        let Some(idx) = self.functions.iter().position(|(n, _, _)| n == name) else {
+            return false;
+        };
+        let Some((_, body, called)) = self.functions.get_mut(idx) else {
+            return false;
+        };
+        *called = true;
+        let body = body.clone();
+        if self.nesting >= MAX_DEPTH || !self.state.budget.take(ITEM * (body.len() + 1)) {
+            return true;
+        }
+        let saved: Vec<(&str, Option<Val>)> = POSITIONAL
+            .iter()
+            .map(|n| (*n, self.state.vars.get(*n).cloned()))
+            .collect();
+        self.set_positional(args);
+        self.nested(&body, Frame::plain(Closer::None));
+        for (n, v) in saved {
+            match v {
+                Some(v) => self.state.vars.insert(n.to_string(), v),
+                None => self.state.vars.remove(n),
+            };
+        }
+        true
+    }
+
+    /// `$1`..`$9`, `$@`, `$*` and `$#` as `args` set them.
+    fn set_positional(&mut self, args: &[String]) {
+        for (n, name) in POSITIONAL.iter().take(9).enumerate() {
+            match args.get(n) {
+                Some(a) => self
+                    .state
+                    .vars
+                    .insert((*name).to_string(), Val::Text(a.clone())),
+                None => self
+                    .state
+                    .vars
+                    .insert((*name).to_string(), Val::Text(String::new())),
+            };
+        }
+        for all in ["@", "*"] {
+            self.state
+                .vars
+                .insert(all.to_string(), Val::Array(args.to_vec()));
+        }
+        self.state
+            .vars
+            .insert("#".to_string(), Val::Text(args.len().to_string()));
+    }
+
+    /// `shift [N]` and `set -- ARGS` where the text knows the positional parameters (a
+    /// function's); `false` for anything else.
+    fn positional_builtin(&mut self, cmd: &str, args: &[String], branch: Branch) -> bool {
+        let Some(Val::Array(current)) = self.state.vars.get("@").cloned() else {
+            return false;
+        };
+        let new = match (cmd, args.first().map(String::as_str)) {
+            ("shift", n) => {
+                let n: usize = n.and_then(|n| n.parse().ok()).unwrap_or(1);
+                current.get(n..).unwrap_or(&[]).to_vec()
+            }
+            ("set", Some("--")) => args.get(1..).unwrap_or(&[]).to_vec(),
+            _ => return false,
+        };
+        if branch.unstable {
+            for n in POSITIONAL {
+                self.state.vars.insert(n.to_string(), Val::Opaque);
+            }
+        } else {
+            self.set_positional(&new);
+        }
+        true
+    }
+
+    /// The functions nothing in the text called, read at the end, each noted as such.
+    fn uncalled_functions(&mut self) {
+        let uncalled: Vec<(String, Rc<[Tok]>)> = self
+            .functions
+            .iter()
+            .filter(|(_, _, called)| !called)
+            .map(|(n, b, _)| (n.clone(), b.clone()))
+            .collect();
+        for (name, body) in uncalled {
+            if !self.state.budget.take(ITEM * (body.len() + 1)) {
+                return;
+            }
+            let frame = Frame::looped(Closer::None, &format!("in function {name}"));
+            self.nested(&body, frame);
+        }
+    }
+
+    /// Opens a frame; past [`MAX_FRAMES`] the frame is only counted, to be closed.
+    fn push_frame(&mut self, frame: Frame) {
+        if self.frames.len() >= MAX_FRAMES {
+            self.overflow += 1;
+            self.state.budget.note_cut();
+            return;
+        }
+        self.frames.push(frame);
+    }
+
+    /// Whether a branch around the walk is decided false.
+    fn dead(&self) -> bool {
+        self.frames.iter().any(|f| f.dead)
+    }
+
+    /// The conditions of the command being read: the frames', then its values'.
+    fn when_now(&self) -> Vec<String> {
+        self.frames
+            .iter()
+            .filter_map(|f| f.when.clone())
+            .chain(self.extra_when.iter().cloned())
+            .take(MAX_WHEN)
+            .collect()
+    }
+
     /// One pipeline element ended by `op` (`None` at the end of the text).
     fn end_of_element(&mut self, cur: &[&Tok], op: Option<Op>) {
-        if !cur.is_empty() {
+        self.op = op;
+        let chain = self.chain.take();
+        if !cur.is_empty() && !self.case_pattern(cur, op) {
             match self.tee_targets(cur) {
                 Some(targets) => self.attach_tee(targets),
                 None => {
                     let before = self.out.len();
-                    self.run_simple(cur);
+                    self.element(cur, chain.as_ref());
                     if op == Some(Op::Pipe) && self.out.len() > before {
                         self.pending_tee = Some(self.out.len() - 1);
                     }
@@ -157,6 +412,113 @@ impl Walk<'_> {
         }
         if op != Some(Op::Pipe) {
             self.pending_tee = None;
+        }
+        if op == Some(Op::CaseEnd)
+            && let Some(f) = self.frames.last_mut()
+            && f.closer == Closer::Esac
+        {
+            f.expect_pattern = true;
+        }
+        self.chain = self.next_chain(cur, op, chain);
+    }
+
+    /// The condition the element after `op` runs under: a test's before `&&` (negated before
+    /// `||`), carried along a chain (`[ x ] && a || b`).
+    fn next_chain(
+        &self,
+        cur: &[&Tok],
+        op: Option<Op>,
+        chain: Option<(Cond, bool)>,
+    ) -> Option<(Cond, bool)> {
+        let negate = match op {
+            Some(Op::And) => false,
+            Some(Op::Or) => true,
+            _ => return None,
+        };
+        let words: Vec<&Word> = Simple::of(cur).words;
+        if flow::is_test(&words) {
+            return Some((flow::condition(&words, self.state), negate));
+        }
+        chain.map(|(c, was)| (c, was ^ negate))
+    }
+
+    /// A `case` arm's pattern (`-d)`, `-d|--daemon)`): the arm's condition set on the frame.
+    fn case_pattern(&mut self, cur: &[&Tok], op: Option<Op>) -> bool {
+        let Some(f) = self.frames.last() else {
+            return false;
+        };
+        if !(f.closer == Closer::Esac && f.expect_pattern) {
+            return false;
+        }
+        let words = Simple::of(cur).words;
+        let raw: Vec<String> = words.iter().map(|w| w.raw()).collect();
+        match op {
+            Some(Op::Pipe) => {
+                self.patterns.extend(raw);
+                true
+            }
+            Some(Op::Close) => {
+                self.patterns.extend(raw);
+                let patterns = std::mem::take(&mut self.patterns);
+                self.enter_arm(patterns);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The arm of the `case` on top with `patterns`: taken, left out or noted.
+    fn enter_arm(&mut self, patterns: Vec<String>) {
+        let Some(f) = self.frames.last_mut() else {
+            return;
+        };
+        f.expect_pattern = false;
+        let (subject, value) = f.subject.clone().unwrap_or_default();
+        let catch_all = patterns.iter().all(|p| p == "*");
+        let decided = match (&value, catch_all) {
+            _ if f.taken => Some(false),
+            (_, true) if f.before.is_empty() || !f.undecided => Some(true),
+            (Some(v), false) => flow::case_matches(&patterns, v),
+            _ => None,
+        };
+        let when = if catch_all {
+            format!("unless {subject} = {}", f.before.join("|"))
+        } else {
+            format!("when {subject} = {}", patterns.join("|"))
+        };
+        let arm = Frame::branch(Closer::Esac, when, false, decided);
+        f.when = arm.when;
+        f.conditional = arm.conditional;
+        f.unstable = arm.unstable;
+        f.dead = arm.dead;
+        f.taken |= decided == Some(true);
+        f.undecided |= decided.is_none();
+        f.before.extend(patterns);
+    }
+
+    /// One element: the condition of a `&&` / `||` chain around it, then its commands.
+    fn element(&mut self, cur: &[&Tok], chain: Option<&(Cond, bool)>) {
+        let Some((cond, negate)) = chain.filter(|_| self.frames.len() < MAX_FRAMES) else {
+            self.run_simple(cur);
+            return;
+        };
+        let decided = cond.decided.map(|d| d ^ negate);
+        let when = if *negate {
+            format!("unless {}", cond.text)
+        } else {
+            format!("when {}", cond.text)
+        };
+        let mut frame = Frame::branch(Closer::None, when, !negate, decided);
+        frame.chain = true;
+        let len = self.frames.len();
+        self.frames.push(frame);
+        self.run_simple(cur);
+        // A `{` right after the operator made the frame the group's; otherwise it ends here.
+        if self.frames.len() > len
+            && let Some(f) = self.frames.get(len)
+            && f.chain
+        {
+            self.frames.remove(len);
         }
     }
 
@@ -194,9 +556,128 @@ impl Walk<'_> {
             return;
         };
         let words = simple.words.get(k..).unwrap_or(&[]);
-        if words.is_empty() {
+        if words.is_empty()
+            || self.dead()
+            || words.first().is_some_and(|w| flow::is_arith_command(w))
+        {
             return;
         }
+        let forks = self.forks(words);
+        if forks.len() < 2 && forks.first().is_none_or(|(binds, _)| binds.is_empty()) {
+            self.run_words(&simple, words);
+            return;
+        }
+        self.run_forked(&simple, words, forks);
+    }
+
+    /// The readings of a command that names variables holding several values: the values of
+    /// each reading and its conditions (at most [`MAX_VARIANTS`]).
+    fn forks(&self, words: &[&Word]) -> Vec<Fork> {
+        let mut names: Vec<&str> = Vec::new();
+        for w in words {
+            let parts = w.parts.iter().chain(
+                w.array
+                    .iter()
+                    .flat_map(|items| items.iter().flat_map(|i| i.parts.iter())),
+            );
+            for p in parts {
+                if let Part::Var { name, .. } = p
+                    && matches!(self.state.vars.get(name), Some(Val::Either(_)))
+                    && !names.contains(&name.as_str())
+                {
+                    names.push(name);
+                }
+            }
+        }
+        let mut forks: Vec<Fork> = vec![(Vec::new(), Vec::new())];
+        for name in names {
+            let Some(Val::Either(alts)) = self.state.vars.get(name) else {
+                continue;
+            };
+            let mut next = Vec::new();
+            for (binds, when) in &forks {
+                for a in alts {
+                    if next.len() >= MAX_VARIANTS {
+                        break;
+                    }
+                    let mut b = binds.clone();
+                    b.push((name.to_string(), a.text.clone()));
+                    let mut w = when.clone();
+                    w.extend(a.when.iter().cloned());
+                    next.push((b, w));
+                }
+            }
+            forks = next;
+        }
+        forks
+    }
+
+    /// Reads the command once per reading of its variables; assignments made on the way keep
+    /// every value they took, each with its reading's conditions.
+    fn run_forked(&mut self, simple: &Simple, words: &[&Word], forks: Vec<Fork>) {
+        let (_, n) = self.leading_assignments(words);
+        let assign_only = n == words.len();
+        let branch = Branch::of(&self.frames);
+        let mut values: Vec<(String, Vec<Alt>, bool)> = Vec::new();
+        for (binds, when) in forks {
+            let saved: Vec<(String, Option<Val>)> = binds
+                .iter()
+                .map(|(name, _)| (name.clone(), self.state.vars.get(name).cloned()))
+                .collect();
+            for (name, text) in binds {
+                self.state.vars.insert(name, Val::Text(text));
+            }
+            let mark = self.extra_when.len();
+            self.extra_when.extend(when.iter().cloned());
+            if assign_only {
+                for a in self.leading_assignments(words).0 {
+                    let text = match (a.val, a.append, self.state.vars.get(&a.name)) {
+                        (Val::Text(t), false, _) => Some(t),
+                        (Val::Text(t), true, Some(Val::Text(old))) => Some(format!("{old}{t}")),
+                        _ => None,
+                    };
+                    let slot = match values.iter_mut().position(|(n, _, _)| *n == a.name) {
+                        Some(p) => values.get_mut(p),
+                        None => {
+                            values.push((a.name.clone(), Vec::new(), true));
+                            values.last_mut()
+                        }
+                    };
+                    if let Some((_, alts, ok)) = slot {
+                        match text {
+                            Some(text) => alts.push(Alt {
+                                text,
+                                when: when.clone(),
+                            }),
+                            None => *ok = false,
+                        }
+                    }
+                }
+            } else {
+                self.run_words(simple, words);
+            }
+            self.extra_when.truncate(mark);
+            for (name, v) in saved {
+                match v {
+                    Some(v) => self.state.vars.insert(name, v),
+                    None => self.state.vars.remove(&name),
+                };
+            }
+        }
+        let assigns = values
+            .into_iter()
+            .map(|(name, alts, ok)| Assign {
+                name,
+                val: if ok { either(alts) } else { Val::Opaque },
+                append: false,
+            })
+            .collect();
+        self.assign_all(assigns, branch);
+    }
+
+    /// One reading of a simple command: its assignments, a builtin, a function, `eval`,
+    /// `source`, or a command recorded with its context.
+    fn run_words(&mut self, simple: &Simple, words: &[&Word]) {
         let branch = Branch::of(&self.frames);
         let (assigns, n) = self.leading_assignments(words);
         let rest = words.get(n..).unwrap_or(&[]);
@@ -215,6 +696,9 @@ impl Walk<'_> {
         let Some((cmd, args)) = argv.split_first() else {
             return;
         };
+        if self.call(cmd, args) || self.positional_builtin(cmd, args, branch) {
+            return;
+        }
         let here = simple.here_string(self.state);
         let input = simple.heredoc.map(|h| heredoc_text(h, self.state));
         let call = Builtin {
@@ -224,20 +708,25 @@ impl Walk<'_> {
             input: input.as_deref().or(here.as_deref()),
             branch,
         };
-        if builtins::run(&call, self.state) {
+        if self.source_in_text(cmd, args) || builtins::run(&call, self.state) {
             return;
         }
         if cmd == "eval" && self.depth < MAX_DEPTH {
-            self.eval(args);
+            self.eval(&args.join(" "), Some("eval"));
+            return;
+        }
+        // A test runs nothing: its condition is on the frames.
+        if matches!(cmd.as_str(), "[" | "[[" | "test") {
             return;
         }
         // The command and the state copied with it.
-        let cost = ITEM + budget::words(&argv) + weight(&prefix_env);
+        let when = self.when_now();
+        let cost = ITEM + budget::words(&argv) + weight(&prefix_env) + budget::words(&when);
         if !self.state.budget.take(cost) {
             return;
         }
-        self.remember_file(&simple);
-        let redirects = self.output_redirects(&simple);
+        self.remember_file(simple);
+        let redirects = self.output_redirects(simple);
         self.out.push(ShellCommand {
             argv,
             prefix_env,
@@ -248,7 +737,25 @@ impl Walk<'_> {
             redirects,
             tee: Vec::new(),
             files: self.state.files.clone(),
+            when,
         });
+    }
+
+    /// `source FILE` / `. FILE` of a file a here-document wrote earlier: its commands read
+    /// here, in this shell.
+    fn source_in_text(&mut self, cmd: &str, args: &[String]) -> bool {
+        if !matches!(cmd, "source" | ".") || self.depth >= MAX_DEPTH {
+            return false;
+        }
+        let Some(text) = args
+            .first()
+            .and_then(|p| self.state.files.get(&normalize_path(p)))
+            .cloned()
+        else {
+            return false;
+        };
+        self.eval(&text, None);
+        true
     }
 
     /// Steps over the control keywords that start a command, entering and leaving frames.
@@ -260,31 +767,118 @@ impl Walk<'_> {
             if w.parts.iter().any(|p| matches!(p, Part::Lit(_, true))) {
                 break;
             }
+            let rest = words.get(k + 1..).unwrap_or(&[]);
             match w.raw().as_str() {
-                "if" => self.frames.push(Frame::IfThen),
-                "then" | "do" | "!" => {}
-                "{" => self.frames.push(Frame::Group),
-                "elif" | "else" => {
-                    if let Some(f) = self.frames.last_mut() {
-                        *f = Frame::IfElse;
-                    }
+                "if" => {
+                    let c = flow::condition(rest, self.state);
+                    self.open_if(c);
                 }
+                "elif" => {
+                    let c = flow::condition(rest, self.state);
+                    self.next_branch(Some(c));
+                }
+                "else" => self.next_branch(None),
+                "then" | "do" | "!" => {}
+                "{" => self.open_group(),
                 "while" | "until" | "for" | "select" => {
-                    self.frames.push(Frame::Loop);
+                    self.push_frame(Frame::looped(Closer::Done, "in a loop"));
                     return None;
                 }
                 "case" => {
-                    self.frames.push(Frame::Case);
+                    self.open_case(rest);
                     return None;
                 }
-                "fi" | "done" | "esac" | "}" => {
-                    self.frames.pop();
-                }
+                "fi" | "done" | "esac" | "}" => self.close(),
                 _ => break,
             }
             k += 1;
         }
         Some(k)
+    }
+
+    fn open_if(&mut self, c: Cond) {
+        let mut f = Frame::branch(Closer::Fi, format!("when {}", c.text), true, c.decided);
+        f.taken = c.decided == Some(true);
+        f.undecided = c.decided.is_none();
+        f.before.push(c.text);
+        self.push_frame(f);
+    }
+
+    /// `elif COND` (`Some`) or `else` (`None`) of the `if` on top.
+    fn next_branch(&mut self, c: Option<Cond>) {
+        let Some(f) = self.frames.last_mut().filter(|f| f.closer == Closer::Fi) else {
+            return;
+        };
+        let unless = format!("unless {}", f.before.join(" or "));
+        let (when, decided) = match &c {
+            Some(c) => (format!("when {}, {unless}", c.text), c.decided),
+            None => (unless, Some(true)),
+        };
+        let decided = match decided {
+            _ if f.taken => Some(false),
+            Some(true) if f.undecided => None,
+            d => d,
+        };
+        let b = Frame::branch(Closer::Fi, when, false, decided);
+        f.when = b.when;
+        f.conditional = b.conditional;
+        f.unstable = b.unstable;
+        f.dead = b.dead;
+        f.taken |= decided == Some(true);
+        if let Some(c) = c {
+            f.undecided |= c.decided.is_none();
+            f.before.push(c.text);
+        }
+    }
+
+    /// `{`: a group, or the body of a `&&` / `||` chain's element (which then ends at `}`).
+    fn open_group(&mut self) {
+        match self.frames.last_mut() {
+            Some(f) if f.chain && f.closer == Closer::None => {
+                f.chain = false;
+                f.closer = Closer::Brace;
+            }
+            _ => self.push_frame(Frame::plain(Closer::Brace)),
+        }
+    }
+
+    /// `case WORD in [PATTERN)]`: a frame whose arms come next.
+    fn open_case(&mut self, rest: &[&Word]) {
+        let subject = rest.first().map(|w| {
+            let v = expand_simple(w, self.state);
+            let fixed = !(v.contains('$') || v.contains('`'));
+            (w.raw(), fixed.then_some(v))
+        });
+        let mut f = Frame::plain(Closer::Esac);
+        f.subject = subject;
+        f.expect_pattern = true;
+        // Arms are read as they come: until the first pattern nothing runs.
+        f.dead = true;
+        self.push_frame(f);
+        // `case $1 in -d) ...` on one line: the pattern ends this element.
+        let after_in: Vec<String> = rest.iter().skip(2).map(|w| w.raw()).collect();
+        if !after_in.is_empty() {
+            self.patterns.extend(after_in);
+            if self.op == Some(Op::Close) {
+                let patterns = std::mem::take(&mut self.patterns);
+                self.enter_arm(patterns);
+            }
+        }
+    }
+
+    /// `fi`, `done`, `esac`, `}`: leaves the innermost frame (never one of an outer reading).
+    fn close(&mut self) {
+        if self.overflow > 0 {
+            self.overflow -= 1;
+            return;
+        }
+        while self.frames.len() > self.floor {
+            match self.frames.pop() {
+                Some(f) if f.closer != Closer::None => return,
+                Some(_) => {}
+                None => return,
+            }
+        }
     }
 
     /// The `NAME=value` words before the command, and how many there are.
@@ -326,6 +920,11 @@ impl Walk<'_> {
                 _ if !branch.conditional && !self.state.vars.contains_key(&name) => {
                     set_var(self.state, &name, val, append);
                 }
+                // Set again in a branch the text cannot decide: both values are kept.
+                (Val::Text(_) | Val::Either(_), _) if !branch.looped => {
+                    let kept = self.both_values(&name, val, append);
+                    self.state.vars.insert(name, kept);
+                }
                 _ => {
                     self.state.vars.insert(name, Val::Opaque);
                 }
@@ -333,16 +932,66 @@ impl Walk<'_> {
         }
     }
 
-    /// `eval ARGS`: the joined arguments are walked as a text of their own, one level deeper
-    /// (and paid for from the same budget: nested evals of growing values stop when it is spent).
-    fn eval(&mut self, args: &[String]) {
-        let inner = args.join(" ");
+    /// The value of `name` after a branch the text cannot decide set it to `val`: the values
+    /// it had, then the new ones under the branch's conditions; `Opaque` past [`MAX_ALTS`] or
+    /// when the value before is not text.
+    fn both_values(&self, name: &str, val: Val, append: bool) -> Val {
+        let old: Vec<Alt> = match self.state.vars.get(name) {
+            Some(Val::Text(t)) => vec![Alt {
+                text: t.clone(),
+                when: Vec::new(),
+            }],
+            Some(Val::Either(alts)) => alts.clone(),
+            None if !append => Vec::new(),
+            _ => return Val::Opaque,
+        };
+        let when = self.when_now();
+        let new: Vec<Alt> = match val {
+            Val::Text(t) if append => old
+                .iter()
+                .map(|a| Alt {
+                    text: format!("{}{t}", a.text),
+                    when: a.when.iter().chain(&when).cloned().collect(),
+                })
+                .collect(),
+            Val::Text(t) => vec![Alt { text: t, when }],
+            Val::Either(alts) => alts
+                .into_iter()
+                .map(|a| Alt {
+                    text: a.text,
+                    when: when.iter().chain(&a.when).cloned().collect(),
+                })
+                .collect(),
+            _ => return Val::Opaque,
+        };
+        let mut all = old;
+        for a in new {
+            if !all.iter().any(|o| o.text == a.text) {
+                all.push(a);
+            }
+        }
+        if all.len() > MAX_ALTS {
+            return Val::Opaque;
+        }
+        either(all)
+    }
+
+    /// `eval ARGS` (`wrapper` = `eval`) or a `source`d file: the text is walked as one of its
+    /// own in this shell, one level deeper (and paid for from the same budget: nested evals of
+    /// growing values stop when it is spent). What it runs keeps the conditions around it.
+    fn eval(&mut self, inner: &str, wrapper: Option<&str>) {
         let outer = self.state.budget.clone();
         self.state.budget = Budget::nested(&outer);
-        let mut sub = commands(&inner, self.state, self.depth + 1);
+        let mut sub = commands(inner, self.state, self.depth + 1);
         self.state.budget = outer;
+        let when = self.when_now();
         for c in &mut sub {
-            c.context_wrappers.insert(0, "eval".into());
+            if let Some(w) = wrapper {
+                c.context_wrappers.insert(0, w.into());
+            }
+            if !when.is_empty() {
+                c.when = when.iter().chain(&c.when).cloned().collect();
+            }
         }
         self.out.extend(sub);
     }
@@ -374,4 +1023,13 @@ impl Walk<'_> {
     }
 }
 
-//END
+/// One value, or several (or one that holds only under conditions).
+fn either(mut alts: Vec<Alt>) -> Val {
+    if alts.len() == 1
+        && alts.first().is_some_and(|a| a.when.is_empty())
+        && let Some(a) = alts.pop()
+    {
+        return Val::Text(a.text);
+    }
+    Val::Either(alts)
+}

@@ -40,6 +40,9 @@ fn show(c: &ShellCommand) -> String {
     for t in &c.tee {
         s.push(format!("[tee {t}]"));
     }
+    for w in &c.when {
+        s.push(format!("[{w}]"));
+    }
     s.join(" ")
 }
 
@@ -62,16 +65,13 @@ fn control_flow() {
     check(
         "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nif [ -n \"$X\" ]; then\n  A=first\nelse\n  A=second\nfi\nrun --dp $dp --a $A --n $((dp * 2))",
         expect![[r#"
-            --dp
-            shift 2
-            [ -n $X ]
-            run --dp $dp --a $A --n "$((dp * 2))""#]],
+            shift 2 [in a loop] [when $1 = --dp]
+            run --dp $dp --a first --n "$((dp * 2))"
+            run --dp $dp --a second --n "$((dp * 2))" [unless -n $X]"#]],
     );
     check(
         "start() {\n  vllm serve m\n}\nstart",
-        expect![[r#"
-            vllm serve m
-            start"#]],
+        expect!["vllm serve m"],
     );
 }
 
@@ -127,8 +127,6 @@ fn redirections_tee_and_files() {
 fn arrays() {
     check(
         "N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"",
-        expect![[r#"
-            N [> 0]
-            exec run m --x 1 --j {"n":${N:-3}}"#]],
+        expect![[r#"exec run m --x 1 --j {"n":${N:-3}}"#]],
     );
 }
