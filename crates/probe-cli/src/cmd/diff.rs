@@ -20,7 +20,12 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
         include_volatile: args.include_volatile,
     };
     let diff = probe_diff::compare_snapshots(&before, &after, &options);
-    ctx.emit(&diff, || render::snapshot_diff_doc(&diff))?;
+    ctx.emit_report(
+        &diff,
+        args.output.as_deref(),
+        || render::html::diff_page(&diff),
+        |printer| render::text(&render::snapshot_diff_doc(&diff), printer),
+    )?;
     Ok(if probe_diff::is_meaningful(&diff) {
         exit_codes::DIFFERENCES
     } else {
