@@ -63,6 +63,8 @@ svg .mark-fault{stroke:var(--bad);fill:var(--bad)}
 svg .mark-power{stroke:#c27c0e;fill:#c27c0e}
 svg .mark-gpu{stroke:#a33a7a;fill:#a33a7a}
 .legend span{display:inline-block;margin-right:12px;font-size:.9em}
+.legend-launch{color:#2f5fb3}.legend-install{color:#7a4fb5}.legend-driver{color:#b35a00}.legend-unit{color:#2b8a8a}.legend-host{color:#6b6b6b}.legend-reboot{color:#000}.legend-fault{color:var(--bad)}.legend-power{color:#c27c0e}.legend-gpu{color:#a33a7a}
+svg{overflow:visible}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
 section.report{margin-bottom:2.5em}
 footer{margin-top:3em;color:var(--dim);font-size:.85em}
