@@ -68,7 +68,7 @@ svg{overflow:visible}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
 section.report{margin-bottom:2.5em}
 footer{margin-top:3em;color:var(--dim);font-size:.85em}
-@media (max-width:600px){body{padding:8px;font-size:13px}dl.fields{grid-template-columns:1fr}dl.fields dd{margin-left:10px}}
+@media (max-width:600px){body{padding:8px;font-size:13px}dl.fields{grid-template-columns:1fr}dl.fields dd{margin-left:10px}figure{overflow-x:auto}figure svg{min-width:760px}table.launches th,table.launches td{overflow-wrap:normal;min-width:9em}}
 @media print{body{max-width:none;padding:0;font-size:11px}.scroll{overflow:visible}h2{break-after:avoid}figure,table{break-inside:avoid}a{color:inherit;text-decoration:none}}
 "#;
 
