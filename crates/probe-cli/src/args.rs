@@ -19,7 +19,7 @@ Examples:
   probe resolve gpu7                      the SSH settings probe uses for gpu7 (like ssh -G)
 
 Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 2 error,
-3 hosts failed (audit --fail-on error), 4 a host key was refused.
+3 hosts failed (audit), 4 a host key was refused; an audit exits with the most severe (4 > 3 > 1).
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
 Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team
@@ -105,6 +105,9 @@ pub enum Format {
     Json,
     /// Markdown that fits a ticket.
     Markdown,
+    /// One self-contained HTML page (host, diff, timeline, audit report): charts drawn as
+    /// inline SVG, the JSON document embedded, no script, no external resource.
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -138,6 +141,29 @@ pub enum Command {
     /// Print the SSH settings probe resolves for a target, in the form of `ssh -G`.
     #[command(after_long_help = RESOLVE_AFTER)]
     Resolve(ResolveArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = COMPLETIONS_AFTER)]
+    Completions(CompletionsArgs),
+    /// Print probe's man page (roff) to standard output.
+    #[command(after_long_help = MAN_AFTER)]
+    Man,
+}
+
+const COMPLETIONS_AFTER: &str = "\
+Install:
+  probe completions bash > ~/.local/share/bash-completion/completions/probe
+  probe completions zsh > ~/.zfunc/_probe        # with fpath+=~/.zfunc before compinit
+  probe completions fish > ~/.config/fish/completions/probe.fish";
+
+const MAN_AFTER: &str = "\
+Install:
+  probe man > ~/.local/share/man/man1/probe.1 && man probe";
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 const HOST_AFTER: &str = "\
@@ -190,10 +216,12 @@ Ansible INI and YAML inventories, and ssh_config files (every non-wildcard Host 
 The summary has one line per host: ok, changed (what), unreachable, auth failed, host key
 refused, timed out or error. Drift is measured against each host's previous stored snapshot.
 
-Exit status with --fail-on:
-  drift  (default) 1 when any host drifted, else 3 when a host failed, 4 on a refused host key
-  error  3 when a host failed (4 on a refused host key), drift does not fail
+Exit status with --fail-on, the most severe outcome first (4 > 3 > 1):
+  drift  (default) 4 when a host key was refused, else 3 when a host failed, else 1 when any
+         host drifted
+  error  4 when a host key was refused, else 3 when a host failed; drift does not fail
   never  0 unless probe itself failed
+A refused host key (a possible impostor) is never masked by failed or drifted hosts.
 
 Examples:
   probe audit --inventory fleet.toml
@@ -231,6 +259,9 @@ pub struct HostArgs {
     /// How many hosts to collect at once.
     #[arg(short = 'j', long, default_value_t = 8, value_name = "N")]
     pub jobs: usize,
+    /// Write the report to FILE instead of standard output (with --format html: the page).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -248,6 +279,9 @@ pub struct DiffArgs {
     /// packages, driver, model, power limit). probe runs none of it.
     #[arg(long)]
     pub rollback: bool,
+    /// Write the diff to FILE instead of standard output (with --format html: the page).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +289,9 @@ pub struct TimelineArgs {
     /// A live target, a stored snapshot reference or a snapshot file.
     #[arg(value_name = "TARGET")]
     pub target: String,
+    /// Write the timeline to FILE instead of standard output (with --format html: the page).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -389,6 +426,9 @@ pub struct AuditReportArgs {
     /// Leave out the outliers section.
     #[arg(long)]
     pub no_outliers: bool,
+    /// Write the report to FILE instead of standard output (with --format html: the page).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -608,3 +608,176 @@ fn the_verdict_names_the_benchmark_of_the_run_it_compares() {
         diff.metrics_note
     );
 }
+
+/// Headless Chromium as `.ci/run` installs it: no sandbox (root), no network of its own, a
+/// throw-away profile.
+fn chromium(args: &[&str]) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|err| panic!("chromium: {err} (.ci/run installs Debian's chromium)"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The page loads with no console error or blocked resource, and its DOM as the browser
+/// built it.
+fn rendered_dom(page: &std::path::Path) -> String {
+    let url = format!("file://{}", page.display());
+    let out = chromium(&["--dump-dom", &url]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in ["CONSOLE", "Refused to", "Uncaught"] {
+        assert!(!stderr.contains(needle), "{needle}: {stderr}");
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Screenshots at a desktop and a phone width, kept under target/ as artefacts.
+fn screenshots(page: &std::path::Path, name: &str) {
+    let url = format!("file://{}", page.display());
+    for width in [1280, 390] {
+        let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{width}.png"));
+        chromium(&[
+            &format!("--screenshot={}", shot.display()),
+            &format!("--window-size={width},2400"),
+            &url,
+        ]);
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 20_000, "{}: {size} bytes", shot.display());
+    }
+}
+
+#[test]
+fn html_pages_render_in_a_real_browser_and_hostile_strings_stay_text() {
+    let env = env();
+    let artefacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let page = artefacts.join("sglang-hybrid.html");
+    let out = probe(&[
+        "host",
+        "fx-sglang-hybrid",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() < 2 << 20, "{} bytes", html.len());
+    let dom = rendered_dom(&page);
+    for needle in [
+        "probe report:",
+        "class=\"timeline\"",
+        "class=\"run running\"",
+        "mark mark-launch",
+        "Launches side by side",
+        "id=\"probe-data\"",
+        "id=\"verdict\"",
+        "the load changed, not the server",
+    ] {
+        assert!(dom.contains(needle), "missing {needle}");
+    }
+    // The verdict comes first, before the timeline.
+    assert!(dom.find("id=\"verdict\"").unwrap() < dom.find("class=\"timeline\"").unwrap());
+    screenshots(&page, "sglang-hybrid");
+
+    // A snapshot file whose strings are attacks: they appear as text, never as markup.
+    let store = env.dir.path().join("html-red-team.db");
+    let run = |args: &[&str]| {
+        Command::new(PROBE)
+            .arg("-F")
+            .arg(env.fleet.ssh_config())
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["snapshots", "export", "fx-sglang-hybrid@latest"]);
+    let before = if out.status.success() {
+        out.stdout
+    } else {
+        assert!(run(&["host", "fx-sglang-hybrid"]).status.success());
+        run(&["snapshots", "export", "fx-sglang-hybrid@latest"]).stdout
+    };
+    let mut snapshot: serde_json::Value = serde_json::from_slice(&before).unwrap();
+    let payloads = [
+        "<script>document.title='owned'</script>",
+        "<img src=x onerror=\"document.title='owned'\">",
+        "<a href=\"javascript:alert(1)\">click</a>",
+        "<style>body{background:url(http://127.0.0.1:9/x)}</style>",
+        "gpu\u{202e}lam\u{2066}",
+    ];
+    snapshot["host"]["hostname"] = serde_json::Value::from(payloads.join(" "));
+    snapshot["id"] = serde_json::Value::from("red-team");
+    if let Some(process) = snapshot["processes"].get_mut(0) {
+        process["argv"]
+            .as_array_mut()
+            .unwrap()
+            .extend(payloads.iter().map(|p| serde_json::Value::from(*p)));
+    }
+    let before_path = artefacts.join("red-team-before.json");
+    let after_path = artefacts.join("red-team-after.json");
+    std::fs::write(&before_path, &before).unwrap();
+    std::fs::write(&after_path, serde_json::to_vec(&snapshot).unwrap()).unwrap();
+    let hostile = artefacts.join("red-team.html");
+    for (args, name) in [
+        (
+            vec![
+                "diff",
+                before_path.to_str().unwrap(),
+                after_path.to_str().unwrap(),
+            ],
+            "diff",
+        ),
+        (vec!["timeline", after_path.to_str().unwrap()], "timeline"),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--format", "html", "-o", hostile.to_str().unwrap()]);
+        let out = run(&args);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dom = rendered_dom(&hostile);
+        assert!(!dom.contains("owned</title>"), "{name}: a payload ran");
+        assert!(!dom.contains("<img"), "{name}");
+        assert!(!dom.contains("<a href=\"javascript:"), "{name}");
+        assert!(!dom.contains("<style>body{background:url"), "{name}");
+        assert!(!dom.contains('\u{202e}'), "{name}");
+        if name == "diff" {
+            assert!(
+                dom.contains("&lt;script&gt;"),
+                "{name}: the payload is not shown as text"
+            );
+        }
+    }
+}

@@ -110,6 +110,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
     };
     let mut per_host: Vec<Vec<Change>> = vec![Vec::new(); members.len()];
     let mut disputed = Vec::new();
+    let mut from_holder = HolderComparisons::default();
     for key in &keys {
         let (modal, count) = modal_value(&diffs, key);
         disputed.push(ModalValue {
@@ -120,10 +121,20 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             },
             hosts: count,
         });
+        let holder = modal
+            .as_ref()
+            .and_then(|modal| holder_of(&diffs, key, modal));
         for (index, diff) in diffs.iter().enumerate() {
-            if let Some(change) = difference_from_mode(diff.get(key), modal.as_ref()) {
-                per_host[index].push(change);
-            }
+            let Some(change) = difference_from_mode(diff.get(key), modal.as_ref()) else {
+                continue;
+            };
+            // When the mode is not the reference's value, the change was read in the
+            // reference's direction: compare a host that has the mode with this one instead, so
+            // the impact and the explanation's `before -> after` read group -> host.
+            let change = holder
+                .and_then(|holder| from_holder.change(members, &launches, holder, index, key))
+                .unwrap_or(change);
+            per_host[index].push(change);
         }
     }
     let mut outliers: Vec<HostDifferences> = per_host
@@ -194,6 +205,43 @@ fn medoid(members: &[Member<'_>], launches: &[Vec<LaunchConfig>]) -> Option<usiz
             .map(|other| configuration_changes(members, launches, candidate, other).len())
             .sum::<usize>()
     })
+}
+
+/// The first member whose value of `key` is the modal one (the mode is not the reference's).
+fn holder_of(diffs: &[BTreeMap<String, Change>], key: &str, modal: &Change) -> Option<usize> {
+    diffs.iter().position(|diff| {
+        diff.get(key)
+            .is_some_and(|own| value_key(Some(own)) == value_key(Some(modal)))
+    })
+}
+
+/// Comparisons from a host holding a modal value to another member, each made once.
+#[derive(Default)]
+struct HolderComparisons {
+    done: BTreeMap<(usize, usize), BTreeMap<String, Change>>,
+}
+
+impl HolderComparisons {
+    /// The change of `key` from member `holder` to member `to`, as `probe diff` reads it.
+    fn change(
+        &mut self,
+        members: &[Member<'_>],
+        launches: &[Vec<LaunchConfig>],
+        holder: usize,
+        to: usize,
+        key: &str,
+    ) -> Option<Change> {
+        self.done
+            .entry((holder, to))
+            .or_insert_with(|| {
+                configuration_changes(members, launches, holder, to)
+                    .into_iter()
+                    .map(|change| (change.key.clone(), change))
+                    .collect()
+            })
+            .get(key)
+            .cloned()
+    }
 }
 
 /// Identity of a host's value for a key: the change's `after` (or the reference's value).
@@ -512,5 +560,49 @@ mod tests {
         assert_eq!(change.after, Some(Value::from("570")));
         assert_eq!(report.disputed[0].value, "575");
         assert_eq!(report.disputed[0].hosts, 3);
+    }
+
+    /// Whether the reference holds the mode or not, an outlier's change and its explanation read
+    /// from the group's value to the host's.
+    #[test]
+    fn outlier_explanations_read_from_the_group_to_the_host() {
+        // The 575 hosts disagree on torch, so the medoid (the reference) is a 570 host while
+        // the driver's mode is 575: the comparisons were made in the other direction.
+        let camps = [
+            host("p", "570", None, "2.8.0"),
+            host("q", "575", None, "2.7.0"),
+            host("r", "575", None, "2.7.1"),
+            host("s", "570", None, "2.8.0"),
+            host("t", "575", None, "2.6.0"),
+        ];
+        let members: Vec<Member<'_>> = camps
+            .iter()
+            .map(|snapshot| Member {
+                host: &snapshot.target,
+                snapshot,
+            })
+            .collect();
+        let report = outliers("g", &members);
+        assert_eq!(report.reference.as_deref(), Some("p"));
+        for host_name in ["p", "s"] {
+            let outlier = report
+                .outliers
+                .iter()
+                .find(|outlier| outlier.host == host_name)
+                .unwrap();
+            let change = outlier
+                .changes
+                .iter()
+                .find(|change| change.key == "gpu.driver_version")
+                .unwrap();
+            assert_eq!(change.before, Some(Value::from("575")), "{change:?}");
+            assert_eq!(change.after, Some(Value::from("570")), "{change:?}");
+            assert!(
+                change.explanation.contains("575 -> 570"),
+                "{}: {}",
+                outlier.host,
+                change.explanation
+            );
+        }
     }
 }

@@ -279,17 +279,14 @@ fn summarize(
     let failed = gathered.failed;
     let count = |status: AuditStatus| records.iter().filter(|r| r.status == status).count();
     let changed = count(AuditStatus::Changed);
-    let failure_code = if count(AuditStatus::HostKeyRefused) > 0 {
-        exit_codes::HOST_KEY_REFUSED
-    } else {
-        exit_codes::HOSTS_FAILED
-    };
-    let exit_code = match fail_on {
-        FailOn::Never => exit_codes::OK,
-        FailOn::Drift if changed > 0 => exit_codes::DIFFERENCES,
-        FailOn::Drift | FailOn::Error if failed > 0 => failure_code,
-        FailOn::Drift | FailOn::Error => exit_codes::OK,
-    };
+    let exit_code = exit_code(
+        fail_on,
+        Outcomes {
+            key_refused: count(AuditStatus::HostKeyRefused),
+            failed,
+            changed,
+        },
+    );
     AuditSummary {
         schema_version: SCHEMA_VERSION,
         record_type: "summary".into(),
@@ -302,6 +299,33 @@ fn summarize(
         finished_at: jiff::Timestamp::now().as_second(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         exit_code,
+    }
+}
+
+/// How many hosts ended each way that can fail an audit.
+#[derive(Debug, Clone, Copy)]
+struct Outcomes {
+    /// Hosts whose key was refused (a possible impostor); also counted in `failed`.
+    key_refused: usize,
+    /// Hosts not collected, for any reason.
+    failed: usize,
+    /// Hosts that drifted.
+    changed: usize,
+}
+
+/// The exit status by severity: a refused host key (4) is never masked by a failed host (3),
+/// and neither by drift (1), in every `--fail-on` mode that reports them.
+fn exit_code(fail_on: FailOn, outcomes: Outcomes) -> u8 {
+    let reports_drift = fail_on == FailOn::Drift;
+    let reports_failures = matches!(fail_on, FailOn::Drift | FailOn::Error);
+    if reports_failures && outcomes.key_refused > 0 {
+        exit_codes::HOST_KEY_REFUSED
+    } else if reports_failures && outcomes.failed > 0 {
+        exit_codes::HOSTS_FAILED
+    } else if reports_drift && outcomes.changed > 0 {
+        exit_codes::DIFFERENCES
+    } else {
+        exit_codes::OK
     }
 }
 
@@ -521,4 +545,40 @@ fn generated_ssh_config(
     }
     std::fs::write(&path, text)?;
     Ok(Some((directory, path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(fail-on, refused, failed, changed) -> exit status`: the more severe outcome wins.
+    #[test]
+    fn exit_status_by_severity() {
+        let table = [
+            (FailOn::Drift, 0, 0, 0, 0),
+            (FailOn::Drift, 0, 0, 1, 1),
+            (FailOn::Drift, 0, 10, 1, 3),
+            (FailOn::Drift, 1, 10, 1, 4),
+            (FailOn::Drift, 1, 1, 0, 4),
+            (FailOn::Drift, 0, 1, 0, 3),
+            (FailOn::Error, 0, 0, 5, 0),
+            (FailOn::Error, 0, 2, 5, 3),
+            (FailOn::Error, 1, 2, 5, 4),
+            (FailOn::Error, 1, 1, 0, 4),
+            (FailOn::Never, 1, 10, 1, 0),
+            (FailOn::Never, 0, 0, 1, 0),
+        ];
+        for (fail_on, key_refused, failed, changed, expected) in table {
+            let outcomes = Outcomes {
+                key_refused,
+                failed,
+                changed,
+            };
+            assert_eq!(
+                exit_code(fail_on, outcomes),
+                expected,
+                "--fail-on {fail_on:?} with {outcomes:?}"
+            );
+        }
+    }
 }

@@ -24,7 +24,12 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
     if args.rollback {
         ctx.emit(&diff.rollback, || render::rollback_doc(&diff))?;
     } else {
-        ctx.emit(&diff, || render::snapshot_diff_doc(&diff))?;
+        ctx.emit_report(
+            &diff,
+            args.output.as_deref(),
+            || render::html::diff_page(&diff),
+            |printer| render::text(&render::snapshot_diff_doc(&diff), printer),
+        )?;
     }
     Ok(if probe_diff::is_meaningful(&diff) {
         exit_codes::DIFFERENCES

@@ -55,13 +55,18 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
             Err(failure) => failures.push(failure.class),
         }
     }
-    ctx.emit_text(&reports, || {
-        reports
-            .iter()
-            .map(|report| render::text(&render::host_report_doc(report), &ctx.printer))
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+    ctx.emit_report(
+        &reports,
+        args.output.as_deref(),
+        || render::html::host_page(&reports),
+        |printer| {
+            reports
+                .iter()
+                .map(|report| render::text(&render::host_report_doc(report), printer))
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+    )?;
     Ok(exit_code(&failures, args.targets.len()))
 }
 

@@ -2,6 +2,7 @@
 //! errors are [`ExpectedError`]s rendered by `lib.rs`.
 
 pub mod audit;
+pub mod completions;
 pub mod diff;
 pub mod host;
 pub mod launch;
@@ -52,6 +53,35 @@ impl Ctx {
         match self.printer.format {
             Format::Json => self.write(&render::json::pretty(value)),
             Format::Human | Format::Markdown => self.write(&text()),
+            Format::Html => Err(html_not_here()),
+        }
+    }
+
+    /// A report's output (`host`, `diff`, `timeline`, `audit report`): `value` as JSON, the
+    /// page `page` draws from it (`--format html`), or the text `text` renders with the
+    /// printer it is given; written to `output` when given (uncoloured), else to stdout.
+    pub fn emit_report<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+        output: Option<&Path>,
+        page: impl FnOnce() -> String,
+        text: impl FnOnce(&Printer) -> String,
+    ) -> Result<()> {
+        let rendered = match self.printer.format {
+            Format::Json => render::json::pretty(value),
+            Format::Html => page(),
+            Format::Human | Format::Markdown => match output {
+                Some(_) => text(&Printer {
+                    color: false,
+                    ..self.printer.clone()
+                }),
+                None => text(&self.printer),
+            },
+        };
+        match output {
+            Some(path) => crate::prometheus::write_atomic(path, rendered.as_bytes())
+                .map_err(|err| ExpectedError::file(path, err)),
+            None => self.write(&rendered),
         }
     }
 
@@ -70,8 +100,30 @@ impl Ctx {
     }
 }
 
+/// The error for `--format html` on a command that draws no page.
+fn html_not_here() -> ExpectedError {
+    ExpectedError::Usage(
+        "--format html is for probe host, diff, timeline, audit report and snapshots show".into(),
+    )
+}
+
+/// Whether a command draws a page under `--format html`.
+fn draws_a_page(command: &Command) -> bool {
+    match command {
+        Command::Host(_) | Command::Diff(_) | Command::Timeline(_) => true,
+        Command::Audit(args) => args.command.is_some(),
+        Command::Snapshots(command) => {
+            matches!(command, crate::args::SnapshotsCommand::Show { .. })
+        }
+        Command::Launch(_) | Command::Resolve(_) | Command::Completions(_) | Command::Man => false,
+    }
+}
+
 /// Runs a command.
 pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
+    if ctx.printer.format == Format::Html && !draws_a_page(&command) {
+        return Err(html_not_here());
+    }
     match command {
         Command::Host(args) => host::run(ctx, args).await,
         Command::Diff(args) => diff::run(ctx, args).await,
@@ -80,6 +132,8 @@ pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
         Command::Audit(args) => audit::run(ctx, args).await,
         Command::Snapshots(command) => snapshots::run(ctx, command),
         Command::Resolve(args) => resolve::run(ctx, args),
+        Command::Completions(args) => completions::completions(ctx, args.shell),
+        Command::Man => completions::man(ctx),
     }
 }
 

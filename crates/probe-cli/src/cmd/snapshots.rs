@@ -20,7 +20,13 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
             let snapshot = resolve(&*store, &reference)?;
             match ctx.printer.format {
                 Format::Json => write(&probe_store::to_json(&snapshot))?,
-                _ => {
+                Format::Html => {
+                    let previous = store.previous(&snapshot)?;
+                    let report =
+                        crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
+                    write(&render::html::host_page(std::slice::from_ref(&report)))?;
+                }
+                Format::Human | Format::Markdown => {
                     let previous = store.previous(&snapshot)?;
                     let report =
                         crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());

@@ -12,6 +12,11 @@ pub async fn run(ctx: &Ctx, args: TimelineArgs) -> Result<u8> {
     let side = classify_side(ctx, &store, &args.target)?;
     let snapshot = side_snapshot(ctx, &store, side).await?;
     let timeline = probe_diff::analyze(&snapshot).timeline;
-    ctx.emit(&timeline, || render::timeline_doc(&timeline))?;
+    ctx.emit_report(
+        &timeline,
+        args.output.as_deref(),
+        || render::html::timeline_page(&timeline),
+        |printer| render::text(&render::timeline_doc(&timeline), printer),
+    )?;
     Ok(exit_codes::OK)
 }

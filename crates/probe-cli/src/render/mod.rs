@@ -3,6 +3,7 @@
 
 pub mod doc;
 pub mod hardware;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod markdown;
@@ -27,7 +28,7 @@ use doc::{Doc, Tone};
 pub fn text(doc: &Doc, printer: &Printer) -> String {
     match printer.format {
         Format::Markdown => markdown::render(doc),
-        Format::Human | Format::Json => human::render(doc, printer.styles()),
+        Format::Human | Format::Json | Format::Html => human::render(doc, printer.styles()),
     }
 }
 

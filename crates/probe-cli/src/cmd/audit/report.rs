@@ -13,7 +13,7 @@ use super::Ctx;
 use crate::args::AuditReportArgs;
 use crate::errors::{ExpectedError, Result};
 use crate::inventory::{self, InventoryHost};
-use crate::render::{self, doc::Doc, doc::Tone};
+use crate::render::{self, doc::Doc, doc::Tone, html};
 
 /// A host as the report and the outliers know it.
 #[derive(Debug, Clone)]
@@ -150,16 +150,7 @@ pub fn outliers_doc(groups: &[GroupOutliers]) -> Doc {
         );
     }
     for group in groups {
-        doc.heading(
-            3,
-            format!(
-                "{}: {} hosts, {} differ (modal configuration as on {})",
-                group.group,
-                group.hosts,
-                group.outliers.len(),
-                group.reference.as_deref().unwrap_or("-")
-            ),
-        );
+        doc.heading(3, group_heading(group));
         let mut items: Vec<(u8, Tone, String)> = group
             .baseline
             .iter()
@@ -180,18 +171,38 @@ pub fn outliers_doc(groups: &[GroupOutliers]) -> Doc {
                 items.push((
                     1,
                     Tone::Plain,
-                    format!(
-                        "{} {} ({})",
-                        impact_word(change.impact),
-                        render::change_summary(change),
-                        change.explanation
-                    ),
+                    format!("{} {}", impact_word(change.impact), outlier_line(change)),
                 ));
             }
         }
         doc.items(items);
     }
     doc
+}
+
+/// One difference of an outlier, naming which value is the host's and which the group's:
+/// `KEY: this host X, the group Y (group -> this host: EXPLANATION)`. The change is read from
+/// the group's modal value (`before`) to the host's (`after`), and so is its explanation.
+pub fn outlier_line(change: &probe_model::Change) -> String {
+    let value = |typed: Option<&serde_json::Value>, written: Option<&String>| {
+        typed
+            .map(render::format_value)
+            .or_else(|| written.cloned())
+            .unwrap_or_else(|| "(unset)".into())
+    };
+    let host = match change.kind {
+        probe_model::ChangeKind::Removed => "(unset)".to_string(),
+        _ => value(change.after.as_ref(), change.after_written.as_ref()),
+    };
+    let group = match change.kind {
+        probe_model::ChangeKind::Added => "(unset)".to_string(),
+        _ => value(change.before.as_ref(), change.before_written.as_ref()),
+    };
+    let mut line = format!("{}: this host {host}, the group {group}", change.key);
+    if !change.explanation.is_empty() {
+        line.push_str(&format!(" (group -> this host: {})", change.explanation));
+    }
+    line
 }
 
 fn impact_word(impact: probe_model::Impact) -> &'static str {
@@ -291,8 +302,88 @@ pub fn run(ctx: &Ctx, args: AuditReportArgs) -> Result<u8> {
         shards,
         outliers,
     };
-    ctx.emit(&report, || report_doc(&report, !args.no_outliers))?;
+    ctx.emit_report(
+        &report,
+        args.output.as_deref(),
+        || fleet_page(&report, !args.no_outliers),
+        |printer| render::text(&report_doc(&report, !args.no_outliers), printer),
+    )?;
     Ok(exit_codes::OK)
+}
+
+/// The fleet report as a page (`--format html`): the same rows as the table, each host's name
+/// linked to its differences from its group.
+fn fleet_page(report: &FleetReport, with_outliers: bool) -> String {
+    let rows: Vec<html::FleetRow> = report
+        .hosts
+        .iter()
+        .map(|host| html::FleetRow {
+            host: host.host.clone(),
+            status: host.status.replace('_', " "),
+            shard: host.shard.clone().unwrap_or_else(|| "-".into()),
+            audited: host.audited_at.map_or("-".into(), |at| {
+                format!("{} ago", age(report.generated_at - at))
+            }),
+            last_snapshot: host
+                .snapshot_age_s
+                .map_or("none".into(), |seconds| format!("{} ago", age(seconds))),
+            drift: drift_text(host),
+        })
+        .collect();
+    let groups: Vec<html::FleetOutliers> = report
+        .outliers
+        .iter()
+        .map(|group| html::FleetOutliers {
+            heading: group_heading(group),
+            baseline: group.baseline.clone(),
+            hosts: group
+                .outliers
+                .iter()
+                .map(|host| {
+                    let lines = host
+                        .changes
+                        .iter()
+                        .map(|change| {
+                            format!("{} {}", impact_word(change.impact), outlier_line(change))
+                        })
+                        .collect();
+                    (host.host.clone(), lines)
+                })
+                .collect(),
+        })
+        .collect();
+    let mut header = report_doc(report, false);
+    // The table is drawn by the page itself, with links.
+    header
+        .blocks
+        .retain(|block| !matches!(block, render::doc::Block::Table { .. }));
+    let title = format!("probe fleet report: {}", report.store);
+    html::fleet_page(html::FleetPage {
+        title: &title,
+        header,
+        rows: &rows,
+        outliers: with_outliers.then_some(groups.as_slice()),
+        json: html::escape::script_json(report),
+    })
+}
+
+/// A host's drift column: its failure, or its changes.
+fn drift_text(host: &FleetHost) -> String {
+    match (&host.error, host.changes) {
+        (Some(error), _) => error.clone(),
+        (None, 0) => String::new(),
+        (None, n) => format!("{n} change(s): {}", host.top_changes.join("; ")),
+    }
+}
+
+fn group_heading(group: &GroupOutliers) -> String {
+    format!(
+        "{}: {} hosts, {} differ (modal configuration as on {})",
+        group.group,
+        group.hosts,
+        group.outliers.len(),
+        group.reference.as_deref().unwrap_or("-")
+    )
 }
 
 fn fleet_host(
@@ -365,11 +456,7 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
                 "changed" => Tone::Warn,
                 _ => Tone::Bad,
             };
-            let drift = match (&host.error, host.changes) {
-                (Some(error), _) => error.clone(),
-                (None, 0) => String::new(),
-                (None, n) => format!("{n} change(s): {}", host.top_changes.join("; ")),
-            };
+            let drift = drift_text(host);
             (
                 tone,
                 vec![
@@ -408,6 +495,44 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outlier_lines_name_the_host_and_the_group() {
+        let change = |kind, before: Option<i64>, after: Option<i64>| probe_model::Change {
+            category: probe_model::Category::MemoryKvCache,
+            impact: probe_model::Impact::Medium,
+            kind,
+            key: "gpu.other_processes_mib".into(),
+            before: before.map(serde_json::Value::from),
+            after: after.map(serde_json::Value::from),
+            before_written: None,
+            after_written: None,
+            explanation: "other processes hold GPU memory (0 -> 20486)".into(),
+            note: None,
+            mechanism: None,
+        };
+        use probe_model::ChangeKind::{Added, Changed, Removed};
+        let table = [
+            (
+                change(Changed, Some(0), Some(20486)),
+                "gpu.other_processes_mib: this host 20486, the group 0 (group -> this host: \
+                 other processes hold GPU memory (0 -> 20486))",
+            ),
+            (
+                change(Added, None, Some(20486)),
+                "gpu.other_processes_mib: this host 20486, the group (unset) (group -> this \
+                 host: other processes hold GPU memory (0 -> 20486))",
+            ),
+            (
+                change(Removed, Some(0), None),
+                "gpu.other_processes_mib: this host (unset), the group 0 (group -> this host: \
+                 other processes hold GPU memory (0 -> 20486))",
+            ),
+        ];
+        for (change, expected) in table {
+            assert_eq!(outlier_line(&change), expected);
+        }
+    }
 
     #[test]
     fn ages() {
