@@ -510,6 +510,7 @@ mod tests {
             explanation: "other processes hold GPU memory (0 -> 20486)".into(),
             note: None,
             mechanism: None,
+            verdict: None,
         };
         use probe_model::ChangeKind::{Added, Changed, Removed};
         let table = [
