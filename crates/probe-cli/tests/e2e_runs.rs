@@ -212,15 +212,20 @@ fn hand_launch_after_a_stopped_unit_and_an_upgrade() {
         .collect();
     assert!(!unit_runs.is_empty(), "{:#?}", report.runs);
     for run in &unit_runs {
-        // Ran before sglang 0.5.9 was installed (2026-11-21): never credited with it.
-        assert_eq!(run.engine_version.version, None, "{run:#?}");
-        assert_eq!(run.engine_version.source, VersionSource::InstalledAfter);
+        // Ran before sglang 0.5.9 was installed (2026-11-21): never credited with it, but
+        // with the 0.5.8 root pinned on 2026-11-03 (`pip install 'sglang[all]==0.5.8'`).
+        assert_eq!(
+            run.engine_version.version.as_deref(),
+            Some("0.5.8"),
+            "{run:#?}"
+        );
+        assert_eq!(run.engine_version.source, VersionSource::HistoryPin);
+        let note = run.engine_version.note.as_deref().unwrap_or("");
         assert!(
-            run.engine_version
-                .note
-                .as_deref()
-                .unwrap_or("")
-                .starts_with("older than 0.5.9")
+            note.starts_with(
+                "pinned by pip install sglang==0.5.8 (/root/.bash_history#2 at 2026-11-03"
+            ) && note.contains("older than 0.5.9"),
+            "{note}"
         );
         let end = run.end.as_ref().expect("stopped");
         assert_eq!(end.certainty, Certainty::Exact, "{run:#?}");
@@ -272,7 +277,8 @@ fn hand_launch_after_a_stopped_unit_and_an_upgrade() {
     assert!(diff.changes.iter().all(|c| !c.key.starts_with("metric:")));
     let text = human("fx-sglang-hybrid");
     assert!(
-        text.contains("older than 0.5.9, installed 2026-11-21"),
+        text.contains("older than 0.5.9, installed 2026-11-21")
+            && text.contains("pinned by pip install sglang==0.5.8"),
         "{text}"
     );
     assert!(text.contains("Model config"), "{text}");

@@ -16,6 +16,7 @@ pub mod hardware;
 pub mod impact;
 pub mod launch;
 pub mod periods;
+mod pins;
 mod previous;
 pub mod run;
 pub mod server;

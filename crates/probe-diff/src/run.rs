@@ -105,7 +105,12 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
                 certainty: Certainty::Exact,
             },
             end,
-            engine_version: run_version(launch, start.at, window_end, running, &logs, env),
+            engine_version: pinned_version(
+                snapshot,
+                launch,
+                start.at,
+                run_version(launch, start.at, window_end, running, &logs, env),
+            ),
             packages: run_packages(env, start.at, running),
             driver: driver_at(snapshot, start.at, running),
             cuda: cuda_at(snapshot, start.at, running),
@@ -229,6 +234,37 @@ fn env_of_server<'a>(
             .filter(|other| !std::ptr::eq(*other, launch) && same_server(snapshot, other, launch))
             .find_map(|other| serving_env(snapshot, other))
     })
+}
+
+/// Where the installed package came after the run started, the version a history line pinned
+/// before it (`pip install sglang==0.5.8`), if any: an earlier version known, not only
+/// "older than".
+fn pinned_version(
+    snapshot: &Snapshot,
+    launch: &LaunchConfig,
+    start: UnixTime,
+    version: RunVersion,
+) -> RunVersion {
+    if version.source != VersionSource::InstalledAfter {
+        return version;
+    }
+    let Some(pin) = crate::pins::pin_before(snapshot, engine_package(launch.engine), start) else {
+        return version;
+    };
+    RunVersion {
+        version: Some(pin.version.clone()),
+        source: VersionSource::HistoryPin,
+        note: Some(format!(
+            "pinned by pip install {}=={} ({}); {}",
+            engine_package(launch.engine)
+                .first()
+                .copied()
+                .unwrap_or_default(),
+            pin.version,
+            pin.evidence,
+            version.note.unwrap_or_default()
+        )),
+    }
 }
 
 /// The engine version a run ran (see the module documentation).

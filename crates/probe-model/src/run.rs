@@ -48,6 +48,9 @@ pub enum VersionSource {
     InstalledAfter,
     /// The running process's own environment (it started after the package was written).
     Running,
+    /// A `pip install NAME==VERSION` history line before the run started (the installed package
+    /// came later).
+    HistoryPin,
     #[default]
     Unknown,
 }

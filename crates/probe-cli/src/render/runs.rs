@@ -5,7 +5,7 @@
 use probe_diff::server::LIFETIME_SOURCE;
 use probe_model::{
     Certainty, HostReport, LaunchDiff, ModelSummary, Run, RunBound, RunHardware, RunServer,
-    TimelineEventKind,
+    TimelineEventKind, VersionSource,
 };
 
 use super::doc::{Doc, Tone};
@@ -29,6 +29,10 @@ fn bound_text(bound: &RunBound) -> String {
 
 fn version_text(run: &Run) -> String {
     match (&run.engine_version.version, &run.engine_version.note) {
+        // Where the version came from when it is not the run's own or its environment's.
+        (Some(v), Some(note)) if run.engine_version.source == VersionSource::HistoryPin => {
+            format!("{} {v} ({note})", run.engine)
+        }
         (Some(v), _) => format!("{} {v}", run.engine),
         (None, Some(note)) => format!("{} ({note})", run.engine),
         (None, None) => format!("{} (version unknown)", run.engine),

@@ -31,8 +31,9 @@ impl Quantile {
 /// use probe_model::HistogramBucket;
 ///
 /// let b = |le, count| HistogramBucket { le, count };
-/// let buckets = [b(0.1, 2.0), b(0.2, 8.0), b(0.4, 10.0)];
-/// assert_eq!(quantile(&buckets, 10.0, 0.5), Some(Quantile::Within(0.15)));
+/// let buckets = [b(0.25, 2.0), b(0.5, 8.0), b(1.0, 10.0)];
+/// // Rank 5 of 10 lies half-way through the (0.25, 0.5] bucket.
+/// assert_eq!(quantile(&buckets, 10.0, 0.5), Some(Quantile::Within(0.375)));
 /// ```
 pub fn quantile(buckets: &[HistogramBucket], total: f64, q: f64) -> Option<Quantile> {
     if !(0.0..=1.0).contains(&q) || !total.is_finite() || total <= 0.0 {
