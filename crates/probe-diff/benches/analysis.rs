@@ -13,15 +13,14 @@ use std::time::{Duration, Instant};
 
 use probe_diff::{analyze, previous_launch_diff};
 use probe_model::{
-    Engine, HistoryEntry, HistoryFile, LogSource, MetricSeries, ProcessInfo, ProcessRole,
-    Snapshot,
+    Engine, HistoryEntry, HistoryFile, LogSource, MetricSeries, ProcessInfo, ProcessRole, Snapshot,
 };
 
 const T0: i64 = 1_795_000_000;
 const DAY: i64 = 86_400;
 
 fn command(i: usize) -> String {
-    let steps = if i % 2 == 0 { 3 } else { 1 };
+    let steps = if i.is_multiple_of(2) { 3 } else { 1 };
     format!(
         "nohup /opt/venv/bin/python3 -m sglang.launch_server --model-path /models/m --port 30000 \
          --speculative-algorithm EAGLE --speculative-num-steps {steps} --speculative-eagle-topk 1 \
