@@ -18,7 +18,7 @@ use crate::analysis::Analysis;
 use crate::compare::compare_launches;
 use crate::impact::{Area, Subject, change_for};
 use crate::launch::evidence_label;
-use crate::launch::{log_of_server, same_server};
+use crate::launch::same_server;
 use crate::utc::utc;
 
 /// Metrics compared first, in this order; others present in both periods follow by name.
@@ -85,8 +85,9 @@ pub(crate) fn server_points(
     server: &LaunchConfig,
 ) -> ServerPoints {
     let mut points: BTreeMap<String, (String, BTreeSet<(UnixTime, u64)>)> = BTreeMap::new();
+    let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
-        if !log_of_server(snapshot, timeline, server, log.location.trim()) {
+        if !launches.names_log(log.location.trim()) {
             continue;
         }
         for series in &log.metrics {
@@ -426,9 +427,10 @@ fn period_sources(
     period: &RunPeriod,
 ) -> String {
     let mut sources: Vec<&str> = Vec::new();
+    let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
         let location = log.location.trim();
-        if sources.contains(&location) || !log_of_server(snapshot, timeline, server, location) {
+        if sources.contains(&location) || !launches.names_log(location) {
             continue;
         }
         let inside = log

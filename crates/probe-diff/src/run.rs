@@ -16,7 +16,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::impact::is_serving_package;
-use crate::launch::log_of_server;
+use crate::launch::ServerLaunches;
 use crate::launch::same_server;
 use crate::launch::{engine_package, evidence_label, serving_env};
 use crate::utc::utc;
@@ -73,10 +73,22 @@ fn starts(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Start> {
 pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
     let starts = starts(snapshot, timeline);
     let mut runs = Vec::with_capacity(starts.len());
+    // Each server's launches, found once for all of its runs and logs, and the serving
+    // environment of the first of them that has one (a run whose own launch names none ran in it).
+    let mut servers: std::collections::BTreeMap<usize, (ServerLaunches<'_>, Option<&PythonEnv>)> =
+        Default::default();
     for (position, start) in starts.iter().enumerate() {
         let Some(launch) = timeline.launches.get(start.launch) else {
             continue;
         };
+        let (server_launches, server_env) = servers.entry(start.server).or_insert_with(|| {
+            let launches = ServerLaunches::of(snapshot, timeline, launch);
+            let env = launches
+                .launches()
+                .iter()
+                .find_map(|other| serving_env(snapshot, other));
+            (launches, env)
+        });
         let next = starts
             .get(position + 1)
             .filter(|n| n.server == start.server)
@@ -84,7 +96,7 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
         let logs: Vec<&LogSource> = snapshot
             .logs
             .iter()
-            .filter(|log| log_of_server(snapshot, timeline, launch, log.location.trim()))
+            .filter(|log| server_launches.names_log(log.location.trim()))
             .collect();
         let running = launch.source.running && next.is_none();
         let end = if running {
@@ -93,7 +105,7 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
             Some(run_end(snapshot, launch, start.at, next, &logs))
         };
         let window_end = end.as_ref().and_then(|e| e.at).or(next);
-        let env = env_of_server(snapshot, timeline, launch);
+        let env = serving_env(snapshot, launch).or(*server_env);
         runs.push(Run {
             launch: evidence_label(launch),
             launch_index: start.launch,
@@ -218,22 +230,6 @@ fn run_end(
             certainty: Certainty::Unknown,
         },
     }
-}
-
-/// The serving environment of a launch, else of another launch of the same server, else the only
-/// host environment that has the engine.
-fn env_of_server<'a>(
-    snapshot: &'a Snapshot,
-    timeline: &Timeline,
-    launch: &LaunchConfig,
-) -> Option<&'a PythonEnv> {
-    serving_env(snapshot, launch).or_else(|| {
-        timeline
-            .launches
-            .iter()
-            .filter(|other| !std::ptr::eq(*other, launch) && same_server(snapshot, other, launch))
-            .find_map(|other| serving_env(snapshot, other))
-    })
 }
 
 /// Where the installed package came after the run started, the version a history line pinned

@@ -50,6 +50,11 @@ pub(crate) fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<Stri
 
 /// The port a launch listens on: its port option, else the engine's default port.
 pub(crate) fn port_of(launch: &LaunchConfig) -> Option<String> {
+    // The common spelling first: no catalog look-up (this runs for every pair of launches
+    // compared as servers).
+    if let Some(option) = launch.options.get("port") {
+        return Some(display_value(&option.value));
+    }
     let engine_catalog = catalog(launch.engine, launch.engine_version.as_deref());
     for (name, option) in &launch.options {
         let is_port = engine_catalog
@@ -79,31 +84,51 @@ pub(crate) fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &Laun
     left.engine == right.engine && left_port.is_some() && left_port == port_of(right)
 }
 
-/// Whether a log belongs to the server of `server`: named by one of its launches (the start-up
-/// lines it holds, the file the launch writes to, the unit's journal), or the only server there.
-pub(crate) fn log_of_server(
-    snapshot: &Snapshot,
-    timeline: &Timeline,
-    server: &LaunchConfig,
-    location: &str,
-) -> bool {
-    let launches: Vec<&LaunchConfig> = timeline
-        .launches
-        .iter()
-        .filter(|l| std::ptr::eq(*l, server) || same_server(snapshot, l, server))
-        .collect();
-    if launches.len() == timeline.launches.len() {
-        return true;
+/// The launches of one server, found once, to ask about many logs whether they are its own:
+/// named by one of its launches (the start-up lines a log holds, the file a launch writes to,
+/// the unit's journal), or the only server there. Finding them compares the server with every
+/// launch of the timeline, so it is done once per server, not once per log.
+pub(crate) struct ServerLaunches<'a> {
+    launches: Vec<&'a LaunchConfig>,
+    /// Every launch of the timeline is this server's: every log is.
+    all: bool,
+}
+
+impl<'a> ServerLaunches<'a> {
+    pub(crate) fn of(
+        snapshot: &Snapshot,
+        timeline: &'a Timeline,
+        server: &LaunchConfig,
+    ) -> ServerLaunches<'a> {
+        let launches: Vec<&LaunchConfig> = timeline
+            .launches
+            .iter()
+            .filter(|l| std::ptr::eq(*l, server) || same_server(snapshot, l, server))
+            .collect();
+        let all = launches.len() == timeline.launches.len();
+        ServerLaunches { launches, all }
     }
-    let as_evidence = format!("log:{location}");
-    let as_unit = format!("unit:{location}");
-    launches.iter().any(|l| {
-        (l.source.kind == SourceKind::Log && l.source.location.trim() == location)
-            || l.source.location.trim() == as_unit
-            || l.source
-                .also_seen_in
-                .iter()
-                .any(|e| *e == as_evidence || *e == as_unit)
-            || l.log_files.iter().any(|f| f == location)
-    })
+
+    /// The launches of the server, in timeline order.
+    pub(crate) fn launches(&self) -> &[&'a LaunchConfig] {
+        &self.launches
+    }
+
+    /// Whether the log at `location` is this server's.
+    pub(crate) fn names_log(&self, location: &str) -> bool {
+        if self.all {
+            return true;
+        }
+        let as_evidence = format!("log:{location}");
+        let as_unit = format!("unit:{location}");
+        self.launches.iter().any(|l| {
+            (l.source.kind == SourceKind::Log && l.source.location.trim() == location)
+                || l.source.location.trim() == as_unit
+                || l.source
+                    .also_seen_in
+                    .iter()
+                    .any(|e| *e == as_evidence || *e == as_unit)
+                || l.log_files.iter().any(|f| f == location)
+        })
+    }
 }

@@ -53,7 +53,7 @@ use yaml::yaml_lenient;
 pub use hints::{ParseHints, TextKind};
 
 pub use host_change::host_change;
-pub(crate) use identity::{log_of_server, port_of, same_server, unit_of};
+pub(crate) use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
