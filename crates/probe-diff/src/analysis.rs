@@ -64,7 +64,12 @@ impl Analysis {
 /// assert!(launch.source.running);
 /// ```
 pub fn analyze(snapshot: &Snapshot) -> Analysis {
-    let launches = crate::launch::launches_of(snapshot);
+    analyze_with(snapshot, crate::launch::launches_of(snapshot))
+}
+
+/// [`analyze`] for a snapshot whose launches were already reconstructed (`probe diff` and the
+/// audit have them): the timeline and the runs, without reading the launches again.
+pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Analysis {
     let mut timeline = crate::timeline::timeline_with(snapshot, &launches);
     let runs = crate::run::runs_of(snapshot, &timeline);
     crate::bench::annotate(&mut timeline, snapshot, &runs);

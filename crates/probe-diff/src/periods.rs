@@ -352,8 +352,8 @@ pub(crate) struct RunningSide {
     pub(crate) period: RunPeriod,
 }
 
-pub(crate) fn running_side(snapshot: &Snapshot) -> Option<RunningSide> {
-    let analysis = crate::analyze(snapshot);
+pub(crate) fn running_side(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Option<RunningSide> {
+    let analysis = crate::analysis::analyze_with(snapshot, launches.to_vec());
     let timeline = &analysis.timeline;
     let running = timeline
         .events
@@ -377,10 +377,23 @@ pub(crate) fn running_side(snapshot: &Snapshot) -> Option<RunningSide> {
     })
 }
 
+/// The series of `points` whose names match `patterns`.
+fn series<'a>(
+    points: &'a ServerPoints,
+    patterns: &'a [String],
+) -> impl Iterator<Item = &'a Vec<(UnixTime, f64)>> + 'a {
+    points
+        .iter()
+        .filter(|(name, _)| crate::verdict::named(patterns, name))
+        .map(|(_, (_, values))| values)
+}
+
 /// (running requests, throughput) logged at the same time inside a period, idle ones left out.
 fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> {
     let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
-    let Some((_, running)) = points.get("running_reqs") else {
+    // The metric names are the verdict's (configs/verdict.toml), as its load comparison reads them.
+    let names = &crate::verdict::config().metrics;
+    let Some(running) = series(points, &names.running).next() else {
         return Vec::new();
     };
     // A second in which the engine logged two running counts is ambiguous: left out.
@@ -399,10 +412,8 @@ fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> 
         .into_iter()
         .filter_map(|(t, v)| Some((t, v?)))
         .collect();
-    ["gen_throughput", "generation_throughput"]
-        .iter()
-        .filter_map(|name| points.get(*name))
-        .flat_map(|(_, values)| values.iter())
+    series(points, &names.throughput)
+        .flat_map(|values| values.iter())
         .filter(|(_, v)| *v > 0.0)
         .filter_map(|(t, v)| Some((running.get(t)?.round() as u32, *v)))
         .collect()

@@ -83,7 +83,8 @@ pub fn compare_snapshots_with(
     }
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
-    diff.verdict = Some(snapshot_verdict(before, after, &diff, &mut changes));
+    let sides = ((before, before_launches), (after, after_launches));
+    diff.verdict = Some(snapshot_verdict(sides, &diff, &mut changes));
     let first = matched.first();
     diff.rollback = crate::verdict::rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
     diff.changes = changes;
@@ -91,18 +92,24 @@ pub fn compare_snapshots_with(
     diff
 }
 
+/// A snapshot with its launches, reconstructed once.
+type Side<'a> = (&'a Snapshot, &'a [LaunchConfig]);
+
 /// The verdict of two snapshots: the running runs of each compared (idle samples left out),
-/// else the metrics of everything their logs held.
+/// else the metrics of everything their logs held. The launches already reconstructed are
+/// reused, not read again.
 fn snapshot_verdict(
-    before: &Snapshot,
-    after: &Snapshot,
+    ((before, before_launches), (after, after_launches)): (Side<'_>, Side<'_>),
     diff: &SnapshotDiff,
     changes: &mut [Change],
 ) -> probe_model::Verdict {
     use crate::periods::{compare_periods, load_bands, running_side};
     use crate::verdict::{Evidence, judge};
     let field = String::from("verdict");
-    let (Some(b), Some(a)) = (running_side(before), running_side(after)) else {
+    let (Some(b), Some(a)) = (
+        running_side(before, before_launches),
+        running_side(after, after_launches),
+    ) else {
         let evidence = Evidence {
             metrics: &diff.metrics,
             before_period: format!("snapshot {}", diff.before.id),
