@@ -1,6 +1,6 @@
 //! Page benchmark: `probe host --format html` of a host with 2,000 launch lines in root's
-//! history, 100 of them runs that logged metrics, as the report builder and the page renderer
-//! see it. Prints the time of each step and the page's size; asserts nothing about time. Run
+//! history that make 100 runs (each run launched 20 times in a row to its own log, as people
+//! retry), each with its metrics, as the report builder and the page renderer see it. Prints the time of each step and the page's size; asserts nothing about time. Run
 //! with `cargo bench -p probe-cli --bench html`.
 #![allow(clippy::print_stdout)]
 
@@ -15,34 +15,37 @@ const T0: i64 = 1_790_000_000;
 const LINES: usize = 2_000;
 const RUNS: usize = 100;
 
-/// Launch line `i`: the last RUNS each write a log of their own; the others are repeats.
+/// Launch lines per run.
+const REPEATS: usize = LINES / RUNS;
+
+/// Launch line `i`: run `i / REPEATS`, writing that run's log; consecutive runs differ.
 fn command(i: usize) -> String {
-    let steps = 1 + i % 3;
-    let log = if i >= LINES - RUNS {
-        format!(" > /root/run{i}.log 2>&1 &")
-    } else {
-        String::new()
-    };
+    let run = i / REPEATS;
+    let steps = 1 + run % 3;
+    let log = format!(" > /root/run{run}.log 2>&1 &");
     format!(
         "/opt/venv/bin/python3 -m sglang.launch_server --model-path /models/m --port 30000 \
          --speculative-algorithm EAGLE --speculative-num-steps {steps}{log}"
     )
 }
 
+/// Line `i` was typed at this time: a run's retries a minute apart, runs a day apart.
 fn at(i: usize) -> i64 {
-    T0 + i as i64 * 3_600
+    T0 + (i / REPEATS) as i64 * 86_400 + (i % REPEATS) as i64 * 60
 }
 
-fn log(i: usize) -> LogSource {
+/// The log of run `run`, written after its last launch line.
+fn log(run: usize) -> LogSource {
+    let started = at(run * REPEATS + REPEATS - 1);
     let series = |name: &str, base: f64| MetricSeries {
         name: name.into(),
         points: (0..120)
-            .map(|k| (Some(at(i) + 60 + k * 20), base + (k % 5) as f64))
+            .map(|k| (Some(started + 60 + k * 20), base + (k % 5) as f64))
             .collect(),
         ..MetricSeries::default()
     };
     LogSource {
-        location: format!("/root/run{i}.log"),
+        location: format!("/root/run{run}.log"),
         metrics: vec![
             series("gen_throughput", 60.0),
             series("running_reqs", 1.0),
@@ -56,7 +59,7 @@ fn snapshot() -> Snapshot {
     let last = LINES - 1;
     Snapshot {
         id: "bench-html".into(),
-        collected_at: at(LINES),
+        collected_at: at(LINES) + 86_400,
         histories: vec![HistoryFile {
             user: "root".into(),
             path: "/root/.bash_history".into(),
@@ -83,7 +86,7 @@ fn snapshot() -> Snapshot {
             engine: Some(Engine::Sglang),
             ..ProcessInfo::default()
         }],
-        logs: (LINES - RUNS..LINES).map(log).collect(),
+        logs: (0..RUNS).map(log).collect(),
         ..Snapshot::default()
     }
 }

@@ -9,17 +9,19 @@ use probe_model::{
 
 /// Earlier launches the report lists (the timeline has them all).
 const MAX_EARLIER: usize = 20;
-/// Runs the report lists: the newest.
-const MAX_RUNS: usize = 12;
+/// Runs the report holds: the newest. The terminal shows fewer (`render::runs`); a page draws
+/// them all on its timeline.
+const MAX_RUNS: usize = 200;
 /// Install events listed: those within this many seconds before a run's start (or during it).
 const NEAR_RUN_S: i64 = 14 * 86_400;
 const MAX_INSTALLS: usize = 12;
 
-/// The newest runs (oldest first, as the analysis orders them).
-fn runs_capped(mut runs: Vec<Run>) -> Vec<Run> {
+/// The newest runs (oldest first, as the analysis orders them), and how many older ones the
+/// cap left out.
+fn runs_capped(mut runs: Vec<Run>) -> (Vec<Run>, usize) {
     let cut = runs.len().saturating_sub(MAX_RUNS);
     runs.drain(..cut);
-    runs
+    (runs, cut)
 }
 
 /// Package, driver and host-changing events of the timeline near a run: within two weeks before
@@ -81,7 +83,14 @@ pub fn build(
     // Against the previous run of the running server: causes, symptoms, with the metrics of each.
     let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &analysis);
     let vs_last_snapshot = previous.map(|before| {
-        probe_diff::compare_snapshots(before, snapshot, &probe_diff::CompareOptions::default())
+        let before_analysis = probe_diff::analyze(before);
+        probe_diff::compare_analyses(
+            before,
+            &before_analysis,
+            snapshot,
+            &analysis,
+            &probe_diff::CompareOptions::default(),
+        )
     });
 
     let metrics = log_metrics(snapshot);
@@ -93,7 +102,7 @@ pub fn build(
         .filter(|m| !m.fields.is_empty())
         .map(probe_diff::run::summarize_model)
         .collect();
-    let runs = runs_capped(analysis.runs);
+    let (runs, runs_omitted) = runs_capped(analysis.runs);
     let problems = problem_sections(snapshot);
 
     HostReport {
@@ -115,6 +124,7 @@ pub fn build(
         install_events,
         models,
         earlier_omitted,
+        runs_omitted,
         hardware: probe_diff::hardware::report(snapshot, previous, timeline),
         problems,
         notices,
@@ -169,4 +179,42 @@ fn problem_sections(snapshot: &Snapshot) -> Vec<SectionReport> {
         })
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use probe_diff::launch::snapshot_readings;
+    use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
+
+    fn host(id: &str, tp: u32) -> Snapshot {
+        let argv = format!("vllm serve Qwen/Qwen2-7B --tensor-parallel-size {tp} --port 8001");
+        Snapshot {
+            id: id.into(),
+            target: "gpu7".into(),
+            processes: vec![ProcessInfo {
+                pid: 4242,
+                argv: argv.split(' ').map(String::from).collect(),
+                role: ProcessRole::Launcher,
+                engine: Some(Engine::Vllm),
+                start_time: Some(1_796_000_000),
+                ..ProcessInfo::default()
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    /// The report reads the snapshot once, and the previous one once, for every part of it (the
+    /// launches, runs, metrics by run, the comparison with the previous launch and with the
+    /// last snapshot and its verdict).
+    #[test]
+    fn the_report_reads_each_snapshot_once() {
+        let (previous, now) = (host("s1", 1), host("s2", 2));
+        let before = snapshot_readings();
+        let report = super::build(&now, Some(&previous), true, Vec::new());
+        assert!(report.vs_last_snapshot.is_some());
+        assert_eq!(snapshot_readings() - before, 2);
+        let before = snapshot_readings();
+        super::build(&now, None, false, Vec::new());
+        assert_eq!(snapshot_readings() - before, 1);
+    }
 }

@@ -2,7 +2,8 @@
 //! binary. `vllm-upgrade`: an engine upgrade under an unchanged unit; `sglang-hybrid`: a hand
 //! launch that replaced a unit stopped days before, with an upgrade in between; `sglang-story`:
 //! the project's story (speculative steps 3 -> 1, limits that never bound); `sglang-load`: the
-//! same launch with more load.
+//! same launch with more load; `redteam`: strings that attack the pages and terminals probe
+//! renders.
 
 #![allow(clippy::print_stderr)]
 
@@ -34,6 +35,7 @@ fn env() -> &'static Env {
                 "sglang-story",
                 "sglang-load",
                 "vllm-bench",
+                "redteam",
             ]),
             dir: tempfile::tempdir().unwrap(),
         }
@@ -786,4 +788,126 @@ fn html_pages_render_in_a_real_browser_and_hostile_strings_stay_text() {
             );
         }
     }
+}
+
+/// What a page built by the browser must never hold when the host's strings are attacks: a
+/// payload that ran (it retitles the page), markup made of them, or a raw bidi control.
+fn assert_inert(dom: &str, name: &str) {
+    assert!(!dom.contains("owned</title>"), "{name}: a payload ran");
+    for markup in [
+        "<img",
+        "<svg onload",
+        "<svg/onload",
+        "<a href=\"javascript:",
+        "<style>body{background:url",
+        "<script>document",
+    ] {
+        assert!(!dom.contains(markup), "{name}: {markup} became markup");
+    }
+    for control in ['\u{202e}', '\u{2066}', '\u{1b}'] {
+        assert!(!dom.contains(control), "{name}: raw {control:?}");
+    }
+}
+
+/// The red-team host: its hostname, a served model name, history lines, a log line and a model
+/// path are markup, and a name holds bidi controls. Collected over SSH like any host, every one
+/// is text on the host page, the fleet page, in Markdown and in the terminal.
+#[test]
+fn a_red_team_host_is_text_on_every_page() {
+    let env = env();
+    let artefacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let page = artefacts.join("redteam.html");
+    let out = probe(&[
+        "host",
+        "fx-redteam",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = rendered_dom(&page);
+    assert_inert(&dom, "host page");
+    // The payloads were collected and are shown, as text.
+    for shown in [
+        "&lt;script&gt;document.title='owned'&lt;/script&gt;",
+        "onerror=",
+        "&lt;svg/onload=document.title=",
+        "class=\"run running\"",
+    ] {
+        assert!(dom.contains(shown), "host page: {shown} is not shown");
+    }
+    screenshots(&page, "redteam");
+
+    let markdown = probe(&["host", "fx-redteam", "--format", "markdown", "--no-store"]);
+    let markdown = String::from_utf8_lossy(&markdown.stdout);
+    assert!(markdown.contains("document.title"), "{markdown}");
+    // Markdown escapes markup with backslashes (`\<script\>`), which CommonMark shows as text.
+    for markup in ["<script>", "<img", "<svg", "<a href=\"javascript:"] {
+        for (at, _) in markdown.match_indices(markup) {
+            assert!(
+                markdown[..at].ends_with('\\'),
+                "markdown: {markup} is raw\n{markdown}"
+            );
+        }
+    }
+    let text = probe(&["host", "fx-redteam", "--no-store"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("document.title"), "{text}");
+    assert!(
+        !text.contains('\u{202e}') && !text.contains('\u{1b}'),
+        "{text}"
+    );
+
+    // The fleet page of an audit of it.
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("fleet.toml");
+    std::fs::write(
+        &inventory,
+        "[hosts.redteam]\naddress = \"fx-redteam\"\ntags = [\"red team\"]\n",
+    )
+    .unwrap();
+    let store = dir.path().join("audit.db");
+    let audit = |args: &[&str]| {
+        Command::new(PROBE)
+            .arg("-F")
+            .arg(env.fleet.ssh_config())
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = audit(&["audit", "--inventory", inventory.to_str().unwrap()]);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fleet_page = artefacts.join("redteam-fleet.html");
+    let out = audit(&[
+        "audit",
+        "report",
+        "--format",
+        "html",
+        "-o",
+        fleet_page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = rendered_dom(&fleet_page);
+    assert_inert(&dom, "fleet page");
+    assert!(dom.contains("redteam"), "fleet page: the host is missing");
 }

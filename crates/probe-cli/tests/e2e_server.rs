@@ -45,6 +45,42 @@ fn wait_for_lines(path: &Path, text: &str, count: usize) {
     }
 }
 
+/// Waits (at most a minute) until every server of the fixture host copy at `dir` started at
+/// least `seconds` ago, by the epoch its start.sh recorded (`run/LABEL.start`).
+fn wait_for_uptime(dir: &Path, seconds: u64) {
+    let run = dir.join("root/usr/local/share/fixture/run");
+    let starts: Vec<u64> = std::fs::read_dir(&run)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().extension().is_some_and(|e| e == "start"))
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .filter_map(|text| text.trim().parse().ok())
+        .collect();
+    assert!(
+        !starts.is_empty(),
+        "{}: no server start recorded",
+        run.display()
+    );
+    let latest = starts.into_iter().max().unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        if now >= latest + seconds {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: clock",
+            run.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 struct Env {
     fleet: Fleet,
     dir: tempfile::TempDir,
@@ -58,11 +94,14 @@ fn env() -> &'static Env {
         probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let fleet = Fleet::start(HOSTS);
-        // Let the servers run a few seconds, so uptimes and counters are not zero: at least 3 s,
-        // and (a loaded machine starves the fakes) until each logged three metric lines.
-        std::thread::sleep(Duration::from_secs(3));
+        // Let the servers run, so uptimes and counters are not zero: until each logged three
+        // metric lines (a loaded machine starves the fakes) and every server started at least
+        // 3 s ago by its own record.
         for (host, log, line) in METRIC_LINES {
             wait_for_lines(&fleet.host(host).dir.join(log), line, 3);
+        }
+        for host in HOSTS {
+            wait_for_uptime(&fleet.host(host).dir, 3);
         }
         Env {
             fleet,

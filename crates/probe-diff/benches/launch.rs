@@ -325,13 +325,10 @@ fn main() {
 
     let extra = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/launch-extra.jsonl");
     let mut corpora: Vec<(String, Vec<String>)> = Vec::new();
-    match corpus_file::public_corpus() {
-        Ok(p) => corpora.push(("launch-public.jsonl".into(), texts(&p))),
-        Err(looked) => println!(
-            "(no launch-public.jsonl at {}; set PROBE_CORPUS)",
-            looked.display()
-        ),
-    }
+    corpora.push((
+        "launch-public.jsonl".into(),
+        texts(&corpus_file::public_corpus()),
+    ));
     corpora.push(("launch-extra.jsonl".into(), texts(&extra)));
     let all: Vec<String> = corpora.iter().flat_map(|(_, t)| t.clone()).collect();
     corpora.push(("both corpora".into(), all));

@@ -79,3 +79,55 @@ pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> 
         timeline,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
+
+    use crate::launch::snapshot_readings;
+
+    fn host(name: &str, tp: u32) -> Snapshot {
+        let argv = format!("vllm serve Qwen/Qwen2-7B --tensor-parallel-size {tp} --port 8001");
+        Snapshot {
+            id: name.into(),
+            target: name.into(),
+            processes: vec![ProcessInfo {
+                pid: 4242,
+                argv: argv.split(' ').map(String::from).collect(),
+                role: ProcessRole::Launcher,
+                engine: Some(Engine::Vllm),
+                start_time: Some(1_796_000_000),
+                ..ProcessInfo::default()
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    /// Each snapshot is read once per comparison and once per fleet member, however many
+    /// comparisons it is in (the verdict, the runs, the medoid search, the outliers).
+    #[test]
+    fn every_snapshot_is_read_once() {
+        let (a, b) = (host("a", 1), host("b", 2));
+        let readings = |f: &dyn Fn()| {
+            let before = snapshot_readings();
+            f();
+            snapshot_readings() - before
+        };
+        assert_eq!(readings(&|| drop(crate::analyze(&a))), 1);
+        let diff = || drop(crate::compare_snapshots(&a, &b, &Default::default()));
+        assert_eq!(readings(&diff), 2);
+        let fleet: Vec<Snapshot> = (0..6).map(|i| host(&format!("h{i}"), 1 + i % 2)).collect();
+        let members: Vec<crate::fleet::Member<'_>> = fleet
+            .iter()
+            .map(|snapshot| crate::fleet::Member {
+                host: &snapshot.id,
+                snapshot,
+            })
+            .collect();
+        let outliers = || {
+            let group = crate::fleet::outliers("all", &members);
+            assert_eq!(group.hosts, 6);
+        };
+        assert_eq!(readings(&outliers), 6);
+    }
+}

@@ -10,7 +10,7 @@ use crate::compare::compare_runs;
 use crate::impact::{Mechanism, rules, value_number};
 use crate::launch::evidence_label;
 use crate::periods::{RunPeriod, ServerPoints, compare_launches_read, number, period_metrics};
-use crate::utc::utc;
+use probe_model::civil::utc_minute as utc;
 
 /// Relative change of throughput below which two runs "performed the same".
 const SAME_THROUGHPUT: f64 = 0.1;

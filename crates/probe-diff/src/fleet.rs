@@ -16,7 +16,8 @@ use probe_model::{Change, ChangeKind, Impact, LaunchConfig, Snapshot};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compare::{CompareOptions, compare_snapshots_with, rank};
+use crate::analysis::Analysis;
+use crate::compare::{CompareOptions, compare_analyses, rank};
 
 /// One member of a group: its name (inventory name) and latest snapshot.
 #[derive(Debug, Clone, Copy)]
@@ -76,11 +77,12 @@ const KEY_PACKAGES: &[&str] = &[
 
 /// The modal configuration of `members` and each host's differences from it.
 pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
-    let launches: Vec<Vec<LaunchConfig>> = members
+    // Each member read once: its launches, timeline and runs serve every comparison it is in.
+    let analyses: Vec<Analysis> = members
         .iter()
-        .map(|member| crate::launch::launches_of(member.snapshot))
+        .map(|member| crate::analysis::analyze(member.snapshot))
         .collect();
-    let Some(reference) = medoid(members, &launches) else {
+    let Some(reference) = medoid(members, &analyses) else {
         return GroupOutliers {
             group: group.to_string(),
             hosts: 0,
@@ -95,7 +97,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             if index == reference {
                 BTreeMap::new()
             } else {
-                configuration_changes(members, &launches, reference, index)
+                configuration_changes(members, &analyses, reference, index)
                     .into_iter()
                     .map(|change| (change.key.clone(), change))
                     .collect()
@@ -132,7 +134,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             // reference's direction: compare a host that has the mode with this one instead, so
             // the impact and the explanation's `before -> after` read group -> host.
             let change = holder
-                .and_then(|holder| from_holder.change(members, &launches, holder, index, key))
+                .and_then(|holder| from_holder.change(members, &analyses, holder, index, key))
                 .unwrap_or(change);
             per_host[index].push(change);
         }
@@ -158,7 +160,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
         group: group.to_string(),
         hosts: members.len(),
         reference: Some(members[reference].host.to_string()),
-        baseline: baseline(members[reference].snapshot, &launches[reference]),
+        baseline: baseline(members[reference].snapshot, &analyses[reference].launches),
         disputed,
         outliers,
     }
@@ -178,15 +180,15 @@ fn severity(changes: &[Change]) -> (usize, usize, usize, usize) {
 /// The changes between two members that are configuration (not identity, not metrics).
 fn configuration_changes(
     members: &[Member<'_>],
-    launches: &[Vec<LaunchConfig>],
+    analyses: &[Analysis],
     from: usize,
     to: usize,
 ) -> Vec<Change> {
-    let diff = compare_snapshots_with(
+    let diff = compare_analyses(
         members[from].snapshot,
-        &launches[from],
+        &analyses[from],
         members[to].snapshot,
-        &launches[to],
+        &analyses[to],
         &CompareOptions::default(),
     );
     diff.changes
@@ -197,12 +199,12 @@ fn configuration_changes(
 }
 
 /// The member with the fewest differences from the others (among the first candidates).
-fn medoid(members: &[Member<'_>], launches: &[Vec<LaunchConfig>]) -> Option<usize> {
+fn medoid(members: &[Member<'_>], analyses: &[Analysis]) -> Option<usize> {
     let candidates = members.len().min(MEDOID_CANDIDATES);
     (0..candidates).min_by_key(|&candidate| {
         (0..candidates)
             .filter(|&other| other != candidate)
-            .map(|other| configuration_changes(members, launches, candidate, other).len())
+            .map(|other| configuration_changes(members, analyses, candidate, other).len())
             .sum::<usize>()
     })
 }
@@ -226,7 +228,7 @@ impl HolderComparisons {
     fn change(
         &mut self,
         members: &[Member<'_>],
-        launches: &[Vec<LaunchConfig>],
+        analyses: &[Analysis],
         holder: usize,
         to: usize,
         key: &str,
@@ -234,7 +236,7 @@ impl HolderComparisons {
         self.done
             .entry((holder, to))
             .or_insert_with(|| {
-                configuration_changes(members, launches, holder, to)
+                configuration_changes(members, analyses, holder, to)
                     .into_iter()
                     .map(|change| (change.key.clone(), change))
                     .collect()

@@ -21,14 +21,13 @@ mod previous;
 pub mod run;
 pub mod server;
 pub mod timeline;
-mod utc;
 pub mod verdict;
 pub mod version;
 
 pub use analysis::{Analysis, analyze};
 pub use compare::{
-    CompareOptions, compare_launches, compare_snapshots, compare_snapshots_with, drift, has_drift,
-    is_meaningful, option_at_default, performance_moves, rank, unified_diff,
+    CompareOptions, compare_analyses, compare_launches, compare_snapshots, compare_snapshots_with,
+    drift, has_drift, is_meaningful, option_at_default, performance_moves, rank, unified_diff,
 };
 pub use periods::metrics_by_run;
 pub use previous::previous_launch_diff;

@@ -19,7 +19,7 @@ use crate::compare::compare_launches;
 use crate::impact::{Area, Subject, change_for};
 use crate::launch::evidence_label;
 use crate::launch::same_server;
-use crate::utc::utc;
+use probe_model::civil::utc_minute as utc;
 
 /// Metrics compared first, in this order; others present in both periods follow by name.
 const PREFERRED: &[&str] = &[
@@ -352,8 +352,7 @@ pub(crate) struct RunningSide {
     pub(crate) period: RunPeriod,
 }
 
-pub(crate) fn running_side(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Option<RunningSide> {
-    let analysis = crate::analysis::analyze_with(snapshot, launches.to_vec());
+pub(crate) fn running_side(snapshot: &Snapshot, analysis: &Analysis) -> Option<RunningSide> {
     let timeline = &analysis.timeline;
     let running = timeline
         .events
@@ -361,7 +360,7 @@ pub(crate) fn running_side(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Op
         .find(|e| e.running && e.launch.is_some())?
         .launch?;
     let server = timeline.launches.get(running)?;
-    let periods = run_periods(snapshot, &analysis, running);
+    let periods = run_periods(snapshot, analysis, running);
     let period = periods.iter().rev().find(|p| p.launch == running)?.clone();
     let points = server_points(snapshot, timeline, server);
     let stats = period_metrics(&points, &period);

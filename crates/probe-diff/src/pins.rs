@@ -4,7 +4,7 @@
 
 use probe_model::{Snapshot, UnixTime};
 
-use crate::utc::utc;
+use probe_model::civil::utc_minute as utc;
 
 /// A version pinned by a history line.
 #[derive(Debug, Clone, PartialEq, Eq)]

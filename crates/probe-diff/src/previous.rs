@@ -242,12 +242,15 @@ fn measured(
                     let start = analysis.runs.get(r)?.start.at?;
                     format!(
                         "the run from {} (not the one compared)",
-                        crate::utc::utc(start)
+                        probe_model::civil::utc_minute(start)
                     )
                 }
             };
             let result = snapshot.benchmarks.get(a.benchmark)?;
-            let when = result.date.map(crate::utc::utc).unwrap_or_default();
+            let when = result
+                .date
+                .map(probe_model::civil::utc_minute)
+                .unwrap_or_default();
             Some(format!("{which}: {} {when}", crate::bench::summary(result)))
         })
         .collect()

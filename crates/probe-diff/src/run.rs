@@ -19,7 +19,7 @@ use crate::impact::is_serving_package;
 use crate::launch::ServerLaunches;
 use crate::launch::same_server;
 use crate::launch::{engine_package, evidence_label, serving_env};
-use crate::utc::utc;
+use probe_model::civil::utc_minute as utc;
 
 /// A start-up line (version, limits) written this long after a run started belongs to it.
 const STARTUP_WINDOW_S: i64 = 900;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, TextKind, from_argv, reconstruct};
+use probe_diff::launch::{ParseHints, TextKind, from_argv, reconstruct, reconstruct_measured};
 use proptest::prelude::*;
 
 const KINDS: [TextKind; 9] = [
@@ -229,18 +229,35 @@ proptest! {
     }
 }
 
+/// Texts that grow without end if expanded naively (nested evals, self-doubling variables,
+/// hundreds of nested heredocs, endless fences and backticks) are read within the work their
+/// size allows: the reading stops at the limit, says so on what it found, and invents nothing.
 #[test]
-fn nested_evals_and_doubling_values_terminate() {
-    let nested = "CMD='eval $CMD $CMD'\neval $CMD\n".repeat(50);
-    let _ = reconstruct(&nested, &ParseHints::default());
-    let doubling = "X=$X$X$X$X\n".repeat(200) + "eval $X\n";
-    let _ = reconstruct(&doubling, &ParseHints::default());
-    let heredocs = "CMD=$(cat <<EOF\n".repeat(300) + &"EOF\n)\n".repeat(300) + "eval \"$CMD\"\n";
-    let _ = reconstruct(&heredocs, &ParseHints::default());
-    let fences = "```\n$ x \\\n".repeat(5000);
-    let _ = reconstruct(&fences, &ParseHints::default());
-    let ticks = "`".repeat(20_000);
-    let _ = reconstruct(&ticks, &ParseHints::default());
+fn nested_evals_and_doubling_values_stay_within_their_budget() {
+    let cases = [
+        (
+            "nested evals",
+            "CMD='eval $CMD $CMD'\neval $CMD\n".repeat(50),
+        ),
+        ("doubling", "X=$X$X$X$X\n".repeat(200) + "eval $X\n"),
+        (
+            "heredocs",
+            "CMD=$(cat <<EOF\n".repeat(300) + &"EOF\n)\n".repeat(300) + "eval \"$CMD\"\n",
+        ),
+        ("fences", "```\n$ x \\\n".repeat(5000)),
+        ("backticks", "`".repeat(20_000)),
+    ];
+    for (name, text) in cases {
+        let (launches, work) = reconstruct_measured(&text, &ParseHints::default());
+        assert!(
+            work.spent <= work.limit,
+            "{name}: spent {} of {}",
+            work.spent,
+            work.limit
+        );
+        // None of these texts names an engine: nothing may come out of them.
+        assert!(launches.is_empty(), "{name}: {launches:#?}");
+    }
 }
 
 proptest! {

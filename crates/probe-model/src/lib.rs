@@ -6,8 +6,10 @@
 //! refuses a document from a newer schema instead of misreading it.
 //!
 //! **Architecture invariant.** This crate depends on no other crate of ours and does no I/O.
+//! [`civil`] is the one place calendar dates become Unix times and back (through `jiff`).
 
 pub mod bench;
+pub mod civil;
 pub mod diff;
 pub mod exit_codes;
 pub mod hardware;

@@ -51,6 +51,9 @@ pub struct HostReport {
     /// Earlier launches not listed in `earlier` (the report caps the list).
     #[serde(default)]
     pub earlier_omitted: usize,
+    /// Older runs not listed in `runs` (the report keeps the newest; `probe timeline` has all).
+    #[serde(default)]
+    pub runs_omitted: usize,
     /// GPU health, faults and loaded libraries, with the hardware findings ranked.
     #[serde(default)]
     pub hardware: crate::hardware::HardwareReport,

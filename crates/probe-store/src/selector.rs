@@ -87,32 +87,9 @@ pub fn parse_host_reference(text: &str) -> Result<Option<Selector>, StoreError> 
 fn day_end(day: &str) -> Option<UnixTime> {
     let mut parts = day.splitn(3, '-');
     let year: i64 = parts.next()?.parse().ok()?;
-    let month: i64 = parts.next()?.parse().ok()?;
-    let dom: i64 = parts.next()?.parse().ok()?;
-    if !(1..=12).contains(&month) || dom < 1 || dom > days_in_month(year, month) {
-        return None;
-    }
-    Some((days_from_civil(year, month, dom) + 1) * 86_400)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let month: u32 = parts.next()?.parse().ok()?;
+    let dom: u32 = parts.next()?.parse().ok()?;
+    probe_model::civil::day_end(year, month, dom)
 }
 
 #[cfg(test)]

@@ -72,15 +72,16 @@ async fn deadline_kills_the_remote_command_as_root() {
         .with_timeout(Duration::from_secs(2));
     let seen_running = {
         let marker = marker.clone();
+        // Seen as soon as it runs, before the deadline.
         async move {
-            tokio::time::sleep(Duration::from_millis(1200)).await;
-            Command::new("pgrep")
-                .arg("-f")
-                .arg(&marker)
-                .output()
-                .unwrap()
-                .status
-                .success()
+            let deadline = Instant::now() + Duration::from_millis(1900);
+            while Instant::now() < deadline {
+                if pgrep(&marker) {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
         }
     };
     let (result, seen_running) = tokio::join!(c.exec(&request), seen_running);
@@ -94,20 +95,10 @@ async fn deadline_kills_the_remote_command_as_root() {
     assert!(err.to_string().contains("timed out after 2s"), "{err}");
     assert!(took < Duration::from_secs(4), "took {took:?}");
     // The remote `timeout -s KILL` fires a second after the client's deadline.
-    let mut gone = false;
-    for _ in 0..40 {
-        let st = Command::new("pgrep")
-            .arg("-f")
-            .arg(&marker)
-            .output()
-            .unwrap();
-        if !st.status.success() {
-            gone = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(gone, "remote command {marker} still running");
+    assert!(
+        gone_within(&marker, Duration::from_secs(4)),
+        "remote command {marker} still running"
+    );
     // The connection is still usable afterwards.
     assert_eq!(
         last_line(&c.exec(&req("echo after")).await.unwrap().stdout),
@@ -393,13 +384,10 @@ async fn local_exec_same_semantics() {
         .unwrap_err();
     assert_eq!(err.class(), FailureClass::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(2));
-    std::thread::sleep(Duration::from_millis(100));
-    let st = Command::new("pgrep")
-        .arg("-f")
-        .arg(&marker)
-        .output()
-        .unwrap();
-    assert!(!st.status.success(), "local process group survived");
+    assert!(
+        gone_within(&marker, Duration::from_secs(2)),
+        "local process group survived"
+    );
 }
 
 #[tokio::test]
@@ -654,4 +642,27 @@ async fn jump_hosts_own_proxyjump_is_followed_and_every_hop_verified() {
             .starts_with("target: via jump host j1: host key not known"),
         "{err}"
     );
+}
+
+/// A process whose command line holds `marker` runs on this machine.
+fn pgrep(marker: &str) -> bool {
+    Command::new("pgrep")
+        .arg("-f")
+        .arg(marker)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// Waits until no process holds `marker`; false if one still does after `limit`.
+fn gone_within(marker: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while pgrep(marker) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
 }

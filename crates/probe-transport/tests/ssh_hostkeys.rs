@@ -290,17 +290,22 @@ async fn cert_authority_host_certificate() {
         sshd_dir.join("host_ed25519-cert.pub").display()
     ));
     std::fs::write(env.sshd.config_path(), conf).unwrap();
-    // sshd -D re-executes itself on SIGHUP and rereads its config.
+    // sshd -D re-executes itself on SIGHUP and rereads its config; it is ready again when its
+    // log says it listens once more.
+    let listening = |log: String| log.matches("Server listening on").count();
+    let before = listening(env.sshd.log());
     Command::new("kill")
         .args(["-HUP", &env.sshd.pid().to_string()])
         .status()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    for _ in 0..50 {
-        if std::net::TcpStream::connect((env.sshd.addr, env.sshd.port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while listening(env.sshd.log()) <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sshd did not listen again after SIGHUP:\n{}",
+            env.sshd.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     // Only the CA is known: the certificate must carry the connection.
     std::fs::write(

@@ -14,7 +14,8 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use probe_diff::fleet::GroupOutliers;
 use probe_model::{
-    AuditRecord, AuditStatus, AuditSummary, EngineVersion, SCHEMA_VERSION, Snapshot, exit_codes,
+    AuditRecord, AuditStatus, AuditSummary, EngineVersion, LaunchConfig, SCHEMA_VERSION, Snapshot,
+    exit_codes,
 };
 
 use super::{Ctx, collect_live};
@@ -416,15 +417,18 @@ fn record_for(
             record.error = Some(crate::output::one_line(&failure.message));
         }
         Ok(live) => {
+            let analysis = probe_diff::analyze(&live.snapshot);
             record.snapshot_id = Some(live.snapshot.id.clone());
-            record.engines = engines_of(&live.snapshot);
+            record.engines = engines_of(&live.snapshot, &analysis.launches);
             record.gpu_count = live.snapshot.gpu.gpus.len();
             record.status = AuditStatus::Ok;
             if let Some(previous) = &live.previous {
                 record.previous_snapshot_id = Some(previous.id.clone());
-                let diff = probe_diff::compare_snapshots(
+                let diff = probe_diff::compare_analyses(
                     previous,
+                    &probe_diff::analyze(previous),
                     &live.snapshot,
+                    &analysis,
                     &probe_diff::CompareOptions::default(),
                 );
                 let drift: Vec<_> = probe_diff::drift(&diff).collect();
@@ -472,10 +476,10 @@ fn summaries(changes: &[&probe_model::Change]) -> Vec<String> {
 }
 
 /// Engines running now, with versions; falls back to what the process patterns matched.
-fn engines_of(snapshot: &Snapshot) -> Vec<EngineVersion> {
+fn engines_of(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<EngineVersion> {
     let mut seen = BTreeSet::new();
     let mut engines = Vec::new();
-    for launch in probe_diff::launch::launches_of(snapshot) {
+    for launch in launches {
         if launch.source.running && seen.insert(launch.engine.as_str().to_string()) {
             engines.push(EngineVersion {
                 engine: launch.engine.as_str().to_string(),

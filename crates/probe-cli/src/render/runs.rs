@@ -192,14 +192,29 @@ fn short_revision(revision: &str) -> &str {
     revision.get(..12).unwrap_or(revision)
 }
 
-/// "Runs (oldest first)": every run with its end, version and limits.
+/// Runs the terminal lists: the newest (the report holds more; a page draws them all).
+const MAX_RUNS_SHOWN: usize = 12;
+
+/// "Runs (oldest first)": the newest runs with their end, version and limits, and how many
+/// older ones are left to `probe timeline`.
 pub(super) fn runs_section(doc: &mut Doc, report: &HostReport) {
     if report.runs.is_empty() {
         return;
     }
     doc.heading(2, "Runs (oldest first)");
+    let skip = report.runs.len().saturating_sub(MAX_RUNS_SHOWN);
+    let more = skip + report.runs_omitted;
+    if more > 0 {
+        doc.line(
+            Tone::Dim,
+            format!(
+                "  ... {more} older: probe timeline {}, or --format html",
+                report.target
+            ),
+        );
+    }
     let mut items = Vec::new();
-    for run in &report.runs {
+    for run in &report.runs[skip..] {
         run_items(run, &mut items);
     }
     doc.items(items);
@@ -532,5 +547,34 @@ mod tests {
     #[test]
     fn runs_with_hardware_and_server_markdown() {
         insta::assert_snapshot!(markdown::render(&doc()));
+    }
+
+    /// The terminal lists the newest runs; the older ones in the report and those the report
+    /// itself left out are counted, with where to see them.
+    #[test]
+    fn older_runs_are_counted_not_listed() {
+        let run = |i: i64| Run {
+            launch: format!("history:/root/.bash_history#{i}"),
+            start: RunBound {
+                at: Some(1_796_000_000 + i * 3_600),
+                ..RunBound::default()
+            },
+            ..Run::default()
+        };
+        let report = HostReport {
+            target: "gpu7".into(),
+            runs: (0..15).map(run).collect(),
+            runs_omitted: 5,
+            ..HostReport::default()
+        };
+        let mut doc = Doc::default();
+        runs_section(&mut doc, &report);
+        let text = human::render(&doc, Styles::new(false));
+        assert!(
+            text.contains("... 8 older: probe timeline gpu7, or --format html"),
+            "{text}"
+        );
+        assert!(!text.contains("bash_history#2:"), "{text}");
+        assert!(text.contains("bash_history#3:") && text.contains("bash_history#14:"));
     }
 }

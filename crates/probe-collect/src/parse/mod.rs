@@ -38,49 +38,15 @@ pub struct Ctx {
     pub systemd_running: bool,
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let d = i64::from(d);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Year of a Unix time (UTC).
+/// The UTC year of a Unix time (1970 for one out of range).
 pub fn year_of(t: UnixTime) -> i64 {
-    // Inverse of days_from_civil, year only.
-    let z = t.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    yoe + era * 400 + i64::from(m <= 2)
+    probe_model::civil::year_of(t).unwrap_or(1970)
 }
 
-/// `YYYY-MM-DD` + `HH:MM:SS` as UTC seconds (caller subtracts the zone offset). `None` when
-/// out of range.
+/// `YYYY-MM-DD` + `HH:MM:SS` as UTC seconds (caller subtracts the zone offset). `None` for a
+/// date that does not exist, or one before 1970 (no log line or file on a host is that old).
 pub fn civil(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<UnixTime> {
-    if !(1970..=9999).contains(&y)
-        || !(1..=12).contains(&mo)
-        || !(1..=31).contains(&d)
-        || h > 23
-        || mi > 59
-        || s > 60
-    {
-        return None;
-    }
-    Some(
-        days_from_civil(y, mo, d) * 86_400
-            + i64::from(h) * 3600
-            + i64::from(mi) * 60
-            + i64::from(s),
-    )
+    probe_model::civil::civil(y, mo, d, h, mi, s).filter(|t| *t >= 0)
 }
 
 /// Parses `YYYY-MM-DD[T ]HH:MM:SS` at the start of `s` (UTC, no zone).

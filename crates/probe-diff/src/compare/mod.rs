@@ -23,7 +23,8 @@ pub(crate) use launch::{launch_label, same_configuration};
 pub use options::CompareOptions;
 pub use run::compare_runs;
 pub use snapshot::{
-    compare_snapshots, compare_snapshots_with, drift, has_drift, is_meaningful, performance_moves,
+    compare_analyses, compare_snapshots, compare_snapshots_with, drift, has_drift, is_meaningful,
+    performance_moves,
 };
 pub use text::unified_diff;
 pub(crate) use values::display as display_value;

@@ -3,15 +3,16 @@
 //! revision and config, and the limits the engine resolved at start-up. One host over time or
 //! two hosts alike; what the snapshot-level comparison already says is not said twice.
 
-use probe_model::{Change, LaunchConfig, Run, Snapshot, Timeline};
+use probe_model::{Change, LaunchConfig, Run, Snapshot};
 
 use super::run::compare_runs;
+use crate::analysis::Analysis;
 use crate::launch::same_server;
 
-/// Two snapshots' launches, each with its snapshot.
+/// Two snapshots, each with what it was read as (its launches, timeline and runs).
 pub(super) struct Sides<'a> {
-    pub before: (&'a Snapshot, &'a [LaunchConfig]),
-    pub after: (&'a Snapshot, &'a [LaunchConfig]),
+    pub before: (&'a Snapshot, &'a Analysis),
+    pub after: (&'a Snapshot, &'a Analysis),
 }
 
 /// The run changes of every matched server (`matched`: the servers both snapshots have, with
@@ -22,16 +23,14 @@ pub(super) fn run_changes(
     matched: &[(&LaunchConfig, &LaunchConfig, String)],
     existing: &[Change],
 ) -> Vec<Change> {
-    let (before, before_launches) = sides.before;
-    let (after, after_launches) = sides.after;
-    let before_runs = runs(before, before_launches);
-    let after_runs = runs(after, after_launches);
+    let (before, before_runs) = sides.before;
+    let (after, after_runs) = sides.after;
     let mut out = Vec::new();
     for (b, a, prefix) in matched {
         let (b, a) = (*b, *a);
         let (Some(before_run), Some(after_run)) = (
-            latest_run(before, &before_runs, b),
-            latest_run(after, &after_runs, a),
+            latest_run(before, before_runs, b),
+            latest_run(after, after_runs, a),
         ) else {
             continue;
         };
@@ -45,16 +44,10 @@ pub(super) fn run_changes(
     out
 }
 
-fn runs(snapshot: &Snapshot, launches: &[LaunchConfig]) -> (Timeline, Vec<Run>) {
-    let timeline = crate::timeline::timeline_with(snapshot, launches);
-    let runs = crate::run::runs_of(snapshot, &timeline);
-    (timeline, runs)
-}
-
 /// The server's run that runs now, else its last one.
 fn latest_run<'a>(
     snapshot: &Snapshot,
-    (timeline, runs): &'a (Timeline, Vec<Run>),
+    Analysis { timeline, runs, .. }: &'a Analysis,
     server: &LaunchConfig,
 ) -> Option<&'a Run> {
     let of_server: Vec<&Run> = runs

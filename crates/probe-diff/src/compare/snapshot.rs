@@ -16,24 +16,25 @@ use super::launch::compare_launches_split;
 use super::options::CompareOptions;
 use super::text::unified_diff;
 use super::values::values_equal;
+use crate::analysis::Analysis;
 use crate::impact::{Area, Subject, change_for, compare_versions, rank};
 use crate::launch::{port_of, unit_of};
 
 /// Other processes' GPU memory must move by this much to count as a change.
 const OTHER_GPU_MEMORY_THRESHOLD_MIB: u64 = 1024;
 
-/// Compares two snapshots, reconstructing the launches of each.
+/// Compares two snapshots, reading each once ([`crate::analyze`]).
 pub fn compare_snapshots(
     before: &Snapshot,
     after: &Snapshot,
     options: &CompareOptions,
 ) -> SnapshotDiff {
-    let before_launches = crate::launch::launches_of(before);
-    let after_launches = crate::launch::launches_of(after);
-    compare_snapshots_with(before, &before_launches, after, &after_launches, options)
+    let before_analysis = crate::analysis::analyze(before);
+    let after_analysis = crate::analysis::analyze(after);
+    compare_analyses(before, &before_analysis, after, &after_analysis, options)
 }
 
-/// Compares two snapshots whose launches were already reconstructed.
+/// Compares two snapshots whose launches were already reconstructed (or made by hand).
 pub fn compare_snapshots_with(
     before: &Snapshot,
     before_launches: &[LaunchConfig],
@@ -41,6 +42,22 @@ pub fn compare_snapshots_with(
     after_launches: &[LaunchConfig],
     options: &CompareOptions,
 ) -> SnapshotDiff {
+    let before_analysis = crate::analysis::analyze_with(before, before_launches.to_vec());
+    let after_analysis = crate::analysis::analyze_with(after, after_launches.to_vec());
+    compare_analyses(before, &before_analysis, after, &after_analysis, options)
+}
+
+/// Compares two snapshots already read: their launches, timelines and runs are used as they
+/// are, never rebuilt (the report, the audit and fleet outliers hold them).
+pub fn compare_analyses(
+    before: &Snapshot,
+    before_analysis: &Analysis,
+    after: &Snapshot,
+    after_analysis: &Analysis,
+    options: &CompareOptions,
+) -> SnapshotDiff {
+    let before_launches = before_analysis.launches.as_slice();
+    let after_launches = after_analysis.launches.as_slice();
     let mut diff = SnapshotDiff {
         schema_version: SCHEMA_VERSION,
         before: snapshot_ref(before),
@@ -70,8 +87,8 @@ pub fn compare_snapshots_with(
         .for_each(|(c, v)| collector.add(c, v));
     let matched = matched_servers(before, before_launches, after, after_launches);
     let sides = super::runs::Sides {
-        before: (before, before_launches),
-        after: (after, after_launches),
+        before: (before, before_analysis),
+        after: (after, after_analysis),
     };
     let runs = super::runs::run_changes(sides, &matched, &collector.changes);
     collector.changes.extend(runs);
@@ -83,7 +100,7 @@ pub fn compare_snapshots_with(
     }
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
-    let sides = ((before, before_launches), (after, after_launches));
+    let sides = ((before, before_analysis), (after, after_analysis));
     diff.verdict = Some(snapshot_verdict(sides, &diff, &mut changes));
     let first = matched.first();
     diff.rollback = crate::verdict::rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
@@ -92,14 +109,14 @@ pub fn compare_snapshots_with(
     diff
 }
 
-/// A snapshot with its launches, reconstructed once.
-type Side<'a> = (&'a Snapshot, &'a [LaunchConfig]);
+/// A snapshot with what it was read as, once.
+type Side<'a> = (&'a Snapshot, &'a Analysis);
 
 /// The verdict of two snapshots: the running runs of each compared (idle samples left out),
 /// else the metrics of everything their logs held. The launches already reconstructed are
 /// reused, not read again.
 fn snapshot_verdict(
-    ((before, before_launches), (after, after_launches)): (Side<'_>, Side<'_>),
+    ((before, before_analysis), (after, after_analysis)): (Side<'_>, Side<'_>),
     diff: &SnapshotDiff,
     changes: &mut [Change],
 ) -> probe_model::Verdict {
@@ -107,8 +124,8 @@ fn snapshot_verdict(
     use crate::verdict::{Evidence, judge};
     let field = String::from("verdict");
     let (Some(b), Some(a)) = (
-        running_side(before, before_launches),
-        running_side(after, after_launches),
+        running_side(before, before_analysis),
+        running_side(after, after_analysis),
     ) else {
         let evidence = Evidence {
             metrics: &diff.metrics,

@@ -166,22 +166,12 @@ pub fn normalize_bus_id(s: &str) -> Option<String> {
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
 pub(crate) fn date(t: UnixTime) -> String {
-    let z = t.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    probe_model::civil::utc_date(t)
 }
 
 /// `HH:MM` (UTC) of a Unix time.
 pub(crate) fn hhmm(t: UnixTime) -> String {
-    let s = t.rem_euclid(86_400);
-    format!("{:02}:{:02}", s / 3600, s / 60 % 60)
+    probe_model::civil::utc_hhmm(t)
 }
 
 /// Whole minutes in a gap of seconds, to the nearest: a process start read from `/proc` is

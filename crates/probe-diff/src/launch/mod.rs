@@ -734,9 +734,20 @@ fn with_version(l: LaunchConfig, hints: &ParseHints) -> LaunchConfig {
     }
 }
 
+thread_local! {
+    static READINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many snapshots [`launches_of`] has read on this thread: a command reads each snapshot
+/// once and passes the [`crate::Analysis`] on; tests hold it to that.
+pub fn snapshot_readings() -> usize {
+    READINGS.with(std::cell::Cell::get)
+}
+
 /// Every launch in a snapshot: each piece of evidence reconstructed, then the evidence of one
 /// run merged into one launch ([`merge_runs`]).
 pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
+    READINGS.with(|count| count.set(count.get() + 1));
     let mut out = Vec::new();
     process_launches(snapshot, &mut out);
     unit_launches(snapshot, &mut out);

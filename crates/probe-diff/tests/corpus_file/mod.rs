@@ -1,21 +1,21 @@
 //! Where the public launch corpus lives, for the corpus test and the launch benchmark:
-//! `$PROBE_CORPUS` when set, else `../shared/corpus/launch-public.jsonl` from the repository's
-//! root (the project's shared material sits beside its checkouts), found from
-//! `CARGO_MANIFEST_DIR` so that it holds wherever the repository is.
+//! `$PROBE_CORPUS` when set; else the project's shared copy, `../shared/corpus/launch-public.jsonl`
+//! from the repository's root (it sits beside the checkouts and may be newer); else the copy
+//! kept in the repository (`tests/data/launch-public.jsonl`), so that a fresh clone always reads
+//! a corpus and the test can never pass without reading a case.
 
 use std::path::PathBuf;
 
-/// `Ok(path)` to read; `Err(path)` when nothing is there (the only case a caller may skip).
-/// A path named by `$PROBE_CORPUS`, or one whose existence cannot be checked, is `Ok`: reading
-/// it then fails loudly.
-pub fn public_corpus() -> Result<PathBuf, PathBuf> {
+/// The corpus to read. A path that does not exist is still returned: reading it then fails
+/// loudly, naming it.
+pub fn public_corpus() -> PathBuf {
     if let Some(p) = std::env::var_os("PROBE_CORPUS") {
-        return Ok(PathBuf::from(p));
+        return PathBuf::from(p);
     }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path = repo.join("../shared/corpus/launch-public.jsonl");
-    match path.try_exists() {
-        Ok(false) => Err(path),
-        _ => Ok(path),
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shared = crate_dir.join("../../../shared/corpus/launch-public.jsonl");
+    if shared.is_file() {
+        return shared;
     }
+    crate_dir.join("tests/data/launch-public.jsonl")
 }

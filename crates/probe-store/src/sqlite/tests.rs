@@ -117,14 +117,11 @@ fn migrates_an_empty_version_zero_store() {
     assert_eq!(store.list(None).unwrap().len(), 1);
 }
 
-/// The child half of [`two_processes_write_concurrently`].
-#[test]
-fn child_writer() {
-    let Ok(path) = std::env::var("PROBE_STORE_CHILD_PATH") else {
-        return;
-    };
+/// In a child process (the test binary run again with `PROBE_STORE_CHILD_PATH` set): 30 writes
+/// to the store there.
+fn write_as_child(path: &str) {
     let writer = std::env::var("PROBE_STORE_CHILD_ID").unwrap();
-    let store = SqliteStore::open(Path::new(&path)).unwrap();
+    let store = SqliteStore::open(Path::new(path)).unwrap();
     for i in 0..30 {
         store
             .put(&snapshot(
@@ -138,15 +135,24 @@ fn child_writer() {
     }
 }
 
+/// Two processes write one store at once (this test, run again as each child): no write lost.
 #[test]
 fn two_processes_write_concurrently() {
+    if let Ok(path) = std::env::var("PROBE_STORE_CHILD_PATH") {
+        write_as_child(&path);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("snapshots.db");
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..2)
         .map(|writer| {
             std::process::Command::new(&exe)
-                .args(["--exact", "sqlite::tests::child_writer", "--nocapture"])
+                .args([
+                    "--exact",
+                    "sqlite::tests::two_processes_write_concurrently",
+                    "--nocapture",
+                ])
                 .env("PROBE_STORE_CHILD_PATH", &path)
                 .env("PROBE_STORE_CHILD_ID", writer.to_string())
                 .spawn()

@@ -170,7 +170,7 @@ pub fn svg(bars: &[Bar], marks: &[Mark]) -> Option<String> {
         let x1 = scale.x(bar.start);
         let x2 = scale.x(bar.end).max(x1 + 2.0);
         let class = if bar.running { "run running" } else { "run" };
-        let label: String = bar.label.chars().take(28).collect();
+        let label = short_label(&bar.label);
         let _ = write!(
             out,
             "<g class=\"{class}-row\"><text x=\"4\" y=\"{:.1}\">{}{}</text>\
@@ -226,9 +226,45 @@ pub fn legend(marks: &[Mark]) -> String {
     out
 }
 
+/// Row labels this many characters at most.
+const LABEL_CHARS: usize = 28;
+
+/// A row's label cut in the middle, so that what tells rows apart (`#57`, a pid, a container's
+/// tag) at the end stays: `history:/root/.bas…history#57`.
+fn short_label(label: &str) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= LABEL_CHARS {
+        return label.to_string();
+    }
+    let tail = LABEL_CHARS / 2;
+    let head = LABEL_CHARS - tail - 1;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('\u{2026}');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_labels_keep_their_ends() {
+        for (label, shown) in [
+            ("pid:34", "pid:34"),
+            (
+                "history:/root/.bash_history#2",
+                "history:/root\u{2026}bash_history#2",
+            ),
+            (
+                "container:vllm-llama-v0102-canary",
+                "container:vll\u{2026}a-v0102-canary",
+            ),
+        ] {
+            assert_eq!(short_label(label), shown, "{label}");
+            assert!(short_label(label).chars().count() <= LABEL_CHARS);
+        }
+    }
 
     #[test]
     fn bars_and_marks_are_drawn_with_their_titles_as_text() {
