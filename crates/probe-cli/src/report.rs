@@ -119,6 +119,7 @@ pub fn build(
         problems,
         notices,
         servers: probe_diff::server::views(snapshot, &analysis.launches),
+        containers: snapshot.containers.clone(),
     }
 }
 

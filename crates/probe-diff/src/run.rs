@@ -549,6 +549,14 @@ fn limits_of(
         })
         .collect();
     records.sort_by_key(|l| l.time);
+    // A log whose engine writes no times (llama.cpp without --log-timestamps): its last start-up
+    // is the one of the run still going, the newest of its server.
+    if records.is_empty() && end.is_none() {
+        records.extend(
+            logs.iter()
+                .filter_map(|log| log.limits.iter().rev().find(|l| l.time.is_none())),
+        );
+    }
     for record in records {
         for (key, value) in &record.values {
             out.entry(key.clone()).or_insert(*value);
