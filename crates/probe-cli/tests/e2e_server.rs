@@ -319,6 +319,20 @@ fn llamacpp_answers_and_a_closed_port_costs_only_itself() {
     ] {
         assert_eq!(run.limits.get(key), Some(&value), "{key}: {:?}", run.limits);
     }
+    // logrotate's `llama.log.1` beside the log is read too; its older start-up (29 of 29 layers)
+    // is not the running run's.
+    assert!(
+        report
+            .metrics
+            .iter()
+            .any(|m| m.source == "/root/llama.log.1" && m.name == "request_gen_throughput"),
+        "{:#?}",
+        report
+            .metrics
+            .iter()
+            .map(|m| (&m.name, &m.source))
+            .collect::<Vec<_>>()
+    );
     let closed = server(&report, "127.0.0.33:8081");
     assert_eq!(
         closed.reading.status,

@@ -279,6 +279,11 @@ pub struct ProcessInfo {
     /// model config and log files are read through it. `None`: same filesystem.
     #[serde(default)]
     pub mount_root: Option<String>,
+    /// The files its stdout and stderr go to (`/proc/PID/fd/1`, `/2`: a shell's `> server.log
+    /// 2>&1`, `nohup.out`), as round 2 reads them (under `mount_root` for a process in another
+    /// mount namespace); its log, whatever its command line says.
+    #[serde(default)]
+    pub output_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -295,3 +295,44 @@ fn a_line_with_the_marker_but_not_the_shape_holds_nothing() {
     assert!(read("offloaded 3/ layers to GPU").is_empty());
     assert!(read("KvSize:x").is_empty());
 }
+
+/// The times TGI's and Ollama's lines start with are the points' times.
+#[test]
+fn tgi_and_ollama_line_times() {
+    let at = super::parse_rfc3339("2024-05-01T12:00:05Z");
+    // (line, series)
+    let cases = [
+        (
+            "2024-05-01T12:00:05.000000Z  INFO generate{time_per_token=\"25ms\"}: text_generation_router::server: router/src/server.rs:305: Success",
+            "request_tpot_ms",
+        ),
+        (
+            "{\"timestamp\":\"2024-05-01T12:00:05.5Z\",\"level\":\"INFO\",\"span\":{\"time_per_token\":\"25ms\"}}",
+            "request_tpot_ms",
+        ),
+    ];
+    for (line, name) in cases {
+        let mut src = LogSource::default();
+        parse_text(line, None, 0, &mut src);
+        let m = src.metrics.iter().find(|m| m.name == name);
+        assert_eq!(
+            m.and_then(|m| m.summary.last_time),
+            at,
+            "{line}: {:?}",
+            src.metrics
+        );
+    }
+    let mut src = LogSource::default();
+    parse_text(
+        "time=2024-05-01T14:00:05.000+02:00 level=INFO source=ggml.go:502 msg=\"offloaded 33/33 layers to GPU\"",
+        None,
+        0,
+        &mut src,
+    );
+    assert_eq!(
+        src.limits.first().and_then(|l| l.time),
+        at,
+        "{:?}",
+        src.limits
+    );
+}

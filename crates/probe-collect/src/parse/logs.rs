@@ -25,6 +25,10 @@ struct Res {
     journal: Regex,
     sglang_ts: Regex,
     vllm_ts: Regex,
+    /// An RFC 3339 time a line starts with, as TGI (`2024-05-01T12:00:01.123456Z  INFO `),
+    /// Ollama (`time=2025-03-01T10:00:00.000Z level=INFO `) and TGI's JSON output
+    /// (`{"timestamp":"..."`) write it.
+    rfc_ts: Regex,
     proc_prefix: Regex,
     metric: Vec<(Regex, &'static str, &'static str, f64, Kind)>,
     vllm_version: Regex,
@@ -57,6 +61,7 @@ fn res() -> &'static Res {
             journal: r(r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[+-][0-9]{2}:?[0-9]{2}|Z)?) \S+ [^:]{1,256}: ?"),
             sglang_ts: r(r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)?[^\]]{0,64}\] ?"),
             vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) ([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)? \[[^\]]{0,128}\] ?"),
+            rfc_ts: r(r#"^(?:time=|\{"timestamp":")?([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))(?:"|\s+(?:level=)?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s)"#),
             proc_prefix: r(r"^\((?:[A-Za-z0-9_:]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?"),
             metric: vec![
                 (r(&format!(r"#running-req: {num}")), "running_reqs", "count", 1.0, Kind::SglDecode),
@@ -213,6 +218,14 @@ fn strip_line_prefixes(
     if let Some(c) = r.journal.captures(l) {
         time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
         l = rest_after(l, &c);
+    } else if l
+        .as_bytes()
+        .first()
+        .is_some_and(|b| matches!(b, b'2' | b't' | b'{'))
+        && let Some(c) = r.rfc_ts.captures(l)
+    {
+        // The time only: the rest of the line (a JSON object's fields) stays for the readers.
+        time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
     }
     if let Some(m) = r.proc_prefix.find(l) {
         l = l.get(m.end()..).unwrap_or("");
