@@ -58,9 +58,10 @@ fn written_by(snapshot: &Snapshot, launches: &ServerLaunches<'_>, location: &str
         .filter(|p| p.output_files.iter().any(|f| f == location))
         .any(|p| {
             let label = format!("pid:{}", p.pid);
-            launches.launches().iter().any(|l| {
-                l.source.pid() == Some(p.pid) || l.source.also_seen_in.iter().any(|e| *e == label)
-            })
+            launches
+                .launches()
+                .iter()
+                .any(|l| l.source.pid() == Some(p.pid) || l.source.also_seen_in.contains(&label))
         })
 }
 
