@@ -129,6 +129,7 @@ pub fn build(
         problems,
         notices,
         servers: probe_diff::server::views(snapshot, &analysis.launches),
+        containers: snapshot.containers.clone(),
     }
 }
 

@@ -330,6 +330,48 @@ fn llamacpp_answers_and_a_closed_port_costs_only_itself() {
     );
     assert_eq!(open.reading.version.as_deref(), Some("b6123-3f4ae8ad"));
     assert!(lifetime(open, "prompt_throughput") > 0.0);
+    // `-c 8192 -np 4`: /props says one slot's 2048, which is the launch's context split over its
+    // slots, not a different one.
+    assert_eq!(
+        open.reading.args.get("n_ctx"),
+        Some(&serde_json::json!(2048))
+    );
+    assert!(
+        open.effective.iter().all(|e| e.key != "ctx-size"),
+        "{:#?}",
+        open.effective
+    );
+    // The start-up lines (coloured, untimed) are the running run's limits: 20 of 29 layers on
+    // the GPU (`-ngl 20`), the whole context and each slot's.
+    let run = report
+        .runs
+        .iter()
+        .find(|r| r.running && r.limits.contains_key("gpu_layers"))
+        .unwrap_or_else(|| panic!("no run with the offloaded-layers line: {:#?}", report.runs));
+    for (key, value) in [
+        ("gpu_layers", 20.0),
+        ("model_layers", 29.0),
+        ("n_ctx", 8192.0),
+        ("n_ctx_seq", 2048.0),
+        ("n_slots", 4.0),
+        ("n_ctx_slot", 2048.0),
+    ] {
+        assert_eq!(run.limits.get(key), Some(&value), "{key}: {:?}", run.limits);
+    }
+    // logrotate's `llama.log.1` beside the log is read too; its older start-up (29 of 29 layers)
+    // is not the running run's.
+    assert!(
+        report
+            .metrics
+            .iter()
+            .any(|m| m.source == "/root/llama.log.1" && m.name == "request_gen_throughput"),
+        "{:#?}",
+        report
+            .metrics
+            .iter()
+            .map(|m| (&m.name, &m.source))
+            .collect::<Vec<_>>()
+    );
     let closed = server(&report, "127.0.0.33:8081");
     assert_eq!(
         closed.reading.status,

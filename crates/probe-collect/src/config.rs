@@ -314,6 +314,7 @@ mod tests {
         assert!(!model_keys().keys.is_empty());
         assert!(!crate::server::endpoints::endpoints().engines.is_empty());
         assert!(crate::redact::Redactor::builtin().is_secret_key("HF_TOKEN"));
+        assert!(!crate::parse::engine_lines::read("offloaded 3/4 layers to GPU").is_empty());
     }
 
     /// A typo in `configs/probes.toml` fails at load instead of skipping a section.

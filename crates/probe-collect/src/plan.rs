@@ -204,7 +204,41 @@ pub fn apply_round1(
         state.sudo_msg.as_deref(),
     ));
     container_log_notes(snap);
+    attach_output_files(snap, &state.extra);
     state.extra
+}
+
+/// Each server process's stdout and stderr files, as round 2 reads them (rooted in its mount
+/// namespace), so that its log is linked to it whatever its command line names.
+fn attach_output_files(snap: &mut Snapshot, extra: &BTreeMap<u32, ProcExtra>) {
+    let files: Vec<(usize, Vec<String>)> = snap
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.role, ProcessRole::Launcher))
+        .filter_map(|(i, p)| {
+            let x = extra.get(&p.pid)?;
+            let root = root_of(snap, p);
+            let mut out: Vec<String> = Vec::new();
+            for f in [&x.stdout, &x.stderr].into_iter().flatten() {
+                let f = rooted(root, f);
+                if is_output_file(&f) && !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+            Some((i, out))
+        })
+        .collect();
+    for (i, out) in files {
+        if let Some(p) = snap.processes.get_mut(i) {
+            p.output_files = out;
+        }
+    }
+}
+
+/// A regular file a process writes its output to (not a terminal, pipe or deleted file).
+fn is_output_file(f: &str) -> bool {
+    f.starts_with('/') && !f.contains("/dev/") && !f.ends_with(" (deleted)")
 }
 
 /// One round-1 section into the snapshot.

@@ -28,6 +28,46 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(frags, 0..12).prop_map(|v| v.concat())
 }
 
+/// Random text mixed with the other engines' lines (`configs/log_lines.toml`), cut anywhere.
+fn engine_text() -> impl Strategy<Value = String> {
+    let frags = prop_oneof![
+        any::<String>(),
+        Just("\u{1b}[34m0.05.097.342\u{1b}[0m \u{1b}[32mI \u{1b}[0mload_tensors: offloaded 29/33 layers to GPU\n".to_string()),
+        Just("llama_context: n_ctx         = 8192\nllama_context: n_ctx_seq     = 99999999999999999999999\n".to_string()),
+        Just("slot   load_model: id  0 | task -1 | new slot, n_ctx = 2048\n".to_string()),
+        Just("prompt eval time =     123.45 ms /    12 tokens (   10.29 ms per token,    97.21 tokens per second)\n".to_string()),
+        Just("msg=\"offload to cuda\" layers.model=33 layers.offload=20 KvSize:16384 runner.num_ctx=4096 eval rate: 1e309 tokens/s\n".to_string()),
+        Just("time_per_token=\"49.6ms\" queue_time=\"67.59µs\" inference_time=\"99999999999999999999h\"\n".to_string()),
+        Just("[2026-08-21 10:00:00 DP0] Avg thr (in/out): 512.3 / 1830.5 tokens/s, Engine (running/waiting): 24 / 2, KV cache: 12.5%\n".to_string()),
+        Just("iter = 1, host_step_time = 0ms, num_scheduled_requests: 8, 'num_generation_tokens': 8}\n".to_string()),
+    ];
+    prop::collection::vec(frags, 0..12).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The other engines' lines never panic the reader and give only finite values.
+    #[test]
+    fn engine_lines_are_total(text in engine_text(), cut in 0usize..4096) {
+        let cut = (0..=cut.min(text.len())).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        let text = &text[..cut];
+        for line in text.lines() {
+            for found in parse::engine_lines::read(line) {
+                let v = match found {
+                    parse::engine_lines::Found::Metric { value, .. } => value,
+                    parse::engine_lines::Found::Limit { value, .. } => value,
+                };
+                prop_assert!(v.is_finite(), "{line}");
+            }
+        }
+        let mut l = LogSource::default();
+        parse::logs::parse_text(text, Some(0), 0, &mut l);
+        prop_assert!(l.metrics.iter().all(|m| m.summary.mean.is_finite()));
+        prop_assert!(l.limits.iter().all(|r| r.values.values().all(|v| v.is_finite())));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

@@ -454,7 +454,7 @@ mod tests {
         let before = ids.len();
         ids.dedup();
         assert_eq!(before, ids.len(), "rule ids are unique");
-        assert_eq!(rule_set.category_order.len(), 13);
+        assert_eq!(rule_set.category_order.len(), 14);
         for rule in &rule_set.rule {
             if rule.impact != Impact::None {
                 assert!(

@@ -18,6 +18,7 @@ pub mod launch;
 pub mod periods;
 mod pins;
 mod previous;
+mod rotated;
 pub mod run;
 pub mod server;
 pub mod timeline;

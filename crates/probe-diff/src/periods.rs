@@ -87,7 +87,7 @@ pub(crate) fn server_points(
     let mut points: BTreeMap<String, (String, BTreeSet<(UnixTime, u64)>)> = BTreeMap::new();
     let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
-        if !launches.names_log(log.location.trim()) {
+        if !crate::rotated::names_log(snapshot, &launches, log.location.trim()) {
             continue;
         }
         for series in &log.metrics {
@@ -440,7 +440,8 @@ fn period_sources(
     let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
         let location = log.location.trim();
-        if sources.contains(&location) || !launches.names_log(location) {
+        if sources.contains(&location) || !crate::rotated::names_log(snapshot, &launches, location)
+        {
             continue;
         }
         let inside = log

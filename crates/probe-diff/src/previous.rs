@@ -61,12 +61,25 @@ const VERDICT_FIELD: &str = "vs_previous_launch.verdict";
 
 /// The KV capacity in tokens a run had, from its start-up limits.
 pub(crate) fn capacity(run: Option<&Run>) -> Option<f64> {
+    limit(run, &verdict::config().metrics.capacity)
+}
+
+/// The first of `names` among a run's start-up limits.
+fn limit(run: Option<&Run>, names: &[String]) -> Option<f64> {
     let run = run?;
-    verdict::config()
-        .metrics
-        .capacity
-        .iter()
-        .find_map(|name| run.limits.get(name).copied())
+    names.iter().find_map(|name| run.limits.get(name).copied())
+}
+
+/// The layers each run's engine put on the GPU, and the model's layer count.
+pub(crate) fn layers(before: Option<&Run>, after: Option<&Run>) -> verdict::Layers {
+    let names = &verdict::config().metrics;
+    verdict::Layers {
+        gpu: (
+            limit(before, &names.gpu_layers),
+            limit(after, &names.gpu_layers),
+        ),
+        model: limit(after, &names.model_layers).or_else(|| limit(before, &names.model_layers)),
+    }
 }
 
 /// The launch to compare with and its run: the timeline's `previous` event, else (same flags)
@@ -209,6 +222,7 @@ fn symptoms(
         before_period: describe(stand_in, period),
         after_period: describe(after, current),
         capacity: (capacity(runs.0), capacity(runs.1)),
+        layers: layers(runs.0, runs.1),
         bands: load_bands((points, period), (points, current)),
         held_across,
         field: String::from(VERDICT_FIELD),

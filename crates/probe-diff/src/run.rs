@@ -96,7 +96,7 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
         let logs: Vec<&LogSource> = snapshot
             .logs
             .iter()
-            .filter(|log| server_launches.names_log(log.location.trim()))
+            .filter(|log| crate::rotated::names_log(snapshot, server_launches, log.location.trim()))
             .collect();
         let running = launch.source.running && next.is_none();
         let end = if running {
@@ -549,6 +549,17 @@ fn limits_of(
         })
         .collect();
     records.sort_by_key(|l| l.time);
+    // A log whose engine writes no times (llama.cpp without --log-timestamps): its last start-up
+    // is the one of the run still going, the newest of its server.
+    // Of several such logs (a rotated copy beside it), the one written last.
+    if records.is_empty() && end.is_none() {
+        records.extend(
+            logs.iter()
+                .filter(|log| log.limits.iter().any(|l| l.time.is_none()))
+                .max_by_key(|log| log.mtime)
+                .and_then(|log| log.limits.iter().rev().find(|l| l.time.is_none())),
+        );
+    }
     for record in records {
         for (key, value) in &record.values {
             out.entry(key.clone()).or_insert(*value);

@@ -449,3 +449,31 @@ fn cuda_graphs_turned_off_is_high() {
     assert_eq!(diff.changes[0].impact, Impact::High);
     assert_eq!(diff.changes[0].category, Category::KernelsBackends);
 }
+
+/// GPU layers and CPU offload are a cause of their own: work moves between GPU and CPU (not a
+/// kernel backend change).
+#[test]
+fn offload_changes_are_offload() {
+    // (engine, option, before, after)
+    let cases = [
+        (Engine::LlamaCpp, "n-gpu-layers", json!("99"), json!("20")),
+        (Engine::Vllm, "cpu-offload-gb", json!(0), json!(16)),
+        (Engine::Sglang, "cpu-offload-gb", json!(0), json!(8)),
+    ];
+    for (engine, option, b, a) in cases {
+        let before = launch(engine, MODEL, &[(option, b)]);
+        let after = launch(engine, MODEL, &[(option, a)]);
+        let diff = compare_launches(&before, &after);
+        assert_eq!(diff.changes.len(), 1, "{option}: {:#?}", diff.changes);
+        let change = &diff.changes[0];
+        assert_eq!(change.category, Category::Offload, "{option}");
+        assert_eq!(change.impact, Impact::High, "{option}");
+        assert!(
+            change
+                .explanation
+                .contains("moves work between GPU and CPU"),
+            "{option}: {}",
+            change.explanation
+        );
+    }
+}

@@ -25,6 +25,8 @@ pub enum Category {
     SpeculativeDecoding,
     Parallelism,
     MemoryKvCache,
+    /// Work moved between GPU and CPU: GPU layers, CPU offload of weights or the KV cache.
+    Offload,
     BatchingScheduling,
     KernelsBackends,
     QuantizationDtypes,

@@ -64,6 +64,10 @@ pub struct HostReport {
     /// What the running servers said about themselves, next to their launches.
     #[serde(default)]
     pub servers: Vec<crate::ServerView>,
+    /// The model-server containers: the image with its content digest, and where their launch
+    /// comes from (the compose file and service, the Kubernetes pod).
+    #[serde(default)]
+    pub containers: Vec<crate::ContainerInfo>,
 }
 
 /// The log metrics of one run of a server: from its start to the next start of that server.

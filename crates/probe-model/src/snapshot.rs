@@ -279,6 +279,11 @@ pub struct ProcessInfo {
     /// model config and log files are read through it. `None`: same filesystem.
     #[serde(default)]
     pub mount_root: Option<String>,
+    /// The files its stdout and stderr go to (`/proc/PID/fd/1`, `/2`: a shell's `> server.log
+    /// 2>&1`, `nohup.out`), as round 2 reads them (under `mount_root` for a process in another
+    /// mount namespace); its log, whatever its command line says.
+    #[serde(default)]
+    pub output_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -303,6 +308,46 @@ pub struct ContainerInfo {
     /// `journald`, ...).
     #[serde(default)]
     pub log_driver: Option<String>,
+    /// The image it runs, by content (`Image` of `inspect`, `sha256:...`; a digest the image
+    /// was named by, `name@sha256:...`, is in `image`).
+    #[serde(default)]
+    pub image_id: Option<String>,
+    /// The Docker Compose project and service it was created for, from the labels Compose
+    /// writes (`com.docker.compose.*`).
+    #[serde(default)]
+    pub compose: Option<ComposeOrigin>,
+    /// The Kubernetes pod it belongs to, from the labels the kubelet's runtime writes
+    /// (`io.kubernetes.*`), with the pod's annotations where the runtime copied them.
+    #[serde(default)]
+    pub pod: Option<PodOrigin>,
+}
+
+/// Where a container's launch comes from when Docker Compose created it: the compose file(s)
+/// and the service in them (labels `com.docker.compose.project`, `.service`,
+/// `.project.config_files`, `.project.working_dir`, `.container-number`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ComposeOrigin {
+    pub project: String,
+    pub service: String,
+    /// The compose files, as Compose wrote them (absolute paths, comma-separated in the label).
+    pub config_files: Vec<String>,
+    pub working_dir: Option<String>,
+    /// The replica (`--scale`): 1 for the first.
+    pub container_number: Option<u32>,
+}
+
+/// The Kubernetes pod a container belongs to (labels `io.kubernetes.pod.namespace`,
+/// `.pod.name`, `.container.name`, `.pod.uid`; annotations the runtime copied as
+/// `annotation.KEY` labels, bounded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PodOrigin {
+    pub namespace: Option<String>,
+    pub pod: String,
+    pub container: Option<String>,
+    pub uid: Option<String>,
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// A Python environment that serves (or served) a model.

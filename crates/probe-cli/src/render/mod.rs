@@ -1,6 +1,7 @@
 //! Rendering: every command builds a [`doc::Doc`] (or a serde value for JSON) from model values;
 //! [`human`], [`markdown`] and [`json`] turn it into text. Nothing here does I/O.
 
+mod containers;
 pub mod doc;
 pub mod hardware;
 pub mod html;
@@ -445,6 +446,7 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
         verdict::section(&mut doc, v);
     }
     running_section(&mut doc, report);
+    containers::section(&mut doc, &report.containers);
     runs::runs_section(&mut doc, report);
     earlier_section(&mut doc, report);
     changes_sections(&mut doc, report);

@@ -1,6 +1,8 @@
 //! `docker inspect` / `podman inspect` JSON → containers of model-server images.
 
-use probe_model::ContainerInfo;
+use std::collections::BTreeMap;
+
+use probe_model::{ComposeOrigin, ContainerInfo, PodOrigin};
 use serde_json::Value;
 
 use crate::config;
@@ -94,6 +96,74 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
             .map(sanitize_line),
+        image_id: v
+            .get("Image")
+            .and_then(Value::as_str)
+            .filter(|i| i.starts_with("sha256:"))
+            .map(sanitize_line),
+        compose: compose_of(cfg.and_then(|c| c.get("Labels"))),
+        pod: pod_of(cfg.and_then(|c| c.get("Labels"))),
+    })
+}
+
+/// Labels kept per container, and the longest value read.
+const MAX_LABELS: usize = 256;
+const MAX_LABEL_VALUE: usize = 4096;
+/// Pod annotations kept (the runtime copies them as `annotation.KEY` labels).
+const MAX_ANNOTATIONS: usize = 32;
+
+fn label<'a>(labels: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a str> {
+    labels
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() <= MAX_LABEL_VALUE)
+}
+
+/// The project and service Docker Compose wrote into a container's labels.
+fn compose_of(labels: Option<&Value>) -> Option<ComposeOrigin> {
+    let labels = labels?.as_object().filter(|l| l.len() <= MAX_LABELS)?;
+    let project = label(labels, "com.docker.compose.project")?;
+    let service = label(labels, "com.docker.compose.service")?;
+    Some(ComposeOrigin {
+        project: sanitize_line(project),
+        service: sanitize_line(service),
+        config_files: label(labels, "com.docker.compose.project.config_files")
+            .map(|f| {
+                f.split(',')
+                    .map(str::trim)
+                    .filter(|f| !f.is_empty())
+                    .take(16)
+                    .map(sanitize_line)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        working_dir: label(labels, "com.docker.compose.project.working_dir").map(sanitize_line),
+        container_number: label(labels, "com.docker.compose.container-number")
+            .and_then(|n| n.parse().ok()),
+    })
+}
+
+/// The Kubernetes pod the kubelet's runtime wrote into a container's labels.
+fn pod_of(labels: Option<&Value>) -> Option<PodOrigin> {
+    let labels = labels?.as_object().filter(|l| l.len() <= MAX_LABELS)?;
+    let pod = label(labels, "io.kubernetes.pod.name")?;
+    let mut annotations = BTreeMap::new();
+    for (k, v) in labels {
+        let (Some(key), Some(v)) = (k.strip_prefix("annotation."), v.as_str()) else {
+            continue;
+        };
+        if annotations.len() >= MAX_ANNOTATIONS || v.len() > MAX_LABEL_VALUE {
+            continue;
+        }
+        annotations.insert(sanitize_line(key), sanitize_terminal(v));
+    }
+    Some(PodOrigin {
+        namespace: label(labels, "io.kubernetes.pod.namespace").map(sanitize_line),
+        pod: sanitize_line(pod),
+        container: label(labels, "io.kubernetes.container.name").map(sanitize_line),
+        uid: label(labels, "io.kubernetes.pod.uid").map(sanitize_line),
+        annotations,
     })
 }
 
@@ -128,5 +198,49 @@ mod tests {
         assert_eq!(c[0].log_driver.as_deref(), Some("json-file"));
         let (_, m) = parse(b"\nB R ctr docker\n[{\"Id\":", "B");
         assert!(m.is_some());
+    }
+
+    /// The provenance labels as Docker Compose v2 and the kubelet (cri-dockerd) write them.
+    #[test]
+    fn compose_and_pod_labels() {
+        let j = r#"[{"Id":"c1","Image":"sha256:5f1e9d0c4b3a","Config":{"Image":"vllm/vllm-openai:v0.11.0","Labels":{
+            "com.docker.compose.project":"llm","com.docker.compose.service":"vllm",
+            "com.docker.compose.project.config_files":"/srv/llm/compose.yaml,/srv/llm/compose.gpu.yaml",
+            "com.docker.compose.project.working_dir":"/srv/llm","com.docker.compose.container-number":"1",
+            "com.docker.compose.version":"2.29.1"}}},
+            {"Id":"c2","Image":"sha256:77aa","Config":{"Image":"lmsysorg/sglang@sha256:0123abcd","Labels":{
+            "io.kubernetes.pod.name":"sglang-0","io.kubernetes.pod.namespace":"serving",
+            "io.kubernetes.container.name":"sglang","io.kubernetes.pod.uid":"9f1c",
+            "annotation.kubectl.kubernetes.io/last-applied-configuration":"{\"kind\":\"Pod\"}\u001b[2J",
+            "com.docker.compose.project":"only-a-project"}}},
+            {"Id":"c3","Image":"not-a-digest","Config":{"Image":"vllm/vllm-openai:latest","Labels":"x"}}]"#;
+        let (c, m) = parse(format!("\nB R ctr docker\n{j}").as_bytes(), "B");
+        assert!(m.is_none());
+        assert_eq!(c.len(), 3);
+        let compose = c[0].compose.as_ref().unwrap();
+        assert_eq!(
+            (compose.project.as_str(), compose.service.as_str()),
+            ("llm", "vllm")
+        );
+        assert_eq!(
+            compose.config_files,
+            ["/srv/llm/compose.yaml", "/srv/llm/compose.gpu.yaml"]
+        );
+        assert_eq!(compose.working_dir.as_deref(), Some("/srv/llm"));
+        assert_eq!(compose.container_number, Some(1));
+        assert_eq!(c[0].image_id.as_deref(), Some("sha256:5f1e9d0c4b3a"));
+        assert!(c[0].pod.is_none());
+        let pod = c[1].pod.as_ref().unwrap();
+        assert_eq!(pod.pod, "sglang-0");
+        assert_eq!(pod.namespace.as_deref(), Some("serving"));
+        assert_eq!(pod.container.as_deref(), Some("sglang"));
+        let applied = &pod.annotations["kubectl.kubernetes.io/last-applied-configuration"];
+        assert!(applied.starts_with("{\"kind\":\"Pod\"}") && !applied.contains('\u{1b}'));
+        assert!(
+            c[1].compose.is_none(),
+            "a project without a service is no compose origin"
+        );
+        assert_eq!(c[2].image_id, None);
+        assert!(c[2].compose.is_none() && c[2].pod.is_none());
     }
 }

@@ -10,6 +10,7 @@ use probe_model::{
 };
 use regex::{Regex, RegexSet};
 
+use super::engine_lines::Found;
 use crate::frame::{FileHeader, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
@@ -24,6 +25,10 @@ struct Res {
     journal: Regex,
     sglang_ts: Regex,
     vllm_ts: Regex,
+    /// An RFC 3339 time a line starts with, as TGI (`2024-05-01T12:00:01.123456Z  INFO `),
+    /// Ollama (`time=2025-03-01T10:00:00.000Z level=INFO `) and TGI's JSON output
+    /// (`{"timestamp":"..."`) write it.
+    rfc_ts: Regex,
     proc_prefix: Regex,
     metric: Vec<(Regex, &'static str, &'static str, f64, Kind)>,
     vllm_version: Regex,
@@ -32,8 +37,6 @@ struct Res {
     /// The `limit` patterns at once: one pass tells which of them a line holds (most hold none).
     limit_any: RegexSet,
     blob: Regex,
-    /// llama.cpp's per-request `print_timing` lines.
-    llama_timing: Regex,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -58,6 +61,7 @@ fn res() -> &'static Res {
             journal: r(r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[+-][0-9]{2}:?[0-9]{2}|Z)?) \S+ [^:]{1,256}: ?"),
             sglang_ts: r(r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)?[^\]]{0,64}\] ?"),
             vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) ([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)? \[[^\]]{0,128}\] ?"),
+            rfc_ts: r(r#"^(?:time=|\{"timestamp":")?([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))(?:"|\s+(?:level=)?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s)"#),
             proc_prefix: r(r"^\((?:[A-Za-z0-9_:]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?"),
             metric: vec![
                 (r(&format!(r"#running-req: {num}")), "running_reqs", "count", 1.0, Kind::SglDecode),
@@ -84,7 +88,6 @@ fn res() -> &'static Res {
             limit,
             limit_any,
             blob: r(r"^\[[0-9.]+[KMG]?B blob data\]$"),
-            llama_timing: r(r"(prompt eval|eval) time =\s*([0-9]+(?:\.[0-9]+)?) ms /\s*([0-9]+) (?:tokens|runs)\s*\(\s*([0-9]+(?:\.[0-9]+)?) ms per token,\s*([0-9]+(?:\.[0-9]+)?) tokens per second\)"),
         }
     })
 }
@@ -192,8 +195,8 @@ fn parse_lines<'a>(
         }
         if let Some(kind) = metric_kind(l) {
             record_metrics(l, kind, time, &mut acc);
-        } else if l.contains(" time =") {
-            record_llama_timing(l, time, &mut acc);
+        } else {
+            record_engine_lines(l, time, &mut acc, src);
         }
     }
     finish_series(acc, src);
@@ -215,6 +218,14 @@ fn strip_line_prefixes(
     if let Some(c) = r.journal.captures(l) {
         time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
         l = rest_after(l, &c);
+    } else if l
+        .as_bytes()
+        .first()
+        .is_some_and(|b| matches!(b, b'2' | b't' | b'{'))
+        && let Some(c) = r.rfc_ts.captures(l)
+    {
+        // The time only: the rest of the line (a JSON object's fields) stays for the readers.
+        time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
     }
     if let Some(m) = r.proc_prefix.find(l) {
         l = l.get(m.end()..).unwrap_or("");
@@ -359,28 +370,23 @@ fn push_point(
     }
 }
 
-/// llama.cpp's per-request timings (`print_timing`, one line each after a request ends):
-/// `prompt eval time =  123.45 ms /  12 tokens ( 10.29 ms per token,  97.21 tokens per
-/// second)` and the same for `eval time` (decode), as per-request series: prefill time and
-/// speed, time per output token and decode speed.
-fn record_llama_timing(l: &str, time: Option<UnixTime>, acc: &mut BTreeMap<&'static str, Acc>) {
-    let Some(c) = res().llama_timing.captures(l) else {
-        return;
-    };
-    let g = |i| {
-        c.get(i)
-            .and_then(|m| m.as_str().parse::<f64>().ok())
-            .filter(|v| v.is_finite())
-    };
-    let (Some(total_ms), Some(per_token_ms), Some(tps)) = (g(2), g(4), g(5)) else {
-        return;
-    };
-    if c.get(1).is_some_and(|m| m.as_str() == "prompt eval") {
-        push_point(acc, "request_prompt_ms", "ms", time, total_ms);
-        push_point(acc, "request_prompt_throughput", "tok/s", time, tps);
-    } else {
-        push_point(acc, "request_tpot_ms", "ms", time, per_token_ms);
-        push_point(acc, "request_gen_throughput", "tok/s", time, tps);
+/// The lines of the other engines (`configs/log_lines.toml`): their metric values into series,
+/// their start-up limits into the log's limit records.
+fn record_engine_lines(
+    l: &str,
+    time: Option<UnixTime>,
+    acc: &mut BTreeMap<&'static str, Acc>,
+    src: &mut LogSource,
+) {
+    let mut limits = Vec::new();
+    for found in super::engine_lines::read(l) {
+        match found {
+            Found::Metric { name, unit, value } => push_point(acc, name, unit, time, value),
+            Found::Limit { key, engine, value } => limits.push((key, engine, value)),
+        }
+    }
+    if !limits.is_empty() {
+        merge_limits(limits, time, true, src);
     }
 }
 
@@ -480,16 +486,40 @@ fn read_limits(line: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool 
     if found.is_empty() || line.contains("server_args=") || line.contains("non-default args") {
         return false;
     }
+    merge_limits(found, time, false, src);
+    true
+}
+
+/// Adds the limits one line held to the log's records: into the record of the same start-up
+/// (within [`LIMITS_SAME_STARTUP_S`] of it, same engine, keys not yet set), else a new record. A
+/// line that only repeats values the record has (`repeats`: llama.cpp's `new slot, n_ctx = N`,
+/// once per slot) adds nothing.
+fn merge_limits(
+    found: Vec<(&'static str, &'static str, f64)>,
+    time: Option<UnixTime>,
+    repeats: bool,
+    src: &mut LogSource,
+) {
     let engine = found.first().map_or("", |f| f.1);
-    let same = src.limits.last_mut().filter(|last| {
+    let near = |last: &probe_model::StartupLimits| {
         last.engine == engine
             && match (last.time, time) {
                 (Some(a), Some(b)) => (b - a).abs() <= LIMITS_SAME_STARTUP_S,
                 (None, None) => true,
                 _ => false,
             }
-            && found.iter().all(|(k, _, _)| !last.values.contains_key(*k))
-    });
+    };
+    if repeats
+        && src.limits.last().is_some_and(|last| {
+            near(last) && found.iter().all(|(k, _, v)| last.values.get(*k) == Some(v))
+        })
+    {
+        return;
+    }
+    let same = src
+        .limits
+        .last_mut()
+        .filter(|last| near(last) && found.iter().all(|(k, _, _)| !last.values.contains_key(*k)));
     match same {
         Some(last) => {
             for (k, _, v) in found {
@@ -510,7 +540,6 @@ fn read_limits(line: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool 
             });
         }
     }
-    true
 }
 
 /// Limit lines of one start-up are at most this far apart.

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod containers;
+pub mod engine_lines;
 pub mod gpu;
 pub mod gpu_health;
 pub mod gpu_procs;
@@ -17,6 +18,9 @@ pub mod pkgs;
 pub mod processes;
 pub mod python;
 pub mod units;
+
+#[cfg(test)]
+mod engine_lines_tests;
 
 use probe_model::UnixTime;
 

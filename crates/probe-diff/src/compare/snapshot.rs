@@ -145,6 +145,7 @@ fn snapshot_verdict(
             crate::previous::capacity(b.run.as_ref()),
             crate::previous::capacity(a.run.as_ref()),
         ),
+        layers: crate::previous::layers(b.run.as_ref(), a.run.as_ref()),
         bands: load_bands((&b.points, &b.period), (&a.points, &a.period)),
         field,
         ..Evidence::default()

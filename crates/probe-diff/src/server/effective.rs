@@ -35,6 +35,11 @@ pub struct EngineKeys {
 pub struct Alias {
     pub key: String,
     pub option: String,
+    /// The server reports the value per unit of this other key (llama.cpp's `/props` `n_ctx` is
+    /// one slot's share of `--ctx-size`, `total_slots` of them): it matches the launch's value
+    /// as it is (a unified KV cache) or times that key's value (the context split per slot).
+    #[serde(default)]
+    pub per: Option<String>,
 }
 
 pub fn parse(text: &str) -> Result<ServerKeys, String> {
@@ -131,26 +136,50 @@ fn option_for<'c>(
     }
 }
 
-/// One server key against the launch; `None` when there is nothing to say.
-fn compare_key(
+/// The values a server key stands for, compared like with like: the value, and for a value
+/// reported per unit of another key ([`Alias::per`]) the value times that key's.
+fn like_for_like(
+    keys: Option<&EngineKeys>,
     key: &str,
     value: &Value,
+    reading: &ServerReading,
+) -> Vec<Value> {
+    let mut out = vec![value.clone()];
+    let per = keys
+        .and_then(|k| k.alias.iter().find(|a| a.key == key))
+        .and_then(|a| a.per.as_deref())
+        .and_then(|p| reading.args.get(p))
+        .and_then(number)
+        .filter(|n| *n > 1.0);
+    if let (Some(n), Some(v)) = (per, number(value)) {
+        out.push(Value::from(v * n));
+    }
+    out
+}
+
+/// One server key against the launch; `None` when there is nothing to say. `values`: what the
+/// server's value stands for ([`like_for_like`]; the first is the value itself).
+fn compare_key(
+    key: &str,
+    values: &[Value],
     spec: Option<&OptionSpec>,
     launch: &LaunchConfig,
     resolved: bool,
 ) -> Option<(EffectiveKind, Option<Value>, Option<Value>, String)> {
+    let value = values.first()?;
     let Some(spec) = spec else {
         return (resolved && !is_none(value))
             .then(|| (EffectiveKind::Resolved, None, None, key.to_string()));
     };
     let declared = launch.options.get(&spec.name).map(|o| o.value.clone());
     let default = spec.default.clone().filter(|d| !is_none(d));
+    let matches = |x: &Value| values.iter().any(|v| same(x, v));
     match (&declared, &default) {
-        (Some(d), _) if !same(d, value) => {
+        (Some(d), _) if !matches(d) => {
             Some((EffectiveKind::Differs, declared, default, spec.name.clone()))
         }
         (Some(_), _) => None,
-        (None, Some(d)) if !same(d, value) => {
+        (None, Some(d)) if !matches(d) => {
             Some((EffectiveKind::NotInLaunch, None, default, spec.name.clone()))
         }
         (None, Some(_)) => None,
@@ -187,8 +216,9 @@ pub fn effective(reading: &ServerReading, launch: &LaunchConfig) -> Vec<Effectiv
         }
         let resolved = keys.is_some_and(|k| k.resolved.iter().any(|r| r == key));
         let spec = option_for(cat, keys, key);
+        let values = like_for_like(keys, key, value, reading);
         if let Some((kind, declared, default, name)) =
-            compare_key(key, value, spec, launch, resolved)
+            compare_key(key, &values, spec, launch, resolved)
         {
             if out.iter().any(|e| e.key == name) {
                 continue;
@@ -302,5 +332,42 @@ mod tests {
         let mem = got.iter().find(|e| e.key == "mem-fraction-static").unwrap();
         assert_eq!(mem.declared, Some(json!(0.85)));
         assert_eq!(mem.source, "GET /get_server_info mem_fraction_static");
+    }
+
+    /// llama.cpp's `/props` `n_ctx` is one slot's context: `-c 8192 -np 4` reports 2048 (split)
+    /// or 8192 (unified KV), neither differs from the launch; 1024 does.
+    #[test]
+    fn llama_cpp_per_slot_context_is_compared_like_with_like() {
+        let mut launch = LaunchConfig {
+            engine: Engine::LlamaCpp,
+            ..LaunchConfig::default()
+        };
+        launch.options.insert("ctx-size".into(), opt(json!(8192)));
+        launch.options.insert("parallel".into(), opt(json!(4)));
+        // (n_ctx the server reports, total_slots, differs)
+        let cases = [
+            (2048, 4, false),
+            (8192, 4, false),
+            (8192, 1, false),
+            (1024, 4, true),
+            (2048, 1, true),
+        ];
+        for (n_ctx, slots, differs) in cases {
+            let reading = ServerReading {
+                engine: Engine::LlamaCpp,
+                args: [("n_ctx", json!(n_ctx)), ("total_slots", json!(slots))]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                ..ServerReading::default()
+            };
+            let got = effective(&reading, &launch);
+            let ctx = got.iter().find(|e| e.key == "ctx-size");
+            assert_eq!(
+                ctx.is_some_and(|e| e.kind == EffectiveKind::Differs),
+                differs,
+                "{n_ctx} x {slots}: {got:#?}"
+            );
+        }
     }
 }

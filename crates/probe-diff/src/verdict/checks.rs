@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use probe_model::{Assessment, CauseVerdict, Change, MetricComparison, MetricSummary};
 
 use super::config::{Test, VerdictConfig};
-use super::load::{Capacities, both};
+use super::load::{Capacities, Layers, both};
 use crate::impact::value_number;
 use crate::periods::number;
 
@@ -23,6 +23,8 @@ pub(crate) struct Ctx<'a> {
     pub held_across: &'a [String],
     /// At the same running-request count, the two runs' throughput (when the load differs).
     pub band_throughput: Option<(f64, f64)>,
+    /// The layers each run had on the GPU, as its engine logged them at start-up.
+    pub layers: Layers,
 }
 
 impl Ctx<'_> {
@@ -102,6 +104,15 @@ pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
         Test::RunningCap => running_cap(change, ctx, finding, missing),
         Test::KvCapacity => kv_capacity(change, ctx, finding, missing),
         Test::Speculative => speculative(change, ctx, finding, missing),
+        Test::GpuLayers => gpu_layers(ctx, finding, missing),
+        Test::Offload => finding.done(
+            Assessment::Consistent,
+            String::from(
+                "weights or KV cache held in host memory cross PCIe on every step; no logged \
+                 number isolates it",
+            ),
+            missing,
+        ),
         Test::Hardware => finding.done(
             Assessment::Consistent,
             format!(
@@ -373,5 +384,61 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
     match matches_ratio(ctx, observed, predicted) {
         Some(true) => f.done(Assessment::Explains, reason, missing),
         _ => f.done(Assessment::Consistent, reason, missing),
+    }
+}
+
+/// The layers on the GPU, held against what each run's engine logged at start-up (`offloaded
+/// N/M layers to GPU`): the same count in both runs rules the option out whatever it says; a
+/// count that fell while throughput fell explains it (the layers left run on the CPU).
+fn gpu_layers(ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let (before, after) = ctx.layers.gpu;
+    let f = f
+        .num("gpu_layers_before", before)
+        .num("gpu_layers_after", after)
+        .num("model_layers", ctx.layers.model)
+        .num("observed_ratio", ctx.ratio());
+    let of = ctx
+        .layers
+        .model
+        .map(|m| format!(" of {}", number(m)))
+        .unwrap_or_default();
+    let (Some(before), Some(after)) = (before, after) else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("no offloaded-layers line logged by both runs"),
+            missing,
+        );
+    };
+    if before == after {
+        let reason = format!(
+            "both runs' logs show the same {}{of} layers on the GPU: the placement did not change",
+            number(after)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    if after > before {
+        let reason = format!(
+            "more layers on the GPU ({} -> {}{of}): less of each token runs on the CPU, not more",
+            number(before),
+            number(after)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    let reason = format!(
+        "fewer layers on the GPU ({} -> {}{of}, as the engine logged them): the rest run on the \
+         CPU, which every token waits for",
+        number(before),
+        number(after)
+    );
+    match ctx.ratio() {
+        Some(ratio) => {
+            let reason = format!("{reason}; throughput x{}", number(ratio));
+            f.done(Assessment::Explains, reason, missing)
+        }
+        None => f.done(
+            Assessment::Consistent,
+            format!("{reason}; no throughput logged by both runs"),
+            missing,
+        ),
     }
 }

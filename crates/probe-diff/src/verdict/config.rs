@@ -18,6 +18,10 @@ pub enum Test {
     KvCapacity,
     /// Speculative decoding: held against accept length and acceptance rate.
     Speculative,
+    /// How many layers sit on the GPU: held against the engines' offloaded-layers lines.
+    GpuLayers,
+    /// Weights or KV cache held in host memory (CPU offload, KV offload).
+    Offload,
     /// GPU state: held against clocks, power and throttle reasons.
     Hardware,
     /// Engine, packages, driver, CUDA.
@@ -32,6 +36,8 @@ impl Test {
             Test::RunningCap => "running-cap",
             Test::KvCapacity => "kv-capacity",
             Test::Speculative => "speculative",
+            Test::GpuLayers => "gpu-layers",
+            Test::Offload => "offload",
             Test::Hardware => "hardware",
             Test::Version => "version",
             Test::Other => "other",
@@ -78,6 +84,9 @@ pub struct MetricNames {
     pub prompt: Vec<String>,
     pub preemptions: Vec<String>,
     pub capacity: Vec<String>,
+    /// Start-up limits that give the layers on the GPU, and the model's layers.
+    pub gpu_layers: Vec<String>,
+    pub model_layers: Vec<String>,
 }
 
 /// Whether `name` matches one of `patterns`.
@@ -158,6 +167,12 @@ mod tests {
             ("engine_version", Test::Version),
             ("gpu.driver_version", Test::Version),
             ("hardware:power-capped", Test::Hardware),
+            ("n-gpu-layers", Test::GpuLayers),
+            ("limit:gpu_layers", Test::GpuLayers),
+            ("env:OLLAMA_NUM_GPU", Test::GpuLayers),
+            ("cpu-offload-gb", Test::Offload),
+            ("no-kv-offload", Test::Offload),
+            ("limit:max_model_len", Test::Other),
             ("attention-backend", Test::Other),
         ];
         for (key, want) in cases {

@@ -49,6 +49,14 @@ fn measure(name: &str, before: f64, after: f64, unit: &str) -> LoadMeasure {
 /// The KV capacity in tokens of each run, where the start-up limits give it.
 pub type Capacities = (Option<f64>, Option<f64>);
 
+/// The layers each run's engine put on the GPU (before, after) and the model's layer count, where
+/// the start-up limits give them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Layers {
+    pub gpu: (Option<f64>, Option<f64>),
+    pub model: Option<f64>,
+}
+
 /// Compares the load of the two runs.
 pub(crate) fn compare(
     config: &VerdictConfig,

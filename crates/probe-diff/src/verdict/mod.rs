@@ -17,7 +17,7 @@ use probe_model::{
 };
 
 pub use config::{VERDICT_TOML, VerdictConfig, config, named};
-pub use load::Band;
+pub use load::{Band, Layers};
 pub(crate) use restore::{restore, rollback};
 
 use load::{Capacities, both};
@@ -32,6 +32,8 @@ pub struct Evidence<'a> {
     pub after_period: String,
     /// The KV capacity in tokens each run had (start-up limits).
     pub capacity: Capacities,
+    /// The layers each run had on the GPU (start-up limits).
+    pub layers: Layers,
     /// Throughput samples by running-request count, for a band comparison.
     pub bands: Vec<Band>,
     /// Cause keys that also changed between earlier runs whose throughput held.
@@ -53,6 +55,7 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
         capacity: evidence.capacity,
         held_across: &evidence.held_across,
         band_throughput: load.band_throughput,
+        layers: evidence.layers,
     };
     for change in changes.iter_mut().filter(|c| is_cause(c)) {
         change.verdict = Some(checks::assess(change, &ctx));

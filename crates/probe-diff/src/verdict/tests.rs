@@ -384,3 +384,106 @@ fn fewer_requests_each_as_fast_is_the_load_not_a_cause() {
         Assessment::Consistent
     );
 }
+
+/// (layers before, after, throughput before, after, expected assessment, reason contains).
+type LayersCase = (Option<f64>, Option<f64>, f64, f64, Assessment, &'static str);
+
+/// GPU layers held against the offloaded-layers lines.
+#[test]
+fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
+    use super::Layers;
+    let cases: &[LayersCase] = &[
+        (
+            Some(33.0),
+            Some(20.0),
+            80.0,
+            31.0,
+            Assessment::Explains,
+            "fewer layers on the GPU (33 -> 20 of 33",
+        ),
+        (
+            Some(33.0),
+            Some(33.0),
+            80.0,
+            31.0,
+            Assessment::RuledOut,
+            "same 33 of 33 layers",
+        ),
+        (
+            Some(20.0),
+            Some(33.0),
+            80.0,
+            31.0,
+            Assessment::RuledOut,
+            "more layers on the GPU",
+        ),
+        (
+            None,
+            Some(20.0),
+            80.0,
+            31.0,
+            Assessment::Consistent,
+            "no offloaded-layers line",
+        ),
+        (
+            Some(33.0),
+            Some(20.0),
+            80.0,
+            79.0,
+            Assessment::RuledOut,
+            "throughput did not fall",
+        ),
+    ];
+    for (before, after, tb, ta, want, text) in cases {
+        let mut changes = vec![cause(
+            "n-gpu-layers",
+            Category::Offload,
+            Impact::High,
+            json!(99),
+            json!(20),
+        )];
+        let metrics = [metric("request_gen_throughput", (*tb, *tb), (*ta, *ta))];
+        let evidence = Evidence {
+            metrics: &metrics,
+            layers: Layers {
+                gpu: (*before, *after),
+                model: Some(33.0),
+            },
+            ..Evidence::default()
+        };
+        judge(&mut changes, &evidence);
+        let v = verdict_of(&changes, "n-gpu-layers");
+        assert_eq!(v.test, "gpu-layers");
+        assert_eq!(v.assessment, *want, "{before:?} -> {after:?}: {v:#?}");
+        assert!(
+            v.reason.contains(text),
+            "{before:?} -> {after:?}: {}",
+            v.reason
+        );
+    }
+    // CPU offload is a cause of its own test, never ruled out by the layer count.
+    let mut changes = vec![cause(
+        "cpu-offload-gb",
+        Category::Offload,
+        Impact::High,
+        json!(0),
+        json!(16),
+    )];
+    let metrics = [metric("gen_throughput", (80.0, 80.0), (40.0, 40.0))];
+    judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            layers: Layers {
+                gpu: (Some(33.0), Some(33.0)),
+                model: None,
+            },
+            ..Evidence::default()
+        },
+    );
+    let v = verdict_of(&changes, "cpu-offload-gb");
+    assert_eq!(
+        (v.test.as_str(), v.assessment),
+        ("offload", Assessment::Consistent)
+    );
+}

@@ -1,0 +1,139 @@
+//! "Containers": each model-server container's image with its tag and content digest, and where
+//! its launch comes from (the compose file and service Docker Compose labelled it with, the
+//! Kubernetes pod it belongs to).
+
+use probe_model::ContainerInfo;
+
+use super::doc::{Doc, Tone};
+
+/// Characters of a `sha256:` digest shown (the full one is in the JSON).
+const DIGEST_SHOWN: usize = 7 + 12;
+
+fn short(digest: &str) -> &str {
+    let mut end = digest.len().min(DIGEST_SHOWN);
+    while !digest.is_char_boundary(end) {
+        end -= 1;
+    }
+    digest.get(..end).unwrap_or(digest)
+}
+
+/// `vllm/vllm-openai:v0.11.0 (sha256:5f1e9d0c4b3a)`: the image as named, and the image it ran by
+/// content when the runtime said.
+pub fn image_line(c: &ContainerInfo) -> String {
+    let image = if c.image.is_empty() {
+        "(image not known)"
+    } else {
+        c.image.as_str()
+    };
+    match c.image_id.as_deref() {
+        Some(id) if !c.image.contains(id) => format!("{image} ({})", short(id)),
+        _ => image.to_string(),
+    }
+}
+
+/// Where the container's launch comes from, as its labels say.
+pub fn origin_line(c: &ContainerInfo) -> Option<String> {
+    if let Some(compose) = &c.compose {
+        let files = if compose.config_files.is_empty() {
+            String::from("(compose file not labelled)")
+        } else {
+            compose.config_files.join(", ")
+        };
+        let replica = compose
+            .container_number
+            .filter(|n| *n > 1)
+            .map(|n| format!(", replica {n}"))
+            .unwrap_or_default();
+        return Some(format!(
+            "compose service {} of project {} in {files}{replica}",
+            compose.service, compose.project
+        ));
+    }
+    let pod = c.pod.as_ref()?;
+    let namespace = pod.namespace.as_deref().unwrap_or("default");
+    let container = pod
+        .container
+        .as_deref()
+        .map(|n| format!(", container {n}"))
+        .unwrap_or_default();
+    Some(format!("Kubernetes pod {namespace}/{}{container}", pod.pod))
+}
+
+/// The section (nothing when the host runs no server container).
+pub fn section(doc: &mut Doc, containers: &[ContainerInfo]) {
+    if containers.is_empty() {
+        return;
+    }
+    doc.heading(2, "Containers");
+    let mut items = Vec::new();
+    for c in containers {
+        let name = c.name.as_deref().unwrap_or(c.id.as_str());
+        let state = c.state.as_deref().unwrap_or("state not known");
+        let tone = if state == "running" {
+            Tone::Good
+        } else {
+            Tone::Plain
+        };
+        items.push((
+            0,
+            tone,
+            format!("{name} ({state})  image {}", image_line(c)),
+        ));
+        if let Some(origin) = origin_line(c) {
+            items.push((1, Tone::Dim, format!("launched from {origin}")));
+        }
+    }
+    doc.items(items);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe_model::{ComposeOrigin, PodOrigin};
+
+    #[test]
+    fn image_and_origin_lines() {
+        let compose = ContainerInfo {
+            image: "vllm/vllm-openai:v0.11.0".into(),
+            image_id: Some("sha256:5f1e9d0c4b3a29e8d7c6b5a4f3e2d1c0".into()),
+            compose: Some(ComposeOrigin {
+                project: "llm".into(),
+                service: "vllm".into(),
+                config_files: vec!["/srv/llm/compose.yaml".into()],
+                working_dir: Some("/srv/llm".into()),
+                container_number: Some(1),
+            }),
+            ..ContainerInfo::default()
+        };
+        let pod = ContainerInfo {
+            image: "lmsysorg/sglang@sha256:0123".into(),
+            image_id: Some("sha256:0123".into()),
+            pod: Some(PodOrigin {
+                namespace: Some("serving".into()),
+                pod: "sglang-0".into(),
+                container: Some("sglang".into()),
+                ..PodOrigin::default()
+            }),
+            ..ContainerInfo::default()
+        };
+        // (container, image line, origin line)
+        let cases = [
+            (
+                &compose,
+                "vllm/vllm-openai:v0.11.0 (sha256:5f1e9d0c4b3a)",
+                Some("compose service vllm of project llm in /srv/llm/compose.yaml"),
+            ),
+            (
+                &pod,
+                "lmsysorg/sglang@sha256:0123",
+                Some("Kubernetes pod serving/sglang-0, container sglang"),
+            ),
+        ];
+        for (c, image, origin) in cases {
+            assert_eq!(image_line(c), image);
+            assert_eq!(origin_line(c).as_deref(), origin);
+        }
+        assert_eq!(origin_line(&ContainerInfo::default()), None);
+        assert_eq!(image_line(&ContainerInfo::default()), "(image not known)");
+    }
+}

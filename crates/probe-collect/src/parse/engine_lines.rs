@@ -1,0 +1,285 @@
+//! The log lines of the engines beyond SGLang and vLLM (llama.cpp, Ollama, TGI, LMDeploy,
+//! TensorRT-LLM), as data: `configs/log_lines.toml` says, per line, its marker, its pattern and
+//! which groups are metric values or start-up limits. [`read`] tells what one line holds; the
+//! log reader puts the values into series and limit records.
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+use serde::Deserialize;
+
+const LOG_LINES: &str = include_str!("../../../../configs/log_lines.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogLinesToml {
+    #[serde(rename = "metric", default)]
+    metrics: Vec<EntryToml>,
+    #[serde(rename = "limit", default)]
+    limits: Vec<EntryToml>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryToml {
+    engine: String,
+    marker: String,
+    #[serde(default)]
+    unless: Option<String>,
+    pattern: String,
+    values: Vec<ValueToml>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ValueToml {
+    group: usize,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    unit: Option<String>,
+    #[serde(default = "one")]
+    scale: f64,
+    #[serde(default)]
+    duration: bool,
+    #[serde(default)]
+    divide_by: Option<usize>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// What one value of a line is: a metric series or a start-up limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Metric,
+    Limit,
+}
+
+struct Value {
+    group: usize,
+    /// The series name or the limit key.
+    name: String,
+    unit: String,
+    scale: f64,
+    duration: bool,
+    divide_by: Option<usize>,
+}
+
+struct Entry {
+    target: Target,
+    engine: String,
+    /// The substring every such line holds.
+    marker: String,
+    unless: Option<String>,
+    pattern: Regex,
+    values: Vec<Value>,
+}
+
+/// The compiled file: the entries and their markers as one set.
+pub struct LogLines {
+    entries: Vec<Entry>,
+    markers: RegexSet,
+}
+
+/// One value a line held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    /// A point of the series `name` in `unit`.
+    Metric {
+        name: &'static str,
+        unit: &'static str,
+        value: f64,
+    },
+    /// The start-up limit `key` of `engine`.
+    Limit {
+        key: &'static str,
+        engine: &'static str,
+        value: f64,
+    },
+}
+
+fn compile(text: &str) -> Result<LogLines, String> {
+    let t: LogLinesToml = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut entries = Vec::new();
+    for (target, list) in [(Target::Metric, t.metrics), (Target::Limit, t.limits)] {
+        for e in list {
+            entries.push(entry(target, e)?);
+        }
+    }
+    let markers = RegexSet::new(entries.iter().map(|e| regex::escape(&e.marker)))
+        .map_err(|e| e.to_string())?;
+    Ok(LogLines { entries, markers })
+}
+
+fn entry(target: Target, e: EntryToml) -> Result<Entry, String> {
+    let pattern = Regex::new(&e.pattern).map_err(|x| format!("{}: {x}", e.pattern))?;
+    let mut values = Vec::new();
+    for v in e.values {
+        let name = match (target, v.name, v.key) {
+            (Target::Metric, Some(n), None) | (Target::Limit, None, Some(n)) => n,
+            _ => return Err(format!("{}: a metric has `name`, a limit `key`", e.pattern)),
+        };
+        let groups = pattern.captures_len();
+        if v.group >= groups || v.divide_by.is_some_and(|d| d >= groups) {
+            return Err(format!("{}: no group {}", e.pattern, v.group));
+        }
+        values.push(Value {
+            group: v.group,
+            name,
+            unit: v.unit.unwrap_or_default(),
+            scale: v.scale,
+            duration: v.duration,
+            divide_by: v.divide_by,
+        });
+    }
+    Ok(Entry {
+        target,
+        engine: e.engine,
+        unless: e.unless,
+        marker: e.marker,
+        pattern,
+        values,
+    })
+}
+
+static LOG_LINES_CONFIG: LazyLock<LogLines> =
+    LazyLock::new(|| crate::config::built_in("configs/log_lines.toml", compile(LOG_LINES)));
+
+/// The embedded `configs/log_lines.toml`.
+pub fn log_lines() -> &'static LogLines {
+    &LOG_LINES_CONFIG
+}
+
+/// The values one (sanitised, prefix-stripped) log line holds, in file order.
+pub fn read(line: &str) -> Vec<Found> {
+    let lines = log_lines();
+    let mut out = Vec::new();
+    for i in lines.markers.matches(line).iter() {
+        let Some(e) = lines.entries.get(i) else {
+            continue;
+        };
+        if e.unless.as_deref().is_some_and(|u| line.contains(u)) {
+            continue;
+        }
+        let Some(c) = e.pattern.captures(line) else {
+            continue;
+        };
+        for v in &e.values {
+            let Some(value) = value_of(&c, v) else {
+                continue;
+            };
+            out.push(match e.target {
+                Target::Metric => Found::Metric {
+                    name: &v.name,
+                    unit: &v.unit,
+                    value,
+                },
+                Target::Limit => Found::Limit {
+                    key: &v.name,
+                    engine: &e.engine,
+                    value,
+                },
+            });
+        }
+    }
+    out
+}
+
+fn value_of(c: &regex::Captures<'_>, v: &Value) -> Option<f64> {
+    let text = c.get(v.group)?.as_str();
+    let mut x = if v.duration {
+        duration_ms(text)?
+    } else {
+        number(text)?
+    };
+    if let Some(d) = v.divide_by {
+        let by = number(c.get(d)?.as_str())?;
+        if by <= 0.0 {
+            return None;
+        }
+        x /= by;
+    }
+    Some(x * v.scale).filter(|x| x.is_finite())
+}
+
+/// A number, thousands separators allowed.
+fn number(text: &str) -> Option<f64> {
+    text.replace(',', "")
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+}
+
+/// A duration as Rust's `Debug` and Go's `String` write it (`49.697663ms`, `1.2s`, `67.59µs`,
+/// `3ns`, `2m`), in milliseconds.
+pub fn duration_ms(text: &str) -> Option<f64> {
+    let end = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (n, unit) = (text.get(..end)?, text.get(end..)?);
+    let per = match unit {
+        "ns" => 1e-6,
+        "µs" | "us" => 1e-3,
+        "ms" => 1.0,
+        "s" => 1e3,
+        "m" => 60e3,
+        "h" => 3600e3,
+        _ => return None,
+    };
+    number(n).map(|x| x * per)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_file_compiles() {
+        assert!(log_lines().entries.len() >= 20);
+        assert!(
+            log_lines()
+                .entries
+                .iter()
+                .all(|e| !e.marker.is_empty() && !e.values.is_empty())
+        );
+    }
+
+    #[test]
+    fn a_metric_needs_a_name_and_a_group_that_exists() {
+        let bad = [
+            "[[metric]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]",
+            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=2, key='k'}]",
+            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k', typo=1}]",
+            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1'\nvalues=[{group=1, key='k'}]",
+        ];
+        for text in bad {
+            assert!(compile(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        let cases: &[(&str, Option<f64>)] = &[
+            ("49.697663ms", Some(49.697663)),
+            ("1.194364886s", Some(1194.364886)),
+            ("67.59µs", Some(0.06759)),
+            ("67.59us", Some(0.06759)),
+            ("3ns", Some(0.000003)),
+            ("2m", Some(120_000.0)),
+            ("12", None),
+            ("ms", None),
+            ("1.2.3ms", None),
+        ];
+        for (text, want) in cases {
+            let got = duration_ms(text);
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-9, "{text}: {g}"),
+                _ => assert_eq!(got, *want, "{text}"),
+            }
+        }
+    }
+}
