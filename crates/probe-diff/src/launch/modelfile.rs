@@ -45,7 +45,8 @@ fn instructions(text: &str) -> Vec<(String, String)> {
             in_block = t.matches("\"\"\"").count() % 2 == 0;
             continue;
         }
-        if t.is_empty() || t.starts_with('#') {
+        // A Modelfile pasted in a fenced block keeps its fences.
+        if t.is_empty() || t.starts_with('#') || t.starts_with("```") {
             continue;
         }
         let (word, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));

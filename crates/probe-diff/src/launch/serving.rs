@@ -8,7 +8,7 @@
 //! * Ray Serve LLM configs (`llm_configs[]` of `ray.serve.llm:build_openai_app`, in a Serve
 //!   config file or a KubeRay `RayService`'s `serveConfigV2`): a vLLM engine for
 //!   `model_loading_config.model_source`, served as `model_id`, with `engine_kwargs` as vLLM
-//!   engine arguments;
+//!   engine arguments and `runtime_env.env_vars` as its environment;
 //! * KServe `InferenceService` predictors of the `huggingface` format (kserve's
 //!   `huggingfaceserver`, whose vLLM backend takes vLLM's arguments): `--model_id` is the model,
 //!   `--model_name` the served name, the other `args` go to vLLM.
@@ -22,6 +22,9 @@ use super::container::{Spec, from_spec};
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
 
+/// A server to read: its image (when named), its argv and its environment.
+type Server = (Option<String>, Vec<String>, BTreeMap<String, String>);
+
 /// Launches of `m` when it is one of the objects above; `None` when it is none of them.
 pub(crate) fn from_object(
     read: ReadArgv,
@@ -29,23 +32,18 @@ pub(crate) fn from_object(
     ctx: &Ctx,
     hints: &ParseHints,
 ) -> Option<Vec<LaunchConfig>> {
-    let argvs: Vec<(Option<String>, Vec<String>, BTreeMap<String, String>)> =
-        if let Some(Value::Array(specs)) = m.get("modelSpec") {
-            specs.iter().filter_map(model_spec).collect()
-        } else if let Some(Value::Array(configs)) = m
-            .get("llm_configs")
-            .or_else(|| m.get("args").and_then(|a| a.get("llm_configs")))
-        {
-            configs
-                .iter()
-                .filter_map(llm_config)
-                .map(|a| (None, a, BTreeMap::new()))
-                .collect()
-        } else if is_kserve_huggingface(m) {
-            vec![(None, kserve(m)?, k8s_env(m.get("env")))]
-        } else {
-            return None;
-        };
+    let argvs: Vec<Server> = if let Some(Value::Array(specs)) = m.get("modelSpec") {
+        specs.iter().filter_map(model_spec).collect()
+    } else if let Some(Value::Array(configs)) = m
+        .get("llm_configs")
+        .or_else(|| m.get("args").and_then(|a| a.get("llm_configs")))
+    {
+        configs.iter().filter_map(llm_config).collect()
+    } else if is_kserve_huggingface(m) {
+        vec![(None, kserve(m)?, k8s_env(m.get("env")))]
+    } else {
+        return None;
+    };
     let mut out = Vec::new();
     for (image, argv, env) in argvs {
         let spec = Spec {
@@ -135,7 +133,7 @@ const MODEL_SPEC_FLAGS: &[(&str, &str)] = &[
 /// Keys of `vllmConfig` the chart reads for itself, not as flags.
 const VLLM_CONFIG_OWN: &[&str] = &["extraArgs", "v0", "prometheusMultiprocDir"];
 
-fn model_spec(s: &Value) -> Option<(Option<String>, Vec<String>, BTreeMap<String, String>)> {
+fn model_spec(s: &Value) -> Option<Server> {
     let url = s.get("modelURL").and_then(text)?;
     let mut argv = vec!["vllm".to_string(), "serve".to_string(), url];
     for (key, flag) in MODEL_SPEC_FLAGS {
@@ -172,7 +170,7 @@ fn model_spec(s: &Value) -> Option<(Option<String>, Vec<String>, BTreeMap<String
     Some((image, argv, k8s_env(s.get("env"))))
 }
 
-fn llm_config(c: &Value) -> Option<Vec<String>> {
+fn llm_config(c: &Value) -> Option<Server> {
     let loading = c.get("model_loading_config")?;
     let id = loading.get("model_id").and_then(text);
     let source = loading.get("model_source").and_then(text);
@@ -184,7 +182,16 @@ fn llm_config(c: &Value) -> Option<Vec<String>> {
     if let Some(Value::Object(kwargs)) = c.get("engine_kwargs") {
         flags(kwargs, str::to_string, &mut argv);
     }
-    Some(argv)
+    // `runtime_env.env_vars`: the environment of the engine's replicas.
+    let mut env = BTreeMap::new();
+    if let Some(Value::Object(vars)) = c.get("runtime_env").and_then(|r| r.get("env_vars")) {
+        for (k, v) in vars {
+            if let Some(v) = text(v) {
+                env.insert(k.clone(), v);
+            }
+        }
+    }
+    Some((None, argv, env))
 }
 
 fn is_kserve_huggingface(m: &Map<String, Value>) -> bool {
