@@ -69,6 +69,11 @@ fn ollama_modelfile_parameters() {
             ollama via Modelfile []
               fields: {"engine":"other","model":"qwen2.5:14b","context_length":32768}"#]],
     );
+    // Prose that starts "From" is neither.
+    check(
+        "From the docs:\nPARAMETER num_ctx sets the context.\nCMD is the container command.\n",
+        expect!["no launch"],
+    );
     // A Dockerfile is no Modelfile.
     check(
         "FROM python:3.11\nRUN pip install vllm\nCMD [\"vllm\", \"serve\", \"m\", \"--port\", \"8000\"]\n",
@@ -158,6 +163,11 @@ fn kubernetes_beyond_deployments() {
             launches: 1
             vllm via vllm serve []
               fields: {"engine":"vllm","model":"meta-llama/meta-llama-3-8b-instruct","tensor_parallel":2,"served_model_name":"llama3","context_length":8192}"#]],
+    );
+    // With vLLM turned off, the predictor runs transformers: no vLLM launch.
+    check(
+        "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nspec:\n  predictor:\n    model:\n      modelFormat:\n        name: huggingface\n      args:\n      - --model_name=llama2\n      - --model_id=meta-llama/Llama-2-7b-chat-hf\n      - --backend=huggingface\n",
+        expect!["no launch"],
     );
     // LeaderWorkerSet: the leader serves; the workers only join.
     check(

@@ -43,9 +43,13 @@ fn instructions(text: &str) -> Vec<(String, String)> {
 /// `ARG`s and then `FROM`) and has a `CMD` or `ENTRYPOINT`.
 pub(crate) fn is_dockerfile(text: &str) -> bool {
     let ins = instructions(text);
-    ins.iter()
-        .find(|(w, _)| w != "ARG")
-        .is_some_and(|(w, _)| w == "FROM")
+    // The first instruction as written, upper-cased by convention: prose that starts "From
+    // the docs" is no Dockerfile.
+    let first = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("ARG"));
+    first.is_some_and(|l| l.starts_with("FROM "))
         && ins.iter().any(|(w, _)| w == "CMD" || w == "ENTRYPOINT")
 }
 

@@ -60,7 +60,13 @@ fn instructions(text: &str) -> Vec<(String, String)> {
 /// of a Dockerfile's.
 pub(crate) fn is_modelfile(text: &str) -> bool {
     let ins = instructions(text);
-    ins.first().is_some_and(|(w, _)| w == "FROM")
+    // `FROM` as written (instructions are upper-cased by convention): prose that starts "From
+    // ..." is no Modelfile.
+    let first = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```"));
+    first.is_some_and(|l| l.starts_with("FROM "))
         && ins.iter().any(|(w, _)| OWN.contains(&w.as_str()))
         && !ins.iter().any(|(w, _)| DOCKER.contains(&w.as_str()))
 }

@@ -11,7 +11,8 @@
 //!   engine arguments and `runtime_env.env_vars` as its environment;
 //! * KServe `InferenceService` predictors of the `huggingface` format (kserve's
 //!   `huggingfaceserver`, whose vLLM backend takes vLLM's arguments): `--model_id` is the model,
-//!   `--model_name` the served name, the other `args` go to vLLM.
+//!   `--model_name` the served name, the other `args` go to vLLM (unless `--backend=huggingface`
+//!   turns vLLM off).
 
 use std::collections::BTreeMap;
 
@@ -235,6 +236,8 @@ fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
         match key.as_str() {
             "model_id" => model = value.or(model),
             "model_name" => name = value,
+            // `--backend=huggingface` turns vLLM off: the model runs on transformers.
+            "backend" if value.as_deref() == Some("huggingface") => return None,
             _ => {}
         }
     }
