@@ -303,3 +303,32 @@ fn session_managers_in_history() {
               fields: {"engine":"sglang","model":"/m","port":30000,"env":{"CUDA_VISIBLE_DEVICES":"1"},"wrapper":"docker"}"#]],
     );
 }
+
+#[test]
+fn launcher_files_a_script_writes() {
+    // A setup script that writes the unit and starts it with systemctl: the unit is the launch.
+    check(
+        "MODEL=Qwen/Qwen2.5-7B-Instruct\nsudo tee /etc/systemd/system/vllm.service > /dev/null <<EOF\n[Unit]\nDescription=vLLM\n[Service]\nExecStart=/opt/venv/bin/vllm serve $MODEL --port 8000\nRestart=always\nEOF\nsudo systemctl daemon-reload\nsudo systemctl enable --now vllm\n",
+        expect![[r#"
+            launches: 1
+            vllm via vllm serve [venv]
+              fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","port":8000,"wrapper":"venv"}
+              warning: read from /etc/systemd/system/vllm.service, which the text writes"#]],
+    );
+    check(
+        "WORKSPACE=/workspace\ncat > /etc/supervisor/conf.d/vllm.conf <<'EOF'\n[program:vllm]\ncommand=${WORKSPACE}/venv/bin/vllm serve m --port 8000 --max-model-len 8192\nEOF\nsupervisorctl reread && supervisorctl update\n",
+        expect![[r#"
+            launches: 1
+            vllm via vllm serve [venv]
+              fields: {"engine":"vllm","model":"m","port":8000,"context_length":8192,"wrapper":"venv"}
+              warning: read from /etc/supervisor/conf.d/vllm.conf, which the text writes"#]],
+    );
+    // A script that runs the server itself is read as it runs, whatever else it writes.
+    check(
+        "cat > cfg.yaml <<EOF\nservices:\n  x:\n    image: vllm/vllm-openai\n    command: --model other\nEOF\nvllm serve m --port 8001\n",
+        expect![[r#"
+            launches: 1
+            vllm via vllm serve []
+              fields: {"engine":"vllm","model":"m","port":8001}"#]],
+    );
+}

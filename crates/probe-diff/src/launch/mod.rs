@@ -89,9 +89,13 @@ fn detect_kind(text: &str) -> TextKind {
         return TextKind::Dockerfile;
     }
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    if lines
-        .iter()
-        .any(|l| *l == "[Service]" || l.starts_with("ExecStart="))
+    // A script that writes a unit with a here-document is a script (its file is read as a unit
+    // when the script runs no server itself).
+    let writes_a_file = !ini::starts_with_header(text) && lines.iter().any(|l| l.contains("<<"));
+    if !writes_a_file
+        && lines
+            .iter()
+            .any(|l| *l == "[Service]" || l.starts_with("ExecStart="))
     {
         return TextKind::SystemdUnit;
     }
@@ -417,10 +421,49 @@ fn shell_text(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<Launch
         st.vars.insert(k.clone(), shell::Val::Text(v.clone()));
     }
     let cmds = shell::commands(text, &mut st, 0);
-    cmds.iter()
+    let out: Vec<LaunchConfig> = cmds
+        .iter()
         .take_while(|_| !budget.exhausted())
         .filter_map(|c| argv::from_shell_command(c, base_ctx(hints, budget), hints))
-        .collect()
+        .collect();
+    if out.is_empty() {
+        written_launchers(&st.files, hints, budget)
+    } else {
+        out
+    }
+}
+
+/// The launches of files a script wrote with a here-document and runs no server itself
+/// (`sudo tee /etc/systemd/system/vllm.service <<EOF`, `cat > .../conf.d/vllm.conf <<EOF`, a
+/// compose file, a quadlet): each file in a launcher's own format, read as such.
+fn written_launchers(
+    files: &BTreeMap<String, String>,
+    hints: &ParseHints,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
+    let mut out = Vec::new();
+    for (path, body) in files {
+        let kind = detect_kind(body);
+        if matches!(kind, TextKind::Shell | TextKind::Auto) || budget.exhausted() {
+            continue;
+        }
+        let h = ParseHints {
+            kind,
+            ..hints.clone()
+        };
+        let name = basename(path);
+        let found = if kind == TextKind::SystemdUnit && name.contains(".service") {
+            unit_text(body, &h, Some(name), budget)
+        } else {
+            reconstruct_within(body, &h, budget)
+        };
+        for mut l in found {
+            l.warnings
+                .push(format!("read from {path}, which the text writes"));
+            out.push(l);
+        }
+    }
+    out
 }
 
 /// Launches of a unit given as text (`unit_name` for specifiers when known).
