@@ -97,6 +97,8 @@ pub struct OptionSpec {
     pub renamed_from: Vec<(String, Option<String>)>,
     /// Environment variable the engine reads for this option (`MODEL_ID`, `LLAMA_ARG_PORT`).
     pub env: Option<String>,
+    /// The part of an address-valued variable (`OLLAMA_HOST=0.0.0.0:11434`) this option reads.
+    pub env_part: Option<EnvPart>,
     /// Key of the normalised speculative settings this option feeds (`algorithm`, `num_steps`,
     /// `eagle_topk`, `num_draft_tokens`, `num_speculative_tokens`, `draft_model`).
     pub speculative: Option<String>,
@@ -113,6 +115,38 @@ pub struct OptionSpec {
     pub by_version: Vec<VersionVariant>,
     /// The newest release's default (what [`OptionSpec::default`] is without a version).
     newest_default: Option<serde_json::Value>,
+}
+
+/// A part of an address written `[scheme://]host[:port]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvPart {
+    Host,
+    Port,
+}
+
+impl EnvPart {
+    /// This part of `address`, when it has one.
+    pub fn of(self, address: &str) -> Option<&str> {
+        let a = address.trim();
+        let a = a.split_once("://").map(|(_, r)| r).unwrap_or(a);
+        let a = a.split('/').next().unwrap_or(a);
+        // `[::1]:11434`, `0.0.0.0:11434`, `:8080`, `0.0.0.0`.
+        let (host, port) = match a.strip_prefix('[') {
+            Some(r) => match r.split_once(']') {
+                Some((h, p)) => (h, p.strip_prefix(':')),
+                None => (r, None),
+            },
+            None => match a.rsplit_once(':') {
+                Some((h, p)) if !h.contains(':') => (h, Some(p)),
+                _ => (a, None),
+            },
+        };
+        match self {
+            EnvPart::Host => Some(host).filter(|h| !h.is_empty()),
+            EnvPart::Port => port.filter(|p| !p.is_empty()),
+        }
+    }
 }
 
 /// What an option looked like in a range of releases, where that differs from the newest one.
@@ -380,6 +414,7 @@ struct RawOption {
     category: Option<String>,
     renamed_from: Vec<RawRename>,
     env: Option<String>,
+    env_part: Option<EnvPart>,
     speculative: Option<String>,
     value_map: BTreeMap<String, toml::Value>,
     since: Option<String>,
@@ -598,6 +633,7 @@ fn option_spec(mut o: RawOption, version: Option<&str>) -> Option<(OptionSpec, V
         category: o.category,
         renamed_from,
         env: o.env,
+        env_part: o.env_part,
         speculative: o.speculative,
         value_map: o
             .value_map

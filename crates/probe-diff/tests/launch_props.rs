@@ -7,7 +7,7 @@ use probe_diff::common::common_fields;
 use probe_diff::launch::{ParseHints, TextKind, from_argv, reconstruct, reconstruct_measured};
 use proptest::prelude::*;
 
-const KINDS: [TextKind; 9] = [
+const KINDS: [TextKind; 14] = [
     TextKind::Auto,
     TextKind::Argv,
     TextKind::SystemdUnit,
@@ -17,6 +17,11 @@ const KINDS: [TextKind; 9] = [
     TextKind::Kubernetes,
     TextKind::SglangServerArgs,
     TextKind::VllmNonDefaultArgs,
+    TextKind::Quadlet,
+    TextKind::Supervisor,
+    TextKind::Dockerfile,
+    TextKind::Modelfile,
+    TextKind::Pm2,
 ];
 
 fn word() -> impl Strategy<Value = String> {
@@ -106,6 +111,52 @@ proptest! {
             let _ = common_fields(&l);
         }
         let _ = reconstruct(&text, &ParseHints::default());
+    }
+}
+
+/// One line of the launchers' own formats: INI sections of supervisord and quadlets, Dockerfile
+/// and Modelfile instructions, pm2 object literals, serving YAML.
+fn format_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("[program:vllm]".to_string()),
+        Just("[Container]".to_string()),
+        Just("Image=vllm/vllm-openai".to_string()),
+        Just("environment=A=\"1,2\",B='x".to_string()),
+        Just("FROM vllm/vllm-openai:latest".to_string()),
+        Just("ENTRYPOINT [\"vllm\", \"serve\"".to_string()),
+        Just("PARAMETER num_ctx".to_string()),
+        Just("TEMPLATE \"\"\"".to_string()),
+        Just("module.exports = { apps: [{ script: 'vllm', args: `serve".to_string()),
+        Just("/* { // ' \" ` ,] }".to_string()),
+        Just(
+            "servingEngineSpec:\n  modelSpec:\n  - modelURL: m\n    vllmConfig: {maxModelLen: ["
+                .to_string()
+        ),
+        Just(
+            "  serveConfigV2: |\n    llm_configs: [{model_loading_config: {model_id: 1}}]"
+                .to_string()
+        ),
+        (proptest::collection::vec(word(), 0..10)).prop_map(|w| format!("command={}", w.join(" "))),
+        (proptest::collection::vec(word(), 0..10)).prop_map(|w| format!("CMD {} \\", w.join(" "))),
+        (proptest::collection::vec(word(), 0..10)).prop_map(|w| format!("Exec={}", w.join(" "))),
+        "[ -~]{0,40}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn launcher_formats_never_panic(
+        lines in proptest::collection::vec(format_line(), 0..16),
+        k in 0usize..14,
+    ) {
+        let text = lines.join("\n");
+        for kind in [TextKind::Auto, KINDS[k % KINDS.len()]] {
+            for l in reconstruct(&text, &ParseHints { kind, ..ParseHints::default() }) {
+                let _ = common_fields(&l);
+            }
+        }
     }
 }
 

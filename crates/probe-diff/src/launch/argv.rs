@@ -513,13 +513,14 @@ fn options_from_env(cat: &Catalog, ctx: &Ctx, options: &mut Options) {
     for spec in cat.options() {
         if let Some(var) = &spec.env
             && !options.contains_key(&spec.name)
-            && let Some(v) = ctx.env.get(var)
+            && let Some(whole) = ctx.env.get(var)
+            && let Some(v) = spec.env_part.map_or(Some(whole.as_str()), |p| p.of(whole))
         {
             options.insert(
                 spec.name.clone(),
                 LaunchOption {
                     value: super::values::typed(v, &spec.kind, &cat.units),
-                    written: format!("{var}={v}"),
+                    written: format!("{var}={whole}"),
                 },
             );
         }

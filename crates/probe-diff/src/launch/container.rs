@@ -97,14 +97,15 @@ const VALUE_OPTS: &[&str] = &[
     "--replace",
 ];
 
-/// Container facts shared by `docker run`, compose and Kubernetes.
-struct Spec {
-    image: Option<String>,
+/// Container facts shared by `docker run`, compose, Kubernetes, Dockerfiles and quadlets.
+pub(crate) struct Spec {
+    pub image: Option<String>,
     /// `None`: the image's own; `Some(empty)`: cleared.
-    entrypoint: Option<Vec<String>>,
-    cmd: Vec<String>,
-    env: BTreeMap<String, String>,
-    docker_wrapper: bool,
+    pub entrypoint: Option<Vec<String>>,
+    pub cmd: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Listed as run by `docker`.
+    pub docker_wrapper: bool,
 }
 
 fn resolve(read: ReadArgv, spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Option<LaunchConfig> {
@@ -152,6 +153,17 @@ fn resolve(read: ReadArgv, spec: Spec, mut ctx: Ctx, hints: &ParseHints) -> Opti
         l.engine_version = image.as_deref().and_then(|i| image_version(i, l.engine));
     }
     Some(l)
+}
+
+/// A container given by its parts (a Dockerfile, a podman quadlet): what [`Spec`] says, run as
+/// a container under the wrappers `ctx` already has.
+pub(crate) fn from_spec(
+    read: ReadArgv,
+    spec: Spec,
+    ctx: Ctx,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
+    resolve(read, spec, ctx, hints)
 }
 
 /// Words an engine's own images carry in their repository name.
@@ -376,6 +388,19 @@ pub(crate) fn from_yaml(
     }
     match doc {
         Value::Object(m) => {
+            if let Some(found) = super::serving::from_object(read, m, ctx, hints) {
+                out.extend(found);
+                return;
+            }
+            // A KubeRay `RayService` carries its Serve config as a YAML string.
+            for key in ["serveConfigV2", "serveConfig"] {
+                if let Some(Value::String(s)) = m.get(key)
+                    && ctx.budget.take(s.len())
+                    && let Some(inner) = super::yaml::yaml_to_json(s)
+                {
+                    from_yaml(read, &inner, kubernetes, ctx, hints, out, depth + 1);
+                }
+            }
             let is_container = m.contains_key("image")
                 || m.contains_key("command")
                 || m.contains_key("entrypoint")

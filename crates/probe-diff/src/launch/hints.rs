@@ -25,6 +25,16 @@ pub enum TextKind {
     SglangServerArgs,
     /// vLLM `non-default args: {...}`.
     VllmNonDefaultArgs,
+    /// A podman quadlet (`*.container`).
+    Quadlet,
+    /// A supervisord configuration (`[program:x]`).
+    Supervisor,
+    /// A Dockerfile or Containerfile.
+    Dockerfile,
+    /// An Ollama Modelfile.
+    Modelfile,
+    /// A pm2 ecosystem file (`ecosystem.config.js` / `.json`).
+    Pm2,
 }
 
 /// Context for a reconstruction.

@@ -21,13 +21,20 @@
 mod argv;
 mod container;
 mod ctx;
+mod dockerfile;
 mod entry;
 mod hints;
 mod host_change;
 mod identity;
+mod ini;
+mod modelfile;
 mod options;
+mod pm2;
+mod quadlet;
 mod runs;
+mod serving;
 mod shell;
+mod supervisor;
 mod systemd;
 mod values;
 mod work;
@@ -68,12 +75,32 @@ fn detect_kind(text: &str) -> TextKind {
     if text.contains("non-default args:") {
         return TextKind::VllmNonDefaultArgs;
     }
+    // Texts whose own format says what runs (before a unit: a quadlet has `[Service]` too).
+    if quadlet::is_quadlet(text) {
+        return TextKind::Quadlet;
+    }
+    if supervisor::is_supervisor(text) {
+        return TextKind::Supervisor;
+    }
+    if modelfile::is_modelfile(text) {
+        return TextKind::Modelfile;
+    }
+    if dockerfile::is_dockerfile(text) {
+        return TextKind::Dockerfile;
+    }
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    if lines
-        .iter()
-        .any(|l| *l == "[Service]" || l.starts_with("ExecStart="))
+    // A script that writes a unit with a here-document is a script (its file is read as a unit
+    // when the script runs no server itself).
+    let writes_a_file = !ini::starts_with_header(text) && lines.iter().any(|l| l.contains("<<"));
+    if !writes_a_file
+        && lines
+            .iter()
+            .any(|l| *l == "[Service]" || l.starts_with("ExecStart="))
     {
         return TextKind::SystemdUnit;
+    }
+    if pm2::is_ecosystem(text) {
+        return TextKind::Pm2;
     }
     let yaml_key = |l: &&str, k: &str| {
         let l = l.trim_start_matches("- ").trim_start();
@@ -86,7 +113,16 @@ fn detect_kind(text: &str) -> TextKind {
     // Shell scripts that write YAML with a here-document are still shell.
     let shellish = lines.iter().any(|l| l.contains("<<") || l.ends_with('\\'));
     if !shellish || has("containers") || has("services") {
+        // Servers described without a container command (serving charts, Ray Serve, KServe).
+        let serving = [
+            "servingEngineSpec",
+            "modelSpec",
+            "llm_configs",
+            "serveConfigV2",
+            "modelFormat",
+        ];
         if has("containers")
+            || serving.iter().any(|k| has(k))
             || (has("args") && has("image"))
             || (has("env") && has("image") && !has("environment"))
         {
@@ -162,6 +198,21 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
             argv::launch(&argv, ctx, hints).into_iter().collect()
         }
         TextKind::SystemdUnit => unit_text(text, hints, None, budget),
+        TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {
+            let out = own_format(kind, text, hints, budget);
+            if out.is_empty() && hints.kind == TextKind::Auto {
+                shell_readings(text, hints, budget)
+            } else {
+                out
+            }
+        }
+        TextKind::Modelfile => {
+            if budget.take(text.len()) {
+                modelfile::launch(text, hints).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
         TextKind::Compose | TextKind::Kubernetes => {
             let clean = strip_fences(text);
             let out = match yaml_lenient(&clean) {
@@ -227,6 +278,31 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
         }
     }
     out
+}
+
+/// The launches of a text in a format of its own that names a command (a podman quadlet, a
+/// supervisord configuration, a Dockerfile, a pm2 ecosystem file).
+fn own_format(
+    kind: TextKind,
+    text: &str,
+    hints: &ParseHints,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
+    if !budget.take(text.len()) {
+        return Vec::new();
+    }
+    let ctx = base_ctx(hints, budget);
+    match kind {
+        TextKind::Quadlet => quadlet::launch(text, argv::launch, ctx, hints)
+            .into_iter()
+            .collect(),
+        TextKind::Supervisor => supervisor::launches(text, argv::launch, &ctx, hints),
+        TextKind::Dockerfile => dockerfile::launch(text, argv::launch, ctx, hints)
+            .into_iter()
+            .collect(),
+        TextKind::Pm2 => pm2::launches(text, argv::launch, &ctx, hints),
+        _ => Vec::new(),
+    }
 }
 
 /// The command after a pasted shell prompt (`(venv) user@host:~/dir$ vllm serve ...`,
@@ -345,10 +421,49 @@ fn shell_text(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<Launch
         st.vars.insert(k.clone(), shell::Val::Text(v.clone()));
     }
     let cmds = shell::commands(text, &mut st, 0);
-    cmds.iter()
+    let out: Vec<LaunchConfig> = cmds
+        .iter()
         .take_while(|_| !budget.exhausted())
         .filter_map(|c| argv::from_shell_command(c, base_ctx(hints, budget), hints))
-        .collect()
+        .collect();
+    if out.is_empty() {
+        written_launchers(&st.files, hints, budget)
+    } else {
+        out
+    }
+}
+
+/// The launches of files a script wrote with a here-document and runs no server itself
+/// (`sudo tee /etc/systemd/system/vllm.service <<EOF`, `cat > .../conf.d/vllm.conf <<EOF`, a
+/// compose file, a quadlet): each file in a launcher's own format, read as such.
+fn written_launchers(
+    files: &BTreeMap<String, String>,
+    hints: &ParseHints,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
+    let mut out = Vec::new();
+    for (path, body) in files {
+        let kind = detect_kind(body);
+        if matches!(kind, TextKind::Shell | TextKind::Auto) || budget.exhausted() {
+            continue;
+        }
+        let h = ParseHints {
+            kind,
+            ..hints.clone()
+        };
+        let name = basename(path);
+        let found = if kind == TextKind::SystemdUnit && name.contains(".service") {
+            unit_text(body, &h, Some(name), budget)
+        } else {
+            reconstruct_within(body, &h, budget)
+        };
+        for mut l in found {
+            l.warnings
+                .push(format!("read from {path}, which the text writes"));
+            out.push(l);
+        }
+    }
+    out
 }
 
 /// Launches of a unit given as text (`unit_name` for specifiers when known).

@@ -725,7 +725,7 @@ impl Walk<'_> {
         if !self.state.budget.take(cost) {
             return;
         }
-        self.remember_file(simple);
+        self.remember_file(simple, &argv);
         let redirects = self.output_redirects(simple);
         self.out.push(ShellCommand {
             argv,
@@ -996,17 +996,42 @@ impl Walk<'_> {
         self.out.extend(sub);
     }
 
-    /// `cat > FILE <<EOF`: remembers what the here-document wrote.
-    fn remember_file(&mut self, simple: &Simple) {
+    /// `cat > FILE <<EOF` and `[sudo] tee [-a] FILE <<EOF`: remembers what the here-document
+    /// wrote (expanded as the shell expands it: not when its delimiter is quoted).
+    fn remember_file(&mut self, simple: &Simple, argv: &[String]) {
         let Some(h) = simple.heredoc else { return };
-        for (_, op, w) in &simple.redirs {
-            if matches!(op, RedirOp::Out | RedirOp::Append)
-                && self.state.files.len() < MAX_FILES
-                && h.body.len() <= MAX_FILE_BYTES
-            {
-                let target = expand_simple(w, self.state);
+        if h.body.len() > MAX_FILE_BYTES {
+            return;
+        }
+        let mut targets: Vec<String> = simple
+            .redirs
+            .iter()
+            .filter(|(_, op, _)| matches!(op, RedirOp::Out | RedirOp::Append))
+            .map(|(_, _, w)| expand_simple(w, self.state))
+            .filter(|t| t != "/dev/null")
+            .collect();
+        let head = argv
+            .iter()
+            .position(|a| basename(a) != "sudo" && !a.starts_with('-'));
+        if let Some(i) = head
+            && argv.get(i).is_some_and(|a| basename(a) == "tee")
+        {
+            targets.extend(
+                argv.get(i + 1..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|a| !a.starts_with('-'))
+                    .cloned(),
+            );
+        }
+        if targets.is_empty() {
+            return;
+        }
+        let body = heredoc_text(h, self.state);
+        for target in targets {
+            if self.state.files.len() < MAX_FILES {
                 std::rc::Rc::make_mut(&mut self.state.files)
-                    .insert(normalize_path(&target), h.body.clone());
+                    .insert(normalize_path(&target), body.clone());
             }
         }
     }

@@ -1,0 +1,120 @@
+//! Dockerfiles (and Containerfiles): the last stage's `FROM` image, its `ENV`, `ENTRYPOINT` and
+//! `CMD` make the container's launch (exec form as a JSON array, shell form run by `/bin/sh
+//! -c`, as the Dockerfile reference says).
+
+use std::collections::BTreeMap;
+
+use probe_model::LaunchConfig;
+
+use super::container::{Spec, from_spec};
+use super::ctx::{Ctx, ReadArgv};
+use super::hints::ParseHints;
+use super::shell::split_words;
+
+/// Instruction lines, continuations (`\`) joined and comments dropped: `(INSTRUCTION, rest)`.
+fn instructions(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('#') || (t.is_empty() && cur.is_empty()) {
+            continue;
+        }
+        match t.strip_suffix('\\') {
+            Some(head) => {
+                cur.push_str(head);
+                cur.push(' ');
+            }
+            None => {
+                cur.push_str(t);
+                let (word, rest) = cur
+                    .trim()
+                    .split_once(char::is_whitespace)
+                    .unwrap_or((cur.trim(), ""));
+                out.push((word.to_ascii_uppercase(), rest.trim().to_string()));
+                cur.clear();
+            }
+        }
+    }
+    out
+}
+
+/// Whether `text` is a Dockerfile that says what its container runs: it starts with `FROM` (or
+/// `ARG`s and then `FROM`) and has a `CMD` or `ENTRYPOINT`.
+pub(crate) fn is_dockerfile(text: &str) -> bool {
+    let ins = instructions(text);
+    // The first instruction as written, upper-cased by convention: prose that starts "From
+    // the docs" is no Dockerfile.
+    let first = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("ARG"));
+    first.is_some_and(|l| l.starts_with("FROM "))
+        && ins.iter().any(|(w, _)| w == "CMD" || w == "ENTRYPOINT")
+}
+
+/// `["a", "b"]` (exec form) or a shell command line (shell form).
+fn command(rest: &str) -> Vec<String> {
+    if rest.starts_with('[')
+        && let Ok(serde_json::Value::Array(items)) = serde_json::from_str(rest)
+    {
+        return items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+    }
+    vec!["/bin/sh".into(), "-c".into(), rest.to_string()]
+}
+
+/// `ENV K=V K2="v 2"` or the old `ENV K V`.
+fn env_line(rest: &str, env: &mut BTreeMap<String, String>) {
+    let words = split_words(rest);
+    if words.iter().all(|w| w.contains('=')) {
+        for w in words {
+            if let Some((k, v)) = w.split_once('=') {
+                env.insert(k.to_string(), v.to_string());
+            }
+        }
+    } else if let Some((k, v)) = rest.split_once(char::is_whitespace) {
+        env.insert(k.to_string(), v.trim().to_string());
+    }
+}
+
+/// The launch of the Dockerfile's last stage.
+pub(crate) fn launch(
+    text: &str,
+    read: ReadArgv,
+    ctx: Ctx,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
+    let mut image = None;
+    let mut env = BTreeMap::new();
+    let mut entrypoint = None;
+    let mut cmd = Vec::new();
+    for (word, rest) in instructions(text) {
+        match word.as_str() {
+            "FROM" => {
+                // `FROM [--platform=...] image [AS name]`: a new stage starts afresh.
+                image = rest
+                    .split_whitespace()
+                    .find(|w| !w.starts_with("--"))
+                    .map(str::to_string);
+                env.clear();
+                entrypoint = None;
+                cmd.clear();
+            }
+            "ENV" => env_line(&rest, &mut env),
+            "ENTRYPOINT" => entrypoint = Some(command(&rest)),
+            "CMD" => cmd = command(&rest),
+            _ => {}
+        }
+    }
+    let spec = Spec {
+        image,
+        entrypoint,
+        cmd,
+        env,
+        docker_wrapper: true,
+    };
+    from_spec(read, spec, ctx, hints)
+}

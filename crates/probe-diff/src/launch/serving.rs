@@ -1,0 +1,250 @@
+//! Kubernetes objects that describe a model server without a container command, each turned
+//! into the argv its operator or chart runs:
+//!
+//! * the vLLM production stack's Helm values (`servingEngineSpec.modelSpec[]`): the chart's
+//!   `deployment-vllm-multi.yaml` runs `vllm serve <modelURL>` with each `vllmConfig` key as its
+//!   kebab-case flag (`maxModelLen` -> `--max-model-len`, a `false` boolean as `--no-...`) and
+//!   `extraArgs` appended;
+//! * Ray Serve LLM configs (`llm_configs[]` of `ray.serve.llm:build_openai_app`, in a Serve
+//!   config file or a KubeRay `RayService`'s `serveConfigV2`): a vLLM engine for
+//!   `model_loading_config.model_source`, served as `model_id`, with `engine_kwargs` as vLLM
+//!   engine arguments and `runtime_env.env_vars` as its environment;
+//! * KServe `InferenceService` predictors of the `huggingface` format (kserve's
+//!   `huggingfaceserver`, whose vLLM backend takes vLLM's arguments): `--model_id` is the model,
+//!   `--model_name` the served name, the other `args` go to vLLM (unless `--backend=huggingface`
+//!   turns vLLM off).
+
+use std::collections::BTreeMap;
+
+use probe_model::LaunchConfig;
+use serde_json::{Map, Value};
+
+use super::container::{Spec, from_spec};
+use super::ctx::{Ctx, ReadArgv};
+use super::hints::ParseHints;
+
+/// A server to read: its image (when named), its argv and its environment.
+type Server = (Option<String>, Vec<String>, BTreeMap<String, String>);
+
+/// Launches of `m` when it is one of the objects above; `None` when it is none of them.
+pub(crate) fn from_object(
+    read: ReadArgv,
+    m: &Map<String, Value>,
+    ctx: &Ctx,
+    hints: &ParseHints,
+) -> Option<Vec<LaunchConfig>> {
+    let argvs: Vec<Server> = if let Some(Value::Array(specs)) = m.get("modelSpec") {
+        specs.iter().filter_map(model_spec).collect()
+    } else if let Some(Value::Array(configs)) = m
+        .get("llm_configs")
+        .or_else(|| m.get("args").and_then(|a| a.get("llm_configs")))
+    {
+        configs.iter().filter_map(llm_config).collect()
+    } else if is_kserve_huggingface(m) {
+        vec![(None, kserve(m)?, k8s_env(m.get("env")))]
+    } else {
+        return None;
+    };
+    let mut out = Vec::new();
+    for (image, argv, env) in argvs {
+        let spec = Spec {
+            image,
+            entrypoint: Some(argv),
+            cmd: Vec::new(),
+            env,
+            docker_wrapper: false,
+        };
+        out.extend(from_spec(read, spec, ctx.clone(), hints));
+    }
+    Some(out)
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `name`/`value` pairs of a Kubernetes `env` list (values from secrets are not in the text).
+fn k8s_env(v: Option<&Value>) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    if let Some(Value::Array(items)) = v {
+        for it in items {
+            if let (Some(n), Some(v)) = (
+                it.get("name").and_then(text),
+                it.get("value").and_then(text),
+            ) {
+                env.insert(n, v);
+            }
+        }
+    }
+    env
+}
+
+/// `maxModelLen` -> `max-model-len`.
+fn kebab(camel: &str) -> String {
+    let mut out = String::new();
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            if !out.is_empty() {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `--name value` flags of a map of settings; `true` is the bare flag, `false` its `--no-`
+/// form, an object its JSON, a list one value per item.
+fn flags(settings: &Map<String, Value>, name: impl Fn(&str) -> String, out: &mut Vec<String>) {
+    for (k, v) in settings {
+        let flag = name(k);
+        match v {
+            Value::Bool(true) => out.push(format!("--{flag}")),
+            Value::Bool(false) => out.push(format!("--no-{flag}")),
+            Value::Null => {}
+            Value::Object(_) => out.extend([format!("--{flag}"), v.to_string()]),
+            Value::Array(items) => {
+                out.push(format!("--{flag}"));
+                out.extend(
+                    items
+                        .iter()
+                        .map(|i| text(i).unwrap_or_else(|| i.to_string())),
+                );
+            }
+            other => out.extend([format!("--{flag}"), text(other).unwrap_or_default()]),
+        }
+    }
+}
+
+/// Settings of a production-stack `modelSpec` outside `vllmConfig` that its chart turns into
+/// flags (`deployment-vllm-multi.yaml`).
+const MODEL_SPEC_FLAGS: &[(&str, &str)] = &[
+    ("enableLoRA", "enable-lora"),
+    ("enableTool", "enable-auto-tool-choice"),
+    ("toolCallParser", "tool-call-parser"),
+    ("modelRevision", "revision"),
+];
+
+/// Keys of `vllmConfig` the chart reads for itself, not as flags.
+const VLLM_CONFIG_OWN: &[&str] = &["extraArgs", "v0", "prometheusMultiprocDir"];
+
+fn model_spec(s: &Value) -> Option<Server> {
+    let url = s.get("modelURL").and_then(text)?;
+    let mut argv = vec!["vllm".to_string(), "serve".to_string(), url];
+    for (key, flag) in MODEL_SPEC_FLAGS {
+        match s.get(*key) {
+            Some(Value::Bool(true)) => argv.push(format!("--{flag}")),
+            Some(v) => {
+                if let Some(t) = text(v) {
+                    argv.extend([format!("--{flag}"), t]);
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(Value::Object(cfg)) = s.get("vllmConfig") {
+        let own: Map<String, Value> = cfg
+            .iter()
+            .filter(|(k, _)| !VLLM_CONFIG_OWN.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        flags(&own, kebab, &mut argv);
+        match cfg.get("extraArgs") {
+            Some(Value::Array(extra)) => argv.extend(extra.iter().filter_map(text)),
+            Some(Value::String(extra)) => argv.extend(super::shell::split_words(extra)),
+            _ => {}
+        }
+    }
+    let image = match (
+        s.get("repository").and_then(text),
+        s.get("tag").and_then(text),
+    ) {
+        (Some(r), Some(t)) => Some(format!("{r}:{t}")),
+        (r, _) => r,
+    };
+    Some((image, argv, k8s_env(s.get("env"))))
+}
+
+fn llm_config(c: &Value) -> Option<Server> {
+    let loading = c.get("model_loading_config")?;
+    let id = loading.get("model_id").and_then(text);
+    let source = loading.get("model_source").and_then(text);
+    let model = source.clone().or_else(|| id.clone())?;
+    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model];
+    if let (Some(id), Some(_)) = (id, source) {
+        argv.extend(["--served-model-name".to_string(), id]);
+    }
+    if let Some(Value::Object(kwargs)) = c.get("engine_kwargs") {
+        flags(kwargs, str::to_string, &mut argv);
+    }
+    // `runtime_env.env_vars`: the environment of the engine's replicas.
+    let mut env = BTreeMap::new();
+    if let Some(Value::Object(vars)) = c.get("runtime_env").and_then(|r| r.get("env_vars")) {
+        for (k, v) in vars {
+            if let Some(v) = text(v) {
+                env.insert(k.clone(), v);
+            }
+        }
+    }
+    Some((None, argv, env))
+}
+
+fn is_kserve_huggingface(m: &Map<String, Value>) -> bool {
+    !m.contains_key("image")
+        && !m.contains_key("command")
+        && m.get("modelFormat")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .is_some_and(|n| matches!(n.to_ascii_lowercase().as_str(), "huggingface" | "vllm"))
+}
+
+/// kserve `huggingfaceserver` options that are its own, not vLLM's (its `__main__.py`).
+const KSERVE_OWN: &[&str] = &["model_dir", "backend", "task", "tensor_input_names"];
+
+fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
+    let args: Vec<String> = match m.get("args") {
+        Some(Value::Array(a)) => a.iter().filter_map(text).collect(),
+        _ => Vec::new(),
+    };
+    let mut model = m.get("storageUri").and_then(text);
+    let mut name = None;
+    let mut rest = Vec::new();
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (a.clone(), None),
+        };
+        let key = flag.trim_start_matches('-').replace('-', "_");
+        let takes =
+            matches!(key.as_str(), "model_id" | "model_name") || KSERVE_OWN.contains(&key.as_str());
+        if !takes {
+            rest.push(a);
+            continue;
+        }
+        let value = match inline {
+            Some(v) => Some(v),
+            None if it.peek().is_some_and(|n| !n.starts_with("--")) => it.next(),
+            None => None,
+        };
+        match key.as_str() {
+            "model_id" => model = value.or(model),
+            "model_name" => name = value,
+            // `--backend=huggingface` turns vLLM off: the model runs on transformers.
+            "backend" if value.as_deref() == Some("huggingface") => return None,
+            _ => {}
+        }
+    }
+    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model?];
+    if let Some(n) = name {
+        argv.extend(["--served-model-name".to_string(), n]);
+    }
+    argv.extend(rest);
+    Some(argv)
+}
