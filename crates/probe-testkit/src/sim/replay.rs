@@ -124,10 +124,12 @@ mod tests {
     }
 
     /// (sections asked, drifted) -> (answered, stale, text in the answer, text not in it)
+    type Case<'a> = (&'a [&'a str], bool, usize, &'a [&'a str], &'a str, &'a str);
+
     #[test]
     fn replies() {
         let rec = recording();
-        let cases: &[(&[&str], bool, usize, &[&str], &str, &str)] = &[
+        let cases: &[Case] = &[
             (
                 &["sec gpu 5 9 0 '' 'b'"],
                 false,
