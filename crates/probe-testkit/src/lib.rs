@@ -11,6 +11,7 @@ pub mod bench;
 pub mod fixture;
 pub mod keys;
 pub mod postgres;
+pub mod sim;
 pub mod sshd;
 
 pub use keys::KeyPair;
@@ -30,8 +31,9 @@ pub fn require_openssh() -> Result<(), String> {
 }
 
 /// Prefixes of the temporary directories this crate makes.
-const TEMP_PREFIXES: [&str; 5] = [
+const TEMP_PREFIXES: [&str; 6] = [
     "probe-sshd-",
+    "probe-sim-",
     "probe-fx-",
     "probe-fxkey-",
     "probe-fleet-",
