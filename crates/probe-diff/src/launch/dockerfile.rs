@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use probe_model::LaunchConfig;
 
-use super::container::{Spec, from_spec};
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
 use super::shell::split_words;
+use super::spec::{Spec, from_spec};
 
 /// Instruction lines, continuations (`\`) joined and comments dropped: `(INSTRUCTION, rest)`.
 fn instructions(text: &str) -> Vec<(String, String)> {

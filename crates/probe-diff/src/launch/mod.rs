@@ -34,6 +34,7 @@ mod quadlet;
 mod runs;
 mod serving;
 mod shell;
+mod spec;
 mod supervisor;
 mod systemd;
 mod values;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use probe_model::LaunchConfig;
 
-use super::container::{Spec, from_spec};
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
 use super::ini::{Section, sections, starts_with_header};
+use super::spec::{Spec, from_spec};
 use super::systemd::split_exec;
 
 /// Whether `text` is a quadlet: an INI text with a `[Container]` section naming an image.

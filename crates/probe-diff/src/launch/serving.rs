@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use probe_model::LaunchConfig;
 use serde_json::{Map, Value};
 
-use super::container::{Spec, from_spec};
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
+use super::spec::{Spec, from_spec};
 
 /// A server to read: its image (when named), its argv and its environment.
 type Server = (Option<String>, Vec<String>, BTreeMap<String, String>);

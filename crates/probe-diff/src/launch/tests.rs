@@ -342,7 +342,7 @@ fn container_launches_take_their_image_tag_or_their_own_packages() {
 
 #[test]
 fn image_tags_name_versions() {
-    use super::container::image_version;
+    use super::spec::image_version;
     let v = |i: &str, e| image_version(i, e);
     assert_eq!(
         v("vllm/vllm-openai:v0.10.2", Engine::Vllm).as_deref(),
