@@ -43,16 +43,21 @@ fn env() -> &'static Env {
 }
 
 fn probe(args: &[&str]) -> Output {
-    let env = env();
-    let store: PathBuf = env
+    let store: PathBuf = env()
         .dir
         .path()
         .join(format!("{}.db", args.join("_").replace('/', "_")));
+    probe_with_store(&store, args)
+}
+
+/// `probe` on the fleet with the store at `store` (kept across calls).
+fn probe_with_store(store: &std::path::Path, args: &[&str]) -> Output {
+    let env = env();
     Command::new(PROBE)
         .arg("-F")
         .arg(env.fleet.ssh_config())
         .arg("--store")
-        .arg(&store)
+        .arg(store)
         .args(args)
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
@@ -714,20 +719,7 @@ fn html_pages_render_in_a_real_browser_and_hostile_strings_stay_text() {
 
     // A snapshot file whose strings are attacks: they appear as text, never as markup.
     let store = env.dir.path().join("html-red-team.db");
-    let run = |args: &[&str]| {
-        Command::new(PROBE)
-            .arg("-F")
-            .arg(env.fleet.ssh_config())
-            .arg("--store")
-            .arg(&store)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env("HOME", env.dir.path())
-            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| probe_with_store(&store, args);
     let out = run(&["snapshots", "export", "fx-sglang-hybrid@latest"]);
     let before = if out.status.success() {
         out.stdout
@@ -814,7 +806,6 @@ fn assert_inert(dom: &str, name: &str) {
 /// is text on the host page, the fleet page, in Markdown and in the terminal.
 #[test]
 fn a_red_team_host_is_text_on_every_page() {
-    let env = env();
     let artefacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let page = artefacts.join("redteam.html");
     let out = probe(&[
@@ -873,20 +864,7 @@ fn a_red_team_host_is_text_on_every_page() {
     )
     .unwrap();
     let store = dir.path().join("audit.db");
-    let audit = |args: &[&str]| {
-        Command::new(PROBE)
-            .arg("-F")
-            .arg(env.fleet.ssh_config())
-            .arg("--store")
-            .arg(&store)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env("HOME", env.dir.path())
-            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let audit = |args: &[&str]| probe_with_store(&store, args);
     let out = audit(&["audit", "--inventory", inventory.to_str().unwrap()]);
     assert!(
         out.status.code().is_some_and(|c| c <= 1),
