@@ -100,3 +100,34 @@ fn ci_runs_the_readme_test_command() {
         "README.md must show the test command `.ci/run` runs: {test_command}"
     );
 }
+
+/// Git keeps no empty directory, so a tree that passes here with one would differ on a fresh
+/// clone: a fixture that writes into it works on the machine that made it and fails in CI.
+#[test]
+fn no_directory_in_the_sources_is_empty() {
+    fn walk(dir: &std::path::Path, empty: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut any = false;
+        for entry in entries.flatten() {
+            any = true;
+            let path = entry.path();
+            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if is_dir && entry.file_name() != "target" && entry.file_name() != ".git" {
+                walk(&path, empty);
+            }
+        }
+        if !any {
+            empty.push(dir.to_path_buf());
+        }
+    }
+    let mut empty = Vec::new();
+    for top in ["crates", "configs", "docs", "benches", ".ci"] {
+        walk(&root().join(top), &mut empty);
+    }
+    assert!(
+        empty.is_empty(),
+        "empty directories (git does not keep them; add a file or make them in prepare.sh): {empty:?}"
+    );
+}
