@@ -345,10 +345,75 @@ fn h_ok(h: &[u8]) -> bool {
     h.is_empty() || h.first() == Some(&b' ')
 }
 
+/// The status word of a file record (and of the `R denied PATH`-style records), as the
+/// collection script writes it. A word the script never writes (a hostile or corrupted stream)
+/// is kept, sanitised, as `Other`: it reads as a failure that names the word.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum FileStatus {
+    #[default]
+    Ok,
+    Missing,
+    Denied,
+    /// A symbolic link where a file was expected: never followed.
+    Symlink,
+    /// Something that is not a regular file (a directory, a device).
+    NotFile,
+    /// A named pipe: reading it could block, so it is not read.
+    Fifo,
+    Other(String),
+}
+
+impl FileStatus {
+    pub fn from_word(word: &str) -> FileStatus {
+        match word {
+            "ok" => FileStatus::Ok,
+            "missing" => FileStatus::Missing,
+            "denied" => FileStatus::Denied,
+            "symlink" => FileStatus::Symlink,
+            "notfile" => FileStatus::NotFile,
+            "fifo" => FileStatus::Fifo,
+            other => FileStatus::Other(crate::sanitize::sanitize_line(other)),
+        }
+    }
+
+    /// What the status means for a section, with a default message where the status alone
+    /// does not say it.
+    pub fn section_status(&self) -> (probe_model::SectionStatus, Option<&'static str>) {
+        use probe_model::SectionStatus;
+        match self {
+            FileStatus::Ok => (SectionStatus::Ok, None),
+            FileStatus::Missing => (SectionStatus::NotPresent, None),
+            FileStatus::Denied => (SectionStatus::PermissionDenied, None),
+            FileStatus::Symlink => (
+                SectionStatus::PermissionDenied,
+                Some("symbolic link: not followed"),
+            ),
+            FileStatus::NotFile => (SectionStatus::Failed, Some("not a regular file")),
+            FileStatus::Fifo => (
+                SectionStatus::Failed,
+                Some("not a regular file (a FIFO): not read"),
+            ),
+            FileStatus::Other(_) => (SectionStatus::Failed, None),
+        }
+    }
+
+    /// One phrase for a note: the default message, else the plain meaning, else the word.
+    pub fn describe(&self) -> String {
+        match (self, self.section_status()) {
+            (_, (_, Some(message))) => message.to_string(),
+            (FileStatus::Ok, _) => "read".into(),
+            (FileStatus::Missing, _) => "missing".into(),
+            (FileStatus::Denied, _) => "permission denied".into(),
+            (FileStatus::Other(word), _) => word.clone(),
+            _ => "not read".into(),
+        }
+    }
+}
+
 /// A file record header: `<status> <tag> <mtime> <size> <path>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileHeader {
-    pub status: String,
+    pub status: FileStatus,
     pub tag: String,
     pub mtime: Option<i64>,
     pub size: Option<u64>,
@@ -356,33 +421,20 @@ pub struct FileHeader {
 }
 
 impl FileHeader {
-    /// What the record's status word means for a section: `ok`, `missing`, `denied`,
-    /// `symlink` (never followed), `notfile`, anything else failed; with a default message
-    /// where the status alone does not say it.
+    /// What the record's status means for a section (see [`FileStatus::section_status`]).
     pub fn section_status(&self) -> (probe_model::SectionStatus, Option<&'static str>) {
-        use probe_model::SectionStatus;
-        match self.status.as_str() {
-            "ok" => (SectionStatus::Ok, None),
-            "missing" => (SectionStatus::NotPresent, None),
-            "denied" => (SectionStatus::PermissionDenied, None),
-            "symlink" => (
-                SectionStatus::PermissionDenied,
-                Some("symbolic link: not followed"),
-            ),
-            "notfile" => (SectionStatus::Failed, Some("not a regular file")),
-            "fifo" => (
-                SectionStatus::Failed,
-                Some("not a regular file (a FIFO): not read"),
-            ),
-            _ => (SectionStatus::Failed, None),
-        }
+        self.status.section_status()
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == FileStatus::Ok
     }
 }
 
 pub fn file_header(h: &str) -> FileHeader {
     let mut it = h.splitn(5, ' ');
     FileHeader {
-        status: it.next().unwrap_or("").to_string(),
+        status: FileStatus::from_word(it.next().unwrap_or("")),
         tag: it.next().unwrap_or("").to_string(),
         mtime: it.next().and_then(|v| v.parse().ok()),
         size: it.next().and_then(|v| v.parse().ok()),
@@ -400,6 +452,36 @@ mod tests {
         format!(
             "\n{B} BEGIN {name}\n{body}\n{B} ERR {name}\n{err}\n{B} rc {rc}\n\n{B} END {name} 100 150\n"
         )
+    }
+
+    /// Every word the script writes, and one it never does, read the same in every section.
+    #[test]
+    fn file_status_words_mean_one_thing() {
+        use probe_model::SectionStatus::*;
+        let cases = [
+            ("ok", Ok, None),
+            ("missing", NotPresent, None),
+            ("denied", PermissionDenied, None),
+            (
+                "symlink",
+                PermissionDenied,
+                Some("symbolic link: not followed"),
+            ),
+            ("notfile", Failed, Some("not a regular file")),
+            (
+                "fifo",
+                Failed,
+                Some("not a regular file (a FIFO): not read"),
+            ),
+            ("\x1b[31mweird", Failed, None),
+        ];
+        for (word, status, message) in cases {
+            let header = file_header(&format!("{word} tag 1 2 /p"));
+            assert_eq!(header.section_status(), (status, message), "{word}");
+            assert_eq!(header.is_ok(), word == "ok", "{word}");
+        }
+        let odd = file_header("\x1b[31mweird tag - - /p");
+        assert!(!odd.status.describe().contains('\x1b'), "{:?}", odd.status);
     }
 
     #[test]

@@ -239,8 +239,8 @@ pub struct Catalog {
     version: Option<String>,
     /// Versions the catalog data was read from, oldest first.
     pub known_versions: Vec<String>,
-    /// Human-readable integer convention: `vllm` (`k`=1000, `K`=1024), `sglang` (`k`, `Ki`).
-    pub units: String,
+    /// The engine's human-readable integer convention.
+    pub units: Units,
     /// vLLM and TRL turn `_` into `-` in option names.
     pub underscore_to_dash: bool,
     /// argparse-style unique-prefix abbreviations are accepted.
@@ -355,12 +355,26 @@ impl Catalog {
 // ---------------------------------------------------------------------------------------------
 // TOML form
 
+/// How an engine reads integers with unit suffixes (`--max-model-len 16k`). A catalog names
+/// one; a name that is none of these fails at load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Units {
+    /// Plain integers only.
+    #[default]
+    None,
+    /// vLLM's `human_readable_int`: `k`/`m`/`g`/`t` are powers of 1000, `K`/`M`/`G`/`T` of 1024.
+    Vllm,
+    /// SGLang's: `k`/`M`/`G`/`T` are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` of 1024.
+    Sglang,
+}
+
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 struct RawCatalog {
     engine: String,
     versions: Vec<String>,
-    units: String,
+    units: Units,
     underscore_to_dash: bool,
     prefix_match: bool,
     model_options: Vec<String>,

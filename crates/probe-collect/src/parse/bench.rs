@@ -61,10 +61,9 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Read {
         }
         let h = file_header(&r.header);
         let owner = (h.tag != "-" && !h.tag.is_empty()).then(|| sanitize_line(&h.tag));
-        if h.status != "ok" {
-            let (_, why) = h.section_status();
-            let why = why.map_or_else(|| sanitize_line(&h.status), str::to_string);
-            out.notes.push(format!("{}: {why}", h.path));
+        if !h.is_ok() {
+            out.notes
+                .push(format!("{}: {}", h.path, h.status.describe()));
             continue;
         }
         let cut = h.size.is_some_and(|s| s > r.data.len() as u64);

@@ -29,7 +29,7 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
             'F' => {
                 let h = file_header(&r.header);
                 let user = crate::sanitize::sanitize_line(&h.tag);
-                if h.status != "ok" {
+                if !h.is_ok() {
                     let (reason, message) = h.section_status();
                     let why = match (reason, message) {
                         (_, Some(message)) => message,

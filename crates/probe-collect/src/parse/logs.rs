@@ -11,7 +11,7 @@ use probe_model::{
 use regex::{Regex, RegexSet};
 
 use super::engine_lines::Found;
-use crate::frame::{FileHeader, file_header, records};
+use crate::frame::{FileHeader, FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
 /// Points kept per series (the newest); the summary covers all samples.
@@ -622,8 +622,8 @@ pub fn parse_files(
             mtime: h.mtime,
             ..Default::default()
         };
-        match h.status.as_str() {
-            "ok" => {
+        match h.status {
+            FileStatus::Ok => {
                 src.bytes_read = r.data.len() as u64;
                 src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
                 let mut data = r.data;
@@ -660,7 +660,7 @@ fn set_file_status(src: &mut LogSource, h: &FileHeader, denied_message: Option<&
     src.message = match (status, message) {
         (_, Some(message)) => Some(message.into()),
         (SectionStatus::PermissionDenied, None) => denied_message.map(String::from),
-        (SectionStatus::Failed, None) => Some(sanitize_line(&h.status)),
+        (SectionStatus::Failed, None) => Some(h.status.describe()),
         _ => None,
     };
 }
@@ -871,15 +871,15 @@ pub fn parse_container_logs(
             mtime: h.mtime,
             ..Default::default()
         };
-        match h.status.as_str() {
-            "ok" if !container_log_readable(&driver) => {
+        match h.status {
+            FileStatus::Ok if !container_log_readable(&driver) => {
                 src.status = SectionStatus::Failed;
                 src.message = Some(format!(
                     "log driver {}: not a text log this collector reads",
                     sanitize_line(&driver)
                 ));
             }
-            "ok" => {
+            FileStatus::Ok => {
                 src.bytes_read = r.data.len() as u64;
                 src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
                 let mut data = r.data;

@@ -6,7 +6,7 @@ use probe_model::{ModelConfig, SectionStatus};
 use serde_json::Value;
 
 use crate::config;
-use crate::frame::{file_header, records};
+use crate::frame::{FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
 /// Parses the `models` section: one [`ModelConfig`] per model (the first config found wins).
@@ -38,19 +38,21 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
                     mtime: h.mtime,
                     ..Default::default()
                 };
-                match h.status.as_str() {
-                    "ok" => match serde_json::from_slice::<Value>(r.data) {
+                match &h.status {
+                    FileStatus::Ok => match serde_json::from_slice::<Value>(r.data) {
                         Ok(v) => m.fields = fields(&v),
                         Err(e) => {
                             m.status = SectionStatus::Failed;
                             m.message = Some(format!("invalid JSON: {e}"));
                         }
                     },
-                    "missing" => m.status = SectionStatus::NotPresent,
-                    "denied" => m.status = SectionStatus::PermissionDenied,
                     other => {
-                        m.status = SectionStatus::Failed;
-                        m.message = Some(sanitize_line(other));
+                        let (status, message) = other.section_status();
+                        m.status = status;
+                        m.message = match other {
+                            FileStatus::Missing | FileStatus::Denied => None,
+                            _ => Some(message.map_or_else(|| other.describe(), str::to_string)),
+                        };
                     }
                 }
                 match existing {

@@ -7,7 +7,7 @@ use probe_model::PackageEvent;
 use regex::Regex;
 
 use crate::config;
-use crate::frame::{file_header, records};
+use crate::frame::{FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, text};
 
 /// At most this many events are kept (newest).
@@ -27,7 +27,7 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Vec<PackageEvent> {
         match r.kind {
             'F' => {
                 let h = file_header(&r.header);
-                if h.status == "ok" {
+                if h.is_ok() {
                     let truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
                     out.extend(apt_history(&text(r.data), &h.path, tz, truncated));
                 }
@@ -67,32 +67,25 @@ pub fn not_read(body: &[u8], boundary: &str) -> Vec<(probe_model::SectionStatus,
         let (status, what, path) = match r.kind {
             'F' => {
                 let h = file_header(&r.header);
-                if matches!(h.status.as_str(), "ok" | "missing") {
+                if matches!(h.status, FileStatus::Ok | FileStatus::Missing) {
                     continue;
                 }
-                let (st, why) = h.section_status();
-                let why = why.map_or_else(|| sanitize_line(&h.status), str::to_string);
-                (st, why, h.path)
+                let (st, _) = h.section_status();
+                (st, h.status.describe(), h.path)
             }
             'R' => {
                 let Some((word, path)) = r.header.split_once(' ') else {
                     continue;
                 };
-                let (st, why) = match word {
-                    "denied" => (SectionStatus::PermissionDenied, "permission denied"),
-                    "symlink" => (
-                        SectionStatus::PermissionDenied,
-                        "symbolic link: not followed",
+                let (st, why) = match FileStatus::from_word(word) {
+                    FileStatus::Other(word) if word == "nogz" => (
+                        SectionStatus::Ok,
+                        "gzip-compressed, and no zcat or gzip".to_string(),
                     ),
-                    "fifo" => (
-                        SectionStatus::Failed,
-                        "not a regular file (a FIFO): not read",
-                    ),
-                    "notfile" => (SectionStatus::Failed, "not a regular file: not read"),
-                    "nogz" => (SectionStatus::Ok, "gzip-compressed, and no zcat or gzip"),
-                    _ => continue,
+                    FileStatus::Ok | FileStatus::Missing | FileStatus::Other(_) => continue,
+                    status => (status.section_status().0, status.describe()),
                 };
-                (st, why.to_string(), sanitize_line(path))
+                (st, why, sanitize_line(path))
             }
             _ => continue,
         };

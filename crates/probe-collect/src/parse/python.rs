@@ -28,7 +28,7 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
             ('F', _) => {
                 let h = file_header(&r.header);
                 if h.tag == "pyvenv"
-                    && h.status == "ok"
+                    && h.is_ok()
                     && let Some(e) = env
                 {
                     read_pyvenv(e, r.data);

@@ -47,8 +47,8 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<SystemdUnit> {
         let h = file_header(&r.header);
         let mut tag = h.tag.splitn(4, ':');
         match tag.next() {
-            Some("frag") if h.status == "ok" => read_fragment(&mut units, &h, &mut tag, r.data),
-            Some("dropin") if h.status == "ok" => {
+            Some("frag") if h.is_ok() => read_fragment(&mut units, &h, &mut tag, r.data),
+            Some("dropin") if h.is_ok() => {
                 read_dropin(&units, &mut dropins, &h, &mut tag, r.data);
             }
             Some("envfile") => {
@@ -157,7 +157,7 @@ fn finish_units(
                 .find(|(n, h, _)| n == &u.name && h.path == ef.path)
             {
                 ef.status = h.section_status().0;
-                if h.status == "ok" {
+                if h.is_ok() {
                     ef.vars = parse_env_file(&text(data));
                 }
             } else {

@@ -519,7 +519,7 @@ fn options_from_env(cat: &Catalog, ctx: &Ctx, options: &mut Options) {
             options.insert(
                 spec.name.clone(),
                 LaunchOption {
-                    value: super::values::typed(v, &spec.kind, &cat.units),
+                    value: super::values::typed(v, &spec.kind, cat.units),
                     written: format!("{var}={whole}"),
                 },
             );

@@ -87,7 +87,7 @@ pub(crate) fn launch(text: &str, hints: &ParseHints) -> Option<LaunchConfig> {
                     unknown.push(format!("{name} {value}"));
                     continue;
                 };
-                let v = typed(value, &spec.kind, &cat.units);
+                let v = typed(value, &spec.kind, cat.units);
                 let written = format!("PARAMETER {name} {value}");
                 match (options.get_mut(&spec.name), &spec.kind) {
                     // `stop` repeats: every value is kept.

@@ -6,7 +6,7 @@ use probe_model::{LaunchOption, Speculative};
 use serde_json::Value;
 
 use super::values::{guess, lenient_json, merge_dotted, parse_bool, parse_human_int, typed};
-use crate::catalog::{Catalog, OptionSpec, ValueKind};
+use crate::catalog::{Catalog, OptionSpec, Units, ValueKind};
 
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
@@ -113,7 +113,7 @@ pub(crate) fn parse(cat: &Catalog, args: &[String], positional_model: bool) -> P
             negated,
             sub.is_some(),
             inline.or(glued),
-            cat.units.as_str(),
+            cat.units,
             &mut p.warnings,
         );
         i = cursor.i;
@@ -202,7 +202,7 @@ fn read_value(
     negated: bool,
     dotted: bool,
     inline: Option<String>,
-    units: &str,
+    units: Units,
     warnings: &mut Vec<String>,
 ) -> (Value, String) {
     let tok = c.tok;
@@ -328,7 +328,7 @@ pub(crate) fn merge_config(
                 continue;
             }
             let value = match (v, &spec.kind) {
-                (Value::String(s), kind) => typed(s, kind, &cat.units),
+                (Value::String(s), kind) => typed(s, kind, cat.units),
                 (other, _) => other.clone(),
             };
             options.insert(

@@ -2,11 +2,12 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::catalog::ValueKind;
+use crate::catalog::{Units, ValueKind};
 
-/// Parses a human-readable integer. `units`: `vllm` (`k`=1000, `K`=1024, `m`/`M`, `g`/`G`, `t`/`T`),
-/// `sglang` (`k M G T` decimal, `Ki Mi Gi Ti` binary; `K` invalid).
-pub fn parse_human_int(s: &str, units: &str) -> Option<i64> {
+/// Parses a human-readable integer in the engine's convention ([`Units`]): vLLM's `k`=1000,
+/// `K`=1024 (`m`/`M`, `g`/`G`, `t`/`T` alike); SGLang's `k M G T` decimal, `Ki Mi Gi Ti` binary
+/// (`K` invalid).
+pub fn parse_human_int(s: &str, units: Units) -> Option<i64> {
     let s = s.trim();
     if let Ok(n) = s.parse::<i64>() {
         return Some(n);
@@ -15,22 +16,22 @@ pub fn parse_human_int(s: &str, units: &str) -> Option<i64> {
     let (num, suffix) = (s.get(..split)?, s.get(split..)?);
     let base: f64 = num.parse().ok()?;
     let mult: f64 = match (units, suffix) {
-        ("vllm", "k") => 1e3,
-        ("vllm", "m") => 1e6,
-        ("vllm", "g") => 1e9,
-        ("vllm", "t") => 1e12,
-        ("vllm", "K") => 1024.0,
-        ("vllm", "M") => 1024.0 * 1024.0,
-        ("vllm", "G") => 1024.0 * 1024.0 * 1024.0,
-        ("vllm", "T") => 1024.0f64.powi(4),
-        ("sglang", "k") => 1e3,
-        ("sglang", "M") => 1e6,
-        ("sglang", "G") => 1e9,
-        ("sglang", "T") => 1e12,
-        ("sglang", "Ki") => 1024.0,
-        ("sglang", "Mi") => 1024.0 * 1024.0,
-        ("sglang", "Gi") => 1024.0 * 1024.0 * 1024.0,
-        ("sglang", "Ti") => 1024.0f64.powi(4),
+        (Units::Vllm, "k") => 1e3,
+        (Units::Vllm, "m") => 1e6,
+        (Units::Vllm, "g") => 1e9,
+        (Units::Vllm, "t") => 1e12,
+        (Units::Vllm, "K") => 1024.0,
+        (Units::Vllm, "M") => 1024.0 * 1024.0,
+        (Units::Vllm, "G") => 1024.0 * 1024.0 * 1024.0,
+        (Units::Vllm, "T") => 1024.0f64.powi(4),
+        (Units::Sglang, "k") => 1e3,
+        (Units::Sglang, "M") => 1e6,
+        (Units::Sglang, "G") => 1e9,
+        (Units::Sglang, "T") => 1e12,
+        (Units::Sglang, "Ki") => 1024.0,
+        (Units::Sglang, "Mi") => 1024.0 * 1024.0,
+        (Units::Sglang, "Gi") => 1024.0 * 1024.0 * 1024.0,
+        (Units::Sglang, "Ti") => 1024.0f64.powi(4),
         _ => return None,
     };
     let v = base * mult;
@@ -66,7 +67,7 @@ pub fn guess(s: &str) -> Value {
 
 /// Parses `s` for an option of `kind`. Values that do not parse (unresolved `$VAR`, templates) stay
 /// strings as written.
-pub fn typed(s: &str, kind: &ValueKind, units: &str) -> Value {
+pub fn typed(s: &str, kind: &ValueKind, units: Units) -> Value {
     let t = s.trim();
     match kind {
         ValueKind::Int => t
@@ -375,13 +376,13 @@ mod tests {
 
     #[test]
     fn units_differ_between_engines() {
-        assert_eq!(parse_human_int("16k", "vllm"), Some(16000));
-        assert_eq!(parse_human_int("16K", "vllm"), Some(16384));
-        assert_eq!(parse_human_int("1M", "vllm"), Some(1_048_576));
-        assert_eq!(parse_human_int("1M", "sglang"), Some(1_000_000));
-        assert_eq!(parse_human_int("4Ki", "sglang"), Some(4096));
-        assert_eq!(parse_human_int("4K", "sglang"), None);
-        assert_eq!(parse_human_int("32768", "none"), Some(32768));
+        assert_eq!(parse_human_int("16k", Units::Vllm), Some(16000));
+        assert_eq!(parse_human_int("16K", Units::Vllm), Some(16384));
+        assert_eq!(parse_human_int("1M", Units::Vllm), Some(1_048_576));
+        assert_eq!(parse_human_int("1M", Units::Sglang), Some(1_000_000));
+        assert_eq!(parse_human_int("4Ki", Units::Sglang), Some(4096));
+        assert_eq!(parse_human_int("4K", Units::Sglang), None);
+        assert_eq!(parse_human_int("32768", Units::None), Some(32768));
     }
 
     #[test]
