@@ -9,14 +9,21 @@
 //!   and only an exact key match there counts (OpenSSH's "found matching key w/out port"): a
 //!   different key on a plain `host` line, which is port 22's, is never "changed" for
 //!   `[host]:port`, and `@revoked` lines must name `[host]:port`. Checked against `ssh` by
-//!   `tests/ssh_hostkeys.rs`;
+//!   `tests/transport/ssh_hostkeys.rs`;
 //! * `@revoked` lines refuse their key outright; `@cert-authority` lines name CAs whose host
 //!   certificates are trusted for the matching hosts.
 //!
 //! Lines that cannot be parsed are skipped, as OpenSSH does.
+//!
+//! A fleet's known_hosts holds a line per host, and an audit connects to every one of them: a
+//! file is parsed once per process and kept while it is unchanged (same inode, size and
+//! modification time), and lines that name hosts literally are indexed by name, so a lookup
+//! costs the globs and hashed lines, not the whole file.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use hmac::{KeyInit as _, Mac as _};
@@ -38,8 +45,8 @@ enum Hosts {
 }
 
 impl Hosts {
+    /// Whether the line names `name`, which is already lower-case.
     fn matches(&self, name: &str) -> bool {
-        let name = name.to_ascii_lowercase();
         match self {
             Hosts::Hashed { salt, hash } => {
                 let Ok(mut mac) = HmacSha1::new_from_slice(salt) else {
@@ -131,10 +138,133 @@ pub(crate) enum Verdict {
     Unknown { other_types: bool },
 }
 
+/// The usable lines of one known_hosts file, with literal names indexed.
+#[derive(Debug, Default)]
+struct FileEntries {
+    entries: Vec<Entry>,
+    /// Lines whose patterns are all literal names (no glob, no negation): name -> the lines'
+    /// indexes, in file order.
+    by_name: HashMap<String, Vec<usize>>,
+    /// Lines with a glob, a negation or a hashed name: tried for every lookup.
+    others: Vec<usize>,
+}
+
+impl FileEntries {
+    fn parse(text: &str, file: &Path) -> FileEntries {
+        let mut out = FileEntries::default();
+        for (i, raw) in text.lines().enumerate() {
+            if let Some(e) = parse_line(raw, file, i + 1) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    fn push(&mut self, entry: Entry) {
+        let at = self.entries.len();
+        match &entry.hosts {
+            Hosts::Patterns(patterns)
+                if patterns
+                    .iter()
+                    .all(|p| !p.starts_with('!') && !p.contains(['*', '?'])) =>
+            {
+                for p in patterns {
+                    let lines = self.by_name.entry(p.clone()).or_default();
+                    if lines.last() != Some(&at) {
+                        lines.push(at);
+                    }
+                }
+            }
+            _ => self.others.push(at),
+        }
+        self.entries.push(entry);
+    }
+
+    /// The lines that may name `name` (lower-case), in file order.
+    fn candidates<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let named = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
+        merge_sorted(named, &self.others).filter_map(|i| self.entries.get(i))
+    }
+}
+
+/// The union of two ascending index lists, ascending.
+fn merge_sorted<'a>(a: &'a [usize], b: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+    let (mut i, mut j) = (0, 0);
+    std::iter::from_fn(move || {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x <= y => {
+                i += 1;
+                if x == y {
+                    j += 1;
+                }
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => return None,
+        };
+        Some(next)
+    })
+}
+
+/// What identifies a file's content without reading it: a change of any of these reparses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+        })
+    }
+}
+
+type Parsed = BTreeMap<PathBuf, (Stamp, Arc<FileEntries>)>;
+
+/// Every known_hosts file this process has parsed, while it stays unchanged.
+static PARSED: Mutex<Parsed> = Mutex::new(BTreeMap::new());
+
+/// A file's entries: the parsed copy while the file is unchanged, else read (bounded) and
+/// parsed again. Unreadable, absent or oversized files count as empty, as before.
+fn file_entries(path: &Path) -> Option<Arc<FileEntries>> {
+    let stamp = Stamp::of(path)?;
+    // One parse per change: connections that start together wait for the first one's parse.
+    let mut parsed = PARSED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((seen, entries)) = parsed.get(path)
+        && *seen == stamp
+    {
+        return Some(Arc::clone(entries));
+    }
+    let text = crate::local_file::read_bounded_text(path, crate::local_file::CONFIG_CAP).ok()?;
+    let entries = Arc::new(FileEntries::parse(&text, path));
+    parsed.insert(path.to_path_buf(), (stamp, Arc::clone(&entries)));
+    Some(entries)
+}
+
 /// All entries of the known_hosts files consulted for a connection.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownHosts {
-    entries: Vec<Entry>,
+    files: Vec<Arc<FileEntries>>,
 }
 
 /// The names a host is looked up under: first `[host]:port` (or `host` on port 22), as
@@ -152,38 +282,34 @@ pub(crate) fn lookup_names(host: &str, port: u16) -> Vec<String> {
 impl KnownHosts {
     /// Reads every file that exists; missing or unreadable files count as empty.
     pub fn load(files: &[PathBuf]) -> KnownHosts {
-        let mut kh = KnownHosts::default();
-        for f in files {
+        KnownHosts {
             // Not a regular file, or absurdly large: read as empty (no key is known from it).
-            if let Ok(text) = crate::local_file::read_bounded_text(f, crate::local_file::CONFIG_CAP)
-            {
-                kh.add_text(&text, f);
-            }
+            files: files.iter().filter_map(|f| file_entries(f)).collect(),
         }
-        kh
     }
 
+    #[cfg(test)]
     pub fn add_text(&mut self, text: &str, file: &Path) {
-        for (i, raw) in text.lines().enumerate() {
-            if let Some(e) = parse_line(raw, file, i + 1) {
-                self.entries.push(e);
-            }
-        }
+        self.files.push(Arc::new(FileEntries::parse(text, file)));
     }
 
-    fn matching<'a>(
-        &'a self,
-        name: &'a str,
-        marker: Marker,
-    ) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.files.iter().flat_map(|f| f.entries.iter())
+    }
+
+    /// The lines of `marker` that name `name`, in file order.
+    fn matching(&self, name: &str, marker: Marker) -> Vec<&Entry> {
+        let name = name.to_ascii_lowercase();
+        self.files
             .iter()
-            .filter(move |e| e.marker == marker && e.hosts.matches(name))
+            .flat_map(|f| f.candidates(&name))
+            .filter(|e| e.marker == marker && e.hosts.matches(&name))
+            .collect()
     }
 
     fn revoked(&self, names: &[String], key: &ssh_key::public::KeyData) -> Option<Location> {
-        self.entries
-            .iter()
+        let names: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        self.entries()
             .filter(|e| e.marker == Marker::Revoked && e.key.key_data() == key)
             .find(|e| names.iter().any(|n| e.hosts.matches(n)) || e.hosts_is_star())
             .map(Entry::location)
@@ -323,7 +449,7 @@ impl KnownHosts {
     pub fn has_cert_authority(&self, names: &[String]) -> bool {
         names
             .iter()
-            .any(|n| self.matching(n, Marker::CertAuthority).next().is_some())
+            .any(|n| !self.matching(n, Marker::CertAuthority).is_empty())
     }
 }
 
@@ -545,6 +671,87 @@ mod tests {
         let k = kh(
             "@weird x y z\n|1|%%%|x ssh-ed25519 AAAA\nonlyhost\nh ssh-ed25519 !!!\n\u{1b}[31m\n",
         );
-        assert!(k.entries.is_empty());
+        assert_eq!(k.entries().count(), 0);
+    }
+
+    #[test]
+    fn merged_indexes_stay_in_file_order() {
+        let cases: [(&[usize], &[usize], &[usize]); 5] = [
+            (&[], &[], &[]),
+            (&[0, 4], &[], &[0, 4]),
+            (&[], &[1, 2], &[1, 2]),
+            (&[0, 3, 7], &[1, 3, 9], &[0, 1, 3, 7, 9]),
+            (&[5], &[0, 1, 2], &[0, 1, 2, 5]),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(
+                merge_sorted(a, b).collect::<Vec<_>>(),
+                want,
+                "{a:?} + {b:?}"
+            );
+        }
+    }
+
+    /// The index answers as the scan did: a glob line before a literal one is still the first
+    /// match, a negation still vetoes its line, and a name written in capitals still matches.
+    #[test]
+    fn indexed_lines_answer_as_a_scan_would() {
+        let other =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBU5ZBlqPjUaMbl4kbjb6YHW1sXmWK+ffaTLbAbSsafA";
+        let text = format!(
+            "web*.example {other}\nweb1.example,WEB2.example {ED}\n*.example,!web3.example {ED}\n"
+        );
+        let k = kh(&text);
+        match k.check_key(&lookup_names("web1.example", 22), &key()) {
+            Verdict::Known(loc) => assert_eq!(loc.line, 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            k.check_key(&lookup_names("Web2.Example", 22), &key()),
+            Verdict::Known(_)
+        ));
+        // web3 is vetoed on line 3 and matches the glob of line 1 with another key: changed.
+        match k.check_key(&lookup_names("web3.example", 22), &key()) {
+            Verdict::Changed(loc) => assert_eq!(loc.line, 1),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            k.check_key(&lookup_names("db.example", 22), &key()),
+            Verdict::Known(_)
+        ));
+    }
+
+    /// A file is parsed once while unchanged; a rewrite (another size or time) is read again.
+    #[test]
+    fn a_parsed_file_is_reused_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("known_hosts");
+        std::fs::write(&path, format!("h1 {ED}\n")).unwrap();
+        let first = KnownHosts::load(std::slice::from_ref(&path));
+        let again = KnownHosts::load(std::slice::from_ref(&path));
+        assert!(
+            Arc::ptr_eq(&first.files[0], &again.files[0]),
+            "parsed twice"
+        );
+        assert!(matches!(
+            again.check_key(&lookup_names("h1", 22), &key()),
+            Verdict::Known(_)
+        ));
+        std::fs::write(&path, format!("h1 {ED}\nh2 {ED}\n")).unwrap();
+        let changed = KnownHosts::load(std::slice::from_ref(&path));
+        assert!(
+            !Arc::ptr_eq(&first.files[0], &changed.files[0]),
+            "stale copy kept"
+        );
+        assert!(matches!(
+            changed.check_key(&lookup_names("h2", 22), &key()),
+            Verdict::Known(_)
+        ));
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            KnownHosts::load(std::slice::from_ref(&path))
+                .files
+                .is_empty()
+        );
     }
 }
