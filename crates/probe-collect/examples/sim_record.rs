@@ -27,7 +27,7 @@ impl<E: Exec> Exec for Recorder<'_, E> {
         let out = self.inner.exec(req).await;
         if let Ok(o) = &out {
             self.log.lock().unwrap().push(Exchange {
-                script: req.stdin.clone().unwrap_or_default(),
+                script: req.stdin.as_deref().map(<[u8]>::to_vec).unwrap_or_default(),
                 stdout: o.stdout.clone(),
             });
         }

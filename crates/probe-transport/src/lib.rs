@@ -59,8 +59,9 @@ pub type PassphrasePrompt = Arc<dyn Fn(&Path) -> Option<String> + Send + Sync>;
 pub struct ExecRequest {
     /// Shell command line (run by `sh -c` on the far side).
     pub command: String,
-    /// Bytes fed to the command's stdin, then EOF. `None`: EOF at once.
-    pub stdin: Option<Vec<u8>>,
+    /// Bytes fed to the command's stdin, then EOF. `None`: EOF at once. Shared, so the
+    /// channel's writer task holds the one copy the caller made.
+    pub stdin: Option<std::sync::Arc<[u8]>>,
     /// Deadline for the whole command; the command is killed at it.
     pub timeout: Duration,
     /// Bytes of stdout kept; the rest is read and dropped.
@@ -82,7 +83,7 @@ impl ExecRequest {
     }
 
     pub fn with_stdin(mut self, stdin: impl Into<Vec<u8>>) -> Self {
-        self.stdin = Some(stdin.into());
+        self.stdin = Some(stdin.into().into());
         self
     }
 

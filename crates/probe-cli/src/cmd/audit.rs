@@ -163,12 +163,17 @@ fn spawn_collections(
     let keep_snapshots = args.outliers;
     let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs));
+    // Analyses at once: one per CPU, so hundreds of finished hosts do not each hold an
+    // analysis in memory while they share the same cores.
+    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let analyses = Arc::new(tokio::sync::Semaphore::new(cpus));
     let mut tasks = tokio::task::JoinSet::new();
     for (index, host) in hosts.iter().enumerate() {
         let ctx = ctx.clone();
         let store = Arc::clone(store);
         let host = host.clone();
         let semaphore = Arc::clone(&semaphore);
+        let analyses = Arc::clone(&analyses);
         let target = if generated_config {
             host.name.clone()
         } else {
@@ -183,7 +188,21 @@ fn spawn_collections(
                 Ok(live) if keep_snapshots => Some(live.snapshot.clone()),
                 _ => None,
             };
-            let record = record_for(&host, &target, result, host_started);
+            // The drift analysis is CPU work: on a blocking thread, as the store's is.
+            let name = host.name.clone();
+            let _analysis = analyses.acquire_owned().await;
+            let record = tokio::task::spawn_blocking(move || {
+                record_for(&host, &target, result, host_started)
+            })
+            .await
+            .unwrap_or_else(|err| AuditRecord {
+                schema_version: SCHEMA_VERSION,
+                record_type: "host".into(),
+                host: name,
+                status: AuditStatus::Error,
+                error: Some(format!("internal error in the drift analysis: {err}")),
+                ..AuditRecord::default()
+            });
             (index, record, snapshot)
         });
     }

@@ -156,6 +156,30 @@ pub async fn collect_live(
 ) -> std::result::Result<LiveSnapshot, CollectFailure> {
     let options = connect_options(&ctx.settings, interactive);
     let collected = collect_target(target, &ctx.settings, &options).await?;
+    // Reading the previous snapshot and writing this one (JSON, zstd, SQL) is CPU and disk
+    // work: off the runtime's threads, so the other hosts' connections keep moving meanwhile.
+    let store = Arc::clone(store);
+    let owned_target = target.to_string();
+    let elapsed = collected.elapsed;
+    tokio::task::spawn_blocking(move || store_live(&*store, &owned_target, collected, no_store))
+        .await
+        .unwrap_or_else(|err| {
+            Err(CollectFailure {
+                target: target.to_string(),
+                class: HostFailure::Error,
+                message: format!("{target}: internal error storing the snapshot: {err}"),
+                elapsed,
+            })
+        })
+}
+
+/// The previous snapshot looked up, and this one stored (unless `no_store`).
+fn store_live(
+    store: &dyn probe_store::SnapshotStore,
+    target: &str,
+    collected: crate::collect::Collected,
+    no_store: bool,
+) -> std::result::Result<LiveSnapshot, CollectFailure> {
     let store_failure = |err: probe_store::StoreError| CollectFailure {
         target: target.to_string(),
         class: HostFailure::Error,
