@@ -3,7 +3,7 @@
 //! time. Run with `cargo bench -p probe-diff --bench launch`.
 //!
 //! * `launch::reconstruct` over every text of `shared/corpus/launch-public.jsonl` (found like
-//!   `tests/corpus.rs` does, or `$PROBE_CORPUS`) and `tests/data/launch-extra.jsonl`;
+//!   `tests/diff/corpus.rs` does, or `$PROBE_CORPUS`) and `tests/data/launch-extra.jsonl`;
 //! * `launch::launches_of`, `timeline` and `compare_snapshots` on a hand-built big snapshot
 //!   (5,000 history entries, 20 units with drop-ins, 50 processes, 10 start-up log records,
 //!   a Python environment) against a changed copy of it;
@@ -73,7 +73,7 @@ fn row<T>(what: &str, n: usize, items: Option<(usize, &str)>, mut f: impl FnMut(
     last.expect("n > 0")
 }
 
-#[path = "../tests/corpus_file/mod.rs"]
+#[path = "../tests/diff/corpus_file/mod.rs"]
 mod corpus_file;
 
 fn texts(path: &Path) -> Vec<String> {

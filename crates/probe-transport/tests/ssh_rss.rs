@@ -2,6 +2,7 @@
 //! process under 64 MB. Its own test binary, so no other test inflates VmHWM.
 #![allow(clippy::print_stderr)]
 
+#[path = "transport/ssh_support/mod.rs"]
 mod ssh_support;
 
 use std::time::{Duration, Instant};

@@ -3,10 +3,6 @@
 //! expected)`; the expectation is an inline insta snapshot (`cargo insta test --accept` rewrites
 //! them after a deliberate change; review the diff).
 
-#[macro_use]
-#[path = "support/render.rs"]
-mod render;
-
 #[test]
 fn engine_binary_with_positional_model() {
     check!(

@@ -3,10 +3,6 @@
 //! is an inline insta snapshot (`cargo insta test --accept` rewrites them after a deliberate
 //! change; review the diff).
 
-#[macro_use]
-#[path = "support/render.rs"]
-mod render;
-
 #[test]
 fn docker_run_image_entry_point() {
     check!(

@@ -4,10 +4,6 @@
 //! insta snapshot (`cargo insta test --accept` rewrites them after a deliberate change; review the
 //! diff).
 
-#[macro_use]
-#[path = "support/render.rs"]
-mod render;
-
 #[test]
 fn inline_values_and_negated_bools() {
     check!(

@@ -3,10 +3,6 @@
 //! is `(input, expected)`; the expectation is an inline insta snapshot (`cargo insta test --accept`
 //! rewrites them after a deliberate change; review the diff).
 
-#[macro_use]
-#[path = "support/render.rs"]
-mod render;
-
 #[test]
 fn environment_expands_in_exec_start() {
     check!(

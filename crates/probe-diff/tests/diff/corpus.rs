@@ -11,7 +11,7 @@ use probe_diff::common::common_fields;
 use probe_diff::launch::{ParseHints, reconstruct};
 use serde_json::Value;
 
-mod corpus_file;
+use crate::corpus_file;
 
 /// Numbers compare by value (`0.9` = `0.90`, `1` = `1.0`); objects key by key.
 fn same(a: &Value, b: &Value) -> bool {

@@ -2,8 +2,8 @@
 //!
 //! [`resolve`] reads the operator's client configuration the way OpenSSH 9.2 does and returns the
 //! settings the transport needs as a [`ResolvedConfig`]; [`ResolvedConfig::ssh_g`] prints them in
-//! the `key value` form of `ssh -G`. The differential test `tests/ssh_config_diff.rs` compares both
-//! against the real `ssh -G` over many configuration files.
+//! the `key value` form of `ssh -G`. The differential test `tests/transport/ssh_config_diff.rs`
+//! compares both against the real `ssh -G` over many configuration files.
 //!
 //! What is modelled, as OpenSSH does it:
 //! * `Host` patterns (`*`, `?`, `!negation`, several per line, matched case-sensitively against the

@@ -2,7 +2,7 @@
 //! and the failure message.
 #![allow(clippy::print_stderr)]
 
-mod ssh_support;
+use crate::ssh_support;
 
 use std::net::Ipv4Addr;
 use std::process::Command;

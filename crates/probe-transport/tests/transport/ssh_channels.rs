@@ -2,7 +2,7 @@
 //! the client's own limit: refused channels lower the limit and wait, nothing fails.
 #![allow(clippy::print_stderr)]
 
-mod ssh_support;
+use crate::ssh_support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! failures that must be quick and named.
 #![allow(clippy::print_stderr)]
 
-mod ssh_support;
+use crate::ssh_support;
 
 use std::net::Ipv4Addr;
 use std::process::Command;

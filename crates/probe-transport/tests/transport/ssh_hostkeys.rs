@@ -1,7 +1,7 @@
 //! Host key verification against a real sshd, with known_hosts files written the way operators
 //! (and `ssh-keygen -H`) write them.
 
-mod ssh_support;
+use crate::ssh_support;
 
 use std::process::Command;
 use std::time::Duration;
