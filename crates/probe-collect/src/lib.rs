@@ -20,9 +20,10 @@
 //! group that fails at the transport level (its channel refused, the connection dropped, the
 //! deadline) costs only its own sections, which are marked; once any group produced framed
 //! output, [`collect`] returns a snapshot. The snapshot is assembled in one place
-//! (`assemble`), from both rounds' sections. Limit: a group whose channel hits the transport's
-//! deadline loses what that channel had received so far (the transport returns whole
-//! outputs); the scripts' own budget ends every group before that deadline.
+//! (`assemble`), from both rounds' sections. A group whose channel hits the transport's
+//! deadline keeps what that channel had received so far: the transport's timeout carries the
+//! partial stdout, whose complete sections are parsed and whose cut one is marked; the
+//! scripts' own budget ends every group before that deadline in the first place.
 
 // Remote output is the only input of the parsers, and they are total: no unwrap, expect,
 // panic or unchecked index outside tests. Built-in data (embedded configs, source patterns)
