@@ -47,11 +47,10 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
                         }
                     },
                     other => {
-                        let (status, message) = other.section_status();
-                        m.status = status;
+                        m.status = other.section_status().0;
                         m.message = match other {
                             FileStatus::Missing | FileStatus::Denied => None,
-                            _ => Some(message.map_or_else(|| other.describe(), str::to_string)),
+                            _ => Some(other.describe()),
                         };
                     }
                 }

@@ -77,13 +77,18 @@ pub fn not_read(body: &[u8], boundary: &str) -> Vec<(probe_model::SectionStatus,
                 let Some((word, path)) = r.header.split_once(' ') else {
                     continue;
                 };
-                let (st, why) = match FileStatus::from_word(word) {
-                    FileStatus::Other(word) if word == "nogz" => (
+                // `nogz` is this section's own word (a rotated log it cannot unpack); the
+                // others are file statuses.
+                let (st, why) = if word == "nogz" {
+                    (
                         SectionStatus::Ok,
                         "gzip-compressed, and no zcat or gzip".to_string(),
-                    ),
-                    FileStatus::Ok | FileStatus::Missing | FileStatus::Other(_) => continue,
-                    status => (status.section_status().0, status.describe()),
+                    )
+                } else {
+                    match FileStatus::from_word(word) {
+                        FileStatus::Ok | FileStatus::Missing | FileStatus::Other(_) => continue,
+                        status => (status.section_status().0, status.describe()),
+                    }
                 };
                 (st, why, sanitize_line(path))
             }
