@@ -238,8 +238,10 @@ fn read_value(
         ValueKind::List => list_value(c, inline, warnings),
         kind => {
             let mut written = tok.to_string();
+            // A following word that is itself an option is not this option's value (`-c -ngl
+            // 999`: argparse and clap refuse it, and taking it would lose the next option).
             let raw = inline.or_else(|| {
-                let n = c.peek()?.clone();
+                let n = c.peek().filter(|n| !looks_like_option(n))?.clone();
                 written = format!("{tok} {n}");
                 c.i += 1;
                 Some(n)

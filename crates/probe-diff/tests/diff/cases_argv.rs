@@ -204,3 +204,21 @@ fn python_c_is_not_a_launch() {
         @"no launch"
     );
 }
+
+#[test]
+fn option_followed_by_an_option_has_no_value() {
+    check!(
+        Shell,
+        "llama-server -hf org/model-GGUF:Q4_K_M --port 8080 -c  -ngl 999",
+        @r#"
+        engine: llama.cpp
+        entry: llama-server
+        model: org/model-GGUF:Q4_K_M
+        option ctx-size = null (-c)
+        option hf-repo = "org/model-GGUF:Q4_K_M" (-hf org/model-GGUF:Q4_K_M)
+        option n-gpu-layers = "999" (-ngl 999)
+        option port = 8080 (--port 8080)
+        warning: -c is missing its value
+    "#
+    );
+}
