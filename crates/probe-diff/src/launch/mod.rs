@@ -555,6 +555,11 @@ fn from_unit_inner(
             None => {
                 // An opaque wrapper script: the engine is only known from its name.
                 let prog = argv.first().cloned().unwrap_or_default();
+                // A catalogued wrapper (`bash -c '...'`, `env`, `nohup`) was read through: what it
+                // runs is in the text and is no launch, so its name says nothing of an engine.
+                if wrappers::wrapper(basename(&prog)).is_some() {
+                    continue;
+                }
                 let engine = guess_engine_from_name(basename(&prog))
                     .or_else(|| description.and_then(guess_engine_from_name));
                 if let Some(engine) = engine

@@ -78,3 +78,12 @@ fn quotes_and_escapes() {
     "#
     );
 }
+
+#[test]
+fn shell_placeholder_is_no_launch_whatever_the_description() {
+    check!(
+        SystemdUnit,
+        "[Unit]\nDescription=vLLM server for %i\n[Service]\nExecStart=/usr/bin/bash -lc 'echo \"Configure vLLM ExecStart for model %i\"; sleep infinity'\n",
+        @"no launch"
+    );
+}
