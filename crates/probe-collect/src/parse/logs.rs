@@ -177,12 +177,16 @@ fn parse_lines<'a>(
     let r = res();
     let mut acc: BTreeMap<&'static str, Acc> = BTreeMap::new();
     let mut version: Option<String> = None;
+    let mut args: Option<TgiArgs> = None;
     for (outer, raw) in lines {
         let clean = sanitize_terminal(raw);
         let (stamped, l) = strip_line_prefixes(&clean, reference, tz);
         let time = outer.or(stamped);
         if r.blob.is_match(l.trim()) {
             src.unreadable_lines += 1;
+            continue;
+        }
+        if tgi_args(raw, l, time, &mut args, src) {
             continue;
         }
         if let Some(event) = lifecycle(l, time) {
@@ -198,6 +202,9 @@ fn parse_lines<'a>(
         } else {
             record_engine_lines(l, time, &mut acc, src);
         }
+    }
+    if let Some(a) = args.take() {
+        push_startup(src, a.time, "tgi", &a.text, None);
     }
     finish_series(acc, src);
     if src.startups.len() > MAX_STARTUPS {
@@ -286,6 +293,80 @@ fn read_version(
     {
         push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
     }
+}
+
+/// TGI's launcher arguments being read over several lines (`{:#?}`).
+struct TgiArgs {
+    time: Option<UnixTime>,
+    text: String,
+    lines: usize,
+}
+
+/// Lines one `Args { ... }` block may take.
+const TGI_ARGS_LINES: usize = 400;
+
+/// TGI's launcher logs its arguments at start-up (`text_generation_launcher: Args { model_id:
+/// ..., }`): on one line (`{:?}`, older releases; JSON output, the message escaped), or over many
+/// (`{:#?}`), whose indented lines are gathered until the closing brace. A line that is not such
+/// a continuation ends the block and is read as usual. Returns whether the line was taken.
+fn tgi_args(
+    raw: &str,
+    l: &str,
+    time: Option<UnixTime>,
+    open: &mut Option<TgiArgs>,
+    src: &mut LogSource,
+) -> bool {
+    if let Some(a) = open.as_mut() {
+        let t = l.trim();
+        let continues = raw.starts_with([' ', '\t']) || t == "}";
+        if continues && a.lines < TGI_ARGS_LINES && a.text.len() < MAX_STARTUP_TEXT {
+            a.text.push(' ');
+            a.text.push_str(t);
+            a.lines += 1;
+            if t == "}"
+                && let Some(a) = open.take()
+            {
+                push_startup(src, a.time, "tgi", &a.text, None);
+            }
+            return true;
+        }
+        if let Some(a) = open.take() {
+            push_startup(src, a.time, "tgi", &a.text, None);
+        }
+    }
+    let Some(i) = l.find("Args {") else {
+        return false;
+    };
+    let rest = l.get(i..).unwrap_or("");
+    if l.starts_with('{') && l.contains("\"message\":\"Args {") {
+        let message = serde_json::from_str::<serde_json::Value>(l)
+            .ok()
+            .and_then(|v| {
+                v.get("fields")
+                    .and_then(|f| f.get("message"))
+                    .or_else(|| v.get("message"))
+                    .and_then(|m| m.as_str())
+                    .map(str::to_string)
+            });
+        if let Some(m) = message {
+            push_startup(src, time, "tgi", &m.replace('\n', " "), None);
+            return true;
+        }
+        return false;
+    }
+    if !(l.contains("text_generation_launcher") || rest.contains("model_id:")) {
+        return false;
+    }
+    if rest.trim_end().ends_with('{') {
+        *open = Some(TgiArgs {
+            time,
+            text: rest.trim().to_string(),
+            lines: 0,
+        });
+    } else {
+        push_startup(src, time, "tgi", rest, None);
+    }
+    true
 }
 
 /// Records a start-up line (SGLang `server_args=`, vLLM `non-default args: `); returns whether
@@ -955,6 +1036,60 @@ mod tests {
         ] {
             assert_eq!(value_after_label(matched), want, "{matched}");
         }
+    }
+
+    /// TGI's launcher arguments, as each release and output format logs them: one line
+    /// (`{:?}`), many lines (`{:#?}`, a line that is not a continuation ends the block and is read
+    /// as usual), and JSON output with the message escaped.
+    #[test]
+    fn tgi_launcher_args() {
+        let one = "2024-02-06T16:11:25.163010Z  INFO text_generation_launcher: Args { model_id: \"TheBloke/Llama-2-7B-GPTQ\", num_shard: Some(2), quantize: Some(Gptq), max_input_length: 4095, max_total_tokens: 4096 }\n";
+        let many = "2024-08-28T15:18:57.451962Z  INFO text_generation_launcher: Args {\n    model_id: \"meta-llama/Llama-3.1-8B-Instruct\",\n    lora_adapters: Some(\n        \"a,b\",\n    ),\n    max_concurrent_requests: 128,\n}\n\
+                    2024-08-28T15:19:05.001Z  INFO text_generation_launcher: Starting download process.\n";
+        let cut = "2024-08-28T15:18:57.451962Z  INFO text_generation_launcher: Args {\n    model_id: \"x\",\n2024-08-28T15:19:05.001Z  INFO text_generation_router: time_per_token=\"49.697663ms\"\n";
+        let json = r#"{"timestamp":"2024-08-28T15:18:57.451962Z","level":"INFO","fields":{"message":"Args {\n    model_id: \"bigscience/bloom-560m\",\n    max_batch_prefill_tokens: Some(\n        4096,\n    ),\n}"},"target":"text_generation_launcher"}"#;
+        let read = |t: &str| {
+            let mut s = LogSource::default();
+            parse_text(t, None, 0, &mut s);
+            s
+        };
+        let s = read(one);
+        assert_eq!(s.startups.len(), 1);
+        assert_eq!(s.startups[0].engine, "tgi");
+        assert!(
+            s.startups[0]
+                .text
+                .starts_with("Args { model_id: \"TheBloke"),
+            "{:?}",
+            s.startups
+        );
+        assert_eq!(
+            s.startups[0].time,
+            super::super::parse_rfc3339("2024-02-06T16:11:25.163010Z")
+        );
+        let s = read(many);
+        assert_eq!(
+            s.startups[0].text,
+            "Args { model_id: \"meta-llama/Llama-3.1-8B-Instruct\", lora_adapters: Some( \"a,b\", ), max_concurrent_requests: 128, }"
+        );
+        let s = read(cut);
+        assert_eq!(s.startups.len(), 1);
+        assert!(s.startups[0].text.ends_with("model_id: \"x\","));
+        assert!(
+            s.metrics.iter().any(|m| m.name == "request_tpot_ms"),
+            "the line after an unclosed block is read: {:?}",
+            s.metrics
+        );
+        let s = read(&format!("{json}\n"));
+        assert_eq!(s.startups.len(), 1, "{s:?}");
+        assert!(
+            s.startups[0]
+                .text
+                .contains("model_id: \"bigscience/bloom-560m\"")
+        );
+        assert!(!s.startups[0].text.contains('\n'));
+        // Args of another program are no TGI start-up.
+        assert!(read("Args { x: 1 }\n").startups.is_empty());
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod options;
 mod pm2;
 mod quadlet;
 mod runs;
+mod rust_debug;
 mod serving;
 mod shell;
 mod spec;
@@ -598,7 +599,12 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         })
         .unwrap_or(0);
     let body = text.get(start..)?.trim();
-    let parsed = python_literal(body)?;
+    // TGI logs its arguments as Rust `Debug` output (`Args { model_id: ..., }`).
+    let parsed = if body.starts_with("Args") {
+        rust_debug::parse(body)?
+    } else {
+        python_literal(body)?
+    };
     let Value::Object(m) = parsed else {
         return None;
     };

@@ -256,6 +256,44 @@ fn log_options_are_written_like_a_command_line() {
     assert_eq!(launch.model.as_deref(), Some("Qwen/Q"));
 }
 
+/// TGI logs its launcher's arguments as Rust `Debug` output; they read like a command line.
+#[test]
+fn tgi_launcher_args_from_the_log() {
+    let record = StartupRecord {
+        time: Some(1_790_000_000),
+        engine: "tgi".into(),
+        text: "Args { model_id: \"meta-llama/Llama-3.1-8B-Instruct\", revision: None, \
+               num_shard: Some(2), quantize: Some(Gptq), max_total_tokens: Some(8192), \
+               max_concurrent_requests: 128, lora_adapters: Some( \"a,b\", ), }"
+            .into(),
+        version: None,
+    };
+    let launch = from_startup_log(&record, &ParseHints::default()).expect("a launch");
+    let written = |name: &str| launch.options.get(name).map(|o| o.written.clone());
+    assert_eq!(launch.engine, probe_model::Engine::Tgi);
+    assert_eq!(
+        launch.model.as_deref(),
+        Some("meta-llama/Llama-3.1-8B-Instruct")
+    );
+    assert!(
+        !launch.options.contains_key("model-id"),
+        "{:?}",
+        launch.options
+    );
+    assert!(!launch.options.contains_key("revision"), "None is not set");
+    assert_eq!(written("num-shard").as_deref(), Some("--num-shard 2"));
+    assert_eq!(written("quantize").as_deref(), Some("--quantize gptq"));
+    assert_eq!(
+        written("max-total-tokens").as_deref(),
+        Some("--max-total-tokens 8192")
+    );
+    assert_eq!(
+        written("max-concurrent-requests").as_deref(),
+        Some("--max-concurrent-requests 128")
+    );
+    assert_eq!(launch.source.time.at, Some(1_790_000_000));
+}
+
 #[test]
 fn login_session_variables_are_summed_in_one_line() {
     let argv = "/opt/venv/bin/python3 -m sglang.launch_server --model-path /m --tp 2";
