@@ -76,6 +76,7 @@ pub enum Round2Parser {
     GpuProcs,
     Journal,
     Benchmarks,
+    LaunchFiles,
 }
 
 impl ParserKind {

@@ -22,6 +22,9 @@ const MAX_LOGS: usize = 16;
 pub(crate) const MAX_UNITS: usize = 8;
 /// Container log files read (running containers first).
 const MAX_CONTAINER_LOGS: usize = 8;
+/// Launch files read (compose files), and the bytes read of each (the script's `fil` cap).
+const MAX_LAUNCH_FILES: usize = 16;
+const LAUNCH_FILE_CAP: usize = 262_144;
 /// Compute processes whose owner is read, and serving processes whose maps are read.
 const MAX_GPU_PIDS: usize = 64;
 const MAX_MAPS: usize = 16;
@@ -568,6 +571,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     output_files(snap, extra, &mut inp);
     journal_units(snap, ctx, &mut inp);
     container_logs(snap, &mut inp);
+    compose_files(snap, &mut inp);
     hardware_inputs(snap, &mut inp);
     for m in &models {
         if inp.models.len() >= MAX_MODELS * 4 {
@@ -790,6 +794,37 @@ fn container_logs(snap: &Snapshot, inp: &mut Round2Inputs) {
     }
 }
 
+/// The compose files of the server containers Docker Compose made, as their labels name them
+/// (relative names under the project's working directory): read as those launches' text.
+fn compose_files(snap: &Snapshot, inp: &mut Round2Inputs) {
+    for c in &snap.containers {
+        let Some(compose) = &c.compose else { continue };
+        let by = LaunchOrigin::Container {
+            name: c.name.clone().unwrap_or_else(|| c.id.clone()),
+        }
+        .label();
+        for f in &compose.config_files {
+            let Some(path) = join(compose.working_dir.as_deref(), f) else {
+                continue;
+            };
+            let e = ("compose".to_string(), by.clone(), path);
+            if is_compose_path(&e.2)
+                && !inp.launch_files.iter().any(|(_, _, p)| *p == e.2)
+                && inp.launch_files.len() < MAX_LAUNCH_FILES
+            {
+                inp.launch_files.push(e);
+            }
+        }
+    }
+}
+
+/// An absolute `.yml`/`.yaml` path with no `..`: what a compose label may make the collector read.
+fn is_compose_path(p: &str) -> bool {
+    p.starts_with('/')
+        && !p.split('/').any(|x| x == "..")
+        && (p.ends_with(".yml") || p.ends_with(".yaml"))
+}
+
 /// Where to look for one model: its directory (absolute, or under the working directory), or
 /// for a Hugging Face id also the hub caches its environment and user point to.
 fn model_lookups(m: &ModelRef, ctx: &Ctx, out: &mut Vec<ModelLookup>) {
@@ -953,6 +988,18 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                     push_note(&mut rep, "no journal output".into());
                 }
                 snap.logs.extend(j);
+            }
+            Some(Round2Parser::LaunchFiles) => {
+                let files = parse::launch_files::parse(&body, b, LAUNCH_FILE_CAP);
+                let unread: Vec<String> = files
+                    .iter()
+                    .filter(|f| f.status != SectionStatus::Ok)
+                    .map(|f| format!("{}: {}", f.path, f.message.as_deref().unwrap_or("not read")))
+                    .collect();
+                if !unread.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", unread.join("; ")));
+                }
+                snap.launch_files = files;
             }
             Some(Round2Parser::Benchmarks) => {
                 let read = parse::bench::parse(&body, b, tz);

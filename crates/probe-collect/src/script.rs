@@ -52,6 +52,8 @@ pub struct Round2Inputs {
     pub maps_pids: Vec<u32>,
     /// Directories searched for benchmark result files.
     pub bench_dirs: Vec<BenchDir>,
+    /// Files read as a launch's text: (kind word, the evidence naming it, absolute path).
+    pub launch_files: Vec<(String, String, String)>,
 }
 
 /// A directory searched for benchmark result files, with the rights of its owner.
@@ -106,6 +108,7 @@ impl Round2Inputs {
             && self.gpu_pids.is_empty()
             && self.maps_pids.is_empty()
             && self.bench_dirs.is_empty()
+            && self.launch_files.is_empty()
     }
 
     /// Adds what `other` holds and `self` does not (the plans of round 2's waves, joined for
@@ -126,6 +129,7 @@ impl Round2Inputs {
         union(&mut self.gpu_pids, other.gpu_pids);
         union(&mut self.maps_pids, other.maps_pids);
         union(&mut self.bench_dirs, other.bench_dirs);
+        union(&mut self.launch_files, other.launch_files);
     }
 }
 
@@ -373,7 +377,7 @@ pub fn build_group(
 
 /// The `R2_*` shell variables of round 2: one entry a line, entries that could break the
 /// line format left out.
-fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 8] {
+fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 9] {
     let line = |v: &[String]| {
         v.iter()
             .filter(|x| !x.contains('\n'))
@@ -402,6 +406,17 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 8] {
         })
         .map(|(d, p)| format!("{d}\t{p}"))
         .collect();
+    let lfiles: Vec<String> = inputs
+        .launch_files
+        .iter()
+        .filter(|(k, by, p)| {
+            !(k.contains(['\t', '\n', ' '])
+                || by.contains(['\t', '\n'])
+                || p.contains(['\t', '\n'])
+                || !p.starts_with('/'))
+        })
+        .map(|(k, by, p)| format!("{k}\t{by}\t{p}"))
+        .collect();
     [
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
@@ -411,6 +426,7 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 8] {
         ("R2_GPUPIDS", pids(&inputs.gpu_pids)),
         ("R2_MAPS", pids(&inputs.maps_pids)),
         ("R2_BENCH", bench_lines(&inputs.bench_dirs)),
+        ("R2_LFILES", lfiles.join("\n")),
     ]
 }
 

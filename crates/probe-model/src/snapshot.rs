@@ -77,6 +77,40 @@ pub struct Snapshot {
     /// directories (`probe` ran none of them).
     #[serde(default)]
     pub benchmarks: Vec<crate::bench::BenchmarkResult>,
+    /// Files that hold a launch's text, read because other evidence names them: the compose
+    /// files a server container's labels name.
+    #[serde(default)]
+    pub launch_files: Vec<LaunchFile>,
+}
+
+/// A file read as a launch's text because other evidence names it (a server container's
+/// `com.docker.compose.project.config_files` label).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LaunchFile {
+    /// What the file is.
+    pub kind: LaunchFileKind,
+    /// The path as the evidence names it (absolute).
+    pub path: String,
+    /// The evidence that names it (`container:vllm-1`).
+    pub named_by: String,
+    pub status: SectionStatus,
+    /// Why it was not read (missing, a symbolic link not followed, not a regular file, ...).
+    pub message: Option<String>,
+    pub mtime: Option<UnixTime>,
+    /// Its text (bounded; secrets redacted like every other string).
+    pub text: String,
+    /// Whether the text was cut at the bound.
+    pub truncated: bool,
+}
+
+/// The kinds of launch files read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchFileKind {
+    /// A Docker Compose file (`compose.yaml`, an override file).
+    #[default]
+    Compose,
 }
 
 /// Facts about the machine itself.
@@ -312,6 +346,10 @@ pub struct ContainerInfo {
     /// was named by, `name@sha256:...`, is in `image`).
     #[serde(default)]
     pub image_id: Option<String>,
+    /// The registry digests that image is known by (`RepoDigests` of `image inspect`:
+    /// `vllm/vllm-openai@sha256:...`): what to pull to get the same bytes again.
+    #[serde(default)]
+    pub repo_digests: Vec<String>,
     /// The Docker Compose project and service it was created for, from the labels Compose
     /// writes (`com.docker.compose.*`).
     #[serde(default)]
@@ -348,6 +386,53 @@ pub struct PodOrigin {
     pub container: Option<String>,
     pub uid: Option<String>,
     pub annotations: BTreeMap<String, String>,
+    /// The workload that made the pod, as far as its name and annotations tell (the runtime's
+    /// labels carry no owner reference): inferred, never read from the API server.
+    #[serde(default)]
+    pub owner: Option<PodOwner>,
+}
+
+/// The workload a pod belongs to, inferred from the names controllers give their pods.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct PodOwner {
+    pub kind: PodOwnerKind,
+    /// The workload's name (`vllm` for pod `vllm-7d9c8b6f5-x2k4q`).
+    pub name: String,
+    /// What the name told beyond the workload: the ReplicaSet (`vllm-7d9c8b6f5`), the
+    /// StatefulSet ordinal (`0`), the LeaderWorkerSet group and worker (`0-1`).
+    pub detail: Option<String>,
+}
+
+/// Kinds of workload a pod's name points to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PodOwnerKind {
+    /// `NAME-<template hash>-<suffix>`: a Deployment's ReplicaSet.
+    Deployment,
+    /// `NAME-<suffix>`: a DaemonSet, a Job or a bare ReplicaSet (the name cannot tell which).
+    #[default]
+    Generated,
+    /// `NAME-<ordinal>`: a StatefulSet (a LeaderWorkerSet's leader is one).
+    StatefulSet,
+    /// `NAME-<group>-<worker>`: a LeaderWorkerSet worker (or a StatefulSet whose name ends in a
+    /// number).
+    LeaderWorkerSet,
+    /// A static pod the kubelet runs from a manifest file (`kubernetes.io/config.source: file`).
+    Static,
+}
+
+impl PodOwnerKind {
+    /// How the kind reads in text (`Deployment`, `StatefulSet`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodOwnerKind::Deployment => "Deployment",
+            PodOwnerKind::Generated => "DaemonSet, Job or ReplicaSet",
+            PodOwnerKind::StatefulSet => "StatefulSet",
+            PodOwnerKind::LeaderWorkerSet => "LeaderWorkerSet",
+            PodOwnerKind::Static => "static pod manifest",
+        }
+    }
 }
 
 /// A Python environment that serves (or served) a model.

@@ -25,9 +25,36 @@ pub fn image_line(c: &ContainerInfo) -> String {
     } else {
         c.image.as_str()
     };
-    match c.image_id.as_deref() {
-        Some(id) if !c.image.contains(id) => format!("{image} ({})", short(id)),
-        _ => image.to_string(),
+    let mut known = Vec::new();
+    if let Some(id) = c.image_id.as_deref().filter(|id| !c.image.contains(id)) {
+        known.push(short(id).to_string());
+    }
+    // The registry digest of the image's own repository, else the first one.
+    let repo = repository(&c.image);
+    let digest = c
+        .repo_digests
+        .iter()
+        .find(|d| d.split('@').next() == Some(repo))
+        .or(c.repo_digests.first())
+        .filter(|d| !c.image.contains(d.as_str()));
+    if let Some(d) = digest
+        && let Some((name, hash)) = d.split_once('@')
+    {
+        known.push(format!("pull {name}@{}", short(hash)));
+    }
+    if known.is_empty() {
+        image.to_string()
+    } else {
+        format!("{image} ({})", known.join(", "))
+    }
+}
+
+/// An image name without its tag or digest (`registry:5000/vllm:v1` -> `registry:5000/vllm`).
+fn repository(image: &str) -> &str {
+    let name = image.split('@').next().unwrap_or(image);
+    match name.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => name,
     }
 }
 
@@ -56,7 +83,26 @@ pub fn origin_line(c: &ContainerInfo) -> Option<String> {
         .as_deref()
         .map(|n| format!(", container {n}"))
         .unwrap_or_default();
-    Some(format!("Kubernetes pod {namespace}/{}{container}", pod.pod))
+    let owner = pod
+        .owner
+        .as_ref()
+        .map(|o| {
+            let detail = o
+                .detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            format!(
+                ", of {} {}{detail}, as its name says",
+                o.kind.as_str(),
+                o.name
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "Kubernetes pod {namespace}/{}{container}{owner}",
+        pod.pod
+    ))
 }
 
 /// The section (nothing when the host runs no server container).
@@ -89,7 +135,7 @@ pub fn section(doc: &mut Doc, containers: &[ContainerInfo]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use probe_model::{ComposeOrigin, PodOrigin};
+    use probe_model::{ComposeOrigin, PodOrigin, PodOwner, PodOwnerKind};
 
     #[test]
     fn image_and_origin_lines() {
@@ -116,6 +162,26 @@ mod tests {
             }),
             ..ContainerInfo::default()
         };
+        let hex = "9c3b".repeat(16);
+        let pulled = ContainerInfo {
+            image: "vllm/vllm-openai:v0.11.0".into(),
+            image_id: Some("sha256:5f1e9d0c4b3a29e8d7c6b5a4f3e2d1c0".into()),
+            repo_digests: vec![
+                format!("mirror.local/vllm@sha256:{hex}"),
+                format!("vllm/vllm-openai@sha256:{hex}"),
+            ],
+            pod: Some(PodOrigin {
+                namespace: Some("serving".into()),
+                pod: "vllm-7d9c8b6f5-x2k4q".into(),
+                owner: Some(PodOwner {
+                    kind: PodOwnerKind::Deployment,
+                    name: "vllm".into(),
+                    detail: Some("vllm-7d9c8b6f5".into()),
+                }),
+                ..PodOrigin::default()
+            }),
+            ..ContainerInfo::default()
+        };
         // (container, image line, origin line)
         let cases = [
             (
@@ -128,12 +194,27 @@ mod tests {
                 "lmsysorg/sglang@sha256:0123",
                 Some("Kubernetes pod serving/sglang-0, container sglang"),
             ),
+            (
+                &pulled,
+                "vllm/vllm-openai:v0.11.0 (sha256:5f1e9d0c4b3a, pull vllm/vllm-openai@sha256:9c3b9c3b9c3b)",
+                Some(
+                    "Kubernetes pod serving/vllm-7d9c8b6f5-x2k4q, of Deployment vllm (vllm-7d9c8b6f5), as its name says",
+                ),
+            ),
         ];
         for (c, image, origin) in cases {
             assert_eq!(image_line(c), image);
             assert_eq!(origin_line(c).as_deref(), origin);
         }
         assert_eq!(origin_line(&ContainerInfo::default()), None);
+        for (image, repo) in [
+            ("vllm/vllm-openai:v0.11.0", "vllm/vllm-openai"),
+            ("registry:5000/vllm:v1", "registry:5000/vllm"),
+            ("registry:5000/vllm", "registry:5000/vllm"),
+            ("lmsysorg/sglang@sha256:0123", "lmsysorg/sglang"),
+        ] {
+            assert_eq!(repository(image), repo);
+        }
         assert_eq!(image_line(&ContainerInfo::default()), "(image not known)");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{ComposeOrigin, ContainerInfo, PodOrigin};
+use probe_model::{ComposeOrigin, ContainerInfo, PodOrigin, PodOwner, PodOwnerKind};
 use serde_json::Value;
 
 use crate::config;
@@ -21,10 +21,16 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<ContainerInfo>, Option<String>
         let runtime = sanitize_line(rt.trim());
         match serde_json::from_slice::<Value>(r.data) {
             Ok(Value::Array(items)) => {
-                for it in items.iter().take(1000) {
-                    if let Some(c) = one(&runtime, it)
+                let items = items.get(..items.len().min(1000)).unwrap_or(&[]);
+                let digests = repo_digests(items);
+                for it in items.iter().filter(|it| !is_image(it)) {
+                    if let Some(mut c) = one(&runtime, it)
                         && is_server(&c)
+                        && !out.iter().any(|o: &ContainerInfo| o.id == c.id)
                     {
+                        if let Some(d) = c.image_id.as_ref().and_then(|i| digests.get(i)) {
+                            c.repo_digests.clone_from(d);
+                        }
                         out.push(c);
                     }
                 }
@@ -34,6 +40,48 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<ContainerInfo>, Option<String>
         }
     }
     (out, msg)
+}
+
+/// An image's `inspect` object (the section asks for the containers and their images in one
+/// call): it has tags or digests and no state.
+fn is_image(v: &Value) -> bool {
+    v.get("State").is_none() && (v.get("RepoTags").is_some() || v.get("RepoDigests").is_some())
+}
+
+/// Registry digests kept per image.
+const MAX_DIGESTS: usize = 8;
+
+/// Each image's `RepoDigests` (`repo@sha256:<64 hex>`), by its id.
+fn repo_digests(items: &[Value]) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for it in items.iter().filter(|it| is_image(it)) {
+        let Some(id) = it.get("Id").and_then(Value::as_str) else {
+            continue;
+        };
+        let digests: Vec<String> = strs(it.get("RepoDigests"))
+            .into_iter()
+            .filter(|d| is_repo_digest(d))
+            .take(MAX_DIGESTS)
+            .collect();
+        if !digests.is_empty() {
+            out.insert(sanitize_line(id), digests);
+        }
+    }
+    out
+}
+
+/// `name@sha256:` and 64 hex digits, the name without spaces or controls.
+fn is_repo_digest(d: &str) -> bool {
+    let Some((name, hex)) = d.rsplit_once("@sha256:") else {
+        return false;
+    };
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/:-".contains(c))
+        && hex.len() == 64
+        && hex.chars().all(|c| c.is_ascii_hexdigit())
 }
 
 fn strs(v: Option<&Value>) -> Vec<String> {
@@ -101,6 +149,7 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
             .and_then(Value::as_str)
             .filter(|i| i.starts_with("sha256:"))
             .map(sanitize_line),
+        repo_digests: Vec::new(),
         compose: compose_of(cfg.and_then(|c| c.get("Labels"))),
         pod: pod_of(cfg.and_then(|c| c.get("Labels"))),
     })
@@ -111,6 +160,8 @@ const MAX_LABELS: usize = 256;
 const MAX_LABEL_VALUE: usize = 4096;
 /// Pod annotations kept (the runtime copies them as `annotation.KEY` labels).
 const MAX_ANNOTATIONS: usize = 32;
+/// The manifest `kubectl apply` leaves on a pod is read as its launch text: kept up to this.
+const MAX_MANIFEST: usize = 65_536;
 
 fn label<'a>(labels: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a str> {
     labels
@@ -153,18 +204,86 @@ fn pod_of(labels: Option<&Value>) -> Option<PodOrigin> {
         let (Some(key), Some(v)) = (k.strip_prefix("annotation."), v.as_str()) else {
             continue;
         };
-        if annotations.len() >= MAX_ANNOTATIONS || v.len() > MAX_LABEL_VALUE {
+        let cap = if key == "kubectl.kubernetes.io/last-applied-configuration" {
+            MAX_MANIFEST
+        } else {
+            MAX_LABEL_VALUE
+        };
+        if annotations.len() >= MAX_ANNOTATIONS || v.len() > cap {
             continue;
         }
         annotations.insert(sanitize_line(key), sanitize_terminal(v));
     }
+    let owner = pod_owner(pod, &annotations);
     Some(PodOrigin {
         namespace: label(labels, "io.kubernetes.pod.namespace").map(sanitize_line),
+        owner,
         pod: sanitize_line(pod),
         container: label(labels, "io.kubernetes.container.name").map(sanitize_line),
         uid: label(labels, "io.kubernetes.pod.uid").map(sanitize_line),
         annotations,
     })
+}
+
+/// The characters Kubernetes draws generated name parts from (`rand.SafeEncodeString`: no
+/// vowels, no 0, 1, 3 that read as letters).
+fn is_generated(part: &str) -> bool {
+    part.chars()
+        .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
+}
+
+/// The workload that made a pod, from the names controllers give their pods: a Deployment's
+/// `NAME-<pod-template-hash>-<5>`, a generated `NAME-<5>`, a StatefulSet's `NAME-<ordinal>`, a
+/// LeaderWorkerSet worker's `NAME-<group>-<worker>`; a static pod by its annotation.
+fn pod_owner(pod: &str, annotations: &BTreeMap<String, String>) -> Option<PodOwner> {
+    let owner = |kind, name: &str, detail: Option<String>| {
+        (!name.is_empty()).then(|| PodOwner {
+            kind,
+            name: sanitize_line(name),
+            detail: detail.map(|d| sanitize_line(&d)),
+        })
+    };
+    if annotations
+        .get("kubernetes.io/config.source")
+        .map(String::as_str)
+        == Some("file")
+    {
+        return owner(PodOwnerKind::Static, pod, None);
+    }
+    let parts: Vec<&str> = pod.rsplitn(3, '-').collect();
+    let number = |p: &str| !p.is_empty() && p.len() <= 6 && p.chars().all(|c| c.is_ascii_digit());
+    match parts.as_slice() {
+        [suffix, hash, name]
+            if suffix.len() == 5
+                && is_generated(suffix)
+                && (6..=10).contains(&hash.len())
+                && is_generated(hash) =>
+        {
+            owner(
+                PodOwnerKind::Deployment,
+                name,
+                Some(format!("{name}-{hash}")),
+            )
+        }
+        [worker, group, name] if number(worker) && number(group) => owner(
+            PodOwnerKind::LeaderWorkerSet,
+            name,
+            Some(format!("group {group}, worker {worker}")),
+        ),
+        [ordinal, rest @ ..] if number(ordinal) && !rest.is_empty() => {
+            let name = &pod[..pod.len() - ordinal.len() - 1];
+            owner(
+                PodOwnerKind::StatefulSet,
+                name,
+                Some(format!("ordinal {ordinal}")),
+            )
+        }
+        [suffix, rest @ ..] if suffix.len() == 5 && is_generated(suffix) && !rest.is_empty() => {
+            let name = &pod[..pod.len() - suffix.len() - 1];
+            owner(PodOwnerKind::Generated, name, None)
+        }
+        _ => None,
+    }
 }
 
 fn is_server(c: &ContainerInfo) -> bool {
@@ -242,5 +361,92 @@ mod tests {
         );
         assert_eq!(c[2].image_id, None);
         assert!(c[2].compose.is_none() && c[2].pod.is_none());
+    }
+
+    /// The containers and their images come in one `inspect` array: an image is no container,
+    /// and its `RepoDigests` join the containers that run it by image id.
+    #[test]
+    fn images_in_the_same_array_give_their_digests() {
+        let hex = "0123456789abcdef".repeat(4);
+        let j = format!(
+            r#"[{{"Id":"c1","Image":"sha256:aa","Config":{{"Image":"vllm/vllm-openai:v0.11.0"}},"State":{{"Status":"running"}}}},
+               {{"Id":"c1","Image":"sha256:aa","Config":{{"Image":"vllm/vllm-openai:v0.11.0"}},"State":{{"Status":"running"}}}},
+               {{"Id":"sha256:aa","RepoTags":["vllm/vllm-openai:v0.11.0"],"RepoDigests":["vllm/vllm-openai@sha256:{hex}","bad digest@sha256:{hex}","x@sha256:short","\u001b[2J@sha256:{hex}"],"Config":{{"Cmd":["vllm","serve"]}}}},
+               {{"Id":"sha256:bb","RepoTags":["vllm/vllm-openai:v0.10.2"],"RepoDigests":[]}}]"#
+        );
+        let (c, m) = parse(format!("\nB R ctr docker\n{j}").as_bytes(), "B");
+        assert!(m.is_none());
+        assert_eq!(
+            c.len(),
+            1,
+            "the image is no container and the repeat is one: {c:?}"
+        );
+        assert_eq!(
+            c[0].repo_digests,
+            [format!("vllm/vllm-openai@sha256:{hex}")]
+        );
+    }
+
+    /// The workload a pod's name points to.
+    #[test]
+    fn pod_owners_from_names() {
+        let none = BTreeMap::new();
+        let file: BTreeMap<String, String> = [(
+            "kubernetes.io/config.source".to_string(),
+            "file".to_string(),
+        )]
+        .into();
+        type Owner<'a> = Option<(PodOwnerKind, &'a str, Option<&'a str>)>;
+        let cases: &[(&str, &BTreeMap<String, String>, Owner)] = &[
+            (
+                "vllm-7d9c8b6f5-x2k4q",
+                &none,
+                Some((PodOwnerKind::Deployment, "vllm", Some("vllm-7d9c8b6f5"))),
+            ),
+            (
+                "llama-70b-serving-5c6f7d8b9c-qwxzp",
+                &none,
+                Some((
+                    PodOwnerKind::Deployment,
+                    "llama-70b-serving",
+                    Some("llama-70b-serving-5c6f7d8b9c"),
+                )),
+            ),
+            (
+                "sglang-0",
+                &none,
+                Some((PodOwnerKind::StatefulSet, "sglang", Some("ordinal 0"))),
+            ),
+            (
+                "vllm-lws-0-1",
+                &none,
+                Some((
+                    PodOwnerKind::LeaderWorkerSet,
+                    "vllm-lws",
+                    Some("group 0, worker 1"),
+                )),
+            ),
+            (
+                "bench-job-x7k2p",
+                &none,
+                Some((PodOwnerKind::Generated, "bench-job", None)),
+            ),
+            (
+                "vllm-node-gpu7",
+                &file,
+                Some((PodOwnerKind::Static, "vllm-node-gpu7", None)),
+            ),
+            // Vowels are never generated: a hand-named pod has no owner to name.
+            ("my-vllm-server", &none, None),
+            ("vllm", &none, None),
+            ("-0", &none, None),
+        ];
+        for (pod, ann, want) in cases {
+            let got = pod_owner(pod, ann);
+            let got = got
+                .as_ref()
+                .map(|o| (o.kind, o.name.as_str(), o.detail.as_deref()));
+            assert_eq!(got, *want, "{pod}");
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod gpu_procs;
 pub mod history;
 pub mod host;
 pub mod kernel_log;
+pub mod launch_files;
 pub mod logs;
 pub mod models;
 pub mod nvcsv;

@@ -468,6 +468,94 @@ async fn vllm_systemd_sudo(host: &FixtureHost) {
     );
 }
 
+/// The compose files a container's labels name are read as its launch's text: the override
+/// edited after the container started says otherwise, and the container's launch says so; a
+/// label that names `/etc/shadow`, or a compose file that links to it, reads nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compose_vllm() {
+    let host = FixtureHost::start("compose-vllm");
+    let (s, _, _) = collect_host(&host, opts("fx-compose-vllm")).await;
+    assert_eq!(s.containers.len(), 2, "{:?}", s.containers);
+    let c = s
+        .containers
+        .iter()
+        .find(|c| c.name.as_deref() == Some("llm-vllm-1"))
+        .unwrap();
+    assert_eq!(
+        c.repo_digests,
+        [
+            "vllm/vllm-openai@sha256:1d6b4c5e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c"
+        ]
+    );
+    let brief: Vec<(&str, &str, SectionStatus)> = s
+        .launch_files
+        .iter()
+        .map(|f| (f.path.as_str(), f.named_by.as_str(), f.status))
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            (
+                "/srv/llm/compose.yaml",
+                "container:llm-vllm-1",
+                SectionStatus::Ok
+            ),
+            (
+                "/srv/llm/compose.override.yaml",
+                "container:llm-vllm-1",
+                SectionStatus::Ok
+            ),
+            (
+                "/srv/evil/compose.yaml",
+                "container:evil-vllm-1",
+                SectionStatus::PermissionDenied
+            ),
+        ],
+        "/etc/shadow is no compose file to read"
+    );
+    let main = &s.launch_files[0];
+    assert_eq!(main.mtime, Some(1_795_168_920));
+    assert!(main.text.contains("--max-model-len 16384"), "{}", main.text);
+    assert!(
+        !main.text.contains("hf_Q29tcG9zZUZpeHR1cmVUb2tlbjAwNA")
+            && main.text.contains("HF_TOKEN: <redacted"),
+        "the compose file's token is redacted: {}",
+        main.text
+    );
+    assert!(s.launch_files[2].text.is_empty());
+    let sec = s
+        .sections
+        .iter()
+        .find(|x| x.name == "launch_files")
+        .unwrap();
+    assert!(
+        sec.message
+            .as_deref()
+            .is_some_and(|m| m.contains("/srv/evil/compose.yaml: symbolic link: not followed")),
+        "{sec:?}"
+    );
+    // The launch: what runs, and what the files say now.
+    let launches = probe_diff::launch::launches_of(&s);
+    let l = launches
+        .iter()
+        .find(|l| l.source.location == "container:llm-vllm-1")
+        .expect("the compose container's launch");
+    let w = l
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("compose:"))
+        .unwrap_or_else(|| panic!("{:?}", l.warnings));
+    for part in [
+        "/srv/llm/compose.yaml, /srv/llm/compose.override.yaml (service vllm) says otherwise",
+        "--max-model-len 65536 (runs 32768)",
+        "--gpu-memory-utilization 0.95 (runs 0.92)",
+        "the file changed at 2026-11-28 15:30 UTC, after the container started at 2026-11-21 09:12 UTC: not applied",
+    ] {
+        assert!(w.contains(part), "{part:?} in {w}");
+    }
+    assert!(!w.contains("tensor-parallel"), "{w}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_vllm() {
     let host = FixtureHost::start("docker-vllm");

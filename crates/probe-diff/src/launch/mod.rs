@@ -20,6 +20,7 @@
 
 mod argv;
 mod container;
+mod container_text;
 mod ctx;
 mod dockerfile;
 mod entry;
@@ -879,6 +880,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     process_launches(snapshot, &mut out);
     unit_launches(snapshot, &mut out);
     container_launches(snapshot, &mut out);
+    container_text::annotate(snapshot, &mut out);
     history_launches(snapshot, &mut out);
     log_launches(snapshot, &mut out);
     merge_runs(snapshot, out)
