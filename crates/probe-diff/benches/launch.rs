@@ -310,6 +310,70 @@ fn snapshot_row(label: &str, before: &Snapshot, after: &Snapshot, n: usize) {
     );
 }
 
+/// One block of a launch script with every construct the reader follows: a function with
+/// positional parameters, `if`/`elif`/`else` on `$1`, `case`, a literal loop that starts
+/// servers, a `&&` chain, `eval` of a built command, and a pasted, repaired line.
+fn script_block(i: usize) -> String {
+    format!(
+        r#"serve_{i}() {{
+  MODEL=${{1:-Qwen/Qwen3-8B}}
+  vllm serve "$MODEL" --port "$2" --max-model-len 32768 --gpu-memory-utilization 0.9
+}}
+if [ "$1" = "-d" ]; then
+  cmd="python -m sglang.launch_server --model-path /models/m{i} --tp 2 --port 30{i:03}"
+elif [ "$1" = "-b" ]; then
+  cmd="vllm serve /models/m{i} --tensor-parallel-size 4"
+else
+  cmd="nohup vllm serve /models/m{i} > /var/log/v{i}.log 2>&1 &"
+fi
+case "$MODE" in
+  fast) EXTRA="--enable-prefix-caching" ;;
+  *) EXTRA="" ;;
+esac
+for g in 0 1; do CUDA_VISIBLE_DEVICES=$g vllm serve /models/m{i} --port 80$g $EXTRA & done
+test -d /models/m{i} && serve_{i} /models/m{i} 90{i:02}
+eval $cmd
+vllm serve /models/m{i} —tp 2 --max-num-seqs 64
+"#
+    )
+}
+
+/// Reading time against text size: the same constructs repeated to 4 KiB .. 1 MiB. Linear
+/// reading keeps the time per KiB flat across the rows.
+fn size_series(hints: &ParseHints) {
+    println!();
+    println!(
+        "{:<52} {:>9} {:>9} {:>10} {:>9}",
+        "reconstruct, script of size", "KiB", "med ms", "launches", "µs/KiB"
+    );
+    let one = script_block(0).len();
+    let mut first = None;
+    for kib in [4usize, 16, 64, 256, 1024] {
+        let blocks = (kib * 1024 / one).max(1);
+        let text: String = (0..blocks).map(script_block).collect();
+        let mut times: Vec<Duration> = Vec::new();
+        let mut launches = 0;
+        for _ in 0..5 {
+            let t = Instant::now();
+            launches = black_box(reconstruct(&text, hints)).len();
+            times.push(t.elapsed());
+        }
+        let (med, ..) = summary(&times);
+        let size = text.len() as f64 / 1024.0;
+        let per = med.as_secs_f64() * 1e6 / size;
+        let base = *first.get_or_insert(per);
+        println!(
+            "{:<52} {:>9.0} {:>9.2} {:>10} {:>9.1}  ({:.2}x the 4 KiB row)",
+            "",
+            size,
+            ms(med),
+            launches,
+            per,
+            per / base
+        );
+    }
+}
+
 fn main() {
     println!("probe-diff launch benchmark (release)");
     println!(
@@ -377,6 +441,8 @@ fn main() {
             all.get(worst.1).map_or(0, String::len)
         );
     }
+
+    size_series(&hints);
 
     println!();
     let before = big_snapshot(false);
