@@ -277,13 +277,12 @@ fn run_version(
             t >= start - EARLY_S && t <= start + STARTUP_WINDOW_S && end.is_none_or(|e| t <= e)
         })
     };
-    let engine_name = launch.engine.as_str();
     let logged = logs
         .iter()
         .flat_map(|log| {
             log.versions
                 .iter()
-                .filter(|v| v.engine == engine_name && in_window(v.time))
+                .filter(|v| v.engine == launch.engine && in_window(v.time))
                 .map(|v| (v.time, v.version.clone()))
                 .chain(
                     log.startups

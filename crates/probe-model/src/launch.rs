@@ -37,8 +37,10 @@ pub enum Engine {
     Trtllm,
     #[serde(rename = "ollama")]
     Ollama,
+    /// Any other engine; a name this version does not know (an older or newer store) reads as
+    /// this, never as an error.
     #[default]
-    #[serde(rename = "other")]
+    #[serde(rename = "other", other)]
     Other,
 }
 
@@ -399,4 +401,27 @@ pub fn origin_of_label(label: &str) -> LaunchOrigin {
         _ => SourceKind::Text,
     };
     LaunchOrigin::parse(kind, label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Engine;
+
+    /// Engine names read from stored JSON: every known one, and an unknown one (an older or newer
+    /// store) as `other`, never an error.
+    #[test]
+    fn engine_names_from_json() {
+        for e in Engine::ALL {
+            let json = serde_json::to_string(&e).unwrap_or_default();
+            assert_eq!(
+                serde_json::from_str::<Engine>(&json).ok(),
+                Some(e),
+                "{json}"
+            );
+        }
+        assert_eq!(
+            serde_json::from_str::<Engine>("\"mlc-llm\"").ok(),
+            Some(Engine::Other)
+        );
+    }
 }

@@ -642,8 +642,8 @@ pub struct LifecycleEvent {
 #[serde(default)]
 pub struct StartupLimits {
     pub time: Option<UnixTime>,
-    /// `sglang` or `vllm`.
-    pub engine: String,
+    /// The engine that logged it.
+    pub engine: crate::Engine,
     pub values: BTreeMap<String, f64>,
 }
 
@@ -652,7 +652,7 @@ pub struct StartupLimits {
 #[serde(default)]
 pub struct VersionLine {
     pub time: Option<UnixTime>,
-    pub engine: String,
+    pub engine: crate::Engine,
     pub version: String,
 }
 
@@ -662,8 +662,8 @@ pub struct VersionLine {
 #[serde(default)]
 pub struct StartupRecord {
     pub time: Option<UnixTime>,
-    /// `sglang` or `vllm`.
-    pub engine: String,
+    /// The engine that logged it.
+    pub engine: crate::Engine,
     /// The argument text as logged (redacted).
     pub text: String,
     /// Engine version when the log states it.

@@ -950,8 +950,8 @@ pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap
     }
     for log in &snapshot.logs {
         for startup in &log.startups {
-            if !startup.engine.is_empty() {
-                engines.insert(startup.engine.clone());
+            if startup.engine != probe_model::Engine::Other {
+                engines.insert(startup.engine.as_str().to_string());
             }
         }
     }

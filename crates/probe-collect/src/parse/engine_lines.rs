@@ -136,6 +136,9 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, String> {
             divide_by: v.divide_by,
         });
     }
+    if probe_model::Engine::parse(&e.engine).is_none_or(|k| k == probe_model::Engine::Other) {
+        return Err(format!("{}: unknown engine `{}`", e.pattern, e.engine));
+    }
     Ok(Entry {
         target,
         engine: e.engine,
@@ -255,7 +258,11 @@ mod tests {
             "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=2, key='k'}]",
             "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k', typo=1}]",
             "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1'\nvalues=[{group=1, key='k'}]",
+            // An engine name that is no engine.
+            "[[limit]]\nengine='lama.cpp'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]",
         ];
+        let good = "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]";
+        assert!(compile(good).is_ok());
         for text in bad {
             assert!(compile(text).is_err(), "{text}");
         }

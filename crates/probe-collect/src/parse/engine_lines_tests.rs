@@ -262,7 +262,7 @@ main: server is listening on http://127.0.0.1:8080 - starting the main loop
     assert_eq!(v.get("n_ctx_seq"), Some(&2048.0));
     assert_eq!(v.get("n_slots"), Some(&4.0));
     assert_eq!(v.get("n_ctx_slot"), Some(&2048.0));
-    assert_eq!(src.limits[0].engine, "llama.cpp");
+    assert_eq!(src.limits[0].engine, probe_model::Engine::LlamaCpp);
 }
 
 #[test]

@@ -530,7 +530,7 @@ fn push_version(src: &mut LogSource, time: Option<UnixTime>, engine: &str, versi
     }
     src.versions.push(probe_model::VersionLine {
         time,
-        engine: engine.to_string(),
+        engine: engine_of(engine),
         version: sanitize_line(version),
     });
 }
@@ -583,7 +583,7 @@ fn merge_limits(
 ) {
     let engine = found.first().map_or("", |f| f.1);
     let near = |last: &probe_model::StartupLimits| {
-        last.engine == engine
+        last.engine == engine_of(engine)
             && match (last.time, time) {
                 (Some(a), Some(b)) => (b - a).abs() <= LIMITS_SAME_STARTUP_S,
                 (None, None) => true,
@@ -613,7 +613,7 @@ fn merge_limits(
             }
             src.limits.push(probe_model::StartupLimits {
                 time,
-                engine: engine.to_string(),
+                engine: engine_of(engine),
                 values: found
                     .into_iter()
                     .map(|(k, _, v)| (k.to_string(), v))
@@ -621,6 +621,12 @@ fn merge_limits(
             });
         }
     }
+}
+
+/// The engine a reader's name stands for (the names are this crate's own and the log lines
+/// config's, checked at load).
+fn engine_of(name: &str) -> probe_model::Engine {
+    probe_model::Engine::parse(name).unwrap_or_default()
 }
 
 /// Limit lines of one start-up are at most this far apart.
@@ -643,7 +649,7 @@ fn push_startup(
     }
     src.startups.push(StartupRecord {
         time,
-        engine: engine.to_string(),
+        engine: engine_of(engine),
         text: t,
         version,
     });
@@ -1055,7 +1061,7 @@ mod tests {
         };
         let s = read(one);
         assert_eq!(s.startups.len(), 1);
-        assert_eq!(s.startups[0].engine, "tgi");
+        assert_eq!(s.startups[0].engine, probe_model::Engine::Tgi);
         assert!(
             s.startups[0]
                 .text
@@ -1101,7 +1107,7 @@ mod tests {
         let mut s = LogSource::default();
         parse_text(t, None, 0, &mut s);
         assert_eq!(s.startups.len(), 1);
-        assert_eq!(s.startups[0].engine, "sglang");
+        assert_eq!(s.startups[0].engine, probe_model::Engine::Sglang);
         assert_eq!(
             s.startups[0].time,
             super::super::parse_datetime("2026-10-30 11:59:00")

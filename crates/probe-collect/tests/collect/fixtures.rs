@@ -242,7 +242,7 @@ async fn sglang_hybrid() {
     assert_eq!(m.fields["quantization_config"]["quant_method"], "fp8");
     // Logs: the live log (fd 1) and the unit's journal.
     let live = log(&s, "/root/sglang.log");
-    assert_eq!(live.startups.last().unwrap().engine, "sglang");
+    assert_eq!(live.startups.last().unwrap().engine, Engine::Sglang);
     assert!(
         live.startups
             .last()
@@ -669,7 +669,7 @@ async fn docker_vllm() {
         .startups
         .last()
         .expect("start-up line in the container log");
-    assert_eq!(st.engine, "vllm");
+    assert_eq!(st.engine, Engine::Vllm);
     assert_eq!(st.version.as_deref(), Some("0.11.0"));
     assert!(
         st.text.contains("'max_model_len': 32768") && st.text.contains("'tensor_parallel_size': 4"),

@@ -243,13 +243,13 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
         }
         TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
             let engine = if kind == TextKind::SglangServerArgs {
-                "sglang"
+                Engine::Sglang
             } else {
-                "vllm"
+                Engine::Vllm
             };
             let rec = StartupRecord {
                 time: hints.source.time.at,
-                engine: engine.into(),
+                engine,
                 text: text.to_string(),
                 version: None,
             };
@@ -589,7 +589,10 @@ fn from_unit_inner(
 
 /// A launch from an engine's start-up log line.
 pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<LaunchConfig> {
-    let engine = Engine::parse(&record.engine).or(hints.engine)?;
+    let engine = match record.engine {
+        Engine::Other => hints.engine.unwrap_or(Engine::Other),
+        engine => engine,
+    };
     let text = record.text.as_str();
     let start = text
         .find("server_args=")

@@ -50,12 +50,12 @@ fn host(start: i64, version: &str, kv_tokens: f64, concurrency: f64) -> Snapshot
             location: "vllm.service".into(),
             versions: vec![VersionLine {
                 time: Some(start + 2),
-                engine: "vllm".into(),
+                engine: probe_model::Engine::Vllm,
                 version: version.into(),
             }],
             limits: vec![StartupLimits {
                 time: Some(start + 40),
-                engine: "vllm".into(),
+                engine: probe_model::Engine::Vllm,
                 values: BTreeMap::from([
                     ("kv_cache_tokens".into(), kv_tokens),
                     ("max_concurrency".into(), concurrency),

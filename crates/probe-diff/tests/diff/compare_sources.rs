@@ -134,7 +134,7 @@ fn two_whole_environments_still_report_added_and_removed_variables() {
 fn vllm_log(text: &str) -> LaunchConfig {
     let record = StartupRecord {
         time: Some(1_795_192_272),
-        engine: "vllm".into(),
+        engine: probe_model::Engine::Vllm,
         text: text.into(),
         version: Some("0.11.0".into()),
     };
@@ -232,7 +232,7 @@ fn log_options_are_written_like_a_command_line() {
 
     let record = StartupRecord {
         time: None,
-        engine: "sglang".into(),
+        engine: probe_model::Engine::Sglang,
         text: "server_args=ServerArgs(model_path='Qwen/Q', mem_fraction_static=0.85, \
                attention_backend='fa3', disable_cuda_graph=False, tp_size=2)"
             .into(),
@@ -261,7 +261,7 @@ fn log_options_are_written_like_a_command_line() {
 fn tgi_launcher_args_from_the_log() {
     let record = StartupRecord {
         time: Some(1_790_000_000),
-        engine: "tgi".into(),
+        engine: probe_model::Engine::Tgi,
         text: "Args { model_id: \"meta-llama/Llama-3.1-8B-Instruct\", revision: None, \
                num_shard: Some(2), quantize: Some(Gptq), max_total_tokens: Some(8192), \
                max_concurrent_requests: 128, lora_adapters: Some( \"a,b\", ), }"

@@ -68,7 +68,7 @@ fn snapshot() -> Snapshot {
             location: "/srv/s.log".into(),
             startups: vec![StartupRecord {
                 time: Some(1_700_000_510),
-                engine: "sglang".into(),
+                engine: probe_model::Engine::Sglang,
                 text: "server_args=ServerArgs(model_path='Qwen/Q', tp_size=2, mem_fraction_static=0.85)".into(),
                 version: None,
             }],

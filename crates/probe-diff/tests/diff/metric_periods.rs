@@ -68,7 +68,7 @@ fn snapshot(previous_has_metrics: bool) -> Snapshot {
             location: "/root/sglang.log".into(),
             startups: vec![StartupRecord {
                 time: Some(NOW + 1),
-                engine: "sglang".into(),
+                engine: probe_model::Engine::Sglang,
                 text: "server_args=ServerArgs(model_path='Q', tp_size=2, port=30000, \
                        mem_fraction_static=0.85)"
                     .into(),

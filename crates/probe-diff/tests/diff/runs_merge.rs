@@ -38,7 +38,7 @@ fn log(location: &str, origin: LogOrigin, lines: &[(i64, &str)]) -> LogSource {
             .iter()
             .map(|(time, text)| StartupRecord {
                 time: Some(*time),
-                engine: "vllm".into(),
+                engine: probe_model::Engine::Vllm,
                 text: format!("non-default args: {text}"),
                 version: None,
             })
