@@ -265,6 +265,36 @@ fn command_between_sentences() {
 }
 
 #[test]
+fn unquoted_substitution_is_an_unknown_number_of_words() {
+    // Its output is not in the text: no model is made of it, the options around it still count.
+    check(
+        "vllm serve $(cat /etc/vllm/args) --port 8000\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm","port":8000}"#]],
+    );
+    check(
+        "ExecStart=/bin/bash -c 'exec /opt/vllm/bin/vllm serve `cat /etc/vllm/model.args`'\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: bash -c
+            fields: {"engine":"vllm","wrapper":"bash -c"}"#]],
+    );
+    // Quoted, it is one word: the model, as written.
+    check(
+        "vllm serve \"$(cat model.txt)\" --port 8000\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm","model":"$(cat model.txt)","port":8000}"#]],
+    );
+}
+
+#[test]
 fn scripts_keep_their_backticks() {
     // Backticks in a script are command substitutions, not Markdown.
     check(
