@@ -413,6 +413,11 @@ pub(crate) fn from_shell_command(
     // `nohup sh -c "..." > log`: the outer command's redirection is nohup's output, not nohup.out.
     let nohup_outside = ctx.wrappers.iter().any(|w| w == "nohup");
     let mut l = launch(&c.argv, ctx, hints)?;
+    for u in &c.unknown {
+        l.warnings.push(format!(
+            "arguments come from {u}, whose output is not in the text (an unknown number of words)"
+        ));
+    }
     // The conditions the text runs it under (`when $1 = -d`, `in a loop`).
     l.warnings.extend(c.when.iter().cloned());
     if !c.tee.is_empty() {

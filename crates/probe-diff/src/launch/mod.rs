@@ -370,7 +370,8 @@ fn shell_readings(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<La
     if !repairs.is_empty() && !budget.take(text.len()) {
         return Vec::new();
     }
-    let mut out = shell::markdown::readings(&text, &starts_command)
+    let mention = |span: &str| names_a_launcher_only(span, hints, budget);
+    let mut out = shell::markdown::readings(&text, &starts_command, &mention)
         .iter()
         .map(|t| shell_text(t, hints, budget))
         .find(|l| !l.is_empty() || budget.exhausted())
@@ -379,6 +380,18 @@ fn shell_readings(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Vec<La
         l.warnings.extend(repairs.iter().cloned());
     }
     out
+}
+
+/// Whether an inline code span names a launcher and nothing else (`vllm serve`,
+/// `python -m sglang.launch_server`): read on its own it is one launch with no model, no option,
+/// no argument and no environment. In a sentence such a span is a mention, not a command.
+fn names_a_launcher_only(span: &str, hints: &ParseHints, budget: &Rc<Budget>) -> bool {
+    match shell_text(span, hints, budget).as_slice() {
+        [l] => {
+            l.model.is_none() && l.options.is_empty() && l.unknown.is_empty() && l.env.is_empty()
+        }
+        _ => false,
+    }
 }
 
 /// Whether `line` starts a command a launch can come from (a launcher, an assignment, a

@@ -172,7 +172,40 @@ pub(crate) fn split_exec(
     if let Some(p) = out.iter().position(|w| w == ";") {
         out.truncate(p);
     }
+    if exec {
+        without_substitutions(&mut out, sp.warnings);
+    }
     out
+}
+
+/// `$(cat /etc/vllm/%i.args)` or `` `cmd` `` among an `ExecStart=` line's arguments: systemd
+/// runs no shell, so nothing substitutes it, and what it was written to give (any number of
+/// words) is not in the text. Its words are left out, none taken for the model, with a warning.
+fn without_substitutions(words: &mut Vec<String>, warnings: &mut Vec<String>) {
+    let mut i = 1;
+    while let Some(w) = words.get(i) {
+        let close = if w.starts_with("$(") {
+            ')'
+        } else if w.starts_with('`') {
+            '`'
+        } else {
+            i += 1;
+            continue;
+        };
+        let first_len = if close == ')' { 2 } else { 1 };
+        let end = (i..words.len())
+            .find(|&j| {
+                words.get(j).is_some_and(|x| {
+                    x.len() > if j == i { first_len } else { 0 } && x.ends_with(close)
+                })
+            })
+            .unwrap_or(words.len() - 1);
+        let raw = words.drain(i..=end).collect::<Vec<_>>().join(" ");
+        warnings.push(format!(
+            "arguments come from {raw}, which systemd does not substitute (it runs no shell): \
+             an unknown number of words, not in the text"
+        ));
+    }
 }
 
 /// `ExecStart=` prefixes (`-`, `@`, `:`, `+`, `!`) taken off; whether `@` was among them.

@@ -87,3 +87,19 @@ fn shell_placeholder_is_no_launch_whatever_the_description() {
         @"no launch"
     );
 }
+
+#[test]
+fn command_substitution_is_no_model() {
+    // systemd runs no shell: `$(cat ...)` is not substituted, and the arguments it stands for
+    // are not in the text. No model is made of it.
+    check!(
+        SystemdUnit,
+        "[Service]\nExecStart=/opt/vllm/bin/vllm serve $(cat /etc/vllm/%i.args)\n",
+        @r#"
+        engine: vllm
+        entry: vllm serve
+        warning: specifier %i left unresolved
+        warning: arguments come from $(cat /etc/vllm/%i.args), which systemd does not substitute (it runs no shell): an unknown number of words, not in the text
+    "#
+    );
+}

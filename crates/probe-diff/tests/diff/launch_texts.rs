@@ -204,6 +204,55 @@ fn inline_backticks_in_prose() {
 }
 
 #[test]
+fn a_launcher_named_in_a_sentence_is_no_launch() {
+    // A span that only names the program, inside running prose: a mention, nothing to run.
+    check(
+        "I start the server with `vllm serve` and then run the benchmark against it.",
+        expect![[r#"no launch"#]],
+    );
+    check(
+        "Please run `python -m sglang.launch_server` first, then `llama-server` on the other box.",
+        expect![[r#"no launch"#]],
+    );
+    // The same sentence with a whole command in the span: a launch.
+    check(
+        "I start the server with `vllm serve Qwen/Qwen3-8B -tp 2` and then run the benchmark.",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm","model":"Qwen/Qwen3-8B","tensor_parallel":2}"#]],
+    );
+    // A mention in the prose does not hide the command in the fenced block below it.
+    check(
+        "Running `vllm serve` in the background needs `nohup`:\n\n```bash\nnohup vllm serve Qwen/Qwen3-8B --port 8001 > vllm.log 2>&1 &\n```\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: nohup
+            logs: vllm.log
+            fields: {"engine":"vllm","model":"Qwen/Qwen3-8B","port":8001,"wrapper":"nohup"}"#]],
+    );
+    // A bare command in a block, or on a line of its own, is code, not a mention.
+    check(
+        "Then:\n\n```\nvllm serve\n```\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm"}"#]],
+    );
+    check(
+        "Then start it:\n`vllm serve`\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm"}"#]],
+    );
+}
+
+#[test]
 fn command_between_sentences() {
     check(
         "Hi team, it's slower since the upgrade. We run:\n\npython -m sglang.launch_server --model-path Qwen/Qwen2.5-7B --tp 2 \\\n  --port 30000\n\nand it used to do 70 tok/s.\n",
@@ -212,6 +261,36 @@ fn command_between_sentences() {
             engine: sglang
             wrappers: 
             fields: {"engine":"sglang","model":"Qwen/Qwen2.5-7B","tensor_parallel":2,"port":30000}"#]],
+    );
+}
+
+#[test]
+fn unquoted_substitution_is_an_unknown_number_of_words() {
+    // Its output is not in the text: no model is made of it, the options around it still count.
+    check(
+        "vllm serve $(cat /etc/vllm/args) --port 8000\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm","port":8000}"#]],
+    );
+    check(
+        "ExecStart=/bin/bash -c 'exec /opt/vllm/bin/vllm serve `cat /etc/vllm/model.args`'\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: bash -c
+            fields: {"engine":"vllm","wrapper":"bash -c"}"#]],
+    );
+    // Quoted, it is one word: the model, as written.
+    check(
+        "vllm serve \"$(cat model.txt)\" --port 8000\n",
+        expect![[r#"
+            launches: 1
+            engine: vllm
+            wrappers: 
+            fields: {"engine":"vllm","model":"$(cat model.txt)","port":8000}"#]],
     );
 }
 

@@ -354,6 +354,22 @@ fn split_keep<'a>(s: &'a str, seps: &[char]) -> Vec<&'a str> {
     out
 }
 
+/// A word that is one unquoted command substitution whose output the text does not hold
+/// (`$(cat /etc/vllm/args)`, `` `get-args` ``): the shell splits that output into words, so it
+/// stands for an unknown number of them (none, a model, options). Its text as written.
+pub(crate) fn unknown_words<'w>(w: &'w Word, state: &State) -> Option<&'w str> {
+    if w.array.is_some() {
+        return None;
+    }
+    match w.parts.as_slice() {
+        [Part::Cmd(raw, false)] => match static_cmd_subst(raw, state) {
+            CmdSubst::Value(_) => None,
+            _ => Some(raw.as_str()),
+        },
+        _ => None,
+    }
+}
+
 /// Expands a word without field splitting into a single string.
 pub(crate) fn expand_simple(w: &Word, state: &State) -> String {
     expand_word(w, state).join(" ")

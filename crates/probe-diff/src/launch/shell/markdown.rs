@@ -1,6 +1,7 @@
 //! Launch texts as people paste them: a runbook or a ticket with the command in a fenced block
 //! (```` ```bash ````, ```` ``` ````, `~~~`), in inline backticks, after `$ ` prompts with the
-//! program's output between them, or on a line of its own between sentences.
+//! program's output between them, or on a line of its own between sentences. A launcher only
+//! named in a sentence ("we start it with `vllm serve` and then ...") is no command.
 //!
 //! [`readings`] gives the texts the shell reader should try, best first; the caller keeps the
 //! first that yields a launch. `is_command` tells whether a line starts a command (the launch
@@ -168,22 +169,67 @@ fn block_code(lines: &[&str]) -> String {
 }
 
 /// The inline code spans of a prose paragraph (`` `...` `` and ``` ``...`` ```), which may run
-/// over its lines.
-fn inline_spans(line: &str) -> Vec<&str> {
+/// over its lines: each span's byte range in `text` (its backticks included) and its code.
+fn inline_spans(text: &str) -> Vec<(usize, usize, &str)> {
     let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(start) = rest.find('`') {
-        let after = rest.get(start..).unwrap_or("");
+    let mut at = 0;
+    while let Some(start) = text.get(at..).and_then(|r| r.find('`')).map(|s| at + s) {
+        let after = text.get(start..).unwrap_or("");
         let ticks = after.chars().take_while(|c| *c == '`').count();
         let body = after.get(ticks..).unwrap_or("");
         let closing = "`".repeat(ticks);
         let Some(end) = body.find(closing.as_str()) else {
             break;
         };
-        out.push(body.get(..end).unwrap_or("").trim());
-        rest = body.get(end + ticks..).unwrap_or("");
+        let stop = start + ticks + end + ticks;
+        out.push((start, stop, body.get(..end).unwrap_or("").trim()));
+        at = stop;
     }
     out
+}
+
+/// Whether the span at `start..stop` of `text` sits inside running prose: its line has words
+/// outside it (`I start it with `vllm serve` and then ...`), where a span on a line of its own
+/// is a command pasted between sentences.
+fn in_running_prose(text: &str, start: usize, stop: usize) -> bool {
+    let before = text.get(..start).unwrap_or("");
+    let before = before.rsplit('\n').next().unwrap_or("");
+    let after = text.get(stop..).unwrap_or("");
+    let after = after.split('\n').next().unwrap_or("");
+    before
+        .chars()
+        .chain(after.chars())
+        .any(char::is_alphanumeric)
+}
+
+/// A paragraph's launch spans and its text with the mere mentions taken out. A span in running
+/// prose that `is_mention` holds (a launcher named without a model or an option: "we start it
+/// with `vllm serve` and then ...") only names the program; it is blanked, so that no reading
+/// (the spans, the whole text read as shell, where backticks substitute) runs it.
+fn paragraph_spans(
+    text: &str,
+    is_command: &dyn Fn(&str) -> bool,
+    is_mention: &dyn Fn(&str) -> bool,
+) -> (Vec<String>, String) {
+    let mut code = Vec::new();
+    let mut clean = String::with_capacity(text.len());
+    let mut kept = 0;
+    for (start, stop, span) in inline_spans(text) {
+        if !is_command(span) {
+            continue;
+        }
+        if in_running_prose(text, start, stop) && is_mention(span) {
+            clean.push_str(text.get(kept..start).unwrap_or(""));
+            // Its line breaks stay: the paragraph keeps its lines.
+            let gap = text.get(start..stop).unwrap_or("");
+            clean.extend(gap.chars().filter(|c| *c == '\n'));
+            kept = stop;
+        } else {
+            code.push(span.to_string());
+        }
+    }
+    clean.push_str(text.get(kept..).unwrap_or(""));
+    (code, clean)
 }
 
 /// Lines that start a command (by `is_command`) and the lines that continue them; prose and
@@ -220,42 +266,70 @@ fn root_transcript(lines: &[&str], is_command: &dyn Fn(&str) -> bool) -> Option<
     (!plain && !prompted.is_empty()).then(|| prompted.join("\n"))
 }
 
-/// The texts to try for launches, best first, none empty, none twice.
-pub(crate) fn readings(text: &str, is_command: &dyn Fn(&str) -> bool) -> Vec<String> {
+/// The texts to try for launches, best first, none empty, none twice. `is_mention` tells a
+/// launcher merely named in a sentence (see [`paragraph_spans`]).
+pub(crate) fn readings(
+    text: &str,
+    is_command: &dyn Fn(&str) -> bool,
+    is_mention: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     let parts = pieces(text);
     let fenced = parts.iter().any(|p| matches!(p, Piece::Block(_)));
     let mut code = Vec::new();
     let mut spans = Vec::new();
     let mut root = Vec::new();
+    // The text's lines outside its blocks, mentions blanked, in order; `None` for a block.
+    let mut prose: Vec<Option<String>> = Vec::new();
+    let mut blanked = false;
     // A paragraph's lines: a code span may run over several (a multi-line command pasted
     // between single backticks).
     let mut paragraph: Vec<&str> = Vec::new();
-    let mut flush = |paragraph: &mut Vec<&str>, code: &mut Vec<String>| {
-        let text = paragraph.join("\n");
-        paragraph.clear();
-        for s in inline_spans(&text).into_iter().filter(|s| is_command(s)) {
-            code.push(s.to_string());
-            spans.push(s.to_string());
-        }
-    };
+    let mut flush =
+        |paragraph: &mut Vec<&str>, code: &mut Vec<String>, prose: &mut Vec<Option<String>>| {
+            if paragraph.is_empty() {
+                return;
+            }
+            let text = paragraph.join("\n");
+            paragraph.clear();
+            let (found, clean) = paragraph_spans(&text, is_command, is_mention);
+            blanked |= clean != text;
+            for s in found {
+                code.push(s.clone());
+                spans.push(s);
+            }
+            prose.extend(clean.split('\n').map(|l| Some(l.to_string())));
+        };
     for p in &parts {
         match p {
             Piece::Block(lines) => {
-                flush(&mut paragraph, &mut code);
+                flush(&mut paragraph, &mut code, &mut prose);
+                prose.push(None);
                 code.push(block_code(lines));
                 root.extend(root_transcript(lines, is_command));
             }
-            Piece::Prose(line) if line.trim().is_empty() => flush(&mut paragraph, &mut code),
+            Piece::Prose(line) if line.trim().is_empty() => {
+                flush(&mut paragraph, &mut code, &mut prose);
+                prose.push(Some((*line).to_string()));
+            }
             Piece::Prose(line) => paragraph.push(line),
         }
     }
-    flush(&mut paragraph, &mut code);
-    let whole = if fenced {
-        parts
+    flush(&mut paragraph, &mut code, &mut prose);
+    let whole = if fenced || blanked {
+        let mut blocks = parts.iter().filter_map(|p| match p {
+            Piece::Block(lines) => Some(lines.clone()),
+            Piece::Prose(_) => None,
+        });
+        prose
             .iter()
             .flat_map(|p| match p {
-                Piece::Block(lines) => lines.clone(),
-                Piece::Prose(line) => vec![*line],
+                Some(line) => vec![line.clone()],
+                None => blocks
+                    .next()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect(),
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -13,7 +13,9 @@ use std::rc::Rc;
 
 use super::budget::{self, Budget, ITEM, weight};
 use super::builtins::{self, Builtin};
-use super::expand::{assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment};
+use super::expand::{
+    assigned, basename, expand_simple, expand_word, heredoc_text, is_assignment, unknown_words,
+};
 use super::flow::{self, Cond};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{
@@ -56,6 +58,9 @@ pub(crate) struct ShellCommand {
     /// The conditions the command runs under, outermost first (`when $1 = -d`, `in a loop`);
     /// empty when it runs whenever the text does.
     pub when: Vec<String>,
+    /// Unquoted command substitutions among its arguments whose output the text does not hold
+    /// (`$(cat args)`), as written: left out of `argv`, each an unknown number of words.
+    pub unknown: Vec<String>,
 }
 
 /// One simple command's tokens, sorted.
@@ -689,10 +694,16 @@ impl Walk<'_> {
             .iter()
             .map(|a| (a.name.clone(), val_text(&a.name, &a.val)))
             .collect();
-        let argv: Vec<String> = rest
-            .iter()
-            .flat_map(|w| expand_word(w, self.state))
-            .collect();
+        // After the command word, an unquoted substitution of unknown output is an unknown
+        // number of words: none is invented from it, the command keeps it aside.
+        let mut unknown = Vec::new();
+        let mut argv: Vec<String> = Vec::new();
+        for w in rest {
+            match unknown_words(w, self.state).filter(|_| !argv.is_empty()) {
+                Some(raw) => unknown.push(raw.to_string()),
+                None => argv.extend(expand_word(w, self.state)),
+            }
+        }
         let Some((cmd, args)) = argv.split_first() else {
             return;
         };
@@ -738,6 +749,7 @@ impl Walk<'_> {
             tee: Vec::new(),
             files: self.state.files.clone(),
             when,
+            unknown,
         });
     }
 
