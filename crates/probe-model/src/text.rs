@@ -52,6 +52,14 @@ pub fn line(b: &[u8]) -> String {
 }
 
 /// Whether `s` is already what [`sanitize_terminal`] makes of it.
+/// `s` cut to at most `max` characters, with `...` in place of what was cut.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max.saturating_sub(3)) {
+        Some((end, _)) if s.chars().count() > max => format!("{}...", s.get(..end).unwrap_or(s)),
+        _ => s.to_string(),
+    }
+}
+
 pub fn is_clean(s: &str) -> bool {
     !s.chars()
         .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c))
@@ -159,6 +167,20 @@ fn skip_string(it: &mut It<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_table() {
+        for (s, max, want) in [
+            ("vim compose.yaml", 60, "vim compose.yaml"),
+            ("abcdefghij", 10, "abcdefghij"),
+            ("abcdefghijk", 10, "abcdefg..."),
+            ("ééééééééééé", 10, "ééééééé..."),
+            ("ab", 2, "ab"),
+            ("abc", 2, "..."),
+        ] {
+            assert_eq!(clip(s, max), want, "{s} {max}");
+        }
+    }
 
     #[test]
     fn sanitize_table() {

@@ -550,6 +550,7 @@ async fn compose_vllm() {
         "--max-model-len 65536 (runs 32768)",
         "--gpu-memory-utilization 0.95 (runs 0.92)",
         "the file changed at 2026-11-28 15:30 UTC, after the container started at 2026-11-21 09:12 UTC: not applied",
+        "in /root/.bash_history the last `docker compose up` for it is entry 3, and entry 6 (`vim compose.override.yaml`) names its files after it",
     ] {
         assert!(w.contains(part), "{part:?} in {w}");
     }

@@ -84,8 +84,76 @@ fn compose_said(snapshot: &Snapshot, c: &ContainerInfo) -> Option<Said> {
             .get("image")
             .and_then(Value::as_str)
             .map(|i| i.trim().to_string()),
-        why: not_applied(&files, c),
+        why: format!(
+            "{}{}",
+            not_applied(&files, c),
+            history_of(snapshot, compose, &files)
+        ),
     })
+}
+
+/// What the shell histories say of the project since it was last brought up: the last `docker
+/// compose up` run in its directory (or naming it), and a later line that names one of its
+/// files (an edit that came after). Empty when no history speaks of it.
+fn history_of(
+    snapshot: &Snapshot,
+    compose: &probe_model::ComposeOrigin,
+    files: &[&LaunchFile],
+) -> String {
+    let names: Vec<&str> = files
+        .iter()
+        .filter_map(|f| f.path.rsplit('/').next())
+        .collect();
+    for h in &snapshot.histories {
+        let mut cwd: Option<String> = None;
+        let mut up: Option<u32> = None;
+        let mut after: Option<(u32, &str)> = None;
+        for e in &h.entries {
+            for part in e.command.split(['\n', ';']).flat_map(|p| p.split("&&")) {
+                let w = super::shell::split_words(part);
+                if w.first().map(String::as_str) == Some("cd") {
+                    cwd = w.get(1).cloned();
+                }
+            }
+            let words = super::shell::split_words(&e.command);
+            let ours = cwd
+                .as_deref()
+                .zip(compose.working_dir.as_deref())
+                .is_some_and(|(a, b)| a.trim_end_matches('/') == b.trim_end_matches('/'))
+                || compose
+                    .working_dir
+                    .as_deref()
+                    .is_some_and(|d| e.command.contains(d))
+                || words.windows(2).any(|w| {
+                    matches!(w[0].as_str(), "-p" | "--project-name") && w[1] == compose.project
+                });
+            let is_up = super::host_change::runs_compose_up(&e.command);
+            if ours && is_up {
+                up = Some(e.index);
+                after = None;
+            } else if up.is_some()
+                && after.is_none()
+                && words
+                    .iter()
+                    .any(|w| names.iter().any(|n| w.rsplit('/').next() == Some(*n)))
+            {
+                after = Some((e.index, e.command.as_str()));
+            }
+        }
+        let Some(up) = up else { continue };
+        let tail = match after {
+            Some((i, line)) => format!(
+                ", and entry {i} (`{}`) names its files after it",
+                probe_model::text::clip(line, 60)
+            ),
+            None => String::new(),
+        };
+        return format!(
+            "; in {} the last `docker compose up` for it is entry {up}{tail}",
+            h.path
+        );
+    }
+    String::new()
 }
 
 /// The annotation `kubectl apply` leaves on what it applied: the pod's own manifest, for a pod
@@ -343,6 +411,67 @@ mod tests {
     }
 
     const BASE: &str = "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    environment:\n      VLLM_USE_V1: \"1\"\n    command: [\"--model\", \"/m\", \"--max-model-len\", \"8192\"]\n";
+
+    /// The histories say when the project was last brought up and what was edited after.
+    #[test]
+    fn the_history_of_a_compose_project() {
+        use probe_model::{HistoryEntry, HistoryFile};
+        let entries = |lines: &[&str]| {
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| HistoryEntry {
+                    index: i as u32,
+                    time: None,
+                    command: l.to_string(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let snap = |lines: &[&str]| Snapshot {
+            containers: vec![container(
+                &["--model", "/m", "--max-model-len", "4096"],
+                "vllm/vllm-openai:v0.11.0",
+            )],
+            launch_files: vec![file("/srv/llm/compose.yaml", 900, BASE)],
+            histories: vec![HistoryFile {
+                path: "/root/.bash_history".into(),
+                entries: entries(lines),
+                ..HistoryFile::default()
+            }],
+            ..Snapshot::default()
+        };
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "mkdir -p /srv/llm && cd /srv/llm",
+                    "docker compose up -d",
+                    "docker compose logs -f",
+                    "vim compose.yaml",
+                ],
+                "; in /root/.bash_history the last `docker compose up` for it is entry 1, and entry 3 (`vim compose.yaml`) names its files after it",
+            ),
+            (
+                &[
+                    "vim /srv/llm/compose.yaml",
+                    "docker compose -p llm up -d vllm",
+                ],
+                "; in /root/.bash_history the last `docker compose up` for it is entry 1",
+            ),
+            // Another project's up, and no up at all: the history says nothing of this one.
+            (&["cd /srv/other", "docker compose up -d"], ""),
+            (&["cd /srv/llm", "vim compose.yaml"], ""),
+        ];
+        for (lines, tail) in cases {
+            let want = format!(
+                "compose:/srv/llm/compose.yaml (service vllm) says otherwise: --max-model-len 8192 (runs 4096); the container was not made from the file as it is now (other files, variables or a `docker compose run` override){tail}"
+            );
+            assert_eq!(
+                said_of(&snap(lines), "container:llm-vllm-1"),
+                want,
+                "{lines:?}"
+            );
+        }
+    }
 
     /// A pod's last applied manifest, held against what its container runs.
     #[test]

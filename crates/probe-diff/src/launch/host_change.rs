@@ -122,9 +122,47 @@ fn classify(command: &str) -> Option<String> {
             .chain(words.get(2..).unwrap_or_default().iter().cloned())
             .collect();
     }
+    let lookup = if program == "docker-compose" {
+        without_compose_globals(&words)
+    } else {
+        words.clone()
+    };
     let (_, subs) = CHANGERS.iter().find(|(p, _)| *p == program)?;
-    let (sub, _) = subcommand(&words)?;
+    let (sub, _) = subcommand(&lookup)?;
     (subs.contains(&"*") || subs.contains(&sub)).then(|| summary(&words))
+}
+
+/// Compose's global options that take a value (`-f FILE`, `-p NAME`, `--project-directory
+/// DIR`, ...), left out before the sub-command is looked for: `docker compose -p llm up -d`.
+fn without_compose_globals(words: &[String]) -> Vec<String> {
+    const VALUED: &[&str] = &[
+        "-f",
+        "--file",
+        "-p",
+        "--project-name",
+        "--project-directory",
+        "--env-file",
+        "--profile",
+        "--ansi",
+        "--parallel",
+    ];
+    let mut out = Vec::with_capacity(words.len());
+    let mut it = words.iter();
+    if let Some(program) = it.next() {
+        out.push(program.clone());
+    }
+    while let Some(w) = it.next() {
+        if VALUED.contains(&w.as_str()) {
+            it.next();
+        } else if w.starts_with('-') {
+            continue;
+        } else {
+            out.push(w.clone());
+            out.extend(it.cloned());
+            break;
+        }
+    }
+    out
 }
 
 /// The words, cut to a readable length.
@@ -141,16 +179,39 @@ fn summary(words: &[String]) -> String {
     text
 }
 
-/// What a history line changed on the host (`pip install sglang==0.5.9`,
-/// `systemctl restart vllm`), or `None` when it changed nothing the timeline tracks.
-pub fn host_change(line: &str) -> Option<String> {
-    let found: Vec<String> = line
-        .split(['\n', ';'])
+/// The simple commands of a line (`&&`, `||`, `|`, `;` and newlines split it).
+fn simple_commands(line: &str) -> impl Iterator<Item = &str> {
+    line.split(['\n', ';'])
         .flat_map(|part| part.split("&&"))
         .flat_map(|part| part.split("||"))
         .flat_map(|part| part.split('|'))
-        .filter_map(|part| classify(part.trim()))
-        .collect();
+        .map(str::trim)
+}
+
+/// Whether a line runs `docker compose up` (`docker-compose`, `podman compose`, with global
+/// options before `up`).
+pub(crate) fn runs_compose_up(line: &str) -> bool {
+    simple_commands(line).any(|part| {
+        let words = split_words(part);
+        let words = skip_wrappers(&words);
+        let base = |w: Option<&String>| w.map(|w| w.rsplit('/').next().unwrap_or(w).to_string());
+        let rest = match (
+            base(words.first()).as_deref(),
+            words.get(1).map(String::as_str),
+        ) {
+            (Some("docker" | "podman"), Some("compose")) => words.get(1..),
+            (Some("docker-compose" | "podman-compose"), _) => words.get(0..),
+            _ => None,
+        };
+        rest.map(without_compose_globals)
+            .is_some_and(|w| subcommand(&w).is_some_and(|(sub, _)| sub == "up"))
+    })
+}
+
+/// What a history line changed on the host (`pip install sglang==0.5.9`,
+/// `systemctl restart vllm`), or `None` when it changed nothing the timeline tracks.
+pub fn host_change(line: &str) -> Option<String> {
+    let found: Vec<String> = simple_commands(line).filter_map(classify).collect();
     if found.is_empty() {
         None
     } else {
@@ -161,6 +222,25 @@ pub fn host_change(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::host_change;
+
+    #[test]
+    fn compose_ups() {
+        for (line, want) in [
+            ("docker compose up -d", true),
+            (
+                "cd /srv/llm && sudo docker compose -f a.yaml -p llm up -d vllm",
+                true,
+            ),
+            ("docker-compose --project-directory /srv/llm up", true),
+            ("podman compose up", true),
+            ("docker compose -p up logs", false),
+            ("docker compose pull", false),
+            ("docker run up", false),
+            ("echo docker compose up", false),
+        ] {
+            assert_eq!(super::runs_compose_up(line), want, "{line}");
+        }
+    }
 
     #[test]
     fn host_changing_lines() {
@@ -194,6 +274,11 @@ mod tests {
                 Some("docker pull vllm/vllm-openai:v0.11.0"),
             ),
             ("docker compose up -d", Some("docker-compose up -d")),
+            (
+                "docker compose -f /srv/llm/compose.yaml -p llm up -d vllm",
+                Some("docker-compose -f /srv/llm/compose.yaml -p llm up -d vllm"),
+            ),
+            ("docker compose -p llm logs -f", None),
             ("dnf upgrade cuda-toolkit", Some("dnf upgrade cuda-toolkit")),
             (
                 "conda install -c nvidia cuda",
