@@ -125,7 +125,7 @@ fn history_of(
                     .as_deref()
                     .is_some_and(|d| e.command.contains(d))
                 || words.windows(2).any(|w| {
-                    matches!(w[0].as_str(), "-p" | "--project-name") && w[1] == compose.project
+                    matches!(w, [flag, name] if matches!(flag.as_str(), "-p" | "--project-name") && *name == compose.project)
                 });
             let is_up = super::host_change::runs_compose_up(&e.command);
             if ours && is_up {
