@@ -436,7 +436,7 @@ fn audit_all_hosts_with_unreachable_and_wrong_key() {
     let summary: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
     assert_schema("audit-summary", &summary);
     let summary: AuditSummary = serde_json::from_value(summary).unwrap();
-    assert_eq!(summary.record_type, "summary");
+    assert_eq!(summary.record_type, probe_model::RecordType::Summary);
     let status_of = |name: &str| records.iter().find(|r| r.host == name).unwrap().status;
     for host in &env.fleet.hosts {
         assert_eq!(status_of(&host.name), AuditStatus::Ok, "{stdout}");

@@ -243,7 +243,7 @@ proptest! {
         leaks("report json", &render::json::pretty(&host))?;
         leaks("diff json", &render::json::pretty(&diff))?;
         let record = AuditRecord {
-            record_type: "host".into(),
+            record_type: probe_model::RecordType::Host,
             host: snap.target.clone(),
             target: snap.target.clone(),
             status: AuditStatus::Changed,

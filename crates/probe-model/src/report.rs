@@ -140,6 +140,21 @@ pub struct EngineVersion {
     pub version: Option<String>,
 }
 
+/// What a JSON Lines record of `probe audit` and `probe audit report` is (its `"type"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordType {
+    /// One host's line ([`AuditRecord`]).
+    #[default]
+    Host,
+    /// The last line of an audit ([`AuditSummary`]).
+    Summary,
+    /// One group's outliers (`probe audit report --outliers --jsonl`).
+    Outliers,
+    /// The fleet report (`probe audit report --jsonl`).
+    FleetReport,
+}
+
 /// One host's line of an audit (`"type": "host"` in JSON Lines).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -147,7 +162,7 @@ pub struct AuditRecord {
     pub schema_version: u32,
     /// Always `host`.
     #[serde(rename = "type")]
-    pub record_type: String,
+    pub record_type: RecordType,
     /// The inventory name.
     pub host: String,
     pub target: String,
@@ -179,7 +194,7 @@ pub struct AuditSummary {
     pub schema_version: u32,
     /// Always `summary`.
     #[serde(rename = "type")]
-    pub record_type: String,
+    pub record_type: RecordType,
     pub inventory: String,
     pub hosts: usize,
     pub ok: usize,

@@ -272,7 +272,7 @@ fn main() {
     for host in 0..hosts {
         let record = AuditRecord {
             schema_version: SCHEMA_VERSION,
-            record_type: "host".into(),
+            record_type: probe_model::RecordType::Host,
             host: format!("gpu{host}"),
             target: format!("gpu{host}"),
             status: AuditStatus::Ok,

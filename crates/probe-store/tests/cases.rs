@@ -368,7 +368,7 @@ fn audit_records_newest_per_host_across_shards(backend: &Backend) {
     };
     let record = |host: &str, status: AuditStatus, changes: usize| AuditRecord {
         schema_version: SCHEMA_VERSION,
-        record_type: "host".into(),
+        record_type: probe_model::RecordType::Host,
         host: host.into(),
         target: format!("{host}.example"),
         status,

@@ -197,7 +197,7 @@ fn spawn_collections(
             .await
             .unwrap_or_else(|err| AuditRecord {
                 schema_version: SCHEMA_VERSION,
-                record_type: "host".into(),
+                record_type: probe_model::RecordType::Host,
                 host: name,
                 status: AuditStatus::Error,
                 error: Some(format!("internal error in the drift analysis: {err}")),
@@ -309,7 +309,7 @@ fn summarize(
     );
     AuditSummary {
         schema_version: SCHEMA_VERSION,
-        record_type: "summary".into(),
+        record_type: probe_model::RecordType::Summary,
         inventory: inventory_path.display().to_string(),
         hosts: records.len(),
         ok: count(AuditStatus::Ok),
@@ -416,7 +416,7 @@ fn record_for(
 ) -> AuditRecord {
     let mut record = AuditRecord {
         schema_version: SCHEMA_VERSION,
-        record_type: "host".into(),
+        record_type: probe_model::RecordType::Host,
         host: host.name.clone(),
         target: target.to_string(),
         groups: host.groups.clone(),

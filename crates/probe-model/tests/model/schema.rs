@@ -369,13 +369,13 @@ fn launch_values_and_audit_tags() {
 
     let record = AuditRecord {
         schema_version: SCHEMA_VERSION,
-        record_type: "host".into(),
+        record_type: probe_model::RecordType::Host,
         host: "gpu7".into(),
         ..AuditRecord::default()
     };
     let summary = AuditSummary {
         schema_version: SCHEMA_VERSION,
-        record_type: "summary".into(),
+        record_type: probe_model::RecordType::Summary,
         ..AuditSummary::default()
     };
     let record_validator = validator("audit-record");

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use probe_diff::fleet::{GroupOutliers, Member};
-use probe_model::{SCHEMA_VERSION, Snapshot, UnixTime, exit_codes};
+use probe_model::{AuditStatus, RecordType, SCHEMA_VERSION, Snapshot, UnixTime, exit_codes};
 use probe_store::{SnapshotStore, StoredAudit};
 use serde::Serialize;
 
@@ -47,7 +47,7 @@ pub fn members_of(hosts: &[InventoryHost], by_name: bool) -> Vec<FleetMember> {
 pub struct OutliersLine<'a> {
     pub schema_version: u32,
     #[serde(rename = "type")]
-    pub record_type: &'static str,
+    pub record_type: RecordType,
     #[serde(flatten)]
     pub group: &'a GroupOutliers,
 }
@@ -56,7 +56,7 @@ impl<'a> OutliersLine<'a> {
     pub fn of(group: &'a GroupOutliers) -> OutliersLine<'a> {
         OutliersLine {
             schema_version: SCHEMA_VERSION,
-            record_type: "outliers",
+            record_type: RecordType::Outliers,
             group,
         }
     }
@@ -214,13 +214,44 @@ fn impact_word(impact: probe_model::Impact) -> &'static str {
     }
 }
 
+/// A host's state in the fleet report: its last audit's status, or never audited. Serialised as
+/// the status's own word (`ok`, `changed`, `unreachable`, ...) or `never_audited`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FleetStatus {
+    Audited(AuditStatus),
+    NeverAudited,
+}
+
+impl FleetStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            FleetStatus::Audited(status) => status.as_str(),
+            FleetStatus::NeverAudited => "never_audited",
+        }
+    }
+
+    /// As the terminal and the page print it (`never audited`, `host key refused`).
+    fn words(self) -> String {
+        self.as_str().replace('_', " ")
+    }
+}
+
+impl Serialize for FleetStatus {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// One host of the fleet report.
 #[derive(Debug, Serialize)]
 struct FleetHost {
     host: String,
     target: String,
     /// The audit status, or `never_audited`.
-    status: String,
+    status: FleetStatus,
     shard: Option<String>,
     runner: Option<String>,
     audited_at: Option<UnixTime>,
@@ -237,7 +268,7 @@ struct FleetHost {
 struct FleetReport {
     schema_version: u32,
     #[serde(rename = "type")]
-    record_type: &'static str,
+    record_type: RecordType,
     store: String,
     generated_at: UnixTime,
     hosts: Vec<FleetHost>,
@@ -282,7 +313,9 @@ pub fn run(ctx: &Ctx, args: AuditReportArgs) -> Result<u8> {
     }
     let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
     for host in &hosts {
-        *statuses.entry(host.status.clone()).or_default() += 1;
+        *statuses
+            .entry(host.status.as_str().to_string())
+            .or_default() += 1;
     }
     let mut shards: Vec<String> = hosts.iter().filter_map(|h| h.shard.clone()).collect();
     shards.sort();
@@ -294,7 +327,7 @@ pub fn run(ctx: &Ctx, args: AuditReportArgs) -> Result<u8> {
     };
     let report = FleetReport {
         schema_version: SCHEMA_VERSION,
-        record_type: "fleet_report",
+        record_type: RecordType::FleetReport,
         store: store.location(),
         generated_at: now,
         hosts,
@@ -319,7 +352,7 @@ fn fleet_page(report: &FleetReport, with_outliers: bool) -> String {
         .iter()
         .map(|host| html::FleetRow {
             host: host.host.clone(),
-            status: host.status.replace('_', " "),
+            status: host.status.words(),
             shard: host.shard.clone().unwrap_or_else(|| "-".into()),
             audited: host.audited_at.map_or("-".into(), |at| {
                 format!("{} ago", age(report.generated_at - at))
@@ -397,10 +430,9 @@ fn fleet_host(
     Ok(FleetHost {
         host: member.name.clone(),
         target,
-        status: audit.map_or_else(
-            || "never_audited".to_string(),
-            |a| a.record.status.as_str().to_string(),
-        ),
+        status: audit.map_or(FleetStatus::NeverAudited, |a| {
+            FleetStatus::Audited(a.record.status)
+        }),
         shard: audit.and_then(|a| a.run.shard.clone()),
         runner: audit.map(|a| a.run.runner.clone()),
         audited_at: audit.map(|a| a.recorded_at),
@@ -451,9 +483,9 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
         .hosts
         .iter()
         .map(|host| {
-            let tone = match host.status.as_str() {
-                "ok" => Tone::Good,
-                "changed" => Tone::Warn,
+            let tone = match host.status {
+                FleetStatus::Audited(AuditStatus::Ok) => Tone::Good,
+                FleetStatus::Audited(AuditStatus::Changed) => Tone::Warn,
                 _ => Tone::Bad,
             };
             let drift = drift_text(host);
@@ -461,7 +493,7 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
                 tone,
                 vec![
                     host.host.clone(),
-                    host.status.replace('_', " "),
+                    host.status.words(),
                     host.shard.clone().unwrap_or_else(|| "-".into()),
                     host.audited_at.map_or("-".into(), |at| {
                         format!("{} ago", age(report.generated_at - at))
