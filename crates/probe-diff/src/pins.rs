@@ -45,19 +45,34 @@ fn pinned<'a>(word: &'a str, name: &str) -> Option<&'a str> {
     (normal(package) == normal(name) && plain).then_some(version)
 }
 
-/// The latest pin of one of `names` before `before`, from every history with timestamps.
-pub fn pin_before(snapshot: &Snapshot, names: &[&str], before: UnixTime) -> Option<Pin> {
-    let mut best: Option<Pin> = None;
-    for file in &snapshot.histories {
-        for entry in &file.entries {
-            let Some(at) = entry.time.filter(|t| *t < before) else {
-                continue;
-            };
-            if best.as_ref().is_some_and(|b| b.at >= at) {
-                continue;
+/// The timestamped `pip install` lines of a snapshot's histories, found once for all its runs
+/// (a run asks for its engine's pin; scanning every history entry per run made the analysis
+/// grow with runs times entries).
+pub struct Pins<'a> {
+    /// (time, the line's words, file, entry index), in no particular order.
+    lines: Vec<(UnixTime, Vec<&'a str>, &'a str, u32)>,
+}
+
+impl<'a> Pins<'a> {
+    pub fn of(snapshot: &'a Snapshot) -> Pins<'a> {
+        let mut lines = Vec::new();
+        for file in &snapshot.histories {
+            for entry in &file.entries {
+                let Some(at) = entry.time else { continue };
+                let words: Vec<&str> = entry.command.split_whitespace().collect();
+                if is_pip_install(&words) {
+                    lines.push((at, words, file.path.as_str(), entry.index));
+                }
             }
-            let words: Vec<&str> = entry.command.split_whitespace().collect();
-            if !is_pip_install(&words) {
+        }
+        Pins { lines }
+    }
+
+    /// The latest pin of one of `names` before `before`.
+    pub fn before(&self, names: &[&str], before: UnixTime) -> Option<Pin> {
+        let mut best: Option<Pin> = None;
+        for (at, words, path, index) in &self.lines {
+            if *at >= before || best.as_ref().is_some_and(|b| b.at >= *at) {
                 continue;
             }
             let version = words
@@ -66,13 +81,13 @@ pub fn pin_before(snapshot: &Snapshot, names: &[&str], before: UnixTime) -> Opti
             if let Some(version) = version {
                 best = Some(Pin {
                     version: version.to_string(),
-                    at,
-                    evidence: format!("{}#{} at {}", file.path, entry.index, utc(at)),
+                    at: *at,
+                    evidence: format!("{path}#{index} at {}", utc(*at)),
                 });
             }
         }
+        best
     }
-    best
 }
 
 #[cfg(test)]
@@ -120,7 +135,7 @@ mod tests {
             (450, &["sgl_kernel"], Some("0.3.20")),
         ];
         for (before, names, want) in cases {
-            let got = pin_before(&s, names, before);
+            let got = Pins::of(&s).before(names, before);
             assert_eq!(
                 got.as_ref().map(|p| p.version.as_str()),
                 want,
@@ -128,11 +143,12 @@ mod tests {
             );
         }
         assert_eq!(
-            pin_before(&s, &["sglang"], 1000).map(|p| p.version),
+            Pins::of(&s).before(&["sglang"], 1000).map(|p| p.version),
             Some("0.5.9".into())
         );
         assert!(
-            pin_before(&s, &["sglang"], 250)
+            Pins::of(&s)
+                .before(&["sglang"], 250)
                 .unwrap()
                 .evidence
                 .starts_with("/root/.bash_history#1 at ")

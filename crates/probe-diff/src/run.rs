@@ -73,6 +73,7 @@ fn starts(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Start> {
 pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
     let starts = starts(snapshot, timeline);
     let mut runs = Vec::with_capacity(starts.len());
+    let pins = crate::pins::Pins::of(snapshot);
     // Each server's launches, found once for all of its runs and logs, and the serving
     // environment of the first of them that has one (a run whose own launch names none ran in it).
     let mut servers: std::collections::BTreeMap<usize, (ServerLaunches<'_>, Option<&PythonEnv>)> =
@@ -118,7 +119,7 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
             },
             end,
             engine_version: pinned_version(
-                snapshot,
+                &pins,
                 launch,
                 start.at,
                 run_version(launch, start.at, window_end, running, &logs, env),
@@ -236,7 +237,7 @@ fn run_end(
 /// before it (`pip install sglang==0.5.8`), if any: an earlier version known, not only
 /// "older than".
 fn pinned_version(
-    snapshot: &Snapshot,
+    pins: &crate::pins::Pins<'_>,
     launch: &LaunchConfig,
     start: UnixTime,
     version: RunVersion,
@@ -244,7 +245,7 @@ fn pinned_version(
     if version.source != VersionSource::InstalledAfter {
         return version;
     }
-    let Some(pin) = crate::pins::pin_before(snapshot, engine_package(launch.engine), start) else {
+    let Some(pin) = pins.before(engine_package(launch.engine), start) else {
         return version;
     };
     RunVersion {
