@@ -360,6 +360,17 @@ pub struct ContainerInfo {
     pub pod: Option<PodOrigin>,
 }
 
+/// An image name without its tag or digest (`registry:5000/vllm:v1` -> `registry:5000/vllm`,
+/// `lmsysorg/sglang@sha256:...` -> `lmsysorg/sglang`): a colon counts as a tag only after the
+/// last `/`, so a registry's port stays.
+pub fn image_repository(image: &str) -> &str {
+    let name = image.split('@').next().unwrap_or(image);
+    match name.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => name,
+    }
+}
+
 /// Where a container's launch comes from when Docker Compose created it: the compose file(s)
 /// and the service in them (labels `com.docker.compose.project`, `.service`,
 /// `.project.config_files`, `.project.working_dir`, `.container-number`).

@@ -30,7 +30,7 @@ pub fn image_line(c: &ContainerInfo) -> String {
         known.push(short(id).to_string());
     }
     // The registry digest of the image's own repository, else the first one.
-    let repo = repository(&c.image);
+    let repo = probe_model::image_repository(&c.image);
     let digest = c
         .repo_digests
         .iter()
@@ -46,15 +46,6 @@ pub fn image_line(c: &ContainerInfo) -> String {
         image.to_string()
     } else {
         format!("{image} ({})", known.join(", "))
-    }
-}
-
-/// An image name without its tag or digest (`registry:5000/vllm:v1` -> `registry:5000/vllm`).
-fn repository(image: &str) -> &str {
-    let name = image.split('@').next().unwrap_or(image);
-    match name.rsplit_once(':') {
-        Some((repo, tag)) if !tag.contains('/') => repo,
-        _ => name,
     }
 }
 
@@ -213,7 +204,7 @@ mod tests {
             ("registry:5000/vllm", "registry:5000/vllm"),
             ("lmsysorg/sglang@sha256:0123", "lmsysorg/sglang"),
         ] {
-            assert_eq!(repository(image), repo);
+            assert_eq!(probe_model::image_repository(image), repo);
         }
         assert_eq!(image_line(&ContainerInfo::default()), "(image not known)");
     }

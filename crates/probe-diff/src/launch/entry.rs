@@ -53,8 +53,8 @@ fn entry_point(
 
 /// The engine entry point of a container image (`vllm/vllm-openai:v0.8.5` -> vLLM).
 pub(crate) fn entry_for_image(image: &str) -> Option<(&'static Catalog, &'static EntryPoint)> {
-    let repo = image_repo(image);
-    let last = basename(&repo);
+    let repo = probe_model::image_repository(image);
+    let last = basename(repo);
     for e in Engine::ALL {
         let c = catalog(e, None);
         for ep in &c.entry_points {
@@ -121,8 +121,8 @@ pub(crate) fn guess_image_entry(image: &str, cmd: &[String]) -> Option<Vec<Strin
     if !cmd.first().map(|a| a.starts_with('-')).unwrap_or(false) {
         return None;
     }
-    let repo = image_repo(image);
-    if let Some(e) = guess_engine_from_name(&repo) {
+    let repo = probe_model::image_repository(image);
+    if let Some(e) = guess_engine_from_name(repo) {
         return default_entry_argv(catalog(e, None));
     }
     let mut scores: Vec<(usize, Engine)> = Engine::ALL
@@ -136,18 +136,6 @@ pub(crate) fn guess_image_entry(image: &str, cmd: &[String]) -> Option<Vec<Strin
         }
         [(best, e)] if *best >= 2 => default_entry_argv(catalog(*e, None)),
         _ => None,
-    }
-}
-
-fn image_repo(image: &str) -> String {
-    let no_digest = image.split('@').next().unwrap_or(image);
-    let last_slash = no_digest.rfind('/').map(|p| p + 1).unwrap_or(0);
-    match no_digest.get(last_slash..).and_then(|t| t.find(':')) {
-        Some(colon) => no_digest
-            .get(..last_slash + colon)
-            .unwrap_or(no_digest)
-            .to_string(),
-        None => no_digest.to_string(),
     }
 }
 
