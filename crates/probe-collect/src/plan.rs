@@ -794,8 +794,8 @@ fn container_logs(snap: &Snapshot, inp: &mut Round2Inputs) {
     }
 }
 
-/// The compose files of the server containers Docker Compose made, as their labels name them
-/// (relative names under the project's working directory): read as those launches' text.
+/// The compose files of the server containers Docker Compose made, as their labels name them:
+/// read as those launches' text.
 fn compose_files(snap: &Snapshot, inp: &mut Round2Inputs) {
     for c in &snap.containers {
         let Some(compose) = &c.compose else { continue };
@@ -803,11 +803,8 @@ fn compose_files(snap: &Snapshot, inp: &mut Round2Inputs) {
             name: c.name.clone().unwrap_or_else(|| c.id.clone()),
         }
         .label();
-        for f in &compose.config_files {
-            let Some(path) = join(compose.working_dir.as_deref(), f) else {
-                continue;
-            };
-            let e = ("compose".to_string(), by.clone(), path);
+        for path in &compose.config_files {
+            let e = ("compose".to_string(), by.clone(), path.clone());
             if is_compose_path(&e.2)
                 && !inp.launch_files.iter().any(|(_, _, p)| *p == e.2)
                 && inp.launch_files.len() < MAX_LAUNCH_FILES

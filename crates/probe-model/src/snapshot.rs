@@ -379,7 +379,8 @@ pub fn image_repository(image: &str) -> &str {
 pub struct ComposeOrigin {
     pub project: String,
     pub service: String,
-    /// The compose files, as Compose wrote them (absolute paths, comma-separated in the label).
+    /// The compose files (comma-separated in the label; Compose writes absolute paths, and a
+    /// relative one is made absolute under `working_dir` when the label is read).
     pub config_files: Vec<String>,
     pub working_dir: Option<String>,
     /// The replica (`--scale`): 1 for the first.

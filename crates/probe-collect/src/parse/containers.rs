@@ -176,6 +176,16 @@ fn compose_of(labels: Option<&Value>) -> Option<ComposeOrigin> {
     let labels = labels?.as_object().filter(|l| l.len() <= MAX_LABELS)?;
     let project = label(labels, "com.docker.compose.project")?;
     let service = label(labels, "com.docker.compose.service")?;
+    let working_dir = label(labels, "com.docker.compose.project.working_dir").map(sanitize_line);
+    // A relative name is under the project's directory (Compose writes absolute ones).
+    let absolute = |f: &str| match working_dir.as_deref() {
+        Some(dir) if !f.starts_with('/') && dir.starts_with('/') => format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            f.trim_start_matches("./")
+        ),
+        _ => f.to_string(),
+    };
     Some(ComposeOrigin {
         project: sanitize_line(project),
         service: sanitize_line(service),
@@ -185,11 +195,11 @@ fn compose_of(labels: Option<&Value>) -> Option<ComposeOrigin> {
                     .map(str::trim)
                     .filter(|f| !f.is_empty())
                     .take(16)
-                    .map(sanitize_line)
+                    .map(|f| sanitize_line(&absolute(f)))
                     .collect()
             })
             .unwrap_or_default(),
-        working_dir: label(labels, "com.docker.compose.project.working_dir").map(sanitize_line),
+        working_dir,
         container_number: label(labels, "com.docker.compose.container-number")
             .and_then(|n| n.parse().ok()),
     })
@@ -324,7 +334,7 @@ mod tests {
     fn compose_and_pod_labels() {
         let j = r#"[{"Id":"c1","Image":"sha256:5f1e9d0c4b3a","Config":{"Image":"vllm/vllm-openai:v0.11.0","Labels":{
             "com.docker.compose.project":"llm","com.docker.compose.service":"vllm",
-            "com.docker.compose.project.config_files":"/srv/llm/compose.yaml,/srv/llm/compose.gpu.yaml",
+            "com.docker.compose.project.config_files":"/srv/llm/compose.yaml,./compose.gpu.yaml",
             "com.docker.compose.project.working_dir":"/srv/llm","com.docker.compose.container-number":"1",
             "com.docker.compose.version":"2.29.1"}}},
             {"Id":"c2","Image":"sha256:77aa","Config":{"Image":"lmsysorg/sglang@sha256:0123abcd","Labels":{

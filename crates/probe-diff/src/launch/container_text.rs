@@ -256,20 +256,10 @@ fn files_of<'a>(snapshot: &'a Snapshot, c: &ContainerInfo) -> Vec<&'a LaunchFile
     compose
         .config_files
         .iter()
-        .filter_map(|f| {
-            let path = if f.starts_with('/') {
-                f.clone()
-            } else {
-                let dir = compose.working_dir.as_deref()?;
-                format!(
-                    "{}/{}",
-                    dir.trim_end_matches('/'),
-                    f.trim_start_matches("./")
-                )
-            };
+        .filter_map(|path| {
             snapshot.launch_files.iter().find(|lf| {
                 lf.kind == LaunchFileKind::Compose
-                    && lf.path == path
+                    && lf.path == *path
                     && lf.status == SectionStatus::Ok
             })
         })
@@ -392,7 +382,7 @@ mod tests {
             compose: Some(ComposeOrigin {
                 project: "llm".into(),
                 service: "vllm".into(),
-                config_files: vec!["compose.yaml".into(), "/srv/llm/gpu.yaml".into()],
+                config_files: vec!["/srv/llm/compose.yaml".into(), "/srv/llm/gpu.yaml".into()],
                 working_dir: Some("/srv/llm".into()),
                 container_number: Some(1),
             }),
