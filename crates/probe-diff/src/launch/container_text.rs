@@ -20,13 +20,38 @@ use crate::compare::launch::compare_launches_split;
 const SHOWN: usize = 6;
 
 /// What a container's own text says its launch is: where it says it, the launch, the image it
-/// names, and how to read a difference.
-struct Said {
+/// names, and which text it is.
+struct Said<'a> {
     label: String,
     launch: LaunchConfig,
     image: Option<String>,
-    /// Why a difference is there, after "says otherwise: ...".
-    why: String,
+    text: Text<'a>,
+}
+
+/// The text a container's launch was held against.
+enum Text<'a> {
+    Compose {
+        compose: &'a probe_model::ComposeOrigin,
+        files: Vec<&'a LaunchFile>,
+    },
+    Manifest,
+}
+
+impl Text<'_> {
+    /// Why a difference is there, after "says otherwise: ...": asked only when there is one
+    /// (the compose case reads the histories).
+    fn why(&self, snapshot: &Snapshot, c: &ContainerInfo) -> String {
+        match self {
+            Text::Compose { compose, files } => format!(
+                "{}{}",
+                not_applied(files, c),
+                history_of(snapshot, compose, files)
+            ),
+            Text::Manifest => String::from(
+                "; a pod's command cannot change while it runs, so what runs came from elsewhere (a controller's template, an admission webhook, a manifest applied since)",
+            ),
+        }
+    }
 }
 
 /// Each compose container's launch in `out` learns what its compose files say, and each pod's
@@ -58,14 +83,14 @@ pub(super) fn annotate(snapshot: &Snapshot, out: &mut [LaunchConfig]) {
                 "{} says otherwise: {}{}",
                 said.label,
                 shown.join(", "),
-                said.why
+                said.text.why(snapshot, c)
             ));
         }
     }
 }
 
 /// The service a compose container was made for, as its files say it now.
-fn compose_said(snapshot: &Snapshot, c: &ContainerInfo) -> Option<Said> {
+fn compose_said<'a>(snapshot: &'a Snapshot, c: &'a ContainerInfo) -> Option<Said<'a>> {
     let compose = c.compose.as_ref()?;
     let files = files_of(snapshot, c);
     let first = files.first()?;
@@ -84,11 +109,7 @@ fn compose_said(snapshot: &Snapshot, c: &ContainerInfo) -> Option<Said> {
             .get("image")
             .and_then(Value::as_str)
             .map(|i| i.trim().to_string()),
-        why: format!(
-            "{}{}",
-            not_applied(&files, c),
-            history_of(snapshot, compose, &files)
-        ),
+        text: Text::Compose { compose, files },
     })
 }
 
@@ -109,7 +130,12 @@ fn history_of(
         let mut up: Option<u32> = None;
         let mut after: Option<(u32, &str)> = None;
         for e in &h.entries {
-            for part in e.command.split(['\n', ';']).flat_map(|p| p.split("&&")) {
+            // Most lines are none of a `cd`, a compose command or a line naming the files.
+            let c = e.command.as_str();
+            if !(c.contains("cd") || c.contains("compose") || names.iter().any(|n| c.contains(n))) {
+                continue;
+            }
+            for part in c.split(['\n', ';']).flat_map(|p| p.split("&&")) {
                 let w = super::shell::split_words(part);
                 if w.first().map(String::as_str) == Some("cd") {
                     cwd = w.get(1).cloned();
@@ -161,7 +187,7 @@ fn history_of(
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The container of a pod as its last applied manifest says it.
-fn manifest_said(c: &ContainerInfo) -> Option<Said> {
+fn manifest_said(c: &ContainerInfo) -> Option<Said<'static>> {
     let pod = c.pod.as_ref()?;
     let text = pod.annotations.get(LAST_APPLIED)?;
     let doc: Value = serde_json::from_str(text).ok()?;
@@ -193,9 +219,7 @@ fn manifest_said(c: &ContainerInfo) -> Option<Said> {
             .get("image")
             .and_then(Value::as_str)
             .map(|i| i.trim().to_string()),
-        why: String::from(
-            "; a pod's command cannot change while it runs, so what runs came from elsewhere (a controller's template, an admission webhook, a manifest applied since)",
-        ),
+        text: Text::Manifest,
     })
 }
 
