@@ -114,22 +114,34 @@ fn classify(command: &str) -> Option<String> {
         if program == "uv" {
             return Some(summary(&words));
         }
-    } else if matches!(program.as_str(), "docker" | "podman")
-        && words.get(1).map(String::as_str) == Some("compose")
-    {
-        program = String::from("docker-compose");
-        words = std::iter::once(program.clone())
-            .chain(words.get(2..).unwrap_or_default().iter().cloned())
+    } else if let Some((compose, sub)) = compose_command(&words) {
+        let (_, subs) = CHANGERS.iter().find(|(p, _)| *p == "docker-compose")?;
+        let words: Vec<String> = std::iter::once(String::from("docker-compose"))
+            .chain(compose.iter().skip(1).cloned())
             .collect();
+        return subs.contains(&sub.as_str()).then(|| summary(&words));
     }
-    let lookup = if program == "docker-compose" {
-        without_compose_globals(&words)
-    } else {
-        words.clone()
-    };
     let (_, subs) = CHANGERS.iter().find(|(p, _)| *p == program)?;
-    let (sub, _) = subcommand(&lookup)?;
+    let (sub, _) = subcommand(&words)?;
     (subs.contains(&"*") || subs.contains(&sub)).then(|| summary(&words))
+}
+
+/// A Compose invocation (`docker compose`, `podman compose`, `docker-compose`,
+/// `podman-compose`): its words from `compose` on, and its sub-command, found after Compose's
+/// valued global options (`docker compose -f x -p llm up -d` is `up`).
+fn compose_command(words: &[String]) -> Option<(&[String], String)> {
+    let base = |w: &String| w.rsplit('/').next().unwrap_or(w).to_string();
+    let compose = match (
+        words.first().map(base).as_deref(),
+        words.get(1).map(String::as_str),
+    ) {
+        (Some("docker" | "podman"), Some("compose")) => words.get(1..)?,
+        (Some("docker-compose" | "podman-compose"), _) => words,
+        _ => return None,
+    };
+    let lookup = without_compose_globals(compose);
+    let (sub, _) = subcommand(&lookup)?;
+    Some((compose, sub.to_string()))
 }
 
 /// Compose's global options that take a value (`-f FILE`, `-p NAME`, `--project-directory
@@ -167,16 +179,7 @@ fn without_compose_globals(words: &[String]) -> Vec<String> {
 
 /// The words, cut to a readable length.
 fn summary(words: &[String]) -> String {
-    let mut text = words.join(" ");
-    if text.len() > 160 {
-        let mut end = 157;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("...");
-    }
-    text
+    probe_model::text::clip(&words.join(" "), 160)
 }
 
 /// The simple commands of a line (`&&`, `||`, `|`, `;` and newlines split it).
@@ -193,18 +196,7 @@ fn simple_commands(line: &str) -> impl Iterator<Item = &str> {
 pub(crate) fn runs_compose_up(line: &str) -> bool {
     simple_commands(line).any(|part| {
         let words = split_words(part);
-        let words = skip_wrappers(&words);
-        let base = |w: Option<&String>| w.map(|w| w.rsplit('/').next().unwrap_or(w).to_string());
-        let rest = match (
-            base(words.first()).as_deref(),
-            words.get(1).map(String::as_str),
-        ) {
-            (Some("docker" | "podman"), Some("compose")) => words.get(1..),
-            (Some("docker-compose" | "podman-compose"), _) => words.get(0..),
-            _ => None,
-        };
-        rest.map(without_compose_globals)
-            .is_some_and(|w| subcommand(&w).is_some_and(|(sub, _)| sub == "up"))
+        compose_command(skip_wrappers(&words)).is_some_and(|(_, sub)| sub == "up")
     })
 }
 
