@@ -13,7 +13,7 @@ For every option the readings give:
   every release, as long as no other option claims them), and
 * `by_version`: one variant per run of consecutive releases whose facts differ from those, with only
   the fields that differ (`default`, `no_default`, `kind`, `choices`, `aliases`, `negations`,
-  `deprecated`, `absent`). crates/probe-diff/src/catalog.rs applies the variant of the installed
+  `deprecated`, `absent`). crates/probe-launch/src/catalog/mod.rs applies the variant of the installed
   version.
 
 Hand-curated knowledge (entry points, engine rules, cross-engine `common` keys, speculative keys,

@@ -184,7 +184,7 @@ fn problem_sections(snapshot: &Snapshot) -> Vec<SectionReport> {
 
 #[cfg(test)]
 mod tests {
-    use probe_diff::launch::snapshot_readings;
+    use probe_launch::snapshot_readings;
     use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
 
     fn host(id: &str, tp: u32) -> Snapshot {

@@ -535,12 +535,14 @@ fn probe_diff_compares_server_readings() {
         "cache_config.num_gpu_blocks".into(),
         serde_json::json!("99999"),
     );
-    for v in reading
-        .lifetime
+    // Twice the tokens over the same uptime: twice the lifetime throughput (the analysis derives
+    // it from the counters; the snapshot stores only those).
+    for m in reading
+        .metrics
         .iter_mut()
-        .filter(|v| v.name == "generation_throughput")
+        .filter(|m| m.name == "generation_tokens_total")
     {
-        v.value *= 2.0;
+        m.value *= 2.0;
     }
     earlier.collected_at -= 3600;
     let before = dir.path().join("vllm-earlier.json");

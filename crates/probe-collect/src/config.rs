@@ -220,7 +220,7 @@ fn parse_servers(text: &str) -> Result<Servers, String> {
         process_match: t.process_match,
         unit_exec_match: t.unit_exec_match,
         unit_name_globs: t.unit_name_globs,
-        wrappers: probe_diff::launch::wrappers::ancestor_names(),
+        wrappers: probe_launch::wrappers::ancestor_names(),
     })
 }
 

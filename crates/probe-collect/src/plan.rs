@@ -563,7 +563,7 @@ fn add(v: &mut Vec<String>, x: String, max: usize) {
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
     let mut inp = Round2Inputs::default();
     let mut models: Vec<ModelRef> = Vec::new();
-    let launches = probe_diff::launch::launches_of(snap);
+    let launches = probe_launch::launches_of(snap);
     for l in &launches {
         models.extend(launch_inputs(snap, l, &mut inp));
     }

@@ -3,7 +3,7 @@
 //! time. Run with `cargo bench -p probe-diff --bench launch`.
 //!
 //! * `launch::reconstruct` over every text of `shared/corpus/launch-public.jsonl` (found like
-//!   `tests/diff/corpus.rs` does, or `$PROBE_CORPUS`) and `tests/data/launch-extra.jsonl`;
+//!   `probe-launch/tests/launch/corpus.rs` does, or `$PROBE_CORPUS`) and `probe-launch/tests/data/launch-extra.jsonl`;
 //! * `launch::launches_of`, `timeline` and `compare_snapshots` on a hand-built big snapshot
 //!   (5,000 history entries, 20 units with drop-ins, 50 processes, 10 start-up log records,
 //!   a Python environment) against a changed copy of it;
@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use probe_diff::launch::{ParseHints, launches_of, reconstruct};
 use probe_diff::{CompareOptions, compare_snapshots, timeline};
+use probe_launch::{ParseHints, launches_of, reconstruct};
 use probe_model::Snapshot;
 use serde_json::{Value, json};
 
@@ -73,7 +73,7 @@ fn row<T>(what: &str, n: usize, items: Option<(usize, &str)>, mut f: impl FnMut(
     last.expect("n > 0")
 }
 
-#[path = "../tests/diff/corpus_file/mod.rs"]
+#[path = "../../probe-launch/tests/launch/corpus_file/mod.rs"]
 mod corpus_file;
 
 fn texts(path: &Path) -> Vec<String> {
@@ -387,7 +387,8 @@ fn main() {
         "what", "n", "med ms", "p90 ms", "min ms", "max ms"
     );
 
-    let extra = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/launch-extra.jsonl");
+    let extra =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe-launch/tests/data/launch-extra.jsonl");
     let mut corpora: Vec<(String, Vec<String>)> = Vec::new();
     corpora.push((
         "launch-public.jsonl".into(),

@@ -7,7 +7,7 @@ use probe_model::{LaunchConfig, Run, Snapshot, Timeline};
 /// What probe-diff reads out of one snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Analysis {
-    /// Every launch, each run's evidence merged into one ([`crate::launch::launches_of`]).
+    /// Every launch, each run's evidence merged into one ([`probe_launch::launches_of`]).
     pub launches: Vec<LaunchConfig>,
     /// Every run of every server, oldest first, with what was in effect while it ran.
     pub runs: Vec<Run>,
@@ -32,7 +32,7 @@ impl Analysis {
                         .timeline
                         .launches
                         .get(other.launch_index)
-                        .is_some_and(|l| crate::launch::same_server(snapshot, l, server))
+                        .is_some_and(|l| probe_launch::same_server(snapshot, l, server))
             })
             .collect()
     }
@@ -64,7 +64,7 @@ impl Analysis {
 /// assert!(launch.source.running);
 /// ```
 pub fn analyze(snapshot: &Snapshot) -> Analysis {
-    analyze_with(snapshot, crate::launch::launches_of(snapshot))
+    analyze_with(snapshot, probe_launch::launches_of(snapshot))
 }
 
 /// [`analyze`] for a snapshot whose launches were already reconstructed (`probe diff` and the
@@ -84,7 +84,7 @@ pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> 
 mod tests {
     use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
 
-    use crate::launch::snapshot_readings;
+    use probe_launch::snapshot_readings;
 
     fn host(name: &str, tp: u32) -> Snapshot {
         let argv = format!("vllm serve Qwen/Qwen2-7B --tensor-parallel-size {tp} --port 8001");

@@ -172,11 +172,12 @@ impl RuleSet {
     }
 }
 
-/// The embedded rules, parsed once ([`crate::embedded::load`]: a broken file fails loudly
+/// The embedded rules, parsed once ([`probe_launch::embedded::load`]: a broken file fails loudly
 /// instead of silently losing every rule).
 pub fn rules() -> &'static RuleSet {
-    static RULES: LazyLock<RuleSet> =
-        LazyLock::new(|| crate::embedded::load("configs/impact.toml", RuleSet::parse(RULES_TOML)));
+    static RULES: LazyLock<RuleSet> = LazyLock::new(|| {
+        probe_launch::embedded::load("configs/impact.toml", RuleSet::parse(RULES_TOML))
+    });
     &RULES
 }
 
@@ -390,10 +391,10 @@ pub(crate) fn relative_change(before: Option<&Value>, after: Option<&Value>) -> 
     Some(after / before - 1.0)
 }
 
-/// Orders versions in PEP 440 order ([`crate::version`]): `2.9.1+cu128` = `2.9.1`, a
+/// Orders versions in PEP 440 order ([`probe_launch::version`]): `2.9.1+cu128` = `2.9.1`, a
 /// pre-release before its release.
 pub fn compare_versions(left: &str, right: &str) -> std::cmp::Ordering {
-    crate::version::compare(left, right)
+    probe_launch::version::compare(left, right)
 }
 
 fn fill_template(template: &str, subject: &Subject<'_>) -> String {

@@ -6,15 +6,11 @@
 
 pub mod analysis;
 pub mod bench;
-pub mod catalog;
-pub mod common;
 pub mod compare;
-mod embedded;
 mod explain;
 pub mod fleet;
 pub mod hardware;
 pub mod impact;
-pub mod launch;
 pub mod periods;
 mod pins;
 mod previous;
@@ -23,7 +19,6 @@ pub mod run;
 pub mod server;
 pub mod timeline;
 pub mod verdict;
-pub mod version;
 
 pub use analysis::{Analysis, analyze};
 pub use compare::{
@@ -33,3 +28,19 @@ pub use compare::{
 pub use periods::metrics_by_run;
 pub use previous::previous_launch_diff;
 pub use timeline::{timeline, timeline_with};
+
+#[cfg(test)]
+mod tests {
+    /// The analysis's own embedded configs (probe-launch checks the catalogs and wrappers,
+    /// probe-collect the GPU catalogues): each parses, through `probe_launch::embedded::load`, and
+    /// holds what the analysis reads (verdict.toml also has its own table test).
+    #[test]
+    fn every_embedded_config_parses() {
+        assert!(!crate::impact::rules().rule.is_empty(), "impact.toml");
+        assert!(
+            !crate::server::effective::server_keys().engines.is_empty(),
+            "server_keys.toml"
+        );
+        assert!(crate::verdict::config().tolerance > 0.0, "verdict.toml");
+    }
+}

@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::analysis::Analysis;
 use crate::compare::compare_launches;
 use crate::impact::{Area, Subject, change_for};
-use crate::launch::evidence_label;
-use crate::launch::same_server;
+use probe_launch::evidence_label;
+use probe_launch::same_server;
 use probe_model::civil::utc_minute as utc;
 
 /// Metrics compared first, in this order; others present in both periods follow by name.
@@ -85,7 +85,7 @@ pub(crate) fn server_points(
     server: &LaunchConfig,
 ) -> ServerPoints {
     let mut points: BTreeMap<String, (String, BTreeSet<(UnixTime, u64)>)> = BTreeMap::new();
-    let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
+    let launches = probe_launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
         if !crate::rotated::names_log(snapshot, &launches, log.location.trim()) {
             continue;
@@ -437,7 +437,7 @@ fn period_sources(
     period: &RunPeriod,
 ) -> String {
     let mut sources: Vec<&str> = Vec::new();
-    let launches = crate::launch::ServerLaunches::of(snapshot, timeline, server);
+    let launches = probe_launch::ServerLaunches::of(snapshot, timeline, server);
     for log in &snapshot.logs {
         let location = log.location.trim();
         if sources.contains(&location) || !crate::rotated::names_log(snapshot, &launches, location)

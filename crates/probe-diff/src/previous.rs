@@ -7,12 +7,12 @@ use crate::analysis::Analysis;
 use crate::compare::{compare_runs, launch_label};
 use crate::explain;
 use crate::impact::rank;
-use crate::launch::evidence_label;
 use crate::periods::{
     PeriodStats, RunPeriod, ServerPoints, compare_launches_read, compare_periods, describe,
     load_bands, load_note, period_metrics, run_periods, server_points,
 };
 use crate::verdict::{self, Evidence};
+use probe_launch::evidence_label;
 
 /// The running run against the run before it: the previous launch of the same server with a
 /// different configuration (the timeline's `previous` event), else the newest earlier run of the
@@ -294,7 +294,7 @@ fn earlier_period_with_metrics<'p>(
                         .timeline
                         .launches
                         .get(p.launch)
-                        .is_some_and(|l| !crate::compare::same_configuration(l, sides.after)),
+                        .is_some_and(|l| !probe_launch::same_configuration(l, sides.after)),
                 }
         })
         .find_map(|period| {

@@ -4,7 +4,7 @@
 
 use probe_model::Snapshot;
 
-use crate::launch::ServerLaunches;
+use probe_launch::ServerLaunches;
 
 /// The log a rotated or dated copy is of (`/root/llama.log.1` -> `/root/llama.log`).
 pub fn base_of(location: &str) -> Option<&str> {

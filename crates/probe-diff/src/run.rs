@@ -16,9 +16,9 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::impact::is_serving_package;
-use crate::launch::ServerLaunches;
-use crate::launch::same_server;
-use crate::launch::{engine_package, evidence_label, serving_env};
+use probe_launch::ServerLaunches;
+use probe_launch::same_server;
+use probe_launch::{engine_package, evidence_label, serving_env};
 use probe_model::civil::utc_minute as utc;
 
 /// A start-up line (version, limits) written this long after a run started belongs to it.

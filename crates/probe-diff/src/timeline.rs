@@ -14,9 +14,10 @@ use probe_model::{
     TimelineEventKind, UnixTime,
 };
 
-use crate::compare::{launch_label, same_configuration};
+use crate::compare::launch_label;
 use crate::impact::{Area, Subject, assess};
-use crate::launch::same_server;
+use probe_launch::same_configuration;
+use probe_launch::same_server;
 
 /// Packages installed within this many seconds of each other form one install event.
 const INSTALL_GROUP_WINDOW_S: i64 = 300;
@@ -25,7 +26,7 @@ const INSTALL_SUMMARY_NAMES: usize = 4;
 
 /// The timeline of a snapshot, reconstructing its launches.
 pub fn timeline(snapshot: &Snapshot) -> Timeline {
-    let launches = crate::launch::launches_of(snapshot);
+    let launches = probe_launch::launches_of(snapshot);
     timeline_with(snapshot, &launches)
 }
 
@@ -577,7 +578,7 @@ fn host_events(snapshot: &Snapshot) -> Vec<Entry> {
     let mut entries = Vec::new();
     for file in &snapshot.histories {
         for entry in &file.entries {
-            let Some(what) = crate::launch::host_change(&entry.command) else {
+            let Some(what) = probe_launch::host_change(&entry.command) else {
                 continue;
             };
             let time = TimeBounds {

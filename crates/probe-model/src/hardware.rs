@@ -120,6 +120,10 @@ pub struct LoadedLib {
     pub path: String,
     /// Version from the file name (`libnccl.so.2.21.5` → `2.21.5`), when it carries one.
     pub version: Option<String>,
+    /// The wheels that ship this family, first installed wins (`configs/cuda_libs.toml`, read at
+    /// collection). Empty in snapshots of older releases and for families no wheel ships.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wheels: Vec<String>,
     /// The wheel of the process's Python environment that owns this family (`nvidia-nccl-cu12`).
     pub wheel: Option<String>,
     pub wheel_version: Option<String>,

@@ -157,7 +157,9 @@ pub struct ServerReading {
     pub args: BTreeMap<String, serde_json::Value>,
     /// Selected counters and gauges.
     pub metrics: Vec<ServerMetric>,
-    /// Lifetime values from the counters and the process's uptime.
+    /// Lifetime values from the counters and the process's uptime. Derived by the analysis
+    /// (probe-diff) in the report's view; the collector stores only the counters, and a snapshot
+    /// holds values here only when an older release wrote them.
     pub lifetime: Vec<LifetimeValue>,
     /// Latency histograms (time to first token, inter-token, per-request time per output
     /// token, end to end, queue), over the process's lifetime.

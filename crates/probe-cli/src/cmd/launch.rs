@@ -3,7 +3,7 @@
 use std::io::Read;
 
 use probe_collect::redact::Redactor;
-use probe_diff::launch::{ParseHints, TextKind, reconstruct};
+use probe_launch::{ParseHints, TextKind, reconstruct};
 use probe_model::{Engine, LaunchConfig, exit_codes};
 
 use super::Ctx;
@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: LaunchArgs) -> Result<u8> {
         .map(|launch| {
             serde_json::json!({
                 "launch": launch,
-                "common": probe_diff::common::common_fields(launch),
+                "common": probe_launch::common::common_fields(launch),
             })
         })
         .collect();

@@ -220,7 +220,7 @@ pub fn apply_q(out: &[u8], state: &mut GpuState, health: &mut [GpuHealth]) {
 }
 
 fn same_bus(a: Option<&str>, b: Option<&str>) -> bool {
-    let norm = |x: Option<&str>| x.and_then(probe_diff::hardware::normalize_bus_id);
+    let norm = |x: Option<&str>| x.and_then(crate::parse::gpu_catalog::normalize_bus_id);
     let a = norm(a);
     a.is_some() && a == norm(b)
 }

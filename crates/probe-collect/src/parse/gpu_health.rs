@@ -123,7 +123,7 @@ pub fn apply_q(t: &str, gpus: &mut [GpuHealth]) {
     let mut cur: Option<String> = None;
     for line in t.lines().take(100_000) {
         if let Some(b) = line.strip_prefix("GPU ") {
-            cur = probe_diff::hardware::normalize_bus_id(b.trim());
+            cur = crate::parse::gpu_catalog::normalize_bus_id(b.trim());
             continue;
         }
         let Some((k, v)) = line.split_once(':') else {
@@ -135,7 +135,7 @@ pub fn apply_q(t: &str, gpus: &mut [GpuHealth]) {
             cur.is_some()
                 && g.pci_bus_id
                     .as_deref()
-                    .and_then(probe_diff::hardware::normalize_bus_id)
+                    .and_then(crate::parse::gpu_catalog::normalize_bus_id)
                     == cur
         }) else {
             continue;

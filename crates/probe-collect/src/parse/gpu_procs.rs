@@ -61,7 +61,7 @@ pub fn reduce(pid: u32, data: &[u8]) -> Vec<LoadedLib> {
         // A whole maps line (`addr perms off dev inode path`) or the path alone.
         let Some(at) = l.find('/') else { continue };
         let path = l[at..].trim_end().trim_end_matches(" (deleted)");
-        let Some(fam) = probe_diff::hardware::lib_family(path) else {
+        let Some(fam) = crate::parse::gpu_catalog::lib_family(path) else {
             continue;
         };
         let path = sanitize_line(path);
@@ -71,7 +71,8 @@ pub fn reduce(pid: u32, data: &[u8]) -> Vec<LoadedLib> {
         out.push(LoadedLib {
             pid,
             name: fam.name.clone(),
-            version: probe_diff::hardware::soname_version(&path),
+            wheels: fam.wheels.clone(),
+            version: crate::parse::gpu_catalog::soname_version(&path),
             path,
             ..LoadedLib::default()
         });

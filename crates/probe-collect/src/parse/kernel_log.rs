@@ -84,7 +84,7 @@ fn bus_in(s: &str) -> Option<String> {
         .map(|w| w.trim_end_matches(':'))
         .find_map(|w| {
             let w = w.strip_prefix("PCI:").unwrap_or(w);
-            (w.matches(':').count() == 2).then(|| probe_diff::hardware::normalize_bus_id(w))?
+            (w.matches(':').count() == 2).then(|| crate::parse::gpu_catalog::normalize_bus_id(w))?
         })
 }
 
@@ -137,7 +137,7 @@ pub fn parse_line(l: &str, boot: Option<UnixTime>) -> Option<KernelFault> {
     } else if let Some((bus, code, pid, name)) = xid_parts(msg, "Xid") {
         f.kind = FaultKind::Xid;
         (f.pci_bus_id, f.code, f.pid, f.process) = (bus, Some(code), pid, name);
-        f.meaning = probe_diff::hardware::xid(code).map(|x| x.meaning.clone());
+        f.meaning = crate::parse::gpu_catalog::xid(code).map(|x| x.meaning.clone());
     } else if nv && lower.contains("fallen off the bus") {
         f.kind = FaultKind::FallenOffBus;
         f.pci_bus_id = bus_in(msg);

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod containers;
 pub mod engine_lines;
 pub mod gpu;
+pub mod gpu_catalog;
 pub mod gpu_health;
 pub mod gpu_procs;
 pub mod history;

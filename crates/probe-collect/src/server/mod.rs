@@ -88,7 +88,7 @@ fn value_str(v: &serde_json::Value) -> Option<String> {
 fn port_of(launch: &LaunchConfig, common: &serde_json::Value) -> Option<u16> {
     let written = common.get("port").and_then(value_str);
     let default = || {
-        probe_diff::catalog::catalog(launch.engine, launch.engine_version.as_deref())
+        probe_launch::catalog::catalog(launch.engine, launch.engine_version.as_deref())
             .by_common("port")
             .and_then(|spec| spec.default.as_ref())
             .and_then(value_str)
@@ -101,11 +101,11 @@ fn port_of(launch: &LaunchConfig, common: &serde_json::Value) -> Option<u16> {
 pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
     let cfg = endpoints();
     let mut out: Vec<Target> = Vec::new();
-    for launch in probe_diff::launch::launches_of(snapshot) {
+    for launch in probe_launch::launches_of(snapshot) {
         if !launch.source.running || cfg.for_engine(launch.engine).is_none() {
             continue;
         }
-        let common = probe_diff::common::common_fields(&launch);
+        let common = probe_launch::common::common_fields(&launch);
         let Some(port) = port_of(&launch, &common) else {
             continue;
         };
@@ -122,10 +122,10 @@ pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
         }
         out.push(Target {
             engine: launch.engine,
-            launch: probe_diff::launch::evidence_label(&launch),
+            launch: probe_launch::evidence_label(&launch),
             ip,
             port,
-            started: probe_diff::launch::run_start(snapshot, &launch),
+            started: probe_launch::run_start(snapshot, &launch),
             skip,
         });
     }
@@ -180,7 +180,6 @@ pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &As
                 reading.message = skip.clone();
             }
         }
-        reading.lifetime = probe_diff::server::lifetime(&reading);
         snapshot.servers.push(reading);
     }
 }

@@ -535,7 +535,7 @@ async fn compose_vllm() {
         "{sec:?}"
     );
     // The launch: what runs, and what the files say now.
-    let launches = probe_diff::launch::launches_of(&s);
+    let launches = probe_launch::launches_of(&s);
     let l = launches
         .iter()
         .find(|l| l.source.location == "container:llm-vllm-1")

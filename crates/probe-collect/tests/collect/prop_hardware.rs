@@ -54,7 +54,7 @@ proptest! {
         let (_, libs) = parse::gpu_procs::parse(&data, B);
         for l in &libs {
             prop_assert!(clean(&l.path) && l.path.starts_with('/'));
-            prop_assert!(probe_diff::hardware::lib_families().iter().any(|f| f.name == l.name));
+            prop_assert!(probe_collect::parse::gpu_catalog::lib_families().iter().any(|f| f.name == l.name));
         }
         let _ = parse::gpu_health::parse_csv(&String::from_utf8_lossy(&data));
     }

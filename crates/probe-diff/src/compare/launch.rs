@@ -5,9 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use probe_model::{Change, ChangeKind, LaunchConfig, LaunchDiff, SourceKind};
 use serde_json::Value;
 
-use super::speculative::{self, SpecView};
-use super::values::{display, values_equal};
-use crate::catalog::{Catalog, OptionSpec, ValueKind, catalog};
+use probe_launch::catalog::{Catalog, OptionSpec, ValueKind, catalog, display, values_equal};
+use probe_launch::speculative::{self, SpecView};
+use probe_launch::{
+    OWN_MTP_HEADS, covered_by_speculative, default_of, speculative_leftover, trim_model,
+};
+
 use crate::impact::{Area, Subject, change_for, rank};
 
 /// Compares two launches: what was added, removed and changed, ranked by likely impact.
@@ -78,33 +81,6 @@ pub(crate) fn compare_launches_split(
     (diff, collector.volatile)
 }
 
-/// Whether two launches run the same configuration: same engine, model, options and speculative
-/// settings (environment, wrappers and where they were found do not count).
-///
-/// An engine's start-up log line lists values the engine resolved itself (SGLang's
-/// `server_args=` holds every argument), so against a command line an option only the log
-/// names is unknown on the other side, not different.
-pub(crate) fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
-    let left_is_log = left.source.kind == SourceKind::Log;
-    let right_is_log = right.source.kind == SourceKind::Log;
-    let (diff, _) = compare_launches_split(left, right);
-    diff.changes.iter().all(|change| {
-        let only_in_log = (left_is_log && !right_is_log && change.kind == ChangeKind::Removed)
-            || (right_is_log && !left_is_log && change.kind == ChangeKind::Added);
-        only_in_log
-            || change.key.starts_with("env:")
-            || matches!(
-                change.key.as_str(),
-                "engine_version"
-                    | "wrappers"
-                    | "entrypoint"
-                    | "interpreter"
-                    | "venv"
-                    | "working_directory"
-            )
-    })
-}
-
 /// A short name for a launch: where it was found.
 pub(crate) fn launch_label(launch: &LaunchConfig) -> String {
     let location = launch.source.location.trim();
@@ -152,10 +128,6 @@ struct Sides<'a> {
     before_catalog: &'static Catalog,
     after_catalog: &'static Catalog,
     speculative_handled: bool,
-}
-
-fn trim_model(model: &str) -> &str {
-    model.trim().trim_end_matches('/')
 }
 
 fn compare_model(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
@@ -251,13 +223,13 @@ fn compare_speculative_views(
         let before_value = Value::from(
             left.draft_model
                 .clone()
-                .unwrap_or_else(|| String::from("(the model's own MTP heads)")),
+                .unwrap_or_else(|| OWN_MTP_HEADS.to_string()),
         );
         let after_value = Value::from(
             right
                 .draft_model
                 .clone()
-                .unwrap_or_else(|| String::from("(the model's own MTP heads)")),
+                .unwrap_or_else(|| OWN_MTP_HEADS.to_string()),
         );
         let subject = Subject::new(Area::Speculative, "draft_model", ChangeKind::Changed)
             .values(Some(&before_value), Some(&after_value));
@@ -294,83 +266,9 @@ fn compare_speculative_views(
     }
 }
 
-/// Whether an option is one of those the normalised speculative settings cover.
-fn covered_by_speculative(catalog: &Catalog, spec: Option<&OptionSpec>, name: &str) -> bool {
-    if spec.is_some_and(|spec| spec.speculative.is_some()) {
-        return true;
-    }
-    if catalog.speculative.json_option.as_deref() == Some(name) {
-        return true;
-    }
-    matches!(
-        name,
-        "speculative-algorithm"
-            | "speculative-num-steps"
-            | "speculative-eagle-topk"
-            | "speculative-num-draft-tokens"
-            | "speculative-draft-model-path"
-            | "speculative-config"
-            | "speculative-model"
-            | "num-speculative-tokens"
-            | "spec-method"
-            | "spec-model"
-            | "spec-tokens"
-    )
-}
-
-/// Whether a launch's option is set to the value the engine takes when it is left out (an
-/// engine's start-up log lists every value it resolved, most of them defaults).
-pub fn option_at_default(launch: &LaunchConfig, name: &str) -> bool {
-    let engine_catalog = catalog(launch.engine, launch.engine_version.as_deref());
-    let spec = engine_catalog.get(name);
-    match (launch.options.get(name), default_of(spec)) {
-        (Some(option), Some(default)) => {
-            values_equal(&option.value, &default, spec.map(|s| &s.kind))
-        }
-        _ => false,
-    }
-}
-
 /// Whether an option is the model itself: compared once, as [`LaunchConfig::model`].
 fn is_model_option(sides: &Sides<'_>, name: &str) -> bool {
     sides.before_catalog.is_model_option(name) || sides.after_catalog.is_model_option(name)
-}
-
-/// The part of a JSON speculative config the normalised form does not cover.
-fn speculative_leftover(catalog: &Catalog, value: &Value) -> Option<Value> {
-    let parsed;
-    let object = match value {
-        Value::Object(object) => object,
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text).ok()?;
-            parsed.as_object()?
-        }
-        _ => return None,
-    };
-    let covered: BTreeSet<&str> = catalog
-        .speculative
-        .json_keys
-        .keys()
-        .map(String::as_str)
-        .chain(["method", "model", "num_speculative_tokens"])
-        .collect();
-    let leftover: serde_json::Map<String, Value> = object
-        .iter()
-        .filter(|(key, _)| !covered.contains(key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    Some(Value::Object(leftover))
-}
-
-/// The value an option takes when the launch leaves it out, if the catalog knows it.
-fn default_of(spec: Option<&OptionSpec>) -> Option<Value> {
-    let spec = spec?;
-    match (&spec.default, &spec.kind) {
-        (Some(Value::Null), _) => None,
-        (Some(value), _) => Some(value.clone()),
-        (None, ValueKind::Bool) => Some(Value::Bool(false)),
-        (None, _) => None,
-    }
 }
 
 fn kind_of<'a>(

@@ -13,18 +13,17 @@ mod run;
 mod runs;
 mod server;
 mod snapshot;
-mod speculative;
 mod text;
-pub(crate) mod values;
 
 pub use crate::impact::rank;
-pub use launch::{compare_launches, option_at_default};
-pub(crate) use launch::{launch_label, same_configuration};
+pub use launch::compare_launches;
+pub(crate) use launch::launch_label;
 pub use options::CompareOptions;
+pub(crate) use probe_launch::catalog::display as display_value;
+pub use probe_launch::option_at_default;
 pub use run::compare_runs;
 pub use snapshot::{
     compare_analyses, compare_snapshots, compare_snapshots_with, drift, has_drift, is_meaningful,
     performance_moves,
 };
 pub use text::unified_diff;
-pub(crate) use values::display as display_value;

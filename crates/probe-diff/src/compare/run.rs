@@ -6,7 +6,7 @@ use probe_model::{Change, ChangeKind, ModelSummary, Run, RunPackage};
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for, rank};
-use crate::launch::engine_package;
+use probe_launch::engine_package;
 
 /// The differences between what two runs had in effect, ranked.
 pub fn compare_runs(before: &Run, after: &Run) -> Vec<Change> {

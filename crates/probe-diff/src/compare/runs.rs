@@ -7,7 +7,7 @@ use probe_model::{Change, LaunchConfig, Run, Snapshot};
 
 use super::run::compare_runs;
 use crate::analysis::Analysis;
-use crate::launch::same_server;
+use probe_launch::same_server;
 
 /// Two snapshots, each with what it was read as (its launches, timeline and runs).
 pub(super) struct Sides<'a> {

@@ -13,7 +13,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for};
-use crate::server::{LIFETIME_SOURCE, lifetime};
+use crate::server::LIFETIME_SOURCE;
 
 /// Config keys compared per server, at most (a hostile server may report thousands).
 const MAX_KEYS: usize = 512;
@@ -72,11 +72,7 @@ fn config(b: &ServerReading, a: &ServerReading, label: &str, out: &mut Vec<(Chan
 }
 
 fn values(reading: &ServerReading) -> Vec<LifetimeValue> {
-    if reading.lifetime.is_empty() {
-        lifetime(reading)
-    } else {
-        reading.lifetime.clone()
-    }
+    crate::server::lifetime_of(reading)
 }
 
 fn summary(value: f64, at: Option<i64>) -> MetricSummary {

@@ -15,10 +15,10 @@ use serde_json::Value;
 use super::launch::compare_launches_split;
 use super::options::CompareOptions;
 use super::text::unified_diff;
-use super::values::values_equal;
 use crate::analysis::Analysis;
 use crate::impact::{Area, Subject, change_for, compare_versions, rank};
-use crate::launch::{port_of, unit_of};
+use probe_launch::catalog::values_equal;
+use probe_launch::{port_of, unit_of};
 
 /// Other processes' GPU memory must move by this much to count as a change.
 const OTHER_GPU_MEMORY_THRESHOLD_MIB: u64 = 1024;

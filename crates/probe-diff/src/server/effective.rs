@@ -7,7 +7,7 @@ use probe_model::{EffectiveKind, EffectiveValue, Engine, LaunchConfig, ServerRea
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::catalog::{OptionSpec, catalog};
+use probe_launch::catalog::{OptionSpec, catalog};
 
 const SERVER_KEYS: &str = include_str!("../../../../configs/server_keys.toml");
 
@@ -57,7 +57,7 @@ pub fn parse(text: &str) -> Result<ServerKeys, String> {
 /// The embedded `configs/server_keys.toml` (checked by a test; empty if it ever failed).
 pub fn server_keys() -> &'static ServerKeys {
     static K: OnceLock<ServerKeys> = OnceLock::new();
-    K.get_or_init(|| crate::embedded::load("configs/server_keys.toml", parse(SERVER_KEYS)))
+    K.get_or_init(|| probe_launch::embedded::load("configs/server_keys.toml", parse(SERVER_KEYS)))
 }
 
 fn keys_for(engine: Engine) -> Option<&'static EngineKeys> {
@@ -122,7 +122,7 @@ pub fn same(a: &Value, b: &Value) -> bool {
 }
 
 fn option_for<'c>(
-    cat: &'c crate::catalog::Catalog,
+    cat: &'c probe_launch::catalog::Catalog,
     keys: Option<&EngineKeys>,
     key: &str,
 ) -> Option<&'c OptionSpec> {

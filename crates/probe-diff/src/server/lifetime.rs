@@ -111,6 +111,16 @@ pub fn lifetime(reading: &ServerReading) -> Vec<LifetimeValue> {
     out
 }
 
+/// A reading's lifetime values: derived here from its counters (the collector stores only the
+/// counters); a snapshot written by an older release that stored them keeps its own.
+pub fn lifetime_of(reading: &ServerReading) -> Vec<LifetimeValue> {
+    if reading.lifetime.is_empty() {
+        lifetime(reading)
+    } else {
+        reading.lifetime.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

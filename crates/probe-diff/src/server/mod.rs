@@ -5,7 +5,7 @@
 //! `configs/impact.toml` ([`rules`]).
 //!
 //! Pure: the readings come from [`probe_model::Snapshot::servers`] (collected by
-//! `probe-collect`), the launches from [`crate::launch::launches_of`].
+//! `probe-collect`), the launches from [`probe_launch::launches_of`].
 
 pub mod effective;
 pub mod histogram;
@@ -17,7 +17,7 @@ pub mod run;
 use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};
 
 pub use effective::effective;
-pub use lifetime::lifetime;
+pub use lifetime::{lifetime, lifetime_of};
 pub use rules::{ServerRule, findings};
 pub use run::{LIFETIME_SOURCE, annotate_runs, join_lifetime};
 
@@ -28,21 +28,25 @@ pub fn launch_of<'a>(
 ) -> Option<&'a LaunchConfig> {
     launches
         .iter()
-        .find(|l| crate::launch::evidence_label(l) == reading.launch)
+        .find(|l| probe_launch::evidence_label(l) == reading.launch)
 }
 
 /// One view per server reading of `snapshot`; `launches` are the snapshot's launches
-/// ([`crate::launch::launches_of`]).
+/// ([`probe_launch::launches_of`]).
 pub fn views(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<ServerView> {
     snapshot
         .servers
         .iter()
         .map(|reading| {
             let launch = launch_of(reading, launches);
+            let reading = ServerReading {
+                lifetime: lifetime_of(reading),
+                ..reading.clone()
+            };
             ServerView {
-                reading: reading.clone(),
-                effective: launch.map(|l| effective(reading, l)).unwrap_or_default(),
-                findings: findings(reading, launch),
+                effective: launch.map(|l| effective(&reading, l)).unwrap_or_default(),
+                findings: findings(&reading, launch),
+                reading,
             }
         })
         .collect()

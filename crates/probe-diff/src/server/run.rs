@@ -6,7 +6,7 @@ use probe_model::{
     LifetimeValue, MetricReport, MetricSummary, Run, RunMetrics, RunServer, Snapshot, Timeline,
 };
 
-use super::{effective, lifetime};
+use super::{effective, lifetime_of};
 
 /// How a lifetime value names its source among a run's metrics.
 pub const LIFETIME_SOURCE: &str = "server /metrics, lifetime";
@@ -18,11 +18,7 @@ pub fn annotate_runs(snapshot: &Snapshot, timeline: &Timeline, runs: &mut [Run])
             continue;
         };
         let launch = timeline.launches.get(run.launch_index);
-        let lifetime = if reading.lifetime.is_empty() {
-            lifetime(reading)
-        } else {
-            reading.lifetime.clone()
-        };
+        let lifetime = lifetime_of(reading);
         run.server = Some(RunServer {
             evidence: reading.evidence.clone(),
             status: reading.status,

@@ -142,7 +142,7 @@ fn glob(pattern: &str, text: &str) -> bool {
 }
 
 static CONFIG: LazyLock<VerdictConfig> = LazyLock::new(|| {
-    crate::embedded::load("configs/verdict.toml", VerdictConfig::parse(VERDICT_TOML))
+    probe_launch::embedded::load("configs/verdict.toml", VerdictConfig::parse(VERDICT_TOML))
 });
 
 /// The embedded verdict config.

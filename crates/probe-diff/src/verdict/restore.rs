@@ -151,7 +151,7 @@ pub(crate) fn restore(before: &LaunchConfig, after: &LaunchConfig, changes: &[Ch
     let mut steps = power_steps(changes);
     steps.extend(driver_steps(changes));
     Restore {
-        source: crate::launch::evidence_label(before),
+        source: probe_launch::evidence_label(before),
         launch_text: launch_text(before),
         differing: differing(before, after, changes),
         pins: pins(changes, interpreter),

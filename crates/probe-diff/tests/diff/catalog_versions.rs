@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use probe_diff::catalog::{Catalog, ValueKind, catalog, version_cmp};
-use probe_diff::launch::{ParseHints, reconstruct};
+use probe_launch::catalog::{Catalog, ValueKind, catalog, version_cmp};
+use probe_launch::{ParseHints, reconstruct};
 use probe_model::Engine;
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use probe_diff::compare_launches;
-use probe_diff::launch::{ParseHints, TextKind, from_argv, from_startup_log, reconstruct};
+use probe_launch::{ParseHints, TextKind, from_argv, from_startup_log, reconstruct};
 use probe_model::{ChangeKind, LaunchConfig, LaunchSource, SourceKind, StartupRecord, SystemdUnit};
 
 fn source(kind: SourceKind, location: &str) -> LaunchSource {
@@ -158,7 +158,7 @@ fn the_model_is_compared_once_even_when_the_log_names_it_twice() {
         source: source(SourceKind::Unit, "unit:vllm.service"),
         ..ParseHints::default()
     };
-    let after = probe_diff::launch::from_unit(&unit, &hints)
+    let after = probe_launch::from_unit(&unit, &hints)
         .into_iter()
         .next()
         .expect("a launch");

@@ -4,7 +4,7 @@
 //! expanded and copied), never a time; it stays linear in the size of the text.
 
 use probe_diff::analyze;
-use probe_diff::launch::{ParseHints, Work, reconstruct_measured};
+use probe_launch::{ParseHints, Work, reconstruct_measured};
 use probe_model::{HistoryEntry, HistoryFile, Snapshot, SourceKind};
 
 /// Work allowed per byte of text by this test, whatever the budget's own constants: linear.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::launch::launches_of;
+use probe_launch::launches_of;
 use probe_model::{
     ContainerInfo, LogOrigin, LogSource, ProcessInfo, ProcessRole, Snapshot, SourceKind,
     StartupRecord, SystemdUnit, UnitState,

@@ -280,10 +280,10 @@ const KNOWN_TANGLES: &[(&str, &[&str])] = &[
     (
         "probe-diff",
         &[
-            "analysis", "compare", "explain", "hardware", "impact", "launch", "periods",
-            "previous", "rotated", "run", "server", "timeline", "verdict",
+            "analysis", "compare", "explain", "periods", "previous", "timeline", "verdict",
         ],
     ),
+    ("probe-diff", &["impact", "server"]),
 ];
 
 #[test]

@@ -32,6 +32,7 @@ fn documented_edges() -> BTreeMap<String, BTreeSet<String>> {
             [
                 "probe-model",
                 "probe-transport",
+                "probe-launch",
                 "probe-collect",
                 "probe-diff",
                 "probe-store",

@@ -1,5 +1,5 @@
 //! The walker, case by case: each script with the simple commands it runs and their context,
-//! one command per line. `UPDATE_EXPECT=1 cargo test -p probe-diff --lib shell` rewrites the
+//! one command per line. `UPDATE_EXPECT=1 cargo test -p probe-launch --lib shell` rewrites the
 //! expected text after a deliberate change.
 
 use expect_test::{Expect, expect};

@@ -1,5 +1,5 @@
 //! The wrapper table (`configs/wrappers.toml`): programs that run another program, and the names
-//! that tell an engine. probe-diff's launch reader unwraps them; probe-collect reads
+//! that tell an engine. probe-launch's reader unwraps them; probe-collect reads
 //! [`ancestor_names`] to keep the running ones above a launcher as its wrappers.
 
 use std::sync::LazyLock;
@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use probe_model::Engine;
 use serde::Deserialize;
 
-const WRAPPERS_TOML: &str = include_str!("../../../../configs/wrappers.toml");
+const WRAPPERS_TOML: &str = include_str!("../../../configs/wrappers.toml");
 
 /// How the launch reader gets past a wrapper (see the comments in `configs/wrappers.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

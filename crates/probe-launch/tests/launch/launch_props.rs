@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, TextKind, from_argv, reconstruct, reconstruct_measured};
+use probe_launch::common::common_fields;
+use probe_launch::{ParseHints, TextKind, from_argv, reconstruct, reconstruct_measured};
 use proptest::prelude::*;
 
 const KINDS: [TextKind; 14] = [

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::launch::{ParseHints, TextKind, from_argv, from_unit, reconstruct};
+use probe_launch::{ParseHints, TextKind, from_argv, from_unit, reconstruct};
 use probe_model::{Engine, EnvironmentFile, LaunchConfig, SystemdUnit};
 
 const MARKER: &str = "<redacted:c457ccd7>";

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// One side's speculative settings, as compared.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct SpecView {
+pub struct SpecView {
     pub algorithm: Option<String>,
     /// `None` when the draft is the model's own MTP heads (no separate draft model).
     pub draft_model: Option<String>,
@@ -20,7 +20,7 @@ pub(crate) struct SpecView {
 }
 
 /// The normalised view of a launch's speculative settings; `None` when it runs without.
-pub(crate) fn view(launch: &LaunchConfig) -> Option<SpecView> {
+pub fn view(launch: &LaunchConfig) -> Option<SpecView> {
     let speculative: &Speculative = launch.speculative.as_ref()?;
     let algorithm = effective_algorithm(speculative)?;
     let implied = |key: &str| speculative.implied.get(key).cloned();
@@ -60,7 +60,7 @@ pub(crate) fn view(launch: &LaunchConfig) -> Option<SpecView> {
 
 /// What actually runs, upper case: `effective_algorithm` when known, else the written method with
 /// the engines' own aliases resolved.
-pub(crate) fn effective_algorithm(speculative: &Speculative) -> Option<String> {
+pub fn effective_algorithm(speculative: &Speculative) -> Option<String> {
     let written = speculative
         .effective_algorithm
         .as_deref()
@@ -84,7 +84,7 @@ fn trim_model(model: &str) -> &str {
 
 /// Whether two algorithm names are the same thing: equal, or EAGLE drafting with the model's own
 /// MTP heads against MTP.
-pub(crate) fn same_algorithm(left: &SpecView, right: &SpecView) -> bool {
+pub fn same_algorithm(left: &SpecView, right: &SpecView) -> bool {
     match (left.algorithm.as_deref(), right.algorithm.as_deref()) {
         (Some(a), Some(b)) if a == b => true,
         (Some("EAGLE"), Some("MTP")) => left.draft_model.is_none(),
@@ -94,11 +94,11 @@ pub(crate) fn same_algorithm(left: &SpecView, right: &SpecView) -> bool {
 }
 
 /// A one-line description (`EAGLE steps 3 topk 1 draft 4`).
-pub(crate) fn describe(view: &SpecView) -> String {
+pub fn describe(view: &SpecView) -> String {
     let mut text = view.algorithm.clone().unwrap_or_default();
     let mut push = |label: &str, value: &Option<Value>| {
         if let Some(value) = value {
-            text.push_str(&format!(" {label} {}", super::values::display(value)));
+            text.push_str(&format!(" {label} {}", crate::catalog::display(value)));
         }
     };
     push("steps", &view.num_steps);

@@ -4,11 +4,11 @@
 use probe_model::{LaunchConfig, Snapshot, SourceKind, Timeline};
 
 use crate::catalog::catalog;
-use crate::compare::values::display as display_value;
+use crate::catalog::display as display_value;
 
 /// The systemd unit a launch belongs to: its own unit, or the unit whose main PID is the process
 /// or one of its parents.
-pub(crate) fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
+pub fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<String> {
     let location = launch.source.location.trim();
     match launch.source.kind {
         SourceKind::Unit => {
@@ -49,7 +49,7 @@ pub(crate) fn unit_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Option<Stri
 }
 
 /// The port a launch listens on: its port option, else the engine's default port.
-pub(crate) fn port_of(launch: &LaunchConfig) -> Option<String> {
+pub fn port_of(launch: &LaunchConfig) -> Option<String> {
     // The common spelling first: no catalog look-up (this runs for every pair of launches
     // compared as servers).
     if let Some(option) = launch.options.get("port") {
@@ -74,7 +74,7 @@ pub(crate) fn port_of(launch: &LaunchConfig) -> Option<String> {
 
 /// Whether two launches of one snapshot belong to the same server: the same systemd unit, or the
 /// same engine on the same port.
-pub(crate) fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &LaunchConfig) -> bool {
+pub fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &LaunchConfig) -> bool {
     if let (Some(left_unit), Some(right_unit)) = (unit_of(snapshot, left), unit_of(snapshot, right))
         && left_unit == right_unit
     {
@@ -88,14 +88,14 @@ pub(crate) fn same_server(snapshot: &Snapshot, left: &LaunchConfig, right: &Laun
 /// named by one of its launches (the start-up lines a log holds, the file a launch writes to,
 /// the unit's journal), or the only server there. Finding them compares the server with every
 /// launch of the timeline, so it is done once per server, not once per log.
-pub(crate) struct ServerLaunches<'a> {
+pub struct ServerLaunches<'a> {
     launches: Vec<&'a LaunchConfig>,
     /// Every launch of the timeline is this server's: every log is.
     all: bool,
 }
 
 impl<'a> ServerLaunches<'a> {
-    pub(crate) fn of(
+    pub fn of(
         snapshot: &Snapshot,
         timeline: &'a Timeline,
         server: &LaunchConfig,
@@ -110,12 +110,12 @@ impl<'a> ServerLaunches<'a> {
     }
 
     /// The launches of the server, in timeline order.
-    pub(crate) fn launches(&self) -> &[&'a LaunchConfig] {
+    pub fn launches(&self) -> &[&'a LaunchConfig] {
         &self.launches
     }
 
     /// Whether the log at `location` is this server's.
-    pub(crate) fn names_log(&self, location: &str) -> bool {
+    pub fn names_log(&self, location: &str) -> bool {
         if self.all {
             return true;
         }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::hints::{ParseHints, TextKind};
 use super::{argv, container, work};
-use crate::compare::launch::compare_launches_split;
+use crate::{ConfigDifference, ConfigField, configuration_differences};
 
 /// Differences named in a "not applied" warning (the rest are counted).
 const SHOWN: usize = 6;
@@ -233,17 +233,10 @@ fn differences(said: &Said, running: &LaunchConfig, c: &ContainerInfo) -> Vec<St
         .map(|i| format!("image: {i} (runs {})", c.image))
         .into_iter()
         .collect();
-    let (diff, _) = compare_launches_split(running, &said.launch);
     changes.extend(
-        diff.changes
+        configuration_differences(running, &said.launch)
             .iter()
-            .filter(|ch| {
-                !ch.key.starts_with("env:")
-                    && !matches!(
-                        ch.key.as_str(),
-                        "wrappers" | "entrypoint" | "engine_version"
-                    )
-            })
+            .filter(|d| !matches!(d.field, ConfigField::Detail("wrappers" | "entrypoint")))
             .map(said_and_runs),
     );
     changes.extend(said.launch.env.iter().filter_map(|(k, v)| {
@@ -258,17 +251,38 @@ fn differences(said: &Said, running: &LaunchConfig, c: &ContainerInfo) -> Vec<St
 
 /// One difference as the file says it and what runs: `--max-model-len 65536 (runs 32768)`,
 /// `--enable-prefix-caching (runs without it)`, `without --quantization (runs fp8)`.
-fn said_and_runs(ch: &probe_model::Change) -> String {
+fn said_and_runs(d: &ConfigDifference) -> String {
     let plain = |v: &Option<Value>| match v {
         Some(Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
         None => String::new(),
     };
-    let flag = |written: &Option<String>| written.clone().unwrap_or_else(|| ch.key.clone());
-    match (&ch.before, &ch.after) {
-        (None, Some(_)) => format!("{} (runs without it)", flag(&ch.after_written)),
-        (Some(_), None) => format!("without {} (runs {})", ch.key, flag(&ch.before_written)),
-        _ => format!("{} (runs {})", flag(&ch.after_written), plain(&ch.before)),
+    let key = match &d.field {
+        ConfigField::Engine => String::from("engine"),
+        ConfigField::Model => String::from("model"),
+        ConfigField::Speculative(name) => format!("speculative {name}"),
+        ConfigField::Option(name) | ConfigField::Default(name) | ConfigField::Unknown(name) => {
+            name.clone()
+        }
+        ConfigField::Detail(name) => (*name).to_string(),
+    };
+    let flag = |written: &Option<String>, value: &Option<Value>| {
+        written.clone().unwrap_or_else(|| match value {
+            Some(_) => format!("{key} {}", plain(value)),
+            None => key.clone(),
+        })
+    };
+    match (&d.before, &d.after) {
+        (None, Some(_)) => format!("{} (runs without it)", flag(&d.after_written, &d.after)),
+        (Some(_), None) => format!(
+            "without {key} (runs {})",
+            flag(&d.before_written, &d.before)
+        ),
+        _ => format!(
+            "{} (runs {})",
+            flag(&d.after_written, &d.after),
+            plain(&d.before)
+        ),
     }
 }
 
@@ -539,7 +553,7 @@ mod tests {
 
     /// The provenance or warning a container's launch got from its own text.
     fn said_of(snap: &Snapshot, location: &str) -> String {
-        let launches = crate::launch::launches_of(snap);
+        let launches = crate::launches_of(snap);
         let l = launches
             .iter()
             .find(|l| l.source.location == location)

@@ -1,7 +1,7 @@
 //! Where the public launch corpus lives, for the corpus test and the launch benchmark:
 //! `$PROBE_CORPUS` when set; else the project's shared copy, `../shared/corpus/launch-public.jsonl`
 //! from the repository's root (it sits beside the checkouts and may be newer); else the copy
-//! kept in the repository (`tests/data/launch-public.jsonl`), so that a fresh clone always reads
+//! kept in the repository (`crates/probe-launch/tests/data/launch-public.jsonl`), so that a fresh clone always reads
 //! a corpus and the test can never pass without reading a case.
 
 use std::path::PathBuf;
@@ -17,5 +17,6 @@ pub fn public_corpus() -> PathBuf {
     if shared.is_file() {
         return shared;
     }
-    crate_dir.join("tests/data/launch-public.jsonl")
+    // `crates/<crate>/../probe-launch`: the same file from probe-launch's tests and probe-diff's bench.
+    crate_dir.join("../probe-launch/tests/data/launch-public.jsonl")
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::catalog::ValueKind;
 
 /// Whether two option values mean the same, given the option's kind when the catalog knows it.
-pub(crate) fn values_equal(left: &Value, right: &Value, kind: Option<&ValueKind>) -> bool {
+pub fn values_equal(left: &Value, right: &Value, kind: Option<&ValueKind>) -> bool {
     let left = normalize(left, kind);
     let right = normalize(right, kind);
     let case_insensitive = matches!(kind, Some(ValueKind::Choice(_)));
@@ -14,7 +14,7 @@ pub(crate) fn values_equal(left: &Value, right: &Value, kind: Option<&ValueKind>
 }
 
 /// Brings a value into the form its kind implies; values that do not fit are left as they are.
-pub(crate) fn normalize(value: &Value, kind: Option<&ValueKind>) -> Value {
+pub fn normalize(value: &Value, kind: Option<&ValueKind>) -> Value {
     match (kind, value) {
         (Some(ValueKind::Int | ValueKind::HumanInt | ValueKind::Float), Value::String(text)) => {
             parse_number(text).unwrap_or_else(|| value.clone())
@@ -45,7 +45,7 @@ fn parse_number(text: &str) -> Option<Value> {
     serde_json::Number::from_f64(float).map(Value::Number)
 }
 
-pub(crate) fn parse_bool(text: &str) -> Option<bool> {
+pub fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" => Some(false),
@@ -116,7 +116,7 @@ fn deep_equal(left: &Value, right: &Value, case_insensitive: bool) -> bool {
 }
 
 /// A short text for a value, for notes and summaries.
-pub(crate) fn display(value: &Value) -> String {
+pub fn display(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),

@@ -11,7 +11,7 @@ use probe_model::{LaunchConfig, LaunchOrigin, ProcessRole, Snapshot, SourceKind,
 
 use super::identity::same_server;
 use super::shell::split_words;
-use crate::compare::launch::same_configuration;
+use crate::configuration::same_configuration;
 
 /// A start-up log line written this long after a run started belongs to that run.
 pub const LOG_AFTER_START_S: i64 = 600;

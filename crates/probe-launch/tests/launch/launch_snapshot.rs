@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::common::common_fields;
-use probe_diff::launch::launches_of;
+use probe_launch::common::common_fields;
+use probe_launch::launches_of;
 use probe_model::*;
 
 fn snapshot() -> Snapshot {

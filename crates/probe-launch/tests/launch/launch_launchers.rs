@@ -3,12 +3,12 @@
 //! (Helm values of the vLLM production stack, KServe, LeaderWorkerSet), job and process
 //! managers (Slurm, supervisord, pm2, podman quadlets, systemd templates and prefixes) and
 //! session managers in history (`tmux`, `screen`, `docker exec`). Each case shows what the
-//! launches read: `UPDATE_EXPECT=1 cargo test -p probe-diff --test launch_launchers` rewrites the
+//! launches read: `UPDATE_EXPECT=1 cargo test -p probe-launch --test launch launch_launchers` rewrites the
 //! expected text after a deliberate change.
 
 use expect_test::{Expect, expect};
-use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, reconstruct};
+use probe_launch::common::common_fields;
+use probe_launch::{ParseHints, reconstruct};
 
 fn render(text: &str) -> String {
     let launches = reconstruct(text, &ParseHints::default());

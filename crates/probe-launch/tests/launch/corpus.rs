@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, reconstruct};
+use probe_launch::common::common_fields;
+use probe_launch::{ParseHints, reconstruct};
 use serde_json::Value;
 
 use crate::corpus_file;

@@ -3,8 +3,8 @@
 //! short-option values, newer/older entry points. Plus property tests: a prompt in front of a
 //! launch line never changes its reading, and a prompt-looking line that is no launch stays none.
 
-use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, reconstruct};
+use probe_launch::common::common_fields;
+use probe_launch::{ParseHints, reconstruct};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -1,4 +1,7 @@
-//! Launch reconstruction: from any launch text to a `LaunchConfig`.
+//! Launch reading: from any launch text to a `LaunchConfig`, with the engines' option catalogs.
+//!
+//! This crate is what the collector (to plan what to read next) and the analysis (to compare and
+//! explain) both need to know about launches, and nothing else: it depends on probe-model only.
 //!
 //! Inputs: a `/proc` argv, a systemd unit, a shell line or script, a `docker run`, a compose
 //! service, a Kubernetes container, an engine's start-up log line. Every path ends in the same
@@ -8,7 +11,7 @@
 //! warning.
 //!
 //! **Invariant enforced by lint:** these readers take text from remote hosts and must not panic on
-//! it, so `unwrap`, `expect`, `panic!` and indexing/slicing are denied in the whole module (its unit
+//! it, so `unwrap`, `expect`, `panic!` and indexing/slicing are denied in the whole crate (its unit
 //! tests opt out: a failing test is meant to panic).
 
 #![deny(
@@ -17,6 +20,13 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
+
+pub mod catalog;
+pub mod common;
+mod configuration;
+pub mod embedded;
+pub mod speculative;
+pub mod version;
 
 mod argv;
 mod container;
@@ -54,6 +64,11 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::catalog::catalog;
+pub use configuration::{
+    ConfigDifference, ConfigField, OWN_MTP_HEADS, configuration_differences,
+    covered_by_speculative, default_of, option_at_default, same_configuration,
+    speculative_leftover, trim_model,
+};
 use ctx::{Ctx, basename};
 use hints::MAX_TEXT;
 use shell::Budget;
@@ -63,7 +78,7 @@ use yaml::yaml_lenient;
 pub use hints::{ParseHints, TextKind};
 
 pub use host_change::host_change;
-pub(crate) use identity::{ServerLaunches, port_of, same_server, unit_of};
+pub use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use runs::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
@@ -689,7 +704,7 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
     })
 }
 
-pub(crate) fn engine_package(engine: Engine) -> &'static [&'static str] {
+pub fn engine_package(engine: Engine) -> &'static [&'static str] {
     match engine {
         Engine::Vllm => &["vllm"],
         Engine::Sglang => &["sglang"],
@@ -826,7 +841,7 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
 }
 
 /// The Python environment a launch runs in: the one whose interpreter, venv or users match it.
-pub(crate) fn serving_env<'a>(
+pub fn serving_env<'a>(
     snapshot: &'a Snapshot,
     l: &LaunchConfig,
 ) -> Option<&'a probe_model::PythonEnv> {

@@ -6,6 +6,10 @@
 //! versions in which a spelling exists. [`catalog`] returns the catalog of one engine, narrowed to
 //! one version when the installed version is known.
 
+mod equal;
+
+pub use equal::{display, normalize, parse_bool, values_equal};
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{LazyLock, Mutex, OnceLock};
 
@@ -15,35 +19,35 @@ use serde::Deserialize;
 const SOURCES: [(Engine, &str); 8] = [
     (
         Engine::Sglang,
-        include_str!("../../../configs/engines/sglang.toml"),
+        include_str!("../../../../configs/engines/sglang.toml"),
     ),
     (
         Engine::Vllm,
-        include_str!("../../../configs/engines/vllm.toml"),
+        include_str!("../../../../configs/engines/vllm.toml"),
     ),
     (
         Engine::Tgi,
-        include_str!("../../../configs/engines/tgi.toml"),
+        include_str!("../../../../configs/engines/tgi.toml"),
     ),
     (
         Engine::LlamaCpp,
-        include_str!("../../../configs/engines/llama.cpp.toml"),
+        include_str!("../../../../configs/engines/llama.cpp.toml"),
     ),
     (
         Engine::Lmdeploy,
-        include_str!("../../../configs/engines/lmdeploy.toml"),
+        include_str!("../../../../configs/engines/lmdeploy.toml"),
     ),
     (
         Engine::Trtllm,
-        include_str!("../../../configs/engines/trtllm.toml"),
+        include_str!("../../../../configs/engines/trtllm.toml"),
     ),
     (
         Engine::Ollama,
-        include_str!("../../../configs/engines/ollama.toml"),
+        include_str!("../../../../configs/engines/ollama.toml"),
     ),
     (
         Engine::Other,
-        include_str!("../../../configs/engines/other.toml"),
+        include_str!("../../../../configs/engines/other.toml"),
     ),
 ];
 

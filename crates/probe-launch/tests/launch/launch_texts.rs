@@ -2,12 +2,12 @@
 //! in a variable (a string, a here-document, `read -d ''`) and run with `eval`, `$CMD`,
 //! `sh -c`, `nohup ... &`; a command pasted into Markdown (fenced blocks, inline backticks,
 //! `$ ` and `# ` prompts, the program's output, prose around it). Each case shows what the first
-//! launch read: `UPDATE_EXPECT=1 cargo test -p probe-diff --test launch_texts` rewrites the
+//! launch read: `UPDATE_EXPECT=1 cargo test -p probe-launch --test launch launch_texts` rewrites the
 //! expected text after a deliberate change.
 
 use expect_test::{Expect, expect};
-use probe_diff::common::common_fields;
-use probe_diff::launch::{ParseHints, reconstruct};
+use probe_launch::common::common_fields;
+use probe_launch::{ParseHints, reconstruct};
 
 fn render(text: &str) -> String {
     let launches = reconstruct(text, &ParseHints::default());

@@ -1,7 +1,7 @@
 //! One compact text per launch for the data-driven case files (`cases_*.rs`): what an operator
 //! reads first, one field a line, empty fields left out.
 
-use probe_diff::launch::{ParseHints, TextKind, reconstruct};
+use probe_launch::{ParseHints, TextKind, reconstruct};
 use probe_model::LaunchConfig;
 
 /// `check!(KIND, input, @"expected")`: the launches read from `input` as the [`TextKind`] `KIND`,
@@ -9,7 +9,7 @@ use probe_model::LaunchConfig;
 macro_rules! check {
     ($kind:ident, $input:expr, @$expected:literal) => {
         insta::assert_snapshot!(
-            $crate::render::read($input, probe_diff::launch::TextKind::$kind),
+            $crate::render::read($input, probe_launch::TextKind::$kind),
             @$expected
         )
     };
