@@ -111,7 +111,7 @@ impl CollectErrorKind {
     }
 }
 
-mod run;
+mod rounds;
 
 /// Statistics of one collection, for benchmarks and the CLI's `--verbose`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub async fn collect_with_stats<E: Exec>(
 ) -> Result<(Snapshot, CollectStats), CollectError> {
     let started = Instant::now();
     let host = exec.host().to_string();
-    let rounds = run::both_rounds(exec, opts, started).await;
+    let rounds = rounds::both_rounds(exec, opts, started).await;
     let stats = rounds.stats();
     if rounds.round1.iter().all(|g| g.framed.is_none()) {
         return Err(no_output(host, opts, rounds.round1));
@@ -184,19 +184,19 @@ pub async fn collect_with_stats<E: Exec>(
 }
 
 /// Round 1 gave nothing usable: the first group's failure says why.
-fn no_output(host: String, opts: &CollectOptions, groups: Vec<run::GroupOut>) -> CollectError {
+fn no_output(host: String, opts: &CollectOptions, groups: Vec<rounds::GroupOut>) -> CollectError {
     let first = groups
         .into_iter()
         .find(|g| g.error.is_some() || g.no_output.is_some());
     let kind = match first {
-        Some(run::GroupOut { error: Some(e), .. }) => {
+        Some(rounds::GroupOut { error: Some(e), .. }) => {
             if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
                 CollectErrorKind::Deadline(opts.deadline)
             } else {
                 CollectErrorKind::Transport(e)
             }
         }
-        Some(run::GroupOut {
+        Some(rounds::GroupOut {
             no_output: Some((status, stderr)),
             ..
         }) => CollectErrorKind::NoOutput { status, stderr },
@@ -213,7 +213,12 @@ fn no_output(host: String, opts: &CollectOptions, groups: Vec<run::GroupOut>) ->
 }
 
 /// The one place where the snapshot is assembled from both rounds' sections.
-fn assemble(opts: &CollectOptions, host: &str, started: Instant, rounds: &run::Rounds) -> Snapshot {
+fn assemble(
+    opts: &CollectOptions,
+    host: &str,
+    started: Instant,
+    rounds: &rounds::Rounds,
+) -> Snapshot {
     let mut snap = Snapshot {
         schema_version: probe_model::SCHEMA_VERSION,
         target: opts.target.clone(),
@@ -226,24 +231,24 @@ fn assemble(opts: &CollectOptions, host: &str, started: Instant, rounds: &run::R
         boundary: rounds.boundary1.clone(),
         ..Default::default()
     };
-    let framed1 = run::merged(&rounds.round1);
+    let framed1 = rounds::merged(&rounds.round1);
     let truncated1 = rounds.round1.iter().any(|g| g.truncated);
     plan::apply_round1(&mut snap, &mut ctx, &framed1, truncated1);
-    run::mark_groups(&mut snap, &rounds.round1, &framed1);
+    rounds::mark_groups(&mut snap, &rounds.round1, &framed1);
     match &rounds.round2 {
-        run::Round2::NotNeeded => {}
-        run::Round2::NoTime => plan::round2_not_run(
+        rounds::Round2::NotNeeded => {}
+        rounds::Round2::NoTime => plan::round2_not_run(
             &mut snap,
             SectionStatus::TimedOut,
             "not run: no time left before the collection deadline",
         ),
-        run::Round2::Ran { inputs, groups } => match run::all_failed(groups) {
+        rounds::Round2::Ran { inputs, groups } => match rounds::all_failed(groups) {
             Some((status, msg)) => plan::round2_not_run(&mut snap, status, &msg),
             None => {
-                let framed2 = run::merged(groups);
+                let framed2 = rounds::merged(groups);
                 ctx.boundary = rounds.boundary2.clone();
                 plan::apply_round2(&mut snap, &ctx, &framed2, inputs);
-                run::mark_groups(&mut snap, groups, &framed2);
+                rounds::mark_groups(&mut snap, groups, &framed2);
             }
         },
     }

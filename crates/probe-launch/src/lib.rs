@@ -38,11 +38,11 @@ mod hints;
 mod host_change;
 mod identity;
 mod ini;
+mod merge;
 mod modelfile;
 mod options;
 mod pm2;
 mod quadlet;
-mod runs;
 mod rust_debug;
 mod serving;
 mod shell;
@@ -79,7 +79,7 @@ pub use hints::{ParseHints, TextKind};
 
 pub use host_change::host_change;
 pub use identity::{ServerLaunches, port_of, same_server, unit_of};
-pub use runs::{evidence_label, merge_runs, run_start};
+pub use merge::{evidence_label, merge_runs, run_start};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
 

@@ -7,21 +7,21 @@
 //! it slower".
 
 mod hardware;
+mod in_effect;
 pub(crate) mod launch;
 mod options;
-mod run;
-mod runs;
 mod server;
+mod shared_runs;
 mod snapshot;
 mod text;
 
 pub use crate::impact::rank;
+pub use in_effect::compare_runs;
 pub use launch::compare_launches;
 pub(crate) use launch::launch_label;
 pub use options::CompareOptions;
 pub(crate) use probe_launch::catalog::display as display_value;
 pub use probe_launch::option_at_default;
-pub use run::compare_runs;
 pub use snapshot::{
     compare_analyses, compare_snapshots, compare_snapshots_with, drift, has_drift, is_meaningful,
     performance_moves,

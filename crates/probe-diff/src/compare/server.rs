@@ -76,7 +76,7 @@ fn values(reading: &ServerReading) -> Vec<LifetimeValue> {
 }
 
 fn summary(value: f64, at: Option<i64>) -> MetricSummary {
-    crate::server::run::one_value(value, at, at)
+    crate::server::of_run::one_value(value, at, at)
 }
 
 fn lifetimes(

@@ -86,11 +86,11 @@ pub fn compare_analyses(
     (super::server::compare(before, after, &mut diff.metrics).into_iter())
         .for_each(|(c, v)| collector.add(c, v));
     let matched = matched_servers(before, before_launches, after, after_launches);
-    let sides = super::runs::Sides {
+    let sides = super::shared_runs::Sides {
         before: (before, before_analysis),
         after: (after, after_analysis),
     };
-    let runs = super::runs::run_changes(sides, &matched, &collector.changes);
+    let runs = super::shared_runs::run_changes(sides, &matched, &collector.changes);
     collector.changes.extend(runs);
 
     let mut changes = drop_engine_version_echoes(collector.changes);

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for, rank};
 
-mod run;
-pub use run::{annotate_runs, run_causes};
+mod run_causes;
+pub use run_causes::{annotate_runs, run_causes};
 
 /// A fault this long (seconds) before a server start counts as "before the restart".
 pub(crate) const RESTART_WINDOW_S: i64 = 3600;

@@ -10,16 +10,16 @@
 pub mod effective;
 pub mod histogram;
 pub mod lifetime;
+pub mod of_run;
 pub mod rule;
 pub mod rules;
-pub mod run;
 
 use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};
 
 pub use effective::effective;
 pub use lifetime::{lifetime, lifetime_of};
+pub use of_run::{LIFETIME_SOURCE, annotate_runs, join_lifetime};
 pub use rules::{ServerRule, findings};
-pub use run::{LIFETIME_SOURCE, annotate_runs, join_lifetime};
 
 /// The launch a reading was asked for (by its evidence label).
 pub fn launch_of<'a>(

@@ -5,7 +5,7 @@
 
 use probe_model::{Change, LaunchConfig, Run, Snapshot};
 
-use super::run::compare_runs;
+use super::in_effect::compare_runs;
 use crate::analysis::Analysis;
 use probe_launch::same_server;
 
