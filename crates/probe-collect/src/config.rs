@@ -162,20 +162,12 @@ pub struct ModelKeys {
     pub keys: Vec<String>,
 }
 
-/// Built-in data (an embedded `configs/` file, a pattern written in the source) as a value:
-/// the one place the crate may stop on a broken input, because that input is part of the
-/// build, never of a host or a user. Every caller sits behind one `LazyLock`, and the tests
+/// Built-in data (an embedded `configs/` file, a pattern written in the source) as a value,
+/// through the workspace's one loader of built-in data ([`probe_launch::embedded::load`]): the
+/// one place the crate may stop on a broken input, because that input is part of the build,
+/// never of a host or a user. Every caller sits behind one `LazyLock`, and the tests
 /// (`every_embedded_config_parses` here, the pattern tests of the parsers) force each one.
-#[allow(
-    clippy::expect_used,
-    reason = "built-in data is fixed at build time and forced by the tests: a broken file or \
-              pattern is a build defect caught before release, never remote or local input"
-)]
-pub(crate) fn built_in<T, E: std::fmt::Display>(what: &str, parsed: Result<T, E>) -> T {
-    parsed
-        .map_err(|e| format!("{what}: {e}"))
-        .expect("built-in data is valid (forced by the tests)")
-}
+pub(crate) use probe_launch::embedded::load as built_in;
 
 /// A case-insensitive pattern of a config file.
 fn ci(p: &str) -> Result<Regex, String> {

@@ -494,18 +494,14 @@ fn package_events(snapshot: &Snapshot) -> Vec<Entry> {
                 })
                 .collect();
             named.sort();
-            let shown: Vec<String> = named
-                .iter()
-                .take(INSTALL_SUMMARY_NAMES)
+            let shown: Vec<String> = (named.iter())
                 .map(|(_, name, version)| format!("{name} {version}"))
                 .collect();
-            let mut summary = format!("installed in {}: {}", env.interpreter, shown.join(", "));
-            if named.len() > INSTALL_SUMMARY_NAMES {
-                summary.push_str(&format!(
-                    " and {} more",
-                    named.len() - INSTALL_SUMMARY_NAMES
-                ));
-            }
+            let summary = format!(
+                "installed in {}: {}",
+                env.interpreter,
+                probe_model::text::join_capped(&shown, INSTALL_SUMMARY_NAMES, ", ")
+            );
             let time = if first.0 == last.0 {
                 TimeBounds {
                     at: Some(first.0),

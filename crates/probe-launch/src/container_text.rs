@@ -75,14 +75,11 @@ pub(super) fn annotate(snapshot: &Snapshot, out: &mut [LaunchConfig]) {
         if changes.is_empty() {
             running.source.also_seen_in.push(said.label);
         } else {
-            let mut shown: Vec<String> = changes.iter().take(SHOWN).cloned().collect();
-            if changes.len() > SHOWN {
-                shown.push(format!("and {} more", changes.len() - SHOWN));
-            }
+            let shown = probe_model::text::join_capped(&changes, SHOWN, ", ");
             running.warnings.push(format!(
                 "{} says otherwise: {}{}",
                 said.label,
-                shown.join(", "),
+                shown,
                 said.text.why(snapshot, c)
             ));
         }

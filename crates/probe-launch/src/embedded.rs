@@ -9,8 +9,9 @@
 
 use std::fmt::Display;
 
-/// The parsed value of the embedded config `file`; panics naming the file when it does not parse.
-#[allow(
+/// The parsed value of the embedded config (or built-in pattern) `file`; panics naming it when it
+/// does not parse. The workspace's one loader of built-in data.
+#[expect(
     clippy::panic,
     reason = "an embedded config is part of the build and checked by a test; it cannot fail on a user's input"
 )]

@@ -60,6 +60,28 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// What a cut list says for the items it left out: `and 3 more`. The one wording, for every list
+/// cut for a person (the JSON keeps them all).
+pub fn and_more(left: usize) -> String {
+    format!("and {left} more")
+}
+
+/// At most `limit` of `items` joined by `separator`, then [`and_more`] for the rest:
+/// `a, b, c and 2 more`.
+pub fn join_capped<S: AsRef<str>>(items: &[S], limit: usize, separator: &str) -> String {
+    let mut text = (items.iter().take(limit))
+        .map(AsRef::as_ref)
+        .collect::<Vec<&str>>()
+        .join(separator);
+    if items.len() > limit {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&and_more(items.len() - limit));
+    }
+    text
+}
+
 pub fn is_clean(s: &str) -> bool {
     !s.chars()
         .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c))
@@ -167,6 +189,21 @@ fn skip_string(it: &mut It<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn join_capped_table() {
+        let items = ["a", "b", "c", "d"];
+        for (limit, separator, want) in [
+            (4, ", ", "a, b, c, d"),
+            (9, ", ", "a, b, c, d"),
+            (2, ", ", "a, b and 2 more"),
+            (3, "; ", "a; b; c and 1 more"),
+            (0, ", ", "and 4 more"),
+        ] {
+            assert_eq!(join_capped(&items, limit, separator), want, "{limit}");
+        }
+        assert_eq!(join_capped::<&str>(&[], 2, ", "), "");
+    }
 
     #[test]
     fn clip_table() {

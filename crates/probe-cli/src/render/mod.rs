@@ -163,8 +163,8 @@ pub(super) fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
         doc.line(
             Tone::Dim,
             format!(
-                "  ... and {} more (--format json for all)",
-                changes.len() - limit
+                "  ... {} (--format json for all)",
+                probe_model::text::and_more(changes.len() - limit)
             ),
         );
     }
@@ -232,19 +232,7 @@ const MAX_EVIDENCE_SHOWN: usize = 4;
 /// Earlier launches shown in a host report (`probe timeline` shows all).
 const MAX_EARLIER_SHOWN: usize = 6;
 
-/// Joins at most `limit` items, then says how many were left out.
-fn capped(items: &[String], limit: usize, separator: &str) -> String {
-    let mut text = items
-        .iter()
-        .take(limit)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(separator);
-    if items.len() > limit {
-        text.push_str(&format!(" ... (+{} more)", items.len() - limit));
-    }
-    text
-}
+use probe_model::text::join_capped as capped;
 
 /// Variables every login or service has; they say nothing about the server's configuration.
 fn is_session_variable(key: &str) -> bool {

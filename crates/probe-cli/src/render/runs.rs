@@ -355,7 +355,10 @@ fn gpu_memory(doc: &mut Doc, report: &HostReport) {
         items.push((
             1,
             Tone::Dim,
-            format!("... {} more", report.gpu.compute_apps.len() - MAX_HOLDERS),
+            format!(
+                "... {}",
+                probe_model::text::and_more(report.gpu.compute_apps.len() - MAX_HOLDERS)
+            ),
         ));
     }
     doc.items(items);

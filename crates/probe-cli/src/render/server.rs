@@ -110,7 +110,7 @@ const MAX_EFFECTIVE_ON_RUN: usize = 6;
 pub(super) fn effective_summary(values: &[EffectiveValue]) -> Option<String> {
     let mut sorted: Vec<&EffectiveValue> = values.iter().collect();
     sorted.sort_by_key(|e| e.kind != EffectiveKind::Differs);
-    let mut parts: Vec<String> = (sorted.iter().take(MAX_EFFECTIVE_ON_RUN))
+    let parts: Vec<String> = (sorted.iter())
         .map(|e| {
             let how = match (&e.declared, e.kind) {
                 (Some(d), _) => format!("launch {}", format_value(d)),
@@ -120,10 +120,7 @@ pub(super) fn effective_summary(values: &[EffectiveValue]) -> Option<String> {
             format!("{} {} ({how})", e.key, format_value(&e.effective))
         })
         .collect();
-    if sorted.len() > MAX_EFFECTIVE_ON_RUN {
-        parts.push(format!("+{} more", sorted.len() - MAX_EFFECTIVE_ON_RUN));
-    }
-    (!parts.is_empty()).then(|| parts.join(", "))
+    (!parts.is_empty()).then(|| probe_model::text::join_capped(&parts, MAX_EFFECTIVE_ON_RUN, ", "))
 }
 
 /// The "Server says" section of a host report; nothing when no server was asked.

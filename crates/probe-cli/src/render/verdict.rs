@@ -195,8 +195,8 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
         doc.line(
             Tone::Dim,
             format!(
-                "  ... and {} more: {} consistent, {} ruled out (--format json for all)",
-                rest.len(),
+                "  ... {}: {} consistent, {} ruled out (--format json for all)",
+                probe_model::text::and_more(rest.len()),
                 count(Assessment::Consistent),
                 count(Assessment::RuledOut)
             ),

@@ -804,15 +804,7 @@ fn compare_env(
         collector.push(&subject, format!("env:{name}"), None, None, note);
     }
     if !session.is_empty() {
-        let mut shown = session
-            .iter()
-            .take(ENV_NOTE_NAMES)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
-        if session.len() > ENV_NOTE_NAMES {
-            shown.push_str(&format!(" and {} more", session.len() - ENV_NOTE_NAMES));
-        }
+        let shown = probe_model::text::join_capped(&session, ENV_NOTE_NAMES, ", ");
         collector.changes.push(Change {
             category: probe_model::Category::Host,
             impact: probe_model::Impact::Low,
@@ -831,15 +823,7 @@ fn compare_env(
         if names.is_empty() {
             return;
         }
-        let mut shown = names
-            .iter()
-            .take(ENV_NOTE_NAMES)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
-        if names.len() > ENV_NOTE_NAMES {
-            shown.push_str(&format!(" and {} more", names.len() - ENV_NOTE_NAMES));
-        }
+        let shown = probe_model::text::join_capped(names, ENV_NOTE_NAMES, ", ");
         notes.push(format!(
             "env not compared: {shown} set in {} ({}); {} ({}) shows only the variables \
              written on it, so whether they were set there is unknown",

@@ -39,19 +39,18 @@ pub(crate) fn ruled_out(changes: &[Change]) -> String {
     if ruled.is_empty() {
         return String::new();
     }
-    let mut parts: Vec<String> = ruled
+    let parts: Vec<String> = ruled
         .iter()
-        .take(RULED_OUT_NAMED)
         .map(|c| {
             let reason = c.verdict.as_ref().map(|v| v.reason.as_str()).unwrap_or("");
             let short = reason.split(':').next().unwrap_or(reason);
             format!("{} ({short})", cause_text(c))
         })
         .collect();
-    if ruled.len() > RULED_OUT_NAMED {
-        parts.push(format!("{} more", ruled.len() - RULED_OUT_NAMED));
-    }
-    format!("ruled out: {}", parts.join("; "))
+    format!(
+        "ruled out: {}",
+        probe_model::text::join_capped(&parts, RULED_OUT_NAMED, "; ")
+    )
 }
 
 fn pct(change: f64) -> String {
