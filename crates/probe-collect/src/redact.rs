@@ -50,12 +50,12 @@ pub struct Redactor {
 pub fn marker(value: &str) -> String {
     let d = Sha256::digest(value.as_bytes());
     let hex: String = d.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    format!("<redacted:{hex}>")
+    probe_model::text::redacted_marker(&hex)
 }
 
 fn is_marker(v: &str) -> bool {
     v.len() == 19
-        && v.starts_with("<redacted:")
+        && probe_model::text::is_redacted(v)
         && v.ends_with('>')
         && v.get(10..18)
             .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))

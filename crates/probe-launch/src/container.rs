@@ -12,91 +12,11 @@ use super::hints::ParseHints;
 use super::shell::split_words;
 use super::spec::{Spec, resolve};
 
-/// docker/podman `run` options that take a value (when not written `--opt=value`).
-const VALUE_OPTS: &[&str] = &[
-    "-e",
-    "--env",
-    "--env-file",
-    "-v",
-    "--volume",
-    "-p",
-    "--publish",
-    "--name",
-    "--gpus",
-    "--shm-size",
-    "--ipc",
-    "--network",
-    "--net",
-    "--ulimit",
-    "--entrypoint",
-    "-w",
-    "--workdir",
-    "-u",
-    "--user",
-    "--runtime",
-    "--restart",
-    "--mount",
-    "--device",
-    "--cpus",
-    "--memory",
-    "-m",
-    "-h",
-    "--hostname",
-    "--label",
-    "-l",
-    "--add-host",
-    "--cap-add",
-    "--cap-drop",
-    "--security-opt",
-    "--log-driver",
-    "--log-opt",
-    "--platform",
-    "--pull",
-    "--cgroupns",
-    "--pid",
-    "--stop-signal",
-    "--stop-timeout",
-    "--health-cmd",
-    "--health-interval",
-    "--health-retries",
-    "--health-timeout",
-    "--health-start-period",
-    "--tmpfs",
-    "--group-add",
-    "--dns",
-    "--expose",
-    "--cidfile",
-    "--cpuset-cpus",
-    "--cpuset-mems",
-    "--memory-swap",
-    "--memory-reservation",
-    "--uts",
-    "--userns",
-    "--volumes-from",
-    "--label-file",
-    "--link",
-    "--network-alias",
-    "--ip",
-    "--ip6",
-    "--mac-address",
-    "--sysctl",
-    "--device-cgroup-rule",
-    "--attach",
-    "-a",
-    "--cpu-shares",
-    "-c",
-    "--blkio-weight",
-    "--isolation",
-    "--kernel-memory",
-    "--oom-score-adj",
-    "--pids-limit",
-    "--storage-opt",
-    "--detach-keys",
-    "--annotation",
-    "--hooks-dir",
-    "--pod",
-    "--replace",
-];
+/// docker/podman `run` options that take a value (when not written `--opt=value`): the container
+/// runtimes' `value-flags` in `configs/wrappers.toml`.
+fn value_opts() -> &'static [String] {
+    super::wrappers::wrapper("docker").map_or(&[], |w| w.value_flags.as_slice())
+}
 
 /// `docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nerdctl, `container run`).
 pub(crate) fn docker_run(
@@ -126,7 +46,7 @@ pub(crate) fn docker_run(
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let takes_value = VALUE_OPTS.contains(&flag.as_str());
+        let takes_value = value_opts().iter().any(|f| *f == flag);
         let value = if takes_value && inline.is_none() {
             i += 1;
             argv.get(i).cloned()

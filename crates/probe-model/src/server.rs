@@ -173,6 +173,14 @@ pub struct ServerReading {
     pub requests: Vec<ServerRequest>,
 }
 
+impl ServerReading {
+    /// The evidence label of a reading of the server at `address`: `server:127.0.0.1:30000`
+    /// (its [`ServerReading::evidence`], and the prefix of the changes it gives).
+    pub fn label(address: &str) -> String {
+        format!("server:{address}")
+    }
+}
+
 /// How a server-reported value relates to the launch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

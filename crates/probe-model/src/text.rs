@@ -60,6 +60,21 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// How a redacted value starts: the whole marker is `<redacted:` + hex digits of a hash of the
+/// value + `>` (`configs/redaction.toml`; probe-collect's redactor writes it). The one spelling
+/// every crate reads.
+pub const REDACTED_PREFIX: &str = "<redacted:";
+
+/// The marker of a redacted value whose hash starts with `hex`: `<redacted:3f2a9c1e>`.
+pub fn redacted_marker(hex: &str) -> String {
+    format!("{REDACTED_PREFIX}{hex}>")
+}
+
+/// Whether a value is (or starts with) a redaction marker.
+pub fn is_redacted(value: &str) -> bool {
+    value.starts_with(REDACTED_PREFIX)
+}
+
 /// What a cut list says for the items it left out: `and 3 more`. The one wording, for every list
 /// cut for a person (the JSON keeps them all).
 pub fn and_more(left: usize) -> String {

@@ -104,7 +104,9 @@ pub fn redact_launch(launch: &mut LaunchConfig) {
             other => Some(other.to_string()),
         };
         match secret_value {
-            Some(value) if redactor.is_secret_key(name) && !value.starts_with("<redacted:") => {
+            Some(value)
+                if redactor.is_secret_key(name) && !probe_model::text::is_redacted(&value) =>
+            {
                 let marker = probe_collect::redact::marker(&value);
                 option.written = format!("--{name} {marker}");
                 option.value = serde_json::Value::String(marker);

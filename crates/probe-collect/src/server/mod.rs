@@ -157,7 +157,7 @@ pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &As
                 .and_then(|(now, start)| u64::try_from(now - start).ok()),
             ..ServerReading::default()
         };
-        reading.evidence = format!("server:{}", reading.address);
+        reading.evidence = ServerReading::label(&reading.address);
         match (t.ip, &t.skip) {
             (Some(ip), None) => {
                 let left = opts.deadline.saturating_sub(started.elapsed());

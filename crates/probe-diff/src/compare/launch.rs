@@ -784,7 +784,8 @@ fn compare_env(
             (Some(_), None) => ChangeKind::Removed,
             _ => ChangeKind::Changed,
         };
-        let redacted = |value: Option<&String>| value.is_some_and(|v| v.starts_with("<redacted"));
+        let redacted =
+            |value: Option<&String>| value.is_some_and(|v| probe_model::text::is_redacted(v));
         let note = match (redacted(before_value), redacted(after_value)) {
             (true, true) => Some(String::from("values are redacted; their hashes differ")),
             (true, false) | (false, true) if kind == ChangeKind::Changed => {

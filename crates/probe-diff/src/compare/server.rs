@@ -47,7 +47,7 @@ pub(super) fn compare(
         let Some(b) = pair(before, a) else {
             continue;
         };
-        let label = format!("server:{}", a.address);
+        let label = ServerReading::label(&a.address);
         config(b, a, &label, &mut out);
         lifetimes(b, a, &label, &mut out, metrics);
     }

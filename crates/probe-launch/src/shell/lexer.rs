@@ -191,8 +191,7 @@ pub(crate) fn heredoc_word(body: &str) -> Word {
     Word { parts, array: None }
 }
 
-/// The redaction marker's prefix (`configs/redaction.toml`: `<redacted:XXXXXXXX>`).
-const MARKER_PREFIX: &str = "<redacted:";
+use probe_model::text::REDACTED_PREFIX as MARKER_PREFIX;
 
 /// Length in chars of a redaction marker at the start of `chars` (`<redacted:` + 4 to 64 hex
 /// digits + `>`), or `None`.
