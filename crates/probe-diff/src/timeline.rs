@@ -316,6 +316,18 @@ fn own_logs(a: &LaunchConfig, b: &LaunchConfig) -> bool {
     !a.log_files.is_empty() && !b.log_files.is_empty() && a.log_files != b.log_files
 }
 
+/// The options a launch's line on the timeline names, by their cross-engine key in the catalogs
+/// (`tensor_parallel` is SGLang's `--tp-size`, vLLM's `--tensor-parallel-size`, ...).
+const SUMMARY_COMMONS: &[&str] = &[
+    "tensor_parallel",
+    "data_parallel",
+    "gpu_memory_fraction",
+    "context_length",
+    "quantization",
+    "kv_cache_dtype",
+    "port",
+];
+
 fn launch_summary(placed: &Placed<'_>) -> String {
     let launch = placed.launch;
     let mut summary = launch_label(launch);
@@ -323,22 +335,13 @@ fn launch_summary(placed: &Placed<'_>) -> String {
         summary = format!("{} {model} ({})", launch.engine, source_text(launch));
     }
     let mut details: Vec<String> = Vec::new();
+    let engine_catalog =
+        probe_launch::catalog::catalog(launch.engine, launch.engine_version.as_deref());
     for (name, option) in launch.options.iter().take(64) {
-        let interesting = matches!(
-            name.as_str(),
-            "tp-size"
-                | "tensor-parallel-size"
-                | "dp-size"
-                | "data-parallel-size"
-                | "mem-fraction-static"
-                | "gpu-memory-utilization"
-                | "context-length"
-                | "max-model-len"
-                | "quantization"
-                | "kv-cache-dtype"
-                | "port"
-        );
-        if interesting {
+        let common = engine_catalog
+            .get(name)
+            .and_then(|spec| spec.common.as_deref());
+        if common.is_some_and(|c| SUMMARY_COMMONS.contains(&c)) {
             details.push(format!(
                 "{name}={}",
                 crate::compare::display_value(&option.value)
