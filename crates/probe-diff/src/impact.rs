@@ -233,6 +233,14 @@ pub fn assess(subject: &Subject<'_>) -> Assessment {
     rules().assess(subject)
 }
 
+/// Whether an environment variable is session noise that every login or service has (`SSH_*`,
+/// `SHLVL`, `INVOCATION_ID`, ...): the rules' volatile, no-impact `env` names
+/// (`configs/impact.toml`, `env-noise`), the one list of them.
+pub fn is_session_variable(name: &str) -> bool {
+    let assessment = assess(&Subject::new(Area::Env, name, ChangeKind::Changed));
+    assessment.volatile && assessment.impact == Impact::None
+}
+
 /// Sorts changes by impact (high first), then category order from the rule file, then key.
 pub fn rank(changes: &mut [Change]) {
     let rule_set = rules();

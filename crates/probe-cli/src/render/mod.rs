@@ -234,38 +234,7 @@ const MAX_EARLIER_SHOWN: usize = 6;
 
 use probe_model::text::join_capped as capped;
 
-/// Variables every login or service has; they say nothing about the server's configuration.
-fn is_session_variable(key: &str) -> bool {
-    matches!(
-        key,
-        "HOME"
-            | "LANG"
-            | "LANGUAGE"
-            | "LOGNAME"
-            | "USER"
-            | "SHELL"
-            | "TERM"
-            | "PWD"
-            | "OLDPWD"
-            | "SHLVL"
-            | "_"
-            | "MAIL"
-            | "MOTD_SHOWN"
-            | "INVOCATION_ID"
-            | "JOURNAL_STREAM"
-            | "SYSTEMD_EXEC_PID"
-            | "MANAGERPID"
-            | "NOTIFY_SOCKET"
-            | "HISTFILE"
-            | "HISTSIZE"
-            | "HISTTIMEFORMAT"
-            | "LS_COLORS"
-            | "PS1"
-            | "PATH"
-    ) || key.starts_with("SSH_")
-        || key.starts_with("XDG_")
-        || key.starts_with("LC_")
-}
+use probe_diff::impact::is_session_variable;
 
 /// The lines describing one launch.
 fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {

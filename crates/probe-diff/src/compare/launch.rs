@@ -759,11 +759,7 @@ fn compare_env(
         if before_value == after_value {
             continue;
         }
-        let noise = || {
-            let assessment =
-                crate::impact::assess(&Subject::new(Area::Env, name, ChangeKind::Changed));
-            assessment.volatile && assessment.impact == probe_model::Impact::None
-        };
+        let noise = || crate::impact::is_session_variable(name);
         match (before_value, after_value) {
             (None, Some(_)) if !before_complete => {
                 if !noise() {
