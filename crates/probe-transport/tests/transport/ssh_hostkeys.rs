@@ -136,6 +136,51 @@ async fn accept_new_writes_a_line_openssh_accepts() {
     );
 }
 
+/// Connections that meet one new host at once record it once, and a key an operator changes
+/// in the file afterwards is seen by the next connection although this process appended last.
+#[tokio::test]
+async fn concurrent_accept_new_writes_one_line_and_an_outside_edit_is_seen() {
+    let env = Env::new();
+    std::fs::write(&env.known_hosts, "").unwrap();
+    let opts = ConnectOptions {
+        accept_new: true,
+        ..env.opts()
+    };
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let (target, opts) = (env.target(), opts.clone());
+        set.spawn(async move {
+            let c = probe_transport::connect(&target, &opts).await?;
+            let notices = c.notices();
+            c.close().await;
+            Ok::<_, probe_transport::TransportError>(notices)
+        });
+    }
+    let mut added = 0;
+    while let Some(r) = set.join_next().await {
+        let notices = r.unwrap().unwrap_or_else(|e| panic!("connect: {e}"));
+        added += notices.iter().filter(|n| n.contains("added")).count();
+    }
+    assert_eq!(added, 1, "one connection records the key");
+    let expected = format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 0));
+    assert_eq!(std::fs::read_to_string(&env.known_hosts).unwrap(), expected);
+
+    // The operator replaces the line with another key: the next connection is refused.
+    let other = key(env.dir.path(), "other_host", "ed25519", "", None);
+    std::fs::write(
+        &env.known_hosts,
+        format!(
+            "{} {} {}\n",
+            env.sshd.known_hosts_name(),
+            field(&other.public, 0),
+            field(&other.public, 1)
+        ),
+    )
+    .unwrap();
+    let err = connect_err(&env, &opts).await;
+    assert!(err.to_string().contains("HOST KEY CHANGED"), "{err}");
+}
+
 #[tokio::test]
 async fn strict_no_is_accept_new_with_a_warning() {
     let env = Env::new();
