@@ -909,6 +909,24 @@ mod tests {
         lookup_names(host, 22)
     }
 
+    /// A known_hosts file holding `text`, in a directory of its own.
+    fn file_with(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("known_hosts");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    /// Appends a line for `host` the way another process would: not through [`record_key`].
+    fn append_as_another_process(path: &Path, host: &str) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        f.write_all(format!("{host} {ED}\n").as_bytes()).unwrap();
+    }
+
+    fn load(path: &Path) -> KnownHosts {
+        KnownHosts::load(&[path.to_path_buf()])
+    }
+
     fn line_of(k: &KnownHosts, host: &str) -> usize {
         match k.check_key(&names(host), &key()) {
             Verdict::Known(loc) => loc.line,
@@ -920,11 +938,9 @@ mod tests {
     /// at the line it was written to, and the file as OpenSSH would have written it.
     #[test]
     fn appended_keys_are_found_without_parsing_the_file_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("known_hosts");
         // The operator's last line has no newline yet.
-        std::fs::write(&path, format!("# fleet\nh0 {ED}")).unwrap();
-        let loaded = KnownHosts::load(std::slice::from_ref(&path));
+        let (_dir, path) = file_with(&format!("# fleet\nh0 {ED}"));
+        let loaded = load(&path);
         const N: usize = 300;
         for i in 1..=N {
             let host = format!("h{i}");
@@ -933,7 +949,7 @@ mod tests {
                 other => panic!("{host}: {other:?}"),
             }
             // A connection starting now loads the copy, not the file.
-            let now = KnownHosts::load(std::slice::from_ref(&path));
+            let now = load(&path);
             assert_eq!(line_of(&now, &host), i + 2);
         }
         assert_eq!(parses(&path), 1, "the file was read again after an append");
@@ -990,44 +1006,32 @@ mod tests {
     /// or between it and our look at the result) is read from the file.
     #[test]
     fn an_outside_edit_is_still_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("known_hosts");
-        std::fs::write(&path, format!("h0 {ED}\n")).unwrap();
-        KnownHosts::load(std::slice::from_ref(&path));
+        let (_dir, path) = file_with(&format!("h0 {ED}\n"));
+        load(&path);
         record_key(&path, &names("h1"), &key()).unwrap();
         assert_eq!(parses(&path), 1);
         // Another process appends (another length, another time).
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(format!("outside {ED}\n").as_bytes()).unwrap();
-        drop(f);
-        let k = KnownHosts::load(std::slice::from_ref(&path));
+        append_as_another_process(&path, "outside");
+        let k = load(&path);
         assert_eq!(parses(&path), 2);
         assert_eq!(line_of(&k, "outside"), 3);
         // Another process writes between our look at the file and our append: the next
         // load reads it again and finds both lines.
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(format!("racer {ED}\n").as_bytes()).unwrap();
-        drop(f);
+        append_as_another_process(&path, "racer");
         record_key(&path, &names("h2"), &key()).unwrap();
         assert_eq!(
             parses(&path),
             3,
             "the racer's line is read before the append"
         );
-        let k = KnownHosts::load(std::slice::from_ref(&path));
+        let k = load(&path);
         assert_eq!(line_of(&k, "racer"), 4);
         assert_eq!(line_of(&k, "h2"), 5);
         assert_eq!(parses(&path), 3);
         // A rewrite of the file (a new inode) is read again.
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, format!("new {ED}\n")).unwrap();
-        let k = KnownHosts::load(std::slice::from_ref(&path));
+        let k = load(&path);
         assert_eq!(line_of(&k, "new"), 1);
         assert!(matches!(
             k.check_key(&names("h2"), &key()),
@@ -1051,7 +1055,7 @@ mod tests {
                     // Each thread meets every host, starting at its own place.
                     for i in 0..HOSTS {
                         let host = format!("h{}", (i + t * 7) % HOSTS);
-                        let loaded = KnownHosts::load(std::slice::from_ref(&*path));
+                        let loaded = load(&path);
                         if !matches!(loaded.check_key(&names(&host), &key()), Verdict::Known(_))
                             && let Recorded::Appended(_) =
                                 record_key(&path, &names(&host), &key()).unwrap()
@@ -1071,7 +1075,7 @@ mod tests {
         written.sort_unstable();
         written.dedup();
         assert_eq!(written.len(), HOSTS, "a host written twice");
-        let k = KnownHosts::load(std::slice::from_ref(&*path));
+        let k = load(&path);
         for i in 0..HOSTS {
             line_of(&k, &format!("h{i}"));
         }
