@@ -312,9 +312,12 @@ fn current(parsed: &mut Parsed, path: &Path, stamp: Stamp) -> std::io::Result<Sh
 /// A file's entries: the parsed copy while the file is unchanged, else read (bounded) and
 /// parsed again. Unreadable, absent or oversized files count as empty, as before.
 fn file_entries(path: &Path) -> Option<Shared> {
-    let stamp = Stamp::of(path)?;
     // One parse per change: connections that start together wait for the first one's parse.
-    current(&mut parsed(), path, stamp).ok()
+    // The file is looked at under the lock too: a look taken before an append of ours that
+    // then waited for the lock would not match the copy and parse the file again.
+    let mut parsed = parsed();
+    let stamp = Stamp::of(path)?;
+    current(&mut parsed, path, stamp).ok()
 }
 
 /// What [`record_key`] did.
