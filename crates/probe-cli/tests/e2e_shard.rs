@@ -261,3 +261,348 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(stderr.contains("probe:***@"), "{stderr}");
 }
+
+// The Kubernetes examples (`examples/kubernetes/`): how a sharded audit into PostgreSQL is
+// deployed. Each document is checked against the official schema of its kind, strictly, and the
+// probe arguments of the Job and the CronJob against probe's own command line, so the examples
+// cannot rot. No cluster, no fixture: these run in milliseconds.
+
+fn examples_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kubernetes")
+}
+
+/// YAML (as yaml-rust2 reads it, the reader probe's inventories use) to JSON.
+fn yaml_to_json(y: &yaml_rust2::Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    use yaml_rust2::Yaml;
+    match y {
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| Value::String(r.clone()), Value::Number),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(a) => Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        other => panic!("a mapping key that is not a string: {other:?}"),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Null => Value::Null,
+        other => panic!("YAML the examples must not use: {other:?}"),
+    }
+}
+
+/// Every document of every `examples/kubernetes/*.yaml`: (file name, document).
+fn example_documents() -> Vec<(String, serde_json::Value)> {
+    let mut files: Vec<_> = std::fs::read_dir(examples_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let docs =
+            yaml_rust2::YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for doc in &docs {
+            out.push((name.clone(), yaml_to_json(doc)));
+        }
+    }
+    out
+}
+
+/// Validators of the vendored Kubernetes v1.30 strict schemas (tests/data/kubernetes/README.md),
+/// by schema file name (`job-batch-v1`).
+struct KubeSchemas {
+    validators: std::collections::BTreeMap<String, jsonschema::Validator>,
+}
+
+impl KubeSchemas {
+    fn load() -> KubeSchemas {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/kubernetes/v1.30.0-local-strict");
+        let read = |name: &str| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+        };
+        let definitions = read("_definitions.json");
+        let registry = jsonschema::Registry::new()
+            .add("https://kubernetes.io/api/_definitions.json", definitions)
+            .unwrap()
+            .prepare()
+            .unwrap();
+        let mut validators = std::collections::BTreeMap::new();
+        for kind in [
+            "job-batch-v1",
+            "cronjob-batch-v1",
+            "secret-v1",
+            "configmap-v1",
+            "namespace-v1",
+        ] {
+            let schema = read(&format!("{kind}.json"));
+            let validator = jsonschema::options()
+                .with_registry(&registry)
+                .build(&schema)
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            validators.insert(kind.to_string(), validator);
+        }
+        KubeSchemas { validators }
+    }
+
+    /// The schema file a document's apiVersion and kind name, as kubeconform spells it:
+    /// `batch/v1` Job is `job-batch-v1`, `v1` Secret is `secret-v1`.
+    fn schema_name(doc: &serde_json::Value) -> String {
+        let kind = doc["kind"].as_str().expect("kind").to_ascii_lowercase();
+        let api = doc["apiVersion"].as_str().expect("apiVersion");
+        let api = match api.split_once('/') {
+            Some((group, version)) => {
+                format!("{}-{version}", group.split('.').next().unwrap_or(group))
+            }
+            None => api.to_string(),
+        };
+        format!("{kind}-{api}")
+    }
+
+    /// The schema's complaints about `doc` (empty: valid).
+    fn errors(&self, doc: &serde_json::Value) -> Vec<String> {
+        let name = Self::schema_name(doc);
+        let Some(validator) = self.validators.get(&name) else {
+            return vec![format!("no schema vendored for {name}")];
+        };
+        validator
+            .iter_errors(doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect()
+    }
+}
+
+/// The Job specs of the examples: the Job's `spec`, the CronJob's `jobTemplate.spec`.
+fn job_specs(docs: &[(String, serde_json::Value)]) -> Vec<(String, &serde_json::Value)> {
+    docs.iter()
+        .filter_map(|(file, doc)| match doc["kind"].as_str() {
+            Some("Job") => Some((format!("{file} Job"), &doc["spec"])),
+            Some("CronJob") => Some((
+                format!("{file} CronJob"),
+                &doc["spec"]["jobTemplate"]["spec"],
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn kubernetes_examples_match_the_kubernetes_schemas_strictly() {
+    let schemas = KubeSchemas::load();
+    let docs = example_documents();
+    let kinds: BTreeSet<&str> = docs
+        .iter()
+        .filter_map(|(_, d)| d["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["ConfigMap", "CronJob", "Job", "Namespace", "Secret"]),
+        "the kinds the examples use (a new kind needs its schema vendored)"
+    );
+    for (file, doc) in &docs {
+        let errors = schemas.errors(doc);
+        assert!(
+            errors.is_empty(),
+            "{file}: {} {}: {errors:#?}",
+            doc["kind"],
+            doc["metadata"]["name"]
+        );
+    }
+}
+
+/// The check is strict: a field Kubernetes does not know, anywhere, fails it.
+#[test]
+fn kubernetes_schemas_refuse_a_planted_unknown_field() {
+    let schemas = KubeSchemas::load();
+    let docs = example_documents();
+    let (_, job) = docs
+        .iter()
+        .find(|(_, d)| d["kind"] == "Job")
+        .expect("a Job example");
+    assert!(schemas.errors(job).is_empty());
+    let plant = |pointer: &str, field: &str| {
+        let mut planted = job.clone();
+        planted
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}"))
+            .as_object_mut()
+            .unwrap()
+            .insert(field.into(), serde_json::json!(1));
+        schemas.errors(&planted)
+    };
+    for (pointer, field) in [
+        ("", "spek"),
+        ("/spec", "completion"),
+        ("/spec/template/spec/containers/0", "readOnlyRootFilesystem"),
+        ("/spec/template/spec/volumes/1/secret", "mode"),
+        ("/metadata", "label"),
+    ] {
+        let errors = plant(pointer, field);
+        assert!(
+            errors.iter().any(|e| e.contains(field)),
+            "{pointer}/{field} passed: {errors:?}"
+        );
+    }
+    // A wrong type fails too.
+    let mut planted = job.clone();
+    planted["spec"]["completions"] = serde_json::json!("4");
+    assert!(!schemas.errors(&planted).is_empty());
+}
+
+/// The Job and the CronJob run the audit the docs describe: Indexed, one pod per shard, the
+/// shard from JOB_COMPLETION_INDEX, the store from a Secret, the key from a Secret read-only
+/// and 0400, non-root with a read-only root filesystem; the CronJob never overlaps and runs the
+/// same Job spec.
+#[test]
+fn kubernetes_examples_run_the_sharded_audit_probe_parses() {
+    use clap::Parser as _;
+    use probe_cli::args::{Cli, Command as ProbeCommand};
+    let docs = example_documents();
+    let specs = job_specs(&docs);
+    assert_eq!(specs.len(), 2, "one Job and one CronJob");
+    assert_eq!(specs[0].1, specs[1].1, "the CronJob runs the Job's spec");
+    let cron = docs
+        .iter()
+        .find(|(_, d)| d["kind"] == "CronJob")
+        .map(|(_, d)| d)
+        .unwrap();
+    assert_eq!(cron["spec"]["concurrencyPolicy"], "Forbid");
+    assert!(cron["spec"]["schedule"].is_string());
+    let secrets: BTreeSet<&str> = docs
+        .iter()
+        .filter(|(_, d)| d["kind"] == "Secret")
+        .filter_map(|(_, d)| d["metadata"]["name"].as_str())
+        .collect();
+    let config_maps: BTreeSet<&str> = docs
+        .iter()
+        .filter(|(_, d)| d["kind"] == "ConfigMap")
+        .filter_map(|(_, d)| d["metadata"]["name"].as_str())
+        .collect();
+    for (what, spec) in specs {
+        assert_eq!(spec["completionMode"], "Indexed", "{what}");
+        let shards = spec["completions"].as_u64().expect("completions");
+        assert_eq!(spec["parallelism"].as_u64(), Some(shards), "{what}");
+        let pod = &spec["template"]["spec"];
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{what}");
+        assert!(
+            pod["securityContext"]["runAsUser"].as_u64() > Some(0),
+            "{what}"
+        );
+        let containers = pod["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1, "{what}");
+        let c = &containers[0];
+        assert_eq!(
+            c["securityContext"]["readOnlyRootFilesystem"], true,
+            "{what}"
+        );
+        assert_eq!(
+            c["securityContext"]["allowPrivilegeEscalation"], false,
+            "{what}"
+        );
+        for r in ["cpu", "memory"] {
+            assert!(c["resources"]["requests"][r].is_string(), "{what}: {r}");
+        }
+        assert!(c["resources"]["limits"]["memory"].is_string(), "{what}");
+
+        // The arguments are probe's: they parse with its clap definitions.
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().expect("args are strings"))
+            .collect();
+        let cli = Cli::try_parse_from(std::iter::once("probe").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{what}: probe {}: {e}", args.join(" ")));
+        let ProbeCommand::Audit(audit) = cli.command else {
+            panic!("{what}: not `probe audit`")
+        };
+        assert!(audit.command.is_none(), "{what}");
+        assert_eq!(
+            audit.shard_index_env.as_deref(),
+            Some("JOB_COMPLETION_INDEX"),
+            "{what}"
+        );
+        assert_eq!(
+            audit.shards.map(u64::from),
+            Some(shards),
+            "{what}: --shards"
+        );
+        assert!(audit.jobs.is_some(), "{what}: -j sized in the docs");
+        assert!(!audit.no_store, "{what}");
+
+        // Every path probe is given is under a read-only mount.
+        let mounts: Vec<(&str, &str, bool)> = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap(),
+                    m["mountPath"].as_str().unwrap(),
+                    m["readOnly"] == true,
+                )
+            })
+            .collect();
+        let mounted_ro = |path: &Path| mounts.iter().any(|(_, at, ro)| *ro && path.starts_with(at));
+        let inventory = audit.inventory.as_deref().expect("--inventory");
+        assert!(mounted_ro(inventory), "{what}: {}", inventory.display());
+        let ssh_config = cli.global.ssh_config.as_deref().expect("-F");
+        assert!(mounted_ro(ssh_config), "{what}: {}", ssh_config.display());
+
+        // The store: PROBE_STORE (and PGPASSWORD) from the store Secret, a postgres URL there.
+        let env = c["env"].as_array().unwrap();
+        let from_secret = |var: &str| {
+            env.iter()
+                .find(|e| e["name"] == var)
+                .and_then(|e| e["valueFrom"]["secretKeyRef"]["name"].as_str())
+        };
+        let store_secret = from_secret("PROBE_STORE").expect("PROBE_STORE from a Secret");
+        assert!(secrets.contains(store_secret), "{what}: {store_secret}");
+        assert_eq!(from_secret("PGPASSWORD"), Some(store_secret), "{what}");
+        let url = docs
+            .iter()
+            .find(|(_, d)| d["kind"] == "Secret" && d["metadata"]["name"] == store_secret)
+            .map(|(_, d)| &d["stringData"]["PROBE_STORE"])
+            .and_then(|v| v.as_str())
+            .unwrap();
+        assert!(url.starts_with("postgres://"), "{url}");
+        assert!(!url.contains(":change-me@"), "no password in the URL");
+
+        // The key: a Secret volume, mounted read-only, 0400.
+        let volumes = pod["volumes"].as_array().unwrap();
+        let key_volume = volumes
+            .iter()
+            .find(|v| v["secret"].is_object())
+            .expect("a Secret volume");
+        assert!(
+            secrets.contains(key_volume["secret"]["secretName"].as_str().unwrap()),
+            "{what}"
+        );
+        assert_eq!(key_volume["secret"]["defaultMode"], 0o400, "{what}");
+        let name = key_volume["name"].as_str().unwrap();
+        assert!(
+            mounts.iter().any(|(n, _, ro)| *n == name && *ro),
+            "{what}: the key is mounted read-only"
+        );
+        // Everything else is a ConfigMap of the examples or scratch space.
+        for v in volumes {
+            if let Some(cm) = v["configMap"]["name"].as_str() {
+                assert!(config_maps.contains(cm), "{what}: {cm}");
+            }
+        }
+    }
+}

@@ -1,6 +1,12 @@
 //! Transport benchmark against a real OpenSSH sshd on loopback. Reports numbers, asserts
 //! nothing about time. Run with `cargo bench -p probe-transport`.
 //!
+//! It starts with accept-new over the fleet simulator (`probe_testkit::sim`): a first
+//! connection to each of N new hosts with an empty known_hosts file, each recording its key,
+//! against the same N connections with the file complete (strict checking). Knobs:
+//! `PROBE_BENCH_ACCEPT_NEW` (host counts, comma-separated, default `1000`; `0` skips),
+//! `PROBE_BENCH_ACCEPT_NEW_ONLY=1` (skip the sshd part).
+//!
 //! The sshd runs in a private mount namespace with an empty file bind-mounted over
 //! `/root/.bashrc` (a `.bashrc` that runs pyenv adds 100+ ms to every exec on this machine and
 //! would measure the remote shell's startup, not the transport).
@@ -27,7 +33,134 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    rt.block_on(run());
+    let counts = std::env::var("PROBE_BENCH_ACCEPT_NEW").unwrap_or_else(|_| "1000".into());
+    for n in counts
+        .split(',')
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+    {
+        if n > 0 {
+            rt.block_on(accept_new(n));
+        }
+    }
+    if std::env::var("PROBE_BENCH_ACCEPT_NEW_ONLY").as_deref() != Ok("1") {
+        rt.block_on(run());
+    }
+}
+
+/// Connections at once in the accept-new runs.
+const ACCEPT_NEW_J: usize = 16;
+
+/// CPU time of this process so far (user + system), from `/proc/self/stat` (clock ticks of
+/// 10 ms). The simulator runs in this process too: its handshakes are counted.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // Fields 14 and 15 of stat(5) are the 12th and 13th after the command name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// Connects to every host once, `ACCEPT_NEW_J` at a time; the time of each connection in
+/// host order, and the failures.
+async fn connect_all(
+    fleet: &probe_testkit::sim::SimFleet,
+    opts: &ConnectOptions,
+) -> (Vec<Duration>, Vec<String>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(ACCEPT_NEW_J));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, h) in fleet.hosts.iter().enumerate() {
+        let permit = Arc::clone(&gate).acquire_owned().await.expect("semaphore");
+        let target = format!("root@{}", h.addr);
+        let opts = opts.clone();
+        set.spawn(async move {
+            let t = Instant::now();
+            let r = probe_transport::connect(&target, &opts).await;
+            let took = t.elapsed();
+            drop(permit);
+            match r {
+                Ok(c) => {
+                    c.close().await;
+                    (i, took, None)
+                }
+                Err(e) => (i, took, Some(e.to_string())),
+            }
+        });
+    }
+    let mut times = vec![Duration::ZERO; fleet.hosts.len()];
+    let mut failed = Vec::new();
+    while let Some(r) = set.join_next().await {
+        let (i, took, err) = r.expect("join");
+        times[i] = took;
+        failed.extend(err);
+    }
+    (times, failed)
+}
+
+/// accept-new into an empty known_hosts over `n` simulated hosts, then strict over the file
+/// it wrote.
+async fn accept_new(n: usize) {
+    let rec = probe_testkit::sim::Recording::load(&probe_testkit::sim::default_recording_path())
+        .expect("sim recording");
+    let fleet = probe_testkit::sim::SimFleet::start(
+        rec,
+        &probe_testkit::sim::SimOptions {
+            hosts: n,
+            latency: Duration::ZERO,
+            jitter: Duration::ZERO,
+            ..Default::default()
+        },
+    );
+    let kh = fleet.dir().join("known_hosts.accept-new");
+    let mut opts = ConnectOptions {
+        config_file: Some(fleet.ssh_config()),
+        known_hosts_file: Some(kh.clone()),
+        accept_new: true,
+        ..Default::default()
+    };
+    println!(
+        "accept-new over {n} simulated hosts (first connection to each, empty known_hosts, {ACCEPT_NEW_J} at once)"
+    );
+    let decile = (n / 10).max(1);
+    for (what, accept) in [
+        ("accept-new, recording", true),
+        ("strict, file complete", false),
+    ] {
+        opts.accept_new = accept;
+        let (cpu, t) = (cpu_time(), Instant::now());
+        let (times, failed) = connect_all(&fleet, &opts).await;
+        let (wall, cpu) = (t.elapsed(), cpu_time().saturating_sub(cpu));
+        let (first, _) = median_p90(times[..decile].to_vec());
+        let (last, _) = median_p90(times[n - decile..].to_vec());
+        println!(
+            "  {what}: wall {:.2} s, CPU {:.2} s ({:.2} ms/host, simulator included); per connection median: first {decile} {}, last {decile} {}; {} failed{}",
+            wall.as_secs_f64(),
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() * 1000.0 / n as f64,
+            ms(first),
+            ms(last),
+            failed.len(),
+            failed
+                .first()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        );
+    }
+    let text = std::fs::read_to_string(&kh).unwrap_or_default();
+    let names: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    println!(
+        "  known_hosts written: {} lines, {} distinct hosts",
+        text.lines().count(),
+        names.len()
+    );
 }
 
 fn ms(d: Duration) -> String {

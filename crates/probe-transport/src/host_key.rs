@@ -11,7 +11,7 @@ use russh::keys::PublicKeyOrCertificate;
 use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
 
 use crate::error::{ErrorKind, KeyAt, UnknownKey};
-use crate::known_hosts::{self, KnownHosts, Verdict};
+use crate::known_hosts::{self, KnownHosts, Recorded, Verdict};
 use crate::settings::{HostSettings, Strict};
 
 /// The russh handler of one connection attempt: verifies the server's host key; a refusal
@@ -150,7 +150,8 @@ impl Verifier {
         }
     }
 
-    /// Appends an unknown key to the user's known_hosts (accept-new), with a notice.
+    /// Appends an unknown key to the user's known_hosts (accept-new), with a notice; when
+    /// another connection recorded the host first, decides on what that one wrote.
     fn record(
         &self,
         key: &russh::keys::PublicKey,
@@ -159,8 +160,10 @@ impl Verifier {
     ) -> Result<(), ErrorKind> {
         let file = self.write_to.clone().unwrap_or_default();
         let name = self.lookup.first().cloned().unwrap_or_default();
-        match known_hosts::append_line(&file, &known_hosts::entry_line(&name, key)) {
-            Ok(line) => {
+        match known_hosts::record_key(&file, &self.lookup, key) {
+            // Never `Unknown`, so this does not come back here.
+            Ok(Recorded::Meanwhile(verdict)) => self.decide(verdict, key),
+            Ok(Recorded::Appended(line)) => {
                 if let Ok(mut n) = self.notices.lock() {
                     n.push(format!(
                         "added {key_type} key {fingerprint} for {name} to {}:{line}",

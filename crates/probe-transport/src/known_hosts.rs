@@ -18,12 +18,15 @@
 //! A fleet's known_hosts holds a line per host, and an audit connects to every one of them: a
 //! file is parsed once per process and kept while it is unchanged (same inode, size and
 //! modification time), and lines that name hosts literally are indexed by name, so a lookup
-//! costs the globs and hashed lines, not the whole file.
+//! costs the globs and hashed lines, not the whole file. A key accept-new records is appended
+//! to the file and to the parsed copy together ([`record_key`], one at a time per process), and
+//! the copy takes the file's new identity, so a first audit of a new fleet parses the file once,
+//! not once per host; a change by anyone else still reads the file again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use base64::Engine as _;
 use hmac::{KeyInit as _, Mac as _};
@@ -147,16 +150,22 @@ struct FileEntries {
     by_name: HashMap<String, Vec<usize>>,
     /// Lines with a glob, a negation or a hashed name: tried for every lookup.
     others: Vec<usize>,
+    /// Lines of the file, usable or not: the next line appended is `lines + 1`.
+    lines: usize,
+    /// The file's last line has no newline yet: an append starts with one.
+    open_line: bool,
 }
 
 impl FileEntries {
     fn parse(text: &str, file: &Path) -> FileEntries {
         let mut out = FileEntries::default();
         for (i, raw) in text.lines().enumerate() {
+            out.lines = i + 1;
             if let Some(e) = parse_line(raw, file, i + 1) {
                 out.push(e);
             }
         }
+        out.open_line = !text.is_empty() && !text.ends_with('\n');
         out
     }
 
@@ -225,46 +234,194 @@ struct Stamp {
 
 impl Stamp {
     fn of(path: &Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| Stamp::of_metadata(&m))
+    }
+
+    fn of_metadata(m: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt as _;
-        let m = std::fs::metadata(path).ok()?;
-        Some(Stamp {
+        Stamp {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
             mtime: m.mtime(),
             mtime_nsec: m.mtime_nsec(),
-        })
+        }
     }
 }
 
-type Parsed = BTreeMap<PathBuf, (Stamp, Arc<FileEntries>)>;
+/// One file's entries as this process knows them, shared by every connection that loaded
+/// them; only [`record_key`] changes them, by appending what it wrote to the file.
+type Shared = Arc<RwLock<FileEntries>>;
 
-/// Every known_hosts file this process has parsed, while it stays unchanged.
+fn read(entries: &Shared) -> RwLockReadGuard<'_, FileEntries> {
+    entries.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A parsed file: what it was when its entries were last true of it.
+struct Cached {
+    /// `None`: the file may hold more than the entries (someone wrote with our append): read
+    /// it again at the next load.
+    stamp: Option<Stamp>,
+    entries: Shared,
+    /// Times the file was read and parsed in this process.
+    parses: usize,
+}
+
+type Parsed = BTreeMap<PathBuf, Cached>;
+
+/// Every known_hosts file this process has parsed, while it stays unchanged. Its lock also
+/// serialises this process's appends ([`record_key`]).
 static PARSED: Mutex<Parsed> = Mutex::new(BTreeMap::new());
+
+fn parsed() -> std::sync::MutexGuard<'static, Parsed> {
+    PARSED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Reads (bounded) and parses a file that exists.
+fn read_entries(path: &Path) -> std::io::Result<FileEntries> {
+    let text =
+        crate::local_file::read_bounded_text(path, crate::local_file::CONFIG_CAP).map_err(|e| {
+            match e.kind {
+                crate::local_file::LocalFileErrorKind::Io(io) => io,
+                other => std::io::Error::other(other.to_string()),
+            }
+        })?;
+    Ok(FileEntries::parse(&text, path))
+}
+
+/// The entries of a file with identity `stamp`: the parsed copy while it is true of the file,
+/// else the file read and parsed again (and kept).
+fn current(parsed: &mut Parsed, path: &Path, stamp: Stamp) -> std::io::Result<Shared> {
+    let parses = match parsed.get(path) {
+        Some(c) if c.stamp == Some(stamp) => return Ok(Arc::clone(&c.entries)),
+        Some(c) => c.parses,
+        None => 0,
+    };
+    let entries = Arc::new(RwLock::new(read_entries(path)?));
+    parsed.insert(
+        path.to_path_buf(),
+        Cached {
+            stamp: Some(stamp),
+            entries: Arc::clone(&entries),
+            parses: parses + 1,
+        },
+    );
+    Ok(entries)
+}
 
 /// A file's entries: the parsed copy while the file is unchanged, else read (bounded) and
 /// parsed again. Unreadable, absent or oversized files count as empty, as before.
-fn file_entries(path: &Path) -> Option<Arc<FileEntries>> {
-    let stamp = Stamp::of(path)?;
+fn file_entries(path: &Path) -> Option<Shared> {
     // One parse per change: connections that start together wait for the first one's parse.
-    let mut parsed = PARSED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((seen, entries)) = parsed.get(path)
-        && *seen == stamp
+    // The file is looked at under the lock too: a look taken before an append of ours that
+    // then waited for the lock would not match the copy and parse the file again.
+    let mut parsed = parsed();
+    let stamp = Stamp::of(path)?;
+    current(&mut parsed, path, stamp).ok()
+}
+
+/// What [`record_key`] did.
+#[derive(Debug)]
+pub(crate) enum Recorded {
+    /// The key was appended as this line of the file.
+    Appended(usize),
+    /// The file had a line for the host by the time it was our turn to write (another
+    /// connection of this process or another process recorded one): its verdict, never
+    /// `Unknown`.
+    Meanwhile(Verdict),
+}
+
+/// accept-new: records `key` for `names` (the first is written, as OpenSSH does) at the end of
+/// `file`, creating the file (0600) and its directory (0700) when missing, unless the file,
+/// read as it is now, already knows the host. One append at a time per process, so connections
+/// that meet the same new host together write one line. The parsed copy gets the line, and the
+/// file's identity after the write when the file grew by exactly that line; otherwise someone
+/// else wrote too and the next load reads the file again.
+pub(crate) fn record_key(
+    file: &Path,
+    names: &[String],
+    key: &PublicKey,
+) -> std::io::Result<Recorded> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let mut parsed = parsed();
+    if let Some(dir) = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
     {
-        return Some(Arc::clone(entries));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
-    let text = crate::local_file::read_bounded_text(path, crate::local_file::CONFIG_CAP).ok()?;
-    let entries = Arc::new(FileEntries::parse(&text, path));
-    parsed.insert(path.to_path_buf(), (stamp, Arc::clone(&entries)));
-    Some(entries)
+    let before = Stamp::of(file);
+    let entries = match before {
+        Some(stamp) => current(&mut parsed, file, stamp)?,
+        None => Shared::default(),
+    };
+    let verdict = KnownHosts {
+        files: vec![Arc::clone(&entries)],
+    }
+    .check_key(names, key);
+    if !matches!(verdict, Verdict::Unknown { .. }) {
+        return Ok(Recorded::Meanwhile(verdict));
+    }
+    let line = entry_line(names.first().map_or("", String::as_str), key);
+    let (number, text) = {
+        let e = read(&entries);
+        let lead = if e.open_line { "\n" } else { "" };
+        (e.lines + 1, format!("{lead}{line}\n"))
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?;
+    f.write_all(text.as_bytes())?;
+    let after = f.metadata().map(|m| Stamp::of_metadata(&m)).ok();
+    let ours_alone = match (before, after) {
+        (Some(b), Some(a)) => {
+            a.dev == b.dev && a.ino == b.ino && a.len == b.len + text.len() as u64
+        }
+        (None, Some(a)) => a.len == text.len() as u64,
+        (_, None) => false,
+    };
+    let parses = parsed.get(file).map_or(0, |c| c.parses);
+    let stamp = match parse_line(&line, file, number) {
+        Some(entry) if ours_alone => {
+            let mut e = entries.write().unwrap_or_else(PoisonError::into_inner);
+            e.push(entry);
+            e.lines = number;
+            e.open_line = false;
+            after
+        }
+        _ => None,
+    };
+    parsed.insert(
+        file.to_path_buf(),
+        Cached {
+            stamp,
+            entries,
+            parses,
+        },
+    );
+    Ok(Recorded::Appended(number))
+}
+
+/// Times `file` was read and parsed in this process.
+#[cfg(test)]
+fn parses(file: &Path) -> usize {
+    parsed().get(file).map_or(0, |c| c.parses)
 }
 
 /// All entries of the known_hosts files consulted for a connection.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownHosts {
-    files: Vec<Arc<FileEntries>>,
+    files: Vec<Shared>,
+}
+
+/// The entries of a [`KnownHosts`], read-locked for one lookup.
+struct View<'a> {
+    files: Vec<RwLockReadGuard<'a, FileEntries>>,
 }
 
 /// The names a host is looked up under: first `[host]:port` (or `host` on port 22), as
@@ -290,9 +447,48 @@ impl KnownHosts {
 
     #[cfg(test)]
     pub fn add_text(&mut self, text: &str, file: &Path) {
-        self.files.push(Arc::new(FileEntries::parse(text, file)));
+        self.files
+            .push(Arc::new(RwLock::new(FileEntries::parse(text, file))));
     }
 
+    fn view(&self) -> View<'_> {
+        View {
+            files: self.files.iter().map(read).collect(),
+        }
+    }
+
+    /// See [`View::check_key`].
+    pub fn check_key(&self, names: &[String], key: &PublicKey) -> Verdict {
+        self.view().check_key(names, key)
+    }
+
+    /// See [`View::check_certificate`].
+    pub fn check_certificate(
+        &self,
+        names: &[String],
+        principal: &str,
+        cert: &Certificate,
+    ) -> Verdict {
+        self.view().check_certificate(names, principal, cert)
+    }
+
+    /// See [`View::known_algorithms`].
+    pub fn known_algorithms(&self, names: &[String]) -> Vec<Algorithm> {
+        self.view().known_algorithms(names)
+    }
+
+    /// See [`View::has_cert_authority`].
+    pub fn has_cert_authority(&self, names: &[String]) -> bool {
+        self.view().has_cert_authority(names)
+    }
+
+    #[cfg(test)]
+    fn entry_count(&self) -> usize {
+        self.view().entries().count()
+    }
+}
+
+impl View<'_> {
     fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.files.iter().flat_map(|f| f.entries.iter())
     }
@@ -317,7 +513,7 @@ impl KnownHosts {
 
     /// Checks a plain server key for the names from [`lookup_names`]: the first decides; the
     /// others (the portless name) count only for an exact match when the first knows nothing.
-    pub fn check_key(&self, names: &[String], key: &PublicKey) -> Verdict {
+    fn check_key(&self, names: &[String], key: &PublicKey) -> Verdict {
         let Some((primary, fallback)) = names.split_first() else {
             return Verdict::Unknown { other_types: false };
         };
@@ -365,12 +561,7 @@ impl KnownHosts {
 
     /// Checks a host certificate against the `@cert-authority` lines for `names`.
     /// `principal` is the bare host name the certificate must be issued for.
-    pub fn check_certificate(
-        &self,
-        names: &[String],
-        principal: &str,
-        cert: &Certificate,
-    ) -> Verdict {
+    fn check_certificate(&self, names: &[String], principal: &str, cert: &Certificate) -> Verdict {
         let ca_key = PublicKey::new(cert.signature_key().clone(), "");
         if let Some(loc) = self.revoked(names, cert.signature_key()) {
             return Verdict::Revoked(loc);
@@ -416,7 +607,7 @@ impl KnownHosts {
     }
 
     /// Key algorithms already known for the host, in file order, to offer first.
-    pub fn known_algorithms(&self, names: &[String]) -> Vec<Algorithm> {
+    fn known_algorithms(&self, names: &[String]) -> Vec<Algorithm> {
         let mut out: Vec<Algorithm> = Vec::new();
         for name in names {
             for e in self.matching(name, Marker::None) {
@@ -446,7 +637,7 @@ impl KnownHosts {
     }
 
     /// Whether any `@cert-authority` line applies to the host.
-    pub fn has_cert_authority(&self, names: &[String]) -> bool {
+    fn has_cert_authority(&self, names: &[String]) -> bool {
         names
             .iter()
             .any(|n| !self.matching(n, Marker::CertAuthority).is_empty())
@@ -526,45 +717,6 @@ pub(crate) fn entry_line(name: &str, key: &PublicKey) -> String {
     let bare = PublicKey::new(key.key_data().clone(), "");
     let text = bare.to_openssh().unwrap_or_default();
     format!("{name} {}", text.trim())
-}
-
-/// Appends `line` to `file`, creating the file (0600) and its directory (0700) when missing.
-pub(crate) fn append_line(file: &Path, line: &str) -> std::io::Result<usize> {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    if let Some(dir) = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let existing = crate::local_file::read_bounded(file, crate::local_file::CONFIG_CAP)
-        .map_err(|e| match e.kind {
-            crate::local_file::LocalFileErrorKind::Io(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
-        .or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(Vec::new())
-            } else {
-                Err(e)
-            }
-        })?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(file)?;
-    let mut text = String::new();
-    if existing.last().is_some_and(|&b| b != b'\n') {
-        text.push('\n');
-    }
-    text.push_str(line);
-    text.push('\n');
-    f.write_all(text.as_bytes())?;
-    Ok(existing.iter().filter(|&&b| b == b'\n').count() + 1 + usize::from(text.starts_with('\n')))
 }
 
 #[cfg(test)]
@@ -671,7 +823,7 @@ mod tests {
         let k = kh(
             "@weird x y z\n|1|%%%|x ssh-ed25519 AAAA\nonlyhost\nh ssh-ed25519 !!!\n\u{1b}[31m\n",
         );
-        assert_eq!(k.entries().count(), 0);
+        assert_eq!(k.entry_count(), 0);
     }
 
     #[test]
@@ -733,6 +885,7 @@ mod tests {
             Arc::ptr_eq(&first.files[0], &again.files[0]),
             "parsed twice"
         );
+        assert_eq!(parses(&path), 1);
         assert!(matches!(
             again.check_key(&lookup_names("h1", 22), &key()),
             Verdict::Known(_)
@@ -753,5 +906,183 @@ mod tests {
                 .files
                 .is_empty()
         );
+    }
+
+    fn names(host: &str) -> Vec<String> {
+        lookup_names(host, 22)
+    }
+
+    /// A known_hosts file holding `text`, in a directory of its own.
+    fn file_with(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("known_hosts");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    /// Appends a line for `host` the way another process would: not through [`record_key`].
+    fn append_as_another_process(path: &Path, host: &str) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        f.write_all(format!("{host} {ED}\n").as_bytes()).unwrap();
+    }
+
+    fn load(path: &Path) -> KnownHosts {
+        KnownHosts::load(&[path.to_path_buf()])
+    }
+
+    fn line_of(k: &KnownHosts, host: &str) -> usize {
+        match k.check_key(&names(host), &key()) {
+            Verdict::Known(loc) => loc.line,
+            other => panic!("{host}: {other:?}"),
+        }
+    }
+
+    /// accept-new's appends go into the parsed copy: N new hosts, one parse, every key found
+    /// at the line it was written to, and the file as OpenSSH would have written it.
+    #[test]
+    fn appended_keys_are_found_without_parsing_the_file_again() {
+        // The operator's last line has no newline yet.
+        let (_dir, path) = file_with(&format!("# fleet\nh0 {ED}"));
+        let loaded = load(&path);
+        const N: usize = 300;
+        for i in 1..=N {
+            let host = format!("h{i}");
+            match record_key(&path, &names(&host), &key()).unwrap() {
+                Recorded::Appended(line) => assert_eq!(line, i + 2, "{host}"),
+                other => panic!("{host}: {other:?}"),
+            }
+            // A connection starting now loads the copy, not the file.
+            let now = load(&path);
+            assert_eq!(line_of(&now, &host), i + 2);
+        }
+        assert_eq!(parses(&path), 1, "the file was read again after an append");
+        // One loaded before the appends sees them too (one shared copy).
+        assert_eq!(line_of(&loaded, "h0"), 2);
+        assert_eq!(line_of(&loaded, &format!("h{N}")), N + 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut want = format!("# fleet\nh0 {ED}\n");
+        for i in 1..=N {
+            want.push_str(&format!("h{i} {ED}\n"));
+        }
+        assert_eq!(text, want);
+        // What a fresh parse of the file says, the copy says.
+        let fresh = FileEntries::parse(&text, &path);
+        let copy = read(&loaded.files[0]);
+        assert_eq!((copy.lines, copy.open_line), (fresh.lines, fresh.open_line));
+        assert_eq!(copy.entries.len(), fresh.entries.len());
+        assert_eq!(copy.by_name.len(), fresh.by_name.len());
+    }
+
+    /// A host recorded already (by an earlier connection, or written by anyone) is not
+    /// written twice: its verdict comes back instead.
+    #[test]
+    fn a_host_recorded_meanwhile_is_not_written_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("known_hosts");
+        assert!(matches!(
+            record_key(&path, &names("h1"), &key()).unwrap(),
+            Recorded::Appended(1)
+        ));
+        assert!(matches!(
+            record_key(&path, &names("h1"), &key()).unwrap(),
+            Recorded::Meanwhile(Verdict::Known(_))
+        ));
+        let other = PublicKey::from_openssh(
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtLI4lrNo2ZkA3KdgEPUojtQthXTvq2B3Oog8NLtZsS",
+        )
+        .unwrap();
+        assert!(matches!(
+            record_key(&path, &names("h1"), &other).unwrap(),
+            Recorded::Meanwhile(Verdict::Changed(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("h1 {ED}\n")
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+    }
+
+    /// A change the append did not make (another process writing the file, before our append
+    /// or between it and our look at the result) is read from the file.
+    #[test]
+    fn an_outside_edit_is_still_read() {
+        let (_dir, path) = file_with(&format!("h0 {ED}\n"));
+        load(&path);
+        record_key(&path, &names("h1"), &key()).unwrap();
+        assert_eq!(parses(&path), 1);
+        // Another process appends (another length, another time).
+        append_as_another_process(&path, "outside");
+        let k = load(&path);
+        assert_eq!(parses(&path), 2);
+        assert_eq!(line_of(&k, "outside"), 3);
+        // Another process writes between our look at the file and our append: the next
+        // load reads it again and finds both lines.
+        append_as_another_process(&path, "racer");
+        record_key(&path, &names("h2"), &key()).unwrap();
+        assert_eq!(
+            parses(&path),
+            3,
+            "the racer's line is read before the append"
+        );
+        let k = load(&path);
+        assert_eq!(line_of(&k, "racer"), 4);
+        assert_eq!(line_of(&k, "h2"), 5);
+        assert_eq!(parses(&path), 3);
+        // A rewrite of the file (a new inode) is read again.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, format!("new {ED}\n")).unwrap();
+        let k = load(&path);
+        assert_eq!(line_of(&k, "new"), 1);
+        assert!(matches!(
+            k.check_key(&names("h2"), &key()),
+            Verdict::Unknown { .. }
+        ));
+    }
+
+    /// Connections that meet new hosts at once, several of them the same hosts, write one
+    /// line per host and lose none.
+    #[test]
+    fn concurrent_appends_lose_nothing_and_repeat_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Arc::new(dir.path().join("known_hosts"));
+        const THREADS: usize = 8;
+        const HOSTS: usize = 60;
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let path = Arc::clone(&path);
+                std::thread::spawn(move || {
+                    let mut appended = 0;
+                    // Each thread meets every host, starting at its own place.
+                    for i in 0..HOSTS {
+                        let host = format!("h{}", (i + t * 7) % HOSTS);
+                        let loaded = load(&path);
+                        if !matches!(loaded.check_key(&names(&host), &key()), Verdict::Known(_))
+                            && let Recorded::Appended(_) =
+                                record_key(&path, &names(&host), &key()).unwrap()
+                        {
+                            appended += 1;
+                        }
+                    }
+                    appended
+                })
+            })
+            .collect();
+        let appended: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(appended, HOSTS);
+        let text = std::fs::read_to_string(&*path).unwrap();
+        let mut written: Vec<&str> = text.lines().collect();
+        assert_eq!(written.len(), HOSTS);
+        written.sort_unstable();
+        written.dedup();
+        assert_eq!(written.len(), HOSTS, "a host written twice");
+        let k = load(&path);
+        for i in 0..HOSTS {
+            line_of(&k, &format!("h{i}"));
+        }
+        // Created by the first append: never read from disk at all.
+        assert_eq!(parses(&path), 0);
     }
 }

@@ -77,12 +77,7 @@ async fn unknown_host_is_refused_with_fingerprint_and_hint() {
 
 #[tokio::test]
 async fn accept_new_writes_a_line_openssh_accepts() {
-    let env = Env::new();
-    std::fs::write(&env.known_hosts, "# operator's file\n").unwrap();
-    let opts = ConnectOptions {
-        accept_new: true,
-        ..env.opts()
-    };
+    let (env, opts) = accept_new_env("# operator's file\n");
     let notices = works(&env, &opts).await;
     let kh = std::fs::read_to_string(&env.known_hosts).unwrap();
     let expected = format!("{} {}", env.sshd.known_hosts_name(), host_key(&env, 0));
@@ -136,6 +131,67 @@ async fn accept_new_writes_a_line_openssh_accepts() {
     );
 }
 
+/// A server whose key the client does not know yet (known_hosts holds `known_hosts`), and
+/// options with accept-new.
+fn accept_new_env(known_hosts: &str) -> (Env, ConnectOptions) {
+    let env = Env::new();
+    std::fs::write(&env.known_hosts, known_hosts).unwrap();
+    let opts = ConnectOptions {
+        accept_new: true,
+        ..env.opts()
+    };
+    (env, opts)
+}
+
+/// The notices of one connection to `target`, which must succeed.
+async fn notices_of(target: String, opts: ConnectOptions) -> Vec<String> {
+    let c = probe_transport::connect(&target, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let notices = c.notices();
+    c.close().await;
+    notices
+}
+
+/// Writes known_hosts as `header` and a line giving the server another ed25519 key.
+fn write_another_key(env: &Env, header: &str) {
+    let other = key(env.dir.path(), "other_host", "ed25519", "", None);
+    let line = format!(
+        "{} {} {}",
+        env.sshd.known_hosts_name(),
+        field(&other.public, 0),
+        field(&other.public, 1)
+    );
+    std::fs::write(&env.known_hosts, format!("{header}{line}\n")).unwrap();
+}
+
+/// Connections that meet one new host at once record it once, and a key an operator changes
+/// in the file afterwards is seen by the next connection although this process appended last.
+#[tokio::test]
+async fn concurrent_accept_new_writes_one_line_and_an_outside_edit_is_seen() {
+    let (env, opts) = accept_new_env("");
+    let handles: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(notices_of(env.target(), opts.clone())))
+        .collect();
+    let mut added = 0;
+    for h in handles {
+        added += h
+            .await
+            .unwrap()
+            .iter()
+            .filter(|n| n.contains("added"))
+            .count();
+    }
+    assert_eq!(added, 1, "one connection records the key");
+    let expected = format!("{} {}\n", env.sshd.known_hosts_name(), host_key(&env, 0));
+    assert_eq!(std::fs::read_to_string(&env.known_hosts).unwrap(), expected);
+
+    // The operator replaces the line with another key: the next connection is refused.
+    write_another_key(&env, "");
+    let err = connect_err(&env, &opts).await;
+    assert!(err.to_string().contains("HOST KEY CHANGED"), "{err}");
+}
+
 #[tokio::test]
 async fn strict_no_is_accept_new_with_a_warning() {
     let env = Env::new();
@@ -157,17 +213,7 @@ async fn strict_no_is_accept_new_with_a_warning() {
 #[tokio::test]
 async fn changed_key_is_refused_naming_file_and_line() {
     let env = Env::new();
-    let other = key(env.dir.path(), "other_host", "ed25519", "", None);
-    std::fs::write(
-        &env.known_hosts,
-        format!(
-            "# header\n{} {} {}\n",
-            env.sshd.known_hosts_name(),
-            field(&other.public, 0),
-            field(&other.public, 1)
-        ),
-    )
-    .unwrap();
+    write_another_key(&env, "# header\n");
     // Even accept-new must not replace a changed key.
     let opts = ConnectOptions {
         accept_new: true,
