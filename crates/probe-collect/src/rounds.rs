@@ -624,3 +624,45 @@ pub fn mark_groups(snap: &mut Snapshot, groups: &[GroupOut], framed: &Framed) {
         }
     }
 }
+
+/// The names in the round-2 schedule (`needs`, each wave's groups and wants) that are not
+/// round-1 sections or round-2 groups of `configs/probes.toml`.
+#[cfg(test)]
+fn unknown_schedule_names(needs: &[&str], waves: &[Wave]) -> Vec<String> {
+    let round1: Vec<String> = (crate::config::probes().probes.iter())
+        .filter(|p| p.round == 1)
+        .map(|p| p.name.clone())
+        .collect();
+    let groups2: Vec<String> = script::groups(2).into_iter().map(|g| g.name).collect();
+    let sections = needs.iter().chain(waves.iter().flat_map(|w| w.wants.iter()));
+    let not_sections = sections.filter(|s| !round1.iter().any(|r| r == *s));
+    let groups = waves.iter().flat_map(|w| w.groups.iter());
+    let not_groups = groups.filter(|g| !groups2.iter().any(|r| r == *g));
+    not_sections
+        .map(|s| format!("section {s}"))
+        .chain(not_groups.map(|g| format!("group {g}")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A misspelt name in the schedule would compile and silently change what waits for what.
+    #[test]
+    fn the_schedule_names_what_probes_toml_defines() {
+        assert_eq!(
+            unknown_schedule_names(ROUND2_NEEDS, ROUND2_WAVES),
+            Vec::<String>::new()
+        );
+        let typo = [Wave {
+            groups: &["gpu_prcs"],
+            wants: &["gpu_query", "histroy"],
+            wait_if: |_| true,
+        }];
+        assert_eq!(
+            unknown_schedule_names(&["host", "unit"], &typo),
+            ["section unit", "section histroy", "group gpu_prcs"]
+        );
+    }
+}
