@@ -634,7 +634,9 @@ fn unknown_schedule_names(needs: &[&str], waves: &[Wave]) -> Vec<String> {
         .map(|p| p.name.clone())
         .collect();
     let groups2: Vec<String> = script::groups(2).into_iter().map(|g| g.name).collect();
-    let sections = needs.iter().chain(waves.iter().flat_map(|w| w.wants.iter()));
+    let sections = needs
+        .iter()
+        .chain(waves.iter().flat_map(|w| w.wants.iter()));
     let not_sections = sections.filter(|s| !round1.iter().any(|r| r == *s));
     let groups = waves.iter().flat_map(|w| w.groups.iter());
     let not_groups = groups.filter(|g| !groups2.iter().any(|r| r == *g));

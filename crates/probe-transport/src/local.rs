@@ -36,16 +36,16 @@ async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, bo
     (buf, truncated)
 }
 
-#[allow(unsafe_code)]
 fn kill_group(pgid: u32) {
     let Ok(pgid) = i32::try_from(pgid) else {
         return;
     };
     if pgid > 0 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+        // kill(2) of the negative pid: the whole process group. A group already gone is fine.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 

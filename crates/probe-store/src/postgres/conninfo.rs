@@ -472,20 +472,11 @@ fn default_socket_dir() -> String {
     String::from("/var/run/postgresql")
 }
 
+/// libpq's default user: the name of this process's uid in the user database (NSS included,
+/// through `getpwuid_r`).
 fn current_user_name() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uid = status
-        .lines()
-        .find(|line| line.starts_with("Uid:"))?
-        .split_whitespace()
-        .nth(2)?
-        .to_string();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        let name = fields.next()?;
-        (fields.nth(1)? == uid).then(|| name.to_string())
-    })
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    Some(user.name)
 }
 
 /// The `[service]` section of the service files: `PGSERVICEFILE` or `~/.pg_service.conf`, then
