@@ -15,7 +15,7 @@
 //!
 //! Exported snapshots (one per fixture host) are left in `$PROBE_BENCH_SNAPSHOTS` (default
 //! `$TMPDIR/probe-bench-snapshots`) for `cargo bench -p probe-diff --bench launch`.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

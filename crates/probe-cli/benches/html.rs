@@ -2,7 +2,10 @@
 //! history that make 100 runs (each run launched 20 times in a row to its own log, as people
 //! retry), each with its metrics, as the report builder and the page renderer see it. Prints the time of each step and the page's size; asserts nothing about time. Run
 //! with `cargo bench -p probe-cli --bench html`.
-#![allow(clippy::print_stdout)]
+#![expect(
+    clippy::print_stdout,
+    reason = "a benchmark prints its numbers and its progress"
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -12,7 +12,7 @@
 //! Reports numbers, asserts nothing about time. `cargo bench -p probe-cli --bench peers`
 //! (`PROBE_BENCH_FLEET`, default `10,50`; `PROBE_BENCH_RUNS`, default 3). Writes
 //! `docs/bench/fleet.svg` (median time against N) and `docs/bench/fleet.json`.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

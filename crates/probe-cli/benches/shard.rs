@@ -11,7 +11,7 @@
 //! 2. store write latency: `PgStore::put` of a real snapshot of one of these hosts, in process,
 //!    from 1 and from 4 writers at once (p50/p90/p99);
 //! 3. store size per snapshot (`pg_total_relation_size` of `probe.snapshots`).
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

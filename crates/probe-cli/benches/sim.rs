@@ -10,7 +10,11 @@
 //! channel, plus up to half of it per host), `PROBE_BENCH_SIM_SSH_HOSTS` (OpenSSH's fleet size,
 //! default 1000; 0 skips it), `PROBE_BENCH_SIM_SKIP` (`N:J` pairs not to run, e.g.
 //! `10000:64`).
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its numbers and its progress"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -114,7 +114,10 @@ fn install_panic_hook() {
         );
         let _ = stderr.flush();
         // Exit now with the error code instead of unwinding into a runtime thread.
-        #[allow(clippy::exit)]
+        #[expect(
+            clippy::exit,
+            reason = "a panic ends the process with the error code; unwinding further would land in a runtime thread"
+        )]
         std::process::exit(i32::from(exit_codes::ERROR));
     }));
 }

@@ -24,7 +24,7 @@
 //! 1,000,000 entries, the running server's log to 1 GiB (sparse, with real lines at its end),
 //! 3,000 more unit files; after each step one collection in a fresh process (this bench run as
 //! a child, `PROBE_BENCH_CHILD`) for its wall time and its peak RSS (VmHWM).
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //! * `frame::parse` + `frame::records` on 10 MB of framed script output;
 //! * `parse::history::parse_entries` on 100,000 bash (`#<epoch>`) and zsh extended entries;
 //! * `redact::Redactor::redact_text` on 1 MB of text with secrets in it, whole and per line.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

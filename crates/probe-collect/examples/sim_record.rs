@@ -6,7 +6,10 @@
 //! into `crates/probe-testkit/recordings/FIXTURE.rec`). Run it again whenever the collection
 //! script changes: a recording remembers the script's fingerprint and the tests refuse a stale
 //! one.
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "an example tells the person running it what it started"
+)]
 
 use std::path::PathBuf;
 use std::sync::Mutex;

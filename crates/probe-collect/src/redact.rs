@@ -131,7 +131,10 @@ impl Redactor {
     /// Redacts secret flag values (`--api-key X`, `--api-key=X`, an `X` that starts with a single
     /// dash too), secrets of command options (`mysql -pX`, `sshpass -p X`), `KEY=VALUE` words
     /// and token shapes in an argv, in place.
-    #[allow(clippy::ptr_arg)] // the public API takes the Vec the snapshot holds
+    #[expect(
+        clippy::ptr_arg,
+        reason = "the public API takes the Vec the snapshot holds"
+    )]
     pub fn redact_argv(&self, argv: &mut Vec<String>) {
         let mut i = 0;
         while i < argv.len() {

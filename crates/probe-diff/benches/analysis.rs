@@ -6,7 +6,10 @@
 //! The snapshot: a root history of L launches of one SGLang server (two configurations in
 //! turn, each to its own log, a day apart), each log holding N / L decode lines (throughput,
 //! running requests, accept length, token usage), and the last launch running.
-#![allow(clippy::print_stdout)]
+#![expect(
+    clippy::print_stdout,
+    reason = "a benchmark prints its numbers and its progress"
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //!   a Python environment) against a changed copy of it;
 //! * the same on every `*.json` snapshot in `$PROBE_BENCH_SNAPSHOTS` (the fleet bench of
 //!   probe-cli exports one per fixture host there), each against itself.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

@@ -46,7 +46,7 @@ pub(crate) fn docker_run(
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let takes_value = value_opts().iter().any(|f| *f == flag);
+        let takes_value = value_opts().contains(&flag);
         let value = if takes_value && inline.is_none() {
             i += 1;
             argv.get(i).cloned()

@@ -103,7 +103,6 @@ pub(crate) fn starts_with_header(text: &str) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, reason = "a failing test is meant to panic")]
 mod tests {
     use super::*;
 

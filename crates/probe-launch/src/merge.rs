@@ -338,7 +338,7 @@ struct Merges {
 
 // Internal bookkeeping over indices of one `Vec<LaunchConfig>`, not a parser of remote bytes:
 // every index comes from `0..len` of that vector, so indexing cannot go out of bounds.
-#[allow(
+#[expect(
     clippy::indexing_slicing,
     reason = "indices are 0..len of the launches the table was made for"
 )]

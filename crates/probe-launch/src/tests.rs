@@ -1,11 +1,3 @@
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "a failing test is meant to panic"
-)]
-
 //! Unit tests of the launch reader on small texts.
 
 use super::*;

@@ -11,7 +11,11 @@
 //! the fleet: every namespace is killed and the temporary copies are removed.
 //!
 //! Needs root and mount/UTS/PID namespaces, like the tests. Only loopback addresses are used.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an example tells the person running it what it started"
+)]
 
 use std::io::Read as _;
 use std::process::ExitCode;

@@ -3,7 +3,11 @@
 //! config, the known_hosts file and a probe inventory of every host, then serves until
 //! standard input ends. Misbehaving shares come from `PROBE_SIM_SHARES`
 //! (`refuse,timeout,stall,changed_key,drift`, e.g. `0.02,0.02,0.02,0.02,0.04`).
-#![allow(clippy::print_stderr, clippy::print_stdout)]
+#![expect(
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "an example tells the person running it what it started"
+)]
 
 use std::io::Read;
 use std::time::Duration;

@@ -5,8 +5,6 @@
 //! Nothing here is a mock: every server is Debian's `/usr/sbin/sshd`, every key comes from
 //! `ssh-keygen`. Only loopback addresses (127.0.0.0/8) are ever used.
 
-#![allow(clippy::print_stderr)]
-
 pub mod bench;
 pub mod fixture;
 pub mod keys;

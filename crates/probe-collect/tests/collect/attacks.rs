@@ -2,7 +2,10 @@
 //! programs that misbehave. Real sshd, real processes; one collection as root, unredacted (so
 //! a leaked secret would show), and every attack checked against what it must not achieve.
 
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,10 @@
 //! awk, grep, timeout, ...) a busybox applet. Fails with a clear message when busybox is missing
 //! (`.ci/run` installs it).
 
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use probe_collect::{CollectOptions, frame, parse::Ctx, plan, script};
 use probe_model::{SectionStatus, Snapshot};

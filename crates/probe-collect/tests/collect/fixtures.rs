@@ -1,7 +1,10 @@
 //! Collection over real SSH (OpenSSH sshd, russh client) against the fixture hosts of
 //! probe-testkit, asserting the parsed values the fixtures README lists.
 
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use std::time::{Duration, Instant};
 

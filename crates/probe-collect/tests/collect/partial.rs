@@ -4,7 +4,10 @@
 //! below only shortens the round-2 requests' deadline or closes the connection before them
 //! (once every round-1 group has returned: groups run concurrently, one channel each).
 
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

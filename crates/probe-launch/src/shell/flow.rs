@@ -375,7 +375,6 @@ pub(super) fn function_header(toks: &[Tok], i: usize, cur: &[&Tok]) -> Option<(S
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
     #[test]

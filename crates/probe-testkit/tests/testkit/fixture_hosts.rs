@@ -2,7 +2,10 @@
 //! over `ssh -F`, shows its own hostname, processes, stand-ins and files, and leaves nothing
 //! behind: no process after drop, no change on the real host.
 
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

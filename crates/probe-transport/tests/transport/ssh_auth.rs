@@ -1,6 +1,9 @@
 //! Authentication against a real sshd: key files of every kind, encrypted keys, the agent,
 //! and the failure message.
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use crate::ssh_support;
 

@@ -1,6 +1,9 @@
 //! Channel concurrency on one connection against a real sshd that allows fewer sessions than
 //! the client's own limit: refused channels lower the limit and wait, nothing fails.
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use crate::ssh_support;
 

@@ -1,7 +1,10 @@
 //! Command execution over a real sshd (and the local executor): output, exit status, stdin,
 //! deadlines that really stop the remote command, caps, concurrency, jump hosts, and connect
 //! failures that must be quick and named.
-#![allow(clippy::print_stderr)]
+#![expect(
+    clippy::print_stderr,
+    reason = "progress lines on stderr while fixture hosts start and stop"
+)]
 
 use crate::ssh_support;
 
