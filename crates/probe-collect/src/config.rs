@@ -169,30 +169,56 @@ pub struct ModelKeys {
 /// (`every_embedded_config_parses` here, the pattern tests of the parsers) force each one.
 pub(crate) use probe_launch::embedded::load as built_in;
 
+/// Why built-in data (an embedded `configs/` file, a pattern written in the source) does not
+/// load: the TOML, a pattern in it (each with its source error), or a rule the file breaks.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    #[error("bad pattern {pattern}: {source}")]
+    Pattern {
+        pattern: String,
+        #[source]
+        source: regex::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ConfigError {
+    /// A pattern that does not compile, named.
+    pub fn pattern(pattern: &str) -> impl FnOnce(regex::Error) -> ConfigError + '_ {
+        move |source| ConfigError::Pattern {
+            pattern: pattern.to_string(),
+            source,
+        }
+    }
+}
+
 /// A case-insensitive pattern of a config file.
-fn ci(p: &str) -> Result<Regex, String> {
+fn ci(p: &str) -> Result<Regex, ConfigError> {
     RegexBuilder::new(p)
         .case_insensitive(true)
         .build()
-        .map_err(|e| format!("bad pattern {p}: {e}"))
+        .map_err(ConfigError::pattern(p))
 }
 
-fn parse_probes(text: &str) -> Result<Probes, String> {
-    let p: Probes = toml::from_str(text).map_err(|e| e.to_string())?;
+fn parse_probes(text: &str) -> Result<Probes, ConfigError> {
+    let p: Probes = toml::from_str(text)?;
     match p.probes.iter().find(|q| q.parser.round() != q.round) {
-        Some(q) => Err(format!(
+        Some(q) => Err(ConfigError::Invalid(format!(
             "probe {}: parser {:?} reads round {}, the probe runs in round {}",
             q.name,
             q.parser,
             q.parser.round(),
             q.round
-        )),
+        ))),
         None => Ok(p),
     }
 }
 
-fn parse_servers(text: &str) -> Result<Servers, String> {
-    let t: ServersToml = toml::from_str(text).map_err(|e| e.to_string())?;
+fn parse_servers(text: &str) -> Result<Servers, ConfigError> {
+    let t: ServersToml = toml::from_str(text)?;
     let engines = t
         .engine
         .iter()
@@ -203,7 +229,7 @@ fn parse_servers(text: &str) -> Result<Servers, String> {
                 worker: ci(&e.worker)?,
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, ConfigError>>()?;
     Ok(Servers {
         process_re: ci(&t.process_match)?,
         unit_exec_re: ci(&t.unit_exec_match)?,
@@ -216,14 +242,14 @@ fn parse_servers(text: &str) -> Result<Servers, String> {
     })
 }
 
-fn parse_packages(text: &str) -> Result<Packages, String> {
-    let p: Packages = toml::from_str(text).map_err(|e| e.to_string())?;
+fn parse_packages(text: &str) -> Result<Packages, ConfigError> {
+    let p: Packages = toml::from_str(text)?;
     ci(&p.system_match)?;
     Ok(p)
 }
 
-fn parse_model_keys(text: &str) -> Result<ModelKeys, String> {
-    toml::from_str(text).map_err(|e| e.to_string())
+fn parse_model_keys(text: &str) -> Result<ModelKeys, ConfigError> {
+    Ok(toml::from_str(text)?)
 }
 
 static PROBES_CONFIG: LazyLock<Probes> =
@@ -298,7 +324,7 @@ mod tests {
             ("model_keys.toml", parse_model_keys(MODEL_KEYS).err()),
         ];
         for (name, err) in errors {
-            assert_eq!(err, None, "configs/{name}");
+            assert!(err.is_none(), "configs/{name}: {err:?}");
         }
         // And each through its `LazyLock`, the configs other modules embed included.
         assert!(!probes().probes.is_empty());
@@ -320,8 +346,8 @@ mod tests {
         };
         let host = parse_probes(&probe("parser = \"host\"")).map(|p| p.probes);
         assert_eq!(
-            host.map(|p| p.first().map(|p| p.parser)),
-            Ok(Some(ParserKind::Round1(Round1Parser::Host)))
+            host.ok().map(|p| p.first().map(|p| p.parser)),
+            Some(Some(ParserKind::Round1(Round1Parser::Host)))
         );
         for bad in [
             "parser = \"hots\"",

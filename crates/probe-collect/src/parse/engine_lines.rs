@@ -6,6 +6,8 @@
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
+
+use crate::config::ConfigError;
 use serde::Deserialize;
 
 const LOG_LINES: &str = include_str!("../../../../configs/log_lines.toml");
@@ -102,8 +104,8 @@ pub enum Found {
     },
 }
 
-fn compile(text: &str) -> Result<LogLines, String> {
-    let t: LogLinesToml = toml::from_str(text).map_err(|e| e.to_string())?;
+fn compile(text: &str) -> Result<LogLines, ConfigError> {
+    let t: LogLinesToml = toml::from_str(text)?;
     let mut entries = Vec::new();
     for (target, list) in [(Target::Metric, t.metrics), (Target::Limit, t.limits)] {
         for e in list {
@@ -111,21 +113,29 @@ fn compile(text: &str) -> Result<LogLines, String> {
         }
     }
     let markers = RegexSet::new(entries.iter().map(|e| regex::escape(&e.marker)))
-        .map_err(|e| e.to_string())?;
+        .map_err(ConfigError::pattern("the markers"))?;
     Ok(LogLines { entries, markers })
 }
 
-fn entry(target: Target, e: EntryToml) -> Result<Entry, String> {
-    let pattern = Regex::new(&e.pattern).map_err(|x| format!("{}: {x}", e.pattern))?;
+fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
+    let pattern = Regex::new(&e.pattern).map_err(ConfigError::pattern(&e.pattern))?;
     let mut values = Vec::new();
     for v in e.values {
         let name = match (target, v.name, v.key) {
             (Target::Metric, Some(n), None) | (Target::Limit, None, Some(n)) => n,
-            _ => return Err(format!("{}: a metric has `name`, a limit `key`", e.pattern)),
+            _ => {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: a metric has `name`, a limit `key`",
+                    e.pattern
+                )));
+            }
         };
         let groups = pattern.captures_len();
         if v.group >= groups || v.divide_by.is_some_and(|d| d >= groups) {
-            return Err(format!("{}: no group {}", e.pattern, v.group));
+            return Err(ConfigError::Invalid(format!(
+                "{}: no group {}",
+                e.pattern, v.group
+            )));
         }
         values.push(Value {
             group: v.group,
@@ -137,7 +147,10 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, String> {
         });
     }
     if probe_model::Engine::parse(&e.engine).is_none_or(|k| k == probe_model::Engine::Other) {
-        return Err(format!("{}: unknown engine `{}`", e.pattern, e.engine));
+        return Err(ConfigError::Invalid(format!(
+            "{}: unknown engine `{}`",
+            e.pattern, e.engine
+        )));
     }
     Ok(Entry {
         target,

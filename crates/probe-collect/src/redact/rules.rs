@@ -5,6 +5,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::{Redactor, norm_key};
+use crate::config::ConfigError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,8 +94,8 @@ pub(super) struct CommandOption {
 }
 
 impl CommandOption {
-    fn compile(rule: CommandOptionRule) -> Result<CommandOption, String> {
-        let re = |s: &str| Regex::new(s).map_err(|e| format!("command {}: {e}", rule.command));
+    fn compile(rule: CommandOptionRule) -> Result<CommandOption, ConfigError> {
+        let re = |s: &str| Regex::new(s).map_err(ConfigError::pattern(&rule.command));
         let cmd = &rule.command;
         let opt = regex::escape(&rule.option);
         Ok(CommandOption {
@@ -159,9 +160,9 @@ impl CommandOption {
 
 impl Redactor {
     /// Builds a redactor from rules text (same schema as `configs/redaction.toml`).
-    pub fn from_toml(text: &str) -> Result<Redactor, String> {
-        let r: Rules = toml::from_str(text).map_err(|e| e.to_string())?;
-        let re = |s: &str| Regex::new(s).map_err(|e| format!("{s}: {e}"));
+    pub fn from_toml(text: &str) -> Result<Redactor, ConfigError> {
+        let r: Rules = toml::from_str(text)?;
+        let re = |s: &str| Regex::new(s).map_err(ConfigError::pattern(s));
         let upper = |v: &[String]| v.iter().map(|s| s.to_ascii_uppercase()).collect();
         Ok(Redactor {
             components: upper(&r.secret_components),

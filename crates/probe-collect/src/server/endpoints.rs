@@ -8,6 +8,8 @@ use probe_model::{Engine, ServerMetricKind};
 use probe_transport::forward::{HttpRequest, Method};
 use serde::Deserialize;
 
+use crate::config::ConfigError;
+
 const ENDPOINTS: &str = include_str!("../../../../configs/endpoints.toml");
 
 #[derive(Debug, Clone, Deserialize)]
@@ -123,23 +125,29 @@ pub fn endpoints() -> &'static Endpoints {
     &EMBEDDED
 }
 
-pub fn parse(text: &str) -> Result<Endpoints, String> {
-    let e: Endpoints = toml::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse(text: &str) -> Result<Endpoints, ConfigError> {
+    let e: Endpoints = toml::from_str(text)?;
     for eng in &e.engines {
         if Engine::parse(&eng.name).is_none() {
-            return Err(format!("unknown engine {:?}", eng.name));
+            return Err(ConfigError::Invalid(format!(
+                "unknown engine {:?}",
+                eng.name
+            )));
         }
         if eng.requests.len() > e.limits.max_requests {
-            return Err(format!(
+            return Err(ConfigError::Invalid(format!(
                 "{}: {} requests, more than max_requests {}",
                 eng.name,
                 eng.requests.len(),
                 e.limits.max_requests
-            ));
+            )));
         }
         for r in &eng.requests {
             if !probe_transport::forward::plain_path(&r.path) {
-                return Err(format!("{}: {:?} is not a plain path", eng.name, r.path));
+                return Err(ConfigError::Invalid(format!(
+                    "{}: {:?} is not a plain path",
+                    eng.name, r.path
+                )));
             }
         }
     }
@@ -194,9 +202,19 @@ mod tests {
         assert!(e.for_engine(Engine::Vllm).is_some());
         assert!(e.for_engine(Engine::Ollama).is_none());
         let typo = ENDPOINTS.replace("timeout_ms", "timeout_msec");
-        assert!(parse(&typo).unwrap_err().contains("timeout_msec"));
+        assert!(
+            parse(&typo)
+                .unwrap_err()
+                .to_string()
+                .contains("timeout_msec")
+        );
         let bad_path = ENDPOINTS.replace("\"/version\"", "\"http://x/version\"");
-        assert!(parse(&bad_path).unwrap_err().contains("plain path"));
+        assert!(
+            parse(&bad_path)
+                .unwrap_err()
+                .to_string()
+                .contains("plain path")
+        );
         let bad_reads = ENDPOINTS.replace("reads = \"version\"", "reads = \"post\"");
         assert!(parse(&bad_reads).is_err());
     }
