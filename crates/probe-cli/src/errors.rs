@@ -11,9 +11,13 @@ pub enum ExpectedError {
     /// A configuration or inventory file is wrong (`file:line: cause`).
     #[error("{0}")]
     Config(String),
-    /// Reading or writing a local file failed.
-    #[error("{path}: {cause}")]
-    File { path: String, cause: String },
+    /// Reading or writing a local file failed; the I/O or parse error is kept as the source.
+    #[error("{path}: {source}")]
+    File {
+        path: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The snapshot store.
     #[error("{0}")]
     Store(#[from] probe_store::StoreError),
@@ -113,10 +117,13 @@ impl ExpectedError {
         }
     }
 
-    pub fn file(path: impl AsRef<std::path::Path>, cause: impl std::fmt::Display) -> Self {
+    pub fn file(
+        path: impl AsRef<std::path::Path>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         ExpectedError::File {
             path: path.as_ref().display().to_string(),
-            cause: cause.to_string(),
+            source: source.into(),
         }
     }
 }
