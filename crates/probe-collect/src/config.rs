@@ -135,11 +135,9 @@ pub struct EnginePatterns {
 
 #[derive(Debug)]
 pub struct Servers {
-    /// ERE for the remote grep (also compiled locally as `process_re`).
+    /// EREs for the remote grep (each compiled at load too, so a broken one fails there).
     pub process_match: String,
-    pub process_re: Regex,
     pub unit_exec_match: String,
-    pub unit_exec_re: Regex,
     pub unit_name_globs: Vec<String>,
     pub container_re: Regex,
     pub wrappers: Vec<String>,
@@ -230,9 +228,9 @@ fn parse_servers(text: &str) -> Result<Servers, ConfigError> {
             })
         })
         .collect::<Result<_, ConfigError>>()?;
+    ci(&t.process_match)?;
+    ci(&t.unit_exec_match)?;
     Ok(Servers {
-        process_re: ci(&t.process_match)?,
-        unit_exec_re: ci(&t.unit_exec_match)?,
         container_re: ci(&t.container_match)?,
         engines,
         process_match: t.process_match,
@@ -377,7 +375,8 @@ mod tests {
             }
         }
         let s = servers();
-        assert!(s.process_re.is_match("python3 -m sglang.launch_server"));
+        let process_re = ci(&s.process_match).unwrap();
+        assert!(process_re.is_match("python3 -m sglang.launch_server"));
         assert!(
             s.engines
                 .iter()

@@ -35,12 +35,12 @@
     clippy::indexing_slicing
 )]
 
-pub mod config;
+mod config;
 pub mod frame;
 pub mod parse;
 pub mod plan;
 pub mod redact;
-pub mod sanitize;
+mod sanitize;
 pub mod script;
 pub mod server;
 
@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use probe_model::{GpuStatus, SectionStatus, Snapshot};
 use probe_transport::{Exec, TransportError};
 
+pub use config::ConfigError;
 pub use sanitize::sanitize_terminal;
 
 /// What to collect and how.
