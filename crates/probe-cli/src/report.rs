@@ -100,7 +100,7 @@ pub fn build(
         .models
         .iter()
         .filter(|m| !m.fields.is_empty())
-        .map(probe_diff::run::summarize_model)
+        .map(probe_diff::summarize_model)
         .collect();
     let (runs, runs_omitted) = runs_capped(analysis.runs);
     let problems = problem_sections(snapshot);
@@ -125,10 +125,10 @@ pub fn build(
         models,
         earlier_omitted,
         runs_omitted,
-        hardware: probe_diff::hardware::report(snapshot, previous, timeline),
+        hardware: probe_diff::hardware_report(snapshot, previous, timeline),
         problems,
         notices,
-        servers: probe_diff::server::views(snapshot, &analysis.launches),
+        servers: probe_diff::server_views(snapshot, &analysis.launches),
         containers: snapshot.containers.clone(),
     }
 }

@@ -591,7 +591,7 @@ fn a_benchmark_result_is_attributed_to_the_run_it_measured() {
     // The 11-20 run (its start-up line 16:31:12 to its Stopped line 17:31:21 UTC) measured it,
     // not the live one.
     let analysis = probe_diff::analyze(&snap);
-    let attributed = probe_diff::bench::attribute(&snap.benchmarks, &analysis.runs);
+    let attributed = probe_diff::attribute_benchmarks(&snap.benchmarks, &analysis.runs);
     let run_index = attributed[0]
         .run
         .unwrap_or_else(|| panic!("{:?}", attributed[0]));

@@ -23,7 +23,7 @@ pub struct Attribution {
 /// Attributes each result to the run that was up at its date.
 ///
 /// ```
-/// use probe_diff::bench::attribute;
+/// use probe_diff::attribute_benchmarks as attribute;
 /// use probe_model::{BenchmarkResult, Run, RunBound};
 ///
 /// let at = |t: i64| RunBound { at: Some(t), ..RunBound::default() };
@@ -146,21 +146,6 @@ pub(crate) fn annotate(timeline: &mut Timeline, snapshot: &Snapshot, runs: &[Run
 }
 
 /// One line: the tool, the measured speed and the workload that produced it.
-///
-/// ```
-/// use probe_model::{BenchmarkResult, BenchmarkTool};
-///
-/// let mut r = BenchmarkResult { tool: BenchmarkTool::VllmBenchServe, file: "/r/x.json".into(), ..Default::default() };
-/// r.measured.output_throughput = Some(632.14);
-/// r.workload.max_concurrency = Some(8.0);
-/// r.workload.input_len = Some(1024.0);
-/// r.workload.output_len = Some(128.0);
-/// r.measured.ttft_ms.p50 = Some(110.0);
-/// assert_eq!(
-///     probe_diff::bench::summary(&r),
-///     "benchmark (vllm bench serve): 632.1 output tok/s at concurrency 8, 1024 in / 128 out tokens, TTFT p50 110 ms (/r/x.json)"
-/// );
-/// ```
 pub fn summary(r: &BenchmarkResult) -> String {
     let tool = match r.tool {
         BenchmarkTool::SglangBenchServing => "sglang bench_serving",
@@ -235,6 +220,24 @@ mod tests {
     use probe_model::{ModelSummary, RunBound};
 
     use super::*;
+
+    #[test]
+    fn summary_names_the_tool_speed_and_workload() {
+        let mut r = BenchmarkResult {
+            tool: BenchmarkTool::VllmBenchServe,
+            file: "/r/x.json".into(),
+            ..Default::default()
+        };
+        r.measured.output_throughput = Some(632.14);
+        r.workload.max_concurrency = Some(8.0);
+        r.workload.input_len = Some(1024.0);
+        r.workload.output_len = Some(128.0);
+        r.measured.ttft_ms.p50 = Some(110.0);
+        assert_eq!(
+            summary(&r),
+            "benchmark (vllm bench serve): 632.1 output tok/s at concurrency 8, 1024 in / 128 out tokens, TTFT p50 110 ms (/r/x.json)"
+        );
+    }
 
     fn at(t: i64) -> RunBound {
         RunBound {

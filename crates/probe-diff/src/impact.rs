@@ -106,6 +106,10 @@ pub enum Bound {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Mechanism {
+    #[expect(
+        dead_code,
+        reason = "names the mechanism in the file; the code keys it by `cause`"
+    )]
     pub id: String,
     /// The key of the cause change (`speculative.num_steps`, `limit:max_running_requests`).
     pub cause: String,

@@ -4,30 +4,37 @@
 //! goes out as values. Engine knowledge is data in `configs/engines/*.toml`, embedded at build
 //! time. A snapshot is read once into an [`Analysis`] (launches, runs, timeline).
 
-pub mod analysis;
-pub mod bench;
-pub mod compare;
+mod analysis;
+mod bench;
+mod compare;
 mod explain;
-pub mod fleet;
-pub mod hardware;
-pub mod impact;
-pub mod periods;
+mod fleet;
+mod hardware;
+mod impact;
+mod periods;
 mod pins;
 mod previous;
 mod rotated;
-pub mod run;
-pub mod server;
-pub mod timeline;
-pub mod verdict;
+mod run;
+mod server;
+mod timeline;
+mod verdict;
 
 pub use analysis::{Analysis, analyze};
+pub use bench::attribute as attribute_benchmarks;
 pub use compare::{
     CompareOptions, compare_analyses, compare_launches, compare_snapshots, compare_snapshots_with,
     drift, has_drift, is_meaningful, option_at_default, performance_moves, rank, unified_diff,
 };
+pub use fleet::{GroupOutliers, Member, outliers};
+pub use hardware::report as hardware_report;
+pub use impact::is_session_variable;
 pub use periods::metrics_by_run;
 pub use previous::previous_launch_diff;
+pub use run::summarize_model;
+pub use server::{LIFETIME_SOURCE, views as server_views};
 pub use timeline::{timeline, timeline_with};
+pub use verdict::{Evidence, judge};
 
 #[cfg(test)]
 mod tests {

@@ -9,9 +9,9 @@
 //! started is never credited to it.
 
 use probe_model::{
-    Certainty, Engine, LaunchConfig, LaunchOrigin, LifecycleKind, LogOrigin, LogSource,
-    ModelConfig, ModelSummary, PythonEnv, Run, RunBound, RunPackage, RunVersion, Snapshot,
-    Timeline, UnixTime, VersionSource,
+    Certainty, LaunchConfig, LaunchOrigin, LifecycleKind, LogOrigin, LogSource, ModelConfig,
+    ModelSummary, PythonEnv, Run, RunBound, RunPackage, RunVersion, Snapshot, Timeline, UnixTime,
+    VersionSource,
 };
 use serde_json::Value;
 
@@ -566,13 +566,4 @@ fn limits_of(
         }
     }
     out
-}
-
-/// The engine of a run as text, for labels.
-pub fn engine_text(engine: Engine, version: &RunVersion) -> String {
-    match (&version.version, &version.note) {
-        (Some(v), _) => format!("{engine} {v}"),
-        (None, Some(note)) => format!("{engine} ({note})"),
-        (None, None) => format!("{engine} (version unknown)"),
-    }
 }

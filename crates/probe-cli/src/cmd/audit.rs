@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use probe_diff::fleet::GroupOutliers;
+use probe_diff::GroupOutliers;
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, EngineVersion, LaunchConfig, SCHEMA_VERSION, Snapshot,
     exit_codes,

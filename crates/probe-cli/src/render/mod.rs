@@ -234,7 +234,7 @@ const MAX_EARLIER_SHOWN: usize = 6;
 
 use probe_model::text::join_capped as capped;
 
-use probe_diff::impact::is_session_variable;
+use probe_diff::is_session_variable;
 
 /// The lines describing one launch.
 fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {

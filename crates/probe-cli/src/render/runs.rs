@@ -2,7 +2,7 @@
 //! serving packages, installs near the runs, the model's config, GPU memory and its holders; and
 //! the symptoms of a comparison, kept apart from its causes.
 
-use probe_diff::server::LIFETIME_SOURCE;
+use probe_diff::LIFETIME_SOURCE;
 use probe_model::{
     Certainty, HostReport, LaunchDiff, ModelSummary, Run, RunBound, RunHardware, RunServer,
     TimelineEventKind, VersionSource,

@@ -206,7 +206,7 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
 
 #[cfg(test)]
 mod tests {
-    use probe_diff::verdict::{Evidence, judge};
+    use probe_diff::{Evidence, judge};
     use probe_model::{Category, Impact, MetricComparison, Restore, SnapshotDiff, SnapshotRef};
     use serde_json::json;
 

@@ -25,16 +25,6 @@ impl Quantile {
 
 /// The `q` quantile (0..=1) of a histogram with `total` observations; `None` without
 /// observations, finite buckets or a sane `q`.
-///
-/// ```
-/// use probe_diff::server::histogram::{Quantile, quantile};
-/// use probe_model::HistogramBucket;
-///
-/// let b = |le, count| HistogramBucket { le, count };
-/// let buckets = [b(0.25, 2.0), b(0.5, 8.0), b(1.0, 10.0)];
-/// // Rank 5 of 10 lies half-way through the (0.25, 0.5] bucket.
-/// assert_eq!(quantile(&buckets, 10.0, 0.5), Some(Quantile::Within(0.375)));
-/// ```
 pub fn quantile(buckets: &[HistogramBucket], total: f64, q: f64) -> Option<Quantile> {
     if !(0.0..=1.0).contains(&q) || !total.is_finite() || total <= 0.0 {
         return None;
@@ -107,6 +97,16 @@ pub fn lifetime_latencies(histograms: &[ServerHistogram], out: &mut Vec<Lifetime
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rank_inside_a_bucket_is_interpolated() {
+        use probe_model::HistogramBucket;
+
+        let b = |le, count| HistogramBucket { le, count };
+        let buckets = [b(0.25, 2.0), b(0.5, 8.0), b(1.0, 10.0)];
+        // Rank 5 of 10 lies half-way through the (0.25, 0.5] bucket.
+        assert_eq!(quantile(&buckets, 10.0, 0.5), Some(Quantile::Within(0.375)));
+    }
 
     fn b(le: f64, count: f64) -> HistogramBucket {
         HistogramBucket { le, count }

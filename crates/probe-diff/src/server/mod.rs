@@ -17,9 +17,9 @@ pub mod rules;
 use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};
 
 pub use effective::effective;
-pub use lifetime::{lifetime, lifetime_of};
+pub use lifetime::lifetime_of;
 pub use of_run::{LIFETIME_SOURCE, annotate_runs, join_lifetime};
-pub use rules::{ServerRule, findings};
+pub use rules::findings;
 
 /// The launch a reading was asked for (by its evidence label).
 pub fn launch_of<'a>(

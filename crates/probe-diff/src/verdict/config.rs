@@ -77,12 +77,10 @@ pub struct VerdictConfig {
 pub struct MetricNames {
     pub throughput: Vec<String>,
     pub accept: Vec<String>,
-    pub accept_rate: Vec<String>,
     pub running: Vec<String>,
     pub queue: Vec<String>,
     pub usage: Vec<String>,
     pub prompt: Vec<String>,
-    pub preemptions: Vec<String>,
     pub capacity: Vec<String>,
     /// Start-up limits that give the layers on the GPU, and the model's layers.
     pub gpu_layers: Vec<String>,

@@ -16,7 +16,7 @@ use probe_model::{
     VerdictConfidence,
 };
 
-pub use config::{VERDICT_TOML, VerdictConfig, config, named};
+pub use config::{VerdictConfig, config, named};
 pub use load::{Band, Layers};
 pub(crate) use restore::{restore, rollback};
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::compare::{CompareOptions, compare_snapshots};
+use probe_diff::{CompareOptions, compare_snapshots};
 use probe_model::{
     HostFacts, LogOrigin, LogSource, ProcessInfo, ProcessRole, Snapshot, StartupLimits,
     SystemdUnit, UnitState, VersionLine,

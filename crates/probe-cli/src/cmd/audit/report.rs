@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::fleet::{GroupOutliers, Member};
+use probe_diff::{GroupOutliers, Member};
 use probe_model::{AuditStatus, RecordType, SCHEMA_VERSION, Snapshot, UnixTime, exit_codes};
 use probe_store::{SnapshotStore, StoredAudit};
 use serde::Serialize;
@@ -133,7 +133,7 @@ pub fn group_outliers(
             })
             .collect();
         if group_members.len() >= 2 {
-            reports.push(probe_diff::fleet::outliers(&group, &group_members));
+            reports.push(probe_diff::outliers(&group, &group_members));
         }
     }
     Ok(reports)
