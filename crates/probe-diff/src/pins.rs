@@ -69,7 +69,7 @@ impl<'a> Pins<'a> {
     }
 
     /// The latest pin of one of `names` before `before`.
-    pub fn before(&self, names: &[&str], before: UnixTime) -> Option<Pin> {
+    pub fn before<S: AsRef<str>>(&self, names: &[S], before: UnixTime) -> Option<Pin> {
         let mut best: Option<Pin> = None;
         for (at, words, path, index) in &self.lines {
             if *at >= before || best.as_ref().is_some_and(|b| b.at >= *at) {
@@ -77,7 +77,7 @@ impl<'a> Pins<'a> {
             }
             let version = words
                 .iter()
-                .find_map(|w| names.iter().find_map(|n| pinned(w, n)));
+                .find_map(|w| names.iter().find_map(|n| pinned(w, n.as_ref())));
             if let Some(version) = version {
                 best = Some(Pin {
                     version: version.to_string(),

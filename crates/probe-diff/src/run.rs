@@ -255,8 +255,7 @@ fn pinned_version(
             "pinned by pip install {}=={} ({}); {}",
             engine_package(launch.engine)
                 .first()
-                .copied()
-                .unwrap_or_default(),
+                .map_or("", String::as_str),
             pin.version,
             pin.evidence,
             version.note.unwrap_or_default()
@@ -303,7 +302,7 @@ fn run_version(
     let package = env.and_then(|env| {
         env.packages
             .iter()
-            .find(|p| engine_package(launch.engine).contains(&p.name.as_str()))
+            .find(|p| engine_package(launch.engine).contains(&p.name))
     });
     let Some(package) = package else {
         // A container's image tag, read with the launch.

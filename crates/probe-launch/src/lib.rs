@@ -704,16 +704,9 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
     })
 }
 
-pub fn engine_package(engine: Engine) -> &'static [&'static str] {
-    match engine {
-        Engine::Vllm => &["vllm"],
-        Engine::Sglang => &["sglang"],
-        Engine::Lmdeploy => &["lmdeploy"],
-        Engine::Trtllm => &["tensorrt-llm", "tensorrt_llm"],
-        Engine::Tgi => &["text-generation-server", "text-generation"],
-        Engine::Other => &["trl"],
-        _ => &[],
-    }
+/// The Python distributions that are `engine` (its catalog's `packages`).
+pub fn engine_package(engine: Engine) -> &'static [String] {
+    &catalog(engine, None).packages
 }
 
 /// The container a launch runs in, when it runs in one: `Some(Some(id))` a known container
@@ -789,7 +782,7 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
     let version_in = |env: &probe_model::PythonEnv| {
         env.packages
             .iter()
-            .find(|p| pkgs.contains(&p.name.as_str()))
+            .find(|p| pkgs.contains(&p.name))
             .map(|p| p.version.clone())
     };
     if let Some(container) = container_of(snapshot, l) {
@@ -814,7 +807,7 @@ fn fill_version(snapshot: &Snapshot, l: &mut LaunchConfig) {
     let in_effect = |env: &probe_model::PythonEnv| {
         env.packages
             .iter()
-            .find(|p| pkgs.contains(&p.name.as_str()))
+            .find(|p| pkgs.contains(&p.name))
             .filter(|p| {
                 running
                     || matches!((p.installed_at, start), (Some(installed), Some(start)) if installed <= start)

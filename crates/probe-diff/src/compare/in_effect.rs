@@ -95,7 +95,7 @@ fn package_text(package: &RunPackage) -> Option<String> {
 fn packages(before: &Run, after: &Run, changes: &mut Vec<Change>) {
     let engine = engine_package(after.engine);
     for a in &after.packages {
-        if engine.contains(&a.name.as_str()) {
+        if engine.contains(&a.name) {
             continue;
         }
         let Some(b) = before.packages.iter().find(|b| b.name == a.name) else {

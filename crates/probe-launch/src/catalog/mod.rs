@@ -243,6 +243,8 @@ pub struct Catalog {
     version: Option<String>,
     /// Versions the catalog data was read from, oldest first.
     pub known_versions: Vec<String>,
+    /// The Python distributions that are this engine (`vllm`; TensorRT-LLM's two spellings).
+    pub packages: Vec<String>,
     /// The engine's human-readable integer convention.
     pub units: Units,
     /// vLLM and TRL turn `_` into `-` in option names.
@@ -377,6 +379,7 @@ pub enum Units {
 #[serde(default, deny_unknown_fields)]
 struct RawCatalog {
     engine: String,
+    packages: Vec<String>,
     versions: Vec<String>,
     units: Units,
     underscore_to_dash: bool,
@@ -568,6 +571,7 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         engine,
         version: version.map(str::to_string),
         known_versions: raw.versions,
+        packages: raw.packages,
         units: raw.units,
         underscore_to_dash: raw.underscore_to_dash,
         prefix_match: raw.prefix_match,
