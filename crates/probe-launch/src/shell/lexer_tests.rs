@@ -1,7 +1,9 @@
-//! The lexer, case by case: each input with its tokens, one per line. `UPDATE_EXPECT=1 cargo
-//! test -p probe-diff --lib shell` rewrites the expected text after a deliberate change.
-
-use expect_test::{Expect, expect};
+//! The lexer, case by case: each input with its tokens, one per line, against an inline insta
+//! snapshot. After a deliberate change, `INSTA_FORCE_PASS=1 cargo test -p probe-launch --lib shell`
+//! runs every case to its end and leaves the new texts in `.lexer_tests.rs.pending-snap` beside
+//! this file; `cargo insta accept` writes them in. Only cargo-insta rewrites inline snapshots
+//! (`INSTA_UPDATE=always` also just writes that file); without it, copy each new text from its
+//! failure's diff. Review the diff either way.
 
 use super::lexer::{Part, Tok, Word, lex};
 
@@ -45,40 +47,42 @@ fn render(text: &str) -> String {
         .join("\n")
 }
 
-fn check(text: &str, want: Expect) {
-    want.assert_eq(&render(text));
+macro_rules! check {
+    ($text:expr, @$expected:literal $(,)?) => {
+        insta::assert_snapshot!(render($text), @$expected)
+    };
 }
 
 #[test]
 fn words_and_quotes() {
-    check(
+    check!(
         r#"vllm serve "a b" 'c d' e\ f"#,
-        expect![[r#"
+        @r#"
             word vllm
             word serve
             word 'a b'
             word 'c d'
-            word e + ' ' + f"#]],
+            word e + ' ' + f"#,
     );
-    check(
+    check!(
         r#"--json '{"n":'"${N}"'}'"#,
-        expect![[r#"
+        @r#"
             word --json
-            word '{"n":' + var(N) + '' + '}'"#]],
+            word '{"n":' + var(N) + '' + '}'"#,
     );
-    check(
+    check!(
         "unterminated 'quote",
-        expect![[r#"
+        @r#"
         word unterminated
-        word 'quote'"#]],
+        word 'quote'"#,
     );
 }
 
 #[test]
 fn operators() {
-    check(
+    check!(
         "a && b || c; d & e | f |& g ;; (h)\n",
-        expect![[r#"
+        @r#"
             word a
             op And
             word b
@@ -96,36 +100,36 @@ fn operators() {
             op Open
             word h
             op Close
-            op Newline"#]],
+            op Newline"#,
     );
 }
 
 #[test]
 fn continuations_and_comments() {
-    check(
+    check!(
         "python -m x \\\n  --a 1 # note\n--b",
-        expect![[r#"
+        @r#"
             word python
             word -m
             word x
             word --a
             word 1
             op Newline
-            word --b"#]],
+            word --b"#,
     );
-    check(
+    check!(
         "a \\\r\nb",
-        expect![[r#"
+        @r#"
         word a
-        word b"#]],
+        word b"#,
     );
 }
 
 #[test]
 fn expansions() {
-    check(
+    check!(
         "$A ${B:-x} ${C##*/} $1 $(basename $D) `date` $((N * 2)) ${ARR[@]}",
-        expect![[r#"
+        @r#"
             word var(A)
             word var(B :-x)
             word var(C ##*/)
@@ -133,15 +137,15 @@ fn expansions() {
             word cmd($(basename $D))
             word cmd(`date`)
             word arith($((N * 2)))
-            word var(ARR [@])"#]],
+            word var(ARR [@])"#,
     );
 }
 
 #[test]
 fn redirections() {
-    check(
+    check!(
         "srv > out.log 2>&1 &>> all.log >| f < in <<< \"$X\" 3<&-",
-        expect![[r#"
+        @r#"
             word srv
             redir > out.log
             redir 2> &1
@@ -149,15 +153,15 @@ fn redirections() {
             redir > f
             redir < in
             redir <<< var(X) + ''
-            redir 3< &-"#]],
+            redir 3< &-"#,
     );
 }
 
 #[test]
 fn heredocs() {
-    check(
+    check!(
         "cat > a.yml <<EOF\nk: $V\nEOF\nread -r -d '' CMD <<'END'\nvllm serve \\\n  m\nEND\n",
-        expect![[r#"
+        @r#"
             word cat
             redir > a.yml
             redir << EOF
@@ -170,27 +174,27 @@ fn heredocs() {
             word CMD
             redir << 'END'
             heredoc expands=false "vllm serve \\\n  m\n"
-            op Newline"#]],
+            op Newline"#,
     );
-    check(
+    check!(
         "cat <<-EOF\n\tindented\n\tEOF\nnext",
-        expect![[r#"
+        @r#"
             word cat
             redir << EOF
             heredoc expands=true "\tindented\n"
             op Newline
-            word next"#]],
+            word next"#,
     );
 }
 
 #[test]
 fn arrays_and_markers() {
-    check(
+    check!(
         "A=(m --x 1) B+=(\"q r\") --api-key <redacted:c457ccd7>",
-        expect![[r#"
+        @r#"
             word A= + array[m, --x, 1]
             word B+= + array['q r']
             word --api-key
-            word '<redacted:c457ccd7>'"#]],
+            word '<redacted:c457ccd7>'"#,
     );
 }

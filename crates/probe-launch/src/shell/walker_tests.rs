@@ -1,8 +1,10 @@
-//! The walker, case by case: each script with the simple commands it runs and their context,
-//! one command per line. `UPDATE_EXPECT=1 cargo test -p probe-launch --lib shell` rewrites the
-//! expected text after a deliberate change.
-
-use expect_test::{Expect, expect};
+//! The walker, case by case: each script with the simple commands it runs and their context, one
+//! command per line, against an inline insta snapshot. After a deliberate change,
+//! `INSTA_FORCE_PASS=1 cargo test -p probe-launch --lib shell` runs every case to its end and
+//! leaves the new texts in `.walker_tests.rs.pending-snap` beside this file; `cargo insta accept`
+//! writes them in. Only cargo-insta rewrites inline snapshots (`INSTA_UPDATE=always` also just
+//! writes that file); without it, copy each new text from its failure's diff. Review the diff
+//! either way.
 
 use super::state::State;
 use super::walker::{ShellCommand, commands};
@@ -46,87 +48,91 @@ fn show(c: &ShellCommand) -> String {
     s.join(" ")
 }
 
-fn check(text: &str, want: Expect) {
+fn render(text: &str) -> String {
     let mut st = State::default();
     let shown: Vec<String> = commands(text, &mut st, 0).iter().map(show).collect();
-    want.assert_eq(&shown.join("\n"));
+    shown.join("\n")
+}
+
+macro_rules! check {
+    ($text:expr, @$expected:literal $(,)?) => {
+        insta::assert_snapshot!(render($text), @$expected)
+    };
 }
 
 #[test]
 fn assignments_and_parameters() {
-    check(
+    check!(
         "port=8082\nm=$1\nx=\"${HOST:-0.0.0.0}\"\np=/a/b/c.gguf\nrun --port $port --m ${m} --h \"${x}\" --f ${p##*/} --d ${p%/*} --e $ENV",
-        expect!["run --port 8082 --m $1 --h ${HOST:-0.0.0.0} --f c.gguf --d /a/b --e $ENV"],
+        @"run --port 8082 --m $1 --h ${HOST:-0.0.0.0} --f c.gguf --d /a/b --e $ENV",
     );
 }
 
 #[test]
 fn control_flow() {
-    check(
+    check!(
         "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nif [ -n \"$X\" ]; then\n  A=first\nelse\n  A=second\nfi\nrun --dp $dp --a $A --n $((dp * 2))",
-        expect![[r#"
+        @r#"
             shift 2 [in a loop] [when $1 = --dp]
             run --dp $dp --a first --n "$((dp * 2))"
-            run --dp $dp --a second --n "$((dp * 2))" [unless -n $X]"#]],
+            run --dp $dp --a second --n "$((dp * 2))" [unless -n $X]"#,
     );
-    check(
+    check!(
         "start() {\n  vllm serve m\n}\nstart",
-        expect!["vllm serve m"],
+        @"vllm serve m",
     );
 }
 
 #[test]
 fn builtins_change_the_context() {
-    check(
+    check!(
         "export CUDA_VISIBLE_DEVICES=0,1\ncd /srv\nsource .venv/bin/activate\nconda activate llm\nset -gx HF_HOME /data/hf\nunset CUDA_VISIBLE_DEVICES\nCUDA_LAUNCH_BLOCKING=1 python -m x",
-        expect![
-            "python -m x [env CUDA_LAUNCH_BLOCKING=1] [export HF_HOME=/data/hf] [cwd /srv] [in venv,conda] [venv llm]"
-        ],
+        @"python -m x [env CUDA_LAUNCH_BLOCKING=1] [export HF_HOME=/data/hf] [cwd /srv] [in venv,conda] [venv llm]",
     );
-    check(
+    check!(
         "MODEL ?= a/b\nPORT := 8000\nrun $(MODEL) --port $(PORT)",
-        expect!["run a/b --port 8000"],
+        @"run a/b --port 8000",
     );
 }
 
 #[test]
 fn commands_in_variables() {
-    check(
+    check!(
         "CMD=\"vllm serve \\\n  m --tp 2\"\neval \"$CMD\"\n$CMD > out.log 2>&1\nbash -c \"$CMD\" &",
-        expect![[r#"
+        @r#"
             vllm serve m --tp 2 [in eval]
             vllm serve m --tp 2 [> out.log]
-            bash -c "vllm serve   m --tp 2""#]],
+            bash -c "vllm serve   m --tp 2""#,
     );
-    check(
+    check!(
         "read -r -d '' CMD <<'EOF'\nvllm serve $M \\\n  --tp 2\nEOF\neval \"$CMD\"",
-        expect!["vllm serve $M --tp 2 [in eval]"],
+        @"vllm serve $M --tp 2 [in eval]",
     );
-    check(
+    check!(
         "M=x/y\nread -r A B <<< \"one $M three\"\nCMD=$(cat <<EOF\nsrv --model $M\nEOF\n)\nrun $A $B\n$CMD",
-        expect![[r#"
+        @r#"
             run one x/y three
-            srv --model x/y"#]],
+            srv --model x/y"#,
     );
-    check("read CMD\n$CMD", expect!["$CMD"]);
+    check!("read CMD\n$CMD", @"$CMD");
 }
 
 #[test]
 fn redirections_tee_and_files() {
-    check(
+    check!(
         "cat > ./a.yml <<EOF\nk: v\nEOF\nnohup srv > out.log 2>&1 &\nsrv2 2>&1 | tee -a t.log\nsrv3 &>> all.log 3> fd3.log",
-        expect![[r#"
+        @r#"
             cat [> ./a.yml]
             nohup srv [> out.log]
             srv2 [tee t.log]
-            srv3 [&>> all.log]"#]],
+            srv3 [&>> all.log]"#,
     );
 }
 
 #[test]
 fn arrays() {
-    check(
+    check!(
         "N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"",
-        expect![[r#"exec run m --x 1 --j {"n":${N:-3}}"#]],
+        @r#"exec run m --x 1 --j {"n":${N:-3}}"#,
     );
 }

@@ -9,11 +9,13 @@ fn engine_binary_with_positional_model() {
         Shell,
         "vllm serve Qwen/Qwen2-7B-Instruct --tensor-parallel-size 2 --max-model-len 16k",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: Qwen/Qwen2-7B-Instruct
         option max-model-len = 16000 (--max-model-len 16k)
         option tensor-parallel-size = 2 (--tensor-parallel-size 2)
+        fields: {"engine":"vllm","model":"Qwen/Qwen2-7B-Instruct","tensor_parallel":2,"context_length":16000}
     "#
     );
 }
@@ -24,6 +26,7 @@ fn nohup_python_module_with_redirect() {
         Shell,
         "nohup python3 -m sglang.launch_server --model-path /models/llama --tp 4 > /var/log/sglang.log 2>&1 &",
         @r#"
+        launches: 1
         engine: sglang
         entry: python -m sglang.launch_server
         model: /models/llama
@@ -32,6 +35,7 @@ fn nohup_python_module_with_redirect() {
         option model-path = "/models/llama" (--model-path /models/llama)
         option tp-size = 4 (--tp 4)
         logs: /var/log/sglang.log
+        fields: {"engine":"sglang","model":"/models/llama","tensor_parallel":4,"wrapper":"nohup"}
     "#
     );
 }
@@ -42,12 +46,14 @@ fn scan_wrapper_then_env_assignments() {
         Shell,
         "numactl -N 0 -m 0 env CUDA_VISIBLE_DEVICES=0,1 vllm serve m --port 8001",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         wrappers: numactl
         option port = 8001 (--port 8001)
         env: CUDA_VISIBLE_DEVICES=0,1
+        fields: {"engine":"vllm","model":"m","port":8001,"env":{"CUDA_VISIBLE_DEVICES":"0,1"},"wrapper":"numactl"}
     "#
     );
 }
@@ -58,10 +64,12 @@ fn uv_run_with_value_flags() {
         Shell,
         "uv run --with vllm --python 3.12 vllm serve m",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         wrappers: uv run
+        fields: {"engine":"vllm","model":"m","wrapper":"uv run"}
     "#
     );
 }
@@ -72,6 +80,7 @@ fn conda_run_names_the_environment() {
         Shell,
         "conda run -n serve python -m vllm.entrypoints.openai.api_server --model m",
         @r#"
+        launches: 1
         engine: vllm
         entry: python -m vllm.entrypoints.openai.api_server
         model: m
@@ -79,6 +88,7 @@ fn conda_run_names_the_environment() {
         venv: serve
         wrappers: conda
         option model = "m" (--model m)
+        fields: {"engine":"vllm","model":"m","wrapper":"conda"}
     "#
     );
 }
@@ -89,11 +99,13 @@ fn bash_c_script() {
         Shell,
         "bash -lc 'exec vllm serve m --port 8001'",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         wrappers: bash -c
         option port = 8001 (--port 8001)
+        fields: {"engine":"vllm","model":"m","port":8001,"wrapper":"bash -c"}
     "#
     );
 }
@@ -104,11 +116,13 @@ fn distributed_launcher_runs_a_module() {
         Shell,
         "torchrun --nproc_per_node 2 -m sglang.launch_server --model-path m",
         @r#"
+        launches: 1
         engine: sglang
         entry: python -m sglang.launch_server
         model: m
         interpreter: python
         option model-path = "m" (--model-path m)
+        fields: {"engine":"sglang","model":"m"}
     "#
     );
 }
@@ -119,10 +133,12 @@ fn nsys_label_takes_its_subcommand() {
         Shell,
         "nsys profile -o trace vllm serve m",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         wrappers: nsys profile
+        fields: {"engine":"vllm","model":"m","wrapper":"nsys profile"}
     "#
     );
 }
@@ -133,11 +149,13 @@ fn sudo_value_flags_and_venv_binary() {
         Shell,
         "sudo -u vllm /opt/venv/bin/vllm serve m",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         venv: /opt/venv
         wrappers: venv
+        fields: {"engine":"vllm","model":"m","wrapper":"venv"}
     "#
     );
 }
@@ -148,10 +166,12 @@ fn pasted_prompt() {
         Shell,
         "(venv) me@gpu1:~/srv$ vllm serve m --port 9000",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         option port = 9000 (--port 9000)
+        fields: {"engine":"vllm","model":"m","port":9000}
     "#
     );
 }
@@ -162,12 +182,14 @@ fn console_script_run_by_its_interpreter() {
         Argv,
         "/usr/bin/python3\0/opt/venv/bin/vllm\0serve\0m\0",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         interpreter: /usr/bin/python3
         venv: /opt/venv
         wrappers: venv
+        fields: {"engine":"vllm","model":"m","wrapper":"venv"}
     "#
     );
 }
@@ -178,11 +200,13 @@ fn tmux_command_given_as_one_string() {
         Shell,
         "tmux new -d 'cd /srv && vllm serve m --port 9000'",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         option port = 9000 (--port 9000)
         cwd: /srv
+        fields: {"engine":"vllm","model":"m","port":9000}
     "#
     );
 }
@@ -211,6 +235,7 @@ fn option_followed_by_an_option_has_no_value() {
         Shell,
         "llama-server -hf org/model-GGUF:Q4_K_M --port 8080 -c  -ngl 999",
         @r#"
+        launches: 1
         engine: llama.cpp
         entry: llama-server
         model: org/model-GGUF:Q4_K_M
@@ -218,6 +243,7 @@ fn option_followed_by_an_option_has_no_value() {
         option hf-repo = "org/model-GGUF:Q4_K_M" (-hf org/model-GGUF:Q4_K_M)
         option n-gpu-layers = "999" (-ngl 999)
         option port = 8080 (--port 8080)
+        fields: {"engine":"llama.cpp","model":"org/model-GGUF:Q4_K_M","port":8080}
         warning: -c is missing its value
     "#
     );

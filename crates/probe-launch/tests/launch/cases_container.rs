@@ -9,12 +9,14 @@ fn docker_run_image_entry_point() {
         Shell,
         "docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.8.5 --model m --tensor-parallel-size 2",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         wrappers: docker
         option model = "m" (--model m)
         option tensor-parallel-size = 2 (--tensor-parallel-size 2)
+        fields: {"engine":"vllm","model":"m","tensor_parallel":2,"wrapper":"docker"}
     "#
     );
 }
@@ -25,6 +27,7 @@ fn docker_run_with_command_and_env() {
         Shell,
         "docker run -e HF_TOKEN=secret --name s lmsysorg/sglang:latest python3 -m sglang.launch_server --model-path m",
         @r#"
+        launches: 1
         engine: sglang
         entry: python -m sglang.launch_server
         model: m
@@ -32,6 +35,7 @@ fn docker_run_with_command_and_env() {
         wrappers: docker
         option model-path = "m" (--model-path m)
         env: HF_TOKEN=secret
+        fields: {"engine":"sglang","model":"m","env":{"HF_TOKEN":"secret"},"wrapper":"docker"}
     "#
     );
 }
@@ -42,6 +46,7 @@ fn unknown_image_guessed_from_its_name() {
         Shell,
         "docker run -e VLLM_USE_V1=1 vastai/vllm:v0.7.0 --model m --tensor-parallel-size 2",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
@@ -49,6 +54,7 @@ fn unknown_image_guessed_from_its_name() {
         option model = "m" (--model m)
         option tensor-parallel-size = 2 (--tensor-parallel-size 2)
         env: VLLM_USE_V1=1
+        fields: {"engine":"vllm","model":"m","tensor_parallel":2,"env":{"VLLM_USE_V1":"1"},"wrapper":"docker"}
     "#
     );
 }
@@ -59,6 +65,7 @@ fn compose_service() {
         Compose,
         "services:\n  llm:\n    image: vllm/vllm-openai:latest\n    command: [\"--model\", \"m\", \"--max-model-len\", \"8192\"]\n    environment:\n      - VLLM_LOGGING_LEVEL=DEBUG\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
@@ -66,6 +73,7 @@ fn compose_service() {
         option max-model-len = 8192 (--max-model-len 8192)
         option model = "m" (--model m)
         env: VLLM_LOGGING_LEVEL=DEBUG
+        fields: {"engine":"vllm","model":"m","context_length":8192,"env":{"VLLM_LOGGING_LEVEL":"DEBUG"},"wrapper":"docker"}
     "#
     );
 }
@@ -76,12 +84,14 @@ fn kubernetes_container() {
         Kubernetes,
         "containers:\n  - name: sglang\n    image: lmsysorg/sglang:v0.4.6\n    command: [\"python3\", \"-m\", \"sglang.launch_server\"]\n    args: [\"--model-path\", \"m\", \"--tp\", \"2\"]\n",
         @r#"
+        launches: 1
         engine: sglang
         entry: python -m sglang.launch_server
         model: m
         interpreter: python3
         option model-path = "m" (--model-path m)
         option tp-size = 2 (--tp 2)
+        fields: {"engine":"sglang","model":"m","tensor_parallel":2}
     "#
     );
 }

@@ -9,6 +9,7 @@ fn environment_expands_in_exec_start() {
         SystemdUnit,
         "[Unit]\nDescription=vLLM\n[Service]\nEnvironment=PORT=8000 MODEL=/models/q\nWorkingDirectory=/srv\nExecStart=/opt/venv/bin/vllm serve ${MODEL} --port $PORT\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: /models/q
@@ -17,6 +18,7 @@ fn environment_expands_in_exec_start() {
         option port = 8000 (--port 8000)
         env: MODEL=/models/q PORT=8000
         cwd: /srv
+        fields: {"engine":"vllm","model":"/models/q","port":8000,"env":{"MODEL":"/models/q","PORT":"8000"},"wrapper":"venv"}
     "#
     );
 }
@@ -27,10 +29,12 @@ fn prefixes_and_unresolved_specifier() {
         SystemdUnit,
         "[Service]\nExecStart=-/usr/bin/env VAR=1 vllm serve %i\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: %i
         env: VAR=1
+        fields: {"engine":"vllm","model":"%i","env":{"VAR":"1"}}
         warning: specifier %i left unresolved
     "#
     );
@@ -42,8 +46,10 @@ fn opaque_script_engine_guessed_from_its_name() {
         SystemdUnit,
         "[Service]\nExecStart=/usr/local/bin/run-sglang.sh\n",
         @r#"
+        launches: 1
         engine: sglang
         entry: /usr/local/bin/run-sglang.sh
+        fields: {"engine":"sglang"}
         warning: ExecStart runs /usr/local/bin/run-sglang.sh, a script whose contents are not in the text; engine guessed from its name
     "#
     );
@@ -55,10 +61,12 @@ fn environment_file_not_in_the_text() {
         SystemdUnit,
         "[Service]\nEnvironmentFile=/etc/default/vllm\nExecStart=/usr/bin/vllm serve m --port ${PORT}\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
         option port = "${PORT}" (--port ${PORT})
+        fields: {"engine":"vllm","model":"m","port":"${PORT}"}
         warning: unresolved variable ${PORT} (not set in the unit)
         warning: variables from EnvironmentFile=/etc/default/vllm are not in the text
     "#
@@ -71,10 +79,12 @@ fn quotes_and_escapes() {
         SystemdUnit,
         "[Service]\nExecStart=/usr/bin/vllm serve \"my model\" --served-model-name a\\ b\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: my model
         option served-model-name = ["a b"] (--served-model-name a b)
+        fields: {"engine":"vllm","model":"my model","served_model_name":"a b"}
     "#
     );
 }
@@ -96,8 +106,10 @@ fn command_substitution_is_no_model() {
         SystemdUnit,
         "[Service]\nExecStart=/opt/vllm/bin/vllm serve $(cat /etc/vllm/%i.args)\n",
         @r#"
+        launches: 1
         engine: vllm
         entry: vllm serve
+        fields: {"engine":"vllm"}
         warning: specifier %i left unresolved
         warning: arguments come from $(cat /etc/vllm/%i.args), which systemd does not substitute (it runs no shell): an unknown number of words, not in the text
     "#
