@@ -42,14 +42,23 @@ pub struct Alias {
     pub per: Option<String>,
 }
 
-pub fn parse(text: &str) -> Result<ServerKeys, String> {
-    let keys: ServerKeys = toml::from_str(text).map_err(|e| e.to_string())?;
+/// Why `configs/server_keys.toml` does not load.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerKeysError {
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    #[error("unknown engine {0:?}")]
+    UnknownEngine(String),
+}
+
+pub fn parse(text: &str) -> Result<ServerKeys, ServerKeysError> {
+    let keys: ServerKeys = toml::from_str(text)?;
     if let Some(bad) = keys
         .engines
         .iter()
         .find(|e| Engine::parse(&e.name).is_none())
     {
-        return Err(format!("unknown engine {:?}", bad.name));
+        return Err(ServerKeysError::UnknownEngine(bad.name.clone()));
     }
     Ok(keys)
 }
