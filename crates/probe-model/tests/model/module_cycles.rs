@@ -5,7 +5,8 @@
 //! counts between the two siblings under the deepest module both files share.
 //! docs/ARCHITECTURE.md promises rooms with one purpose and one-way edges; this keeps the
 //! promise by construction. Test modules (`tests.rs`, `*_tests.rs`, the
-//! `#[cfg(test)] mod tests` block at a file's end) are left out: they look at everything.
+//! `#[cfg(test)] mod tests` block) are left out: they look at everything. Code after that block
+//! is read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,13 +53,40 @@ fn module_of(src: &Path, file: &Path) -> Module {
     parts
 }
 
-/// The file's code without comments and without its trailing unit-test block.
+/// The file's code without comments and without its unit-test block (code after the block is
+/// kept: a planted `crate::` path below the tests is still an edge).
 fn code_of(text: &str) -> String {
-    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let text = without_test_block(text);
     text.lines()
         .map(|line| line.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `text` without its `#[cfg(test)] mod tests { ... }` block, found by counting braces (the
+/// rest of the file when they do not balance).
+fn without_test_block(text: &str) -> String {
+    let Some(start) = text.find("#[cfg(test)]\nmod tests") else {
+        return text.to_string();
+    };
+    let mut depth = 0usize;
+    let mut opened = false;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => {
+                depth += 1;
+                opened = true;
+            }
+            '}' if opened => {
+                depth -= 1;
+                if depth == 0 {
+                    return format!("{}{}", &text[..start], &text[start + i + 1..]);
+                }
+            }
+            _ => {}
+        }
+    }
+    text[..start].to_string()
 }
 
 fn ident_at(s: &str) -> &str {
@@ -316,6 +344,16 @@ fn no_new_cycles_between_modules_of_a_crate() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_test_block_alone_is_left_out() {
+    let text = "use crate::a;\n#[cfg(test)]\nmod tests {\n    fn f() { if x { y() } }\n}\nfn g() { crate::b::c(); }\n";
+    assert_eq!(
+        without_test_block(text),
+        "use crate::a;\n\nfn g() { crate::b::c(); }\n"
+    );
+    assert_eq!(without_test_block("x\n#[cfg(test)]\nmod tests {"), "x\n");
 }
 
 #[test]
