@@ -25,26 +25,19 @@ pub struct StoredAudit {
     pub record: AuditRecord,
 }
 
-/// `user@machine` of this process, for `collected_by` and audit runs (`USER`, else the UID;
-/// the kernel's host name).
+/// `user@machine` of this process, for `collected_by` and audit runs (`USER`, else the uid's
+/// name in the user database, else `uidN`; the host name).
 pub fn runner_name() -> String {
     let user = std::env::var("USER")
         .ok()
         .filter(|user| !user.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|status| {
-                    status
-                        .lines()
-                        .find(|line| line.starts_with("Uid:"))
-                        .and_then(|line| line.split_whitespace().nth(2))
-                        .map(|uid| format!("uid{uid}"))
-                })
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|| {
+            let uid = nix::unistd::getuid();
+            let user = nix::unistd::User::from_uid(uid).ok().flatten();
+            user.map_or_else(|| format!("uid{uid}"), |u| u.name)
+        });
+    let host = nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().trim().to_string())
         .ok()
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "localhost".into());
