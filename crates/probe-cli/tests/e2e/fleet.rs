@@ -67,7 +67,7 @@ fn probe(args: &[&str], store: &Path) -> Output {
 
 fn prober(store: &Path) -> util::Probe {
     let env = env();
-    util::probe(env.dir.path()).config(&env.config).store(store)
+    util::probe_on(env.dir.path(), &env.config, store)
 }
 
 #[test]

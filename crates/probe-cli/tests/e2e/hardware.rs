@@ -30,10 +30,7 @@ fn env() -> &'static Env {
 /// probe with the host's own config and the store at `store`.
 fn probe(args: &[&str], store: &Path) -> Output {
     let env = env();
-    util::probe(env.dir.path())
-        .config(&env.host.ssh_config())
-        .store(store)
-        .run(args)
+    util::probe_on(env.dir.path(), &env.host.ssh_config(), store).run(args)
 }
 
 fn ok(out: &Output) -> String {
@@ -53,10 +50,7 @@ fn report() -> &'static (HostReport, String, Timeline) {
         let env = env();
         let store = env.dir.path().join("snapshots.db");
         let alias = env.host.alias.clone();
-        let json = ok(&probe(&["host", &alias, "--format", "json"], &store));
-        let mut reports: Vec<HostReport> = serde_json::from_str(&json).expect("host report json");
-        assert_eq!(reports.len(), 1);
-        let report = reports.remove(0);
+        let report = util::one_host_report(&probe(&["host", &alias, "--format", "json"], &store));
         let human = ok(&probe(&["host", &alias], &store));
         let tl = ok(&probe(
             &["timeline", &format!("{alias}@latest"), "--format", "json"],

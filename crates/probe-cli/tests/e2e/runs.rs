@@ -48,22 +48,11 @@ fn probe(args: &[&str]) -> Output {
 /// `probe` on the fleet with the store at `store` (kept across calls).
 fn probe_with_store(store: &std::path::Path, args: &[&str]) -> Output {
     let env = env();
-    util::probe(env.dir.path())
-        .config(&env.fleet.ssh_config())
-        .store(store)
-        .run(args)
+    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store).run(args)
 }
 
 fn report(alias: &str) -> HostReport {
-    let out = probe(&["host", alias, "--format", "json", "--no-store"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
-    reports.remove(0)
+    util::one_host_report(&probe(&["host", alias, "--format", "json", "--no-store"]))
 }
 
 fn human(alias: &str) -> String {

@@ -13,10 +13,7 @@ use crate::util;
 
 /// probe with the host's own config, `home` and the store at `store`.
 fn probe(host: &FixtureHost, home: &Path, store: &Path, args: &[&str]) -> Output {
-    util::probe(home)
-        .config(&host.ssh_config())
-        .store(store)
-        .run(args)
+    util::probe_on(home, &host.ssh_config(), store).run(args)
 }
 
 fn ok(out: &Output, what: &str) -> String {

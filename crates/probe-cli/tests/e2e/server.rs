@@ -98,23 +98,12 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 /// probe with the fleet's config and the module's store.
 fn probe(args: &[&str]) -> Output {
     let env = env();
-    util::probe(env.dir.path())
-        .config(&env.fleet.ssh_config())
-        .store(env.dir.path().join("snapshots.db"))
-        .run(args)
+    let store = env.dir.path().join("snapshots.db");
+    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store).run(args)
 }
 
 fn report(alias: &str) -> HostReport {
-    let out = probe(&["host", alias, "--format", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{alias}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(reports.len(), 1);
-    reports.remove(0)
+    util::one_host_report(&probe(&["host", alias, "--format", "json"]))
 }
 
 fn request_log(name: &str) -> PathBuf {

@@ -18,13 +18,10 @@ const SHARDS: u32 = 3;
 
 /// probe with the fleet's config, the PostgreSQL client environment and the store `store`.
 fn prober(fleet: &SharedFleet, pg: &Postgres, home: &Path, store: &str) -> util::Probe {
-    pg.client_env()
-        .into_iter()
-        .fold(util::probe(home), |probe, (key, value)| {
-            probe.env(&key, value)
-        })
-        .config(&fleet.ssh_config())
-        .store(store)
+    pg.client_env().into_iter().fold(
+        util::probe_on(home, &fleet.ssh_config(), store),
+        |probe, (key, value)| probe.env(&key, value),
+    )
 }
 
 fn probe(fleet: &SharedFleet, pg: &Postgres, home: &Path, store: &str, args: &[&str]) -> Output {

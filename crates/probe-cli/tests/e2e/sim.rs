@@ -55,23 +55,20 @@ fn store_bytes(db: &Path) -> u64 {
 /// One `probe audit` run: its host records by inventory name.
 fn audit(sim: &SimFleet, inventory: &Path, db: &Path) -> BTreeMap<String, AuditRecord> {
     let started = Instant::now();
-    let out = util::probe(sim.dir())
-        .config(&sim.ssh_config())
-        .store(db)
-        .run(&[
-            "--deadline",
-            "15",
-            "--connect-timeout",
-            "8",
-            "audit",
-            "--inventory",
-            inventory.to_str().unwrap(),
-            "-j",
-            "64",
-            "--jsonl",
-            "--fail-on",
-            "never",
-        ]);
+    let out = util::probe_on(sim.dir(), &sim.ssh_config(), db).run(&[
+        "--deadline",
+        "15",
+        "--connect-timeout",
+        "8",
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "-j",
+        "64",
+        "--jsonl",
+        "--fail-on",
+        "never",
+    ]);
     eprintln!("audit of {HOSTS} simulated hosts: {:?}", started.elapsed());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(

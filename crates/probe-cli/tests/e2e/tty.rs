@@ -71,9 +71,7 @@ fn sh_quote(arg: &str) -> String {
 /// removed unless given), under a deadline.
 fn probe(sink: Sink, store: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     let env = env();
-    let probe = util::probe(env.dir.path())
-        .config(&env.fleet.ssh_config())
-        .store(store);
+    let probe = util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store);
     let mut cmd = match sink {
         Sink::Terminal => {
             // A terminal of known size (a pty made by `script` without a terminal on its

@@ -31,6 +31,21 @@ pub fn probe(home: &Path) -> Probe {
     }
 }
 
+/// [`probe`] with `-F config` and `--store store`: how most tests run it.
+pub fn probe_on(home: &Path, config: &Path, store: impl AsRef<OsStr>) -> Probe {
+    probe(home).config(config).store(store)
+}
+
+/// The one host report of a `probe host ALIAS --format json` run that succeeded.
+#[track_caller]
+pub fn one_host_report(out: &Output) -> probe_model::HostReport {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut reports: Vec<probe_model::HostReport> =
+        serde_json::from_slice(&out.stdout).expect("host reports");
+    assert_eq!(reports.len(), 1, "one report");
+    reports.remove(0)
+}
+
 /// One configured `probe` invocation (see [`probe`]).
 #[derive(Clone)]
 pub struct Probe {
