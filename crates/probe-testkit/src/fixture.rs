@@ -657,15 +657,10 @@ impl Registry {
     }
 }
 
-/// Host `name` from this process's shared hosts, started on first use (see [`shared_fleet`]).
-/// Its [`FixtureHost::ssh_config`] and [`FixtureHost::known_hosts`] name only itself.
-pub fn shared_host(name: &str) -> &'static FixtureHost {
-    registry().host(name)
-}
-
 /// The named hosts from this process's shared hosts, those not yet running started in parallel,
 /// with an `ssh_config` and `known_hosts` of their own listing exactly them. Every fleet of one
-/// process uses the same client key.
+/// process uses the same client key; each host's own [`FixtureHost::ssh_config`] and
+/// [`FixtureHost::known_hosts`] name only itself.
 pub fn shared_fleet(names: &[&str]) -> SharedFleet {
     let registry = registry();
     let hosts: Vec<&'static FixtureHost> = std::thread::scope(|s| {

@@ -364,3 +364,42 @@ pub fn fleet(names: &[&str]) -> probe_testkit::fixture::SharedFleet {
     eprintln!("fixture hosts {names:?} ready in {:?}", started.elapsed());
     fleet
 }
+
+/// The schema check knows the document of every command line that writes JSON, wherever its
+/// global flags stand, and leaves the others alone.
+#[test]
+fn every_json_command_line_has_its_document() {
+    let schema = |args: &[&str]| match document(args) {
+        Some(Document::Stdout(name)) => name,
+        Some(Document::Export) => "export",
+        Some(Document::AuditLines) => "audit lines",
+        Some(Document::Unschemed) => "unschemed",
+        None => "none",
+    };
+    for (args, want) in [
+        (&["host", "a", "--format", "json"][..], "host-report"),
+        (&["--format", "json", "host", "a"], "host-report"),
+        (&["host", "a"], "none"),
+        (&["host", "a", "--format", "markdown"], "none"),
+        (&["diff", "a", "b", "--format", "json"], "snapshot-diff"),
+        (
+            &["diff", "a", "b", "--rollback", "--format", "json"],
+            "unschemed",
+        ),
+        (&["timeline", "a", "--format", "json"], "timeline"),
+        (&["launch", "f", "--json"], "launch-output"),
+        (&["audit", "--inventory", "i", "--jsonl"], "audit lines"),
+        (
+            &["audit", "--inventory", "i", "--format", "json"],
+            "audit-report",
+        ),
+        (&["audit", "report", "--format", "json"], "unschemed"),
+        (&["snapshots", "export", "a", "-o", "f"], "export"),
+        (&["snapshots", "export", "--to-store", "s"], "none"),
+        (&["--format", "json", "snapshots", "show", "a"], "snapshot"),
+        (&["snapshots", "list", "--format", "json"], "unschemed"),
+        (&["-F", "/dev/zero", "resolve", "gpu1"], "none"),
+    ] {
+        assert_eq!(schema(args), want, "{args:?}");
+    }
+}
