@@ -602,3 +602,118 @@ impl Fleet {
             .unwrap_or_else(|| panic!("no host {name} in fleet"))
     }
 }
+
+/// Fixture hosts shared by every test of one process: each definition is started at most once,
+/// on first use, and runs until the process ends (its namespace dies with the process, see
+/// `start_kept`). A definition's address and its servers' ports are fixed, so two copies of one
+/// host cannot run at once; a test binary whose modules need the same hosts shares them through
+/// here instead of each module starting its own [`Fleet`].
+struct Registry {
+    /// One client key for every shared host, and each host's own `ssh_config.NAME` and
+    /// `known_hosts.NAME`.
+    dir: tempfile::TempDir,
+    key: KeyPair,
+    hosts: std::sync::Mutex<
+        std::collections::BTreeMap<String, &'static std::sync::OnceLock<FixtureHost>>,
+    >,
+}
+
+fn registry() -> &'static Registry {
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let dir = crate::owned_tempdir("probe-fleet-");
+        let key = KeyPair::generate(dir.path(), "id_ed25519", "ed25519", "", None);
+        Registry {
+            dir,
+            key,
+            hosts: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+        }
+    })
+}
+
+impl Registry {
+    /// The cell of host `name`, made empty on first ask.
+    fn cell(&self, name: &str) -> &'static std::sync::OnceLock<FixtureHost> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        hosts
+            .entry(name.to_string())
+            .or_insert_with(|| Box::leak(Box::new(std::sync::OnceLock::new())))
+    }
+
+    /// Host `name`, started now unless it already runs (a caller asking while another starts it
+    /// waits for that start).
+    fn host(&self, name: &str) -> &'static FixtureHost {
+        self.cell(name).get_or_init(|| {
+            let host = FixtureHost::start_with_key(name, self.key.clone(), self.dir.path());
+            std::fs::write(host.known_hosts(), host.known_hosts_lines())
+                .expect("write known_hosts");
+            std::fs::write(
+                host.ssh_config(),
+                host.ssh_config_block(&self.key.private, &host.known_hosts()),
+            )
+            .expect("write ssh_config");
+            host
+        })
+    }
+}
+
+/// The named hosts from this process's shared hosts, those not yet running started in parallel,
+/// with an `ssh_config` and `known_hosts` of their own listing exactly them. Every fleet of one
+/// process uses the same client key; each host's own [`FixtureHost::ssh_config`] and
+/// [`FixtureHost::known_hosts`] name only itself.
+pub fn shared_fleet(names: &[&str]) -> SharedFleet {
+    let registry = registry();
+    let hosts: Vec<&'static FixtureHost> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| s.spawn(move || registry.host(name)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("fixture host start panicked"))
+            .collect()
+    });
+    let dir = crate::owned_tempdir("probe-fleet-");
+    let fleet = SharedFleet { hosts, dir };
+    let known_hosts: String = fleet.hosts.iter().map(|h| h.known_hosts_lines()).collect();
+    let config: String = fleet
+        .hosts
+        .iter()
+        .map(|h| h.ssh_config_block(&registry.key.private, &fleet.known_hosts()))
+        .collect();
+    std::fs::write(fleet.known_hosts(), known_hosts).expect("write known_hosts");
+    std::fs::write(fleet.ssh_config(), config).expect("write ssh_config");
+    fleet
+}
+
+/// Some of the process's shared hosts, with one `ssh_config` and `known_hosts` for them (what
+/// [`Fleet`] is for hosts of its own).
+pub struct SharedFleet {
+    pub hosts: Vec<&'static FixtureHost>,
+    dir: tempfile::TempDir,
+}
+
+impl SharedFleet {
+    /// One ssh_config with every alias of this fleet.
+    pub fn ssh_config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    pub fn known_hosts(&self) -> PathBuf {
+        self.dir.path().join("known_hosts")
+    }
+
+    /// The client key every shared host accepts.
+    pub fn client_key(&self) -> &KeyPair {
+        &registry().key
+    }
+
+    /// The host started from definition `name`.
+    pub fn host(&self, name: &str) -> &'static FixtureHost {
+        self.hosts
+            .iter()
+            .copied()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("no host {name} in fleet"))
+    }
+}

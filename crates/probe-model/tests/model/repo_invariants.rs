@@ -1,6 +1,6 @@
 //! Keeps the written-down architecture true: the crate dependency table in
 //! `docs/ARCHITECTURE.md` must match the `[dependencies]` of every crate, and `.ci/run` must run the
-//! README's test command.
+//! README's test command; each crate has one integration-test binary.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -130,5 +130,42 @@ fn no_directory_in_the_sources_is_empty() {
     assert!(
         empty.is_empty(),
         "empty directories (git does not keep them; add a file or make them in prepare.sh): {empty:?}"
+    );
+}
+
+/// ARCHITECTURE's "test layout": one integration-test binary per crate (`tests/NAME.rs` or
+/// `tests/NAME/main.rs`, as Cargo finds them), so the crate and its dependencies link once; the
+/// one exception is written down there with its reason.
+#[test]
+fn one_integration_test_binary_per_crate() {
+    const EXCEPTIONS: &[&str] = &["probe-transport/tests/ssh_rss.rs"];
+    let mut extra = Vec::new();
+    for krate in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        let Ok(entries) = std::fs::read_dir(krate.path().join("tests")) else {
+            continue;
+        };
+        let mut binaries: Vec<String> = entries
+            .flatten()
+            .filter(|e| {
+                let path = e.path();
+                path.extension().is_some_and(|x| x == "rs") || path.join("main.rs").is_file()
+            })
+            .map(|e| {
+                format!(
+                    "{}/tests/{}",
+                    krate.file_name().to_string_lossy(),
+                    e.file_name().to_string_lossy()
+                )
+            })
+            .filter(|name| !EXCEPTIONS.contains(&name.as_str()))
+            .collect();
+        binaries.sort();
+        if binaries.len() > 1 {
+            extra.push(binaries);
+        }
+    }
+    assert!(
+        extra.is_empty(),
+        "more than one integration-test binary in a crate (make them modules of one): {extra:?}"
     );
 }

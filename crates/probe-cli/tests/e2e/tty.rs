@@ -4,20 +4,19 @@
 //! Fixture hosts over real SSH as in `e2e_fleet.rs`; `hostile` is left out (its hanging
 //! nvidia-smi costs seconds that prove nothing here).
 
-#![allow(clippy::print_stderr)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use probe_testkit::fixture::{self, Fleet};
+use probe_testkit::fixture::SharedFleet;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util::{self, store};
+
 const HOSTS: &[&str] = &["sglang-hybrid", "vllm-systemd", "bare"];
 
 struct Env {
-    fleet: Fleet,
+    fleet: SharedFleet,
     dir: tempfile::TempDir,
     inventory: PathBuf,
 }
@@ -25,20 +24,12 @@ struct Env {
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
-        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let script = Command::new("script").arg("--version").output();
         assert!(
             script.is_ok_and(|out| out.status.success()),
             "util-linux `script` is needed to give probe a pseudo-terminal"
         );
-        let started = Instant::now();
-        let fleet = Fleet::start(HOSTS);
-        eprintln!(
-            "fleet of {} hosts started in {:?}",
-            HOSTS.len(),
-            started.elapsed()
-        );
+        let fleet = util::fleet(HOSTS);
         let dir = tempfile::tempdir().unwrap();
         let inventory = dir.path().join("fleet.toml");
         let text: String = fleet
@@ -80,19 +71,16 @@ fn sh_quote(arg: &str) -> String {
 /// removed unless given), under a deadline.
 fn probe(sink: Sink, store: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     let env = env();
-    let mut argv: Vec<String> = vec![
-        PROBE.into(),
-        "-F".into(),
-        env.fleet.ssh_config().display().to_string(),
-        "--store".into(),
-        store.display().to_string(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
+    let probe = util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store);
     let mut cmd = match sink {
         Sink::Terminal => {
             // A terminal of known size (a pty made by `script` without a terminal on its
             // stdin starts at 0x0), then probe itself.
-            let line: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
+            let line: Vec<String> = probe
+                .argv(args)
+                .iter()
+                .map(|a| sh_quote(&a.to_string_lossy()))
+                .collect();
             let mut cmd = Command::new("script");
             cmd.arg("-qfec")
                 .arg(format!(
@@ -100,26 +88,21 @@ fn probe(sink: Sink, store: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run 
                     line.join(" ")
                 ))
                 .arg("/dev/null");
+            probe.apply_env(&mut cmd);
             cmd
         }
-        Sink::Pipes => {
-            let mut cmd = Command::new(&argv[0]);
-            cmd.args(&argv[1..]);
-            cmd
-        }
+        Sink::Pipes => probe.command(args),
     };
-    cmd.env_remove("RUST_LOG")
-        .env_remove("NO_COLOR")
+    // Colour as the test says: NO_COLOR and CLICOLOR_FORCE only where given.
+    cmd.env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env("TERM", "xterm-256color")
-        .env("HOME", env.dir.path())
-        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg-config"))
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (key, value) in envs {
         cmd.env(key, value);
     }
+    let _busy = util::busy();
     let child = cmd.spawn().unwrap();
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -136,12 +119,6 @@ fn probe(sink: Sink, store: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run 
         out: String::from_utf8_lossy(&out.stdout).into_owned(),
         err: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-fn store() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("snapshots.db");
-    (dir, path)
 }
 
 /// An SGR sequence of the report's styles (bold, dim, colours, reset).

@@ -2,17 +2,16 @@
 //! SSH connection (direct-tcpip to the launch's loopback address), and the fake servers' own
 //! request logs show what arrived: only allow-listed GETs, no body, no credentials.
 
-#![allow(clippy::print_stderr)]
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use probe_model::{EffectiveKind, HostReport, ServerStatus, ServerView};
-use probe_testkit::fixture::{self, Fleet};
+use probe_testkit::fixture::SharedFleet;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
+
 const HOSTS: &[&str] = &[
     "serve-sglang",
     "serve-vllm",
@@ -29,20 +28,11 @@ const METRIC_LINES: &[(&str, &str, &str)] = &[
 
 /// Waits (at most a minute) until `path` holds `count` lines containing `text`.
 fn wait_for_lines(path: &Path, text: &str, count: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("{}: {count} {text:?} lines", path.display());
+    util::wait_until(&what, Duration::from_secs(60), || {
         let content = std::fs::read_to_string(path).unwrap_or_default();
-        let seen = content.lines().filter(|l| l.contains(text)).count();
-        if seen >= count {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{}: {seen} of {count} {text:?} lines after a minute",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        content.lines().filter(|l| l.contains(text)).count() >= count
+    });
 }
 
 /// Waits (at most a minute) until every server of the fixture host copy at `dir` started at
@@ -63,37 +53,27 @@ fn wait_for_uptime(dir: &Path, seconds: u64) {
         run.display()
     );
     let latest = starts.into_iter().max().unwrap_or_default();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("{}: servers up {seconds} s by the clock", run.display());
+    util::wait_until(&what, Duration::from_secs(60), || {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        if now >= latest + seconds {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{}: clock",
-            run.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        now >= latest + seconds
+    });
 }
 
 struct Env {
-    fleet: Fleet,
+    fleet: SharedFleet,
     dir: tempfile::TempDir,
 }
 
-/// One fleet for the file; tests that read a request log take the lock so their requests do
-/// not mix.
+/// The module's fleet (only this module uses the `serve-*` hosts); tests that read a request
+/// log take the lock so their requests do not mix.
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
-        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
-        let fleet = Fleet::start(HOSTS);
+        let fleet = util::fleet(HOSTS);
         // Let the servers run, so uptimes and counters are not zero: until each logged three
         // metric lines (a loaded machine starves the fakes) and every server started at least
         // 3 s ago by its own record.
@@ -115,34 +95,15 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// probe with the fleet's config and the module's store.
 fn probe(args: &[&str]) -> Output {
     let env = env();
-    Command::new(PROBE)
-        .arg("-F")
-        .arg(env.fleet.ssh_config())
-        .arg("--store")
-        .arg(env.dir.path().join("snapshots.db"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", env.dir.path())
-        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg-config"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    let store = env.dir.path().join("snapshots.db");
+    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store).run(args)
 }
 
 fn report(alias: &str) -> HostReport {
-    let out = probe(&["host", alias, "--format", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{alias}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(reports.len(), 1);
-    reports.remove(0)
+    util::one_host_report(&probe(&["host", alias, "--format", "json"]))
 }
 
 fn request_log(name: &str) -> PathBuf {

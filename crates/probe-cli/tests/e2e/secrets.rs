@@ -5,26 +5,15 @@
 //! snapshot (`snapshots show`/`export`), or the SQLite file; variable references stay.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use probe_testkit::fixture::FixtureHost;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
 
+/// probe with the host's own config, `home` and the store at `store`.
 fn probe(host: &FixtureHost, home: &Path, store: &Path, args: &[&str]) -> Output {
-    Command::new(PROBE)
-        .arg("-F")
-        .arg(host.ssh_config())
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("xdg-config"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    util::probe_on(home, &host.ssh_config(), store).run(args)
 }
 
 fn ok(out: &Output, what: &str) -> String {
@@ -59,19 +48,16 @@ fn assert_clean(what: &str, text: &str) {
 
 #[test]
 fn no_secret_reaches_any_output_the_store_or_an_export() {
-    let host = FixtureHost::start("secrets");
+    let host = util::fleet(&["secrets"]).host("secrets");
     let home = tempfile::tempdir().unwrap();
     let store: PathBuf = home.path().join("snapshots.db");
     let alias = host.alias.as_str();
 
-    let human = ok(
-        &probe(&host, home.path(), &store, &["host", alias]),
-        "human",
-    );
+    let human = ok(&probe(host, home.path(), &store, &["host", alias]), "human");
     assert_clean("human report", &human);
     let markdown = ok(
         &probe(
-            &host,
+            host,
             home.path(),
             &store,
             &["--format", "markdown", "host", alias],
@@ -81,7 +67,7 @@ fn no_secret_reaches_any_output_the_store_or_an_export() {
     assert_clean("markdown report", &markdown);
     let json = ok(
         &probe(
-            &host,
+            host,
             home.path(),
             &store,
             &["--format", "json", "host", alias],
@@ -100,7 +86,7 @@ fn no_secret_reaches_any_output_the_store_or_an_export() {
     let prom = dir.path().join("probe.prom");
     let jsonl = ok(
         &probe(
-            &host,
+            host,
             home.path(),
             &store,
             &[
@@ -123,7 +109,7 @@ fn no_secret_reaches_any_output_the_store_or_an_export() {
 
     let shown = ok(
         &probe(
-            &host,
+            host,
             home.path(),
             &store,
             &["--format", "json", "snapshots", "show", alias],
@@ -134,7 +120,7 @@ fn no_secret_reaches_any_output_the_store_or_an_export() {
     let export_file = dir.path().join("export.json");
     ok(
         &probe(
-            &host,
+            host,
             home.path(),
             &store,
             &[

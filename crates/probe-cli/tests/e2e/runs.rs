@@ -5,8 +5,6 @@
 //! same launch with more load; `redteam`: strings that attack the pages and terminals probe
 //! renders.
 
-#![allow(clippy::print_stderr)]
-
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -14,34 +12,31 @@ use std::sync::OnceLock;
 use probe_model::{
     Assessment, Certainty, Conclusion, HostReport, SnapshotDiff, VerdictConfidence, VersionSource,
 };
-use probe_testkit::fixture::{self, Fleet};
+use probe_testkit::fixture::SharedFleet;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
 
 struct Env {
-    fleet: Fleet,
+    fleet: SharedFleet,
     dir: tempfile::TempDir,
 }
 
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| {
-        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
-        Env {
-            fleet: Fleet::start(&[
-                "sglang-hybrid",
-                "vllm-upgrade",
-                "sglang-story",
-                "sglang-load",
-                "vllm-bench",
-                "redteam",
-            ]),
-            dir: tempfile::tempdir().unwrap(),
-        }
+    ENV.get_or_init(|| Env {
+        fleet: util::fleet(&[
+            "sglang-hybrid",
+            "vllm-upgrade",
+            "sglang-story",
+            "sglang-load",
+            "vllm-bench",
+            "redteam",
+        ]),
+        dir: tempfile::tempdir().unwrap(),
     })
 }
 
+/// probe on the fleet with a store of its own for each command line (kept across calls).
 fn probe(args: &[&str]) -> Output {
     let store: PathBuf = env()
         .dir
@@ -53,31 +48,11 @@ fn probe(args: &[&str]) -> Output {
 /// `probe` on the fleet with the store at `store` (kept across calls).
 fn probe_with_store(store: &std::path::Path, args: &[&str]) -> Output {
     let env = env();
-    Command::new(PROBE)
-        .arg("-F")
-        .arg(env.fleet.ssh_config())
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", env.dir.path())
-        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), store).run(args)
 }
 
 fn report(alias: &str) -> HostReport {
-    let out = probe(&["host", alias, "--format", "json", "--no-store"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
-    reports.remove(0)
+    util::one_host_report(&probe(&["host", alias, "--format", "json", "--no-store"]))
 }
 
 fn human(alias: &str) -> String {
@@ -513,19 +488,7 @@ fn a_benchmark_result_is_attributed_to_the_run_it_measured() {
     let env = env();
     let store = env.dir.path().join("bench.db");
     let run = |args: &[&str]| {
-        let out = Command::new(PROBE)
-            .arg("-F")
-            .arg(env.fleet.ssh_config())
-            .arg("--store")
-            .arg(&store)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env("NO_COLOR", "1")
-            .env("HOME", env.dir.path())
-            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = probe_with_store(&store, args);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -625,6 +588,7 @@ fn the_verdict_names_the_benchmark_of_the_run_it_compares() {
 /// Headless Chromium as `.ci/run` installs it: no sandbox (root), no network of its own, a
 /// throw-away profile.
 fn chromium(args: &[&str]) -> Output {
+    let _busy = util::busy();
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new("chromium")
         .args([

@@ -2,20 +2,18 @@
 //! namespaces on 127.0.0.N). Every test uses a temporary `--store` and the fleet's own `-F`
 //! client config; the real ~/.ssh is never read or written.
 
-#![allow(clippy::print_stderr)]
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use probe_model::{AuditRecord, AuditStatus, AuditSummary, HostReport, Snapshot, Timeline};
-use probe_testkit::fixture::{self, Fleet};
+use probe_testkit::fixture::{self, SharedFleet};
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util::{self, PROBE, assert_schema, schema_errors, store, text};
 
 struct Env {
-    fleet: Fleet,
+    fleet: SharedFleet,
     /// ssh_config with the fleet plus `fx-wrongkey` (a fixture host whose known_hosts entry holds
     /// another host's key).
     config: PathBuf,
@@ -29,15 +27,7 @@ const SLOW_HOSTS: &[&str] = &["hostile", "attacks"];
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
-        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
-        let started = Instant::now();
-        let fleet = Fleet::start(fixture::ALL);
-        eprintln!(
-            "fleet of {} hosts started in {:?}",
-            fleet.hosts.len(),
-            started.elapsed()
-        );
+        let fleet = util::fleet(fixture::ALL);
         let dir = tempfile::tempdir().unwrap();
         // The wrong-key host: bare's address, but a known_hosts that lists sglang-hybrid's keys
         // under bare's name.
@@ -70,64 +60,14 @@ fn env() -> &'static Env {
     })
 }
 
+/// probe with the fleet's config (and `fx-wrongkey`) and the store at `store`.
 fn probe(args: &[&str], store: &Path) -> Output {
+    prober(store).run(args)
+}
+
+fn prober(store: &Path) -> util::Probe {
     let env = env();
-    Command::new(PROBE)
-        .arg("-F")
-        .arg(&env.config)
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", env.dir.path())
-        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg-config"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// Checks `value` against the committed `docs/schema/NAME.schema.json` (generated from the model
-/// types by `crates/probe-model/tests/schema.rs`): what the binary writes is what is documented.
-fn assert_schema(name: &str, value: &serde_json::Value) {
-    let errors = schema_errors(name, value);
-    assert!(
-        errors.is_empty(),
-        "output does not match docs/schema/{name}.schema.json:\n{}",
-        errors.join("\n")
-    );
-}
-
-/// The first violations of `docs/schema/NAME.schema.json` by `value`.
-fn schema_errors(name: &str, value: &serde_json::Value) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/schema")
-        .join(format!("{name}.schema.json"));
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let validator = jsonschema::validator_for(&schema)
-        .unwrap_or_else(|e| panic!("{}: not a schema: {e}", path.display()));
-    validator
-        .iter_errors(value)
-        .take(10)
-        .map(|e| {
-            let message = e.to_string();
-            let short: String = message.chars().take(300).collect();
-            format!("at {:?}: {short}", e.instance_path().as_str())
-        })
-        .collect()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn store() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("snapshots.db");
-    (dir, path)
+    util::probe_on(env.dir.path(), &env.config, store)
 }
 
 #[test]
@@ -135,9 +75,7 @@ fn host_report_per_fixture_host() {
     let env = env();
     let (_dir, store) = store();
     for host in &env.fleet.hosts {
-        let started = Instant::now();
-        let out = probe(&["host", &host.alias], &store);
-        let elapsed = started.elapsed();
+        let (out, elapsed) = prober(&store).run_timed(&["host", &host.alias]);
         eprintln!("probe host {}: {elapsed:?}", host.alias);
         let stdout = text(&out.stdout);
         assert_eq!(
@@ -202,7 +140,7 @@ fn json_matches_the_model_schema() {
     let out = probe(&["host", "fx-vllm-systemd", "--format", "json"], &store);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("host-report", &value);
+    assert_schema(&value, "host-report");
     let reports: Vec<HostReport> = serde_json::from_value(value.clone()).unwrap();
     // Round trip: nothing in the output is outside the documented types.
     assert_eq!(serde_json::to_value(&reports).unwrap(), value);
@@ -235,7 +173,7 @@ fn json_matches_the_model_schema() {
     let out = probe(&["host", "fx-vllm-systemd", "--format", "json"], &store);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("host-report", &value);
+    assert_schema(&value, "host-report");
     assert!(value[0]["vs_last_snapshot"].is_object(), "{value:#}");
 }
 
@@ -281,7 +219,7 @@ fn diff_exit_codes_and_timeline_order() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let exported: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_schema("snapshot", &exported);
+    assert_schema(&exported, "snapshot");
     let exported: Snapshot = serde_json::from_value(exported).unwrap();
     assert_eq!(exported.target, "fx-bare");
     let out = probe(&["diff", file.to_str().unwrap(), "fx-bare@latest"], &store);
@@ -334,7 +272,7 @@ fn diff_exit_codes_and_timeline_order() {
         text(&out.stderr)
     );
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("snapshot-diff", &value);
+    assert_schema(&value, "snapshot-diff");
     let diff: probe_model::SnapshotDiff = serde_json::from_value(value.clone()).unwrap();
     assert_eq!(serde_json::to_value(&diff).unwrap(), value);
     assert_ne!(diff.before.id, diff.after.id);
@@ -346,7 +284,7 @@ fn diff_exit_codes_and_timeline_order() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("timeline", &value);
+    assert_schema(&value, "timeline");
     let timeline: Timeline = serde_json::from_value(value.clone()).unwrap();
     assert_eq!(serde_json::to_value(&timeline).unwrap(), value);
     let times: Vec<i64> = timeline
@@ -427,14 +365,14 @@ fn audit_all_hosts_with_unreachable_and_wrong_key() {
         .iter()
         .map(|line| {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
-            assert_schema("audit-record", &value);
+            assert_schema(&value, "audit-record");
             let record: AuditRecord = serde_json::from_value(value.clone()).unwrap();
             assert_eq!(serde_json::to_value(&record).unwrap(), value);
             record
         })
         .collect();
     let summary: serde_json::Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
-    assert_schema("audit-summary", &summary);
+    assert_schema(&summary, "audit-summary");
     let summary: AuditSummary = serde_json::from_value(summary).unwrap();
     assert_eq!(summary.record_type, probe_model::RecordType::Summary);
     let status_of = |name: &str| records.iter().find(|r| r.host == name).unwrap().status;
@@ -591,12 +529,11 @@ fn bad_input_gives_one_line_and_exit_code() {
 #[test]
 fn host_local_works_without_ssh() {
     let (_dir, store) = store();
-    let out = Command::new(PROBE)
-        .args(["--store", store.to_str().unwrap(), "host", "local"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    // No `-F`: nothing of the fleet is needed.
+    let home = tempfile::tempdir().unwrap();
+    let out = util::probe(home.path())
+        .store(&store)
+        .run(&["host", "local"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).starts_with("probe report: local"),
@@ -620,26 +557,16 @@ fn concurrent_hosts_and_resolve() {
     let metas: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metas.len(), 3);
     // Two probes writing the same store at once: both succeed, nothing is lost.
-    let spawn = || {
-        let env = env();
-        Command::new(PROBE)
-            .arg("-F")
-            .arg(&env.config)
-            .arg("--store")
-            .arg(&store)
-            .args(["host", "fx-bare", "fx-docker-vllm", "--format", "json"])
-            .env("HOME", env.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let args = ["host", "fx-bare", "fx-docker-vllm", "--format", "json"];
+    let busy = util::busy();
+    let spawn = || prober(&store).spawn(&args);
     let (first, second) = (spawn(), spawn());
     for child in [first, second] {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        util::assert_output_schema(&args, &out);
     }
+    drop(busy);
     let out = probe(&["snapshots", "list", "--format", "json"], &store);
     let metas: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metas.len(), 7);
@@ -664,7 +591,7 @@ fn launch_and_audit_json_match_the_schema() {
     let out = probe(&["launch", launch.to_str().unwrap(), "--json"], &store);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("launch-output", &value);
+    assert_schema(&value, "launch-output");
     let items = value.as_array().expect("an array");
     assert_eq!(items.len(), 1, "{value:#}");
     let config: probe_model::LaunchConfig =
@@ -688,7 +615,7 @@ fn launch_and_audit_json_match_the_schema() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_schema("audit-report", &value);
+    assert_schema(&value, "audit-report");
     assert_eq!(value["hosts"][0]["status"], "ok", "{value:#}");
     assert_eq!(value["summary"]["type"], "summary");
     // The schema is not a formality: a record without its status, or a summary where a host

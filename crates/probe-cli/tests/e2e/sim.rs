@@ -6,13 +6,11 @@
 //!
 //! Bounded in time: 20 ms per channel, a 15 s deadline (the stalled hosts take it) and an 8 s
 //! connect timeout (the silent hosts take it; shorter ones fail healthy hosts whose handshake
-//! waits for a CPU on a loaded 2-core runner with the unoptimised test build).
-
-#![allow(clippy::print_stderr)]
+//! waits for a CPU on a loaded 2-core runner with the unoptimised test build). The other tests of
+//! the binary pause their probe runs while it holds `util::alone`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use probe_model::{AuditRecord, AuditStatus};
@@ -20,7 +18,8 @@ use probe_testkit::sim::{
     Behaviour, Recording, Shares, SimFleet, SimOptions, default_recording_path, fingerprint,
 };
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
+
 const HOSTS: usize = 500;
 /// What one more snapshot of an unchanged host may cost the store (docs/STORE.md, "Sizes").
 const UNCHANGED_SNAPSHOT_BOUND: u64 = 4096;
@@ -56,21 +55,20 @@ fn store_bytes(db: &Path) -> u64 {
 /// One `probe audit` run: its host records by inventory name.
 fn audit(sim: &SimFleet, inventory: &Path, db: &Path) -> BTreeMap<String, AuditRecord> {
     let started = Instant::now();
-    let out = Command::new(PROBE)
-        .arg("-F")
-        .arg(sim.ssh_config())
-        .arg("--store")
-        .arg(db)
-        .args(["--deadline", "15", "--connect-timeout", "8"])
-        .args(["audit", "--inventory"])
-        .arg(inventory)
-        .args(["-j", "64", "--jsonl", "--fail-on", "never"])
-        .env_remove("RUST_LOG")
-        .env("HOME", sim.dir())
-        .env("XDG_CONFIG_HOME", sim.dir().join("xdg"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = util::probe_on(sim.dir(), &sim.ssh_config(), db).run(&[
+        "--deadline",
+        "15",
+        "--connect-timeout",
+        "8",
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "-j",
+        "64",
+        "--jsonl",
+        "--fail-on",
+        "never",
+    ]);
     eprintln!("audit of {HOSTS} simulated hosts: {:?}", started.elapsed());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -116,6 +114,8 @@ fn check_statuses(sim: &SimFleet, records: &BTreeMap<String, AuditRecord>, secon
 #[test]
 fn five_hundred_simulated_hosts_audited_twice() {
     probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+    // Its timeouts are sized for a machine doing nothing else (see the module's comment).
+    let _alone = util::alone();
     let options = SimOptions {
         hosts: HOSTS,
         latency: Duration::from_millis(20),

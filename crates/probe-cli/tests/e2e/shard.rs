@@ -2,53 +2,38 @@
 //! runners into one real PostgreSQL store, the fleet report read back from it, and the history
 //! moved between PostgreSQL and SQLite with `snapshots import/export`.
 
-#![allow(clippy::print_stderr)]
-
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use probe_model::AuditRecord;
-use probe_testkit::fixture::{self, Fleet};
+use probe_testkit::fixture::SharedFleet;
 use probe_testkit::postgres::Postgres;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util::{self, text};
+
 /// The fixture hosts that collect in well under a second.
 const FAST: &[&str] = &["sglang-hybrid", "vllm-systemd", "docker-vllm", "bare"];
 const SHARDS: u32 = 3;
 
-fn probe(fleet: &Fleet, pg: &Postgres, home: &Path, store: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(PROBE);
-    command
-        .arg("-F")
-        .arg(fleet.ssh_config())
-        .args(["--store", store])
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("PROBE_STORE")
-        .env_remove("PROBE_SHARD")
-        .env("NO_COLOR", "1")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("xdg-config"))
-        .stdin(Stdio::null());
-    for (key, value) in pg.client_env() {
-        command.env(key, value);
-    }
-    command.output().unwrap()
+/// probe with the fleet's config, the PostgreSQL client environment and the store `store`.
+fn prober(fleet: &SharedFleet, pg: &Postgres, home: &Path, store: &str) -> util::Probe {
+    pg.client_env().into_iter().fold(
+        util::probe_on(home, &fleet.ssh_config(), store),
+        |probe, (key, value)| probe.env(&key, value),
+    )
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn probe(fleet: &SharedFleet, pg: &Postgres, home: &Path, store: &str, args: &[&str]) -> Output {
+    prober(fleet, pg, home, store).run(args)
 }
 
 #[test]
 fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
-    probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-    fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
     probe_testkit::postgres::require_postgres().unwrap_or_else(|e| panic!("{e}"));
     let pg = Postgres::start();
     let url = pg.create_database("fleet");
-    let fleet = Fleet::start(FAST);
+    let fleet = util::fleet(FAST);
     let home = tempfile::tempdir().unwrap();
     // Two inventory names per fixture host (8 hosts), so every shard has work.
     let mut inventory = String::from("[groups.prod]\nhosts = [");
@@ -79,33 +64,33 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
 
     // Three runners at once, one shard each, one store.
     let mut runners = Vec::new();
+    let busy = util::busy();
     for index in 0..SHARDS {
         let prometheus = home.path().join(format!("probe-{index}.prom"));
-        let mut command = Command::new(PROBE);
-        command
-            .arg("-F")
-            .arg(fleet.ssh_config())
-            .args(["--store", &url])
-            .args(["audit", "--inventory", inventory_arg, "--jsonl"])
-            .args(["--shard", &format!("{index}/{SHARDS}")])
-            .arg("--prometheus")
-            .arg(&prometheus)
-            .args(["--fail-on", "error"])
-            .env_remove("RUST_LOG")
-            .env("NO_COLOR", "1")
-            .env("HOME", home.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (key, value) in pg.client_env() {
-            command.env(key, value);
-        }
-        runners.push((index, prometheus, command.spawn().unwrap()));
+        let shard = format!("{index}/{SHARDS}");
+        let prometheus_arg = prometheus.to_str().unwrap().to_string();
+        let args = [
+            "audit",
+            "--inventory",
+            inventory_arg,
+            "--jsonl",
+            "--shard",
+            &shard,
+            "--prometheus",
+            &prometheus_arg,
+            "--fail-on",
+            "error",
+        ]
+        .map(String::from);
+        let child =
+            prober(&fleet, &pg, home.path(), &url).spawn(&args.each_ref().map(|a| a.as_str()));
+        runners.push((index, prometheus, args, child));
     }
     let mut audited: Vec<String> = Vec::new();
     let mut all_records: Vec<AuditRecord> = Vec::new();
-    for (index, prometheus, child) in runners {
+    for (index, prometheus, args, child) in runners {
         let out = child.wait_with_output().unwrap();
+        util::assert_output_schema(&args.each_ref().map(|a| a.as_str()), &out);
         let stdout = text(&out.stdout);
         assert_eq!(
             out.status.code(),
@@ -135,6 +120,7 @@ fn sharded_audit_into_one_postgres_store_and_the_fleet_report() {
             assert!(metrics.contains(&format!("probe_host_up{{host=\"{}\"}} 1", record.host)));
         }
     }
+    drop(busy);
     // What that design implies: a previous snapshot, where one was found, is the twin's.
     for record in &all_records {
         let Some(previous) = &record.previous_snapshot_id else {

@@ -7,25 +7,19 @@
 //! crafted snapshot file's secrets are redacted before it is diffed or imported.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
+
 /// Far more than probe needs, far less than a runaway read would take.
 const MEMORY_LIMIT: &str = "--as=1073741824";
 
+/// probe with `home` as its home and store directory, under the memory and time limits.
 fn probe(home: &Path, args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["-k", "5", "60", "prlimit", MEMORY_LIMIT, PROBE])
-        .arg("--store")
-        .arg(home.join("snapshots.db"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("xdg-config"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    util::probe(home)
+        .store(home.join("snapshots.db"))
+        .wrapped(&["timeout", "-k", "5", "60", "prlimit", MEMORY_LIMIT])
+        .run(args)
 }
 
 /// Exit 2 and exactly one stderr line (besides a hint) containing every `needle`.

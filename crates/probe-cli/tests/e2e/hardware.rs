@@ -6,45 +6,31 @@
 //! The nvidia-smi and journalctl stand-ins replay driver-535-shaped output (no GPU here).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use probe_model::{HostReport, Impact, Timeline, TimelineEventKind};
-use probe_testkit::fixture::{self, FixtureHost};
+use probe_testkit::fixture::FixtureHost;
 
-const PROBE: &str = env!("CARGO_BIN_EXE_probe");
+use crate::util;
 
 struct Env {
-    host: FixtureHost,
+    host: &'static FixtureHost,
     dir: tempfile::TempDir,
 }
 
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| {
-        probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
-        Env {
-            host: FixtureHost::start("gpu-faults"),
-            dir: tempfile::tempdir().unwrap(),
-        }
+    ENV.get_or_init(|| Env {
+        host: util::fleet(&["gpu-faults"]).host("gpu-faults"),
+        dir: tempfile::tempdir().unwrap(),
     })
 }
 
+/// probe with the host's own config and the store at `store`.
 fn probe(args: &[&str], store: &Path) -> Output {
     let env = env();
-    Command::new(PROBE)
-        .arg("-F")
-        .arg(env.host.ssh_config())
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", env.dir.path())
-        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg-config"))
-        .output()
-        .unwrap()
+    util::probe_on(env.dir.path(), &env.host.ssh_config(), store).run(args)
 }
 
 fn ok(out: &Output) -> String {
@@ -64,10 +50,7 @@ fn report() -> &'static (HostReport, String, Timeline) {
         let env = env();
         let store = env.dir.path().join("snapshots.db");
         let alias = env.host.alias.clone();
-        let json = ok(&probe(&["host", &alias, "--format", "json"], &store));
-        let mut reports: Vec<HostReport> = serde_json::from_str(&json).expect("host report json");
-        assert_eq!(reports.len(), 1);
-        let report = reports.remove(0);
+        let report = util::one_host_report(&probe(&["host", &alias, "--format", "json"], &store));
         let human = ok(&probe(&["host", &alias], &store));
         let tl = ok(&probe(
             &["timeline", &format!("{alias}@latest"), "--format", "json"],

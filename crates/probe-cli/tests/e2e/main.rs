@@ -1,0 +1,19 @@
+//! probe-cli's integration tests, one binary (as ripgrep's `tests/`): the built `probe` against
+//! fixture hosts over real SSH, simulated fleets, PostgreSQL, a pseudo-terminal and headless
+//! Chromium, hostile local files, and the redaction property. One module per area; `util` holds
+//! the one way to run probe, the schema check every JSON output passes, and the process's
+//! fixture hosts, which every module shares (each host starts once, on first use).
+
+#![allow(clippy::print_stderr)]
+
+mod fleet;
+mod hardware;
+mod local_input;
+mod redaction_props;
+mod runs;
+mod secrets;
+mod server;
+mod shard;
+mod sim;
+mod tty;
+mod util;
