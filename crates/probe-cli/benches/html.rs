@@ -107,11 +107,11 @@ fn main() {
     let mut runs = 0;
     for _ in 0..3 {
         let t = Instant::now();
-        let report = probe_cli::report::build(black_box(&s), None, false, Vec::new());
+        let report = probe_cli::testing::host_report(black_box(&s), None, false, Vec::new());
         build.push(t.elapsed());
         runs = report.runs.len();
         let t = Instant::now();
-        let page = probe_cli::render::html::host_page(std::slice::from_ref(&report));
+        let page = probe_cli::testing::host_page(std::slice::from_ref(&report));
         render.push(t.elapsed());
         size = page.len();
     }

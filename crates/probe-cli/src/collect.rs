@@ -1,7 +1,7 @@
 //! Collecting one target: connect (SSH or local), run the collection under a deadline, close.
 //! Failures are classified for summaries and exit codes.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use probe_model::Snapshot;
 use probe_transport::{ConnectOptions, FailureClass, TransportError};
@@ -14,7 +14,6 @@ use crate::settings::Settings;
 pub struct Collected {
     pub snapshot: Snapshot,
     pub notices: Vec<String>,
-    pub elapsed: Duration,
 }
 
 /// A target that could not be collected.
@@ -24,7 +23,6 @@ pub struct CollectFailure {
     pub class: HostFailure,
     /// One line, `HOST: cause`.
     pub message: String,
-    pub elapsed: Duration,
 }
 
 impl From<FailureClass> for HostFailure {
@@ -97,12 +95,11 @@ fn tty_passphrase(key: &std::path::Path) -> Option<String> {
     (!passphrase.is_empty()).then_some(passphrase)
 }
 
-fn transport_failure(target: &str, err: &TransportError, started: Instant) -> CollectFailure {
+fn transport_failure(target: &str, err: &TransportError) -> CollectFailure {
     CollectFailure {
         target: target.to_string(),
         class: err.class().into(),
         message: err.to_string(),
-        elapsed: started.elapsed(),
     }
 }
 
@@ -112,22 +109,17 @@ pub async fn collect_target(
     settings: &Settings,
     options: &ConnectOptions,
 ) -> Result<Collected, CollectFailure> {
-    let started = Instant::now();
     let deadline = settings.deadline;
     let work = async {
         let connection = probe_transport::connect(target, options)
             .await
-            .map_err(|err| transport_failure(target, &err, started))?;
+            .map_err(|err| transport_failure(target, &err))?;
         let mut notices = connection.notices();
         let result = run_collection(&connection, target, settings).await;
         connection.close().await;
         result.map(|(snapshot, more)| {
             notices.extend(more);
-            Collected {
-                snapshot,
-                notices,
-                elapsed: started.elapsed(),
-            }
+            Collected { snapshot, notices }
         })
     };
     match tokio::time::timeout(deadline + Duration::from_secs(5), work).await {
@@ -139,7 +131,6 @@ pub async fn collect_target(
                 "{target}: collection did not finish within the deadline ({}s)",
                 deadline.as_secs()
             ),
-            elapsed: started.elapsed(),
         }),
     }
 }
@@ -149,7 +140,6 @@ async fn run_collection(
     target: &str,
     settings: &Settings,
 ) -> Result<(Snapshot, Vec<String>), CollectFailure> {
-    let started = Instant::now();
     let options = probe_collect::CollectOptions {
         target: target.to_string(),
         sudo: settings.sudo,
@@ -178,7 +168,6 @@ async fn run_collection(
                 target: target.to_string(),
                 class,
                 message: crate::output::one_line(&err.to_string()),
-                elapsed: started.elapsed(),
             });
         }
     };

@@ -28,13 +28,6 @@ pub enum ExpectedError {
         cause: String,
         class: HostFailure,
     },
-    /// Several hosts failed (`probe host a b c`); the first is shown, all were reported.
-    #[error("{failed} of {total} hosts failed")]
-    SomeHostsFailed {
-        failed: usize,
-        total: usize,
-        worst: HostFailure,
-    },
     /// Something else.
     #[error("{0}")]
     Other(String),
@@ -53,17 +46,6 @@ pub enum HostFailure {
 }
 
 impl HostFailure {
-    pub fn label(self) -> &'static str {
-        match self {
-            HostFailure::Unreachable => "unreachable",
-            HostFailure::AuthFailed => "auth failed",
-            HostFailure::HostKeyRefused => "host key refused",
-            HostFailure::TimedOut => "timed out",
-            HostFailure::Config => "config error",
-            HostFailure::Error => "error",
-        }
-    }
-
     pub fn exit_code(self) -> u8 {
         match self {
             HostFailure::HostKeyRefused => exit_codes::HOST_KEY_REFUSED,
@@ -76,7 +58,6 @@ impl ExpectedError {
     pub fn exit_code(&self) -> u8 {
         match self {
             ExpectedError::Host { class, .. } => class.exit_code(),
-            ExpectedError::SomeHostsFailed { worst, .. } => worst.exit_code(),
             ExpectedError::Usage(_)
             | ExpectedError::Config(_)
             | ExpectedError::File { .. }

@@ -1,24 +1,38 @@
 //! The `probe` command: argument parsing, settings, dispatch to one module per command, and
 //! rendering. This is the only crate that prints; libraries return values and errors.
 //!
-//! * [`args`]: clap types (the `--help` text), [`settings`]: flags over config file over defaults.
-//! * [`cmd`]: one module per command, returning an exit code or an [`errors::ExpectedError`].
-//! * [`render`]: reports as documents, rendered as human text, Markdown or JSON.
-//! * [`inventory`]: fleet inventories (TOML, Ansible INI/YAML, ssh_config).
-//! * [`output`]: the terminal: colour, sanitizing remote text, stdout/stderr.
+//! * `args`: clap types (the `--help` text), `settings`: flags over config file over defaults.
+//! * `cmd`: one module per command, returning an exit code or an `errors::ExpectedError`.
+//! * `render`: reports as documents, rendered as human text, Markdown or JSON.
+//! * `inventory`: fleet inventories (TOML, Ansible INI/YAML, ssh_config).
+//! * `output`: the terminal: colour, sanitizing remote text, stdout/stderr.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod args;
-pub mod cmd;
-pub mod collect;
-pub mod errors;
-pub mod inventory;
-pub mod output;
-pub mod prometheus;
-pub mod render;
-pub mod report;
-pub mod settings;
+mod args;
+mod cmd;
+mod collect;
+mod errors;
+mod inventory;
+mod output;
+mod prometheus;
+mod render;
+mod report;
+mod settings;
+
+/// What the integration tests and benchmarks drive directly (the property test renders every
+/// output of a report; the Kubernetes test parses the manifests' arguments with the real `Cli`):
+/// the rest of the crate is private, so the compiler tells dead code from API.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::args::{Cli, Command, Format};
+    pub use crate::output::Printer;
+    pub use crate::prometheus::render as prometheus;
+    pub use crate::render::html::host_page;
+    pub use crate::render::json::{line as json_line, pretty as json_pretty};
+    pub use crate::render::{audit_doc, change_summary, host_report_doc, snapshot_diff_doc, text};
+    pub use crate::report::build as host_report;
+}
 
 use std::process::ExitCode;
 use std::sync::Arc;

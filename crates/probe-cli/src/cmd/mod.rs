@@ -160,7 +160,6 @@ pub async fn collect_live(
     // work: off the runtime's threads, so the other hosts' connections keep moving meanwhile.
     let store = Arc::clone(store);
     let owned_target = target.to_string();
-    let elapsed = collected.elapsed;
     tokio::task::spawn_blocking(move || store_live(&*store, &owned_target, collected, no_store))
         .await
         .unwrap_or_else(|err| {
@@ -168,7 +167,6 @@ pub async fn collect_live(
                 target: target.to_string(),
                 class: HostFailure::Error,
                 message: format!("{target}: internal error storing the snapshot: {err}"),
-                elapsed,
             })
         })
 }
@@ -184,7 +182,6 @@ fn store_live(
         target: target.to_string(),
         class: HostFailure::Error,
         message: format!("{target}: {err}"),
-        elapsed: collected.elapsed,
     };
     let previous = store.previous(&collected.snapshot).map_err(store_failure)?;
     let stored = if no_store {

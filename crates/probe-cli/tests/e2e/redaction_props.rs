@@ -10,9 +10,7 @@
 
 use std::path::Path;
 
-use probe_cli::args::Format;
-use probe_cli::output::Printer;
-use probe_cli::{prometheus, render, report};
+use probe_cli::testing::{self as cli, Format, Printer};
 use probe_collect::redact::{Redactor, redact_snapshot};
 use probe_model::{AuditRecord, AuditStatus, AuditSummary, Snapshot};
 use probe_store::SnapshotStore;
@@ -233,29 +231,29 @@ proptest! {
 
         // Every output format of a host report, a diff and an audit.
         let before = Snapshot { id: "before".into(), ..Snapshot::default() };
-        let host = report::build(&snap, Some(&before), true, Vec::new());
+        let host = cli::host_report(&snap, Some(&before), true, Vec::new());
         let diff = probe_diff::compare_snapshots(&before, &snap, &probe_diff::CompareOptions::default());
         for format in [Format::Human, Format::Markdown] {
             let p = printer(format);
-            leaks("report", &render::text(&render::host_report_doc(&host), &p))?;
-            leaks("diff", &render::text(&render::snapshot_diff_doc(&diff), &p))?;
+            leaks("report", &cli::text(&cli::host_report_doc(&host), &p))?;
+            leaks("diff", &cli::text(&cli::snapshot_diff_doc(&diff), &p))?;
         }
-        leaks("report json", &render::json::pretty(&host))?;
-        leaks("diff json", &render::json::pretty(&diff))?;
+        leaks("report json", &cli::json_pretty(&host))?;
+        leaks("diff json", &cli::json_pretty(&diff))?;
         let record = AuditRecord {
             record_type: probe_model::RecordType::Host,
             host: snap.target.clone(),
             target: snap.target.clone(),
             status: AuditStatus::Changed,
             changes: diff.changes.len(),
-            top_changes: diff.changes.iter().take(5).map(render::change_summary).collect(),
+            top_changes: diff.changes.iter().take(5).map(cli::change_summary).collect(),
             snapshot_id: Some(snap.id.clone()),
             engines: Vec::new(),
             ..AuditRecord::default()
         };
         let summary = AuditSummary::default();
-        leaks("audit jsonl", &render::json::line(&record))?;
-        leaks("audit human", &render::text(&render::audit_doc(std::slice::from_ref(&record), &summary), &printer(Format::Human)))?;
-        leaks("prometheus", &prometheus::render(std::slice::from_ref(&record), &summary))?;
+        leaks("audit jsonl", &cli::json_line(&record))?;
+        leaks("audit human", &cli::text(&cli::audit_doc(std::slice::from_ref(&record), &summary), &printer(Format::Human)))?;
+        leaks("prometheus", &cli::prometheus(std::slice::from_ref(&record), &summary))?;
     }
 }

@@ -456,7 +456,7 @@ fn kubernetes_schemas_refuse_a_planted_unknown_field() {
 #[test]
 fn kubernetes_examples_run_the_sharded_audit_probe_parses() {
     use clap::Parser as _;
-    use probe_cli::args::{Cli, Command as ProbeCommand};
+    use probe_cli::testing::{Cli, Command as ProbeCommand};
     let docs = example_documents();
     let specs = job_specs(&docs);
     assert_eq!(specs.len(), 2, "one Job and one CronJob");
