@@ -763,3 +763,144 @@ mod round_trip {
         }
     }
 }
+
+/// The snapshots of the layout-version-3 fixtures (`tests/fixtures/store-v3-*.sql`, written by
+/// the layout-3 store's `put`): three hosts of one image, four hourly snapshots each, with drift
+/// (uptime, GPU memory), hostile text, a NUL, and one snapshot replaced and one pruned.
+fn v3_fixture_snapshots() -> Vec<Snapshot> {
+    let mut all = Vec::new();
+    for host in 0..3u32 {
+        for hour in 0..4i64 {
+            let at = 1_795_000_000 + hour * 3600;
+            let mut s = snapshot(
+                &format!("gpu{host}-{at}-v3"),
+                &format!("gpu{host}"),
+                &format!("gpu{host}"),
+                &format!("m-v3-{host:04}"),
+                at,
+            );
+            s.duration_ms = 700 + hour as u64;
+            s.host.uptime_s = Some(86_400 + hour as u64 * 3600);
+            s.host.os_pretty = Some("Debian \"12\" \\ ünïcode \u{1F600} \u{1b}[31m \0".into());
+            s.processes.push(ProcessInfo {
+                pid: 4000 + host,
+                argv: vec!["python3".into(), "-m".into(), "vllm.entrypoints".into()],
+                engine: Some(probe_model::Engine::Vllm),
+                ..ProcessInfo::default()
+            });
+            s.python_envs.push(PythonEnv {
+                interpreter: "/opt/venv/bin/python".into(),
+                packages: (0..20)
+                    .map(|i| PythonPackage {
+                        name: if i == 0 {
+                            "vllm".into()
+                        } else {
+                            format!("package-{i}")
+                        },
+                        version: format!("0.{i}.0"),
+                        ..PythonPackage::default()
+                    })
+                    .collect(),
+                ..PythonEnv::default()
+            });
+            s.gpu.driver_version = Some("570.172.08".into());
+            s.gpu.gpus = (0..2)
+                .map(|g| probe_model::Gpu {
+                    index: Some(g),
+                    name: Some("NVIDIA H200".into()),
+                    memory_used_mib: Some(120_000 + hour as u64 * 97 + u64::from(g)),
+                    ..probe_model::Gpu::default()
+                })
+                .collect();
+            all.push(s);
+        }
+    }
+    all
+}
+
+/// What a layout-3 fixture holds must come back exactly: every snapshot, its export, each
+/// host's history, the indexed versions; the pruned snapshot stays gone.
+fn check_v3_fixture(store: &dyn SnapshotStore) {
+    let expected = v3_fixture_snapshots();
+    for s in &expected {
+        assert_eq!(
+            store.export(&s.id).unwrap(),
+            probe_store::to_json(s),
+            "{}",
+            s.id
+        );
+        assert_eq!(store.get(&s.id).unwrap().as_ref(), Some(s));
+    }
+    assert!(store.get("doomed").unwrap().is_none());
+    assert_eq!(store.list(None).unwrap().len(), expected.len());
+    for host in 0..3 {
+        let history = ids(store.history(&format!("gpu{host}")).unwrap());
+        let want: Vec<String> = expected
+            .iter()
+            .filter(|s| s.target == format!("gpu{host}"))
+            .map(|s| s.id.clone())
+            .collect();
+        assert_eq!(history, want);
+    }
+    assert_eq!(store.list(None).unwrap()[0].versions["vllm"], "0.0.0");
+    assert_eq!(
+        store.list(Some("gpu1")).unwrap()[0].versions["nvidia-driver"],
+        "570.172.08"
+    );
+    // And it takes new snapshots, which share what the old ones stored.
+    let mut next = expected[11].clone();
+    next.id = "after-migration".into();
+    next.collected_at += 3600;
+    store.put(&next).unwrap();
+    assert_eq!(
+        store.export("after-migration").unwrap(),
+        probe_store::to_json(&next)
+    );
+    store
+        .prune(&PrunePolicy {
+            keep_last: 1,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.export("after-migration").unwrap(),
+        probe_store::to_json(&next)
+    );
+    assert_eq!(store.list(None).unwrap().len(), 3);
+}
+
+/// A SQLite store written by the layout-3 release opens with every snapshot intact.
+#[test]
+fn sqlite_a_version_three_store_opens_with_every_snapshot_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshots.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(include_str!("fixtures/store-v3-sqlite.sql"))
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    check_v3_fixture(&store);
+    drop(store);
+    let version: u32 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT max(version) FROM schema_meta", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, probe_store::STORE_SCHEMA_VERSION);
+}
+
+/// A PostgreSQL store written by the layout-3 release opens with every snapshot intact.
+#[test]
+fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    cluster.psql(&name, include_str!("fixtures/store-v3-postgres.sql"));
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    check_v3_fixture(&store);
+    assert_eq!(
+        cluster
+            .psql(&name, "SELECT max(version) FROM probe.schema_meta")
+            .trim(),
+        probe_store::STORE_SCHEMA_VERSION.to_string()
+    );
+}
