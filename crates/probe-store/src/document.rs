@@ -57,6 +57,37 @@ pub fn from_json(text: &str, what: &str) -> Result<Snapshot, StoreError> {
     Ok(snapshot)
 }
 
+/// Parses a document the store itself wrote (`to_json` output, so every field is there): straight
+/// into the snapshot type, without [`from_json`]'s detour through a JSON value, with the same
+/// schema checks. Anything that does not parse that way goes through [`from_json`], so the
+/// outcome (and every error) is the same as [`from_json`]'s.
+pub(crate) fn from_stored(text: &str, what: &str) -> Result<Snapshot, StoreError> {
+    if !text.trim_start().starts_with('{') {
+        return from_json(text, what);
+    }
+    match serde_json::from_str::<Snapshot>(text) {
+        // Where the typed reading cannot tell what `from_json` would decide (an old version, a
+        // document that may lack every identifying field), `from_json` decides.
+        Ok(snapshot)
+            if snapshot.schema_version == 0
+                || (snapshot.id.is_empty()
+                    && snapshot.target.is_empty()
+                    && snapshot.host == probe_model::HostFacts::default()) =>
+        {
+            from_json(text, what)
+        }
+        Ok(snapshot) if snapshot.schema_version > SCHEMA_VERSION => {
+            Err(StoreError::NewerSnapshot {
+                what: what.to_string(),
+                found: snapshot.schema_version,
+                supported: SCHEMA_VERSION,
+            })
+        }
+        Ok(snapshot) => Ok(snapshot),
+        Err(_) => from_json(text, what),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +103,34 @@ mod tests {
         };
         let text = to_json(&snapshot);
         assert_eq!(from_json(&text, "t").unwrap(), snapshot);
+    }
+
+    #[test]
+    fn stored_documents_read_as_from_json_reads_them() {
+        let snapshot = Snapshot {
+            schema_version: SCHEMA_VERSION,
+            id: "gpu7-1-abc".into(),
+            target: "gpu7".into(),
+            ..Snapshot::default()
+        };
+        let text = to_json(&snapshot);
+        assert_eq!(
+            from_stored(&text, "t").unwrap(),
+            from_json(&text, "t").unwrap()
+        );
+        let old = r#"{"id": "a", "target": "h"}"#;
+        assert_eq!(from_stored(old, "t").unwrap(), from_json(old, "t").unwrap());
+        let newer = format!(r#"{{"schema_version": {}, "id": "x"}}"#, SCHEMA_VERSION + 1);
+        assert!(matches!(
+            from_stored(&newer, "t").unwrap_err(),
+            StoreError::NewerSnapshot { .. }
+        ));
+        for refused in ["[1]", r#"{"foo": 1}"#, r#"{"id": "a", "id": "b"}x"#] {
+            assert!(matches!(
+                from_stored(refused, "t").unwrap_err(),
+                StoreError::BadDocument { .. }
+            ));
+        }
     }
 
     #[test]

@@ -161,6 +161,12 @@ pub trait SnapshotStore: Send + Sync {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError>;
     /// A snapshot by id.
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError>;
+    /// Snapshots by id, in the order asked (`None` where an id is not stored): what a fleet
+    /// report reads of every host. Implementations read each section shared by several of them
+    /// once.
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        ids.iter().map(|id| self.get(id)).collect()
+    }
     /// The newest snapshot of a host (name, target, address or machine-id).
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError>;
     /// The newest stored snapshot of the same host identity taken before `snapshot` (other than

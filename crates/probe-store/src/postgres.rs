@@ -959,10 +959,12 @@ async fn read_document(
     };
     let layout: String = first.get(0);
     let mut sections = Vec::with_capacity(rows.len());
+    let mut ids = Vec::with_capacity(rows.len());
     for row in &rows {
         let Some(section) = row.get::<_, Option<i64>>(1) else {
             continue;
         };
+        ids.push(section);
         let hash: Option<Vec<u8>> = row.get(2);
         let (Some(hash), Some(size), Some(body)) = (hash, row.get(3), row.get(4)) else {
             return Err(StoreError::Postgres {
@@ -972,7 +974,11 @@ async fn read_document(
         };
         sections.push((hash, size, body));
     }
-    Ok(Some(crate::sqlite::Stored { layout, sections }))
+    Ok(Some(crate::sqlite::Stored {
+        layout,
+        sections,
+        ids,
+    }))
 }
 
 /// Migration to [`SECTIONS_VERSION`]: every jsonb document becomes a layout and sections. The
@@ -1038,7 +1044,7 @@ impl SnapshotStore for PgStore {
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
         let what = format!("{id} in {}", self.location);
         self.document(id)?
-            .map(|text| from_json(&text, &what))
+            .map(|text| crate::document::from_stored(&text, &what))
             .transpose()
     }
 

@@ -18,7 +18,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 
 use crate::content::{self, Section, Split};
 use crate::{
-    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json, to_json,
+    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit,
+    document::from_stored, to_json,
 };
 
 /// Version of the store's own table layout (not of the snapshot documents).
@@ -363,9 +364,41 @@ impl SnapshotStore for SqliteStore {
 
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
         match self.document(id)? {
-            Some(text) => from_json(&text, &format!("{id} in {}", self.path.display())).map(Some),
+            Some(text) => from_stored(&text, &format!("{id} in {}", self.path.display())).map(Some),
             None => Ok(None),
         }
+    }
+
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut cache = SectionCache::default();
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches, each one read transaction, so a writer is never held up for long.
+        for batch in ids.chunks(256) {
+            let stored = self.with_retries(|connection| {
+                let transaction = connection.transaction()?;
+                batch
+                    .iter()
+                    .map(|id| read_stored(&transaction, id))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })?;
+            for (id, stored) in batch.iter().zip(stored) {
+                let what = || format!("{id} in {}", self.path.display());
+                let snapshot = match stored {
+                    Some(stored) => {
+                        let text = stored.assemble_with(&mut cache).map_err(|cause| {
+                            StoreError::BadDocument {
+                                what: what(),
+                                cause,
+                            }
+                        })?;
+                        Some(from_stored(&text, &what())?)
+                    }
+                    None => None,
+                };
+                snapshots.push(snapshot);
+            }
+        }
+        Ok(snapshots)
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
@@ -727,21 +760,58 @@ fn identify_host(
 }
 
 /// A stored document before it is put back together: its layout and its sections' stored
-/// (hash, size, compressed body), in order.
+/// (hash, size, compressed body), in order, with their ids.
 pub(crate) struct Stored {
     pub layout: String,
     pub sections: Vec<(Vec<u8>, i64, Vec<u8>)>,
+    pub ids: Vec<i64>,
 }
 
 impl Stored {
     /// The document, each section checked against its size and address.
     pub fn assemble(&self) -> Result<String, String> {
-        let bodies = self
-            .sections
-            .iter()
-            .map(|(hash, size, body)| content::decompress(body, *size, hash))
-            .collect::<Result<Vec<_>, _>>()?;
+        self.assemble_with(&mut SectionCache::default())
+    }
+
+    /// [`Stored::assemble`], taking each section already read from `cache` and leaving the
+    /// ones read here in it.
+    pub fn assemble_with(&self, cache: &mut SectionCache) -> Result<String, String> {
+        let mut bodies = Vec::with_capacity(self.sections.len());
+        for (index, (hash, size, body)) in self.sections.iter().enumerate() {
+            let id = self.ids.get(index).copied();
+            if let Some(bytes) = id.and_then(|id| cache.bytes.get(&id)) {
+                bodies.push(bytes.clone());
+                continue;
+            }
+            let bytes = content::decompress(body, *size, hash)?;
+            if let Some(id) = id {
+                cache.keep(id, &bytes);
+            }
+            bodies.push(bytes);
+        }
         content::assemble(&self.layout, &bodies)
+    }
+}
+
+/// Sections already decompressed and checked, by id, while one caller reads many snapshots
+/// (hosts of one image share their packages, package events and histories). Bounded: past
+/// [`SectionCache::LIMIT`] bytes it starts over.
+#[derive(Default)]
+pub(crate) struct SectionCache {
+    bytes: HashMap<i64, Vec<u8>>,
+    held: usize,
+}
+
+impl SectionCache {
+    const LIMIT: usize = 256 << 20;
+
+    fn keep(&mut self, id: i64, bytes: &[u8]) {
+        if self.held + bytes.len() > Self::LIMIT {
+            self.bytes.clear();
+            self.held = 0;
+        }
+        self.held += bytes.len();
+        self.bytes.insert(id, bytes.to_vec());
     }
 }
 
@@ -757,16 +827,24 @@ fn read_stored(connection: &Connection, id: &str) -> rusqlite::Result<Option<Sto
         return Ok(None);
     };
     let mut statement = connection.prepare_cached(
-        "SELECT c.hash, c.size, c.body FROM snapshot_sections r
+        "SELECT c.hash, c.size, c.body, c.id FROM snapshot_sections r
          JOIN sections c ON c.id = r.section
          WHERE r.snapshot = ?1 ORDER BY r.position",
     )?;
-    let sections = statement
+    let rows = statement
         .query_map(params![seq], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            Ok((
+                (row.get(0)?, row.get(1)?, row.get(2)?),
+                row.get::<_, i64>(3)?,
+            ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Some(Stored { layout, sections }))
+    let (sections, ids) = rows.into_iter().unzip();
+    Ok(Some(Stored {
+        layout,
+        sections,
+        ids,
+    }))
 }
 
 /// Files the sections of snapshot `seq`: a section already held is referenced, a new one is
