@@ -764,7 +764,8 @@ mod round_trip {
     }
 }
 
-/// The snapshots of the layout-version-3 fixtures (`tests/fixtures/store-v3-*.sql`, written by
+/// The snapshots of the layout-version-3 fixtures (`tests/fixtures/store-v3.sqlite`, the file,
+/// and `store-v3.pgdump`, a `pg_dump --format=custom`, of stores written by
 /// the layout-3 store's `put`): three hosts of one image, four hourly snapshots each, with drift
 /// (uptime, GPU memory), hostile text, a NUL, and one snapshot replaced and one pruned.
 fn v3_fixture_snapshots() -> Vec<Snapshot> {
@@ -874,10 +875,8 @@ fn check_v3_fixture(store: &dyn SnapshotStore) {
 fn sqlite_a_version_three_store_opens_with_every_snapshot_intact() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("snapshots.db");
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch(include_str!("fixtures/store-v3-sqlite.sql"))
-        .unwrap();
+    // The file that store wrote, as it was when it was closed.
+    std::fs::write(&path, include_bytes!("fixtures/store-v3.sqlite")).unwrap();
     let store = SqliteStore::open(&path).unwrap();
     check_v3_fixture(&store);
     drop(store);
@@ -894,7 +893,18 @@ fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
     let cluster = cluster();
     let name = database_name();
     let url = cluster.create_database(&name);
-    cluster.psql(&name, include_str!("fixtures/store-v3-postgres.sql"));
+    // The dump of that store, restored as it was.
+    let dump = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(dump.path(), include_bytes!("fixtures/store-v3.pgdump")).unwrap();
+    let bin = probe_testkit::postgres::require_postgres().unwrap();
+    let restored = std::process::Command::new(bin.join("pg_restore"))
+        .args(["--no-owner", "--no-privileges", "-d", &url])
+        .arg(dump.path())
+        .envs(cluster.client_env())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&restored.stderr);
+    assert!(restored.status.success(), "pg_restore: {stderr}");
     let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
     check_v3_fixture(&store);
     assert_eq!(
