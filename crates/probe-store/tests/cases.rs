@@ -91,6 +91,7 @@ cases!(
     concurrent_writers_of_one_new_machine_agree_on_its_host,
     audit_records_newest_per_host_across_shards,
     replacing_a_snapshot_keeps_one_copy,
+    pruning_a_base_keeps_what_later_snapshots_need,
 );
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
@@ -446,6 +447,97 @@ fn replacing_a_snapshot_keeps_one_copy(backend: &Backend) {
     assert_eq!(store.get("r1").unwrap().unwrap(), again);
 }
 
+/// Host `gpu7`'s snapshot at `hour`, with what moves every hour moved (uptime, GPU memory and
+/// utilisation, section timings) and a process list that changes once.
+fn drifting(hour: i64) -> Snapshot {
+    let mut s = snapshot(
+        &format!("gpu7-{hour}"),
+        "gpu7",
+        "gpu7",
+        "m-drift-0001",
+        1_795_000_000 + hour * 3600,
+    );
+    s.duration_ms = 700 + hour as u64 % 50;
+    s.host.uptime_s = Some(86_400 + hour as u64 * 3600);
+    s.host.mem_available_kib = Some(1_500_000_000 - hour as u64 * 1000);
+    s.sections = (0..20)
+        .map(|i| probe_model::SectionReport {
+            name: format!("section-{i}"),
+            bytes: 1000 + i * 37 + hour as u64 % 17,
+            duration_ms: Some(10 + (i + hour as u64) % 90),
+            ..probe_model::SectionReport::default()
+        })
+        .collect();
+    s.processes = (0..10)
+        .map(|i| ProcessInfo {
+            pid: 1000 + i + if hour >= 12 { 500 } else { 0 },
+            argv: vec!["python3".into(), format!("worker.{i}")],
+            ..ProcessInfo::default()
+        })
+        .collect();
+    s.gpu.gpus = (0..4)
+        .map(|g| probe_model::Gpu {
+            index: Some(g),
+            memory_used_mib: Some(120_000 + (hour as u64 * 97 + u64::from(g)) % 5000),
+            utilization_gpu_pct: Some(((hour as u64 * 7 + u64::from(g)) % 100) as u32),
+            ..probe_model::Gpu::default()
+        })
+        .collect();
+    s
+}
+
+/// Later snapshots keep only their difference from the sections of earlier ones: pruning (or
+/// replacing) the snapshots those sections came from leaves every later one intact.
+fn pruning_a_base_keeps_what_later_snapshots_need(backend: &Backend) {
+    let store = backend.open();
+    let mut kept: Vec<Snapshot> = (0..30).map(drifting).collect();
+    for s in &kept {
+        store.put(s).unwrap();
+    }
+    // Replace the very first one (whose sections are the first bases) with something else.
+    let mut replaced = kept[0].clone();
+    replaced.host.kernel = Some("6.12".into());
+    replaced.processes.clear();
+    store.put(&replaced).unwrap();
+    kept[0] = replaced;
+    let check = |kept: &[Snapshot]| {
+        assert_eq!(store.list(None).unwrap().len(), kept.len());
+        for s in kept {
+            assert_eq!(
+                store.export(&s.id).unwrap(),
+                probe_store::to_json(s),
+                "{}",
+                s.id
+            );
+        }
+        let ids: Vec<String> = kept.iter().map(|s| s.id.clone()).collect();
+        let many: Vec<Snapshot> = store
+            .get_many(&ids)
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(many, kept);
+    };
+    check(&kept);
+    for (hour, keep_last) in [(30, 20), (31, 3), (32, 1)] {
+        let pruned = store
+            .prune(&PrunePolicy {
+                keep_last,
+                ..PrunePolicy::default()
+            })
+            .unwrap();
+        assert_eq!(pruned.len(), kept.len() - keep_last);
+        kept.drain(..kept.len() - keep_last);
+        check(&kept);
+        // And the next snapshot is stored against what is left.
+        let next = drifting(hour);
+        store.put(&next).unwrap();
+        kept.push(next);
+        check(&kept);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL only.
 
@@ -641,17 +733,19 @@ fn postgres_a_version_two_store_opens_with_every_snapshot_intact() {
             .trim(),
         format!("{}|0", probe_store::STORE_SCHEMA_VERSION)
     );
-    // The old snapshots share what did not change between them: only `host` differs.
-    let (sections, per_snapshot) = section_counts(cluster, &name);
-    assert!(sections < per_snapshot + 4, "{sections} {per_snapshot}");
+    // The old snapshots share every section (each migrated layout is its snapshot's own slot).
+    let (sections, needed) = section_counts(cluster, &name);
+    let per_snapshot = needed / snapshots.len();
+    assert_eq!(needed % snapshots.len(), 0);
+    assert!(sections < per_snapshot + 2, "{sections} {per_snapshot}");
 }
 
-/// (sections stored, sections one snapshot refers to).
+/// (sections stored, slots that need one: the sum of their counts).
 fn section_counts(cluster: &Postgres, database: &str) -> (usize, usize) {
     let out = cluster.psql(
         database,
         "SELECT (SELECT count(*) FROM probe.sections),
-                (SELECT max(cardinality(sections)) FROM probe.snapshots)",
+                (SELECT coalesce(sum(refs), 0) FROM probe.sections)",
     );
     let (a, b) = out.trim().split_once('|').unwrap();
     (a.parse().unwrap(), b.parse().unwrap())
@@ -670,14 +764,17 @@ fn postgres_prune_keeps_shared_sections() {
         store.put(&s).unwrap();
         snapshots.push(s);
     }
-    let (sections, per_snapshot) = section_counts(cluster, &name);
+    // p0's sections are shared by all; p1..p3 keep their layouts (and p3 its `host`) as their
+    // own, against p0's.
+    let (sections, needed) = section_counts(cluster, &name);
+    let per_snapshot = needed / 4;
     store
         .prune(&PrunePolicy {
             keep_last: 2,
             ..PrunePolicy::default()
         })
         .unwrap();
-    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot));
+    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot * 2));
     for s in &snapshots[2..] {
         assert_eq!(store.export(&s.id).unwrap(), probe_store::to_json(s));
     }
@@ -687,8 +784,16 @@ fn postgres_prune_keeps_shared_sections() {
             ..PrunePolicy::default()
         })
         .unwrap();
-    assert_eq!(section_counts(cluster, &name), (sections - 1, per_snapshot));
+    // p0's sections stay: p3 needs them, as they are or as its bases.
+    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot));
     assert_eq!(store.get("p3").unwrap().as_ref(), Some(&snapshots[3]));
+    // Replaced, p3's counts are released: one snapshot's worth remains.
+    let mut other = snapshots[3].clone();
+    other.host.kernel = Some("7.0".into());
+    other.target = "gpu8".into();
+    store.put(&other).unwrap();
+    assert_eq!(store.export("p3").unwrap(), probe_store::to_json(&other));
+    assert_eq!(section_counts(cluster, &name).1, per_snapshot);
 }
 
 mod round_trip {
@@ -731,8 +836,27 @@ mod round_trip {
         }
     }
 
-    fn check(store: &dyn SnapshotStore, mut snapshot: Snapshot, n: usize) {
+    /// Sections stored.
+    fn sections(backend: &Backend) -> String {
+        if backend.postgres {
+            let database = backend.location.rsplit('/').next().unwrap();
+            let database = database.split('?').next().unwrap();
+            cluster().psql(database, "SELECT count(*) FROM probe.sections")
+        } else {
+            rusqlite::Connection::open(&backend.location)
+                .unwrap()
+                .query_row("SELECT count(*) FROM sections", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+                .unwrap()
+                .to_string()
+        }
+    }
+
+    fn check(backend: &Backend, store: &dyn SnapshotStore, mut snapshot: Snapshot, n: usize) {
         snapshot.id = format!("prop-{n}");
+        // A host of its own, so that the next snapshot is planned against this one.
+        snapshot.host.machine_id = Some(format!("m-prop-{n:04}"));
         let input = probe_store::to_json(&snapshot);
         store.put(&snapshot).unwrap();
         assert_eq!(store.export(&snapshot.id).unwrap(), input);
@@ -740,6 +864,27 @@ mod round_trip {
         assert_eq!(
             store.get(&snapshot.id).unwrap().unwrap(),
             probe_store::from_json(&input, "input").unwrap()
+        );
+        // The next hour: `host` and `gpu` moved, so they (and the layout) are kept as their
+        // difference from this snapshot's sections, and no section is added.
+        let before = sections(backend);
+        let mut next = snapshot.clone();
+        next.id = format!("prop-{n}-next");
+        next.host.uptime_s = Some(next.host.uptime_s.map_or(1, |u| u.wrapping_add(3600)));
+        next.gpu.gpus[0].memory_used_mib = Some(n as u64);
+        let next_input = probe_store::to_json(&next);
+        store.put(&next).unwrap();
+        assert_eq!(sections(backend), before);
+        assert_eq!(store.export(&next.id).unwrap(), next_input);
+        assert_eq!(store.export(&snapshot.id).unwrap(), input);
+        assert_eq!(
+            store
+                .get_many(&[next.id.clone(), snapshot.id.clone()])
+                .unwrap(),
+            [
+                Some(probe_store::from_json(&next_input, "input").unwrap()),
+                Some(probe_store::from_json(&input, "input").unwrap())
+            ]
         );
     }
 
@@ -749,17 +894,17 @@ mod round_trip {
         #[test]
         fn sqlite_store_then_export_is_the_input(snapshot in snapshots()) {
             static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
-            let (_, store) = STORE.get_or_init(|| { let b = sqlite(); let s = b.open(); (b, s) });
+            let (backend, store) = STORE.get_or_init(|| { let b = sqlite(); let s = b.open(); (b, s) });
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            check(backend, &**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
 
         #[test]
         fn postgres_store_then_export_is_the_input(snapshot in snapshots()) {
             static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
-            let (_, store) = STORE.get_or_init(|| { let b = postgres(); let s = b.open(); (b, s) });
+            let (backend, store) = STORE.get_or_init(|| { let b = postgres(); let s = b.open(); (b, s) });
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            check(backend, &**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
     }
 }
