@@ -219,6 +219,24 @@ fn main() {
         let store = SqliteStore::open(&path).unwrap();
         let cost = per_hour(&store, &|| sqlite_bytes(&path), drift, 200);
         println!("sqlite  {label}: {cost:.0} bytes per snapshot (200 snapshots)");
+        if std::env::var_os("PROBE_BENCH_DETAIL").is_some() {
+            // Where the bytes are: each table and index (`dbstat`), after the 201 snapshots.
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            let mut statement = connection
+                .prepare(
+                    "SELECT name, sum(pgsize - unused) FROM dbstat GROUP BY name ORDER BY 2 DESC",
+                )
+                .unwrap();
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                })
+                .unwrap();
+            for row in rows {
+                let (name, bytes) = row.unwrap();
+                println!("  {name}: {bytes}");
+            }
+        }
         if let Ok(keep) = std::env::var("PROBE_BENCH_KEEP") {
             std::fs::copy(&path, format!("{keep}-{drift}.db")).unwrap();
         }
@@ -248,6 +266,17 @@ fn main() {
             println!(
                 "postgres {label}: {cost:.0} bytes per snapshot (200 snapshots, tables + indexes + TOAST)"
             );
+            if std::env::var_os("PROBE_BENCH_DETAIL").is_some() {
+                // Where the bytes are: each relation of the store (tables with their TOAST,
+                // indexes alone), after the 201 snapshots.
+                print!(
+                    "{}",
+                    cluster.psql(
+                        &name,
+                        "SELECT c.relname, pg_relation_size(c.oid) + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'probe' AND c.relkind IN ('r', 'i') ORDER BY 2 DESC"
+                    )
+                );
+            }
         }
     }
 

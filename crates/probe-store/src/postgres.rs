@@ -131,6 +131,7 @@ const MIGRATIONS: &[&str] = &[
     // versions are kept once per distinct set. `move_layouts_into_slots`, then `SLOTS_DONE`.
     "
     ALTER TABLE probe.sections ADD COLUMN refs bigint NOT NULL DEFAULT 0;
+    ALTER TABLE probe.sections SET (fillfactor = 50);
     ALTER TABLE probe.snapshots ADD COLUMN slots bytea, ADD COLUMN own bytea;
     CREATE TABLE probe.version_sets (
         id        bigserial PRIMARY KEY,
