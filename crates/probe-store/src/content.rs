@@ -122,11 +122,24 @@ pub(crate) fn assemble(layout: &str, sections: &[Vec<u8>]) -> Result<String, Str
 
 /// Decompresses a stored body and checks it against its address and size.
 pub(crate) fn decompress(body: &[u8], size: i64, hash: &[u8]) -> Result<Vec<u8>, String> {
+    let mut zstd = zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?;
+    decompress_with(&mut zstd, body, size, hash)
+}
+
+/// [`decompress`] with a decompressor that has no dictionary (reused across sections).
+fn decompress_with(
+    zstd: &mut zstd::bulk::Decompressor<'_>,
+    body: &[u8],
+    size: i64,
+    hash: &[u8],
+) -> Result<Vec<u8>, String> {
     let size = usize::try_from(size)
         .ok()
         .filter(|size| *size <= MAX_SECTION_BYTES)
         .ok_or_else(|| format!("a section claims {size} bytes"))?;
-    let bytes = zstd::bulk::decompress(body, size).map_err(|err| format!("zstd: {err}"))?;
+    let bytes = zstd
+        .decompress(body, size)
+        .map_err(|err| format!("zstd: {err}"))?;
     if bytes.len() != size {
         return Err(format!(
             "a section decompressed to {} bytes, {size} were stored",
@@ -168,7 +181,7 @@ fn assemble_parts(layout: &str, sections: &[Section]) -> Result<String, String> 
 }
 
 /// The entries of a top-level JSON object, in order, each value as its exact text.
-fn top_level_entries(text: &str) -> Option<Vec<(String, &RawValue)>> {
+pub(crate) fn top_level_entries(text: &str) -> Option<Vec<(String, &RawValue)>> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let entries = deserializer.deserialize_map(EntriesVisitor).ok()?;
     deserializer.end().ok()?;
@@ -506,12 +519,16 @@ fn compress_own(own: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, String> {
     compressor.compress(own).map_err(zstd)
 }
 
+/// How [`Stored::parts`] gets a section's bytes.
+type ReadSection<'a> =
+    dyn FnMut(i64, &mut zstd::bulk::Decompressor<'_>) -> Result<Arc<[u8]>, String> + 'a;
+
 /// The bytes of one slot, and the shared section they are (`None`: the snapshot's own).
 pub(crate) type Part = (Option<i64>, Arc<[u8]>);
 
 /// A stored snapshot before it is put back together: its slots, its own frame and the stored
 /// (hash, size, compressed body) of the sections they need.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Stored {
     pub slots: Vec<Slot>,
     pub frame: Vec<u8>,
@@ -520,26 +537,60 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// The bytes of every slot (with the shared section behind it), each section checked
-    /// against its size and address and the own frame against its checksum.
+    /// against its size and address and the own frame against its checksum. Sections are taken
+    /// from `cache` when it holds them, and left in it.
     pub fn parts(&self, cache: &mut SectionCache) -> Result<Vec<Part>, String> {
-        let mut section = |id: i64| -> Result<Arc<[u8]>, String> {
+        let mut zstd = zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?;
+        let mut read = |id: i64, zstd: &mut zstd::bulk::Decompressor<'_>| {
             if let Some(bytes) = cache.bytes.get(&id) {
                 return Ok(bytes.clone());
             }
-            let (hash, size, body) = self
-                .sections
-                .get(&id)
-                .ok_or_else(|| format!("section {id} is missing"))?;
-            let bytes: Arc<[u8]> = decompress(body, *size, hash)?.into();
+            let bytes = self.section(id, zstd)?;
             cache.keep(id, &bytes);
             Ok(bytes)
         };
+        self.parts_by(&mut read, &mut zstd)
+    }
+
+    /// [`Stored::parts`], taking from `cache` what it holds and decompressing the rest with
+    /// `zstd` (which has no dictionary before or after), keeping nothing.
+    pub fn parts_shared(
+        &self,
+        cache: &SectionCache,
+        zstd: &mut zstd::bulk::Decompressor<'_>,
+    ) -> Result<Vec<Part>, String> {
+        let mut read = |id: i64, zstd: &mut zstd::bulk::Decompressor<'_>| match cache.bytes.get(&id)
+        {
+            Some(bytes) => Ok(bytes.clone()),
+            None => self.section(id, zstd),
+        };
+        self.parts_by(&mut read, zstd)
+    }
+
+    /// Section `id`, decompressed and checked.
+    pub fn section(
+        &self,
+        id: i64,
+        zstd: &mut zstd::bulk::Decompressor<'_>,
+    ) -> Result<Arc<[u8]>, String> {
+        let (hash, size, body) = self
+            .sections
+            .get(&id)
+            .ok_or_else(|| format!("section {id} is missing"))?;
+        Ok(decompress_with(zstd, body, *size, hash)?.into())
+    }
+
+    fn parts_by(
+        &self,
+        section: &mut ReadSection<'_>,
+        zstd: &mut zstd::bulk::Decompressor<'_>,
+    ) -> Result<Vec<Part>, String> {
         let mut dictionary = Vec::new();
         let mut own_len = 0usize;
         for slot in &self.slots {
             if let Slot::Own { base, len, .. } = slot {
                 if let Some(base) = base {
-                    dictionary.extend_from_slice(&section(*base)?);
+                    dictionary.extend_from_slice(&section(*base, zstd)?);
                 }
                 own_len = own_len
                     .checked_add(*len)
@@ -550,12 +601,11 @@ impl Stored {
         let own = if own_len == 0 && self.frame.is_empty() {
             Vec::new()
         } else {
-            let zstd = |err: std::io::Error| format!("zstd: {err}");
-            let mut decompressor =
-                zstd::bulk::Decompressor::with_dictionary(&dictionary).map_err(zstd)?;
-            decompressor
-                .decompress(&self.frame, own_len)
-                .map_err(zstd)?
+            let fail = |err: std::io::Error| format!("zstd: {err}");
+            zstd.set_dictionary(&dictionary).map_err(fail)?;
+            let own = zstd.decompress(&self.frame, own_len);
+            zstd.set_dictionary(&[]).map_err(fail)?;
+            own.map_err(fail)?
         };
         if own.len() != own_len {
             return Err(format!(
@@ -567,7 +617,7 @@ impl Stored {
         let mut parts = Vec::with_capacity(self.slots.len());
         for slot in &self.slots {
             match slot {
-                Slot::Shared(id) => parts.push((Some(*id), section(*id)?)),
+                Slot::Shared(id) => parts.push((Some(*id), section(*id, zstd)?)),
                 Slot::Own { len, .. } => {
                     parts.push((None, own[at..at + len].into()));
                     at += len;
@@ -644,8 +694,9 @@ pub(crate) fn assemble_slots(parts: &[Part]) -> Result<String, String> {
 }
 
 /// Sections already decompressed and checked, by id, while one caller reads many snapshots
-/// (hosts of one image share their packages, package events and histories). Bounded: past
-/// [`SectionCache::LIMIT`] bytes it starts over.
+/// (hosts of one image share their packages, package events and histories).
+/// [`SectionCache::trim`] starts over past [`SectionCache::LIMIT`] bytes, between batches
+/// (never while a batch read without the bodies it holds is being put together).
 #[derive(Default)]
 pub(crate) struct SectionCache {
     bytes: HashMap<i64, Arc<[u8]>>,
@@ -656,17 +707,31 @@ impl SectionCache {
     const LIMIT: usize = 256 << 20;
 
     fn keep(&mut self, id: i64, bytes: &Arc<[u8]>) {
-        if self.held + bytes.len() > Self::LIMIT {
-            self.bytes.clear();
-            self.held = 0;
-        }
         self.held += bytes.len();
         self.bytes.insert(id, bytes.clone());
     }
 
-    /// Whether section `id` is held (its stored body need not be read again).
+    /// The ids held.
+    pub fn held(&self) -> std::collections::BTreeSet<i64> {
+        self.bytes.keys().copied().collect()
+    }
+
+    /// Whether section `id` is held.
     pub fn holds(&self, id: i64) -> bool {
         self.bytes.contains_key(&id)
+    }
+
+    /// Keeps section `id`.
+    pub fn insert(&mut self, id: i64, bytes: Arc<[u8]>) {
+        self.keep(id, &bytes);
+    }
+
+    /// Starts over when it holds more than [`SectionCache::LIMIT`] bytes.
+    pub fn trim(&mut self) {
+        if self.held > Self::LIMIT {
+            self.bytes.clear();
+            self.held = 0;
+        }
     }
 }
 

@@ -1147,7 +1147,7 @@ async fn read_stored_in(
     }
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let Some(mut stored) = found.remove(id) else {
+        let Some(mut stored) = found.get(id).cloned() else {
             out.push(None);
             continue;
         };
@@ -1318,6 +1318,25 @@ impl SnapshotStore for PgStore {
         self.document(id)?
             .map(|text| crate::document::from_stored(&text, &what))
             .transpose()
+    }
+
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut reader = crate::document::ManyReader::default();
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches of one statement for the snapshots and one for the sections they need
+        // (but those read for an earlier batch), in one read-only transaction each.
+        for batch in ids.chunks(256) {
+            let held = reader.held();
+            let wanted = batch.to_vec();
+            let stored = self.run(|pool, store| async move {
+                let mut client = connection(&pool, &store).await?;
+                read_stored(&mut client, &store, &wanted, &held).await
+            })?;
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.location)
+            })?);
+        }
+        Ok(snapshots)
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {

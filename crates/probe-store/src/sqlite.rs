@@ -17,10 +17,8 @@ use probe_model::{AuditRecord, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::content::{self, Plan, Planned, Previous, Section, SectionCache, Slot, Stored};
-use crate::{
-    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit,
-    document::from_stored, to_json,
-};
+use crate::document::{ManyReader, from_stored};
+use crate::{AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, to_json};
 
 /// Version of the store's own table layout (not of the snapshot documents).
 pub const STORE_SCHEMA_VERSION: u32 = 4;
@@ -321,7 +319,7 @@ impl SqliteStore {
         let stored = self.with_retries(|connection| {
             // One read transaction: the slots and their sections come from the same state.
             let transaction = connection.transaction()?;
-            read_stored(&transaction, id, &SectionCache::default())
+            read_stored(&transaction, id, &BTreeSet::new())
         })?;
         stored
             .map(|stored| {
@@ -416,33 +414,22 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
-        let mut cache = SectionCache::default();
+        let mut reader = ManyReader::default();
         let mut snapshots = Vec::with_capacity(ids.len());
-        // In batches, each one read transaction, so a writer is never held up for long.
+        // In batches, each one read transaction, so a writer is never held up for long. A
+        // section already read for an earlier batch is not read again.
         for batch in ids.chunks(256) {
+            let held = reader.held();
             let stored = self.with_retries(|connection| {
                 let transaction = connection.transaction()?;
                 batch
                     .iter()
-                    .map(|id| read_stored(&transaction, id, &cache))
+                    .map(|id| read_stored(&transaction, id, &held))
                     .collect::<rusqlite::Result<Vec<_>>>()
             })?;
-            for (id, stored) in batch.iter().zip(stored) {
-                let what = || format!("{id} in {}", self.path.display());
-                let snapshot = match stored {
-                    Some(stored) => {
-                        let text = stored.assemble(&mut cache).map_err(|cause| {
-                            StoreError::BadDocument {
-                                what: what(),
-                                cause,
-                            }
-                        })?;
-                        Some(from_stored(&text, &what())?)
-                    }
-                    None => None,
-                };
-                snapshots.push(snapshot);
-            }
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.path.display())
+            })?);
         }
         Ok(snapshots)
     }
@@ -810,11 +797,11 @@ fn identify_host(
     Ok(Some(host_id))
 }
 
-/// Snapshot `id` as stored, with the sections it needs that `cache` does not hold.
+/// Snapshot `id` as stored, with the sections it needs but `held`.
 fn read_stored(
     connection: &Connection,
     id: &str,
-    cache: &SectionCache,
+    held: &BTreeSet<i64>,
 ) -> rusqlite::Result<Option<Stored>> {
     let Some((slots, frame)) = connection
         .query_row(
@@ -831,7 +818,7 @@ fn read_stored(
         connection.prepare_cached("SELECT hash, size, body FROM sections WHERE id = ?1")?;
     let mut sections = HashMap::new();
     for section in slots.iter().filter_map(Slot::section) {
-        if cache.holds(section) || sections.contains_key(&section) {
+        if held.contains(&section) || sections.contains_key(&section) {
             continue;
         }
         let stored = statement
@@ -880,7 +867,7 @@ fn plan_put(
                 )
                 .optional()?;
             match newest {
-                Some(id) => read_stored(connection, &id, &SectionCache::default())?,
+                Some(id) => read_stored(connection, &id, &BTreeSet::new())?,
                 None => None,
             }
         }
