@@ -841,21 +841,25 @@ async fn plan_put(
 }
 
 /// Stores the new sections of `plan` (or finds them, stored by another writer) and gives the
-/// slots. The caller holds [`SECTIONS_LOCK`] (shared).
+/// slots. The caller holds [`SECTIONS_LOCK`] (shared). They are inserted in hash order, so two
+/// writers storing the same new sections wait for each other in one order, never in a cycle.
 async fn file_new_sections(
     client: &impl GenericClient,
     plan: &Plan,
 ) -> Result<Vec<Slot>, WriteError> {
-    let mut ids = Vec::new();
+    let mut new: Vec<(&Section, &Vec<u8>)> = plan
+        .slots
+        .iter()
+        .filter_map(|slot| match slot {
+            Planned::New { section, body } => Some((section, body)),
+            _ => None,
+        })
+        .collect();
+    let in_order: Vec<[u8; 32]> = new.iter().map(|(section, _)| section.hash).collect();
+    new.sort_by_key(|(section, _)| section.hash);
+    new.dedup_by_key(|(section, _)| section.hash);
     let mut filed: HashMap<[u8; 32], i64> = HashMap::new();
-    for slot in &plan.slots {
-        let Planned::New { section, body } = slot else {
-            continue;
-        };
-        if let Some(id) = filed.get(&section.hash) {
-            ids.push(*id);
-            continue;
-        }
+    for (section, body) in new {
         let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
         let inserted = client
             .query_opt(
@@ -876,8 +880,11 @@ async fn file_new_sections(
                 .get(0),
         };
         filed.insert(section.hash, id);
-        ids.push(id);
     }
+    let ids: Vec<i64> = in_order
+        .iter()
+        .filter_map(|hash| filed.get(hash).copied())
+        .collect();
     plan.slots_with(&ids).map_err(WriteError::Content)
 }
 
