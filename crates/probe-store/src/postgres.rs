@@ -827,7 +827,7 @@ async fn plan_put(
     let previous: Option<Previous> = match newest {
         // A previous snapshot that cannot be read (pruned meanwhile) is no base: the new one is
         // stored whole.
-        Some(id) => read_stored_in(client, store, &[id], &BTreeSet::new())
+        Some(id) => read_stored_in(client, (&[id], &BTreeSet::new()), store)
             .await
             .ok()
             .and_then(|mut stored| stored.pop().flatten())
@@ -860,32 +860,41 @@ async fn file_new_sections(
     new.dedup_by_key(|(section, _)| section.hash);
     let mut filed: HashMap<[u8; 32], i64> = HashMap::new();
     for (section, body) in new {
-        let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
-        let inserted = client
-            .query_opt(
-                "INSERT INTO probe.sections (hash, size, body, refs) VALUES ($1, $2, $3, 0)
-                 ON CONFLICT (hash) DO NOTHING RETURNING id",
-                &[&section.hash.as_slice(), &size, body],
-            )
-            .await?;
-        let id: i64 = match inserted {
-            Some(found) => found.get(0),
-            // Another writer stored it first (and has committed: the insert waited for it).
-            None => client
-                .query_one(
-                    "SELECT id FROM probe.sections WHERE hash = $1",
-                    &[&section.hash.as_slice()],
-                )
-                .await?
-                .get(0),
-        };
-        filed.insert(section.hash, id);
+        filed.insert(section.hash, insert_section(client, section, body).await?);
     }
     let ids: Vec<i64> = in_order
         .iter()
         .filter_map(|hash| filed.get(hash).copied())
         .collect();
     plan.slots_with(&ids).map_err(WriteError::Content)
+}
+
+/// Stores `section` with its compressed `body` (its count 0 until the caller raises it), or
+/// finds it, stored by another writer; its id.
+async fn insert_section(
+    client: &impl GenericClient,
+    section: &Section,
+    body: &[u8],
+) -> Result<i64, tokio_postgres::Error> {
+    let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
+    let inserted = client
+        .query_opt(
+            "INSERT INTO probe.sections (hash, size, body) VALUES ($1, $2, $3)
+             ON CONFLICT (hash) DO NOTHING RETURNING id",
+            &[&section.hash.as_slice(), &size, &body],
+        )
+        .await?;
+    Ok(match inserted {
+        Some(row) => row.get(0),
+        // Another writer stored it first (and has committed: the insert waited for it).
+        None => client
+            .query_one(
+                "SELECT id FROM probe.sections WHERE hash = $1",
+                &[&section.hash.as_slice()],
+            )
+            .await?
+            .get(0),
+    })
 }
 
 /// Adds `counts` to the reference counts of their sections. The rows are locked in id order
@@ -1092,7 +1101,7 @@ async fn read_stored(
         .start()
         .await
         .map_err(fail)?;
-    let stored = read_stored_in(&transaction, store, ids, held).await?;
+    let stored = read_stored_in(&transaction, (ids, held), store).await?;
     transaction.commit().await.map_err(fail)?;
     Ok(stored)
 }
@@ -1100,9 +1109,8 @@ async fn read_stored(
 /// [`read_stored`]'s statements, in the caller's transaction.
 async fn read_stored_in(
     client: &impl GenericClient,
+    (ids, held): (&[String], &BTreeSet<i64>),
     store: &str,
-    ids: &[String],
-    held: &BTreeSet<i64>,
 ) -> Result<Vec<Option<Stored>>, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(store, &err);
     let rows = client
@@ -1174,23 +1182,37 @@ async fn read_stored_in(
     Ok(out)
 }
 
+/// The next 256 snapshots (by id) after `after`, their id and `columns`: a migration's walk over
+/// the store. Moves `after` on.
+async fn next_snapshots(
+    client: &impl GenericClient,
+    columns: &str,
+    after: &mut String,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            &format!(
+                "SELECT id, {columns} FROM probe.snapshots WHERE id > $1 ORDER BY id LIMIT 256"
+            ),
+            &[&*after],
+        )
+        .await?;
+    if let Some(last) = rows.last() {
+        *after = last.get(0);
+    }
+    Ok(rows)
+}
+
 /// Migration to [`SECTIONS_VERSION`]: every jsonb document becomes a layout and sections. The
 /// document is read as `get` read it (jsonb's text through the snapshot type, so the fields
 /// come back in their order); one that does not read is kept whole, as jsonb wrote it.
 async fn move_documents_into_sections(client: &impl GenericClient) -> Result<(), WriteError> {
     let mut after = String::new();
     loop {
-        let rows = client
-            .query(
-                "SELECT id, document::text FROM probe.snapshots WHERE id > $1
-                 ORDER BY id LIMIT 256",
-                &[&after],
-            )
-            .await?;
-        let Some(last) = rows.last() else {
+        let rows = next_snapshots(client, "document::text", &mut after).await?;
+        if rows.is_empty() {
             return Ok(());
-        };
-        after = last.get(0);
+        }
         for row in &rows {
             let id: String = row.get(0);
             let text: String = row.get(1);
@@ -1237,25 +1259,7 @@ async fn file_sections(
             Some(body) => body.clone(),
             None => section.compressed().map_err(WriteError::Content)?,
         };
-        let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
-        let inserted = client
-            .query_opt(
-                "INSERT INTO probe.sections (hash, size, body) VALUES ($1, $2, $3)
-                 ON CONFLICT (hash) DO NOTHING RETURNING id",
-                &[&section.hash.as_slice(), &size, &body],
-            )
-            .await?;
-        let id: i64 = match inserted {
-            Some(row) => row.get(0),
-            // Another writer stored it first (and has committed: the insert waited for it).
-            None => client
-                .query_one(
-                    "SELECT id FROM probe.sections WHERE hash = $1",
-                    &[&section.hash.as_slice()],
-                )
-                .await?
-                .get(0),
-        };
+        let id = insert_section(client, section, &body).await?;
         known.insert(section.hash.to_vec(), id);
         ids.push(id);
     }
@@ -1266,25 +1270,15 @@ async fn file_sections(
 /// and its section array shared slots, in order; the counts were set by the migration's SQL.
 async fn move_layouts_into_slots(client: &impl GenericClient) -> Result<(), WriteError> {
     let mut after = String::new();
-    loop {
-        let rows = client
-            .query(
-                "SELECT id, layout, sections FROM probe.snapshots WHERE id > $1
-                 ORDER BY id LIMIT 256",
-                &[&after],
-            )
-            .await?;
-        let Some(last) = rows.last() else {
-            return Ok(());
-        };
-        after = last.get(0);
+    let mut rows = next_snapshots(client, "layout, sections", &mut after).await?;
+    while !rows.is_empty() {
         for row in &rows {
-            let id: String = row.get(0);
-            let layout: String = row.get(1);
-            let sections: Vec<i64> = row.get(2);
+            let (id, layout, sections): (String, String, Vec<i64>) =
+                (row.get(0), row.get(1), row.get(2));
             let (first, frame) = content::layout_alone(&layout).map_err(WriteError::Content)?;
-            let mut slots = vec![first];
-            slots.extend(sections.into_iter().map(Slot::Shared));
+            let slots: Vec<Slot> = std::iter::once(first)
+                .chain(sections.into_iter().map(Slot::Shared))
+                .collect();
             let own: Option<&[u8]> = (!frame.is_empty()).then_some(frame.as_slice());
             client
                 .execute(
@@ -1293,7 +1287,9 @@ async fn move_layouts_into_slots(client: &impl GenericClient) -> Result<(), Writ
                 )
                 .await?;
         }
+        rows = next_snapshots(client, "layout, sections", &mut after).await?;
     }
+    Ok(())
 }
 
 impl SnapshotStore for PgStore {

@@ -1016,23 +1016,36 @@ fn collect_garbage(connection: &Connection, candidates: &[i64]) -> rusqlite::Res
 /// Migration to [`SECTIONS_VERSION`]: every stored document becomes a layout and sections.
 /// `split` keeps any document it could not give back byte for byte whole, so nothing is lost.
 fn move_documents_into_sections(connection: &Connection) -> rusqlite::Result<()> {
+    each_snapshot(connection, "document", |seq, document| {
+        let split = content::split(&document);
+        connection.execute(
+            "UPDATE snapshots SET layout = ?2 WHERE seq = ?1",
+            params![seq, split.layout],
+        )?;
+        insert_sections(connection, seq, &split.sections, &HashMap::new())
+    })
+}
+
+/// Runs `work` with the `seq` and text `column` of every snapshot, in batches of 256 (a
+/// migration's walk over the store).
+fn each_snapshot(
+    connection: &Connection,
+    column: &str,
+    mut work: impl FnMut(i64, String) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let sql = format!("SELECT seq, {column} FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256");
     let mut after = 0i64;
     loop {
         let batch: Vec<(i64, String)> = connection
-            .prepare("SELECT seq, document FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256")?
+            .prepare(&sql)?
             .query_map(params![after], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let Some((last, _)) = batch.last() else {
             return Ok(());
         };
         after = *last;
-        for (seq, document) in &batch {
-            let split = content::split(document);
-            connection.execute(
-                "UPDATE snapshots SET layout = ?2 WHERE seq = ?1",
-                params![seq, split.layout],
-            )?;
-            insert_sections(connection, *seq, &split.sections, &HashMap::new())?;
+        for (seq, text) in batch {
+            work(seq, text)?;
         }
     }
 }
@@ -1041,31 +1054,21 @@ fn move_documents_into_sections(connection: &Connection) -> rusqlite::Result<()>
 /// alone: it has no base yet) and its section references shared slots, in order. Nothing is
 /// recompressed; the counts were set from the references by the migration's SQL.
 fn move_layouts_into_slots(connection: &Connection) -> rusqlite::Result<()> {
-    let mut after = 0i64;
-    loop {
-        let batch: Vec<(i64, String)> = connection
-            .prepare("SELECT seq, layout FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256")?
-            .query_map(params![after], |row| Ok((row.get(0)?, row.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let Some((last, _)) = batch.last() else {
-            return Ok(());
-        };
-        after = *last;
-        let mut references = connection.prepare_cached(
-            "SELECT section FROM snapshot_sections WHERE snapshot = ?1 ORDER BY position",
-        )?;
-        for (seq, layout) in &batch {
-            let (slots, frame) = content::layout_alone(layout).map_err(content_error)?;
-            let mut slots = vec![slots];
-            for section in references.query_map(params![seq], |row| row.get::<_, i64>(0))? {
-                slots.push(Slot::Shared(section?));
-            }
-            connection.execute(
-                "UPDATE snapshots SET slots = ?2, own = ?3 WHERE seq = ?1",
-                params![seq, content::encode_slots(&slots), frame],
-            )?;
+    let mut references = connection.prepare_cached(
+        "SELECT section FROM snapshot_sections WHERE snapshot = ?1 ORDER BY position",
+    )?;
+    each_snapshot(connection, "layout", |seq, layout| {
+        let (first, frame) = content::layout_alone(&layout).map_err(content_error)?;
+        let mut slots = vec![first];
+        for section in references.query_map(params![seq], |row| row.get::<_, i64>(0))? {
+            slots.push(Slot::Shared(section?));
         }
-    }
+        connection.execute(
+            "UPDATE snapshots SET slots = ?2, own = ?3 WHERE seq = ?1",
+            params![seq, content::encode_slots(&slots), frame],
+        )?;
+        Ok(())
+    })
 }
 
 fn content_error(cause: String) -> rusqlite::Error {
