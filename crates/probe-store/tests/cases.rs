@@ -92,6 +92,7 @@ cases!(
     audit_records_newest_per_host_across_shards,
     replacing_a_snapshot_keeps_one_copy,
     pruning_a_base_keeps_what_later_snapshots_need,
+    writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact,
 );
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
@@ -536,6 +537,78 @@ fn pruning_a_base_keeps_what_later_snapshots_need(backend: &Backend) {
         kept.push(next);
         check(&kept);
     }
+}
+
+/// Writers of hosts that share sections (the same packages) store drifting snapshots while a
+/// pruner keeps deleting all but the newest few of each: whatever is left is exact.
+fn writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact(backend: &Backend) {
+    const WRITERS: usize = 3;
+    const EACH: i64 = 30;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let written: Vec<Vec<Snapshot>> = std::thread::scope(|scope| {
+        let pruner = scope.spawn(|| {
+            let store = backend.open();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                store
+                    .prune(&PrunePolicy {
+                        keep_last: 3,
+                        ..PrunePolicy::default()
+                    })
+                    .unwrap();
+            }
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                scope.spawn(move || {
+                    let store = backend.open();
+                    (0..EACH)
+                        .map(|hour| {
+                            let mut s = drifting(hour);
+                            s.id = format!("w{writer}-{hour}");
+                            s.target = format!("host{writer}");
+                            s.host.hostname = Some(format!("host{writer}"));
+                            s.host.machine_id = Some(format!("m-writer-{writer}"));
+                            s.python_envs.push(PythonEnv {
+                                interpreter: "/opt/venv/bin/python".into(),
+                                packages: (0..30)
+                                    .map(|i| PythonPackage {
+                                        name: format!("package-{i}"),
+                                        version: format!("1.{}.0", i + usize::from(hour >= 20)),
+                                        ..PythonPackage::default()
+                                    })
+                                    .collect(),
+                                ..PythonEnv::default()
+                            });
+                            store.put(&s).unwrap();
+                            s
+                        })
+                        .collect::<Vec<Snapshot>>()
+                })
+            })
+            .collect();
+        let written = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        pruner.join().unwrap();
+        written
+    });
+    let store = backend.open();
+    store
+        .prune(&PrunePolicy {
+            keep_last: 3,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    let left = store.list(None).unwrap();
+    assert_eq!(left.len(), WRITERS * 3);
+    for meta in &left {
+        let expected = written.iter().flatten().find(|s| s.id == meta.id).unwrap();
+        assert_eq!(
+            store.export(&meta.id).unwrap(),
+            probe_store::to_json(expected)
+        );
+    }
+    let ids: Vec<String> = left.iter().map(|meta| meta.id.clone()).collect();
+    assert!(store.get_many(&ids).unwrap().iter().all(Option::is_some));
 }
 
 // ---------------------------------------------------------------------------------------------
