@@ -14,6 +14,12 @@
 //! answers: a document it cannot give back byte for byte (never the case for `to_json` output,
 //! but an imported text could be anything) is kept whole, as one section under the empty
 //! layout. Either way the export of a stored snapshot is byte-identical to what was stored.
+//!
+//! Layout 4 stores a snapshot as [`Slot`]s (its layout, then its sections): a slot is a shared
+//! section, or the snapshot's own bytes, in one zstd frame per snapshot compressed with the
+//! slots' bases (the same host's earlier shared copy of each) as dictionary. [`plan`] decides
+//! which, [`Stored::parts`] reads them back; a read decodes bases and the own frame, never a
+//! chain.
 
 use std::collections::HashMap;
 use std::sync::Arc;

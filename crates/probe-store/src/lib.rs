@@ -6,7 +6,8 @@
 //! the shared [`PgStore`] for teams and fleets whose audits run from many machines (PostgreSQL,
 //! libpq's connection conventions). [`open`] picks one from a location. Both hold each
 //! snapshot as content-addressed, zstd-compressed sections of its JSON document (a section that
-//! did not change is a reference, not a copy) plus indexed columns for history queries, and the
+//! did not change is a reference, not a copy; one that changed is kept as its difference from
+//! the host's base copy of it) plus indexed columns for history queries, and the
 //! outcome of every audited host ([`SnapshotStore::record_audit`]) for fleet reports across
 //! audit shards. Schemas in `docs/STORE.md`.
 //!
