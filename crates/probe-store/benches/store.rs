@@ -196,6 +196,20 @@ fn per_hour(store: &dyn SnapshotStore, bytes: &dyn Fn() -> u64, drift: bool, hou
     (bytes() - before) as f64 / hours as f64
 }
 
+/// CPU seconds this process has used (user + system, all threads), from `/proc/self/stat`:
+/// what a read costs whatever else the machine is doing.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |index: usize| fields.get(index).and_then(|v| v.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; 100 Hz.
+    (ticks(11).unwrap_or(0.0) + ticks(12).unwrap_or(0.0)) / 100.0
+}
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -217,8 +231,30 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         let store = SqliteStore::open(&path).unwrap();
+        let cpu = cpu_seconds();
         let cost = per_hour(&store, &|| sqlite_bytes(&path), drift, 200);
-        println!("sqlite  {label}: {cost:.0} bytes per snapshot (200 snapshots)");
+        println!(
+            "sqlite  {label}: {cost:.0} bytes per snapshot (200 snapshots; {:.1} ms of CPU per put)",
+            (cpu_seconds() - cpu) * 1000.0 / 201.0
+        );
+        if std::env::var_os("PROBE_BENCH_DETAIL").is_some() {
+            // Where the bytes are: each table and index (`dbstat`), after the 201 snapshots.
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            let mut statement = connection
+                .prepare(
+                    "SELECT name, sum(pgsize - unused) FROM dbstat GROUP BY name ORDER BY 2 DESC",
+                )
+                .unwrap();
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                })
+                .unwrap();
+            for row in rows {
+                let (name, bytes) = row.unwrap();
+                println!("  {name}: {bytes}");
+            }
+        }
         if let Ok(keep) = std::env::var("PROBE_BENCH_KEEP") {
             std::fs::copy(&path, format!("{keep}-{drift}.db")).unwrap();
         }
@@ -248,6 +284,17 @@ fn main() {
             println!(
                 "postgres {label}: {cost:.0} bytes per snapshot (200 snapshots, tables + indexes + TOAST)"
             );
+            if std::env::var_os("PROBE_BENCH_DETAIL").is_some() {
+                // Where the bytes are: each relation of the store (tables with their TOAST,
+                // indexes alone), after the 201 snapshots.
+                print!(
+                    "{}",
+                    cluster.psql(
+                        &name,
+                        "SELECT c.relname, pg_relation_size(c.oid) + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'probe' AND c.relkind IN ('r', 'i') ORDER BY 2 DESC"
+                    )
+                );
+            }
         }
     }
 
@@ -313,12 +360,37 @@ fn main() {
     );
     let sample = hosts.min(1000);
     let started = Instant::now();
+    let cpu = cpu_seconds();
     for host in 0..sample {
         store.latest(&format!("gpu{host}")).unwrap().unwrap();
     }
     let latest_ms = started.elapsed().as_secs_f64() * 1000.0 / sample as f64;
     println!(
-        "latest (whole snapshot, decompressed and parsed), as --outliers reads each host: {latest_ms:.2} ms per host, {:.1} s for 10,000",
-        latest_ms * 10.0
+        "latest (whole snapshot, decompressed and parsed), as --outliers reads each host: {latest_ms:.2} ms per host, {:.1} s for 10,000 (CPU {:.2} ms per host)",
+        latest_ms * 10.0,
+        (cpu_seconds() - cpu) * 1000.0 / sample as f64
+    );
+    // As `--outliers` reads them now: the newest snapshot's id of every host, then all of
+    // them in one `get_many` (a section hosts share is read once).
+    let started = Instant::now();
+    let cpu = cpu_seconds();
+    let ids: Vec<String> = (0..sample)
+        .map(|host| store.newest(&format!("gpu{host}")).unwrap().unwrap().id)
+        .collect();
+    let newest_s = started.elapsed().as_secs_f64();
+    let snapshots = store.get_many(&ids).unwrap();
+    assert!(snapshots.iter().all(Option::is_some));
+    drop(snapshots);
+    let elapsed = started.elapsed();
+    let cpu = cpu_seconds() - cpu;
+    // For a profiler: more of the same reads (`PROBE_BENCH_READS`, default 0 more).
+    for _ in 0..env_or("PROBE_BENCH_READS", 0) {
+        drop(store.get_many(&ids).unwrap());
+    }
+    println!(
+        "newest + get_many (shared sections read and parsed once, snapshots on every core), as --outliers reads now: {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
+        elapsed.as_secs_f64() * 1000.0 / sample as f64,
+        elapsed.as_secs_f64() * 10_000.0 / sample as f64,
+        cpu * 1000.0 / sample as f64
     );
 }

@@ -6,7 +6,8 @@
 //! the shared [`PgStore`] for teams and fleets whose audits run from many machines (PostgreSQL,
 //! libpq's connection conventions). [`open`] picks one from a location. Both hold each
 //! snapshot as content-addressed, zstd-compressed sections of its JSON document (a section that
-//! did not change is a reference, not a copy) plus indexed columns for history queries, and the
+//! did not change is a reference, not a copy; one that changed is kept as its difference from
+//! the host's base copy of it) plus indexed columns for history queries, and the
 //! outcome of every audited host ([`SnapshotStore::record_audit`]) for fleet reports across
 //! audit shards. Schemas in `docs/STORE.md`.
 //!
@@ -161,6 +162,12 @@ pub trait SnapshotStore: Send + Sync {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError>;
     /// A snapshot by id.
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError>;
+    /// Snapshots by id, in the order asked (`None` where an id is not stored): what a fleet
+    /// report reads of every host. Implementations read each section shared by several of them
+    /// once.
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        ids.iter().map(|id| self.get(id)).collect()
+    }
     /// The newest snapshot of a host (name, target, address or machine-id).
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError>;
     /// The newest stored snapshot of the same host identity taken before `snapshot` (other than

@@ -25,10 +25,10 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use probe_model::{AuditRecord, Snapshot, UnixTime};
 use tokio_postgres::Row;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::content::{self, Section, Split};
-use crate::sqlite::{SECTIONS_VERSION, indexed_values, strip_port};
+use crate::content::{self, Plan, Planned, Previous, Section, SectionCache, Slot, Stored};
+use crate::sqlite::{SECTIONS_VERSION, SLOTS_VERSION, indexed_values, strip_port};
 use crate::{
     AuditRun, PrunePolicy, STORE_SCHEMA_VERSION, SnapshotMeta, SnapshotStore, StoreError,
     StoredAudit, from_json, to_json,
@@ -126,7 +126,36 @@ const MIGRATIONS: &[&str] = &[
         ADD COLUMN redacted boolean NOT NULL DEFAULT true CHECK (redacted);
     CREATE INDEX snapshots_by_section ON probe.snapshots USING gin (sections);
     ",
+    // 3 -> 4: slots, as SQLite's: sections count the slots that need them, a snapshot keeps its
+    // slot list and own frame instead of its layout and section array (and its GIN index), and
+    // versions are kept once per distinct set. `move_layouts_into_slots`, then `SLOTS_DONE`.
+    "
+    ALTER TABLE probe.sections ADD COLUMN refs bigint NOT NULL DEFAULT 0;
+    ALTER TABLE probe.sections SET (fillfactor = 50);
+    ALTER TABLE probe.snapshots ADD COLUMN slots bytea, ADD COLUMN own bytea;
+    CREATE TABLE probe.version_sets (
+        id        bigserial PRIMARY KEY,
+        versions  jsonb NOT NULL UNIQUE
+    );
+    CREATE INDEX version_sets_by_versions ON probe.version_sets USING gin (versions);
+    ALTER TABLE probe.snapshots ADD COLUMN version_set bigint REFERENCES probe.version_sets(id);
+    INSERT INTO probe.version_sets (versions)
+        SELECT DISTINCT versions FROM probe.snapshots ORDER BY 1;
+    UPDATE probe.snapshots s SET version_set = v.id
+        FROM probe.version_sets v WHERE v.versions = s.versions;
+    UPDATE probe.sections c SET refs = r.n
+        FROM (SELECT section, count(*) AS n FROM probe.snapshots, unnest(sections) AS section
+              GROUP BY section) r
+        WHERE c.id = r.section;
+    ",
 ];
+
+/// The end of migration 3 -> 4, once every snapshot has its slots.
+const SLOTS_DONE: &str = "
+    ALTER TABLE probe.snapshots DROP COLUMN layout, DROP COLUMN sections, DROP COLUMN versions;
+    ALTER TABLE probe.snapshots ALTER COLUMN slots SET NOT NULL,
+                                ALTER COLUMN version_set SET NOT NULL;
+";
 
 /// The end of migration 2 -> 3, once every document is in sections.
 const SECTIONS_DONE: &str = "
@@ -141,7 +170,8 @@ const SECTIONS_DONE: &str = "
 const SECTIONS_LOCK: i64 = 0x70_72_6f_62_65_73;
 
 const META_COLUMNS: &str = "s.id, s.host_id, s.hostname, s.machine_id, s.target, s.address,
-    extract(epoch from s.collected_at)::bigint, s.schema_version, s.engines, s.versions::text";
+    extract(epoch from s.collected_at)::bigint, s.schema_version, s.engines,
+    (SELECT v.versions::text FROM probe.version_sets v WHERE v.id = s.version_set)";
 
 /// A PostgreSQL snapshot store.
 pub struct PgStore {
@@ -271,13 +301,14 @@ impl PgStore {
         let id = id.to_string();
         let what = format!("{id} in {}", self.location);
         let stored = self.run(|pool, store| async move {
-            let client = connection(&pool, &store).await?;
-            read_document(&client, &store, &id).await
+            let mut client = connection(&pool, &store).await?;
+            let mut stored = read_stored(&mut client, &store, &[id], &BTreeSet::new()).await?;
+            Ok(stored.pop().flatten())
         })?;
         stored
             .map(|stored| {
                 stored
-                    .assemble()
+                    .assemble(&mut SectionCache::default())
                     .map_err(|cause| StoreError::BadDocument { what, cause })
             })
             .transpose()
@@ -471,6 +502,12 @@ async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
                 .await
                 .map_err(fail)?;
         }
+        if version + 1 == SLOTS_VERSION as usize {
+            move_layouts_into_slots(&transaction)
+                .await
+                .map_err(|err| err.into_store(&store))?;
+            transaction.batch_execute(SLOTS_DONE).await.map_err(fail)?;
+        }
     }
     let version = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
     transaction
@@ -505,7 +542,7 @@ struct PutRow {
     schema_version: i32,
     engines: Vec<String>,
     versions: String,
-    split: Split,
+    slots: Vec<Section>,
     collected_by: String,
 }
 
@@ -701,6 +738,7 @@ fn meta_of(row: &Row) -> SnapshotMeta {
 enum WriteError {
     Pg(tokio_postgres::Error),
     Content(String),
+    Store(StoreError),
 }
 
 impl From<tokio_postgres::Error> for WriteError {
@@ -717,19 +755,18 @@ impl WriteError {
                 store: store.to_string(),
                 cause,
             },
+            WriteError::Store(err) => err,
         }
     }
 }
 
 async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreError> {
     let mut client = connection(&pool, &store).await?;
-    let compressed = compress_missing(&client, &row.split.sections)
-        .await
-        .map_err(|err| err.into_store(&store))?;
+    let planned = plan_put(&client, &store, &row).await?;
     let mut attempt = 0;
     let (host_id, replaced) = loop {
         attempt += 1;
-        match put_once(&mut client, &row, &compressed).await {
+        match put_once(&mut client, &store, &row, &planned).await {
             Ok(done) => break done,
             Err(WriteError::Pg(err)) if retryable(&err) && attempt < WRITE_ATTEMPTS => {
                 tracing::debug!(store = %store, attempt, "write conflict, retrying");
@@ -739,7 +776,7 @@ async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreErr
         }
     };
     if !replaced.is_empty() {
-        // The replaced snapshot's sections that nothing refers to any more. The snapshot is
+        // The replaced snapshot's sections that nothing needs any more. The snapshot is
         // committed: a failure here leaves unreferenced sections (space, not data) for the next
         // prune, so it is logged, not returned.
         if let Err(err) = collect_garbage_now(&mut client, &replaced).await {
@@ -749,92 +786,174 @@ async fn put_row(pool: Pool, store: String, row: PutRow) -> Result<i64, StoreErr
     Ok(host_id)
 }
 
-/// Compressed bodies of the sections the store does not hold yet, made before the write
-/// transaction so that it stays short.
-async fn compress_missing(
+/// How the slots of `row` will be stored, against its host's newest snapshot. `put` plans
+/// (and compresses) before its write transaction so that it stays short, and again inside it
+/// only when a section the plan uses went meanwhile.
+async fn plan_put(
     client: &impl GenericClient,
-    sections: &[Section],
-) -> Result<HashMap<[u8; 32], Vec<u8>>, WriteError> {
-    let hashes: Vec<&[u8]> = sections.iter().map(|s| s.hash.as_slice()).collect();
-    let held: BTreeSet<Vec<u8>> = client
-        .query(
-            "SELECT hash FROM probe.sections WHERE hash = ANY($1)",
-            &[&hashes],
-        )
-        .await?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    let mut bodies = HashMap::new();
-    for section in sections {
-        if held.contains(section.hash.as_slice()) || bodies.contains_key(&section.hash) {
-            continue;
-        }
-        bodies.insert(
-            section.hash,
-            section.compressed().map_err(WriteError::Content)?,
-        );
-    }
-    Ok(bodies)
-}
-
-/// The ids of `sections` in order, storing those the store does not hold yet. The caller holds
-/// [`SECTIONS_LOCK`] (shared), so a section found here is not removed before it commits.
-async fn file_sections(
-    client: &impl GenericClient,
-    sections: &[Section],
-    compressed: &HashMap<[u8; 32], Vec<u8>>,
-) -> Result<Vec<i64>, WriteError> {
-    let hashes: Vec<&[u8]> = sections.iter().map(|s| s.hash.as_slice()).collect();
-    let mut known: HashMap<Vec<u8>, i64> = client
+    store: &str,
+    row: &PutRow,
+) -> Result<Plan, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(store, &err);
+    let hashes: Vec<&[u8]> = row.slots.iter().map(|s| s.hash.as_slice()).collect();
+    let known: HashMap<[u8; 32], i64> = client
         .query(
             "SELECT hash, id FROM probe.sections WHERE hash = ANY($1)",
             &[&hashes],
         )
-        .await?
+        .await
+        .map_err(fail)?
         .iter()
-        .map(|row| (row.get(0), row.get(1)))
+        .filter_map(|found| {
+            let hash: Vec<u8> = found.get(0);
+            Some((<[u8; 32]>::try_from(hash.as_slice()).ok()?, found.get(1)))
+        })
         .collect();
-    let mut ids = Vec::with_capacity(sections.len());
-    for section in sections {
-        if let Some(id) = known.get(section.hash.as_slice()) {
-            ids.push(*id);
-            continue;
-        }
-        let body = match compressed.get(&section.hash) {
-            Some(body) => body.clone(),
-            None => section.compressed().map_err(WriteError::Content)?,
-        };
-        let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
-        let inserted = client
+    let newest: Option<String> = match identify_host(client, &row.identity, false)
+        .await
+        .map_err(fail)?
+    {
+        Some(host_id) => client
             .query_opt(
-                "INSERT INTO probe.sections (hash, size, body) VALUES ($1, $2, $3)
-                 ON CONFLICT (hash) DO NOTHING RETURNING id",
-                &[&section.hash.as_slice(), &size, &body],
+                "SELECT id FROM probe.snapshots WHERE host_id = $1
+                 ORDER BY collected_at DESC, seq DESC LIMIT 1",
+                &[&host_id],
             )
-            .await?;
-        let id: i64 = match inserted {
-            Some(row) => row.get(0),
-            // Another writer stored it first (and has committed: the insert waited for it).
-            None => client
-                .query_one(
-                    "SELECT id FROM probe.sections WHERE hash = $1",
-                    &[&section.hash.as_slice()],
-                )
-                .await?
-                .get(0),
-        };
-        known.insert(section.hash.to_vec(), id);
-        ids.push(id);
-    }
-    Ok(ids)
+            .await
+            .map_err(fail)?
+            .map(|found| found.get(0)),
+        None => None,
+    };
+    let previous: Option<Previous> = match newest {
+        // A previous snapshot that cannot be read (pruned meanwhile) is no base: the new one is
+        // stored whole.
+        Some(id) => read_stored_in(client, (&[id], &BTreeSet::new()), store)
+            .await
+            .ok()
+            .and_then(|mut stored| stored.pop().flatten())
+            .and_then(|stored| stored.into_previous().ok()),
+        None => None,
+    };
+    content::plan(&row.slots, &known, previous.as_ref()).map_err(|cause| StoreError::Postgres {
+        store: store.to_string(),
+        cause,
+    })
 }
 
-/// One write: returns the host id and the sections of a snapshot it replaced.
+/// Stores the new sections of `plan` (or finds them, stored by another writer) and gives the
+/// slots. The caller holds [`SECTIONS_LOCK`] (shared). They are inserted in hash order, so two
+/// writers storing the same new sections wait for each other in one order, never in a cycle.
+async fn file_new_sections(
+    client: &impl GenericClient,
+    plan: &Plan,
+) -> Result<Vec<Slot>, WriteError> {
+    let mut new: Vec<(&Section, &Vec<u8>)> = plan
+        .slots
+        .iter()
+        .filter_map(|slot| match slot {
+            Planned::New { section, body } => Some((section, body)),
+            _ => None,
+        })
+        .collect();
+    let in_order: Vec<[u8; 32]> = new.iter().map(|(section, _)| section.hash).collect();
+    new.sort_by_key(|(section, _)| section.hash);
+    new.dedup_by_key(|(section, _)| section.hash);
+    let mut filed: HashMap<[u8; 32], i64> = HashMap::new();
+    for (section, body) in new {
+        filed.insert(section.hash, insert_section(client, section, body).await?);
+    }
+    let ids: Vec<i64> = in_order
+        .iter()
+        .filter_map(|hash| filed.get(hash).copied())
+        .collect();
+    plan.slots_with(&ids).map_err(WriteError::Content)
+}
+
+/// Stores `section` with its compressed `body` (its count 0 until the caller raises it), or
+/// finds it, stored by another writer; its id.
+async fn insert_section(
+    client: &impl GenericClient,
+    section: &Section,
+    body: &[u8],
+) -> Result<i64, tokio_postgres::Error> {
+    let size = i64::try_from(section.bytes.len()).unwrap_or(i64::MAX);
+    let inserted = client
+        .query_opt(
+            "INSERT INTO probe.sections (hash, size, body) VALUES ($1, $2, $3)
+             ON CONFLICT (hash) DO NOTHING RETURNING id",
+            &[&section.hash.as_slice(), &size, &body],
+        )
+        .await?;
+    Ok(match inserted {
+        Some(row) => row.get(0),
+        // Another writer stored it first (and has committed: the insert waited for it).
+        None => client
+            .query_one(
+                "SELECT id FROM probe.sections WHERE hash = $1",
+                &[&section.hash.as_slice()],
+            )
+            .await?
+            .get(0),
+    })
+}
+
+/// Adds `counts` to the reference counts of their sections. The rows are locked in id order
+/// first, so writers sharing sections never deadlock.
+async fn adjust_refs(
+    client: &impl GenericClient,
+    counts: &BTreeMap<i64, i64>,
+) -> Result<(), tokio_postgres::Error> {
+    let (ids, deltas): (Vec<i64>, Vec<i64>) = counts
+        .iter()
+        .filter(|(_, delta)| **delta != 0)
+        .map(|(id, delta)| (*id, *delta))
+        .unzip();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    client
+        .query(
+            "SELECT id FROM probe.sections WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+            &[&ids],
+        )
+        .await?;
+    client
+        .execute(
+            "UPDATE probe.sections c SET refs = c.refs + d.n
+             FROM unnest($1::bigint[], $2::bigint[]) AS d(id, n) WHERE c.id = d.id",
+            &[&ids, &deltas],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The id of the set of indexed versions `versions` (JSON text), recorded when new.
+async fn version_set(client: &impl GenericClient, versions: &str) -> Result<i64, WriteError> {
+    let inserted = client
+        .query_opt(
+            "INSERT INTO probe.version_sets (versions) VALUES ($1::text::jsonb)
+             ON CONFLICT (versions) DO NOTHING RETURNING id",
+            &[&versions],
+        )
+        .await?;
+    Ok(match inserted {
+        Some(found) => found.get(0),
+        None => client
+            .query_one(
+                "SELECT id FROM probe.version_sets WHERE versions = $1::text::jsonb",
+                &[&versions],
+            )
+            .await?
+            .get(0),
+    })
+}
+
+/// One write: returns the host id and the sections a snapshot it replaced needed.
 async fn put_once(
     client: &mut deadpool_postgres::Object,
+    store: &str,
     row: &PutRow,
-    compressed: &HashMap<[u8; 32], Vec<u8>>,
+    planned: &Plan,
 ) -> Result<(i64, Vec<i64>), WriteError> {
     let transaction = client.transaction().await?;
     transaction
@@ -849,30 +968,65 @@ async fn put_once(
     let host_id = identify_host(&transaction, &row.identity, true)
         .await?
         .unwrap_or_default();
-    let replaced: Vec<i64> = transaction
+    let replaced: Vec<i64> = match transaction
         .query_opt(
-            "SELECT sections FROM probe.snapshots WHERE id = $1 FOR UPDATE",
+            "SELECT slots FROM probe.snapshots WHERE id = $1 FOR UPDATE",
             &[&row.id],
         )
         .await?
-        .map(|old| old.get(0))
-        .unwrap_or_default();
-    let sections = file_sections(&transaction, &row.split.sections, compressed).await?;
+    {
+        Some(old) => content::decode_slots(&old.get::<_, Vec<u8>>(0))
+            .map_err(WriteError::Content)?
+            .iter()
+            .filter_map(Slot::section)
+            .collect(),
+        None => Vec::new(),
+    };
+    // Planned before the locks: the sections it uses must still be there (they cannot go
+    // now, while the shared lock is held).
+    let uses = planned.uses();
+    let present: i64 = transaction
+        .query_one(
+            "SELECT count(*) FROM probe.sections WHERE id = ANY($1)",
+            &[&uses],
+        )
+        .await?
+        .get(0);
+    let replanned;
+    let plan = if present == uses.len() as i64 {
+        planned
+    } else {
+        replanned = plan_put(&transaction, store, row)
+            .await
+            .map_err(WriteError::Store)?;
+        &replanned
+    };
+    let slots = file_new_sections(&transaction, plan).await?;
+    let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+    for id in slots.iter().filter_map(Slot::section) {
+        *counts.entry(id).or_default() += 1;
+    }
+    for id in &replaced {
+        *counts.entry(*id).or_default() -= 1;
+    }
+    adjust_refs(&transaction, &counts).await?;
+    let version_set = version_set(&transaction, &row.versions).await?;
+    let encoded = content::encode_slots(&slots);
+    let own: Option<&[u8]> = (!plan.frame.is_empty()).then_some(plan.frame.as_slice());
     transaction
         .execute(
             "INSERT INTO probe.snapshots
                (id, host_id, target, address, hostname, machine_id, collected_at, collected_by,
-                schema_version, engines, versions, layout, sections, redacted)
-             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11::text::jsonb,
-                     $12, $13, true)
+                schema_version, engines, version_set, slots, own, redacted)
+             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11, $12, $13, true)
              ON CONFLICT (id) DO UPDATE SET
                host_id = excluded.host_id, target = excluded.target,
                address = excluded.address, hostname = excluded.hostname,
                machine_id = excluded.machine_id, collected_at = excluded.collected_at,
                collected_by = excluded.collected_by,
                schema_version = excluded.schema_version, engines = excluded.engines,
-               versions = excluded.versions, layout = excluded.layout,
-               sections = excluded.sections, redacted = excluded.redacted, seq = DEFAULT",
+               version_set = excluded.version_set, slots = excluded.slots,
+               own = excluded.own, redacted = excluded.redacted, seq = DEFAULT",
             &[
                 &row.id,
                 &host_id,
@@ -884,18 +1038,13 @@ async fn put_once(
                 &row.collected_by,
                 &row.schema_version,
                 &row.engines,
-                &row.versions,
-                &row.split.layout,
-                &sections,
+                &version_set,
+                &encoded,
+                &own,
             ],
         )
         .await?;
     transaction.commit().await?;
-    let kept: BTreeSet<i64> = sections.into_iter().collect();
-    let replaced = replaced
-        .into_iter()
-        .filter(|id| !kept.contains(id))
-        .collect();
     Ok((host_id, replaced))
 }
 
@@ -930,49 +1079,128 @@ async fn collect_garbage(
     }
     client
         .execute(
-            "DELETE FROM probe.sections c WHERE c.id = ANY($1)
-             AND NOT EXISTS (SELECT 1 FROM probe.snapshots s WHERE s.sections @> ARRAY[c.id])",
+            "DELETE FROM probe.sections WHERE id = ANY($1) AND refs <= 0",
             &[&candidates],
         )
         .await
 }
 
-/// The stored document of `id`: its layout and sections in one statement (one consistent view).
-async fn read_document(
-    client: &impl GenericClient,
+/// Snapshots `ids` as stored (`None` where one is not), with the sections they need but
+/// `held`, read in one repeatable-read transaction (one consistent view).
+async fn read_stored(
+    client: &mut deadpool_postgres::Object,
     store: &str,
-    id: &str,
-) -> Result<Option<crate::sqlite::Stored>, StoreError> {
+    ids: &[String],
+    held: &BTreeSet<i64>,
+) -> Result<Vec<Option<Stored>>, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(store, &err);
+    let transaction = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(fail)?;
+    let stored = read_stored_in(&transaction, (ids, held), store).await?;
+    transaction.commit().await.map_err(fail)?;
+    Ok(stored)
+}
+
+/// [`read_stored`]'s statements, in the caller's transaction.
+async fn read_stored_in(
+    client: &impl GenericClient,
+    (ids, held): (&[String], &BTreeSet<i64>),
+    store: &str,
+) -> Result<Vec<Option<Stored>>, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(store, &err);
     let rows = client
         .query(
-            "SELECT s.layout, r.section, c.hash, c.size, c.body
-             FROM probe.snapshots s
-             LEFT JOIN LATERAL unnest(s.sections) WITH ORDINALITY AS r(section, position) ON true
-             LEFT JOIN probe.sections c ON c.id = r.section
-             WHERE s.id = $1 ORDER BY r.position",
-            &[&id],
+            "SELECT id, slots, own FROM probe.snapshots WHERE id = ANY($1)",
+            &[&ids],
         )
         .await
-        .map_err(|err| pg_error(store, &err))?;
-    let Some(first) = rows.first() else {
-        return Ok(None);
+        .map_err(fail)?;
+    let bad = |cause: String| StoreError::Postgres {
+        store: store.to_string(),
+        cause,
     };
-    let layout: String = first.get(0);
-    let mut sections = Vec::with_capacity(rows.len());
+    let mut found: HashMap<String, Stored> = HashMap::with_capacity(rows.len());
+    let mut wanted: BTreeSet<i64> = BTreeSet::new();
     for row in &rows {
-        let Some(section) = row.get::<_, Option<i64>>(1) else {
+        let id: String = row.get(0);
+        let slots = content::decode_slots(&row.get::<_, Vec<u8>>(1))
+            .map_err(|cause| bad(format!("snapshot {id}: {cause}")))?;
+        wanted.extend(
+            slots
+                .iter()
+                .filter_map(Slot::section)
+                .filter(|section| !held.contains(section)),
+        );
+        let frame: Option<Vec<u8>> = row.get(2);
+        found.insert(
+            id,
+            Stored {
+                slots,
+                frame: frame.unwrap_or_default(),
+                sections: HashMap::new(),
+            },
+        );
+    }
+    let wanted: Vec<i64> = wanted.into_iter().collect();
+    let mut sections: HashMap<i64, (Vec<u8>, i64, Vec<u8>)> = HashMap::new();
+    if !wanted.is_empty() {
+        for row in client
+            .query(
+                "SELECT id, hash, size, body FROM probe.sections WHERE id = ANY($1)",
+                &[&wanted],
+            )
+            .await
+            .map_err(fail)?
+        {
+            sections.insert(row.get(0), (row.get(1), row.get(2), row.get(3)));
+        }
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(mut stored) = found.get(id).cloned() else {
+            out.push(None);
             continue;
         };
-        let hash: Option<Vec<u8>> = row.get(2);
-        let (Some(hash), Some(size), Some(body)) = (hash, row.get(3), row.get(4)) else {
-            return Err(StoreError::Postgres {
-                store: store.to_string(),
-                cause: format!("snapshot {id} refers to section {section}, which is missing"),
-            });
-        };
-        sections.push((hash, size, body));
+        for section in stored.slots.iter().filter_map(Slot::section) {
+            if held.contains(&section) || stored.sections.contains_key(&section) {
+                continue;
+            }
+            let Some(body) = sections.get(&section) else {
+                return Err(bad(format!(
+                    "snapshot {id} needs section {section}, which is missing"
+                )));
+            };
+            stored.sections.insert(section, body.clone());
+        }
+        out.push(Some(stored));
     }
-    Ok(Some(crate::sqlite::Stored { layout, sections }))
+    Ok(out)
+}
+
+/// The next 256 snapshots (by id) after `after`, their id and `columns`: a migration's walk over
+/// the store. Moves `after` on.
+async fn next_snapshots(
+    client: &impl GenericClient,
+    columns: &str,
+    after: &mut String,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            &format!(
+                "SELECT id, {columns} FROM probe.snapshots WHERE id > $1 ORDER BY id LIMIT 256"
+            ),
+            &[&*after],
+        )
+        .await?;
+    if let Some(last) = rows.last() {
+        *after = last.get(0);
+    }
+    Ok(rows)
 }
 
 /// Migration to [`SECTIONS_VERSION`]: every jsonb document becomes a layout and sections. The
@@ -981,17 +1209,10 @@ async fn read_document(
 async fn move_documents_into_sections(client: &impl GenericClient) -> Result<(), WriteError> {
     let mut after = String::new();
     loop {
-        let rows = client
-            .query(
-                "SELECT id, document::text FROM probe.snapshots WHERE id > $1
-                 ORDER BY id LIMIT 256",
-                &[&after],
-            )
-            .await?;
-        let Some(last) = rows.last() else {
+        let rows = next_snapshots(client, "document::text", &mut after).await?;
+        if rows.is_empty() {
             return Ok(());
-        };
-        after = last.get(0);
+        }
         for row in &rows {
             let id: String = row.get(0);
             let text: String = row.get(1);
@@ -1011,6 +1232,66 @@ async fn move_documents_into_sections(client: &impl GenericClient) -> Result<(),
     }
 }
 
+/// The ids of `sections` in order, storing those the store does not hold yet (migration 2 -> 3,
+/// before sections were counted).
+async fn file_sections(
+    client: &impl GenericClient,
+    sections: &[Section],
+    compressed: &HashMap<[u8; 32], Vec<u8>>,
+) -> Result<Vec<i64>, WriteError> {
+    let hashes: Vec<&[u8]> = sections.iter().map(|s| s.hash.as_slice()).collect();
+    let mut known: HashMap<Vec<u8>, i64> = client
+        .query(
+            "SELECT hash, id FROM probe.sections WHERE hash = ANY($1)",
+            &[&hashes],
+        )
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let mut ids = Vec::with_capacity(sections.len());
+    for section in sections {
+        if let Some(id) = known.get(section.hash.as_slice()) {
+            ids.push(*id);
+            continue;
+        }
+        let body = match compressed.get(&section.hash) {
+            Some(body) => body.clone(),
+            None => section.compressed().map_err(WriteError::Content)?,
+        };
+        let id = insert_section(client, section, &body).await?;
+        known.insert(section.hash.to_vec(), id);
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Migration to [`SLOTS_VERSION`]: each snapshot's layout becomes its own slot (compressed alone)
+/// and its section array shared slots, in order; the counts were set by the migration's SQL.
+async fn move_layouts_into_slots(client: &impl GenericClient) -> Result<(), WriteError> {
+    let mut after = String::new();
+    let mut rows = next_snapshots(client, "layout, sections", &mut after).await?;
+    while !rows.is_empty() {
+        for row in &rows {
+            let (id, layout, sections): (String, String, Vec<i64>) =
+                (row.get(0), row.get(1), row.get(2));
+            let (first, frame) = content::layout_alone(&layout).map_err(WriteError::Content)?;
+            let slots: Vec<Slot> = std::iter::once(first)
+                .chain(sections.into_iter().map(Slot::Shared))
+                .collect();
+            let own: Option<&[u8]> = (!frame.is_empty()).then_some(frame.as_slice());
+            client
+                .execute(
+                    "UPDATE probe.snapshots SET slots = $2, own = $3 WHERE id = $1",
+                    &[&id, &content::encode_slots(&slots), &own],
+                )
+                .await?;
+        }
+        rows = next_snapshots(client, "layout, sections", &mut after).await?;
+    }
+    Ok(())
+}
+
 impl SnapshotStore for PgStore {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
         if !snapshot.redacted {
@@ -1028,7 +1309,7 @@ impl SnapshotStore for PgStore {
             schema_version: i32::try_from(snapshot.schema_version).unwrap_or(i32::MAX),
             engines: engines.iter().map(|engine| clean(engine)).collect(),
             versions: clean(&serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into())),
-            split: content::split(&to_json(snapshot)),
+            slots: content::slots_of(&content::split(&to_json(snapshot))),
             collected_by: self.runner.clone(),
         };
         let host_id = self.run(|pool, store| put_row(pool, store, row))?;
@@ -1038,8 +1319,27 @@ impl SnapshotStore for PgStore {
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
         let what = format!("{id} in {}", self.location);
         self.document(id)?
-            .map(|text| from_json(&text, &what))
+            .map(|text| crate::document::from_stored(&text, &what))
             .transpose()
+    }
+
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut reader = crate::document::ManyReader::default();
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches of one statement for the snapshots and one for the sections they need
+        // (but those read for an earlier batch), in one read-only transaction each.
+        for batch in ids.chunks(256) {
+            let held = reader.held();
+            let wanted = batch.to_vec();
+            let stored = self.run(|pool, store| async move {
+                let mut client = connection(&pool, &store).await?;
+                read_stored(&mut client, &store, &wanted, &held).await
+            })?;
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.location)
+            })?);
+        }
+        Ok(snapshots)
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
@@ -1136,16 +1436,28 @@ impl SnapshotStore for PgStore {
                 .execute("SELECT pg_advisory_xact_lock($1)", &[&SECTIONS_LOCK])
                 .await
                 .map_err(fail)?;
-            let referenced: Vec<i64> = transaction
+            let mut referenced: Vec<i64> = Vec::new();
+            for row in transaction
                 .query(
-                    "DELETE FROM probe.snapshots WHERE id = ANY($1) RETURNING sections",
+                    "DELETE FROM probe.snapshots WHERE id = ANY($1) RETURNING slots",
                     &[&ids],
                 )
                 .await
                 .map_err(fail)?
-                .iter()
-                .flat_map(|row| row.get::<_, Vec<i64>>(0))
-                .collect();
+            {
+                let slots = content::decode_slots(&row.get::<_, Vec<u8>>(0)).map_err(|cause| {
+                    StoreError::Postgres {
+                        store: store.clone(),
+                        cause,
+                    }
+                })?;
+                referenced.extend(slots.iter().filter_map(Slot::section));
+            }
+            let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+            for id in &referenced {
+                *counts.entry(*id).or_default() -= 1;
+            }
+            adjust_refs(&transaction, &counts).await.map_err(fail)?;
             collect_garbage(&transaction, &referenced)
                 .await
                 .map_err(fail)?;

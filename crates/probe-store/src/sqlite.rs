@@ -16,17 +16,25 @@ use std::time::Duration;
 use probe_model::{AuditRecord, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::content::{self, Section, Split};
-use crate::{
-    AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, from_json, to_json,
-};
+use crate::content::{self, Plan, Planned, Previous, Section, SectionCache, Slot, Stored};
+use crate::document::{ManyReader, from_stored};
+use crate::{AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, to_json};
 
 /// Version of the store's own table layout (not of the snapshot documents).
-pub const STORE_SCHEMA_VERSION: u32 = 3;
+pub const STORE_SCHEMA_VERSION: u32 = 4;
 
 /// The layout version that keeps documents as content-addressed sections: migrating to it moves
 /// every stored document into sections (`content::split`) before its column is dropped.
 pub(crate) const SECTIONS_VERSION: u32 = 3;
+
+/// The layout version that keeps a snapshot as slots (`content::Slot`): its layout and what
+/// changed since its host's bases in a frame of its own, the rest as counted references to
+/// shared sections, and its indexed versions as a reference to a set of versions.
+pub(crate) const SLOTS_VERSION: u32 = 4;
+
+/// The page size of a new store: a snapshot's row, with its own frame, fits in one page instead
+/// of spilling into an overflow page that it leaves mostly empty.
+const PAGE_SIZE: u32 = 16384;
 
 /// How long one statement waits for another writer's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,7 +122,44 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX snapshot_sections_by_section ON snapshot_sections(section);
     ",
+    // 3 -> 4: slots. Each section counts the slots that need it (as itself or as a base); a
+    // snapshot's slot list and own frame replace its reference rows and its layout; the indexed
+    // versions are kept once per distinct set. The rest is `move_layouts_into_slots` and
+    // `SLOTS_DONE`.
+    "
+    ALTER TABLE sections ADD COLUMN refs INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE snapshots ADD COLUMN slots BLOB;
+    ALTER TABLE snapshots ADD COLUMN own BLOB;
+    CREATE TABLE version_sets (
+        id        INTEGER PRIMARY KEY,
+        versions  TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE set_versions (
+        set_id    INTEGER NOT NULL REFERENCES version_sets(id),
+        package   TEXT NOT NULL,
+        version   TEXT NOT NULL,
+        PRIMARY KEY (set_id, package)
+    ) WITHOUT ROWID;
+    CREATE INDEX set_versions_by_package ON set_versions(package, version);
+    ALTER TABLE snapshots ADD COLUMN version_set INTEGER REFERENCES version_sets(id);
+    INSERT INTO version_sets (versions) SELECT DISTINCT versions FROM snapshots ORDER BY 1;
+    UPDATE snapshots SET version_set = (SELECT v.id FROM version_sets v
+                                        WHERE v.versions = snapshots.versions);
+    INSERT OR IGNORE INTO set_versions (set_id, package, version)
+        SELECT s.version_set, r.package, r.version
+        FROM snapshot_versions r JOIN snapshots s ON s.id = r.snapshot_id;
+    UPDATE sections SET refs = (SELECT count(*) FROM snapshot_sections r
+                                WHERE r.section = sections.id);
+    ",
 ];
+
+/// The end of migration 3 -> 4, once every snapshot has its slots.
+const SLOTS_DONE: &str = "
+    DROP TABLE snapshot_sections;
+    DROP TABLE snapshot_versions;
+    ALTER TABLE snapshots DROP COLUMN layout;
+    ALTER TABLE snapshots DROP COLUMN versions;
+";
 
 /// Packages whose versions are indexed (engines and what they are built on).
 const INDEXED_PACKAGES: &[&str] = &[
@@ -174,6 +219,8 @@ impl SqliteStore {
             connection: Mutex::new(connection),
         };
         store.with_retries(|connection| {
+            // Only a new, empty file takes it; an existing store keeps its page size.
+            connection.pragma_update(None, "page_size", PAGE_SIZE)?;
             // WAL: readers never block the writer; NORMAL sync is crash-safe in WAL mode.
             connection.pragma_update(None, "journal_mode", "WAL")?;
             connection.pragma_update(None, "synchronous", "NORMAL")?;
@@ -210,6 +257,10 @@ impl SqliteStore {
                 if version + 1 == SECTIONS_VERSION as usize {
                     move_documents_into_sections(&transaction)?;
                     transaction.execute_batch("ALTER TABLE snapshots DROP COLUMN document;")?;
+                }
+                if version + 1 == SLOTS_VERSION as usize {
+                    move_layouts_into_slots(&transaction)?;
+                    transaction.execute_batch(SLOTS_DONE)?;
                 }
                 transaction.execute("DELETE FROM schema_meta", [])?;
                 transaction.execute(
@@ -266,61 +317,62 @@ impl SqliteStore {
     /// The stored document of `id`, put back together from its sections.
     fn document(&self, id: &str) -> Result<Option<String>, StoreError> {
         let stored = self.with_retries(|connection| {
-            // One read transaction: the layout and its sections come from the same state.
+            // One read transaction: the slots and their sections come from the same state.
             let transaction = connection.transaction()?;
-            read_stored(&transaction, id)
+            read_stored(&transaction, id, &BTreeSet::new())
         })?;
         stored
             .map(|stored| {
-                stored.assemble().map_err(|cause| StoreError::BadDocument {
-                    what: format!("{id} in {}", self.path.display()),
-                    cause,
-                })
+                stored
+                    .assemble(&mut SectionCache::default())
+                    .map_err(|cause| StoreError::BadDocument {
+                        what: format!("{id} in {}", self.path.display()),
+                        cause,
+                    })
             })
             .transpose()
     }
 
-    /// Compressed bodies of the sections of `split` that the store does not hold yet, made
-    /// before the write lock is taken so that writers queue for as short a time as possible.
-    fn compress_missing(&self, split: &Split) -> Result<HashMap<[u8; 32], Vec<u8>>, StoreError> {
-        let missing: Vec<&Section> = self.with_retries(|connection| {
-            let mut statement =
-                connection.prepare_cached("SELECT 1 FROM sections WHERE hash = ?1")?;
-            let mut missing = Vec::new();
-            for section in &split.sections {
-                if !statement.exists(params![section.hash.as_slice()])? {
-                    missing.push(section);
-                }
-            }
-            Ok(missing)
-        })?;
-        let mut bodies = HashMap::new();
-        for section in missing {
-            if let std::collections::hash_map::Entry::Vacant(entry) = bodies.entry(section.hash) {
-                entry.insert(section.compressed().map_err(|cause| StoreError::Io {
-                    path: self.path.clone(),
-                    cause,
-                })?);
-            }
-        }
-        Ok(bodies)
+    /// How `slots` will be stored, planned (and compressed) before the write lock is taken so
+    /// that writers queue for as short a time as possible.
+    fn plan(&self, snapshot: &Snapshot, slots: &[Section]) -> Result<Plan, StoreError> {
+        self.with_retries(|connection| {
+            let transaction = connection.transaction()?;
+            plan_put(&transaction, snapshot, slots)
+        })
     }
 }
 
 impl SnapshotStore for SqliteStore {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
-        let split = content::split(&to_json(snapshot));
+        let slots = content::slots_of(&content::split(&to_json(snapshot)));
         let (engines, versions) = indexed_values(snapshot);
         let engines_text = engines.iter().cloned().collect::<Vec<_>>().join(",");
         let versions_text = serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into());
-        let compressed = self.compress_missing(&split)?;
+        let planned = self.plan(snapshot, &slots)?;
         let host_id = self.with_retries(|connection| {
             let transaction =
                 connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let host_id = identify_host(&transaction, snapshot, true)?.unwrap_or_default();
-            // A snapshot with the same id is replaced: its rows go, its sections are kept
-            // only where another snapshot (or this new one) still refers to them.
+            // A snapshot with the same id is replaced: its row goes, its sections are kept
+            // only where another snapshot (or this new one) still needs them.
             let replaced = delete_snapshot(&transaction, &snapshot.id)?;
+            // Planned outside the lock: the sections it uses must still be there.
+            let plan = if all_exist(&transaction, &planned.uses())? {
+                planned.clone()
+            } else {
+                plan_put(&transaction, snapshot, &slots)?
+            };
+            let stored_slots = file_new_sections(&transaction, &plan)?;
+            let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+            for id in stored_slots.iter().filter_map(Slot::section) {
+                *counts.entry(id).or_default() += 1;
+            }
+            for id in &replaced {
+                *counts.entry(*id).or_default() -= 1;
+            }
+            adjust_refs(&transaction, &counts)?;
+            let version_set = version_set(&transaction, &versions_text, &versions)?;
             let seq: i64 = transaction.query_row(
                 "SELECT coalesce(max(seq), 0) + 1 FROM snapshots",
                 [],
@@ -329,8 +381,8 @@ impl SnapshotStore for SqliteStore {
             transaction.execute(
                 "INSERT INTO snapshots
                    (id, seq, host_id, target, address, hostname, machine_id, collected_at,
-                    schema_version, engines, versions, layout)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    schema_version, engines, version_set, slots, own)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 params![
                     snapshot.id,
                     seq,
@@ -342,18 +394,11 @@ impl SnapshotStore for SqliteStore {
                     snapshot.collected_at,
                     snapshot.schema_version,
                     engines_text,
-                    versions_text,
-                    split.layout,
+                    version_set,
+                    content::encode_slots(&stored_slots),
+                    plan.frame,
                 ],
             )?;
-            insert_sections(&transaction, seq, &split.sections, &compressed)?;
-            for (package, version) in &versions {
-                transaction.execute(
-                    "INSERT INTO snapshot_versions (snapshot_id, package, version)
-                     VALUES (?1, ?2, ?3)",
-                    params![snapshot.id, package, version],
-                )?;
-            }
             collect_garbage(&transaction, &replaced)?;
             transaction.commit()?;
             Ok(host_id)
@@ -363,9 +408,30 @@ impl SnapshotStore for SqliteStore {
 
     fn get(&self, id: &str) -> Result<Option<Snapshot>, StoreError> {
         match self.document(id)? {
-            Some(text) => from_json(&text, &format!("{id} in {}", self.path.display())).map(Some),
+            Some(text) => from_stored(&text, &format!("{id} in {}", self.path.display())).map(Some),
             None => Ok(None),
         }
+    }
+
+    fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut reader = ManyReader::default();
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches, each one read transaction, so a writer is never held up for long. A
+        // section already read for an earlier batch is not read again.
+        for batch in ids.chunks(256) {
+            let held = reader.held();
+            let stored = self.with_retries(|connection| {
+                let transaction = connection.transaction()?;
+                batch
+                    .iter()
+                    .map(|id| read_stored(&transaction, id, &held))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })?;
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.path.display())
+            })?);
+        }
+        Ok(snapshots)
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {
@@ -449,6 +515,11 @@ impl SnapshotStore for SqliteStore {
             for meta in &doomed {
                 sections.extend(delete_snapshot(&transaction, &meta.id)?);
             }
+            let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+            for id in &sections {
+                *counts.entry(*id).or_default() -= 1;
+            }
+            adjust_refs(&transaction, &counts)?;
             collect_garbage(&transaction, &sections)?;
             transaction.commit()
         })?;
@@ -726,47 +797,158 @@ fn identify_host(
     Ok(Some(host_id))
 }
 
-/// A stored document before it is put back together: its layout and its sections' stored
-/// (hash, size, compressed body), in order.
-pub(crate) struct Stored {
-    pub layout: String,
-    pub sections: Vec<(Vec<u8>, i64, Vec<u8>)>,
-}
-
-impl Stored {
-    /// The document, each section checked against its size and address.
-    pub fn assemble(&self) -> Result<String, String> {
-        let bodies = self
-            .sections
-            .iter()
-            .map(|(hash, size, body)| content::decompress(body, *size, hash))
-            .collect::<Result<Vec<_>, _>>()?;
-        content::assemble(&self.layout, &bodies)
-    }
-}
-
-fn read_stored(connection: &Connection, id: &str) -> rusqlite::Result<Option<Stored>> {
-    let Some((seq, layout)) = connection
+/// Snapshot `id` as stored, with the sections it needs but `held`.
+fn read_stored(
+    connection: &Connection,
+    id: &str,
+    held: &BTreeSet<i64>,
+) -> rusqlite::Result<Option<Stored>> {
+    let Some((slots, frame)) = connection
         .query_row(
-            "SELECT seq, layout FROM snapshots WHERE id = ?1",
+            "SELECT slots, own FROM snapshots WHERE id = ?1",
             params![id],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+            |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Option<Vec<u8>>>(1)?)),
         )
         .optional()?
     else {
         return Ok(None);
     };
-    let mut statement = connection.prepare_cached(
-        "SELECT c.hash, c.size, c.body FROM snapshot_sections r
-         JOIN sections c ON c.id = r.section
-         WHERE r.snapshot = ?1 ORDER BY r.position",
+    let slots = content::decode_slots(&slots).map_err(content_error)?;
+    let mut statement =
+        connection.prepare_cached("SELECT hash, size, body FROM sections WHERE id = ?1")?;
+    let mut sections = HashMap::new();
+    for section in slots.iter().filter_map(Slot::section) {
+        if held.contains(&section) || sections.contains_key(&section) {
+            continue;
+        }
+        let stored = statement
+            .query_row(params![section], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .optional()?
+            .ok_or_else(|| {
+                content_error(format!(
+                    "snapshot {id} needs section {section}, which is missing"
+                ))
+            })?;
+        sections.insert(section, stored);
+    }
+    Ok(Some(Stored {
+        slots,
+        frame: frame.unwrap_or_default(),
+        sections,
+    }))
+}
+
+/// Plans how to store `slots` of `snapshot`, against its host's newest stored snapshot.
+fn plan_put(
+    connection: &Connection,
+    snapshot: &Snapshot,
+    slots: &[Section],
+) -> rusqlite::Result<Plan> {
+    let mut find = connection.prepare_cached("SELECT id FROM sections WHERE hash = ?1")?;
+    let mut known = HashMap::new();
+    for slot in slots {
+        if let Some(id) = find
+            .query_row(params![slot.hash.as_slice()], |row| row.get::<_, i64>(0))
+            .optional()?
+        {
+            known.insert(slot.hash, id);
+        }
+    }
+    let previous = match identify_host(connection, snapshot, false)? {
+        Some(host_id) => {
+            let newest: Option<String> = connection
+                .query_row(
+                    "SELECT id FROM snapshots WHERE host_id = ?1
+                     ORDER BY collected_at DESC, seq DESC LIMIT 1",
+                    params![host_id],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            match newest {
+                Some(id) => read_stored(connection, &id, &BTreeSet::new())?,
+                None => None,
+            }
+        }
+        None => None,
+    };
+    // A previous snapshot that cannot be read is no base: the new one is stored whole.
+    let previous: Option<Previous> = previous.and_then(|stored| stored.into_previous().ok());
+    content::plan(slots, &known, previous.as_ref()).map_err(content_error)
+}
+
+/// Whether every section of `ids` is stored.
+fn all_exist(connection: &Connection, ids: &[i64]) -> rusqlite::Result<bool> {
+    let mut statement = connection.prepare_cached("SELECT 1 FROM sections WHERE id = ?1")?;
+    for id in ids {
+        if !statement.exists(params![id])? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Stores the new sections of `plan` (or finds them, stored meanwhile) and gives the slots.
+fn file_new_sections(connection: &Connection, plan: &Plan) -> rusqlite::Result<Vec<Slot>> {
+    let mut find = connection.prepare_cached("SELECT id FROM sections WHERE hash = ?1")?;
+    let mut add = connection
+        .prepare_cached("INSERT INTO sections (hash, size, body, refs) VALUES (?1, ?2, ?3, 0)")?;
+    let mut ids = Vec::new();
+    for slot in &plan.slots {
+        let Planned::New { section, body } = slot else {
+            continue;
+        };
+        let hash = section.hash.as_slice();
+        let id = match find.query_row(params![hash], |row| row.get(0)).optional()? {
+            Some(id) => id,
+            None => {
+                add.execute(params![hash, section.bytes.len() as i64, body])?;
+                connection.last_insert_rowid()
+            }
+        };
+        ids.push(id);
+    }
+    plan.slots_with(&ids).map_err(content_error)
+}
+
+/// Adds `counts` to the reference counts of their sections, in id order.
+fn adjust_refs(connection: &Connection, counts: &BTreeMap<i64, i64>) -> rusqlite::Result<()> {
+    let mut update =
+        connection.prepare_cached("UPDATE sections SET refs = refs + ?2 WHERE id = ?1")?;
+    for (id, count) in counts {
+        if *count != 0 {
+            update.execute(params![id, count])?;
+        }
+    }
+    Ok(())
+}
+
+/// The id of the set of indexed versions `text` (its JSON), recorded when new.
+fn version_set(
+    connection: &Connection,
+    text: &str,
+    versions: &BTreeMap<String, String>,
+) -> rusqlite::Result<i64> {
+    if let Some(id) = connection
+        .prepare_cached("SELECT id FROM version_sets WHERE versions = ?1")?
+        .query_row(params![text], |row| row.get(0))
+        .optional()?
+    {
+        return Ok(id);
+    }
+    connection.execute(
+        "INSERT INTO version_sets (versions) VALUES (?1)",
+        params![text],
     )?;
-    let sections = statement
-        .query_map(params![seq], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Some(Stored { layout, sections }))
+    let id = connection.last_insert_rowid();
+    for (package, version) in versions {
+        connection.execute(
+            "INSERT INTO set_versions (set_id, package, version) VALUES (?1, ?2, ?3)",
+            params![id, package, version],
+        )?;
+    }
+    Ok(id)
 }
 
 /// Files the sections of snapshot `seq`: a section already held is referenced, a new one is
@@ -802,42 +984,29 @@ fn insert_sections(
     Ok(())
 }
 
-/// Deletes snapshot `id` (its row, indexed versions and section references) and returns the
-/// sections it referred to, for [`collect_garbage`].
+/// Deletes snapshot `id` and returns the sections its slots needed (once per slot), whose
+/// counts the caller lowers before [`collect_garbage`].
 fn delete_snapshot(connection: &Connection, id: &str) -> rusqlite::Result<Vec<i64>> {
-    let Some(seq) = connection
+    let Some(slots) = connection
         .query_row(
-            "SELECT seq FROM snapshots WHERE id = ?1",
+            "SELECT slots FROM snapshots WHERE id = ?1",
             params![id],
-            |row| row.get::<_, i64>(0),
+            |row| row.get::<_, Vec<u8>>(0),
         )
         .optional()?
     else {
         return Ok(Vec::new());
     };
-    let sections = connection
-        .prepare_cached("SELECT section FROM snapshot_sections WHERE snapshot = ?1")?
-        .query_map(params![seq], |row| row.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    connection.execute(
-        "DELETE FROM snapshot_sections WHERE snapshot = ?1",
-        params![seq],
-    )?;
-    connection.execute(
-        "DELETE FROM snapshot_versions WHERE snapshot_id = ?1",
-        params![id],
-    )?;
+    let slots = content::decode_slots(&slots).map_err(content_error)?;
     connection.execute("DELETE FROM snapshots WHERE id = ?1", params![id])?;
-    Ok(sections)
+    Ok(slots.iter().filter_map(Slot::section).collect())
 }
 
-/// Removes those of `candidates` that no snapshot refers to any more.
+/// Removes those of `candidates` that no slot needs any more.
 fn collect_garbage(connection: &Connection, candidates: &[i64]) -> rusqlite::Result<()> {
     let candidates: BTreeSet<i64> = candidates.iter().copied().collect();
-    let mut remove = connection.prepare_cached(
-        "DELETE FROM sections WHERE id = ?1
-         AND NOT EXISTS (SELECT 1 FROM snapshot_sections WHERE section = ?1)",
-    )?;
+    let mut remove =
+        connection.prepare_cached("DELETE FROM sections WHERE id = ?1 AND refs <= 0")?;
     for id in candidates {
         remove.execute(params![id])?;
     }
@@ -847,25 +1016,59 @@ fn collect_garbage(connection: &Connection, candidates: &[i64]) -> rusqlite::Res
 /// Migration to [`SECTIONS_VERSION`]: every stored document becomes a layout and sections.
 /// `split` keeps any document it could not give back byte for byte whole, so nothing is lost.
 fn move_documents_into_sections(connection: &Connection) -> rusqlite::Result<()> {
+    each_snapshot(connection, "document", |seq, document| {
+        let split = content::split(&document);
+        connection.execute(
+            "UPDATE snapshots SET layout = ?2 WHERE seq = ?1",
+            params![seq, split.layout],
+        )?;
+        insert_sections(connection, seq, &split.sections, &HashMap::new())
+    })
+}
+
+/// Runs `work` with the `seq` and text `column` of every snapshot, in batches of 256 (a
+/// migration's walk over the store).
+fn each_snapshot(
+    connection: &Connection,
+    column: &str,
+    mut work: impl FnMut(i64, String) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let sql = format!("SELECT seq, {column} FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256");
     let mut after = 0i64;
     loop {
         let batch: Vec<(i64, String)> = connection
-            .prepare("SELECT seq, document FROM snapshots WHERE seq > ?1 ORDER BY seq LIMIT 256")?
+            .prepare(&sql)?
             .query_map(params![after], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let Some((last, _)) = batch.last() else {
             return Ok(());
         };
         after = *last;
-        for (seq, document) in &batch {
-            let split = content::split(document);
-            connection.execute(
-                "UPDATE snapshots SET layout = ?2 WHERE seq = ?1",
-                params![seq, split.layout],
-            )?;
-            insert_sections(connection, *seq, &split.sections, &HashMap::new())?;
+        for (seq, text) in batch {
+            work(seq, text)?;
         }
     }
+}
+
+/// Migration to [`SLOTS_VERSION`]: each snapshot's layout becomes its own slot (compressed
+/// alone: it has no base yet) and its section references shared slots, in order. Nothing is
+/// recompressed; the counts were set from the references by the migration's SQL.
+fn move_layouts_into_slots(connection: &Connection) -> rusqlite::Result<()> {
+    let mut references = connection.prepare_cached(
+        "SELECT section FROM snapshot_sections WHERE snapshot = ?1 ORDER BY position",
+    )?;
+    each_snapshot(connection, "layout", |seq, layout| {
+        let (first, frame) = content::layout_alone(&layout).map_err(content_error)?;
+        let mut slots = vec![first];
+        for section in references.query_map(params![seq], |row| row.get::<_, i64>(0))? {
+            slots.push(Slot::Shared(section?));
+        }
+        connection.execute(
+            "UPDATE snapshots SET slots = ?2, own = ?3 WHERE seq = ?1",
+            params![seq, content::encode_slots(&slots), frame],
+        )?;
+        Ok(())
+    })
 }
 
 fn content_error(cause: String) -> rusqlite::Error {
@@ -913,8 +1116,8 @@ fn query_meta(
 ) -> rusqlite::Result<Vec<SnapshotMeta>> {
     let sql = format!(
         "SELECT s.id, s.host_id, s.hostname, s.machine_id, s.target, s.address, s.collected_at,
-                s.schema_version, s.engines, s.versions
-         FROM snapshots s {tail}"
+                s.schema_version, s.engines, coalesce(v.versions, '{{}}')
+         FROM snapshots s LEFT JOIN version_sets v ON v.id = s.version_set {tail}"
     );
     let mut statement = connection.prepare(&sql)?;
     let rows = statement.query_map(parameters, |row| {

@@ -91,6 +91,8 @@ cases!(
     concurrent_writers_of_one_new_machine_agree_on_its_host,
     audit_records_newest_per_host_across_shards,
     replacing_a_snapshot_keeps_one_copy,
+    pruning_a_base_keeps_what_later_snapshots_need,
+    writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact,
 );
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
@@ -446,6 +448,169 @@ fn replacing_a_snapshot_keeps_one_copy(backend: &Backend) {
     assert_eq!(store.get("r1").unwrap().unwrap(), again);
 }
 
+/// Host `gpu7`'s snapshot at `hour`, with what moves every hour moved (uptime, GPU memory and
+/// utilisation, section timings) and a process list that changes once.
+fn drifting(hour: i64) -> Snapshot {
+    let mut s = snapshot(
+        &format!("gpu7-{hour}"),
+        "gpu7",
+        "gpu7",
+        "m-drift-0001",
+        1_795_000_000 + hour * 3600,
+    );
+    s.duration_ms = 700 + hour as u64 % 50;
+    s.host.uptime_s = Some(86_400 + hour as u64 * 3600);
+    s.host.mem_available_kib = Some(1_500_000_000 - hour as u64 * 1000);
+    s.sections = (0..20)
+        .map(|i| probe_model::SectionReport {
+            name: format!("section-{i}"),
+            bytes: 1000 + i * 37 + hour as u64 % 17,
+            duration_ms: Some(10 + (i + hour as u64) % 90),
+            ..probe_model::SectionReport::default()
+        })
+        .collect();
+    s.processes = (0..10)
+        .map(|i| ProcessInfo {
+            pid: 1000 + i + if hour >= 12 { 500 } else { 0 },
+            argv: vec!["python3".into(), format!("worker.{i}")],
+            ..ProcessInfo::default()
+        })
+        .collect();
+    s.gpu.gpus = (0..4)
+        .map(|g| probe_model::Gpu {
+            index: Some(g),
+            memory_used_mib: Some(120_000 + (hour as u64 * 97 + u64::from(g)) % 5000),
+            utilization_gpu_pct: Some(((hour as u64 * 7 + u64::from(g)) % 100) as u32),
+            ..probe_model::Gpu::default()
+        })
+        .collect();
+    s
+}
+
+/// Later snapshots keep only their difference from the sections of earlier ones: pruning (or
+/// replacing) the snapshots those sections came from leaves every later one intact.
+fn pruning_a_base_keeps_what_later_snapshots_need(backend: &Backend) {
+    let store = backend.open();
+    let mut kept: Vec<Snapshot> = (0..30).map(drifting).collect();
+    for s in &kept {
+        store.put(s).unwrap();
+    }
+    // Replace the very first one (whose sections are the first bases) with something else.
+    let mut replaced = kept[0].clone();
+    replaced.host.kernel = Some("6.12".into());
+    replaced.processes.clear();
+    store.put(&replaced).unwrap();
+    kept[0] = replaced;
+    let check = |kept: &[Snapshot]| {
+        assert_eq!(store.list(None).unwrap().len(), kept.len());
+        for s in kept {
+            assert_eq!(
+                store.export(&s.id).unwrap(),
+                probe_store::to_json(s),
+                "{}",
+                s.id
+            );
+        }
+        let ids: Vec<String> = kept.iter().map(|s| s.id.clone()).collect();
+        let many: Vec<Snapshot> = store
+            .get_many(&ids)
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(many, kept);
+    };
+    check(&kept);
+    for (hour, keep_last) in [(30, 20), (31, 3), (32, 1)] {
+        let pruned = store
+            .prune(&PrunePolicy {
+                keep_last,
+                ..PrunePolicy::default()
+            })
+            .unwrap();
+        assert_eq!(pruned.len(), kept.len() - keep_last);
+        kept.drain(..kept.len() - keep_last);
+        check(&kept);
+        // And the next snapshot is stored against what is left.
+        let next = drifting(hour);
+        store.put(&next).unwrap();
+        kept.push(next);
+        check(&kept);
+    }
+}
+
+/// Writers of hosts that share sections (the same packages) store drifting snapshots while a
+/// pruner keeps deleting all but the newest few of each: whatever is left is exact.
+fn writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact(backend: &Backend) {
+    const WRITERS: usize = 3;
+    const EACH: i64 = 30;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let written: Vec<Vec<Snapshot>> = std::thread::scope(|scope| {
+        let pruner = scope.spawn(|| {
+            let store = backend.open();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                store
+                    .prune(&PrunePolicy {
+                        keep_last: 3,
+                        ..PrunePolicy::default()
+                    })
+                    .unwrap();
+            }
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                scope.spawn(move || {
+                    let store = backend.open();
+                    (0..EACH)
+                        .map(|hour| {
+                            let mut s = drifting(hour);
+                            s.id = format!("w{writer}-{hour}");
+                            s.target = format!("host{writer}");
+                            s.host.hostname = Some(format!("host{writer}"));
+                            s.host.machine_id = Some(format!("m-writer-{writer}"));
+                            s.python_envs.push(PythonEnv {
+                                interpreter: "/opt/venv/bin/python".into(),
+                                packages: (0..30)
+                                    .map(|i| PythonPackage {
+                                        name: format!("package-{i}"),
+                                        version: format!("1.{}.0", i + usize::from(hour >= 20)),
+                                        ..PythonPackage::default()
+                                    })
+                                    .collect(),
+                                ..PythonEnv::default()
+                            });
+                            store.put(&s).unwrap();
+                            s
+                        })
+                        .collect::<Vec<Snapshot>>()
+                })
+            })
+            .collect();
+        let written = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        pruner.join().unwrap();
+        written
+    });
+    let store = backend.open();
+    store
+        .prune(&PrunePolicy {
+            keep_last: 3,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    let left = store.list(None).unwrap();
+    assert_eq!(left.len(), WRITERS * 3);
+    for meta in &left {
+        let expected = written.iter().flatten().find(|s| s.id == meta.id).unwrap();
+        assert_eq!(
+            store.export(&meta.id).unwrap(),
+            probe_store::to_json(expected)
+        );
+    }
+    let ids: Vec<String> = left.iter().map(|meta| meta.id.clone()).collect();
+    assert!(store.get_many(&ids).unwrap().iter().all(Option::is_some));
+}
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL only.
 
@@ -641,17 +806,19 @@ fn postgres_a_version_two_store_opens_with_every_snapshot_intact() {
             .trim(),
         format!("{}|0", probe_store::STORE_SCHEMA_VERSION)
     );
-    // The old snapshots share what did not change between them: only `host` differs.
-    let (sections, per_snapshot) = section_counts(cluster, &name);
-    assert!(sections < per_snapshot + 4, "{sections} {per_snapshot}");
+    // The old snapshots share every section (each migrated layout is its snapshot's own slot).
+    let (sections, needed) = section_counts(cluster, &name);
+    let per_snapshot = needed / snapshots.len();
+    assert_eq!(needed % snapshots.len(), 0);
+    assert!(sections < per_snapshot + 2, "{sections} {per_snapshot}");
 }
 
-/// (sections stored, sections one snapshot refers to).
+/// (sections stored, slots that need one: the sum of their counts).
 fn section_counts(cluster: &Postgres, database: &str) -> (usize, usize) {
     let out = cluster.psql(
         database,
         "SELECT (SELECT count(*) FROM probe.sections),
-                (SELECT max(cardinality(sections)) FROM probe.snapshots)",
+                (SELECT coalesce(sum(refs), 0) FROM probe.sections)",
     );
     let (a, b) = out.trim().split_once('|').unwrap();
     (a.parse().unwrap(), b.parse().unwrap())
@@ -670,14 +837,17 @@ fn postgres_prune_keeps_shared_sections() {
         store.put(&s).unwrap();
         snapshots.push(s);
     }
-    let (sections, per_snapshot) = section_counts(cluster, &name);
+    // p0's sections are shared by all; p1..p3 keep their layouts (and p3 its `host`) as their
+    // own, against p0's.
+    let (sections, needed) = section_counts(cluster, &name);
+    let per_snapshot = needed / 4;
     store
         .prune(&PrunePolicy {
             keep_last: 2,
             ..PrunePolicy::default()
         })
         .unwrap();
-    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot));
+    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot * 2));
     for s in &snapshots[2..] {
         assert_eq!(store.export(&s.id).unwrap(), probe_store::to_json(s));
     }
@@ -687,8 +857,16 @@ fn postgres_prune_keeps_shared_sections() {
             ..PrunePolicy::default()
         })
         .unwrap();
-    assert_eq!(section_counts(cluster, &name), (sections - 1, per_snapshot));
+    // p0's sections stay: p3 needs them, as they are or as its bases.
+    assert_eq!(section_counts(cluster, &name), (sections, per_snapshot));
     assert_eq!(store.get("p3").unwrap().as_ref(), Some(&snapshots[3]));
+    // Replaced, p3's counts are released: one snapshot's worth remains.
+    let mut other = snapshots[3].clone();
+    other.host.kernel = Some("7.0".into());
+    other.target = "gpu8".into();
+    store.put(&other).unwrap();
+    assert_eq!(store.export("p3").unwrap(), probe_store::to_json(&other));
+    assert_eq!(section_counts(cluster, &name).1, per_snapshot);
 }
 
 mod round_trip {
@@ -731,8 +909,27 @@ mod round_trip {
         }
     }
 
-    fn check(store: &dyn SnapshotStore, mut snapshot: Snapshot, n: usize) {
+    /// Sections stored.
+    fn sections(backend: &Backend) -> String {
+        if backend.postgres {
+            let database = backend.location.rsplit('/').next().unwrap();
+            let database = database.split('?').next().unwrap();
+            cluster().psql(database, "SELECT count(*) FROM probe.sections")
+        } else {
+            rusqlite::Connection::open(&backend.location)
+                .unwrap()
+                .query_row("SELECT count(*) FROM sections", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+                .unwrap()
+                .to_string()
+        }
+    }
+
+    fn check(backend: &Backend, store: &dyn SnapshotStore, mut snapshot: Snapshot, n: usize) {
         snapshot.id = format!("prop-{n}");
+        // A host of its own, so that the next snapshot is planned against this one.
+        snapshot.host.machine_id = Some(format!("m-prop-{n:04}"));
         let input = probe_store::to_json(&snapshot);
         store.put(&snapshot).unwrap();
         assert_eq!(store.export(&snapshot.id).unwrap(), input);
@@ -740,6 +937,27 @@ mod round_trip {
         assert_eq!(
             store.get(&snapshot.id).unwrap().unwrap(),
             probe_store::from_json(&input, "input").unwrap()
+        );
+        // The next hour: `host` and `gpu` moved, so they (and the layout) are kept as their
+        // difference from this snapshot's sections, and no section is added.
+        let before = sections(backend);
+        let mut next = snapshot.clone();
+        next.id = format!("prop-{n}-next");
+        next.host.uptime_s = Some(next.host.uptime_s.map_or(1, |u| u.wrapping_add(3600)));
+        next.gpu.gpus[0].memory_used_mib = Some(n as u64);
+        let next_input = probe_store::to_json(&next);
+        store.put(&next).unwrap();
+        assert_eq!(sections(backend), before);
+        assert_eq!(store.export(&next.id).unwrap(), next_input);
+        assert_eq!(store.export(&snapshot.id).unwrap(), input);
+        assert_eq!(
+            store
+                .get_many(&[next.id.clone(), snapshot.id.clone()])
+                .unwrap(),
+            [
+                Some(probe_store::from_json(&next_input, "input").unwrap()),
+                Some(probe_store::from_json(&input, "input").unwrap())
+            ]
         );
     }
 
@@ -749,17 +967,168 @@ mod round_trip {
         #[test]
         fn sqlite_store_then_export_is_the_input(snapshot in snapshots()) {
             static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
-            let (_, store) = STORE.get_or_init(|| { let b = sqlite(); let s = b.open(); (b, s) });
+            let (backend, store) = STORE.get_or_init(|| { let b = sqlite(); let s = b.open(); (b, s) });
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            check(backend, &**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
 
         #[test]
         fn postgres_store_then_export_is_the_input(snapshot in snapshots()) {
             static STORE: OnceLock<(Backend, Box<dyn SnapshotStore>)> = OnceLock::new();
-            let (_, store) = STORE.get_or_init(|| { let b = postgres(); let s = b.open(); (b, s) });
+            let (backend, store) = STORE.get_or_init(|| { let b = postgres(); let s = b.open(); (b, s) });
             static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            check(&**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            check(backend, &**store, snapshot, N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         }
     }
+}
+
+/// The snapshots of the layout-version-3 fixtures (`tests/fixtures/store-v3.sqlite`, the file,
+/// and `store-v3.pgdump`, a `pg_dump --format=custom`, of stores written by
+/// the layout-3 store's `put`): three hosts of one image, four hourly snapshots each, with drift
+/// (uptime, GPU memory), hostile text, a NUL, and one snapshot replaced and one pruned.
+fn v3_fixture_snapshots() -> Vec<Snapshot> {
+    let mut all = Vec::new();
+    for host in 0..3u32 {
+        for hour in 0..4i64 {
+            let at = 1_795_000_000 + hour * 3600;
+            let mut s = snapshot(
+                &format!("gpu{host}-{at}-v3"),
+                &format!("gpu{host}"),
+                &format!("gpu{host}"),
+                &format!("m-v3-{host:04}"),
+                at,
+            );
+            s.duration_ms = 700 + hour as u64;
+            s.host.uptime_s = Some(86_400 + hour as u64 * 3600);
+            s.host.os_pretty = Some("Debian \"12\" \\ ünïcode \u{1F600} \u{1b}[31m \0".into());
+            s.processes.push(ProcessInfo {
+                pid: 4000 + host,
+                argv: vec!["python3".into(), "-m".into(), "vllm.entrypoints".into()],
+                engine: Some(probe_model::Engine::Vllm),
+                ..ProcessInfo::default()
+            });
+            s.python_envs.push(PythonEnv {
+                interpreter: "/opt/venv/bin/python".into(),
+                packages: (0..20)
+                    .map(|i| PythonPackage {
+                        name: if i == 0 {
+                            "vllm".into()
+                        } else {
+                            format!("package-{i}")
+                        },
+                        version: format!("0.{i}.0"),
+                        ..PythonPackage::default()
+                    })
+                    .collect(),
+                ..PythonEnv::default()
+            });
+            s.gpu.driver_version = Some("570.172.08".into());
+            s.gpu.gpus = (0..2)
+                .map(|g| probe_model::Gpu {
+                    index: Some(g),
+                    name: Some("NVIDIA H200".into()),
+                    memory_used_mib: Some(120_000 + hour as u64 * 97 + u64::from(g)),
+                    ..probe_model::Gpu::default()
+                })
+                .collect();
+            all.push(s);
+        }
+    }
+    all
+}
+
+/// What a layout-3 fixture holds must come back exactly: every snapshot, its export, each
+/// host's history, the indexed versions; the pruned snapshot stays gone.
+fn check_v3_fixture(store: &dyn SnapshotStore) {
+    let expected = v3_fixture_snapshots();
+    for s in &expected {
+        assert_eq!(
+            store.export(&s.id).unwrap(),
+            probe_store::to_json(s),
+            "{}",
+            s.id
+        );
+        assert_eq!(store.get(&s.id).unwrap().as_ref(), Some(s));
+    }
+    assert!(store.get("doomed").unwrap().is_none());
+    assert_eq!(store.list(None).unwrap().len(), expected.len());
+    for host in 0..3 {
+        let history = ids(store.history(&format!("gpu{host}")).unwrap());
+        let want: Vec<String> = expected
+            .iter()
+            .filter(|s| s.target == format!("gpu{host}"))
+            .map(|s| s.id.clone())
+            .collect();
+        assert_eq!(history, want);
+    }
+    assert_eq!(store.list(None).unwrap()[0].versions["vllm"], "0.0.0");
+    assert_eq!(
+        store.list(Some("gpu1")).unwrap()[0].versions["nvidia-driver"],
+        "570.172.08"
+    );
+    // And it takes new snapshots, which share what the old ones stored.
+    let mut next = expected[11].clone();
+    next.id = "after-migration".into();
+    next.collected_at += 3600;
+    store.put(&next).unwrap();
+    assert_eq!(
+        store.export("after-migration").unwrap(),
+        probe_store::to_json(&next)
+    );
+    store
+        .prune(&PrunePolicy {
+            keep_last: 1,
+            ..PrunePolicy::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.export("after-migration").unwrap(),
+        probe_store::to_json(&next)
+    );
+    assert_eq!(store.list(None).unwrap().len(), 3);
+}
+
+/// A SQLite store written by the layout-3 release opens with every snapshot intact.
+#[test]
+fn sqlite_a_version_three_store_opens_with_every_snapshot_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshots.db");
+    // The file that store wrote, as it was when it was closed.
+    std::fs::write(&path, include_bytes!("fixtures/store-v3.sqlite")).unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    check_v3_fixture(&store);
+    drop(store);
+    let version: u32 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT max(version) FROM schema_meta", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, probe_store::STORE_SCHEMA_VERSION);
+}
+
+/// A PostgreSQL store written by the layout-3 release opens with every snapshot intact.
+#[test]
+fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
+    let cluster = cluster();
+    let name = database_name();
+    let url = cluster.create_database(&name);
+    // The dump of that store, restored as it was.
+    let dump = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(dump.path(), include_bytes!("fixtures/store-v3.pgdump")).unwrap();
+    let bin = probe_testkit::postgres::require_postgres().unwrap();
+    let restored = std::process::Command::new(bin.join("pg_restore"))
+        .args(["--no-owner", "--no-privileges", "-d", &url])
+        .arg(dump.path())
+        .envs(cluster.client_env())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&restored.stderr);
+    assert!(restored.status.success(), "pg_restore: {stderr}");
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    check_v3_fixture(&store);
+    assert_eq!(
+        cluster
+            .psql(&name, "SELECT max(version) FROM probe.schema_meta")
+            .trim(),
+        probe_store::STORE_SCHEMA_VERSION.to_string()
+    );
 }

@@ -324,19 +324,59 @@ fn a_version_two_store_opens_with_every_snapshot_intact() {
         .unwrap();
     assert_eq!((version, columns), (STORE_SCHEMA_VERSION, 0));
     // r0..r3 differ only in scalars (id, time), so they share every section; r4, which cannot
-    // be given back from sections byte for byte, is kept whole (one more section).
-    let per_snapshot: u32 = connection
+    // be given back from sections byte for byte, is kept whole (one more section). Each
+    // migrated layout is its snapshot's own slot.
+    let per_snapshot = shared_slots(&connection, "r0");
+    assert!(per_snapshot > 10, "{per_snapshot}");
+    assert!(
+        sections < per_snapshot as u32 + 2,
+        "{sections} sections for {per_snapshot} per snapshot"
+    );
+    check_counts(&connection);
+}
+
+/// The slots of snapshot `id`.
+fn slots(connection: &Connection, id: &str) -> Vec<crate::content::Slot> {
+    let blob: Vec<u8> = connection
         .query_row(
-            "SELECT count(*) FROM snapshot_sections WHERE snapshot = (SELECT seq FROM snapshots WHERE id = 'r0')",
-            [],
+            "SELECT slots FROM snapshots WHERE id = ?1",
+            params![id],
             |row| row.get(0),
         )
         .unwrap();
-    assert!(per_snapshot > 10, "{per_snapshot}");
-    assert!(
-        sections < per_snapshot + 2,
-        "{sections} sections for {per_snapshot} per snapshot"
-    );
+    crate::content::decode_slots(&blob).unwrap()
+}
+
+fn shared_slots(connection: &Connection, id: &str) -> usize {
+    slots(connection, id)
+        .iter()
+        .filter(|slot| matches!(slot, crate::content::Slot::Shared(_)))
+        .count()
+}
+
+/// Every section's count is the number of slots that need it, and no section is unneeded.
+fn check_counts(connection: &Connection) {
+    let ids: Vec<String> = connection
+        .prepare("SELECT id FROM snapshots")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let mut needed: BTreeMap<i64, i64> = BTreeMap::new();
+    for id in &ids {
+        for section in slots(connection, id).iter().filter_map(|s| s.section()) {
+            *needed.entry(section).or_default() += 1;
+        }
+    }
+    let counted: BTreeMap<i64, i64> = connection
+        .prepare("SELECT id, refs FROM sections")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(counted, needed);
 }
 
 #[test]
@@ -345,26 +385,42 @@ fn unchanged_sections_are_stored_once_and_pruned_last() {
     for i in 0..4 {
         store.put(&rich_snapshot(&format!("u{i}"), i)).unwrap();
     }
-    let count = |store: &SqliteStore| -> (u32, u32) {
+    let sections = |store: &SqliteStore| -> u32 {
         let connection = store.connection.lock().unwrap();
+        check_counts(&connection);
         connection
-            .query_row(
-                "SELECT (SELECT count(*) FROM sections), (SELECT count(*) FROM snapshot_sections)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
+            .query_row("SELECT count(*) FROM sections", [], |row| row.get(0))
             .unwrap()
     };
-    let (sections, references) = count(&store);
-    assert_eq!(references % 4, 0);
-    let per_snapshot = references / 4;
-    assert!(sections < per_snapshot, "{sections} >= {per_snapshot}");
-    // A change in one section adds that section only.
+    let stored = sections(&store);
+    {
+        let connection = store.connection.lock().unwrap();
+        // The first snapshot's slots are all shared (its layout is the base of the next ones'),
+        // later ones keep only their layout (id and time changed) as their own.
+        let first = slots(&connection, "u0");
+        assert!(stored <= first.len() as u32, "{stored} > {}", first.len());
+        assert_eq!(shared_slots(&connection, "u0"), first.len());
+        assert_eq!(shared_slots(&connection, "u3"), first.len() - 1);
+    }
+    // A change in one section adds no section: it is the snapshot's own, against its base.
     let mut changed = rich_snapshot("u4", 4);
     changed.host.kernel = Some("6.12".into());
     store.put(&changed).unwrap();
-    assert_eq!(count(&store).0, sections + 1);
-    // Pruning the old snapshots keeps every section the kept ones share.
+    assert_eq!(sections(&store), stored);
+    {
+        let connection = store.connection.lock().unwrap();
+        let kept = slots(&connection, "u4");
+        assert_eq!(shared_slots(&connection, "u4"), kept.len() - 2);
+        assert!(kept.iter().any(|slot| matches!(
+            slot,
+            crate::content::Slot::Own {
+                base: Some(_),
+                depth: 1,
+                ..
+            }
+        )));
+    }
+    // Pruning the old snapshots keeps every section the kept ones share or use as a base.
     let pruned = store
         .prune(&PrunePolicy {
             keep_last: 2,
@@ -376,14 +432,22 @@ fn unchanged_sections_are_stored_once_and_pruned_last() {
         assert!(store.get(id).unwrap().is_some(), "{id}");
     }
     assert_eq!(store.export("u4").unwrap(), to_json(&changed));
-    assert_eq!(count(&store), (sections + 1, per_snapshot * 2));
-    // Only the last one: the old `host` section goes with u3.
+    assert_eq!(sections(&store), stored);
+    // Only the last one: u3 needed nothing u4 does not.
     store
         .prune(&PrunePolicy {
             keep_last: 1,
             ..PrunePolicy::default()
         })
         .unwrap();
-    assert_eq!(count(&store), (sections, per_snapshot));
+    assert_eq!(sections(&store), stored);
     assert_eq!(store.get("u4").unwrap().unwrap(), changed);
+    // Unchanged in the next snapshot, u4's own `host` has settled: it is stored whole.
+    let mut next = changed.clone();
+    next.id = "u5".into();
+    next.collected_at = 5;
+    store.put(&next).unwrap();
+    assert_eq!(sections(&store), stored + 1);
+    assert_eq!(store.export("u5").unwrap(), to_json(&next));
+    assert_eq!(store.export("u4").unwrap(), to_json(&changed));
 }

@@ -63,7 +63,8 @@ impl<'a> OutliersLine<'a> {
 }
 
 /// The newest snapshot of every member: this run's, else the one its last audit stored, else
-/// the newest stored under its target.
+/// the newest stored under its target. The stored ones are read in one `get_many` per kind
+/// (the store reads a section that hosts share once).
 fn latest_snapshots(
     store: &dyn SnapshotStore,
     members: &[FleetMember],
@@ -71,22 +72,38 @@ fn latest_snapshots(
     audits: &BTreeMap<String, StoredAudit>,
 ) -> Result<BTreeMap<String, Snapshot>> {
     let mut snapshots = BTreeMap::new();
+    let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
+    let mut by_target: Vec<&FleetMember> = Vec::new();
     for member in members {
         if let Some(snapshot) = fresh.get(&member.name) {
             snapshots.insert(member.name.clone(), snapshot.clone());
             continue;
         }
-        let by_record = match audits
+        match audits
             .get(&member.name)
-            .and_then(|audit| audit.record.snapshot_id.as_deref())
+            .and_then(|audit| audit.record.snapshot_id.clone())
         {
-            Some(id) => store.get(id)?,
-            None => None,
-        };
-        let snapshot = match by_record {
-            Some(snapshot) => Some(snapshot),
-            None => store.latest(&member.target)?,
-        };
+            Some(id) => by_record.push((member, id)),
+            None => by_target.push(member),
+        }
+    }
+    let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, _), snapshot) in by_record.iter().zip(store.get_many(&ids)?) {
+        match snapshot {
+            Some(snapshot) => {
+                snapshots.insert(member.name.clone(), snapshot);
+            }
+            None => by_target.push(member),
+        }
+    }
+    let mut newest: Vec<(&FleetMember, String)> = Vec::new();
+    for member in by_target {
+        if let Some(meta) = store.newest(&member.target)? {
+            newest.push((member, meta.id));
+        }
+    }
+    let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, _), snapshot) in newest.iter().zip(store.get_many(&ids)?) {
         if let Some(snapshot) = snapshot {
             snapshots.insert(member.name.clone(), snapshot);
         }
@@ -578,5 +595,99 @@ mod tests {
         ] {
             assert_eq!(age(seconds), expected);
         }
+    }
+
+    /// The outliers read from the store (`get_many`, by audit record and by target) are the
+    /// outliers of the snapshots as `get` and `latest` read them one by one.
+    #[test]
+    fn outliers_from_the_store_are_those_of_each_hosts_snapshot() {
+        use probe_model::{Gpu, PythonEnv, PythonPackage};
+        let dir = tempfile::tempdir().unwrap();
+        let store = probe_store::SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let snapshot = |host: usize, at: i64, driver: &str, torch: &str| Snapshot {
+            schema_version: SCHEMA_VERSION,
+            id: format!("gpu{host}-{at}"),
+            target: format!("gpu{host}"),
+            collected_at: at,
+            redacted: true,
+            host: probe_model::HostFacts {
+                hostname: Some(format!("gpu{host}")),
+                machine_id: Some(format!("{host:032x}")),
+                ..probe_model::HostFacts::default()
+            },
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venv/bin/python".into(),
+                packages: vec![PythonPackage {
+                    name: "torch".into(),
+                    version: torch.into(),
+                    ..PythonPackage::default()
+                }],
+                ..PythonEnv::default()
+            }],
+            gpu: probe_model::GpuState {
+                driver_version: Some(driver.into()),
+                gpus: vec![Gpu {
+                    name: Some("NVIDIA H200".into()),
+                    ..Gpu::default()
+                }],
+                ..probe_model::GpuState::default()
+            },
+            ..Snapshot::default()
+        };
+        let members: Vec<FleetMember> = (0..6)
+            .map(|host| FleetMember {
+                name: format!("host-{host}"),
+                target: format!("gpu{host}"),
+                groups: vec!["prod".into()],
+                tags: vec![],
+            })
+            .collect();
+        let run = probe_store::AuditRun {
+            run_id: "r".into(),
+            inventory: "fleet.toml".into(),
+            shard: None,
+            runner: "t@here".into(),
+            started_at: 1,
+        };
+        for host in 0..6 {
+            let driver = if host == 4 { "535.1" } else { "570.172.08" };
+            let torch = if host == 5 { "2.7.0" } else { "2.8.0" };
+            store.put(&snapshot(host, 100, driver, "2.6.0")).unwrap();
+            store.put(&snapshot(host, 200, driver, torch)).unwrap();
+            // Half the hosts have an audit record naming their older snapshot, one a
+            // snapshot that is not stored (read by target instead).
+            if host % 2 == 0 {
+                let record = probe_model::AuditRecord {
+                    host: format!("host-{host}"),
+                    snapshot_id: Some(if host == 2 {
+                        "missing".into()
+                    } else {
+                        format!("gpu{host}-100")
+                    }),
+                    ..probe_model::AuditRecord::default()
+                };
+                store.record_audit(&run, &record, 5).unwrap();
+            }
+        }
+        let groups = group_outliers(&store, &members, &BTreeMap::new(), &[]).unwrap();
+        let one_by_one: Vec<Snapshot> = (0..6)
+            .map(|host| match host {
+                0 | 4 => store.get(&format!("gpu{host}-100")).unwrap().unwrap(),
+                _ => store.latest(&format!("gpu{host}")).unwrap().unwrap(),
+            })
+            .collect();
+        let expected_members: Vec<Member<'_>> = members
+            .iter()
+            .zip(&one_by_one)
+            .map(|(member, snapshot)| Member {
+                host: &member.name,
+                snapshot,
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            vec![probe_diff::fleet::outliers("prod", &expected_members)]
+        );
+        assert!(!groups[0].outliers.is_empty());
     }
 }
