@@ -686,7 +686,7 @@ mod tests {
             .collect();
         assert_eq!(
             groups,
-            vec![probe_diff::fleet::outliers("prod", &expected_members)]
+            vec![probe_diff::outliers("prod", &expected_members)]
         );
         assert!(!groups[0].outliers.is_empty());
     }
