@@ -30,6 +30,7 @@ mod audit;
 mod content;
 mod document;
 mod errors;
+mod host_names;
 mod postgres;
 mod selector;
 mod sqlite;

@@ -50,7 +50,13 @@ const WRITE_ATTEMPTS: u32 = 4;
 const MIGRATION_LOCK: i64 = 0x70_72_6f_62_65;
 
 /// `MIGRATIONS[n]` brings the layout from version n to n + 1 (the same versions as SQLite's).
-const MIGRATIONS: &[&str] = &[
+/// The `host_names.kind` constraint of the first migration, as written there (a test holds it
+/// to [`crate::host_names::HostNameKind`]).
+#[cfg(test)]
+pub(crate) const HOST_NAME_KINDS_CHECK: &str =
+    "CHECK (kind IN ('hostname', 'target', 'address', 'machine-id'))";
+
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 0 -> 1: hosts, their names, snapshots.
     "
     CREATE TABLE probe.hosts (
@@ -658,16 +664,14 @@ async fn identify_host(
             .await?
             .get(0),
     };
-    let names = [
-        (key.hostname.as_deref(), "hostname"),
-        (Some(key.target.as_str()), "target"),
-        (key.address_host.as_deref(), "address"),
-        (key.machine_id.as_deref(), "machine-id"),
-    ];
+    let names = crate::host_names::host_names(
+        key.hostname.as_deref(),
+        &key.target,
+        key.address_host.as_deref(),
+        key.machine_id.as_deref(),
+    );
     for (name, kind) in names {
-        let Some(name) = name.filter(|name| !name.is_empty()) else {
-            continue;
-        };
+        let kind = kind.as_str();
         client
             .execute(
                 "INSERT INTO probe.host_names (host_id, name, kind, last_seen)

@@ -778,15 +778,9 @@ fn identify_host(
         }
     };
     let address_host = snapshot.address.as_deref().map(strip_port);
-    for (name, kind) in [
-        (hostname, "hostname"),
-        (Some(snapshot.target.as_str()), "target"),
-        (address_host, "address"),
-        (machine_id, "machine-id"),
-    ] {
-        let Some(name) = name.filter(|name| !name.is_empty()) else {
-            continue;
-        };
+    let names = crate::host_names::host_names(hostname, &snapshot.target, address_host, machine_id);
+    for (name, kind) in names {
+        let kind = kind.as_str();
         connection.execute(
             "INSERT INTO host_names (host_id, name, kind, last_seen) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (host_id, name, kind) DO UPDATE SET
