@@ -557,7 +557,7 @@ fn add(v: &mut Vec<String>, x: String, max: usize) {
     }
 }
 
-/// Round-2 inputs from what round 1 found: the launches probe-diff read (interpreter, venv,
+/// Round-2 inputs from what round 1 found: the launches probe-launch read (interpreter, venv,
 /// model, log files) mapped to remote paths, the files each server process writes to, the units
 /// whose journal to read and the containers' log files. Nothing here reads a command line.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
@@ -1294,7 +1294,7 @@ mod tests {
                 .contains(&"/proc/66/root/var/log/vllm/server.log".to_string())
         );
         // `--log-file` is no vLLM option (the catalog does not know it): round 2 reads only
-        // what probe-diff read out of the launch, and no flag list of its own.
+        // what probe-launch read out of the launch, and no flag list of its own.
         assert!(
             !inp.logs
                 .contains(&"/proc/66/root/workspace/l.log".to_string())

@@ -1,4 +1,4 @@
-//! A reconstructed launch of a model server: what `probe-diff` reads out of a unit file, a shell
+//! A reconstructed launch of a model server: what `probe-launch` reads out of a unit file, a shell
 //! line, a process argv, a container or an engine's start-up log.
 
 use std::collections::BTreeMap;

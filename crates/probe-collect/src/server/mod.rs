@@ -1,5 +1,5 @@
 //! Asking each running model server about itself, read-only: after the collection script, for
-//! every running launch `probe-diff` reconstructed, a handful of `GET` requests from
+//! every running launch `probe-launch` reconstructed, a handful of `GET` requests from
 //! `configs/endpoints.toml` to the port the launch names, on a loopback address of the host,
 //! through [`probe_transport::forward`]. The answers become [`Snapshot::servers`].
 //!
