@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{Change, ChangeKind, Impact, LaunchConfig, Snapshot};
-use serde::Serialize;
+use probe_model::{
+    Change, ChangeKind, GroupOutliers, HostDifferences, Impact, LaunchConfig, ModalValue, Snapshot,
+};
 use serde_json::Value;
 
 use crate::analysis::Analysis;
@@ -24,40 +25,6 @@ use crate::compare::{CompareOptions, compare_analyses, rank};
 pub struct Member<'a> {
     pub host: &'a str,
     pub snapshot: &'a Snapshot,
-}
-
-/// A change key on which the group does not agree, with its modal value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ModalValue {
-    pub key: String,
-    /// The modal value as written (`(absent)` when most hosts lack it).
-    pub value: String,
-    /// Hosts that have it.
-    pub hosts: usize,
-}
-
-/// One host's differences from the modal configuration, highest impact first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HostDifferences {
-    pub host: String,
-    /// `before` is the modal value, `after` this host's.
-    pub changes: Vec<Change>,
-}
-
-/// A group's modal configuration and its outliers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GroupOutliers {
-    pub group: String,
-    pub hosts: usize,
-    /// The member the others were compared with (closest to the mode).
-    pub reference: Option<String>,
-    /// What the reference runs: engine and version, model, options that are set (one line per
-    /// running launch), key packages, driver and GPUs.
-    pub baseline: Vec<String>,
-    /// Keys on which hosts disagree, with the modal value.
-    pub disputed: Vec<ModalValue>,
-    /// Hosts that differ from the mode, the most different first.
-    pub outliers: Vec<HostDifferences>,
 }
 
 /// Groups larger than this pick their reference among the first members only (the medoid costs

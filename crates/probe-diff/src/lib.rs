@@ -26,7 +26,7 @@ pub use compare::{
     CompareOptions, compare_analyses, compare_launches, compare_snapshots, compare_snapshots_with,
     drift, has_drift, is_meaningful, option_at_default, performance_moves, rank, unified_diff,
 };
-pub use fleet::{GroupOutliers, Member, outliers};
+pub use fleet::{Member, outliers};
 pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
 pub use periods::metrics_by_run;

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod civil;
 pub mod diff;
 pub mod exit_codes;
+pub mod fleet;
 pub mod hardware;
 pub mod launch;
 pub mod report;
@@ -23,6 +24,7 @@ pub mod verdict;
 
 pub use bench::*;
 pub use diff::*;
+pub use fleet::*;
 pub use hardware::*;
 pub use launch::*;
 pub use report::*;

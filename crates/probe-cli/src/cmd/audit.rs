@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use probe_diff::GroupOutliers;
+use probe_model::GroupOutliers;
 use probe_model::{
     AuditRecord, AuditStatus, AuditSummary, EngineVersion, LaunchConfig, SCHEMA_VERSION, Snapshot,
     exit_codes,
@@ -362,7 +362,7 @@ fn output(
     if args.jsonl {
         let mut text = String::new();
         for group in outliers {
-            text.push_str(&render::json::line(&report::OutliersLine::of(group)));
+            text.push_str(&render::json::line(&report::outliers_line(group)));
         }
         text.push_str(&render::json::line(summary));
         return text;

@@ -168,9 +168,10 @@ enum Document {
     Stdout(&'static str),
     /// `snapshots export`: a snapshot on stdout, or in the `-o` file.
     Export,
-    /// `audit --jsonl`: `audit-record` lines, then one `audit-summary` line.
+    /// `audit --jsonl`: `audit-record` lines, `outliers-line` lines, then one `audit-summary`
+    /// line, each checked by its `type`.
     AuditLines,
-    /// JSON without a published schema (`snapshots list`, `audit report`, `diff --rollback`):
+    /// JSON without a published schema (`snapshots list`, `diff --rollback`):
     /// it must still parse.
     Unschemed,
 }
@@ -199,7 +200,7 @@ fn document(args: &[&str]) -> Option<Document> {
         "diff" if json => Some(Document::Stdout("snapshot-diff")),
         "timeline" if json => Some(Document::Stdout("timeline")),
         "launch" if json => Some(Document::Stdout("launch-output")),
-        "audit" if sub == Some("report") => json.then_some(Document::Unschemed),
+        "audit" if sub == Some("report") => json.then_some(Document::Stdout("fleet-report")),
         "audit" if has("--jsonl") => Some(Document::AuditLines),
         "audit" if json => Some(Document::Stdout("audit-report")),
         "snapshots" if sub == Some("export") && !has("--to-store") => Some(Document::Export),
@@ -248,7 +249,12 @@ pub fn assert_output_schema(args: &[&str], out: &Output) {
                 .split_last()
                 .unwrap_or_else(|| panic!("probe {args:?}: no JSON Lines"));
             for line in records {
-                assert_schema(&parse(line.as_bytes(), "a line"), "audit-record");
+                let value = parse(line.as_bytes(), "a line");
+                let schema = match value["type"].as_str() {
+                    Some("outliers") => "outliers-line",
+                    _ => "audit-record",
+                };
+                assert_schema(&value, schema);
             }
             assert_schema(&parse(summary.as_bytes(), "the last line"), "audit-summary");
         }
@@ -393,7 +399,7 @@ fn every_json_command_line_has_its_document() {
             &["audit", "--inventory", "i", "--format", "json"],
             "audit-report",
         ),
-        (&["audit", "report", "--format", "json"], "unschemed"),
+        (&["audit", "report", "--format", "json"], "fleet-report"),
         (&["snapshots", "export", "a", "-o", "f"], "export"),
         (&["snapshots", "export", "--to-store", "s"], "none"),
         (&["--format", "json", "snapshots", "show", "a"], "snapshot"),

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use probe_model::{
-    AuditRecord, AuditSummary, HostReport, LaunchConfig, LaunchOption, MetricSeries, ModelConfig,
-    SCHEMA_VERSION, Snapshot, SnapshotDiff, Timeline,
+    AuditRecord, AuditSummary, FleetReport, HostReport, LaunchConfig, LaunchOption, MetricSeries,
+    ModelConfig, OutliersLine, SCHEMA_VERSION, Snapshot, SnapshotDiff, Timeline,
 };
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -102,6 +102,18 @@ fn documents() -> Vec<Document> {
             description: "`probe audit --format json`: every host's record, then the summary.",
             schema: schema_of::<AuditReport>(),
         },
+        Document {
+            name: "fleet-report",
+            title: "probe audit report",
+            description: "`probe audit report --format json`: every host's last audit across shards and runners, and each group's outliers with `--outliers`.",
+            schema: schema_of::<FleetReport>(),
+        },
+        Document {
+            name: "outliers-line",
+            title: "probe audit outliers line",
+            description: "One line of `probe audit --outliers --jsonl` with `\"type\": \"outliers\"`: one group's modal configuration and the hosts that differ from it.",
+            schema: schema_of::<OutliersLine>(),
+        },
     ];
     for doc in &mut docs {
         refine(&mut doc.schema);
@@ -173,6 +185,8 @@ fn tag_audit_line(type_name: Option<&str>, object: &mut serde_json::Map<String, 
     let tag = match type_name {
         Some("AuditRecord") => "host",
         Some("AuditSummary") => "summary",
+        Some("OutliersLine") => "outliers",
+        Some("FleetReport") => "fleet_report",
         _ => return,
     };
     if let Some(Value::Object(props)) = object.get_mut("properties")

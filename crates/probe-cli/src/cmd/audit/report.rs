@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::{GroupOutliers, Member};
-use probe_model::{AuditStatus, RecordType, SCHEMA_VERSION, Snapshot, UnixTime, exit_codes};
+use probe_diff::Member;
+use probe_model::{
+    FleetHost, FleetReport, FleetStatus, GroupOutliers, OutliersLine, RecordType, SCHEMA_VERSION,
+    Snapshot, UnixTime, exit_codes,
+};
 use probe_store::{SnapshotStore, StoredAudit};
-use serde::Serialize;
 
 use super::Ctx;
 use crate::args::AuditReportArgs;
@@ -43,22 +45,11 @@ pub fn members_of(hosts: &[InventoryHost], by_name: bool) -> Vec<FleetMember> {
 }
 
 /// One line of `--jsonl` output per group.
-#[derive(Debug, Serialize)]
-pub struct OutliersLine<'a> {
-    pub schema_version: u32,
-    #[serde(rename = "type")]
-    pub record_type: RecordType,
-    #[serde(flatten)]
-    pub group: &'a GroupOutliers,
-}
-
-impl<'a> OutliersLine<'a> {
-    pub fn of(group: &'a GroupOutliers) -> OutliersLine<'a> {
-        OutliersLine {
-            schema_version: SCHEMA_VERSION,
-            record_type: RecordType::Outliers,
-            group,
-        }
+pub fn outliers_line(group: &GroupOutliers) -> OutliersLine {
+    OutliersLine {
+        schema_version: SCHEMA_VERSION,
+        record_type: RecordType::Outliers,
+        group: group.clone(),
     }
 }
 
@@ -231,69 +222,9 @@ fn impact_word(impact: probe_model::Impact) -> &'static str {
     }
 }
 
-/// A host's state in the fleet report: its last audit's status, or never audited. Serialised as
-/// the status's own word (`ok`, `changed`, `unreachable`, ...) or `never_audited`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FleetStatus {
-    Audited(AuditStatus),
-    NeverAudited,
-}
-
-impl FleetStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            FleetStatus::Audited(status) => status.as_str(),
-            FleetStatus::NeverAudited => "never_audited",
-        }
-    }
-
-    /// As the terminal and the page print it (`never audited`, `host key refused`).
-    fn words(self) -> String {
-        self.as_str().replace('_', " ")
-    }
-}
-
-impl Serialize for FleetStatus {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-/// One host of the fleet report.
-#[derive(Debug, Serialize)]
-struct FleetHost {
-    host: String,
-    target: String,
-    /// The audit status, or `never_audited`.
-    status: FleetStatus,
-    shard: Option<String>,
-    runner: Option<String>,
-    audited_at: Option<UnixTime>,
-    snapshot_id: Option<String>,
-    snapshot_at: Option<UnixTime>,
-    snapshot_age_s: Option<i64>,
-    changes: usize,
-    top_changes: Vec<String>,
-    error: Option<String>,
-    groups: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct FleetReport {
-    schema_version: u32,
-    #[serde(rename = "type")]
-    record_type: RecordType,
-    store: String,
-    generated_at: UnixTime,
-    hosts: Vec<FleetHost>,
-    /// Hosts per status.
-    statuses: BTreeMap<String, usize>,
-    /// Shards seen in the hosts' last audits.
-    shards: Vec<String>,
-    outliers: Vec<GroupOutliers>,
+/// As the terminal and the page print a host's status (`never audited`, `host key refused`).
+fn status_words(status: FleetStatus) -> String {
+    status.as_str().replace('_', " ")
 }
 
 /// `probe audit report`.
@@ -369,7 +300,7 @@ fn fleet_page(report: &FleetReport, with_outliers: bool) -> String {
         .iter()
         .map(|host| html::FleetRow {
             host: host.host.clone(),
-            status: host.status.words(),
+            status: status_words(host.status),
             shard: host.shard.clone().unwrap_or_else(|| "-".into()),
             audited: host.audited_at.map_or("-".into(), |at| {
                 format!("{} ago", age(report.generated_at - at))
@@ -448,7 +379,7 @@ fn fleet_host(
         host: member.name.clone(),
         target,
         status: audit.map_or(FleetStatus::NeverAudited, |a| {
-            FleetStatus::Audited(a.record.status)
+            FleetStatus::from(a.record.status)
         }),
         shard: audit.and_then(|a| a.run.shard.clone()),
         runner: audit.map(|a| a.run.runner.clone()),
@@ -501,8 +432,8 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
         .iter()
         .map(|host| {
             let tone = match host.status {
-                FleetStatus::Audited(AuditStatus::Ok) => Tone::Good,
-                FleetStatus::Audited(AuditStatus::Changed) => Tone::Warn,
+                FleetStatus::Ok => Tone::Good,
+                FleetStatus::Changed => Tone::Warn,
                 _ => Tone::Bad,
             };
             let drift = drift_text(host);
@@ -510,7 +441,7 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
                 tone,
                 vec![
                     host.host.clone(),
-                    host.status.words(),
+                    status_words(host.status),
                     host.shard.clone().unwrap_or_else(|| "-".into()),
                     host.audited_at.map_or("-".into(), |at| {
                         format!("{} ago", age(report.generated_at - at))
