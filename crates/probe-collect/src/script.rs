@@ -28,8 +28,22 @@ use crate::config::{self, Probe};
 
 /// Shell single quoting: safe for any bytes except NUL.
 pub fn sq(s: &str) -> String {
-    let clean: String = s.chars().filter(|&c| c != '\0').collect();
-    format!("'{}'", clean.replace('\'', "'\\''"))
+    // Copied in runs between quotes, not char by char: the prelude (about 10 KB) is quoted into
+    // every group's script of every host.
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for (i, part) in s.split('\'').enumerate() {
+        if i > 0 {
+            out.push_str("'\\''");
+        }
+        if part.contains('\0') {
+            out.extend(part.chars().filter(|&c| c != '\0'));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Inputs of the round-2 script (one entry per line in the shell variable).
@@ -491,6 +505,14 @@ mod tests {
     fn quoting() {
         assert_eq!(sq("a'b"), "'a'\\''b'");
         assert_eq!(sq("x\0y"), "'xy'");
+        for (input, quoted) in [
+            ("", "''"),
+            ("'", r"''\'''"),
+            ("a\0'\0b", r"'a'\''b'"),
+            ("plain text", "'plain text'"),
+        ] {
+            assert_eq!(sq(input), quoted, "{input:?}");
+        }
     }
 
     #[test]
