@@ -115,7 +115,7 @@ pub fn configuration_differences(
     };
     options(&sides, &mut out);
     changed_defaults(&sides, &mut out);
-    details(before, after, &mut out);
+    out.extend(launch_details(before, after));
     out
 }
 
@@ -389,11 +389,13 @@ fn changed_defaults(sides: &Sides<'_>, out: &mut Vec<ConfigDifference>) {
     }
 }
 
-/// How the engine was entered, and the flags the catalog does not know. A start-up log line
-/// shows neither.
-fn details(before: &LaunchConfig, after: &LaunchConfig, out: &mut Vec<ConfigDifference>) {
+/// How the engine was entered ([`ConfigField::Detail`]) and the flags the catalog does not
+/// know ([`ConfigField::Unknown`]); the analysis ranks these same differences. A start-up log
+/// line shows neither, so against one there are none.
+pub fn launch_details(before: &LaunchConfig, after: &LaunchConfig) -> Vec<ConfigDifference> {
+    let mut out = Vec::new();
     if before.source.kind == SourceKind::Log || after.source.kind == SourceKind::Log {
-        return;
+        return out;
     }
     let before_unknown: BTreeSet<&String> = before.unknown.iter().collect();
     let after_unknown: BTreeSet<&String> = after.unknown.iter().collect();
@@ -440,4 +442,5 @@ fn details(before: &LaunchConfig, after: &LaunchConfig, out: &mut Vec<ConfigDiff
             Some(Value::from(after.wrappers.join(" > "))),
         ));
     }
+    out
 }

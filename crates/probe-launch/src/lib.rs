@@ -66,7 +66,7 @@ use serde_json::Value;
 use crate::catalog::catalog;
 pub use configuration::{
     ConfigDifference, ConfigField, OWN_MTP_HEADS, configuration_differences,
-    covered_by_speculative, default_of, option_at_default, same_configuration,
+    covered_by_speculative, default_of, launch_details, option_at_default, same_configuration,
     speculative_leftover, trim_model,
 };
 use ctx::{Ctx, basename};

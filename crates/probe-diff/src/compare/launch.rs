@@ -8,7 +8,8 @@ use serde_json::Value;
 use probe_launch::catalog::{Catalog, OptionSpec, ValueKind, catalog, display, values_equal};
 use probe_launch::speculative::{self, SpecView};
 use probe_launch::{
-    OWN_MTP_HEADS, covered_by_speculative, default_of, speculative_leftover, trim_model,
+    ConfigField, OWN_MTP_HEADS, covered_by_speculative, default_of, launch_details,
+    speculative_leftover, trim_model,
 };
 
 use crate::impact::{Area, Subject, change_for, rank};
@@ -835,53 +836,20 @@ fn compare_env(
 }
 
 fn compare_launch_details(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
-    // A start-up log line does not show how the engine was entered or wrapped.
-    if before.source.kind == SourceKind::Log || after.source.kind == SourceKind::Log {
-        return;
-    }
-    let pairs = [
-        ("interpreter", &before.interpreter, &after.interpreter),
-        ("venv", &before.venv, &after.venv),
-        ("entrypoint", &before.entrypoint, &after.entrypoint),
-        (
-            "working_directory",
-            &before.working_directory,
-            &after.working_directory,
-        ),
-    ];
-    for (name, before_value, after_value) in pairs {
-        // Unknown on one side is not a change.
-        if let (Some(a), Some(b)) = (before_value, after_value)
-            && a.trim() != b.trim()
-        {
-            let before_json = Value::from(a.as_str());
-            let after_json = Value::from(b.as_str());
-            let subject = Subject::new(Area::Launch, name, ChangeKind::Changed)
-                .values(Some(&before_json), Some(&after_json));
-            collector.push(&subject, name.to_string(), None, None, None);
-        }
-    }
-    if before.wrappers != after.wrappers {
-        let before_json = Value::from(before.wrappers.join(" > "));
-        let after_json = Value::from(after.wrappers.join(" > "));
-        let subject = Subject::new(Area::Launch, "wrappers", ChangeKind::Changed)
-            .values(Some(&before_json), Some(&after_json));
-        collector.push(&subject, String::from("wrappers"), None, None, None);
-    }
-    let before_unknown: BTreeSet<&String> = before.unknown.iter().collect();
-    let after_unknown: BTreeSet<&String> = after.unknown.iter().collect();
-    for flag in before_unknown.difference(&after_unknown) {
-        let value = Value::from(flag.as_str());
-        let name = format!("unknown:{flag}");
-        let subject =
-            Subject::new(Area::Launch, &name, ChangeKind::Removed).values(Some(&value), None);
-        collector.push(&subject, name.clone(), Some(flag.to_string()), None, None);
-    }
-    for flag in after_unknown.difference(&before_unknown) {
-        let value = Value::from(flag.as_str());
-        let name = format!("unknown:{flag}");
-        let subject =
-            Subject::new(Area::Launch, &name, ChangeKind::Added).values(None, Some(&value));
-        collector.push(&subject, name.clone(), None, Some(flag.to_string()), None);
+    for difference in launch_details(before, after) {
+        let key = match &difference.field {
+            ConfigField::Detail(name) => (*name).to_string(),
+            ConfigField::Unknown(flag) => format!("unknown:{flag}"),
+            _ => continue,
+        };
+        let subject = Subject::new(Area::Launch, &key, difference.kind)
+            .values(difference.before.as_ref(), difference.after.as_ref());
+        collector.push(
+            &subject,
+            key.clone(),
+            difference.before_written,
+            difference.after_written,
+            None,
+        );
     }
 }
