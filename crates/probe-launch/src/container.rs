@@ -38,6 +38,7 @@ pub(crate) fn docker_run(
     i += 1;
     let mut env = BTreeMap::new();
     let mut entrypoint = None;
+    let value_opts = value_opts();
     while let Some(a) = argv.get(i) {
         if !a.starts_with('-') || a == "-" {
             break;
@@ -46,7 +47,7 @@ pub(crate) fn docker_run(
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let takes_value = value_opts().contains(&flag);
+        let takes_value = value_opts.contains(&flag);
         let value = if takes_value && inline.is_none() {
             i += 1;
             argv.get(i).cloned()
