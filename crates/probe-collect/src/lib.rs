@@ -27,7 +27,7 @@
 
 // Remote output is the only input of the parsers, and they are total: no unwrap, expect,
 // panic or unchecked index outside tests. Built-in data (embedded configs, source patterns)
-// goes through `config::built_in`, the one allowed `expect`.
+// goes through `config::built_in` (`probe_launch::embedded::load`, whose `panic` is the one waiver).
 #![deny(
     clippy::unwrap_used,
     clippy::expect_used,
