@@ -244,6 +244,19 @@ fn main() {
             .unwrap_or("?")
     );
 
+    let path = bench.inventory(max);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parsing = Instant::now();
+    let hosts = probe_cli::testing::parse_inventory(&text, &path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .hosts
+        .len();
+    println!(
+        "inventory: {hosts} hosts ({} KiB of TOML) read in {:.1?}",
+        text.len() / 1024,
+        parsing.elapsed()
+    );
+
     // Per-host latency: one host at a time, the median collection time of 8 hosts.
     let store = bench.dir.join("solo.db");
     let (_, _, mut solo) = bench.probe_audit(8, 1, &store);

@@ -26,6 +26,7 @@ mod settings;
 #[doc(hidden)]
 pub mod testing {
     pub use crate::args::{Cli, Command, Format};
+    pub use crate::inventory::parse as parse_inventory;
     pub use crate::output::Printer;
     pub use crate::prometheus::render as prometheus;
     pub use crate::render::html::host_page;

@@ -1,7 +1,7 @@
 //! Ansible INI inventories: `[group]`, `[group:vars]`, `[group:children]`, host lines with
 //! `key=value` variables, and host ranges (`gpu[01:04]`, `node-[a:c]`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use super::{InventoryError, InventoryHost, error, parse_port, valid_host_name};
@@ -26,10 +26,13 @@ enum Section {
 pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, InventoryError> {
     let (groups, order) = read_groups(text, path)?;
     check_children(text, path, &groups)?;
+    let lines = host_lines(&groups);
+    let parents = parents(&groups);
     let mut hosts = Vec::new();
     for name in order {
-        let host_groups = groups_of(&name, &groups);
-        let (vars, host_line) = vars_of(&name, &host_groups, &groups);
+        let entries = lines.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+        let host_groups = groups_of(entries, &parents);
+        let (vars, host_line) = vars_of(entries, &host_groups, &groups);
         let mut host = InventoryHost {
             name: name.clone(),
             address: name.clone(),
@@ -45,6 +48,38 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
     Ok(hosts)
 }
 
+/// One line naming a host: the group it is under, its variables there, its line number.
+type HostLine<'g> = (&'g str, &'g Vars, usize);
+
+/// Every host's lines, in the groups' order: found once, so a host's groups and variables
+/// never need a scan of every group (an inventory of 10,000 hosts would be quadratic).
+fn host_lines(groups: &BTreeMap<String, Group>) -> HashMap<&str, Vec<HostLine<'_>>> {
+    let mut lines: HashMap<&str, Vec<HostLine<'_>>> = HashMap::new();
+    for (group_name, group) in groups {
+        for (host, vars, line) in &group.hosts {
+            lines
+                .entry(host.as_str())
+                .or_default()
+                .push((group_name.as_str(), vars, *line));
+        }
+    }
+    lines
+}
+
+/// Each group's parents (the groups that list it under `:children`), in the groups' order.
+fn parents(groups: &BTreeMap<String, Group>) -> HashMap<&str, Vec<&str>> {
+    let mut parents: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (parent, group) in groups {
+        for child in &group.children {
+            let of_child = parents.entry(child.as_str()).or_default();
+            if !of_child.contains(&parent.as_str()) {
+                of_child.push(parent.as_str());
+            }
+        }
+    }
+    parents
+}
+
 /// Reads every section of the file into groups, and the host names in first-seen order.
 fn read_groups(
     text: &str,
@@ -52,6 +87,7 @@ fn read_groups(
 ) -> Result<(BTreeMap<String, Group>, Vec<String>), InventoryError> {
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut current = (String::from("ungrouped"), Section::Hosts);
     for (index, raw_line) in text.lines().enumerate() {
         let line_number = index + 1;
@@ -81,7 +117,7 @@ fn read_groups(
             Section::Children => group.children.push(line.to_string()),
             Section::Hosts => {
                 for (name, host_vars) in host_line(line, path, line_number)? {
-                    if !order.contains(&name) {
+                    if seen.insert(name.clone()) {
                         order.push(name.clone());
                     }
                     group.hosts.push((name, host_vars, line_number));
@@ -187,17 +223,18 @@ fn check_children(
 }
 
 /// Groups the host is in, nearest first, then their ancestors.
-fn groups_of(name: &str, groups: &BTreeMap<String, Group>) -> Vec<String> {
-    let mut host_groups: Vec<String> = groups
-        .iter()
-        .filter(|(_, g)| g.hosts.iter().any(|(h, _, _)| h == name))
-        .map(|(group_name, _)| group_name.clone())
-        .collect();
+fn groups_of(entries: &[HostLine<'_>], parents: &HashMap<&str, Vec<&str>>) -> Vec<String> {
+    let mut host_groups: Vec<String> = Vec::new();
+    for (group_name, _, _) in entries {
+        if !host_groups.iter().any(|g| g == group_name) {
+            host_groups.push((*group_name).to_string());
+        }
+    }
     let mut cursor = 0;
     while let Some(group_name) = host_groups.get(cursor).cloned() {
-        for (parent, group) in groups {
-            if group.children.contains(&group_name) && !host_groups.contains(parent) {
-                host_groups.push(parent.clone());
+        for parent in parents.get(group_name.as_str()).into_iter().flatten() {
+            if !host_groups.iter().any(|g| g == parent) {
+                host_groups.push((*parent).to_string());
             }
         }
         cursor += 1;
@@ -207,27 +244,24 @@ fn groups_of(name: &str, groups: &BTreeMap<String, Group>) -> Vec<String> {
 
 /// The host's variables (host lines first, then group vars, then `all`) and its first line.
 fn vars_of(
-    name: &str,
+    entries: &[HostLine<'_>],
     host_groups: &[String],
     groups: &BTreeMap<String, Group>,
-) -> (BTreeMap<String, String>, Option<usize>) {
-    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+) -> (Vars, Option<usize>) {
+    let mut vars: Vars = BTreeMap::new();
     let mut line_number = None;
     for group_name in host_groups {
-        if let Some(group) = groups.get(group_name) {
-            for (host, host_vars, line) in &group.hosts {
-                if host == name {
-                    line_number.get_or_insert(*line);
-                    for (k, v) in host_vars {
-                        vars.entry(k.clone()).or_insert_with(|| v.clone());
-                    }
-                }
+        for (_, host_vars, line) in entries.iter().filter(|(g, _, _)| g == group_name) {
+            line_number.get_or_insert(*line);
+            for (k, v) in *host_vars {
+                vars.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
     }
     for group_name in host_groups
         .iter()
-        .chain(std::iter::once(&"all".to_string()))
+        .map(String::as_str)
+        .chain(std::iter::once("all"))
     {
         if let Some(group) = groups.get(group_name) {
             for (k, v) in &group.vars {

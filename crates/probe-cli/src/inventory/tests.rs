@@ -241,3 +241,56 @@ fn target_forms() {
     };
     assert_eq!(host.target(), "[::1]:22");
 }
+
+/// A fleet-sized inventory in each format, with hosts in two groups and a parent group: every
+/// host in file order, with its groups and variables. (Reading it was quadratic in the hosts
+/// once; its time is `cargo bench -p probe-cli --bench sim`'s first line, not asserted here.)
+#[test]
+fn large_inventories_keep_order_groups_and_vars() {
+    let n = 3_000;
+    let mut toml = String::from("[defaults]\nuser = \"ops\"\n\n");
+    for i in (0..n).rev() {
+        toml.push_str(&format!(
+            "[hosts.h{i}]\naddress = \"10.0.{}.{}\"\n",
+            i / 250,
+            i % 250
+        ));
+    }
+    let members: Vec<String> = (0..n).step_by(2).map(|i| format!("\"h{i}\"")).collect();
+    toml.push_str(&format!(
+        "[groups.even]\nport = 2222\nhosts = [{}]\n",
+        members.join(", ")
+    ));
+    let mut ini = String::from("[gpus]\n");
+    for i in (0..n).rev() {
+        ini.push_str(&format!("h{i} ansible_host=10.0.{}.{}\n", i / 250, i % 250));
+    }
+    ini.push_str("[even]\n");
+    for i in (0..n).step_by(2) {
+        ini.push_str(&format!("h{i}\n"));
+    }
+    ini.push_str("[even:vars]\nansible_port=2222\n[dc:children]\ngpus\neven\n");
+    for (name, text, parent) in [("inv.toml", &toml, None), ("inv.ini", &ini, Some("dc"))] {
+        let inventory = parse_as(text, name).unwrap();
+        let names: Vec<String> = inventory.hosts.iter().map(|h| h.name.clone()).collect();
+        let expected: Vec<String> = (0..n).rev().map(|i| format!("h{i}")).collect();
+        assert_eq!(names, expected, "{name}: file order");
+        for (i, host) in (0..n).rev().zip(&inventory.hosts) {
+            assert_eq!(
+                host.address,
+                format!("10.0.{}.{}", i / 250, i % 250),
+                "{name}"
+            );
+            let even = i % 2 == 0;
+            assert_eq!(host.port, even.then_some(2222), "{name}: {}", host.name);
+            assert_eq!(host.groups.contains(&"even".to_string()), even, "{name}");
+            if let Some(parent) = parent {
+                assert!(
+                    host.groups.contains(&parent.to_string()),
+                    "{name}: {:?}",
+                    host.groups
+                );
+            }
+        }
+    }
+}

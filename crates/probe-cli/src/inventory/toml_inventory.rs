@@ -1,6 +1,6 @@
 //! probe's own inventory format (see `configs/inventory.example.toml`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -56,7 +56,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
         error(path, line, err.message().trim().to_string())
     })?;
     // Host-level settings win over the group's, which win over the defaults.
-    let mut hosts: Vec<InventoryHost> = Vec::new();
+    let mut hosts: Vec<(usize, InventoryHost)> = Vec::new();
     for (name, entry) in &file.hosts {
         let host_name = name.get_ref();
         if !valid_host_name(host_name) {
@@ -68,19 +68,30 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
         }
         let mut tags = file.defaults.tags.clone();
         tags.extend(entry.tags.iter().cloned());
-        hosts.push(InventoryHost {
-            name: host_name.clone(),
-            address: entry.address.clone().unwrap_or_else(|| host_name.clone()),
-            user: entry.user.clone(),
-            port: entry.port,
-            jump: entry.jump.clone(),
-            groups: entry.groups.clone(),
-            tags,
-        });
+        hosts.push((
+            name.span().start,
+            InventoryHost {
+                name: host_name.clone(),
+                address: entry.address.clone().unwrap_or_else(|| host_name.clone()),
+                user: entry.user.clone(),
+                port: entry.port,
+                jump: entry.jump.clone(),
+                groups: entry.groups.clone(),
+                tags,
+            },
+        ));
     }
+    // The file's order of hosts rather than the map's: where each name is written.
+    hosts.sort_by_key(|(at, _)| *at);
+    let mut hosts: Vec<InventoryHost> = hosts.into_iter().map(|(_, host)| host).collect();
+    let index: HashMap<String, usize> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| (host.name.clone(), i))
+        .collect();
     for (group_name, group) in &file.groups {
         for member in &group.hosts {
-            let Some(host) = hosts.iter_mut().find(|h| &h.name == member.get_ref()) else {
+            let Some(host) = index.get(member.get_ref()).and_then(|&i| hosts.get_mut(i)) else {
                 return Err(error(
                     path,
                     Some(line_at(text, member.span().start)),
@@ -113,11 +124,5 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
             host.jump = None;
         }
     }
-    // Keep the file's order of hosts rather than the map's.
-    hosts.sort_by_key(|host| {
-        text.find(&format!("hosts.{}]", host.name))
-            .or_else(|| text.find(&format!("hosts.\"{}\"]", host.name)))
-            .unwrap_or(usize::MAX)
-    });
     Ok(hosts)
 }
