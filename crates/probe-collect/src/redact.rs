@@ -11,9 +11,10 @@ mod rules;
 mod text;
 pub mod walk;
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use sha2::{Digest, Sha256};
 
 pub use walk::{redact_serde, redact_snapshot};
@@ -44,6 +45,9 @@ pub struct Redactor {
     bearer: Regex,
     /// One quoted item of a list value.
     list_item: Regex,
+    /// Every pattern of the free-text pass at once: text none of them matches is returned as it
+    /// is after one scan instead of one scan per pattern (most strings of a snapshot).
+    any_text_rule: RegexSet,
 }
 
 /// Marker for a redacted value.
@@ -88,11 +92,15 @@ impl Redactor {
 
     /// Whether a key (`HF_TOKEN`, `--api-key`, `api_key`) names a secret.
     pub fn is_secret_key(&self, key: &str) -> bool {
-        let k = norm_key(key);
-        if k.is_empty() || self.not_secret.contains(&k) {
+        self.is_secret_norm_key(&norm_key(key))
+    }
+
+    /// [`Self::is_secret_key`] of a key already through `norm_key`.
+    fn is_secret_norm_key(&self, k: &str) -> bool {
+        if k.is_empty() || self.not_secret.iter().any(|s| s == k) {
             return false;
         }
-        if self.keys.contains(&k) {
+        if self.keys.iter().any(|s| s == k) {
             return true;
         }
         k.split(['_', '.'])
@@ -100,9 +108,10 @@ impl Redactor {
     }
 
     /// Whether a key only hints at a secret (`MYAPIKEY`): its value is secret when random.
-    fn is_weak_secret_key(&self, key: &str) -> bool {
-        let k = norm_key(key).replace(['_', '.'], "");
-        !self.not_secret.contains(&norm_key(key)) && self.substrings.iter().any(|s| k.contains(s))
+    fn is_weak_secret_norm_key(&self, k: &str) -> bool {
+        let joined = k.replace(['_', '.'], "");
+        !self.not_secret.iter().any(|s| s == k)
+            && self.substrings.iter().any(|s| joined.contains(s))
     }
 
     /// Whether `value` of `key` is to be redacted.
@@ -111,7 +120,9 @@ impl Redactor {
         if self.is_placeholder(v) || is_reference(v) {
             return false;
         }
-        self.is_secret_key(key) || (self.is_weak_secret_key(key) && self.entropy.is_random(v))
+        let k = norm_key(key);
+        self.is_secret_norm_key(&k)
+            || (self.is_weak_secret_norm_key(&k) && self.entropy.is_random(v))
     }
 
     fn is_placeholder(&self, v: &str) -> bool {
@@ -121,10 +132,15 @@ impl Redactor {
 
     /// The value to store for environment variable (or any map key) `key`.
     pub fn redact_env(&self, key: &str, value: &str) -> String {
+        self.redact_value_of(key, value).into_owned()
+    }
+
+    /// [`Self::redact_env`], borrowing `value` back when nothing in it is secret.
+    fn redact_value_of<'a>(&self, key: &str, value: &'a str) -> Cow<'a, str> {
         if self.is_secret_value(key, value) {
-            marker(value)
+            Cow::Owned(marker(value))
         } else {
-            self.redact_text(value).into_owned()
+            self.redact_text(value)
         }
     }
 
@@ -164,8 +180,9 @@ impl Redactor {
                 return 2;
             }
         }
-        let r = self.redact_text(&a).into_owned();
-        set(argv, i, r);
+        if let Cow::Owned(r) = self.redact_text(&a) {
+            set(argv, i, r);
+        }
         1
     }
 

@@ -1,7 +1,7 @@
 //! `configs/redaction.toml`: its schema (read with `deny_unknown_fields`) and the compiled
 //! forms of its command rules and randomness test.
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
 use super::{Redactor, norm_key};
@@ -164,7 +164,7 @@ impl Redactor {
         let r: Rules = toml::from_str(text)?;
         let re = |s: &str| Regex::new(s).map_err(ConfigError::pattern(s));
         let upper = |v: &[String]| v.iter().map(|s| s.to_ascii_uppercase()).collect();
-        Ok(Redactor {
+        let mut redactor = Redactor {
             components: upper(&r.secret_components),
             keys: r.secret_keys.iter().map(|s| norm_key(s)).collect(),
             not_secret: r.not_secret.iter().map(|s| norm_key(s)).collect(),
@@ -200,6 +200,23 @@ impl Redactor {
             )?,
             bearer: re(r"(?i)(?P<pre>\b(?:bearer|basic|token)\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")?,
             list_item: re(r#"'[^'\n]*'|"[^"\n]*""#)?,
-        })
+            any_text_rule: RegexSet::empty(),
+        };
+        redactor.any_text_rule = redactor.text_rule_set()?;
+        Ok(redactor)
+    }
+
+    /// One set of the patterns `redact_text` applies, in any order: it only answers whether
+    /// any of them matches.
+    fn text_rule_set(&self) -> Result<RegexSet, ConfigError> {
+        let patterns: Vec<&str> = self
+            .command_options
+            .iter()
+            .map(|rule| rule.text.as_str())
+            .chain(self.key_value_commands.iter().map(Regex::as_str))
+            .chain([&self.assign, &self.flag, &self.url_cred, &self.bearer].map(Regex::as_str))
+            .chain(self.shapes.iter().map(Regex::as_str))
+            .collect();
+        RegexSet::new(&patterns).map_err(ConfigError::pattern("the free-text rules as one set"))
     }
 }

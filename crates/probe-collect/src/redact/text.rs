@@ -37,6 +37,10 @@ impl Redactor {
 
     fn redact_text_at<'a>(&self, s: &'a str, depth: u8) -> Cow<'a, str> {
         let mut cur = Cow::Borrowed(s);
+        // No rule matches: each pass below would find nothing and leave the text as it is.
+        if !self.any_text_rule.is_match(s) {
+            return cur;
+        }
         for rule in &self.command_options {
             apply(&mut cur, &rule.text, |c, _| {
                 let (sep, val) = (group(c, "sep"), group(c, "val"));

@@ -5,6 +5,8 @@
 //! scanned for token shapes. Numbers, booleans and nulls are kept, so the value reads back as
 //! the same type.
 
+use std::borrow::Cow;
+
 use probe_model::Snapshot;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -43,10 +45,10 @@ impl Redactor {
         match v {
             Value::String(s) => {
                 let new = match key {
-                    Some(k) => self.redact_env(k, s),
-                    None => self.redact_text(s).into_owned(),
+                    Some(k) => self.redact_value_of(k, s),
+                    None => self.redact_text(s),
                 };
-                if new != *s {
+                if let Cow::Owned(new) = new {
                     *s = new;
                 }
             }
