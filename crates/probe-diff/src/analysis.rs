@@ -116,12 +116,14 @@ mod tests {
         assert_eq!(readings(&|| drop(crate::analyze(&a))), 1);
         let diff = || drop(crate::compare_snapshots(&a, &b, &Default::default()));
         assert_eq!(readings(&diff), 2);
-        let fleet: Vec<Snapshot> = (0..6).map(|i| host(&format!("h{i}"), 1 + i % 2)).collect();
+        let fleet: Vec<probe_model::FleetView> = (0..6)
+            .map(|i| probe_model::FleetView::of(host(&format!("h{i}"), 1 + i % 2)))
+            .collect();
         let members: Vec<crate::fleet::Member<'_>> = fleet
             .iter()
-            .map(|snapshot| crate::fleet::Member {
-                host: &snapshot.id,
-                snapshot,
+            .map(|view| crate::fleet::Member {
+                host: &view.snapshot().id,
+                view,
             })
             .collect();
         let outliers = || {

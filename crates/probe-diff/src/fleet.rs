@@ -9,22 +9,35 @@
 //! reference); a host differs where its value is not the modal one, and the change reported is
 //! `modal -> host's value`. Host facts that always differ between machines (host name, memory,
 //! uptime) and log metrics are not configuration and are left out.
+//!
+//! Members are [`FleetView`]s: a snapshot without what the comparison never reads (section
+//! reports, the environments of processes that are not launchers), so that the store can read
+//! ten thousand of them without parsing those (`get_many_views`). A test holds the outliers of
+//! views to those of whole snapshots.
 
 use std::collections::BTreeMap;
 
 use probe_model::{
-    Change, ChangeKind, GroupOutliers, HostDifferences, Impact, LaunchConfig, ModalValue, Snapshot,
+    Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, Impact, LaunchConfig,
+    ModalValue, Snapshot,
 };
 use serde_json::Value;
 
 use crate::analysis::Analysis;
 use crate::compare::{CompareOptions, compare_analyses, rank};
 
-/// One member of a group: its name (inventory name) and latest snapshot.
+/// One member of a group: its name (inventory name) and its latest snapshot, as the comparison
+/// reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct Member<'a> {
     pub host: &'a str,
-    pub snapshot: &'a Snapshot,
+    pub view: &'a FleetView,
+}
+
+impl Member<'_> {
+    fn snapshot(&self) -> &Snapshot {
+        self.view.snapshot()
+    }
 }
 
 /// Groups larger than this pick their reference among the first members only (the medoid costs
@@ -47,7 +60,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
     // Each member read once: its launches, timeline and runs serve every comparison it is in.
     let analyses: Vec<Analysis> = members
         .iter()
-        .map(|member| crate::analysis::analyze(member.snapshot))
+        .map(|member| crate::analysis::analyze(member.snapshot()))
         .collect();
     let Some(reference) = medoid(members, &analyses) else {
         return GroupOutliers {
@@ -127,7 +140,7 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
         group: group.to_string(),
         hosts: members.len(),
         reference: Some(members[reference].host.to_string()),
-        baseline: baseline(members[reference].snapshot, &analyses[reference].launches),
+        baseline: baseline(members[reference].snapshot(), &analyses[reference].launches),
         disputed,
         outliers,
     }
@@ -152,9 +165,9 @@ fn configuration_changes(
     to: usize,
 ) -> Vec<Change> {
     let diff = compare_analyses(
-        members[from].snapshot,
+        members[from].snapshot(),
         &analyses[from],
-        members[to].snapshot,
+        members[to].snapshot(),
         &analyses[to],
         &CompareOptions::default(),
     );
@@ -350,8 +363,13 @@ mod tests {
     use super::*;
     use probe_model::{Gpu, GpuState, GpuStatus, ProcessInfo, PythonEnv, PythonPackage};
 
+    /// A vLLM host, as a fleet comparison reads it.
+    fn host(name: &str, driver: &str, extra_flag: Option<&str>, torch: &str) -> FleetView {
+        FleetView::of(whole_host(name, driver, extra_flag, torch))
+    }
+
     /// A vLLM host: the server process, its venv's packages, two GPUs.
-    fn host(name: &str, driver: &str, extra_flag: Option<&str>, torch: &str) -> Snapshot {
+    fn whole_host(name: &str, driver: &str, extra_flag: Option<&str>, torch: &str) -> Snapshot {
         let mut cmdline = vec![
             "/opt/venvs/vllm/bin/python3".to_string(),
             "-m".into(),
@@ -439,9 +457,9 @@ mod tests {
         ];
         let members: Vec<Member<'_>> = snapshots
             .iter()
-            .map(|snapshot| Member {
-                host: &snapshot.target,
-                snapshot,
+            .map(|view| Member {
+                host: &view.snapshot().target,
+                view,
             })
             .collect();
         let report = outliers("prod", &members);
@@ -495,9 +513,9 @@ mod tests {
         ];
         let members: Vec<Member<'_>> = same
             .iter()
-            .map(|snapshot| Member {
-                host: &snapshot.target,
-                snapshot,
+            .map(|view| Member {
+                host: &view.snapshot().target,
+                view,
             })
             .collect();
         let report = outliers("g", &members);
@@ -515,9 +533,9 @@ mod tests {
         ];
         let members: Vec<Member<'_>> = camps
             .iter()
-            .map(|snapshot| Member {
-                host: &snapshot.target,
-                snapshot,
+            .map(|view| Member {
+                host: &view.snapshot().target,
+                view,
             })
             .collect();
         let report = outliers("g", &members);
@@ -529,6 +547,70 @@ mod tests {
         assert_eq!(change.after, Some(Value::from("570")));
         assert_eq!(report.disputed[0].value, "575");
         assert_eq!(report.disputed[0].hosts, 3);
+    }
+
+    /// The view leaves out only what the comparison never reads: hosts whose section reports
+    /// and workers' environments all differ have the outliers their whole snapshots have, and a
+    /// launcher's environment (kept) still makes an outlier.
+    #[test]
+    fn views_have_the_outliers_of_whole_snapshots() {
+        let whole: Vec<Snapshot> = (0..5)
+            .map(|n| {
+                let mut snapshot = whole_host(&format!("gpu{n}"), "570.172.08", None, "2.8.0");
+                snapshot.sections = (0..3)
+                    .map(|i| probe_model::SectionReport {
+                        name: format!("section-{i}"),
+                        bytes: 100 * n + i,
+                        duration_ms: Some(n),
+                        ..probe_model::SectionReport::default()
+                    })
+                    .collect();
+                let visible = if n == 3 { "2,3" } else { "0,1" };
+                snapshot.processes[0].env =
+                    [("CUDA_VISIBLE_DEVICES".to_string(), visible.to_string())].into();
+                snapshot.processes.push(ProcessInfo {
+                    pid: 4243,
+                    ppid: Some(4242),
+                    role: probe_model::ProcessRole::Worker,
+                    engine: Some(probe_model::Engine::Vllm),
+                    argv: vec!["VLLM::Worker_TP0".into()],
+                    env: [
+                        ("CUDA_VISIBLE_DEVICES".to_string(), format!("{n}")),
+                        ("VLLM_ATTENTION_BACKEND".to_string(), format!("B{n}")),
+                    ]
+                    .into(),
+                    ..ProcessInfo::default()
+                });
+                snapshot
+            })
+            .collect();
+        let report = |views: &[FleetView]| {
+            let members: Vec<Member<'_>> = views
+                .iter()
+                .map(|view| Member {
+                    host: &view.snapshot().target,
+                    view,
+                })
+                .collect();
+            outliers("g", &members)
+        };
+        let views: Vec<FleetView> = whole.iter().cloned().map(FleetView::of).collect();
+        let unprojected: Vec<FleetView> = whole.into_iter().map(FleetView::unprojected).collect();
+        assert!(views[0].snapshot().sections.is_empty());
+        assert!(views[0].snapshot().processes[1].env.is_empty());
+        let (from_views, from_whole) = (report(&views), report(&unprojected));
+        assert_eq!(from_views, from_whole);
+        let odd: Vec<&str> = from_views
+            .outliers
+            .iter()
+            .map(|o| o.host.as_str())
+            .collect();
+        assert_eq!(odd, ["gpu3"], "{:#?}", from_views.outliers);
+        let found = keys(&from_views.outliers[0].changes);
+        assert!(
+            found.iter().any(|key| key.contains("CUDA_VISIBLE_DEVICES")),
+            "{found:?}"
+        );
     }
 
     /// Whether the reference holds the mode or not, an outlier's change and its explanation read
@@ -546,9 +628,9 @@ mod tests {
         ];
         let members: Vec<Member<'_>> = camps
             .iter()
-            .map(|snapshot| Member {
-                host: &snapshot.target,
-                snapshot,
+            .map(|view| Member {
+                host: &view.snapshot().target,
+                view,
             })
             .collect();
         let report = outliers("g", &members);

@@ -21,6 +21,7 @@ pub mod server;
 pub mod snapshot;
 pub mod text;
 pub mod verdict;
+pub mod view;
 
 pub use bench::*;
 pub use diff::*;
@@ -32,6 +33,7 @@ pub use run::*;
 pub use server::*;
 pub use snapshot::*;
 pub use verdict::*;
+pub use view::{FieldReading, FleetView};
 
 /// Version of the snapshot/report schema. Bump on any incompatible change of the JSON form and
 /// add a migration in `probe-store`.

@@ -3,7 +3,9 @@
 //!
 //! `cargo bench -p probe-store --bench store --profile dev` (`PROBE_BENCH_HOSTS`, default
 //! 10000; `PROBE_BENCH_HOURS`, default 2: snapshots per host in the fleet part;
-//! `PROBE_BENCH_PG=0` skips PostgreSQL). Snapshots are synthetic but shaped like a serving host's
+//! `PROBE_BENCH_PG=0` skips PostgreSQL; `PROBE_BENCH_READ_HOSTS`, default 1000: hosts of the
+//! fleet read back; `PROBE_BENCH_FLEET=PATH` keeps the fleet's store there, and reads an
+//! existing one instead of writing it again). Snapshots are synthetic but shaped like a serving host's
 //! (~190 KB of JSON: 2 environments of 150 packages, 60 processes, 8 GPUs, 3 logs with metric
 //! series, 70 section reports, shell histories, package events). Hourly drift: what changes on
 //! an unchanged host every hour (uptime, free memory, section times and sizes, GPU memory,
@@ -298,12 +300,15 @@ fn main() {
         }
     }
 
-    // A fleet: `hosts` hosts x `hours` snapshots, SQLite.
+    // A fleet: `hosts` hosts x `hours` snapshots, SQLite; kept at `PROBE_BENCH_FLEET` when
+    // set, and read from there (not written again) when that file exists.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
+    let kept = std::env::var_os("PROBE_BENCH_FLEET").map(std::path::PathBuf::from);
+    let reuse = kept.as_ref().is_some_and(|path| path.exists());
+    let path = kept.unwrap_or_else(|| dir.path().join("fleet.db"));
     let store = SqliteStore::open(&path).unwrap();
     let started = Instant::now();
-    for hour in 0..hours {
+    for hour in (0..hours).filter(|_| !reuse) {
         for host in 0..hosts {
             store.put(&snapshot(host, hour, true)).unwrap();
         }
@@ -316,7 +321,7 @@ fn main() {
         runner: "bench@here".into(),
         started_at: 1,
     };
-    for host in 0..hosts {
+    for host in (0..hosts).filter(|_| !reuse) {
         let record = AuditRecord {
             schema_version: SCHEMA_VERSION,
             record_type: probe_model::RecordType::Host,
@@ -358,7 +363,8 @@ fn main() {
         "snapshots list HOST: median {:.2} ms, max {:.2} ms",
         list_ms[100], list_ms[199]
     );
-    let sample = hosts.min(1000);
+    // Hosts read (`PROBE_BENCH_READ_HOSTS`, default 1000; times scaled to 10,000).
+    let sample = env_or("PROBE_BENCH_READ_HOSTS", 1000).min(hosts);
     let started = Instant::now();
     let cpu = cpu_seconds();
     for host in 0..sample {
@@ -388,7 +394,29 @@ fn main() {
         drop(store.get_many(&ids).unwrap());
     }
     println!(
-        "newest + get_many (shared sections read and parsed once, snapshots on every core), as --outliers reads now: {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
+        "newest + get_many (shared sections read and parsed once, snapshots on every core): {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
+        elapsed.as_secs_f64() * 1000.0 / sample as f64,
+        elapsed.as_secs_f64() * 10_000.0 / sample as f64,
+        cpu * 1000.0 / sample as f64
+    );
+    // As `--outliers` reads them now: the same, but only what the fleet comparison reads
+    // (`FleetView`: no section reports, no environments of processes that are not launchers).
+    let started = Instant::now();
+    let cpu = cpu_seconds();
+    let ids: Vec<String> = (0..sample)
+        .map(|host| store.newest(&format!("gpu{host}")).unwrap().unwrap().id)
+        .collect();
+    let newest_s = started.elapsed().as_secs_f64();
+    let views = store.get_many_views(&ids).unwrap();
+    assert!(views.iter().all(Option::is_some));
+    drop(views);
+    let elapsed = started.elapsed();
+    let cpu = cpu_seconds() - cpu;
+    for _ in 0..env_or("PROBE_BENCH_VIEW_READS", 0) {
+        drop(store.get_many_views(&ids).unwrap());
+    }
+    println!(
+        "newest + get_many_views (the same, parsing only what the fleet comparison reads), as --outliers reads now: {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
         elapsed.as_secs_f64() * 1000.0 / sample as f64,
         elapsed.as_secs_f64() * 10_000.0 / sample as f64,
         cpu * 1000.0 / sample as f64

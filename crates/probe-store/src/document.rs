@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use probe_model::{SCHEMA_VERSION, Snapshot};
+use probe_model::{FieldReading, FleetView, SCHEMA_VERSION, Snapshot};
 
 use crate::StoreError;
 use crate::content::{self, Part, SectionCache, Slot, Stored};
@@ -137,6 +137,26 @@ section_fields!(
     launch_files,
 );
 
+/// What a [`ManyReader`] makes of each snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// The whole snapshot (`get_many`).
+    #[default]
+    Whole,
+    /// What a fleet comparison reads ([`FleetView`], `get_many_views`): the fields a view
+    /// leaves out are not parsed.
+    Fleet,
+}
+
+impl Reading {
+    fn of(self, field: &str) -> FieldReading {
+        match self {
+            Reading::Whole => FieldReading::Whole,
+            Reading::Fleet => FleetView::reading(field),
+        }
+    }
+}
+
 /// What one caller reading many snapshots keeps between them: sections decompressed, and the
 /// shared ones parsed (the field of [`Snapshot`] each fills), so that a section hosts share is
 /// read, checked and parsed once, and cloned for each host.
@@ -144,6 +164,7 @@ section_fields!(
 pub(crate) struct ManyReader {
     pub sections: SectionCache,
     fields: Fields,
+    reading: Reading,
 }
 
 /// Parsed shared sections: a snapshot with only the field the section fills, by section id.
@@ -155,6 +176,14 @@ type Share = (Vec<Option<Snapshot>>, Fields);
 impl ManyReader {
     /// At most this many parsed sections are kept; past it the cache starts over.
     const FIELDS: usize = 4096;
+
+    /// A reader of whole snapshots, or of what `reading` keeps of them.
+    pub fn new(reading: Reading) -> ManyReader {
+        ManyReader {
+            reading,
+            ..ManyReader::default()
+        }
+    }
 
     /// Reads one batch of stored snapshots (what [`ManyReader::held`] did not need read):
     /// first the sections several of them need, once, then the snapshots, on as many threads
@@ -204,6 +233,7 @@ impl ManyReader {
             .min(batch.len().div_ceil(16).max(1));
         let chunk = batch.len().div_ceil(threads).max(1);
         let (sections, fields, shared, what) = (&self.sections, &self.fields, &shared, &what);
+        let reading = self.reading;
         let read = move |first: usize, stored: &[Option<Stored>]| {
             let mut local = Fields::new();
             let mut decompressor =
@@ -224,7 +254,8 @@ impl ManyReader {
                         what: what.clone(),
                         cause,
                     })?;
-                snapshots.push(Some(parse(&parts, shared, fields, &mut local, &what)?));
+                let snapshot = parse(reading, &parts, (shared, fields, &mut local), &what)?;
+                snapshots.push(Some(snapshot));
             }
             Ok::<_, StoreError>((snapshots, local))
         };
@@ -263,19 +294,23 @@ impl ManyReader {
     }
 }
 
+/// Shared sections: their ids, those parsed before, and those this thread parses.
+type Shared<'a> = (&'a HashSet<i64>, &'a Fields, &'a mut Fields);
+
 /// The snapshot of `parts`: as [`from_stored`] reads the document they make, but each section
 /// parsed on its own, and a shared one (in `shared`) parsed once (kept in `local`; `fields`
 /// holds those parsed before) and cloned. Anything unusual (an old document version, a key
 /// twice, an unknown section, a part that does not parse) goes the whole way through
-/// [`from_stored`], so the outcome is always [`from_stored`]'s.
+/// [`from_stored`], so the outcome is always [`from_stored`]'s. With [`Reading::Fleet`], the
+/// fields a [`FleetView`] leaves out are not parsed (nor checked beyond their checksums) and
+/// the caller makes the result a view ([`FleetView::of`], as of a snapshot read whole).
 fn parse(
+    reading: Reading,
     parts: &[Part],
-    shared: &HashSet<i64>,
-    fields: &Fields,
-    local: &mut Fields,
+    (shared, fields, local): Shared<'_>,
     what: &str,
 ) -> Result<Snapshot, StoreError> {
-    match parse_fields(parts, shared, fields, local) {
+    match parse_fields(reading, parts, shared, fields, local) {
         Some(snapshot) => Ok(snapshot),
         None => {
             let text = content::assemble_slots(parts).map_err(|cause| StoreError::BadDocument {
@@ -288,6 +323,7 @@ fn parse(
 }
 
 fn parse_fields(
+    reading: Reading,
     parts: &[Part],
     shared: &HashSet<i64>,
     fields: &Fields,
@@ -331,6 +367,10 @@ fn parse_fields(
         return None;
     }
     for (key, (id, bytes)) in wanted {
+        let how = reading.of(key);
+        if how == FieldReading::Skipped {
+            continue;
+        }
         if let Some(parsed) = id.and_then(|id| fields.get(&id).or_else(|| local.get(&id))) {
             copy_field(key, parsed, &mut snapshot);
             continue;
@@ -339,11 +379,11 @@ fn parse_fields(
         match id.filter(|id| shared.contains(id)) {
             Some(id) => {
                 let mut parsed = Snapshot::default();
-                parse_field(key, body, &mut parsed)?;
+                read_field(how, key, body, &mut parsed)?;
                 copy_field(key, &parsed, &mut snapshot);
                 local.insert(id, parsed);
             }
-            None => parse_field(key, body, &mut snapshot)?,
+            None => read_field(how, key, body, &mut snapshot)?,
         }
     }
     // Where `from_stored` would let `from_json` decide, it decides.
@@ -354,6 +394,18 @@ fn parse_fields(
         return None;
     }
     Some(snapshot)
+}
+
+/// One section's text read into its field, as `how` says.
+fn read_field(how: FieldReading, key: &str, text: &str, to: &mut Snapshot) -> Option<()> {
+    match how {
+        FieldReading::Skipped => Some(()),
+        FieldReading::Whole => parse_field(key, text, to),
+        FieldReading::Processes => {
+            to.processes = FleetView::read_processes(text).ok()?;
+            Some(())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -386,7 +438,18 @@ mod tests {
         rich.processes.push(probe_model::ProcessInfo {
             pid: 7,
             argv: vec!["python3".into()],
+            env: [("A".to_string(), "\"1\"\n".to_string())].into(),
             ..probe_model::ProcessInfo::default()
+        });
+        rich.processes.push(probe_model::ProcessInfo {
+            pid: 8,
+            role: probe_model::ProcessRole::Launcher,
+            env: [("B".to_string(), "2".to_string())].into(),
+            ..probe_model::ProcessInfo::default()
+        });
+        rich.sections.push(probe_model::SectionReport {
+            name: "gpu".into(),
+            ..probe_model::SectionReport::default()
         });
         rich.gpu.gpus.push(probe_model::Gpu {
             power_draw_w: Some(-7.032767338253191e-73),
@@ -427,7 +490,7 @@ mod tests {
                 if round == 2 {
                     fields.extend(std::mem::take(&mut local));
                 }
-                let many = parse(&parts, &shared, &fields, &mut local, "t");
+                let many = parse(Reading::Whole, &parts, (&shared, &fields, &mut local), "t");
                 let one = from_stored(document, "t");
                 match (many, one) {
                     (Ok(many), Ok(one)) => assert_eq!(many, one, "{document}"),
@@ -437,7 +500,43 @@ mod tests {
                     (many, one) => panic!("{document}: {many:?} against {one:?}"),
                 }
             }
+            // As a fleet view: what the view leaves out is not read, the rest as above (the
+            // cache of parsed shared sections is per reading, as a `ManyReader`'s is).
+            let (fields, mut local) = (Fields::new(), Fields::new());
+            for _ in 0..2 {
+                let many = parse(Reading::Fleet, &parts, (&shared, &fields, &mut local), "t");
+                let one = from_stored(document, "t");
+                match (many, one) {
+                    (Ok(many), Ok(one)) => {
+                        assert!(many.sections.is_empty(), "{document}");
+                        assert!(
+                            (many.processes.iter())
+                                .all(|p| p.role == probe_model::ProcessRole::Launcher
+                                    || p.env.is_empty()),
+                            "{document}"
+                        );
+                        assert_eq!(FleetView::of(many), FleetView::of(one), "{document}");
+                    }
+                    (Err(many), Err(one)) => {
+                        assert_eq!(many.to_string(), one.to_string(), "{document}")
+                    }
+                    (many, one) => panic!("{document}: {many:?} against {one:?}"),
+                }
+            }
         }
+        let fleet = parse(
+            Reading::Fleet,
+            &content::slots_of(&content::split(&documents[0]))
+                .iter()
+                .map(|slot| (None, Arc::from(slot.bytes.as_slice())))
+                .collect::<Vec<Part>>(),
+            (&HashSet::new(), &Fields::new(), &mut Fields::new()),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(fleet.processes[1].env["B"], "2");
+        assert_eq!(fleet.processes.len(), 2);
+        assert_eq!(fleet.host, rich.host);
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod sqlite;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use probe_model::{AuditRecord, Snapshot, UnixTime};
+use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 
 pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
@@ -168,6 +168,15 @@ pub trait SnapshotStore: Send + Sync {
     /// once.
     fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
         ids.iter().map(|id| self.get(id)).collect()
+    }
+    /// [`SnapshotStore::get_many`] as a fleet comparison reads them ([`FleetView`]: what
+    /// `--outliers` reads of every host). Implementations do not parse what a view leaves out.
+    fn get_many_views(&self, ids: &[String]) -> Result<Vec<Option<FleetView>>, StoreError> {
+        let snapshots = self.get_many(ids)?;
+        Ok(snapshots
+            .into_iter()
+            .map(|s| s.map(FleetView::of))
+            .collect())
     }
     /// The newest snapshot of a host (name, target, address or machine-id).
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError>;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use probe_model::{AuditRecord, Snapshot, UnixTime};
+use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 use tokio_postgres::Row;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -1296,6 +1296,32 @@ async fn move_layouts_into_slots(client: &impl GenericClient) -> Result<(), Writ
     Ok(())
 }
 
+impl PgStore {
+    /// `get_many` and `get_many_views`: each snapshot read as `reading` says.
+    fn read_many(
+        &self,
+        ids: &[String],
+        reading: crate::document::Reading,
+    ) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut reader = crate::document::ManyReader::new(reading);
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches of one statement for the snapshots and one for the sections they need
+        // (but those read for an earlier batch), in one read-only transaction each.
+        for batch in ids.chunks(256) {
+            let held = reader.held();
+            let wanted = batch.to_vec();
+            let stored = self.run(|pool, store| async move {
+                let mut client = connection(&pool, &store).await?;
+                read_stored(&mut client, &store, &wanted, &held).await
+            })?;
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.location)
+            })?);
+        }
+        Ok(snapshots)
+    }
+}
+
 impl SnapshotStore for PgStore {
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
         if !snapshot.redacted {
@@ -1328,22 +1354,15 @@ impl SnapshotStore for PgStore {
     }
 
     fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
-        let mut reader = crate::document::ManyReader::default();
-        let mut snapshots = Vec::with_capacity(ids.len());
-        // In batches of one statement for the snapshots and one for the sections they need
-        // (but those read for an earlier batch), in one read-only transaction each.
-        for batch in ids.chunks(256) {
-            let held = reader.held();
-            let wanted = batch.to_vec();
-            let stored = self.run(|pool, store| async move {
-                let mut client = connection(&pool, &store).await?;
-                read_stored(&mut client, &store, &wanted, &held).await
-            })?;
-            snapshots.extend(reader.read_batch(stored, |index| {
-                format!("{} in {}", batch[index], self.location)
-            })?);
-        }
-        Ok(snapshots)
+        self.read_many(ids, crate::document::Reading::Whole)
+    }
+
+    fn get_many_views(&self, ids: &[String]) -> Result<Vec<Option<FleetView>>, StoreError> {
+        let snapshots = self.read_many(ids, crate::document::Reading::Fleet)?;
+        Ok(snapshots
+            .into_iter()
+            .map(|s| s.map(FleetView::of))
+            .collect())
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use probe_model::{AuditRecord, Snapshot, UnixTime};
+use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::content::{self, Plan, Planned, Previous, Section, SectionCache, Slot, Stored};
-use crate::document::{ManyReader, from_stored};
+use crate::document::{ManyReader, Reading, from_stored};
 use crate::{AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, to_json};
 
 /// Version of the store's own table layout (not of the snapshot documents).
@@ -341,6 +341,32 @@ impl SqliteStore {
             plan_put(&transaction, snapshot, slots)
         })
     }
+
+    /// `get_many` and `get_many_views`: each snapshot read as `reading` says.
+    fn read_many(
+        &self,
+        ids: &[String],
+        reading: Reading,
+    ) -> Result<Vec<Option<Snapshot>>, StoreError> {
+        let mut reader = ManyReader::new(reading);
+        let mut snapshots = Vec::with_capacity(ids.len());
+        // In batches, each one read transaction, so a writer is never held up for long. A
+        // section already read for an earlier batch is not read again.
+        for batch in ids.chunks(256) {
+            let held = reader.held();
+            let stored = self.with_retries(|connection| {
+                let transaction = connection.transaction()?;
+                batch
+                    .iter()
+                    .map(|id| read_stored(&transaction, id, &held))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })?;
+            snapshots.extend(reader.read_batch(stored, |index| {
+                format!("{} in {}", batch[index], self.path.display())
+            })?);
+        }
+        Ok(snapshots)
+    }
 }
 
 impl SnapshotStore for SqliteStore {
@@ -414,24 +440,15 @@ impl SnapshotStore for SqliteStore {
     }
 
     fn get_many(&self, ids: &[String]) -> Result<Vec<Option<Snapshot>>, StoreError> {
-        let mut reader = ManyReader::default();
-        let mut snapshots = Vec::with_capacity(ids.len());
-        // In batches, each one read transaction, so a writer is never held up for long. A
-        // section already read for an earlier batch is not read again.
-        for batch in ids.chunks(256) {
-            let held = reader.held();
-            let stored = self.with_retries(|connection| {
-                let transaction = connection.transaction()?;
-                batch
-                    .iter()
-                    .map(|id| read_stored(&transaction, id, &held))
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })?;
-            snapshots.extend(reader.read_batch(stored, |index| {
-                format!("{} in {}", batch[index], self.path.display())
-            })?);
-        }
-        Ok(snapshots)
+        self.read_many(ids, Reading::Whole)
+    }
+
+    fn get_many_views(&self, ids: &[String]) -> Result<Vec<Option<FleetView>>, StoreError> {
+        let snapshots = self.read_many(ids, Reading::Fleet)?;
+        Ok(snapshots
+            .into_iter()
+            .map(|s| s.map(FleetView::of))
+            .collect())
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {

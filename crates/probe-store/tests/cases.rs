@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use probe_model::{
-    AuditRecord, AuditStatus, HostFacts, ProcessInfo, PythonEnv, PythonPackage, SCHEMA_VERSION,
-    Snapshot,
+    AuditRecord, AuditStatus, FleetView, HostFacts, ProcessInfo, ProcessRole, PythonEnv,
+    PythonPackage, SCHEMA_VERSION, Snapshot,
 };
 use probe_store::{
     AuditRun, HostPoint, PgEnv, PgStore, PrunePolicy, Selector, SnapshotStore, SqliteStore,
@@ -473,6 +473,13 @@ fn drifting(hour: i64) -> Snapshot {
         .map(|i| ProcessInfo {
             pid: 1000 + i + if hour >= 12 { 500 } else { 0 },
             argv: vec!["python3".into(), format!("worker.{i}")],
+            // A launcher's environment is in a fleet view, the others' are not.
+            role: if i == 0 {
+                ProcessRole::Launcher
+            } else {
+                ProcessRole::Worker
+            },
+            env: [("CUDA_VISIBLE_DEVICES".to_string(), format!("{i}"))].into(),
             ..ProcessInfo::default()
         })
         .collect();
@@ -519,6 +526,14 @@ fn pruning_a_base_keeps_what_later_snapshots_need(backend: &Backend) {
             .flatten()
             .collect();
         assert_eq!(many, kept);
+        let views: Vec<FleetView> = store
+            .get_many_views(&ids)
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect();
+        let expected: Vec<FleetView> = kept.iter().cloned().map(FleetView::of).collect();
+        assert_eq!(views, expected);
     };
     check(&kept);
     for (hour, keep_last) in [(30, 20), (31, 3), (32, 1)] {
@@ -888,6 +903,8 @@ mod round_trip {
             os in proptest::option::of(text()),
             argv in proptest::collection::vec(text(), 0..4),
             env in proptest::collection::btree_map(text(), text(), 0..3),
+            launcher in any::<bool>(),
+            section in text(),
             packages in proptest::collection::vec((text(), text()), 0..4),
             power in proptest::option::of(any::<f64>().prop_filter("finite", |f| f.is_finite())),
             uptime in any::<Option<u64>>(),
@@ -896,7 +913,10 @@ mod round_trip {
             let mut s = snapshot("", "target", &hostname, "m-prop-0001", i64::from(at));
             s.host.os_pretty = os;
             s.host.uptime_s = uptime;
-            s.processes.push(ProcessInfo { pid: 7, argv, env, ..ProcessInfo::default() });
+            let role = if launcher { ProcessRole::Launcher } else { ProcessRole::Worker };
+            s.processes.push(ProcessInfo { pid: 7, argv: argv.clone(), env: env.clone(), role, ..ProcessInfo::default() });
+            s.processes.push(ProcessInfo { pid: 8, argv, env, ..ProcessInfo::default() });
+            s.sections.push(probe_model::SectionReport { name: section, ..probe_model::SectionReport::default() });
             s.python_envs.push(PythonEnv {
                 packages: packages
                     .into_iter()
@@ -959,6 +979,36 @@ mod round_trip {
                 Some(probe_store::from_json(&input, "input").unwrap())
             ]
         );
+        // As a fleet comparison reads them: the view of what `get_many` reads, with what the
+        // view leaves out left out (the section reports, a non-launcher's environment).
+        let views = store
+            .get_many_views(&[next.id.clone(), snapshot.id.clone(), "absent".into()])
+            .unwrap();
+        assert_eq!(
+            views,
+            [
+                Some(FleetView::of(
+                    probe_store::from_json(&next_input, "input").unwrap()
+                )),
+                Some(FleetView::of(
+                    probe_store::from_json(&input, "input").unwrap()
+                )),
+                None
+            ]
+        );
+        let view = views[1].as_ref().unwrap().snapshot();
+        assert!(view.sections.is_empty());
+        assert!(view.processes[1].env.is_empty());
+        assert_eq!(
+            view.processes[0].env,
+            snapshot.processes[0]
+                .env
+                .clone()
+                .into_iter()
+                .filter(|_| snapshot.processes[0].role == ProcessRole::Launcher)
+                .collect()
+        );
+        assert_eq!(view.processes[0].argv, snapshot.processes[0].argv);
     }
 
     proptest! {

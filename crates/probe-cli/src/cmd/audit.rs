@@ -12,10 +12,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use probe_model::GroupOutliers;
 use probe_model::{
-    AuditRecord, AuditStatus, AuditSummary, EngineVersion, LaunchConfig, SCHEMA_VERSION, Snapshot,
-    exit_codes,
+    AuditRecord, AuditStatus, AuditSummary, EngineVersion, FleetView, GroupOutliers, LaunchConfig,
+    SCHEMA_VERSION, Snapshot, exit_codes,
 };
 
 use super::{Ctx, collect_live};
@@ -149,8 +148,9 @@ fn with_ssh_config(ctx: &Ctx, generated: Option<&PathBuf>) -> Ctx {
     }
 }
 
-/// One host's collection: its place in the inventory, its record, its snapshot when kept.
-type HostOutcome = (usize, AuditRecord, Option<Snapshot>);
+/// One host's collection: its place in the inventory, its record, its snapshot when kept (as
+/// the fleet comparison reads it).
+type HostOutcome = (usize, AuditRecord, Option<FleetView>);
 
 /// Starts every host's collection, at most `--jobs` at once.
 fn spawn_collections(
@@ -185,7 +185,7 @@ fn spawn_collections(
             let host_started = Instant::now();
             let result = collect_live(&ctx, &store, &target, no_store, false).await;
             let snapshot = match &result {
-                Ok(live) if keep_snapshots => Some(live.snapshot.clone()),
+                Ok(live) if keep_snapshots => Some(FleetView::of(live.snapshot.clone())),
                 _ => None,
             };
             // The drift analysis is CPU work: on a blocking thread, as the store's is.
@@ -212,8 +212,8 @@ fn spawn_collections(
 /// What the audit's collections gave, in inventory order.
 struct Gathered {
     records: Vec<AuditRecord>,
-    /// Fresh snapshots by host (kept for `--outliers`).
-    fresh: BTreeMap<String, Snapshot>,
+    /// Fresh snapshots by host, as the fleet comparison reads them (kept for `--outliers`).
+    fresh: BTreeMap<String, FleetView>,
     failed: usize,
 }
 
@@ -229,7 +229,7 @@ async fn gather(
 ) -> Result<Gathered> {
     let progress = progress_bar(ctx, args, total);
     let mut records: Vec<(usize, AuditRecord)> = Vec::new();
-    let mut fresh: BTreeMap<String, Snapshot> = BTreeMap::new();
+    let mut fresh: BTreeMap<String, FleetView> = BTreeMap::new();
     let mut failed = 0usize;
     while let Some(joined) = tasks.join_next().await {
         let (index, record, snapshot) =

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use probe_model::{AuditRecord, AuditStatus};
+use probe_model::{AuditRecord, AuditStatus, FleetView};
+use probe_store::SnapshotStore;
 use probe_testkit::sim::{
     Behaviour, Recording, Shares, SimFleet, SimOptions, default_recording_path, fingerprint,
 };
@@ -194,4 +195,64 @@ fn five_hundred_simulated_hosts_audited_twice() {
     let stats = sim.stats();
     assert_eq!(stats.stale, 0, "stale sections: {:?}", stats.stale_names);
     assert!(stats.authenticated >= 2 * collected, "{stats:?}");
+
+    views_have_the_outliers_of_whole_snapshots(&sim, &second, &*store);
+}
+
+/// The fleet comparison reads views (`get_many_views`: no section reports, no environments of
+/// processes that are not launchers); on these recorded snapshots, a group's outliers from the
+/// views are those from the whole snapshots (`get_many`), and the drifted hosts are found.
+fn views_have_the_outliers_of_whole_snapshots(
+    sim: &SimFleet,
+    records: &BTreeMap<String, AuditRecord>,
+    store: &dyn SnapshotStore,
+) {
+    let drifted = sim.hosts.iter().filter(|h| h.behaviour == Behaviour::Drift);
+    let normal = sim
+        .hosts
+        .iter()
+        .filter(|h| h.behaviour == Behaviour::Normal);
+    let group: Vec<&str> = (drifted.take(3).chain(normal.take(9)))
+        .map(|h| h.name.as_str())
+        .collect();
+    let ids: Vec<String> = group
+        .iter()
+        .map(|name| records[*name].snapshot_id.clone().unwrap())
+        .collect();
+    let whole: Vec<FleetView> = (store.get_many(&ids).unwrap().into_iter())
+        .map(|snapshot| FleetView::unprojected(snapshot.unwrap()))
+        .collect();
+    let views: Vec<FleetView> = (store.get_many_views(&ids).unwrap().into_iter())
+        .map(Option::unwrap)
+        .collect();
+    let env_count = |views: &[FleetView]| -> usize {
+        (views.iter().flat_map(|v| &v.snapshot().processes))
+            .map(|p| p.env.len())
+            .sum()
+    };
+    // The views left out what they leave out.
+    assert!(whole.iter().all(|v| !v.snapshot().sections.is_empty()));
+    assert!(views.iter().all(|v| v.snapshot().sections.is_empty()));
+    let (kept, all) = (env_count(&views), env_count(&whole));
+    eprintln!("fleet views: {kept} environment variables of {all} kept");
+    assert!(
+        kept < all,
+        "the workers' environments are left out: {kept} of {all}"
+    );
+    let outliers = |views: &[FleetView]| {
+        let members: Vec<probe_diff::Member<'_>> = (group.iter().zip(views))
+            .map(|(host, view)| probe_diff::Member { host, view })
+            .collect();
+        probe_diff::outliers("sim", &members)
+    };
+    let (from_views, from_whole) = (outliers(&views), outliers(&whole));
+    assert_eq!(from_views, from_whole);
+    let odd: Vec<&str> = (from_views.outliers.iter())
+        .map(|o| o.host.as_str())
+        .collect();
+    let mut expected = group[..3].to_vec();
+    expected.sort_unstable();
+    let mut found = odd.clone();
+    found.sort_unstable();
+    assert_eq!(found, expected, "{:#?}", from_views.outliers);
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use probe_diff::Member;
 use probe_model::{
-    FleetHost, FleetReport, FleetStatus, GroupOutliers, OutliersLine, RecordType, SCHEMA_VERSION,
-    Snapshot, UnixTime, exit_codes,
+    FleetHost, FleetReport, FleetStatus, FleetView, GroupOutliers, OutliersLine, RecordType,
+    SCHEMA_VERSION, UnixTime, exit_codes,
 };
 use probe_store::{SnapshotStore, StoredAudit};
 
@@ -53,15 +53,16 @@ pub fn outliers_line(group: &GroupOutliers) -> OutliersLine {
     }
 }
 
-/// The newest snapshot of every member: this run's, else the one its last audit stored, else
-/// the newest stored under its target. The stored ones are read in one `get_many` per kind
-/// (the store reads a section that hosts share once).
-fn latest_snapshots(
+/// The newest snapshot of every member, as the fleet comparison reads it: this run's, else the
+/// one its last audit stored, else the newest stored under its target. The stored ones are
+/// read in one `get_many_views` per kind (the store reads a section that hosts share once, and
+/// parses nothing a view leaves out).
+fn latest_views(
     store: &dyn SnapshotStore,
     members: &[FleetMember],
-    fresh: &BTreeMap<String, Snapshot>,
+    fresh: &BTreeMap<String, FleetView>,
     audits: &BTreeMap<String, StoredAudit>,
-) -> Result<BTreeMap<String, Snapshot>> {
+) -> Result<BTreeMap<String, FleetView>> {
     let mut snapshots = BTreeMap::new();
     let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
     let mut by_target: Vec<&FleetMember> = Vec::new();
@@ -79,7 +80,7 @@ fn latest_snapshots(
         }
     }
     let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, _), snapshot) in by_record.iter().zip(store.get_many(&ids)?) {
+    for ((member, _), snapshot) in by_record.iter().zip(store.get_many_views(&ids)?) {
         match snapshot {
             Some(snapshot) => {
                 snapshots.insert(member.name.clone(), snapshot);
@@ -94,7 +95,7 @@ fn latest_snapshots(
         }
     }
     let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, _), snapshot) in newest.iter().zip(store.get_many(&ids)?) {
+    for ((member, _), snapshot) in newest.iter().zip(store.get_many_views(&ids)?) {
         if let Some(snapshot) = snapshot {
             snapshots.insert(member.name.clone(), snapshot);
         }
@@ -107,7 +108,7 @@ fn latest_snapshots(
 pub fn group_outliers(
     store: &dyn SnapshotStore,
     members: &[FleetMember],
-    fresh: &BTreeMap<String, Snapshot>,
+    fresh: &BTreeMap<String, FleetView>,
     only_groups: &[String],
 ) -> Result<Vec<GroupOutliers>> {
     let audits: BTreeMap<String, StoredAudit> = store
@@ -115,7 +116,7 @@ pub fn group_outliers(
         .into_iter()
         .map(|audit| (audit.record.host.clone(), audit))
         .collect();
-    let snapshots = latest_snapshots(store, members, fresh, &audits)?;
+    let views = latest_views(store, members, fresh, &audits)?;
     let mut groups: BTreeMap<String, Vec<&FleetMember>> = BTreeMap::new();
     for member in members {
         for group in &member.groups {
@@ -134,9 +135,9 @@ pub fn group_outliers(
         let group_members: Vec<Member<'_>> = hosts
             .iter()
             .filter_map(|member| {
-                snapshots.get(&member.name).map(|snapshot| Member {
+                views.get(&member.name).map(|view| Member {
                     host: &member.name,
-                    snapshot,
+                    view,
                 })
             })
             .collect();
@@ -475,6 +476,7 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use probe_model::Snapshot;
 
     #[test]
     fn outlier_lines_name_the_host_and_the_group() {
@@ -528,8 +530,8 @@ mod tests {
         }
     }
 
-    /// The outliers read from the store (`get_many`, by audit record and by target) are the
-    /// outliers of the snapshots as `get` and `latest` read them one by one.
+    /// The outliers read from the store (`get_many_views`, by audit record and by target) are
+    /// the outliers of the snapshots as `get` and `latest` read them one by one.
     #[test]
     fn outliers_from_the_store_are_those_of_each_hosts_snapshot() {
         use probe_model::{Gpu, PythonEnv, PythonPackage};
@@ -601,18 +603,19 @@ mod tests {
             }
         }
         let groups = group_outliers(&store, &members, &BTreeMap::new(), &[]).unwrap();
-        let one_by_one: Vec<Snapshot> = (0..6)
+        let one_by_one: Vec<FleetView> = (0..6)
             .map(|host| match host {
                 0 | 4 => store.get(&format!("gpu{host}-100")).unwrap().unwrap(),
                 _ => store.latest(&format!("gpu{host}")).unwrap().unwrap(),
             })
+            .map(FleetView::of)
             .collect();
         let expected_members: Vec<Member<'_>> = members
             .iter()
             .zip(&one_by_one)
-            .map(|(member, snapshot)| Member {
+            .map(|(member, view)| Member {
                 host: &member.name,
-                snapshot,
+                view,
             })
             .collect();
         assert_eq!(
