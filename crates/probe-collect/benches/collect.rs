@@ -770,11 +770,22 @@ async fn collect_keeping(
     (st, scripts)
 }
 
-/// The script's header and its `sec` calls (one a line, as `script.rs` writes them).
-fn split_script(s: &[u8]) -> (String, Vec<(String, String)>) {
+/// One queued section on lane 0 (its `sec NAME LIMIT CAP SUDO DEPENDS_ON LANE COMMAND` line
+/// with the lane replaced), so that `go 1` runs it alone.
+fn on_lane0(call: &str) -> String {
+    let w: Vec<&str> = call.splitn(8, ' ').collect();
+    match w.as_slice() {
+        [sec, name, l, c, s, dep, _lane, cmd] => format!("{sec} {name} {l} {c} {s} {dep} 0 {cmd}"),
+        _ => call.to_string(),
+    }
+}
+
+/// The script's header, its `sec` calls (one a line, as `script.rs` writes them) and the
+/// `go` line after them.
+fn split_script(s: &[u8]) -> (String, Vec<(String, String)>, String) {
     let text = String::from_utf8_lossy(s).to_string();
     let Some(at) = text.find("\nsec ") else {
-        return (text, Vec::new());
+        return (text, Vec::new(), String::new());
     };
     let head = text[..=at].to_string();
     let mut calls = Vec::new();
@@ -800,7 +811,12 @@ fn split_script(s: &[u8]) -> (String, Vec<(String, String)>) {
         calls.push((name, format!("sec {}\n", &body[..end])));
         rest = body.get(end + 1..).unwrap_or("");
     }
-    (head, calls)
+    let go = rest
+        .lines()
+        .next()
+        .filter(|l| l.starts_with("go "))
+        .unwrap_or("");
+    (head, calls, format!("{go}\n"))
 }
 
 const DONE: &str = "printf '\\n%s DONE\\n' \"$B\"\n";
@@ -930,26 +946,33 @@ fn footprint(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) 
     );
     let mut empty_done = false;
     for s in &scripts {
-        let (head, calls) = split_script(s);
+        let (head, calls, go) = split_script(s);
         if calls.is_empty() {
             continue;
         }
+        // (The `go` line: a script from before lanes has none.)
+        let go1 = if go.trim().is_empty() { "" } else { "go 1\n" };
         let mut variants: Vec<(String, String)> = Vec::new();
         if !empty_done {
-            variants.push(("(channel, no section)".into(), format!("{head}{DONE}")));
+            variants.push(("(channel, no section)".into(), format!("{head}{go1}{DONE}")));
             empty_done = true;
         }
         let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
         variants.push((
             format!("channel {}", names.join("+")),
             format!(
-                "{head}{}{DONE}",
+                "{head}{}{go}{DONE}",
                 calls.iter().map(|(_, c)| c.as_str()).collect::<String>()
             ),
         ));
         if calls.len() > 1 {
             for (n, c) in &calls {
-                variants.push((format!("  section {n}"), format!("{head}{c}{DONE}")));
+                let c = if go1.is_empty() {
+                    c.clone()
+                } else {
+                    on_lane0(c)
+                };
+                variants.push((format!("  section {n}"), format!("{head}{c}{go1}{DONE}")));
             }
         }
         for (label, text) in variants {
