@@ -650,7 +650,23 @@ mod tests {
         }
     }
 
-    /// Lanes run at once under dash and busybox ash: a lane that waits does not hold the
+    /// A section's `depends_on` is read from the shell variables of its own lane (each lane is
+    /// a subshell of its own): within a group, it must name a section of the same lane.
+    #[test]
+    fn a_dependency_within_a_group_is_in_the_same_lane() {
+        for round in [1, 2] {
+            for g in groups(round) {
+                for p in &g.probes {
+                    let Some(d) = &p.depends_on else { continue };
+                    if let Some(q) = g.probes.iter().find(|q| &q.name == d) {
+                        assert_eq!(p.lane, q.lane, "{} depends on {d}", p.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lanes run at once under dash, busybox ash and bash: a lane that waits does not hold the
     /// others, a lane that prints more than a pipe holds is not stopped by the lane before it,
     /// and every section comes whole, in its own frame, with its NUL bytes.
     #[test]
@@ -674,7 +690,7 @@ mod tests {
             &Round2Inputs::default(),
             8,
         );
-        for shell in [["dash", ""], ["busybox", "sh"]] {
+        for shell in [["dash", ""], ["busybox", "sh"], ["bash", "--posix"]] {
             let mut cmd = std::process::Command::new(shell[0]);
             if !shell[1].is_empty() {
                 cmd.arg(shell[1]);
