@@ -342,6 +342,9 @@ fn main() {
     if wanted("scaling") {
         scaling(&mut json);
     }
+    if wanted("footprint") {
+        footprint(&rt, runs, &mut json);
+    }
     let out = std::env::var("PROBE_BENCH_JSON").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -531,4 +534,475 @@ fn scaling(json: &mut Vec<String>) {
         ));
     }
     drop(big);
+}
+
+/// The remote side of a fixture host, measured from this machine (nothing on the host's side
+/// runs for it but one `cat` per reading): the host's sshd listener is its namespace's PID 1,
+/// so once a session's processes have ended their CPU is in its `cutime`/`cstime` (every
+/// shell waits for its programs, orphans are reaped by PID 1); the namespace's last PID counts
+/// the forks; `strace -f` on the listener names every program started; the stand-ins add their
+/// own CPU to `run/standin-cpu.log` while that file exists.
+struct Remote {
+    listener: u32,
+    run: std::path::PathBuf,
+    /// The host's own processes (the listener and what start.sh left running).
+    idle: Vec<u32>,
+}
+
+/// What one measured action cost the host.
+#[derive(Default, Clone, Copy)]
+struct Foot {
+    /// CPU seconds of everything the action ran on the host (sshd, shells, programs, stand-ins).
+    cpu_s: f64,
+    forks: f64,
+    /// CPU seconds of the Python stand-ins among them, and how many started.
+    standin_cpu_s: f64,
+    standins: f64,
+}
+
+impl std::ops::Sub for Foot {
+    type Output = Foot;
+    fn sub(self, o: Foot) -> Foot {
+        Foot {
+            cpu_s: self.cpu_s - o.cpu_s,
+            forks: self.forks - o.forks,
+            standin_cpu_s: self.standin_cpu_s - o.standin_cpu_s,
+            standins: self.standins - o.standins,
+        }
+    }
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+impl Remote {
+    fn of(host: &FixtureHost) -> Remote {
+        let listener = probe_testkit::fixture::descendants(host.sshd().pid())
+            .into_iter()
+            .find(|p| comm(*p) == "sshd")
+            .expect("the host's sshd");
+        let run = host.dir.join("root/usr/local/share/fixture/run");
+        std::fs::create_dir_all(&run).expect("run dir");
+        std::fs::write(run.join("standin-cpu.log"), "").expect("stand-in log");
+        let idle = probe_testkit::fixture::descendants(listener);
+        Remote {
+            listener,
+            run,
+            idle,
+        }
+    }
+
+    /// utime + stime + cutime + cstime of the listener, seconds (USER_HZ is 100 on Linux).
+    fn cpu(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.listener)).unwrap();
+        let rest = stat.rsplit_once(')').unwrap().1;
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        f.iter().sum::<u64>() as f64 / 100.0
+    }
+
+    /// The namespace's last PID, read by one `cat` inside it (which takes a PID itself).
+    fn last_pid(&self) -> f64 {
+        let out = Command::new("nsenter")
+            .args(["-t", &self.listener.to_string(), "-p", "-m"])
+            .args(["cat", "/proc/sys/kernel/ns_last_pid"])
+            .output()
+            .expect("nsenter");
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    fn standins(&self) -> (f64, f64) {
+        let log = std::fs::read_to_string(self.run.join("standin-cpu.log")).unwrap_or_default();
+        let cpu: Vec<f64> = log
+            .lines()
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+            .collect();
+        (cpu.iter().sum(), cpu.len() as f64)
+    }
+
+    fn now(&self) -> Foot {
+        let (standin_cpu_s, standins) = self.standins();
+        Foot {
+            cpu_s: self.cpu(),
+            forks: self.last_pid(),
+            standin_cpu_s,
+            standins,
+        }
+    }
+
+    /// Waits until every process a session started has ended and been reaped (only the
+    /// host's own are left).
+    fn settle(&self) {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            let now = probe_testkit::fixture::descendants(self.listener);
+            if now.iter().all(|p| self.idle.contains(p)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn measure(&self, f: impl FnOnce()) -> Foot {
+        self.settle();
+        let a = self.now();
+        f();
+        self.settle();
+        let mut d = self.now() - a;
+        d.forks -= 1.0; // the second reading's own `cat`
+        d
+    }
+
+    /// Programs started on the host by `f`, by name (`strace -f -z -e execve` on the listener).
+    fn execs(&self, f: impl FnOnce()) -> std::collections::BTreeMap<String, u32> {
+        self.settle();
+        let out = tempfile::NamedTempFile::new().expect("temp file");
+        let mut st = Command::new("strace")
+            .args([
+                "-f",
+                "-qq",
+                "-z",
+                "-e",
+                "trace=execve",
+                "-e",
+                "signal=none",
+                "-o",
+            ])
+            .arg(out.path())
+            .args(["-p", &self.listener.to_string()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("strace");
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            let status =
+                std::fs::read_to_string(format!("/proc/{}/status", self.listener)).unwrap();
+            if status
+                .lines()
+                .any(|l| l.starts_with("TracerPid:") && l.trim_end() != "TracerPid:\t0")
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        f();
+        self.settle();
+        let _ = Command::new("kill")
+            .args(["-INT", &st.id().to_string()])
+            .status();
+        let _ = st.wait();
+        let text = std::fs::read_to_string(out.path()).unwrap_or_default();
+        let mut by = std::collections::BTreeMap::new();
+        for l in text.lines() {
+            let Some(p) = l
+                .split("execve(\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+            else {
+                continue;
+            };
+            let name = if p.starts_with("/usr/local/") {
+                format!("{} (stand-in)", p.rsplit('/').next().unwrap_or(p))
+            } else {
+                p.rsplit('/').next().unwrap_or(p).to_string()
+            };
+            *by.entry(name).or_insert(0) += 1;
+        }
+        by
+    }
+}
+
+/// Keeps the script of every exec channel a collection opens.
+struct Scripts<'a, E: probe_transport::Exec> {
+    inner: &'a E,
+    log: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl<E: probe_transport::Exec> probe_transport::Exec for Scripts<'_, E> {
+    async fn exec(
+        &self,
+        req: &probe_transport::ExecRequest,
+    ) -> Result<probe_transport::ExecOutput, probe_transport::TransportError> {
+        if let Some(s) = req.stdin.as_deref() {
+            self.log.lock().unwrap().push(s.to_vec());
+        }
+        self.inner.exec(req).await
+    }
+    fn host(&self) -> &str {
+        self.inner.host()
+    }
+}
+
+/// One collection in this process; with `keep`, every channel's script.
+async fn collect_keeping(
+    host: &FixtureHost,
+    keep: bool,
+) -> (probe_collect::CollectStats, Vec<Vec<u8>>) {
+    let copts = ConnectOptions {
+        config_file: Some(host.ssh_config()),
+        batch_mode: true,
+        ..Default::default()
+    };
+    let conn = connect(&host.alias, &copts).await.expect("connect");
+    let opts = CollectOptions {
+        target: host.alias.clone(),
+        ..Default::default()
+    };
+    let rec = Scripts {
+        inner: &conn,
+        log: std::sync::Mutex::new(Vec::new()),
+    };
+    let (_, st) = collect_with_stats(&rec, &opts).await.expect("collect");
+    let scripts = if keep {
+        rec.log.into_inner().unwrap()
+    } else {
+        Vec::new()
+    };
+    conn.close().await;
+    (st, scripts)
+}
+
+/// One queued section on lane 0 (its `sec NAME LIMIT CAP SUDO DEPENDS_ON LANE COMMAND` line
+/// with the lane replaced), so that `go 1` runs it alone.
+fn on_lane0(call: &str) -> String {
+    let w: Vec<&str> = call.splitn(8, ' ').collect();
+    match w.as_slice() {
+        [sec, name, l, c, s, dep, _lane, cmd] => format!("{sec} {name} {l} {c} {s} {dep} 0 {cmd}"),
+        _ => call.to_string(),
+    }
+}
+
+/// The script's header, its `sec` calls (one a line, as `script.rs` writes them) and the
+/// `go` line after them.
+fn split_script(s: &[u8]) -> (String, Vec<(String, String)>, String) {
+    let text = String::from_utf8_lossy(s).to_string();
+    let Some(at) = text.find("\nsec ") else {
+        return (text, Vec::new(), String::new());
+    };
+    let head = text[..=at].to_string();
+    let mut calls = Vec::new();
+    let mut rest = &text[at + 1..];
+    while let Some(body) = rest.strip_prefix("sec ") {
+        // The call ends at the first newline outside single quotes (`sq` quoting: `\'` outside
+        // them is a quote character).
+        let (mut quoted, mut escaped) = (false, false);
+        let mut end = body.len();
+        for (i, c) in body.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if !quoted => escaped = true,
+                '\'' => quoted = !quoted,
+                '\n' if !quoted => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let name = body.split(' ').next().unwrap_or("").to_string();
+        calls.push((name, format!("sec {}\n", &body[..end])));
+        rest = body.get(end + 1..).unwrap_or("");
+    }
+    let go = rest
+        .lines()
+        .next()
+        .filter(|l| l.starts_with("go "))
+        .unwrap_or("");
+    (head, calls, format!("{go}\n"))
+}
+
+const DONE: &str = "printf '\\n%s DONE\\n' \"$B\"\n";
+
+fn foot_json(what: &str, f: &Foot, execs: u32) -> String {
+    format!(
+        "{{\"footprint\":\"{what}\",\"cpu_s\":{:.4},\"standin_cpu_s\":{:.4},\"standins\":{},\"forks\":{},\"program_starts\":{execs}}}",
+        f.cpu_s, f.standin_cpu_s, f.standins, f.forks
+    )
+}
+
+/// Means, not medians: the kernel gives the CPU times in 10 ms ticks.
+fn mean_foot(v: &[Foot]) -> Foot {
+    let m = |g: fn(&Foot) -> f64| v.iter().map(g).sum::<f64>() / v.len().max(1) as f64;
+    Foot {
+        cpu_s: m(|f| f.cpu_s),
+        forks: m(|f| f.forks),
+        standin_cpu_s: m(|f| f.standin_cpu_s),
+        standins: m(|f| f.standins),
+    }
+}
+
+/// What one collection costs the host: CPU (all of it, and the stand-ins' share), forks and
+/// program starts, for `ssh true`, probe and the combined script; then each channel's script
+/// replayed alone by one `ssh` (less `ssh true`), and each section alone (less the same
+/// script with no section: the channel's own cost).
+fn footprint(rt: &tokio::runtime::Runtime, runs: usize, json: &mut Vec<String>) {
+    let host = FixtureHost::start("sglang-hybrid");
+    let remote = Remote::of(&host);
+    let combined = script::build(&CollectOptions::default(), &script::new_boundary());
+    let _ = ssh(&host, "true", None);
+    let (_, scripts) = rt.block_on(collect_keeping(&host, true));
+    let mut feet: [Vec<Foot>; 3] = Default::default();
+    let mut walls: [Vec<f64>; 3] = Default::default();
+    let mut channels = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        feet[0].push(remote.measure(|| {
+            ssh(&host, "true", None);
+        }));
+        walls[0].push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        feet[1].push(remote.measure(|| {
+            channels = rt.block_on(collect_keeping(&host, false)).0.channels;
+        }));
+        walls[1].push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        feet[2].push(remote.measure(|| {
+            ssh(&host, "sh -s", Some(combined.as_bytes()));
+        }));
+        walls[2].push(t.elapsed().as_secs_f64());
+    }
+    let execs = [
+        remote.execs(|| {
+            ssh(&host, "true", None);
+        }),
+        remote.execs(|| {
+            rt.block_on(collect_keeping(&host, false));
+        }),
+        remote.execs(|| {
+            ssh(&host, "sh -s", Some(combined.as_bytes()));
+        }),
+    ];
+    let la = load_average();
+    println!(
+        "footprint on sglang-hybrid, n={runs} (means; wall: medians; remote side only; load average {la} at the end)"
+    );
+    println!(
+        "{:34} {:>7} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}",
+        "what", "wall s", "remote s", "stand-in", "starts", "forks", "programs", "chan."
+    );
+    for (i, name) in ["ssh true", "probe (both rounds)", "combined round-1 script"]
+        .iter()
+        .enumerate()
+    {
+        let f = mean_foot(&feet[i]);
+        let w = median_min_max(&walls[i]).0;
+        let n: u32 = execs[i].values().sum();
+        let ch = if i == 1 {
+            channels.to_string()
+        } else {
+            "1".into()
+        };
+        println!(
+            "{name:34} {w:7.3} {:9.3} {:9.3} {:7} {:8} {n:9} {ch:>7}",
+            f.cpu_s, f.standin_cpu_s, f.standins, f.forks
+        );
+        json.push(foot_json(name, &f, n));
+    }
+    // The same host with tools that answer at once (every stand-in's modelled latency 0).
+    let fast = remote.run.join("standin-latency-s");
+    std::fs::write(&fast, "0").expect("latency knob");
+    let mut fw: [Vec<f64>; 3] = Default::default();
+    for _ in 0..runs {
+        fw[0].push(ssh(&host, "true", None).as_secs_f64());
+        let t = Instant::now();
+        rt.block_on(collect_keeping(&host, false));
+        fw[1].push(t.elapsed().as_secs_f64());
+        fw[2].push(ssh(&host, "sh -s", Some(combined.as_bytes())).as_secs_f64());
+    }
+    let _ = std::fs::remove_file(&fast);
+    let [a, b, c] = fw.map(|v| median_min_max(&v).0);
+    println!(
+        "fast tools (stand-ins' latency 0), wall medians: ssh true {a:.3} s, probe {b:.3} s ({:.2}x ssh true), combined script {c:.3} s",
+        b / a
+    );
+    json.push(format!(
+        "{{\"fast_tools\":\"wall\",\"ssh_true_s\":{a:.4},\"probe_s\":{b:.4},\"combined_s\":{c:.4}}}"
+    ));
+    let top = |m: &std::collections::BTreeMap<String, u32>| {
+        let mut v: Vec<(&String, &u32)> = m.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1));
+        v.iter()
+            .take(14)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("probe's program starts by name: {}", top(&execs[1]));
+    println!("combined script's: {}", top(&execs[2]));
+
+    // Each channel alone, then each section alone.
+    let base = mean_foot(&feet[0]);
+    let base_execs: u32 = execs[0].values().sum();
+    println!(
+        "per channel, its script replayed alone by one ssh, less `ssh true` (n={runs}, means):"
+    );
+    let mut empty_done = false;
+    for s in &scripts {
+        let (head, calls, go) = split_script(s);
+        if calls.is_empty() {
+            continue;
+        }
+        // (The `go` line: a script from before lanes has none.)
+        let go1 = if go.trim().is_empty() { "" } else { "go 1\n" };
+        let mut variants: Vec<(String, String)> = Vec::new();
+        if !empty_done {
+            variants.push(("(channel, no section)".into(), format!("{head}{go1}{DONE}")));
+            empty_done = true;
+        }
+        let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
+        variants.push((
+            format!("channel {}", names.join("+")),
+            format!(
+                "{head}{}{go}{DONE}",
+                calls.iter().map(|(_, c)| c.as_str()).collect::<String>()
+            ),
+        ));
+        if calls.len() > 1 {
+            for (n, c) in &calls {
+                let c = if go1.is_empty() {
+                    c.clone()
+                } else {
+                    on_lane0(c)
+                };
+                variants.push((format!("  section {n}"), format!("{head}{c}{go1}{DONE}")));
+            }
+        }
+        for (label, text) in variants {
+            let v: Vec<Foot> = (0..runs)
+                .map(|_| {
+                    remote.measure(|| {
+                        ssh(&host, "sh -s", Some(text.as_bytes()));
+                    }) - base
+                })
+                .collect();
+            let f = mean_foot(&v);
+            let e: u32 = remote
+                .execs(|| {
+                    ssh(&host, "sh -s", Some(text.as_bytes()));
+                })
+                .values()
+                .sum::<u32>()
+                .saturating_sub(base_execs);
+            println!(
+                "  {label:44} cpu {:6.3} s (stand-ins {:5.3} s, {} starts)  forks {:5}  programs {e:4}",
+                f.cpu_s, f.standin_cpu_s, f.standins, f.forks
+            );
+            json.push(foot_json(&label, &f, e));
+        }
+    }
+    drop(host);
+}
+
+/// The 1-, 5- and 15-minute load averages as /proc/loadavg gives them.
+fn load_average() -> String {
+    let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }

@@ -25,9 +25,14 @@ pub struct Probe {
     pub name: String,
     #[serde(default = "one")]
     pub round: u8,
-    /// Sections of one group run one after another on one exec channel; `None`: its own.
+    /// The exec channel: the sections of one group share one; `None`: its own.
     #[serde(default)]
     pub group: Option<String>,
+    /// Inside its group, the sections of one lane run one after another and the lanes run
+    /// alongside each other (`None`: the group's first lane). A `depends_on` within the group
+    /// names a section of the same lane.
+    #[serde(default)]
+    pub lane: Option<String>,
     pub parser: ParserKind,
     pub timeout_s: u64,
     pub max_bytes: u64,

@@ -561,7 +561,10 @@ fn add(v: &mut Vec<String>, x: String, max: usize) {
 /// model, log files) mapped to remote paths, the files each server process writes to, the units
 /// whose journal to read and the containers' log files. Nothing here reads a command line.
 pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra>) -> Round2Inputs {
-    let mut inp = Round2Inputs::default();
+    let mut inp = Round2Inputs {
+        cpus: snap.host.cpu_count,
+        ..Default::default()
+    };
     let mut models: Vec<ModelRef> = Vec::new();
     let launches = probe_launch::launches_of(snap);
     for l in &launches {

@@ -5,10 +5,11 @@
 //! falls back to fewer when the server refuses one); a group whose probes depend on a section
 //! of another group starts when that section has ended, and is not run (recorded as such) when
 //! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
-//! (`host`, `processes`, `units`, `containers`) are in, while the rest of round 1 still runs;
-//! the round-2 groups that also read other round-1 sections (the GPU's compute processes, the
-//! units' state) start as a wave of their own once those are in. A group that fails at the
-//! transport level costs only its own sections.
+//! ([`ROUND2_NEEDS`]: round 1's `host` and `scan` groups) are in, while the rest of round 1
+//! (the GPU tools) still runs; the round-2 group that also reads GPU sections (the compute
+//! processes' owners and maps) starts as a wave of its own once those are in. Inside a group
+//! the lanes run at once (`script::Group::lanes`; round 2's folded onto the host's CPUs). A
+//! group that fails at the transport level costs only its own sections.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,8 +27,18 @@ use crate::{CollectOptions, CollectStats, GroupTiming, parse, plan, sanitize};
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
 
-/// Sections round 2 is planned from.
-const ROUND2_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
+/// Sections round 2 is planned from (round 1's first channel: they end together).
+const ROUND2_NEEDS: &[&str] = &[
+    "host",
+    "processes",
+    "units",
+    "containers",
+    "history",
+    "unit_state",
+];
+
+/// Lanes a round-2 group runs at once when the host's CPU count is not known.
+const ROUND2_LANES: usize = 4;
 
 /// How long a round-2 wave waits for the round-1 sections it also reads (at most this, and a
 /// tenth of the deadline), so a hung nvidia-smi costs its wave that grace, never its limit.
@@ -35,28 +46,15 @@ const ROUND2_WANTS_GRACE: Duration = Duration::from_millis(1500);
 
 /// Round-2 groups that also read round-1 sections beyond [`ROUND2_NEEDS`], planned once those
 /// are in, when the early plan says they are needed: `gpu_procs` reads the owners and maps of
-/// nvidia-smi's compute processes; `journal` reads the units that ran most recently first
-/// (their state from `systemctl show`), which matters only when there are more units than
-/// it reads; the log files, models and Python environments that earlier launches name are in
-/// the shell histories (without them, an earlier run's own log is never read, and its metrics
-/// and start-up limits are lost).
-const ROUND2_WAVES: &[Wave] = &[
-    Wave {
-        groups: &["gpu_procs"],
-        wants: &["gpu_query", "gpu_apps"],
-        wait_if: |_| true,
-    },
-    Wave {
-        groups: &["logs", "models", "python_envs"],
-        wants: &["history"],
-        wait_if: |_| true,
-    },
-    Wave {
-        groups: &["journal"],
-        wants: &["unit_state"],
-        wait_if: |early| early.units.len() >= plan::MAX_UNITS,
-    },
-];
+/// nvidia-smi's compute processes. (The journal's units, read most recent first by their
+/// `systemctl show` state, and the log files, models and Python environments that earlier
+/// launches name in the shell histories come with the needs: `unit_state` and `history` run
+/// on the same channel as `units`.)
+const ROUND2_WAVES: &[Wave] = &[Wave {
+    groups: &["gpu_procs"],
+    wants: &["gpu_query", "gpu_apps"],
+    wait_if: |_| true,
+}];
 
 /// Round-2 groups planned apart from the others.
 struct Wave {
@@ -278,7 +276,14 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
         board.add(out.framed.as_ref(), &out.group);
         return out;
     }
-    let text = script::build_group(rc.opts, rc.boundary, budget, &out.group, rc.inputs);
+    let text = script::build_group(
+        rc.opts,
+        rc.boundary,
+        budget,
+        &out.group,
+        rc.inputs,
+        lane_width(&out.group, rc.inputs),
+    );
     let req = ExecRequest::new("sh -s")
         .with_stdin(text.into_bytes())
         .with_timeout(left)
@@ -318,6 +323,20 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
     );
     board.add(out.framed.as_ref(), &out.group);
     out
+}
+
+/// How many lanes of `g` run at once: round 1 as `configs/probes.toml` gives them (the host's
+/// CPUs are not known yet; its lanes mostly wait on slow tools), round 2 at most one a CPU of
+/// the host (what round 1's `host` section said, else [`ROUND2_LANES`]).
+fn lane_width(g: &Group, inputs: &Round2Inputs) -> usize {
+    if g.probes.first().is_none_or(|p| p.round < 2) {
+        return usize::MAX;
+    }
+    inputs
+        .cpus
+        .and_then(|c| usize::try_from(c).ok())
+        .unwrap_or(ROUND2_LANES)
+        .clamp(1, 16)
 }
 
 /// The sections of a group that was not run, with the exit code the script itself gives a

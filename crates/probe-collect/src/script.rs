@@ -2,7 +2,12 @@
 //!
 //! A round is several `sh -s` runs, one per *group* of probes (see [`groups`]), each on its own
 //! SSH exec channel so that groups run concurrently and a slow program holds only its own
-//! group. The script arrives on stdin; round-2 inputs are single-quoted shell variables
+//! group. Inside a group, the sections of one *lane* run one after another and the lanes run
+//! at once ([`Group::lanes`]): each `sec` line queues a section and `go` starts the lanes as
+//! one pipeline, lane 0 writing to the channel and every other lane into a `tail -c` that holds
+//! all it may print (no section waits on a full pipe) and is copied after the lanes before it,
+//! so sections never interleave. A lane costs a fork, a `tail` and a `cat`; a channel costs
+//! an sshd session, a login shell, this script's setup and the prelude parsed again. The script arrives on stdin; round-2 inputs are single-quoted shell variables
 //! (`R2_*`), never spliced into commands. [`build`] still gives the whole round as one script
 //! (used by the busybox and local tests, and by the benchmark's one-ssh baseline).
 //!
@@ -68,6 +73,9 @@ pub struct Round2Inputs {
     pub bench_dirs: Vec<BenchDir>,
     /// Files read as a launch's text: (kind word, the evidence naming it, absolute path).
     pub launch_files: Vec<(String, String, String)>,
+    /// The host's CPUs (round 1's `host` section): a round-2 group runs at most that many
+    /// lanes at once (not an input of the script itself).
+    pub cpus: Option<u32>,
 }
 
 /// A directory searched for benchmark result files, with the rights of its owner.
@@ -144,11 +152,38 @@ impl Round2Inputs {
         union(&mut self.maps_pids, other.maps_pids);
         union(&mut self.bench_dirs, other.bench_dirs);
         union(&mut self.launch_files, other.launch_files);
+        self.cpus = self.cpus.or(other.cpus);
     }
 }
 
 const RUNNER: &str = r#"
-sec() {
+# sec NAME LIMIT CAP SUDO DEPENDS_ON LANE COMMAND queues a section; `go` runs the queue.
+_qn=0
+sec() { _qn=$((_qn + 1)); eval "_qa$_qn=\$1 _qb$_qn=\$2 _qc$_qn=\$3 _qd$_qn=\$4 _qe$_qn=\$5 _qf$_qn=\$6 _qg$_qn=\$7"; }
+# lane N: the queued sections of lane N, one after another (fd 4: where their output goes).
+lane() {
+  exec 4>&1
+  _li=0
+  while [ "$_li" -lt "$_qn" ]; do
+    _li=$((_li + 1))
+    eval "_lx=\$_qf$_li"
+    [ "$_lx" = "$1" ] && eval "run1 \"\$_qa$_li\" \"\$_qb$_li\" \"\$_qc$_li\" \"\$_qd$_li\" \"\$_qe$_li\" \"\$_qg$_li\""
+  done
+}
+# go LANES HOLD...: lanes 0 .. LANES-1 at once. Lane 0 writes to the channel; each other lane
+# writes into a `tail -c HOLD` (at least what its sections may print, so none of them ever
+# waits on a full pipe) that is copied to the channel once the lanes before it are done: one
+# writer at a time, so sections never interleave.
+go() {
+  _gn=$1; shift
+  _gc='lane 0 </dev/null'; _gk=1
+  while [ "$_gk" -lt "$_gn" ] && [ "$#" -gt 0 ]; do
+    _gc="lane $_gk </dev/null | tail -c $1 | { $_gc; cat; }"
+    shift; _gk=$((_gk + 1))
+  done
+  eval "$_gc"
+}
+run1() {
   _n=$1; _l=$2; _c=$3; _s=$4; _d=$5; _b=$6
   printf '\n%s BEGIN %s\n' "$B" "$_n"
   now; _t0=$_now; _r=; _dr=
@@ -279,18 +314,34 @@ fn header(
     )
 }
 
-fn section_calls<'a>(probes: impl Iterator<Item = &'a Probe>) -> String {
+/// The `sec` calls of `probes` with their lanes (`lanes[i]` for `probes[i]`), then the `go`
+/// that runs them and the end mark.
+fn section_calls(probes: &[&Probe], lanes: &[usize]) -> String {
     let mut out = String::new();
-    for pr in probes {
-        out.push_str(&section_call(pr));
+    let n = lanes.iter().max().map_or(1, |m| m + 1);
+    let mut hold = vec![0u64; n];
+    for (pr, &lane) in probes.iter().zip(lanes) {
+        out.push_str(&section_call(pr, lane));
+        if let Some(h) = hold.get_mut(lane) {
+            *h = h.saturating_add(section_bytes(pr));
+        }
     }
-    out.push_str("printf '\\n%s DONE\\n' \"$B\"\n");
+    out.push_str(&format!("go {n}"));
+    for h in hold.iter().skip(1) {
+        out.push_str(&format!(" {h}"));
+    }
+    out.push_str("\nprintf '\\n%s DONE\\n' \"$B\"\n");
     out
 }
 
-fn section_call(pr: &Probe) -> String {
+/// The most a section's framed output can be: its stdout cap, its stderr, the framing.
+fn section_bytes(pr: &Probe) -> u64 {
+    pr.max_bytes.saturating_add(1 + 2048 + 4096)
+}
+
+fn section_call(pr: &Probe, lane: usize) -> String {
     format!(
-        "sec {} {} {} {} {} {}\n",
+        "sec {} {} {} {} {} {lane} {}\n",
         pr.name,
         pr.timeout_s.max(1),
         pr.max_bytes.saturating_add(1),
@@ -314,9 +365,11 @@ pub fn round1_budget(deadline: Duration) -> Duration {
         .max(Duration::from_secs(5))
 }
 
+/// [`build`] with its budget given: every round-1 section, one after another.
 pub fn build_with_budget(opts: &CollectOptions, boundary: &str, budget: Duration) -> String {
     let mut s = header(opts, boundary, budget, &[]);
-    s.push_str(&section_calls(probes(1)));
+    let all: Vec<&Probe> = probes(1).collect();
+    s.push_str(&section_calls(&all, &vec![0; all.len()]));
     s
 }
 
@@ -332,8 +385,31 @@ pub struct Group {
 impl Group {
     /// Bytes of stdout the transport may return for it: the caps of its sections plus framing.
     pub fn stdout_cap(&self) -> usize {
-        let caps: u64 = self.probes.iter().map(|p| p.max_bytes + 4096).sum();
+        let caps: u64 = self.probes.iter().map(|p| section_bytes(p)).sum();
         usize::try_from(caps + (64 << 10)).unwrap_or(usize::MAX)
+    }
+
+    /// The lane each section runs in, `0 .. width`: the lanes `configs/probes.toml` gives, in
+    /// the order they first appear (the unnamed lane first), folded onto at most `width`
+    /// (a lane `i` beyond it joins lane `i % width`, after that lane's own sections).
+    pub fn lanes(&self, width: usize) -> Vec<usize> {
+        let mut names: Vec<Option<&str>> = Vec::new();
+        if self.probes.iter().any(|p| p.lane.is_none()) {
+            names.push(None);
+        }
+        let idx: Vec<usize> = self
+            .probes
+            .iter()
+            .map(|p| {
+                let l = p.lane.as_deref();
+                names.iter().position(|n| *n == l).unwrap_or_else(|| {
+                    names.push(l);
+                    names.len() - 1
+                })
+            })
+            .collect();
+        let w = width.max(1);
+        idx.into_iter().map(|i| i % w).collect()
     }
 }
 
@@ -372,20 +448,22 @@ pub fn build_round2(
     inputs: &Round2Inputs,
 ) -> String {
     let mut s = header(opts, boundary, budget, &round2_vars(inputs));
-    s.push_str(&section_calls(probes(2)));
+    let all: Vec<&Probe> = probes(2).collect();
+    s.push_str(&section_calls(&all, &vec![0; all.len()]));
     s
 }
 
-/// The script of one group (round 1: `inputs` empty).
+/// The script of one group (round 1: `inputs` empty), its lanes folded onto at most `width`.
 pub fn build_group(
     opts: &CollectOptions,
     boundary: &str,
     budget: Duration,
     g: &Group,
     inputs: &Round2Inputs,
+    width: usize,
 ) -> String {
     let mut s = header(opts, boundary, budget, &round2_vars(inputs));
-    s.push_str(&section_calls(g.probes.iter().copied()));
+    s.push_str(&section_calls(&g.probes, &g.lanes(width)));
     s
 }
 
@@ -522,6 +600,141 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    fn probe(name: &str, lane: Option<&str>, command: &str) -> &'static Probe {
+        Box::leak(Box::new(Probe {
+            name: name.into(),
+            round: 1,
+            group: Some("g".into()),
+            lane: lane.map(str::to_string),
+            parser: crate::config::ParserKind::Round1(crate::config::Round1Parser::Host),
+            timeout_s: 20,
+            max_bytes: 1 << 20,
+            sudo: false,
+            depends_on: None,
+            command: command.into(),
+        }))
+    }
+
+    fn group(probes: Vec<&'static Probe>) -> Group {
+        Group {
+            name: "g".into(),
+            probes,
+            after: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn lanes_in_order_of_appearance_folded_onto_the_width() {
+        let (a, b, c) = (Some("a"), Some("b"), Some("c"));
+        /// (lanes of the probes, width, lane indices)
+        type Case<'a> = (&'a [Option<&'a str>], usize, &'a [usize]);
+        let cases: &[Case] = &[
+            (&[None, None], 8, &[0, 0]),
+            (&[a, None, b, a], 8, &[1, 0, 2, 1]),
+            (&[a, b, c], 8, &[0, 1, 2]),
+            (&[None, a, b, c], 2, &[0, 1, 0, 1]),
+            (&[None, a, b, c], 1, &[0, 0, 0, 0]),
+            (&[None, a, b], 0, &[0, 0, 0]),
+        ];
+        for (lanes, width, want) in cases {
+            let g = group(
+                lanes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| probe(&format!("p{i}"), *l, "true"))
+                    .collect(),
+            );
+            assert_eq!(g.lanes(*width), *want, "{lanes:?} onto {width}");
+        }
+    }
+
+    /// A section's `depends_on` is read from the shell variables of its own lane (each lane is
+    /// a subshell of its own): within a group, it must name a section of the same lane.
+    #[test]
+    fn a_dependency_within_a_group_is_in_the_same_lane() {
+        for round in [1, 2] {
+            for g in groups(round) {
+                for p in &g.probes {
+                    let Some(d) = &p.depends_on else { continue };
+                    if let Some(q) = g.probes.iter().find(|q| &q.name == d) {
+                        assert_eq!(p.lane, q.lane, "{} depends on {d}", p.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lanes run at once under dash, busybox ash and bash: a lane that waits does not hold the
+    /// others, a lane that prints more than a pipe holds is not stopped by the lane before it,
+    /// and every section comes whole, in its own frame, with its NUL bytes.
+    #[test]
+    fn lanes_run_at_once_and_never_interleave() {
+        let g = group(vec![
+            probe("slow", None, "sleep 1; echo slow done"),
+            probe(
+                "big",
+                Some("b"),
+                "i=0; while [ $i -lt 3000 ]; do printf '%099d\\n' $i; i=$((i + 1)); done; printf 'a\\0b\\n'",
+            ),
+            probe("after", Some("b"), "echo after big"),
+            probe("quick", Some("q"), "echo quick"),
+        ]);
+        let b = new_boundary();
+        let text = build_group(
+            &CollectOptions::default(),
+            &b,
+            Duration::from_secs(30),
+            &g,
+            &Round2Inputs::default(),
+            8,
+        );
+        for shell in [["dash", ""], ["busybox", "sh"], ["bash", "--posix"]] {
+            let mut cmd = std::process::Command::new(shell[0]);
+            if !shell[1].is_empty() {
+                cmd.arg(shell[1]);
+            }
+            let Ok(mut child) = cmd
+                .arg("-s")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+            else {
+                panic!("{} is needed for this test", shell[0]);
+            };
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            let f = crate::frame::parse(&out.stdout, &b);
+            assert!(f.done, "{shell:?}");
+            let sec = |n: &str| {
+                f.sections
+                    .iter()
+                    .find(|s| s.name == n)
+                    .unwrap_or_else(|| panic!("{shell:?}: no {n}"))
+            };
+            for n in ["slow", "big", "after", "quick"] {
+                assert!(sec(n).complete && sec(n).rc == Some(0), "{shell:?} {n}");
+                assert!(sec(n).tampered.is_none(), "{shell:?} {n}");
+            }
+            assert_eq!(sec("big").body.len(), 3000 * 100 + 4, "{shell:?}");
+            assert!(sec("big").body.ends_with(b"a\0b\n"), "{shell:?}");
+            assert_eq!(sec("after").body, b"after big\n");
+            // The other lanes ended while `slow` still slept.
+            let slow_end = sec("slow").t1.unwrap();
+            for n in ["big", "after", "quick"] {
+                assert!(sec(n).t1.unwrap() < slow_end, "{shell:?} {n}");
+            }
+            // Lane 0 first, then the others in order.
+            let order: Vec<&str> = f.sections.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(order, ["slow", "big", "after", "quick"], "{shell:?}");
+        }
     }
 
     #[test]
