@@ -14,13 +14,25 @@
 //! reports, the environments of processes that are not launchers), so that the store can read
 //! ten thousand of them without parsing those (`get_many_views`). A test holds the outliers of
 //! views to those of whole snapshots.
+//!
+//! Ten thousand members are compared without holding ten thousand analyses: only the medoid's
+//! candidates' analyses are kept, every other member is read, compared with the reference and
+//! dropped, leaving its change map. Members whose snapshots differ only in fields that feed no
+//! change kept here (names, ids, uptime: [`configuration`]) share one configuration, read and
+//! compared once for all of them; the distinct configurations are compared on every core.
+//! Tests hold the shared comparisons to the comparison of every member.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use probe_model::{
-    Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, Impact, LaunchConfig,
+    Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, HostFacts, Impact, LaunchConfig,
     ModalValue, Snapshot,
 };
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::analysis::Analysis;
@@ -43,6 +55,8 @@ impl Member<'_> {
 /// Groups larger than this pick their reference among the first members only (the medoid costs
 /// one comparison per pair).
 const MEDOID_CANDIDATES: usize = 12;
+/// Fewer comparisons (or readings) than this are made on the calling thread.
+const PARALLEL_FROM: usize = 8;
 /// Packages named in the baseline.
 const KEY_PACKAGES: &[&str] = &[
     "vllm",
@@ -57,12 +71,16 @@ const KEY_PACKAGES: &[&str] = &[
 
 /// The modal configuration of `members` and each host's differences from it.
 pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
-    // Each member read once: its launches, timeline and runs serve every comparison it is in.
-    let analyses: Vec<Analysis> = members
-        .iter()
-        .map(|member| crate::analysis::analyze(member.snapshot()))
-        .collect();
-    let Some(reference) = medoid(members, &analyses) else {
+    outliers_of(group, members, &Configurations::of(members))
+}
+
+/// [`outliers`] with each distinct configuration of `configs` read and compared once, for all
+/// the members that share it.
+fn outliers_of(group: &str, members: &[Member<'_>], configs: &Configurations) -> GroupOutliers {
+    // The analyses of the medoid's candidates, kept until every comparison is made; any other
+    // member's analysis lives only while its configuration is compared.
+    let mut known = candidate_analyses(members, configs);
+    let Some(reference) = medoid(members, configs, &known) else {
         return GroupOutliers {
             group: group.to_string(),
             hosts: 0,
@@ -72,15 +90,20 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             outliers: Vec::new(),
         };
     };
-    let diffs: Vec<BTreeMap<String, Change>> = (0..members.len())
+    let reference_config = configs.of_member[reference];
+    let changed: Vec<BTreeMap<String, Change>> = {
+        let all: Vec<usize> = (0..configs.len()).collect();
+        in_parallel(&all, |&config| {
+            keyed(compared(members, configs, &known, reference_config, config))
+        })
+    };
+    let none = BTreeMap::new();
+    let diffs: Vec<&BTreeMap<String, Change>> = (0..members.len())
         .map(|index| {
             if index == reference {
-                BTreeMap::new()
+                &none
             } else {
-                configuration_changes(members, &analyses, reference, index)
-                    .into_iter()
-                    .map(|change| (change.key.clone(), change))
-                    .collect()
+                &changed[configs.of_member[index]]
             }
         })
         .collect();
@@ -90,11 +113,32 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
         keys.dedup();
         keys
     };
+    let modes: Vec<(Option<Change>, usize, Option<usize>)> = keys
+        .iter()
+        .map(|key| {
+            let (modal, count) = modal_value(&diffs, key);
+            let holder = modal
+                .as_ref()
+                .and_then(|modal| holder_of(&diffs, key, modal));
+            (modal, count, holder)
+        })
+        .collect();
+    // When the mode is not the reference's value, the change was read in the reference's
+    // direction: a host that has the mode is compared with each host that differs from it
+    // instead, so the impact and the explanation's `before -> after` read group -> host.
+    let mut pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for (key, (modal, _, holder)) in keys.iter().zip(&modes) {
+        let Some(holder) = holder else { continue };
+        for (index, diff) in diffs.iter().enumerate() {
+            if differs_from_mode(diff.get(key.as_str()), modal.as_ref()) {
+                pairs.insert((configs.of_member[*holder], configs.of_member[index]));
+            }
+        }
+    }
+    let from_holder = HolderComparisons::of(members, configs, &mut known, &pairs);
     let mut per_host: Vec<Vec<Change>> = vec![Vec::new(); members.len()];
     let mut disputed = Vec::new();
-    let mut from_holder = HolderComparisons::default();
-    for key in &keys {
-        let (modal, count) = modal_value(&diffs, key);
+    for (key, (modal, count, holder)) in keys.iter().zip(modes) {
         disputed.push(ModalValue {
             key: key.clone(),
             value: match &modal {
@@ -103,18 +147,15 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             },
             hosts: count,
         });
-        let holder = modal
-            .as_ref()
-            .and_then(|modal| holder_of(&diffs, key, modal));
         for (index, diff) in diffs.iter().enumerate() {
-            let Some(change) = difference_from_mode(diff.get(key), modal.as_ref()) else {
+            let Some(change) = difference_from_mode(diff.get(key.as_str()), modal.as_ref()) else {
                 continue;
             };
-            // When the mode is not the reference's value, the change was read in the
-            // reference's direction: compare a host that has the mode with this one instead, so
-            // the impact and the explanation's `before -> after` read group -> host.
             let change = holder
-                .and_then(|holder| from_holder.change(members, &analyses, holder, index, key))
+                .and_then(|holder| {
+                    let (holder, to) = (configs.of_member[holder], configs.of_member[index]);
+                    from_holder.change(holder, to, key)
+                })
                 .unwrap_or(change);
             per_host[index].push(change);
         }
@@ -136,11 +177,12 @@ pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             .cmp(&severity(&a.changes))
             .then_with(|| a.host.cmp(&b.host))
     });
+    let reference_analysis = read(members, configs, &known, reference_config);
     GroupOutliers {
         group: group.to_string(),
         hosts: members.len(),
         reference: Some(members[reference].host.to_string()),
-        baseline: baseline(members[reference].snapshot(), &analyses[reference].launches),
+        baseline: baseline(members[reference].snapshot(), &reference_analysis.launches),
         disputed,
         outliers,
     }
@@ -157,18 +199,20 @@ fn severity(changes: &[Change]) -> (usize, usize, usize, usize) {
     )
 }
 
-/// The changes between two members that are configuration (not identity, not metrics).
-fn configuration_changes(
-    members: &[Member<'_>],
-    analyses: &[Analysis],
-    from: usize,
-    to: usize,
-) -> Vec<Change> {
+/// A snapshot with its analysis: one side of a comparison.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    snapshot: &'a Snapshot,
+    analysis: &'a Analysis,
+}
+
+/// The changes between two snapshots that are configuration (not identity, not metrics).
+fn configuration_changes(from: Side<'_>, to: Side<'_>) -> Vec<Change> {
     let diff = compare_analyses(
-        members[from].snapshot(),
-        &analyses[from],
-        members[to].snapshot(),
-        &analyses[to],
+        from.snapshot,
+        from.analysis,
+        to.snapshot,
+        to.analysis,
         &CompareOptions::default(),
     );
     diff.changes
@@ -178,52 +222,380 @@ fn configuration_changes(
         .collect()
 }
 
-/// The member with the fewest differences from the others (among the first candidates).
-fn medoid(members: &[Member<'_>], analyses: &[Analysis]) -> Option<usize> {
+/// The configuration changes from configuration `from` to configuration `to` (each read from
+/// its first member, with its kept analysis or one read for this comparison).
+fn compared(
+    members: &[Member<'_>],
+    configs: &Configurations,
+    known: &Known,
+    from: usize,
+    to: usize,
+) -> Vec<Change> {
+    let (before, after) = (
+        read(members, configs, known, from),
+        read(members, configs, known, to),
+    );
+    configuration_changes(
+        Side {
+            snapshot: configs.snapshot(members, from),
+            analysis: &before,
+        },
+        Side {
+            snapshot: configs.snapshot(members, to),
+            analysis: &after,
+        },
+    )
+}
+
+fn keyed(changes: Vec<Change>) -> BTreeMap<String, Change> {
+    changes
+        .into_iter()
+        .map(|change| (change.key.clone(), change))
+        .collect()
+}
+
+/// Analyses kept by configuration.
+type Known = BTreeMap<usize, Analysis>;
+
+/// The analysis of configuration `config`: the one kept, else read now (and dropped by the
+/// caller when done).
+fn read<'a>(
+    members: &[Member<'_>],
+    configs: &Configurations,
+    known: &'a Known,
+    config: usize,
+) -> Cow<'a, Analysis> {
+    known.get(&config).map_or_else(
+        || Cow::Owned(crate::analysis::analyze(configs.snapshot(members, config))),
+        Cow::Borrowed,
+    )
+}
+
+/// The analyses of the configurations of the medoid's candidates (the first members).
+fn candidate_analyses(members: &[Member<'_>], configs: &Configurations) -> Known {
     let candidates = members.len().min(MEDOID_CANDIDATES);
+    let wanted: Vec<usize> = (configs.of_member[..candidates].iter().copied())
+        .collect::<BTreeSet<usize>>()
+        .into_iter()
+        .collect();
+    let analyses = in_parallel(&wanted, |&config| {
+        crate::analysis::analyze(configs.snapshot(members, config))
+    });
+    wanted.into_iter().zip(analyses).collect()
+}
+
+/// The member with the fewest differences from the others (among the first candidates); each
+/// pair of configurations compared once.
+fn medoid(members: &[Member<'_>], configs: &Configurations, known: &Known) -> Option<usize> {
+    let candidates = members.len().min(MEDOID_CANDIDATES);
+    let config = |member: usize| configs.of_member[member];
+    let pairs: Vec<(usize, usize)> = (0..candidates)
+        .flat_map(|candidate| {
+            (0..candidates)
+                .filter(move |&other| other != candidate)
+                .map(move |other| (config(candidate), config(other)))
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let counts = in_parallel(&pairs, |&(from, to)| {
+        compared(members, configs, known, from, to).len()
+    });
+    let counts: BTreeMap<(usize, usize), usize> = pairs.into_iter().zip(counts).collect();
     (0..candidates).min_by_key(|&candidate| {
         (0..candidates)
             .filter(|&other| other != candidate)
-            .map(|other| configuration_changes(members, analyses, candidate, other).len())
+            .map(|other| {
+                (counts.get(&(config(candidate), config(other)))).map_or(0, |count| *count)
+            })
             .sum::<usize>()
     })
 }
 
 /// The first member whose value of `key` is the modal one (the mode is not the reference's).
-fn holder_of(diffs: &[BTreeMap<String, Change>], key: &str, modal: &Change) -> Option<usize> {
+fn holder_of(diffs: &[&BTreeMap<String, Change>], key: &str, modal: &Change) -> Option<usize> {
     diffs.iter().position(|diff| {
         diff.get(key)
             .is_some_and(|own| value_key(Some(own)) == value_key(Some(modal)))
     })
 }
 
-/// Comparisons from a host holding a modal value to another member, each made once.
-#[derive(Default)]
+/// Comparisons from a configuration holding a modal value to another, each pair made once.
 struct HolderComparisons {
     done: BTreeMap<(usize, usize), BTreeMap<String, Change>>,
 }
 
 impl HolderComparisons {
-    /// The change of `key` from member `holder` to member `to`, as `probe diff` reads it.
-    fn change(
-        &mut self,
+    /// The comparisons of `pairs` (holder's configuration, host's configuration): the holders'
+    /// analyses are read once and kept in `known` (one holder per disputed key at most), each
+    /// host's is read again for the comparison and dropped.
+    fn of(
         members: &[Member<'_>],
-        analyses: &[Analysis],
-        holder: usize,
-        to: usize,
-        key: &str,
-    ) -> Option<Change> {
-        self.done
-            .entry((holder, to))
-            .or_insert_with(|| {
-                configuration_changes(members, analyses, holder, to)
-                    .into_iter()
-                    .map(|change| (change.key.clone(), change))
-                    .collect()
-            })
-            .get(key)
-            .cloned()
+        configs: &Configurations,
+        known: &mut Known,
+        pairs: &BTreeSet<(usize, usize)>,
+    ) -> HolderComparisons {
+        let holders: Vec<usize> = (pairs.iter().map(|(holder, _)| *holder))
+            .filter(|holder| !known.contains_key(holder))
+            .collect::<BTreeSet<usize>>()
+            .into_iter()
+            .collect();
+        let analyses = in_parallel(&holders, |&holder| {
+            crate::analysis::analyze(configs.snapshot(members, holder))
+        });
+        known.extend(holders.into_iter().zip(analyses));
+        let known: &Known = known;
+        let pairs: Vec<(usize, usize)> = pairs.iter().copied().collect();
+        let changes = in_parallel(&pairs, |&(holder, to)| {
+            keyed(compared(members, configs, known, holder, to))
+        });
+        HolderComparisons {
+            done: pairs.into_iter().zip(changes).collect(),
+        }
     }
+
+    /// The change of `key` from configuration `holder` to configuration `to`, as `probe diff`
+    /// reads it.
+    fn change(&self, holder: usize, to: usize, key: &str) -> Option<Change> {
+        self.done.get(&(holder, to))?.get(key).cloned()
+    }
+}
+
+/// Members that the comparison cannot tell apart, compared once for all of them.
+///
+/// Two members share a configuration when their snapshots are equal in everything but the
+/// fields [`configuration`] leaves out: equal as serialised bytes (which also tells `0.0` from
+/// `-0.0`) and equal as values (which tells a NaN, never equal, or an infinity from a `null`,
+/// all of which serialise as `null`). A hash of the bytes only proposes the candidate.
+#[derive(Debug, Clone, PartialEq)]
+struct Configurations {
+    /// Each member's configuration.
+    of_member: Vec<usize>,
+    /// The first member of each configuration: the one read for all of its members.
+    first: Vec<usize>,
+}
+
+impl Configurations {
+    fn of(members: &[Member<'_>]) -> Configurations {
+        let hashes = in_parallel(members, |member| configuration_hash(member.view.snapshot()));
+        let mut first_with: HashMap<u64, usize> = HashMap::new();
+        let proposed: Vec<usize> = (hashes.iter().enumerate())
+            .map(|(index, hash)| match hash {
+                Some(hash) => *first_with.entry(*hash).or_insert(index),
+                None => index,
+            })
+            .collect();
+        // The bytes of each first member that others are proposed to share, once.
+        let leaders: Vec<usize> = (proposed.iter().enumerate())
+            .filter(|(index, first)| *index != **first)
+            .map(|(_, first)| *first)
+            .collect::<BTreeSet<usize>>()
+            .into_iter()
+            .collect();
+        let leader_bytes = in_parallel(&leaders, |&leader| {
+            configuration_bytes(members[leader].view.snapshot())
+        });
+        let leader_bytes: BTreeMap<usize, Option<Vec<u8>>> =
+            leaders.into_iter().zip(leader_bytes).collect();
+        let indices: Vec<usize> = (0..members.len()).collect();
+        let confirmed = in_parallel(&indices, |&index| {
+            let first = proposed[index];
+            first == index
+                || leader_bytes.get(&first).is_some_and(|bytes| {
+                    let (own, theirs) = (members[index].view.snapshot(), members[first].view);
+                    bytes.is_some()
+                        && configuration_bytes(own) == *bytes
+                        && same_configuration(own, theirs.snapshot())
+                })
+        });
+        // A member whose proposal is not confirmed is a configuration of its own.
+        let mut config_of_first: Vec<Option<usize>> = vec![None; members.len()];
+        let mut configs = Configurations {
+            of_member: Vec::with_capacity(members.len()),
+            first: Vec::new(),
+        };
+        for (index, confirmed) in confirmed.into_iter().enumerate() {
+            let first = if confirmed { proposed[index] } else { index };
+            let config = match config_of_first[first] {
+                Some(config) => config,
+                None => {
+                    configs.first.push(index);
+                    config_of_first[index] = Some(configs.first.len() - 1);
+                    configs.first.len() - 1
+                }
+            };
+            configs.of_member.push(config);
+        }
+        configs
+    }
+
+    fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// The snapshot read for configuration `config`.
+    fn snapshot<'a>(&self, members: &[Member<'a>], config: usize) -> &'a Snapshot {
+        members[self.first[config]].view.snapshot()
+    }
+
+    /// Each member a configuration of its own: the comparison of every member, which tests
+    /// hold the shared comparisons to.
+    #[cfg(test)]
+    fn each(members: usize) -> Configurations {
+        Configurations {
+            of_member: (0..members).collect(),
+            first: (0..members).collect(),
+        }
+    }
+}
+
+/// What of a snapshot can make a change the fleet comparison keeps: everything but the fields
+/// left out here, each read by probe-diff and probe-launch at most for a change of a key
+/// `configuration_changes` drops (`host.*`) or for labels outside the changes:
+///
+/// - `id`: the diff's `SnapshotRef` and the verdict's period label (`snapshot ID`), which is
+///   the symptom's, not a change's;
+/// - `target` and `host.hostname`: the `SnapshotRef`'s and the timeline's host name (labels),
+///   and the `host.hostname` change;
+/// - `host.uptime_s`, `host.boot_time`, `host.mem_available_kib`: their `host.*` changes only;
+/// - `address`, `remote_clock`, `collector_version`, `duration_ms`, `host.machine_id`: read by
+///   nothing in the comparison.
+///
+/// A field added to [`Snapshot`] or [`HostFacts`] is compared until it is listed here (the
+/// destructuring names every field).
+fn configuration(snapshot: &Snapshot) -> impl Serialize + PartialEq + '_ {
+    let Snapshot {
+        schema_version,
+        id: _,
+        target: _,
+        address: _,
+        collected_at,
+        remote_clock: _,
+        collector_version: _,
+        redacted,
+        sudo,
+        duration_ms: _,
+        host,
+        sections,
+        histories,
+        units,
+        processes,
+        containers,
+        python_envs,
+        gpu,
+        models,
+        logs,
+        package_events,
+        servers,
+        hardware,
+        benchmarks,
+        launch_files,
+    } = snapshot;
+    let HostFacts {
+        hostname: _,
+        machine_id: _,
+        os_pretty,
+        os_id,
+        os_version_id,
+        kernel,
+        arch,
+        uptime_s: _,
+        boot_time: _,
+        cpu_model,
+        cpu_count,
+        mem_total_kib,
+        mem_available_kib: _,
+        collected_as,
+    } = host;
+    (
+        (schema_version, collected_at, redacted, sudo),
+        (
+            os_pretty,
+            os_id,
+            os_version_id,
+            kernel,
+            arch,
+            cpu_model,
+            cpu_count,
+            mem_total_kib,
+            collected_as,
+        ),
+        (
+            sections,
+            histories,
+            units,
+            processes,
+            containers,
+            python_envs,
+            gpu,
+            models,
+            logs,
+        ),
+        (package_events, servers, hardware, benchmarks, launch_files),
+    )
+}
+
+fn same_configuration<'a>(a: &'a Snapshot, b: &'a Snapshot) -> bool {
+    configuration(a) == configuration(b)
+}
+
+/// The configuration's bytes, or `None` when it does not serialise (then it is shared with no
+/// other member).
+fn configuration_bytes(snapshot: &Snapshot) -> Option<Vec<u8>> {
+    serde_json::to_vec(&configuration(snapshot)).ok()
+}
+
+fn configuration_hash(snapshot: &Snapshot) -> Option<u64> {
+    struct Hashing(DefaultHasher);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(DefaultHasher::new());
+    serde_json::to_writer(&mut hashing, &configuration(snapshot)).ok()?;
+    Some(hashing.0.finish())
+}
+
+/// `work` over `items`, in their order; on every core when there are enough items.
+fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(items.len());
+    if threads < 2 || items.len() < PARALLEL_FROM {
+        return items.iter().map(work).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let (work, next) = (&work, &next);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(move || {
+                    let mut own = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(index) else { break };
+                        own.push((index, work(item)));
+                    }
+                    own
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 /// Identity of a host's value for a key: the change's `after` (or the reference's value).
@@ -243,7 +615,7 @@ fn value_key(change: Option<&Change>) -> Option<String> {
 
 /// The modal value of `key`: `None` for the reference's value, else a change that leads to it;
 /// and how many hosts have it. Ties go to the reference.
-fn modal_value(diffs: &[BTreeMap<String, Change>], key: &str) -> (Option<Change>, usize) {
+fn modal_value(diffs: &[&BTreeMap<String, Change>], key: &str) -> (Option<Change>, usize) {
     let mut counts: BTreeMap<Option<String>, (usize, Option<&Change>)> = BTreeMap::new();
     for diff in diffs {
         let change = diff.get(key);
@@ -260,6 +632,14 @@ fn modal_value(diffs: &[BTreeMap<String, Change>], key: &str) -> (Option<Change>
             (change.map(|change| (*change).clone()), *count)
         }
         _ => (None, reference_count),
+    }
+}
+
+/// Whether a host's value of a key is not the modal one ([`difference_from_mode`] is `Some`).
+fn differs_from_mode(own: Option<&Change>, modal: Option<&Change>) -> bool {
+    match modal {
+        None => own.is_some(),
+        Some(modal) => value_key(own) != value_key(Some(modal)),
     }
 }
 
@@ -308,7 +688,7 @@ fn written(value: Option<&Value>, written: Option<&str>) -> String {
 }
 
 /// The reference's own value of a key, from any comparison that names it.
-fn reference_written(diffs: &[BTreeMap<String, Change>], key: &str) -> String {
+fn reference_written(diffs: &[&BTreeMap<String, Change>], key: &str) -> String {
     diffs.iter().find_map(|diff| diff.get(key)).map_or_else(
         || String::from("(absent)"),
         |change| written(change.before.as_ref(), change.before_written.as_deref()),
@@ -655,5 +1035,219 @@ mod tests {
                 change.explanation
             );
         }
+    }
+
+    /// The comparison as it was made before configurations were shared: every member analysed
+    /// up front and held, one comparison per member, the holders' comparisons per member.
+    fn per_member_outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
+        let analyses: Vec<Analysis> = members
+            .iter()
+            .map(|member| crate::analysis::analyze(member.snapshot()))
+            .collect();
+        let side = |index: usize| Side {
+            snapshot: members[index].snapshot(),
+            analysis: &analyses[index],
+        };
+        let candidates = members.len().min(MEDOID_CANDIDATES);
+        let Some(reference) = (0..candidates).min_by_key(|&candidate| {
+            (0..candidates)
+                .filter(|&other| other != candidate)
+                .map(|other| configuration_changes(side(candidate), side(other)).len())
+                .sum::<usize>()
+        }) else {
+            return outliers(group, &[]);
+        };
+        let diffs: Vec<BTreeMap<String, Change>> = (0..members.len())
+            .map(|index| {
+                if index == reference {
+                    BTreeMap::new()
+                } else {
+                    keyed(configuration_changes(side(reference), side(index)))
+                }
+            })
+            .collect();
+        let diffs: Vec<&BTreeMap<String, Change>> = diffs.iter().collect();
+        let mut keys: Vec<String> = diffs.iter().flat_map(|diff| diff.keys().cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut per_host: Vec<Vec<Change>> = vec![Vec::new(); members.len()];
+        let mut disputed = Vec::new();
+        for key in &keys {
+            let (modal, count) = modal_value(&diffs, key);
+            disputed.push(ModalValue {
+                key: key.clone(),
+                value: match &modal {
+                    None => reference_written(&diffs, key),
+                    Some(change) => written(change.after.as_ref(), change.after_written.as_deref()),
+                },
+                hosts: count,
+            });
+            let holder = modal
+                .as_ref()
+                .and_then(|modal| holder_of(&diffs, key, modal));
+            for (index, diff) in diffs.iter().enumerate() {
+                let Some(change) = difference_from_mode(diff.get(key), modal.as_ref()) else {
+                    continue;
+                };
+                let change = holder
+                    .and_then(|holder| {
+                        keyed(configuration_changes(side(holder), side(index))).remove(key)
+                    })
+                    .unwrap_or(change);
+                per_host[index].push(change);
+            }
+        }
+        let mut outliers: Vec<HostDifferences> = per_host
+            .into_iter()
+            .zip(members)
+            .filter(|(changes, _)| !changes.is_empty())
+            .map(|(mut changes, member)| {
+                rank(&mut changes);
+                HostDifferences {
+                    host: member.host.to_string(),
+                    changes,
+                }
+            })
+            .collect();
+        outliers.sort_by(|a, b| {
+            severity(&b.changes)
+                .cmp(&severity(&a.changes))
+                .then_with(|| a.host.cmp(&b.host))
+        });
+        GroupOutliers {
+            group: group.to_string(),
+            hosts: members.len(),
+            reference: Some(members[reference].host.to_string()),
+            baseline: baseline(members[reference].snapshot(), &analyses[reference].launches),
+            disputed,
+            outliers,
+        }
+    }
+
+    /// `snapshot` renamed (`node-N.example`) in every field a configuration leaves out.
+    fn renamed(mut snapshot: Snapshot, n: u64) -> Snapshot {
+        let name = format!("node-{n}.example");
+        snapshot.id = format!("{name}-{}", 1_795_000_000 + n);
+        snapshot.target = format!("root@{name}:22");
+        snapshot.address = Some(format!("10.0.{n}.1:22"));
+        snapshot.remote_clock = Some(1_795_000_000 - n as i64);
+        snapshot.collector_version = format!("0.{n}.0");
+        snapshot.duration_ms = 700 + n;
+        snapshot.host.hostname = Some(name);
+        snapshot.host.machine_id = Some(format!("{n:032x}"));
+        snapshot.host.uptime_s = Some(86_400 + n * 61);
+        snapshot.host.boot_time = Some(1_790_000_000 + n as i64);
+        snapshot.host.mem_available_kib = Some(1_500_000_000 - n * 999);
+        snapshot
+    }
+
+    fn members_of(views: &[FleetView]) -> Vec<Member<'_>> {
+        views
+            .iter()
+            .map(|view| Member {
+                host: &view.snapshot().target,
+                view,
+            })
+            .collect()
+    }
+
+    /// Hosts identical but for their identity share one configuration, compared once, and the
+    /// outliers are those of comparing every member: also where the mode is not the
+    /// reference's value (the holders' comparisons), with drifted hosts among them.
+    #[test]
+    fn shared_configurations_have_the_outliers_of_every_member_compared() {
+        let mut views = Vec::new();
+        for n in 0..40u64 {
+            let (driver, flag, torch) = match n {
+                // The first 12: the 570 hosts agree, the 575 hosts disagree on torch, so the
+                // medoid is a 570 host while most of the group runs 575.
+                0..12 if n % 2 == 0 => ("570.172.08", None, "2.8.0".to_string()),
+                0..12 => ("575.57.08", None, format!("2.7.{n}")),
+                20 | 30 => (
+                    "575.57.08",
+                    Some("--enable-expert-parallel"),
+                    "2.8.0".into(),
+                ),
+                25 => ("570.172.08", Some("--max-num-seqs 64"), "2.8.0".into()),
+                33 => ("575.57.08", None, "2.9.0".into()),
+                _ => ("575.57.08", None, "2.8.0".into()),
+            };
+            // All of them built as one host, then each renamed in every field a
+            // configuration leaves out.
+            let snapshot = whole_host("gpu", driver, flag, &torch);
+            views.push(FleetView::of(renamed(snapshot, n)));
+        }
+        let members = members_of(&views);
+        let configs = Configurations::of(&members);
+        // 570 (6 of the first 12), 6 distinct 575 of them, the 575 image, two
+        // flags, another torch.
+        assert_eq!(configs.len(), 11, "{configs:?}");
+        assert_eq!(configs.of_member[0], configs.of_member[2]);
+        assert_eq!(configs.of_member[14], configs.of_member[15]);
+        let shared = outliers("g", &members);
+        assert_eq!(
+            shared,
+            outliers_of("g", &members, &Configurations::each(40))
+        );
+        assert_eq!(shared, per_member_outliers("g", &members));
+        assert_eq!(shared.reference.as_deref(), Some("root@node-0.example:22"));
+        // The mode is 575: each 570 host's driver change reads from the group to the host.
+        let odd: Vec<&str> = shared.outliers.iter().map(|o| o.host.as_str()).collect();
+        for n in [0, 2, 20, 25, 30, 33] {
+            let expected = format!("root@node-{n}.example:22");
+            assert!(
+                odd.contains(&expected.as_str()),
+                "{expected} not in {odd:?}"
+            );
+        }
+        assert!(!odd.contains(&"root@node-14.example:22"), "{odd:?}");
+        let gpu2 = (shared.outliers.iter())
+            .find(|o| o.host == "root@node-2.example:22")
+            .unwrap();
+        let driver = gpu2
+            .changes
+            .iter()
+            .find(|change| change.key == "gpu.driver_version")
+            .unwrap();
+        assert_eq!(driver.before, Some(Value::from("575.57.08")), "{driver:?}");
+        assert!(
+            driver.explanation.contains("575.57.08 -> 570.172.08"),
+            "{}",
+            driver.explanation
+        );
+    }
+
+    /// What serialises alike but is not the same value is not one configuration: a NaN (never
+    /// equal) or an infinity against an absent number (all `null`), `-0.0` against `0.0`; nor
+    /// are hosts that differ in a field the comparison reads (the collection time).
+    #[test]
+    fn configurations_tell_apart_what_serialises_alike() {
+        let with_power = |power: Option<f64>| {
+            let mut snapshot = whole_host("gpu1", "570", None, "2.8.0");
+            snapshot.gpu.gpus[0].power_draw_w = power;
+            FleetView::of(snapshot)
+        };
+        for (a, b) in [
+            (Some(f64::NAN), Some(f64::NAN)),
+            (Some(f64::NAN), None),
+            (Some(f64::INFINITY), None),
+            (Some(f64::INFINITY), Some(f64::NEG_INFINITY)),
+            (Some(0.0), Some(-0.0)),
+        ] {
+            let views = [with_power(a), with_power(b)];
+            let configs = Configurations::of(&members_of(&views));
+            assert_eq!(configs.first, [0, 1], "{a:?} and {b:?}");
+        }
+        let views = [with_power(Some(300.5)), with_power(Some(300.5))];
+        assert_eq!(Configurations::of(&members_of(&views)).first, [0]);
+        let mut later = whole_host("gpu1", "570", None, "2.8.0");
+        later.collected_at += 1;
+        let views = [
+            FleetView::of(whole_host("gpu1", "570", None, "2.8.0")),
+            FleetView::of(renamed(whole_host("gpu1", "570", None, "2.8.0"), 7)),
+            FleetView::of(later),
+        ];
+        let configs = Configurations::of(&members_of(&views));
+        assert_eq!(configs.of_member, [0, 0, 1]);
     }
 }
