@@ -59,8 +59,8 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     let generated = generated_ssh_config(&hosts, &ctx.settings)
         .map_err(|err| ExpectedError::Other(format!("cannot write temporary ssh config: {err}")))?;
     let ctx = with_ssh_config(ctx, generated.as_ref().map(|(_, path)| path));
-    let tasks = spawn_collections(&ctx, &args, &store, &hosts, generated.is_some());
-    let gathered = gather(&ctx, &args, &store, &run, tasks, hosts.len()).await?;
+    let collections = Collections::start(&ctx, &args, &store, &hosts, generated.is_some());
+    let gathered = gather(&ctx, &args, &store, &run, collections, hosts.len()).await?;
     let fail_on = if args.fail_on == FailOn::Drift {
         ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
     } else {
@@ -152,52 +152,79 @@ fn with_ssh_config(ctx: &Ctx, generated: Option<&PathBuf>) -> Ctx {
 /// the fleet comparison reads it).
 type HostOutcome = (usize, AuditRecord, Option<FleetView>);
 
-/// Starts every host's collection, at most `--jobs` at once.
-fn spawn_collections(
-    ctx: &Ctx,
-    args: &AuditArgs,
-    store: &super::Store,
-    hosts: &[InventoryHost],
+/// The audit's collections: at most `--jobs` running, the next host started as one ends. A
+/// host costs nothing before its turn (spawned all at once, 10,000 waiting tasks held their
+/// hosts, targets and contexts: tens of MB before the first connection).
+struct Collections<'h> {
+    running: tokio::task::JoinSet<HostOutcome>,
+    waiting: std::iter::Enumerate<std::slice::Iter<'h, InventoryHost>>,
+    ctx: Ctx,
+    store: super::Store,
+    /// Analyses at once: one per CPU, so hundreds of finished hosts do not each hold an
+    /// analysis in memory while they share the same cores.
+    analyses: Arc<tokio::sync::Semaphore>,
+    no_store: bool,
+    keep_views: bool,
     generated_config: bool,
-) -> tokio::task::JoinSet<HostOutcome> {
-    let keep_snapshots = args.outliers;
-    let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(jobs));
-    // Analyses at once: one per CPU, so hundreds of finished hosts do not each hold an
-    // analysis in memory while they share the same cores.
-    let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let analyses = Arc::new(tokio::sync::Semaphore::new(cpus));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, host) in hosts.iter().enumerate() {
-        let ctx = ctx.clone();
-        let store = Arc::clone(store);
-        let host = host.clone();
-        let semaphore = Arc::clone(&semaphore);
-        let analyses = Arc::clone(&analyses);
-        let target = if generated_config {
+}
+
+impl<'h> Collections<'h> {
+    /// Starts the first `--jobs` hosts.
+    fn start(
+        ctx: &Ctx,
+        args: &AuditArgs,
+        store: &super::Store,
+        hosts: &'h [InventoryHost],
+        generated_config: bool,
+    ) -> Collections<'h> {
+        let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let mut collections = Collections {
+            running: tokio::task::JoinSet::new(),
+            waiting: hosts.iter().enumerate(),
+            ctx: ctx.clone(),
+            store: Arc::clone(store),
+            analyses: Arc::new(tokio::sync::Semaphore::new(cpus)),
+            no_store: args.no_store,
+            keep_views: args.outliers,
+            generated_config,
+        };
+        let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
+        for _ in 0..jobs {
+            collections.start_next();
+        }
+        collections
+    }
+
+    /// The next host that ends (any order), with the host after the last started in its place.
+    async fn next(&mut self) -> Option<Result<HostOutcome, tokio::task::JoinError>> {
+        let joined = self.running.join_next().await?;
+        self.start_next();
+        Some(joined)
+    }
+
+    fn start_next(&mut self) {
+        let Some((index, host)) = self.waiting.next() else {
+            return;
+        };
+        let target = if self.generated_config {
             host.name.clone()
         } else {
             host.target()
         };
-        let no_store = args.no_store;
-        tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await;
-            // Boxed once the host's turn comes: a collection's state is kilobytes, and every
-            // host of the inventory waits here from the start (14 MB for 1,000 hosts inline).
-            let one = Box::pin(collect_one(
-                ctx,
-                store,
-                host,
-                target,
-                no_store,
-                keep_snapshots,
-                analyses,
-            ));
+        let one = collect_one(
+            self.ctx.clone(),
+            Arc::clone(&self.store),
+            host.clone(),
+            target,
+            self.no_store,
+            self.keep_views,
+            Arc::clone(&self.analyses),
+        );
+        self.running.spawn(async move {
             let (record, view) = one.await;
             (index, record, view)
         });
     }
-    tasks
 }
 
 /// One host: collected, stored, and its drift analysed (at most one analysis per CPU); its
@@ -250,14 +277,14 @@ async fn gather(
     args: &AuditArgs,
     store: &super::Store,
     run: &probe_store::AuditRun,
-    mut tasks: tokio::task::JoinSet<HostOutcome>,
+    mut collections: Collections<'_>,
     total: usize,
 ) -> Result<Gathered> {
     let progress = progress_bar(ctx, args, total);
     let mut records: Vec<(usize, AuditRecord)> = Vec::new();
     let mut fresh: BTreeMap<String, FleetView> = BTreeMap::new();
     let mut failed = 0usize;
-    while let Some(joined) = tasks.join_next().await {
+    while let Some(joined) = collections.next().await {
         let (index, record, snapshot) =
             joined.map_err(|err| ExpectedError::Other(format!("internal error: {err}")))?;
         if let Some(snapshot) = snapshot {
