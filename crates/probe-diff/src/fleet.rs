@@ -160,6 +160,20 @@ fn outliers_of(group: &str, members: &[Member<'_>], configs: &Configurations) ->
             per_host[index].push(change);
         }
     }
+    let outliers = ranked(per_host, members);
+    let reference_analysis = read(members, configs, &known, reference_config);
+    GroupOutliers {
+        group: group.to_string(),
+        hosts: members.len(),
+        reference: Some(members[reference].host.to_string()),
+        baseline: baseline(members[reference].snapshot(), &reference_analysis.launches),
+        disputed,
+        outliers,
+    }
+}
+
+/// The hosts with differences, each one's ranked like a launch diff, the most severe first.
+fn ranked(per_host: Vec<Vec<Change>>, members: &[Member<'_>]) -> Vec<HostDifferences> {
     let mut outliers: Vec<HostDifferences> = per_host
         .into_iter()
         .zip(members)
@@ -177,15 +191,7 @@ fn outliers_of(group: &str, members: &[Member<'_>], configs: &Configurations) ->
             .cmp(&severity(&a.changes))
             .then_with(|| a.host.cmp(&b.host))
     });
-    let reference_analysis = read(members, configs, &known, reference_config);
-    GroupOutliers {
-        group: group.to_string(),
-        hosts: members.len(),
-        reference: Some(members[reference].host.to_string()),
-        baseline: baseline(members[reference].snapshot(), &reference_analysis.launches),
-        disputed,
-        outliers,
-    }
+    outliers
 }
 
 /// (high, medium, low, count): more high-impact differences rank a host first.
@@ -1097,23 +1103,7 @@ mod tests {
                 per_host[index].push(change);
             }
         }
-        let mut outliers: Vec<HostDifferences> = per_host
-            .into_iter()
-            .zip(members)
-            .filter(|(changes, _)| !changes.is_empty())
-            .map(|(mut changes, member)| {
-                rank(&mut changes);
-                HostDifferences {
-                    host: member.host.to_string(),
-                    changes,
-                }
-            })
-            .collect();
-        outliers.sort_by(|a, b| {
-            severity(&b.changes)
-                .cmp(&severity(&a.changes))
-                .then_with(|| a.host.cmp(&b.host))
-        });
+        let outliers = ranked(per_host, members);
         GroupOutliers {
             group: group.to_string(),
             hosts: members.len(),
