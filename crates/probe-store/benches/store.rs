@@ -376,47 +376,55 @@ fn main() {
         latest_ms * 10.0,
         (cpu_seconds() - cpu) * 1000.0 / sample as f64
     );
-    // As `--outliers` reads them now: the newest snapshot's id of every host, then all of
-    // them in one `get_many` (a section hosts share is read once).
-    let started = Instant::now();
-    let cpu = cpu_seconds();
-    let ids: Vec<String> = (0..sample)
-        .map(|host| store.newest(&format!("gpu{host}")).unwrap().unwrap().id)
-        .collect();
-    let newest_s = started.elapsed().as_secs_f64();
-    let snapshots = store.get_many(&ids).unwrap();
-    assert!(snapshots.iter().all(Option::is_some));
-    drop(snapshots);
-    let elapsed = started.elapsed();
-    let cpu = cpu_seconds() - cpu;
-    // For a profiler: more of the same reads (`PROBE_BENCH_READS`, default 0 more).
-    for _ in 0..env_or("PROBE_BENCH_READS", 0) {
-        drop(store.get_many(&ids).unwrap());
-    }
-    println!(
-        "newest + get_many (shared sections read and parsed once, snapshots on every core): {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
-        elapsed.as_secs_f64() * 1000.0 / sample as f64,
-        elapsed.as_secs_f64() * 10_000.0 / sample as f64,
-        cpu * 1000.0 / sample as f64
+    // As `--outliers` read them: the newest snapshot's id of every host, then all of them in
+    // one `get_many` (a section hosts share is read once).
+    timed_many_read(
+        &store,
+        sample,
+        "PROBE_BENCH_READS",
+        "newest + get_many (shared sections read and parsed once, snapshots on every core)",
+        |ids| store.get_many(ids).unwrap().iter().all(Option::is_some),
     );
     // As `--outliers` reads them now: the same, but only what the fleet comparison reads
     // (`FleetView`: no section reports, no environments of processes that are not launchers).
+    timed_many_read(
+        &store,
+        sample,
+        "PROBE_BENCH_VIEW_READS",
+        "newest + get_many_views (the same, parsing only what the fleet comparison reads), as --outliers reads now",
+        |ids| {
+            store
+                .get_many_views(ids)
+                .unwrap()
+                .iter()
+                .all(Option::is_some)
+        },
+    );
+}
+
+/// `sample` hosts' newest ids, then `read` of all of them, timed (wall and CPU of all threads);
+/// `repeat_var` more reads of the same for a profiler (default none).
+fn timed_many_read(
+    store: &dyn SnapshotStore,
+    sample: usize,
+    repeat_var: &str,
+    what: &str,
+    read: impl Fn(&[String]) -> bool,
+) {
     let started = Instant::now();
     let cpu = cpu_seconds();
     let ids: Vec<String> = (0..sample)
         .map(|host| store.newest(&format!("gpu{host}")).unwrap().unwrap().id)
         .collect();
     let newest_s = started.elapsed().as_secs_f64();
-    let views = store.get_many_views(&ids).unwrap();
-    assert!(views.iter().all(Option::is_some));
-    drop(views);
+    assert!(read(&ids), "every host read back");
     let elapsed = started.elapsed();
     let cpu = cpu_seconds() - cpu;
-    for _ in 0..env_or("PROBE_BENCH_VIEW_READS", 0) {
-        drop(store.get_many_views(&ids).unwrap());
+    for _ in 0..env_or(repeat_var, 0) {
+        read(&ids);
     }
     println!(
-        "newest + get_many_views (the same, parsing only what the fleet comparison reads), as --outliers reads now: {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
+        "{what}: {:.2} ms per host over {sample} ({newest_s:.2} s of it newest), {:.1} s for 10,000 (CPU {:.2} ms per host, all threads)",
         elapsed.as_secs_f64() * 1000.0 / sample as f64,
         elapsed.as_secs_f64() * 10_000.0 / sample as f64,
         cpu * 1000.0 / sample as f64
