@@ -152,9 +152,9 @@ fn with_ssh_config(ctx: &Ctx, generated: Option<&PathBuf>) -> Ctx {
 /// the fleet comparison reads it).
 type HostOutcome = (usize, AuditRecord, Option<FleetView>);
 
-/// The audit's collections: at most `--jobs` running, the next host started as one ends. A
-/// host costs nothing before its turn (spawned all at once, 10,000 waiting tasks held their
-/// hosts, targets and contexts: tens of MB before the first connection).
+/// The audit's collections: at most `--jobs` running, the next host started as one ends, so a
+/// host waiting for its turn is its inventory entry only (spawned all at once with their
+/// state inline, 1,000 waiting hosts held 14 MB in heaptrack).
 struct Collections<'h> {
     running: tokio::task::JoinSet<HostOutcome>,
     waiting: std::iter::Enumerate<std::slice::Iter<'h, InventoryHost>>,
