@@ -14,6 +14,8 @@ const MODEL_KEYS: &str = include_str!("../../../configs/model_keys.toml");
 #[serde(deny_unknown_fields)]
 pub struct Probes {
     pub prelude: String,
+    /// How round 2 thins the server logs it reads whole (`crate::thin`).
+    pub thinning: crate::thin::Thinning,
     #[serde(rename = "probe")]
     pub probes: Vec<Probe>,
 }
@@ -339,12 +341,14 @@ mod tests {
         assert!(!crate::parse::engine_lines::read("offloaded 3/4 layers to GPU").is_empty());
     }
 
+    const THINNING: &str = "[thinning]\nmetric-lines-per-hour = 12\nkeep-per-hour = 1\nkeep-per-run = 1\nstartup-window = 1\nrecent-metric-lines = 1\nmax-bytes = 1\nkeep = []\nstart = []\nidle = []\nprogram = \"\"\n";
+
     /// A typo in `configs/probes.toml` fails at load instead of skipping a section.
     #[test]
     fn probe_typos_fail_at_load() {
         let probe = |extra: &str| {
             format!(
-                "prelude = \"\"\n[[probe]]\nname = \"h\"\ntimeout_s = 1\nmax_bytes = 1\ncommand = \"true\"\n{extra}"
+                "prelude = \"\"\n{THINNING}[[probe]]\nname = \"h\"\ntimeout_s = 1\nmax_bytes = 1\ncommand = \"true\"\n{extra}"
             )
         };
         let host = parse_probes(&probe("parser = \"host\"")).map(|p| p.probes);

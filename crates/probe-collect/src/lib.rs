@@ -43,6 +43,7 @@ pub mod redact;
 mod sanitize;
 pub mod script;
 pub mod server;
+pub mod thin;
 
 use std::time::{Duration, Instant};
 

@@ -469,7 +469,7 @@ pub fn build_group(
 
 /// The `R2_*` shell variables of round 2: one entry a line, entries that could break the
 /// line format left out.
-fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 9] {
+fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> {
     let line = |v: &[String]| {
         v.iter()
             .filter(|x| !x.contains('\n'))
@@ -509,7 +509,14 @@ fn round2_vars(inputs: &Round2Inputs) -> [(&'static str, String); 9] {
         })
         .map(|(k, by, p)| format!("{k}\t{by}\t{p}"))
         .collect();
-    [
+    // The thinning program only where something is read with it (round 1 parses none of it).
+    let thin = if inputs.is_empty() {
+        String::new()
+    } else {
+        crate::thin::program().to_string()
+    };
+    vec![
+        ("THIN", thin),
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
         ("R2_LOGS", line(&inputs.logs)),

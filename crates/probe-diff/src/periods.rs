@@ -257,7 +257,41 @@ pub fn compare_periods(
             change,
         });
     }
+    comparisons.extend(one_sided(before, after));
     (comparisons, changes)
+}
+
+/// The metrics only one of two periods logged (an accept length where speculative decoding
+/// ran on one side only), after the compared ones: no change is computed for them, but a test
+/// may read the side that has them.
+fn one_sided(before: &PeriodMetrics, after: &PeriodMetrics) -> Vec<MetricComparison> {
+    let only = |from: &PeriodMetrics, other: &PeriodMetrics| -> Vec<(String, String, MetricSummary)> {
+        from.iter()
+            .filter(|(name, _)| !other.contains_key(*name))
+            .map(|(name, (unit, summary))| (name.clone(), unit.clone(), summary.clone()))
+            .collect()
+    };
+    let mut out: Vec<MetricComparison> = only(before, after)
+        .into_iter()
+        .map(|(name, unit, b)| MetricComparison {
+            name,
+            unit,
+            before: Some(b),
+            after: None,
+            change: None,
+        })
+        .chain(only(after, before).into_iter().map(|(name, unit, a)| {
+            MetricComparison {
+                name,
+                unit,
+                before: None,
+                after: Some(a),
+                change: None,
+            }
+        }))
+        .collect();
+    out.sort_by_key(|m| preferred_order(&m.name));
+    out
 }
 
 /// Two launches compared, without the changes a start-up log line would invent: a log lists

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use probe_model::{ChangeKind, LaunchConfig, SourceKind};
+use probe_model::{ChangeKind, Engine, LaunchConfig, SourceKind};
 use serde_json::Value;
 
 use crate::catalog::{Catalog, OptionSpec, ValueKind, catalog, values_equal};
@@ -72,18 +72,21 @@ impl ConfigDifference {
 /// Whether two launches run the same configuration: same engine, model, options and speculative
 /// settings.
 ///
-/// An engine's start-up log line lists values the engine resolved itself (SGLang's
-/// `server_args=` holds every argument), so against a command line a field only the log has is
-/// unknown on the other side, not different.
+/// An engine's start-up log line may list values the engine resolved itself (SGLang's
+/// `server_args=` holds every argument), so against a command line a field only such a log has
+/// is unknown on the other side, not different. vLLM's `non-default args:` lists only what was
+/// given away from its default: a field only it has (a speculative config) is a difference.
 pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
-    let left_is_log = left.source.kind == SourceKind::Log;
-    let right_is_log = right.source.kind == SourceKind::Log;
+    let resolved_dump =
+        |l: &LaunchConfig| l.source.kind == SourceKind::Log && l.engine != Engine::Vllm;
+    let left_dump = resolved_dump(left);
+    let right_dump = resolved_dump(right);
     configuration_differences(left, right)
         .iter()
         .all(|difference| {
             let only_in_log =
-                (left_is_log && !right_is_log && difference.kind == ChangeKind::Removed)
-                    || (right_is_log && !left_is_log && difference.kind == ChangeKind::Added);
+                (left_dump && !right_dump && difference.kind == ChangeKind::Removed)
+                    || (right_dump && !left_dump && difference.kind == ChangeKind::Added);
             only_in_log || matches!(difference.field, ConfigField::Detail(_))
         })
 }

@@ -619,6 +619,36 @@ pub struct LogSource {
     /// with control characters, printed when it is run without `-a`).
     #[serde(default)]
     pub unreadable_lines: u64,
+    /// How the log was thinned on the host: its whole retention read, start-up and lifecycle
+    /// lines kept in full, metric lines kept evenly in time. `None`: read as it was (a tail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinning: Option<LogThinning>,
+}
+
+/// What the host kept of a log read over its whole retention: lines seen and kept, and why
+/// the rest went. Metric lines are kept at most `metric_lines_per_hour` an hour a kind (an idle
+/// line at most once an hour), so a run weeks old keeps hundreds of samples, not none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LogThinning {
+    /// Lines the reader gave (the whole retention, or up to where it stopped).
+    pub lines_seen: u64,
+    /// Lines sent: start-up, lifecycle and error lines, and the metric lines chosen.
+    pub lines_kept: u64,
+    pub metric_lines_seen: u64,
+    pub metric_lines_kept: u64,
+    /// Metric lines kept at most this many an hour, per kind of line.
+    pub metric_lines_per_hour: u32,
+    /// Start-up, lifecycle and error lines over their caps (an hour, a run): dropped.
+    pub dropped_over_caps: u64,
+    /// Lines dropped because the output reached its byte cap.
+    pub dropped_over_size: u64,
+    /// The reader stopped at its time limit before the end: the newest lines were read again
+    /// from the end, and what lay between is missing.
+    pub stopped_early: bool,
+    /// The first and last time among the lines kept.
+    pub first_time: Option<UnixTime>,
+    pub last_time: Option<UnixTime>,
 }
 
 /// What a service manager line says happened to a unit.

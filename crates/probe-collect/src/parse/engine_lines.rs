@@ -56,7 +56,7 @@ fn one() -> f64 {
 
 /// What one value of a line is: a metric series or a start-up limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+pub enum Target {
     Metric,
     Limit,
 }
@@ -168,6 +168,15 @@ static LOG_LINES_CONFIG: LazyLock<LogLines> =
 /// The embedded `configs/log_lines.toml`.
 pub fn log_lines() -> &'static LogLines {
     &LOG_LINES_CONFIG
+}
+
+/// The markers of the entries of one kind (metric or limit lines), in file order.
+pub fn markers(target: Target) -> impl Iterator<Item = &'static str> {
+    log_lines()
+        .entries
+        .iter()
+        .filter(move |e| e.target == target)
+        .map(|e| e.marker.as_str())
 }
 
 /// The values one (sanitised, prefix-stripped) log line holds, in file order.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use probe_model::{
-    LogOrigin, LogSource, MetricSeries, MetricSummary, SectionStatus, StartupRecord, UnixTime,
+    LogOrigin, LogSource, LogThinning, MetricSeries, MetricSummary, SectionStatus, StartupRecord,
+    UnixTime,
 };
 use regex::{Regex, RegexSet};
 
@@ -14,8 +15,52 @@ use super::engine_lines::Found;
 use crate::frame::{FileHeader, FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
-/// Points kept per series (the newest); the summary covers all samples.
-pub const MAX_POINTS: usize = 512;
+/// Points kept per series, evenly spread over the whole log (every other point is let go
+/// when twice as many have come, and from then on every second one is taken); the summary
+/// covers all samples.
+pub const MAX_POINTS: usize = 2048;
+
+/// Substrings of the metric lines the readers below take series from (SGLang and vLLM; the
+/// other engines' are in `configs/log_lines.toml`): the host keeps these lines thinned evenly
+/// in time (`crate::thin`). One kind of line each, in the order [`metric_kind`] tells them.
+pub const METRIC_MARKERS: &[&str] = &[
+    "Decode batch",
+    "Prefill batch",
+    "Avg prompt throughput:",
+    "SpecDecoding metrics:",
+    "Speculative metrics:",
+];
+
+/// Substrings of every other line these readers take something from: lifecycle, version,
+/// start-up arguments, resolved limits, unreadable placeholders. The host keeps such lines in
+/// full (within its caps an hour and a run); the test `thinning_keeps_what_the_reader_reads`
+/// holds this list to the readers.
+pub const STARTUP_MARKERS: &[&str] = &[
+    "Started ",
+    "Stopping ",
+    "Stopped ",
+    "Deactivated successfully",
+    "Main process exited",
+    "Failed with result",
+    "ersion",
+    "sglang==",
+    "sglang v",
+    "SGLang v",
+    "server_args=",
+    "non-default args",
+    "Args {",
+    "max_total_num_tokens=",
+    "chunked_prefill_size=",
+    "max_prefill_tokens=",
+    "max_running_requests=",
+    "context_len=",
+    "available_gpu_mem=",
+    "GPU KV cache size",
+    "Maximum concurrency for",
+    "max_num_batched_tokens=",
+    "max_num_seqs=",
+    "blob data]",
+];
 /// Start-up records kept per log (the newest).
 pub const MAX_STARTUPS: usize = 32;
 /// Longest start-up text kept.
@@ -145,9 +190,59 @@ fn limits(r: &impl Fn(&str) -> Regex) -> Vec<(Regex, &'static str, &'static str)
 struct Acc {
     unit: &'static str,
     points: Vec<(Option<UnixTime>, f64)>,
+    /// Every `stride`-th value becomes a point; `offered` counts them.
+    stride: usize,
+    offered: usize,
     all: Vec<f64>,
     first_time: Option<UnixTime>,
     last_time: Option<UnixTime>,
+}
+
+impl Acc {
+    /// Keeps every `stride`-th point, halving the points kept (and doubling the stride) when
+    /// they reach twice [`MAX_POINTS`]: the points stay evenly spread over the whole log.
+    fn offer(&mut self, point: (Option<UnixTime>, f64)) {
+        let stride = self.stride.max(1);
+        if self.offered % stride == 0 {
+            self.points.push(point);
+        }
+        self.offered += 1;
+        if self.points.len() >= 2 * MAX_POINTS {
+            let mut i = 0;
+            self.points.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.stride = stride * 2;
+        }
+    }
+
+    /// At most [`MAX_POINTS`] points, evenly spread, the newest always among them.
+    fn finished_points(self) -> Vec<(Option<UnixTime>, f64)> {
+        let n = self.points.len();
+        if n <= MAX_POINTS {
+            return self.points;
+        }
+        let last = n - 1;
+        let keep: Vec<usize> = (0..MAX_POINTS)
+            .map(|k| last - (MAX_POINTS - 1 - k) * last / (MAX_POINTS - 1))
+            .collect();
+        let mut keep = keep.into_iter().peekable();
+        self.points
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                if keep.peek() == Some(&i) {
+                    while keep.peek() == Some(&i) {
+                        keep.next();
+                    }
+                    Some(p)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
 }
 
 /// Parses one log text. `reference`: a time near the end of the log (file mtime or the remote
@@ -439,10 +534,7 @@ fn push_point(
         a.unit = unit;
     }
     a.all.push(v);
-    a.points.push((time, v));
-    if a.points.len() > 2 * MAX_POINTS {
-        a.points.drain(..MAX_POINTS);
-    }
+    a.offer((time, v));
     if time.is_some() {
         if a.first_time.is_none() {
             a.first_time = time;
@@ -484,15 +576,13 @@ fn value_after_label(matched: &str) -> Option<f64> {
 /// Turns the accumulated series into the log's metrics (the newest points, a summary of all).
 fn finish_series(acc: BTreeMap<&'static str, Acc>, src: &mut LogSource) {
     for (name, a) in acc {
-        let mut points = a.points;
-        if points.len() > MAX_POINTS {
-            points.drain(..points.len() - MAX_POINTS);
-        }
+        let unit = a.unit.to_string();
+        let summary = summarize(&a.all, a.first_time, a.last_time);
         src.metrics.push(MetricSeries {
             name: name.to_string(),
-            unit: a.unit.to_string(),
-            points,
-            summary: summarize(&a.all, a.first_time, a.last_time),
+            unit,
+            points: a.finished_points(),
+            summary,
         });
     }
 }
@@ -698,10 +788,12 @@ pub fn parse_files(
     tz: i64,
 ) -> Vec<LogSource> {
     let mut out = Vec::new();
-    for r in records(body, boundary) {
+    let recs = records(body, boundary);
+    for (i, r) in recs.iter().enumerate() {
         if r.kind != 'F' {
             continue;
         }
+        let thinning = thinning_after(&recs, i);
         let h = file_header(&r.header);
         let mut src = LogSource {
             origin: LogOrigin::File,
@@ -710,6 +802,9 @@ pub fn parse_files(
             ..Default::default()
         };
         match h.status {
+            FileStatus::Ok if thinning.is_some() => {
+                read_thinned(r.data, thinning, h.mtime.or(clock), tz, &mut src);
+            }
             FileStatus::Ok => {
                 src.bytes_read = r.data.len() as u64;
                 src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
@@ -739,6 +834,68 @@ pub fn parse_files(
     out
 }
 
+/// The `thin` record the host's thinning pass wrote right after a log's record, if any:
+/// `thin SEEN KEPT METRIC_SEEN METRIC_KEPT OVER_CAPS OVER_SIZE READER_STATUS`.
+fn thinning_after(recs: &[crate::frame::Record<'_>], i: usize) -> Option<LogThinning> {
+    let next = recs.get(i + 1).filter(|r| r.kind == 'R')?;
+    let rest = next.header.strip_prefix("thin ")?;
+    let w: Vec<&str> = rest.split(' ').collect();
+    let n = |k: usize| w.get(k).and_then(|x| x.parse::<u64>().ok());
+    Some(LogThinning {
+        lines_seen: n(0)?,
+        lines_kept: n(1)?,
+        metric_lines_seen: n(2)?,
+        metric_lines_kept: n(3)?,
+        dropped_over_caps: n(4)?,
+        dropped_over_size: n(5)?,
+        stopped_early: w.get(6).is_some_and(|rc| *rc == "124" || *rc == "137"),
+        metric_lines_per_hour: crate::thin::metric_lines_per_hour(),
+        first_time: None,
+        last_time: None,
+    })
+}
+
+/// Reads what the host's thinning pass kept of a log: every line it sent, the coverage (the
+/// first and last time kept) and, when it stopped early or hit its byte cap, why it is partial.
+fn read_thinned(
+    data: &[u8],
+    thinning: Option<LogThinning>,
+    reference: Option<UnixTime>,
+    tz: i64,
+    src: &mut LogSource,
+) {
+    src.bytes_read = data.len() as u64;
+    let text = String::from_utf8_lossy(data);
+    parse_text(&text, reference, tz, src);
+    let Some(mut t) = thinning else {
+        return;
+    };
+    let times = src
+        .metrics
+        .iter()
+        .flat_map(|m| [m.summary.first_time, m.summary.last_time])
+        .chain(src.lifecycle.iter().map(|e| e.time))
+        .chain(src.startups.iter().map(|s| s.time))
+        .flatten();
+    t.first_time = times.clone().min();
+    t.last_time = times.max();
+    src.truncated = t.stopped_early || t.dropped_over_size > 0;
+    if t.stopped_early {
+        src.status = SectionStatus::Truncated;
+        src.message = Some(String::from(
+            "read only in part: the reader stopped at its time limit; the newest lines were \
+             read again from the end, and what lay between is missing",
+        ));
+    } else if t.dropped_over_size > 0 {
+        src.status = SectionStatus::Truncated;
+        src.message = Some(format!(
+            "read only in part: {} lines over the output cap were dropped",
+            t.dropped_over_size
+        ));
+    }
+    src.thinning = Some(t);
+}
+
 /// A log file record that was not read: its status, and why (`denied_message` replaces the
 /// plain "permission denied" where the caller knows more).
 fn set_file_status(src: &mut LogSource, h: &FileHeader, denied_message: Option<&str>) {
@@ -761,7 +918,8 @@ pub fn parse_journal(
     cap: u64,
 ) -> Vec<LogSource> {
     let mut out = Vec::new();
-    for r in records(body, boundary) {
+    let recs = records(body, boundary);
+    for (i, r) in recs.iter().enumerate() {
         let Some(rest) = r.header.strip_prefix("unit ") else {
             continue;
         };
@@ -772,6 +930,16 @@ pub fn parse_journal(
             bytes_read: r.data.len() as u64,
             ..Default::default()
         };
+        let thinning = thinning_after(&recs, i);
+        if thinning.is_some() {
+            read_thinned(r.data, thinning, clock, tz, &mut src);
+            if r.data.is_empty() {
+                src.status = SectionStatus::NotPresent;
+                src.message = Some("no journal entries".into());
+            }
+            out.push(src);
+            continue;
+        }
         src.truncated = r.data.len() as u64 >= cap;
         parse_text(&String::from_utf8_lossy(r.data), clock, tz, &mut src);
         if r.data.is_empty() {

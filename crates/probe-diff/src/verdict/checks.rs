@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{Assessment, CauseVerdict, Change, MetricComparison, MetricSummary};
+use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, MetricComparison, MetricSummary};
 
-use super::config::{Test, VerdictConfig};
+use super::config::{Test, VerdictConfig, named};
 use super::load::{Capacities, Layers, both};
 use crate::impact::value_number;
 use crate::periods::number;
@@ -351,6 +351,9 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
         }
     }
     let Some((_, b, a)) = accept else {
+        if let Some(before) = accept_before_speculation_ended(change, ctx) {
+            return speculation_ended(before, observed, ctx, f, missing);
+        }
         return f.done(
             Assessment::Consistent,
             String::from("no accept length logged by both runs"),
@@ -384,6 +387,69 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
     match matches_ratio(ctx, observed, predicted) {
         Some(true) => f.done(Assessment::Explains, reason, missing),
         _ => f.done(Assessment::Consistent, reason, missing),
+    }
+}
+
+/// The accept length the earlier run logged, when this change took speculative decoding away
+/// (removed, and the running side logs no accept length): without drafts a step yields one token.
+fn accept_before_speculation_ended<'a>(change: &Change, ctx: &Ctx<'a>) -> Option<&'a MetricSummary> {
+    if change.kind != ChangeKind::Removed {
+        return None;
+    }
+    let names = &ctx.config.metrics.accept;
+    let after_logged = ctx
+        .metrics
+        .iter()
+        .any(|m| named(names, &m.name) && m.after.is_some());
+    if after_logged {
+        return None;
+    }
+    ctx.metrics
+        .iter()
+        .filter(|m| named(names, &m.name))
+        .find_map(|m| m.before.as_ref())
+        .filter(|b| b.mean > 1.0)
+}
+
+/// Speculative decoding taken away: each step now yields one token where it yielded the earlier
+/// accept length, so throughput may fall to 1/accept at most (a step without drafting and
+/// verifying is also cheaper, so it falls less). An observed fall between that bound and none
+/// explains it; a rise rules it out.
+fn speculation_ended(
+    before: &MetricSummary,
+    observed: Option<f64>,
+    ctx: &Ctx<'_>,
+    f: Finding,
+    missing: &[String],
+) -> CauseVerdict {
+    let bound = 1.0 / before.mean;
+    let f = f
+        .summary("accept_before", before)
+        .num("predicted_ratio", Some(bound))
+        .num("observed_ratio", observed);
+    let steps = format!(
+        "speculative decoding taken away: each step yielded {} tokens (accept length), now 1, so \
+         throughput may fall to x{} at most (a step without drafts is also cheaper)",
+        number(before.mean),
+        number(bound)
+    );
+    match observed {
+        Some(o) if o >= 1.0 - ctx.config.held => f.done(
+            Assessment::RuledOut,
+            format!("{steps}; observed x{}: it did not fall", number(o)),
+            missing,
+        ),
+        Some(o) if o >= bound * (1.0 - ctx.config.tolerance) => f.done(
+            Assessment::Explains,
+            format!("{steps}; observed x{}", number(o)),
+            missing,
+        ),
+        Some(o) => f.done(
+            Assessment::Consistent,
+            format!("{steps}; observed x{}, more than it explains", number(o)),
+            missing,
+        ),
+        None => f.done(Assessment::Consistent, steps, missing),
     }
 }
 

@@ -1,0 +1,169 @@
+//! Thinning a server log on the host, over its whole retention.
+//!
+//! A server that has run for weeks has logged a stats line every few seconds: hundreds of
+//! thousands of lines per run. Reading the newest N of them reaches back a day or two, so an
+//! earlier run has no numbers. Instead, round 2 passes every line of a journal or log file
+//! through one POSIX `awk` on the host (the program here, `$THIN` in the script), which keeps
+//! the lines the readers take something from (lifecycle, versions, start-up arguments and
+//! limits, errors) in full, within caps an hour and a run, and the metric lines evenly in time:
+//! at most `metric_lines_per_hour` a kind of line (an idle line at most once an hour). The
+//! bytes on the wire then grow with the number of runs and hours, not with the lines logged,
+//! and a run three weeks old keeps hundreds of samples.
+//!
+//! The markers come from their owners: the SGLang and vLLM readers
+//! ([`crate::parse::logs::METRIC_MARKERS`], [`crate::parse::logs::STARTUP_MARKERS`]) and
+//! `configs/log_lines.toml` for the other engines; the caps and the program text from
+//! `configs/probes.toml` (`[thinning]`). Markers are written into the program as regex
+//! literals (one compiled pattern per class: busybox awk compiles a dynamic regex on every
+//! use, several times slower).
+
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+use crate::config;
+use crate::parse::engine_lines;
+use crate::parse::logs::{METRIC_MARKERS, STARTUP_MARKERS};
+
+/// `[thinning]` of `configs/probes.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Thinning {
+    /// Metric lines kept an hour, per kind of line (a divisor of 60: the slots are minutes).
+    pub metric_lines_per_hour: u32,
+    /// Start-up, lifecycle and error lines kept an hour, and a run.
+    pub keep_per_hour: u32,
+    pub keep_per_run: u32,
+    /// Lines kept whatever they are after a start (multi-line start-up blocks).
+    pub startup_window: u32,
+    /// The newest metric lines, all kept (a run started minutes ago keeps its samples).
+    pub recent_metric_lines: u32,
+    /// Bytes one log's kept lines may take.
+    pub max_bytes: u64,
+    /// More substrings of lines kept in full (errors, the engines' start-up lines beyond the
+    /// readers' markers).
+    pub keep: Vec<String>,
+    /// Substrings of the lines that start a run (and its start-up window).
+    pub start: Vec<String>,
+    /// Substrings of a metric line logged while idle.
+    pub idle: Vec<String>,
+    /// The awk program, with `@MET@`, `@METS@`, `@KEEP@`, `@START@`, `@IDLE@`, `@MPH@`,
+    /// `@KPH@`, `@KPR@`, `@WIN@`, `@RECENT@` and `@MAXB@` filled in here.
+    pub program: String,
+}
+
+static PROGRAM: LazyLock<String> = LazyLock::new(|| program_of(&config::probes().thinning));
+
+/// The awk program of the built-in configuration (the script's `$THIN`).
+pub fn program() -> &'static str {
+    &PROGRAM
+}
+
+/// Metric lines kept an hour a kind, as configured.
+pub fn metric_lines_per_hour() -> u32 {
+    config::probes().thinning.metric_lines_per_hour
+}
+
+/// The metric markers, one kind of line each: the SGLang and vLLM readers', then the other
+/// engines' (`configs/log_lines.toml`), each once.
+pub fn metric_markers() -> Vec<&'static str> {
+    dedup(
+        METRIC_MARKERS
+            .iter()
+            .copied()
+            .chain(engine_lines::markers(engine_lines::Target::Metric)),
+    )
+}
+
+/// The markers of lines kept in full: the readers' start-up markers, the other engines'
+/// limit lines, and the configured ones.
+pub fn keep_markers<'a>(t: &'a Thinning) -> Vec<&'a str> {
+    let fixed: Vec<&'a str> = STARTUP_MARKERS
+        .iter()
+        .copied()
+        .chain(engine_lines::markers(engine_lines::Target::Limit))
+        .collect();
+    dedup(fixed.into_iter().chain(t.keep.iter().map(String::as_str)))
+}
+
+fn dedup<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for m in it {
+        if !m.is_empty() && !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// The program with its markers and caps written in.
+pub fn program_of(t: &Thinning) -> String {
+    let metrics = metric_markers();
+    let mets: Vec<String> = metrics.iter().map(|m| m.replace("@@", "@")).collect();
+    t.program
+        .replace("@MET@", &regex_literal(&metrics))
+        .replace("@METS@", &string_literal(&mets.join("@@")))
+        .replace("@KEEP@", &regex_literal(&keep_markers(t)))
+        .replace(
+            "@START@",
+            &regex_literal(&t.start.iter().map(String::as_str).collect::<Vec<_>>()),
+        )
+        .replace(
+            "@IDLE@",
+            &regex_literal(&t.idle.iter().map(String::as_str).collect::<Vec<_>>()),
+        )
+        .replace("@MPH@", &t.metric_lines_per_hour.clamp(1, 60).to_string())
+        .replace("@KPH@", &t.keep_per_hour.to_string())
+        .replace("@KPR@", &t.keep_per_run.to_string())
+        .replace("@WIN@", &t.startup_window.to_string())
+        .replace("@RECENT@", &t.recent_metric_lines.max(1).to_string())
+        .replace("@MAXB@", &t.max_bytes.to_string())
+}
+
+/// An awk regex literal (`/a|b/`) matching any of the substrings. Every character that is
+/// special in an ERE becomes a bracket expression; `/`, `\` and `^`, which no bracket form
+/// writes the same in every awk, match any character there (the kind of a metric line is then
+/// told by the exact substring, with `index`). An empty list matches nothing.
+pub fn regex_literal(markers: &[&str]) -> String {
+    if markers.is_empty() {
+        return String::from("/$^/");
+    }
+    let alts: Vec<String> = markers
+        .iter()
+        .map(|m| {
+            let mut out = String::new();
+            for c in m.chars() {
+                match c {
+                    '/' | '\\' | '^' => out.push('.'),
+                    ']' => out.push_str("[]]"),
+                    '.' | '[' | '(' | ')' | '*' | '+' | '?' | '{' | '}' | '|' | '$' => {
+                        out.push('[');
+                        out.push(c);
+                        out.push(']');
+                    }
+                    '\n' | '\r' => out.push('.'),
+                    c => out.push(c),
+                }
+            }
+            out
+        })
+        .collect();
+    format!("/{}/", alts.join("|"))
+}
+
+/// An awk string literal.
+fn string_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
