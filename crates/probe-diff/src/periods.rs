@@ -265,12 +265,13 @@ pub fn compare_periods(
 /// ran on one side only), after the compared ones: no change is computed for them, but a test
 /// may read the side that has them.
 fn one_sided(before: &PeriodMetrics, after: &PeriodMetrics) -> Vec<MetricComparison> {
-    let only = |from: &PeriodMetrics, other: &PeriodMetrics| -> Vec<(String, String, MetricSummary)> {
-        from.iter()
-            .filter(|(name, _)| !other.contains_key(*name))
-            .map(|(name, (unit, summary))| (name.clone(), unit.clone(), summary.clone()))
-            .collect()
-    };
+    let only =
+        |from: &PeriodMetrics, other: &PeriodMetrics| -> Vec<(String, String, MetricSummary)> {
+            from.iter()
+                .filter(|(name, _)| !other.contains_key(*name))
+                .map(|(name, (unit, summary))| (name.clone(), unit.clone(), summary.clone()))
+                .collect()
+        };
     let mut out: Vec<MetricComparison> = only(before, after)
         .into_iter()
         .map(|(name, unit, b)| MetricComparison {
@@ -280,15 +281,17 @@ fn one_sided(before: &PeriodMetrics, after: &PeriodMetrics) -> Vec<MetricCompari
             after: None,
             change: None,
         })
-        .chain(only(after, before).into_iter().map(|(name, unit, a)| {
-            MetricComparison {
-                name,
-                unit,
-                before: None,
-                after: Some(a),
-                change: None,
-            }
-        }))
+        .chain(
+            only(after, before)
+                .into_iter()
+                .map(|(name, unit, a)| MetricComparison {
+                    name,
+                    unit,
+                    before: None,
+                    after: Some(a),
+                    change: None,
+                }),
+        )
         .collect();
     out.sort_by_key(|m| preferred_order(&m.name));
     out

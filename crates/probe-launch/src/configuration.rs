@@ -84,9 +84,8 @@ pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
     configuration_differences(left, right)
         .iter()
         .all(|difference| {
-            let only_in_log =
-                (left_dump && !right_dump && difference.kind == ChangeKind::Removed)
-                    || (right_dump && !left_dump && difference.kind == ChangeKind::Added);
+            let only_in_log = (left_dump && !right_dump && difference.kind == ChangeKind::Removed)
+                || (right_dump && !left_dump && difference.kind == ChangeKind::Added);
             only_in_log || matches!(difference.field, ConfigField::Detail(_))
         })
 }

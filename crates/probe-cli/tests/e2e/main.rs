@@ -17,3 +17,4 @@ mod shard;
 mod sim;
 mod tty;
 mod util;
+mod weeks;

@@ -15,10 +15,12 @@ use super::engine_lines::Found;
 use crate::frame::{FileHeader, FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
-/// Points kept per series, evenly spread over the whole log (every other point is let go
-/// when twice as many have come, and from then on every second one is taken); the summary
-/// covers all samples.
+/// Older points kept per series at most, evenly spread over the whole log (when this many have
+/// come, every other one is let go, and from then on every second one is taken), besides the
+/// newest [`RECENT_POINTS`]; the summary covers all samples.
 pub const MAX_POINTS: usize = 2048;
+/// The newest points of a series, kept all (the running run's samples).
+pub const RECENT_POINTS: usize = 1024;
 
 /// Substrings of the metric lines the readers below take series from (SGLang and vLLM; the
 /// other engines' are in `configs/log_lines.toml`): the host keeps these lines thinned evenly
@@ -189,25 +191,37 @@ fn limits(r: &impl Fn(&str) -> Regex) -> Vec<(Regex, &'static str, &'static str)
 #[derive(Default)]
 struct Acc {
     unit: &'static str,
+    /// The points before the newest [`RECENT_POINTS`], every `stride`-th of them (`offered`
+    /// counts them).
     points: Vec<(Option<UnixTime>, f64)>,
-    /// Every `stride`-th value becomes a point; `offered` counts them.
     stride: usize,
     offered: usize,
+    /// The newest points, all of them.
+    recent: std::collections::VecDeque<(Option<UnixTime>, f64)>,
     all: Vec<f64>,
     first_time: Option<UnixTime>,
     last_time: Option<UnixTime>,
 }
 
 impl Acc {
-    /// Keeps every `stride`-th point, halving the points kept (and doubling the stride) when
-    /// they reach twice [`MAX_POINTS`]: the points stay evenly spread over the whole log.
+    /// Keeps the newest [`RECENT_POINTS`] points all, and of the older ones every `stride`-th,
+    /// halving them (and doubling the stride) when they reach [`MAX_POINTS`]: the points stay
+    /// evenly spread over the whole log, and which older sample is a point depends only on its
+    /// place in the log and the stride, not on how many lines came after it.
     fn offer(&mut self, point: (Option<UnixTime>, f64)) {
+        self.recent.push_back(point);
+        if self.recent.len() <= RECENT_POINTS {
+            return;
+        }
+        let Some(older) = self.recent.pop_front() else {
+            return;
+        };
         let stride = self.stride.max(1);
         if self.offered % stride == 0 {
-            self.points.push(point);
+            self.points.push(older);
         }
         self.offered += 1;
-        if self.points.len() >= 2 * MAX_POINTS {
+        if self.points.len() >= MAX_POINTS {
             let mut i = 0;
             self.points.retain(|_| {
                 i += 1;
@@ -217,31 +231,11 @@ impl Acc {
         }
     }
 
-    /// At most [`MAX_POINTS`] points, evenly spread, the newest always among them.
-    fn finished_points(self) -> Vec<(Option<UnixTime>, f64)> {
-        let n = self.points.len();
-        if n <= MAX_POINTS {
-            return self.points;
-        }
-        let last = n - 1;
-        let keep: Vec<usize> = (0..MAX_POINTS)
-            .map(|k| last - (MAX_POINTS - 1 - k) * last / (MAX_POINTS - 1))
-            .collect();
-        let mut keep = keep.into_iter().peekable();
-        self.points
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                if keep.peek() == Some(&i) {
-                    while keep.peek() == Some(&i) {
-                        keep.next();
-                    }
-                    Some(p)
-                } else {
-                    None
-                }
-            })
-            .collect()
+    /// The older points, then the newest.
+    fn into_points(self) -> Vec<(Option<UnixTime>, f64)> {
+        let mut points = self.points;
+        points.extend(self.recent);
+        points
     }
 }
 
@@ -573,7 +567,8 @@ fn value_after_label(matched: &str) -> Option<f64> {
     after.get(..end)?.parse::<f64>().ok()
 }
 
-/// Turns the accumulated series into the log's metrics (the newest points, a summary of all).
+/// Turns the accumulated series into the log's metrics (points spread over the whole log, the
+/// newest all, and a summary of all).
 fn finish_series(acc: BTreeMap<&'static str, Acc>, src: &mut LogSource) {
     for (name, a) in acc {
         let unit = a.unit.to_string();
@@ -581,7 +576,7 @@ fn finish_series(acc: BTreeMap<&'static str, Acc>, src: &mut LogSource) {
         src.metrics.push(MetricSeries {
             name: name.to_string(),
             unit,
-            points: a.finished_points(),
+            points: a.into_points(),
             summary,
         });
     }
@@ -1640,14 +1635,24 @@ mod tests {
     #[test]
     fn bounded_points() {
         let mut t = String::new();
-        for i in 0..3000 {
+        for i in 0..20_000 {
             t.push_str(&format!("[2026-10-30 12:00:00] Decode batch, #running-req: {i}, gen throughput (token/s): 1.0, #queue-req: 0\n"));
         }
         let mut s = LogSource::default();
         parse_text(&t, None, 0, &mut s);
         let m = s.metrics.iter().find(|m| m.name == "running_reqs").unwrap();
-        assert_eq!(m.summary.count, 3000);
-        assert_eq!(m.points.len(), MAX_POINTS);
-        assert_eq!(m.points.last().unwrap().1, 2999.0);
+        assert_eq!(m.summary.count, 20_000);
+        assert!(
+            m.points.len() <= MAX_POINTS + RECENT_POINTS,
+            "{}",
+            m.points.len()
+        );
+        // The newest all, the first kept, the older ones evenly spread (one every 16th here).
+        let values: Vec<f64> = m.points.iter().map(|p| p.1).collect();
+        assert_eq!(values.first(), Some(&0.0));
+        let recent: Vec<f64> = (20_000 - RECENT_POINTS..20_000).map(|v| v as f64).collect();
+        assert_eq!(values[values.len() - RECENT_POINTS..], recent[..]);
+        let older = &values[..values.len() - RECENT_POINTS];
+        assert!(older.windows(2).all(|w| w[1] - w[0] == 16.0), "{older:?}");
     }
 }

@@ -78,7 +78,11 @@ fn short_iso(recorded: &str) -> String {
         else {
             continue;
         };
-        let secs = t.split('.').next().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+        let secs = t
+            .split('.')
+            .next()
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0);
         out.push_str(&format!(
             "{}+00:00 fixture {ident}[{pid}]: {msg}\n",
             iso(secs)
@@ -122,12 +126,20 @@ fn thinning_keeps_what_the_reader_reads() {
             assert_eq!(thin.versions, full.versions, "{what}: versions");
             assert_eq!(thin.startups, full.startups, "{what}: start-ups");
             assert_eq!(thin.limits, full.limits, "{what}: limits");
-            let names = |s: &LogSource| s.metrics.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
+            let names =
+                |s: &LogSource| s.metrics.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
             assert_eq!(names(&thin), names(&full), "{what}: series");
             let t = thin.thinning.as_ref().expect("thinning record");
-            assert_eq!(t.lines_seen, text.lines().count() as u64, "{what}: lines seen");
+            assert_eq!(
+                t.lines_seen,
+                text.lines().count() as u64,
+                "{what}: lines seen"
+            );
             assert!(t.metric_lines_kept < t.metric_lines_seen, "{what}: {t:?}");
-            assert!(!t.stopped_early && thin.status != SectionStatus::Truncated, "{what}");
+            assert!(
+                !t.stopped_early && thin.status != SectionStatus::Truncated,
+                "{what}"
+            );
         }
     }
 }
@@ -160,7 +172,8 @@ fn every_reader_line_survives_outside_a_start_up_window() {
         .collect();
     for awk in awks() {
         for sample in samples {
-            let input = format!("{filler}2026-11-12T10:30:00+00:00 fixture vllm[1432]: {sample}\n{filler}");
+            let input =
+                format!("{filler}2026-11-12T10:30:00+00:00 fixture vllm[1432]: {sample}\n{filler}");
             let out = thinned(&awk, input.as_bytes(), 0, None);
             let out = String::from_utf8_lossy(&out);
             assert!(out.contains(sample), "{awk:?} dropped {sample:?}");
@@ -174,7 +187,10 @@ fn every_reader_line_survives_outside_a_start_up_window() {
 fn weeks_of_vllm(start: i64, days: i64, rate: f64) -> String {
     let mut out = String::new();
     let mut t = start;
-    out.push_str(&format!("{}+00:00 gpu7 systemd[1]: Started vllm.service - vLLM.\n", iso(t)));
+    out.push_str(&format!(
+        "{}+00:00 gpu7 systemd[1]: Started vllm.service - vLLM.\n",
+        iso(t)
+    ));
     out.push_str(&format!("{}+00:00 gpu7 vllm[1432]: (APIServer pid=1432) INFO 10-22 00:00:01 [api_server.py:1885] vLLM API server version 0.11.0\n", iso(t)));
     while t < start + days * 86_400 {
         t += 10;
@@ -216,11 +232,18 @@ fn three_weeks_are_kept_evenly_in_time() {
         let mph = u64::from(thin::metric_lines_per_hour());
         let slots = 21 * (20 * mph + 4) + 1;
         assert_eq!(t.metric_lines_kept, slots + 720 - 2 * mph, "{awk:?}: {t:?}");
-        let series = src.metrics.iter().find(|m| m.name == "gen_throughput").expect("series");
+        let series = src
+            .metrics
+            .iter()
+            .find(|m| m.name == "gen_throughput")
+            .expect("series");
         let first = series.points.first().and_then(|p| p.0).expect("timed");
         let last = series.points.last().and_then(|p| p.0).expect("timed");
         assert!(first - start < 3600, "{awk:?}: first point {first}");
-        assert!(start + 21 * 86_400 - last < 3600, "{awk:?}: last point {last}");
+        assert!(
+            start + 21 * 86_400 - last < 3600,
+            "{awk:?}: last point {last}"
+        );
         assert_eq!(t.first_time, Some(start), "{awk:?}");
         assert_eq!(src.versions.len(), 1, "{awk:?}");
     }
@@ -236,15 +259,29 @@ fn a_reader_stopped_early_keeps_the_newest_lines_once() {
     let lines: Vec<&str> = all.lines().collect();
     let cut = lines.len() / 2;
     let first_pass: String = lines.iter().take(cut).map(|l| format!("{l}\n")).collect();
-    let tail: String = lines.iter().skip(lines.len() - 20_000).map(|l| format!("{l}\n")).collect();
+    let tail: String = lines
+        .iter()
+        .skip(lines.len() - 20_000)
+        .map(|l| format!("{l}\n"))
+        .collect();
     let whole: String = lines.iter().map(|l| format!("{l}\n")).collect();
     for awk in awks() {
-        let partial = journal_of(&thinned(&awk, first_pass.as_bytes(), 124, Some(tail.as_bytes())));
+        let partial = journal_of(&thinned(
+            &awk,
+            first_pass.as_bytes(),
+            124,
+            Some(tail.as_bytes()),
+        ));
         let complete = journal_of(&thinned(&awk, whole.as_bytes(), 0, None));
         let t = partial.thinning.clone().expect("thinning");
         assert!(t.stopped_early, "{awk:?}");
         assert_eq!(partial.status, SectionStatus::Truncated);
-        assert!(partial.message.as_deref().is_some_and(|m| m.contains("time limit")));
+        assert!(
+            partial
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("time limit"))
+        );
         let points = |s: &LogSource| {
             s.metrics
                 .iter()
@@ -300,7 +337,11 @@ fn a_thinned_log_file_is_read_whole() {
     let text = weeks_of_vllm(start, 2, 1800.0);
     let awk = awks().remove(0);
     let kept = thinned(&awk, text.as_bytes(), 0, None);
-    let kept = kept.splitn(3, |&c| c == b'\n').nth(2).unwrap_or_default().to_vec();
+    let kept = kept
+        .splitn(3, |&c| c == b'\n')
+        .nth(2)
+        .unwrap_or_default()
+        .to_vec();
     let mut body = format!(
         "\n{B} F ok log {} {} /var/log/vllm/server.log\n",
         start + 2 * 86_400,
@@ -308,7 +349,10 @@ fn a_thinned_log_file_is_read_whole() {
     )
     .into_bytes();
     body.extend_from_slice(&kept);
-    let src = parse_files(&body, B, None, 0).into_iter().next().expect("one file");
+    let src = parse_files(&body, B, None, 0)
+        .into_iter()
+        .next()
+        .expect("one file");
     assert_eq!(src.status, SectionStatus::Ok, "{:?}", src.message);
     assert!(!src.truncated);
     let t = src.thinning.expect("thinning");

@@ -392,7 +392,10 @@ fn speculative(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -
 
 /// The accept length the earlier run logged, when this change took speculative decoding away
 /// (removed, and the running side logs no accept length): without drafts a step yields one token.
-fn accept_before_speculation_ended<'a>(change: &Change, ctx: &Ctx<'a>) -> Option<&'a MetricSummary> {
+fn accept_before_speculation_ended<'a>(
+    change: &Change,
+    ctx: &Ctx<'a>,
+) -> Option<&'a MetricSummary> {
     if change.kind != ChangeKind::Removed {
         return None;
     }

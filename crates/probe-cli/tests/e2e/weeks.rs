@@ -1,0 +1,168 @@
+//! End-to-end: a host that has served for weeks (`vllm-weeks`, issue 30). Its journal holds
+//! ~490,000 entries; the run with a different launch ended two weeks before the one up now, and
+//! the newest 20,000 lines all belong to a later run of the launch up now. Read over the whole
+//! retention (thinned on the host), the earlier run has its numbers and the verdict names the
+//! cause with them.
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::OnceLock;
+
+use probe_model::{Assessment, Conclusion, HostReport, LaunchDiff, Snapshot, VerdictConfidence};
+use probe_testkit::fixture::SharedFleet;
+
+use crate::util;
+
+struct Env {
+    fleet: SharedFleet,
+    dir: tempfile::TempDir,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| Env {
+        fleet: util::fleet(&["vllm-weeks"]),
+        dir: tempfile::tempdir().unwrap(),
+    })
+}
+
+fn probe(store: &str, args: &[&str]) -> Output {
+    let env = env();
+    let store: PathBuf = env.dir.path().join(store);
+    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store).run(args)
+}
+
+/// The report (JSON), the human text, and the snapshot stored by the same collection.
+fn collected() -> &'static (HostReport, String, Snapshot) {
+    static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let out = probe("weeks.db", &["host", "fx-vllm-weeks", "--format", "json"]);
+        let report = util::one_host_report(&out);
+        let text = probe("text.db", &["host", "fx-vllm-weeks", "--no-store"]);
+        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
+        let export = probe("weeks.db", &["snapshots", "export", &report.snapshot_id]);
+        assert_eq!(
+            export.status.code(),
+            Some(0),
+            "{}",
+            util::text(&export.stderr)
+        );
+        let snapshot: Snapshot = serde_json::from_slice(&export.stdout).expect("a snapshot");
+        (report, util::text(&text.stdout), snapshot)
+    })
+}
+
+fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
+    diff.changes
+        .iter()
+        .find(|c| c.key == key)
+        .and_then(|c| c.verdict.as_ref())
+        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
+}
+
+/// 2026-10-27 09:00:05 UTC, 2026-11-20 13:58:13 UTC: run A, as its journal lines say.
+const RUN_A: (i64, i64) = (1_793_091_605, 1_795_183_093);
+
+#[test]
+fn the_journal_is_read_over_its_whole_retention() {
+    let (_, _, snapshot) = collected();
+    let journal = snapshot
+        .logs
+        .iter()
+        .find(|l| l.location == "vllm.service")
+        .expect("the unit's journal");
+    let t = journal
+        .thinning
+        .as_ref()
+        .expect("read through the host's thinning");
+    assert!(t.lines_seen > 480_000, "{t:?}");
+    assert!(!t.stopped_early && t.dropped_over_size == 0, "{t:?}");
+    // What crossed the wire: a few MB for five weeks, not the 150 MB logged.
+    assert!(journal.bytes_read < 16 << 20, "{}", journal.bytes_read);
+    assert!(t.metric_lines_kept * 10 < t.metric_lines_seen, "{t:?}");
+    assert!(t.first_time.is_some_and(|f| f < RUN_A.0 + 3_600), "{t:?}");
+    // Both earlier runs start, stop and start-up lines, every one of them.
+    let starts = journal
+        .lifecycle
+        .iter()
+        .filter(|e| e.kind == probe_model::LifecycleKind::Started)
+        .count();
+    assert_eq!(starts, 2, "{:?}", journal.lifecycle);
+    // Runs A and B, and the run up now (its output is in the unit's journal too).
+    assert_eq!(journal.startups.len(), 3, "{:?}", journal.startups);
+}
+
+#[test]
+fn a_run_weeks_old_is_compared_with_its_numbers_and_the_cause_named() {
+    let (report, text, _) = collected();
+    assert_eq!(report.runs.len(), 3, "{:#?}", report.runs);
+    let a = &report.runs[0];
+    assert_eq!(a.start.at, Some(RUN_A.0));
+    assert_eq!(a.end.as_ref().and_then(|e| e.at), Some(RUN_A.1));
+
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
+    assert_eq!(verdict.cause.as_deref(), Some("speculative.algorithm"));
+    // High once the running run has logged enough to hold its load against the earlier one's;
+    // medium while it has a few samples only (never more than its evidence).
+    assert!(
+        matches!(
+            verdict.confidence,
+            VerdictConfidence::High | VerdictConfidence::Medium
+        ),
+        "{verdict:#?}"
+    );
+    let symptom = verdict.symptom.as_ref().expect("a symptom");
+    let before = symptom.before.as_ref().expect("the earlier run's numbers");
+    let after = symptom.after.as_ref().expect("the running run's numbers");
+    assert!((2_250.0..2_350.0).contains(&before.mean), "{before:?}");
+    assert!((1_300.0..1_500.0).contains(&after.mean), "{after:?}");
+    // Hundreds of samples spread over the whole run, three weeks before now.
+    assert!(before.count > 500, "{before:?}");
+    assert!(
+        before.first_time.is_some_and(|t| t < RUN_A.0 + 3_600),
+        "{before:?}"
+    );
+    assert!(
+        before.last_time.is_some_and(|t| t > RUN_A.1 - 3_600),
+        "{before:?}"
+    );
+
+    let spec = verdict_of(diff, "speculative.algorithm");
+    assert_eq!(spec.assessment, Assessment::Explains, "{spec:?}");
+    assert!(
+        spec.reason.contains("each step yielded 2.4 tokens"),
+        "{}",
+        spec.reason
+    );
+    let restore = verdict.restore.as_ref().expect("a restore text");
+    assert!(
+        restore
+            .differing
+            .iter()
+            .any(|d| d.contains("--speculative-config")),
+        "{:?}",
+        restore.differing
+    );
+
+    let block = verdict_block(text);
+    insta::with_settings!({filters => vec![
+        (r"after     mean [0-9.]+ \(n=[0-9]+, [0-9.]+ \.\. [0-9.]+, [^)]*\)", "after     mean [live run]"),
+        (r"up from 20[0-9-]+ [0-9:]+ UTC, running now", "up from [now], running now"),
+        (r"fell [0-9.]+% \(([0-9.]+) -> [0-9.]+ tok/s\)", "fell [%] ($1 -> [live] tok/s)"),
+        (r"observed x[0-9.]+", "observed x[live]"),
+        (r"confidence  (high|medium) \(.*\)", "confidence  [high or medium, by the running run's samples]"),
+        (r"  load        .*", "  load        [both runs' load]"),
+    ]}, {
+        insta::assert_snapshot!("vllm_weeks_verdict", block);
+    });
+}
+
+/// The verdict block of the human report: from `Verdict` to the blank line after it.
+fn verdict_block(text: &str) -> String {
+    let start = text.find("Verdict").expect("a verdict block");
+    let rest = &text[start..];
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    rest[..end].to_string()
+}
