@@ -14,7 +14,7 @@
 //! reader then holds.
 #![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
-use std::io::{BufWriter, Write as _};
+use std::io::BufWriter;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -27,6 +27,8 @@ const B: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
 /// Run A (with speculative decoding), then run B, as in the `vllm-weeks` fixture host.
 const START: i64 = 1_791_795_600; // 2026-10-12 09:00 UTC
 const SWITCH: i64 = START + 24 * 86_400;
+/// The collection's clock: after the last line (the year of vLLM's `MM-DD` stamps comes from it).
+const NOW: i64 = START + 60 * 86_400;
 
 fn iso(secs: i64) -> String {
     probe_model::civil::utc_second(secs)
@@ -83,10 +85,20 @@ fn write_lines(out: &mut impl std::io::Write, bytes: u64, journal: bool) -> u64 
                 &mut written,
             );
         }
-        for j in 0..3 {
-            emit(t, &format!("(APIServer pid=2214) INFO:     10.20.4.{j}:5{t:06} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK").chars().take(120).collect::<String>(), &mut written);
+        // A busy server's uvicorn access lines: about two requests a second.
+        let requests = if idle { 0 } else { 20 };
+        for j in 0..requests {
+            emit(
+                t,
+                &format!(
+                    "(APIServer pid=2214) INFO:     10.20.4.{}:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+                    j % 200,
+                    40000 + (t + j) % 20000
+                ),
+                &mut written,
+            );
         }
-        lines += 5;
+        lines += 2 + requests.unsigned_abs();
     }
     lines
 }
@@ -181,12 +193,12 @@ fn main() {
     let program = dir.path().join("thin.awk");
     std::fs::write(&program, thin::program()).expect("program");
     let made = Instant::now();
-    let lines = {
+    let lines: u64 = {
         let mut w = BufWriter::new(std::fs::File::create(&journal).expect("journal"));
         write_lines(&mut w, bytes, true)
     };
     println!(
-        "retention bench: {:.2} GB journal ({lines} lines, 5 weeks of vLLM at 10 s) written in {:.1} s",
+        "retention bench: {:.2} GB journal ({lines} lines, vLLM, a stats line every 10 s, 20 requests logged a stats line) written in {:.1} s",
         gb,
         made.elapsed().as_secs_f64()
     );
@@ -202,7 +214,7 @@ fn main() {
         std::fs::read(&out).unwrap_or_default(),
     ]
     .concat();
-    let sources = parse_journal(&body, B, None, 0, 4 << 20);
+    let sources = parse_journal(&body, B, Some(NOW), 0, 4 << 20);
     row(
         "before: newest 20,000 lines, 4 MiB",
         cpu,
@@ -221,7 +233,7 @@ fn main() {
             std::fs::read(&out).unwrap_or_default(),
         ]
         .concat();
-        let sources = parse_journal(&body, B, None, 0, 4 << 20);
+        let sources = parse_journal(&body, B, Some(NOW), 0, 4 << 20);
         row(
             &format!("whole retention, thinned ({awk})"),
             cpu,
@@ -272,7 +284,7 @@ fn main() {
         cpu,
         wall,
         body.len() as u64,
-        samples(&parse_files(&body, B, None, 0)),
+        samples(&parse_files(&body, B, Some(NOW), 0)),
     );
     for awk in awks() {
         let prog = program.display();
@@ -288,7 +300,7 @@ fn main() {
             cpu,
             wall,
             body.len() as u64,
-            samples(&parse_files(&body, B, None, 0)),
+            samples(&parse_files(&body, B, Some(NOW), 0)),
         );
     }
 }

@@ -59,6 +59,11 @@ pub fn program() -> &'static str {
     &PROGRAM
 }
 
+/// The built-in `[thinning]` of `configs/probes.toml`.
+pub fn builtin() -> &'static Thinning {
+    &config::probes().thinning
+}
+
 /// Metric lines kept an hour a kind, as configured.
 pub fn metric_lines_per_hour() -> u32 {
     config::probes().thinning.metric_lines_per_hour

@@ -641,7 +641,8 @@ pub struct LogThinning {
     pub metric_lines_per_hour: u32,
     /// Start-up, lifecycle and error lines over their caps (an hour, a run): dropped.
     pub dropped_over_caps: u64,
-    /// Lines dropped because the output reached its byte cap.
+    /// Lines let go to stay within the output's byte cap: every other metric line of a kind
+    /// each time the kept lines outgrew it (what is kept still spans the whole log).
     pub dropped_over_size: u64,
     /// The reader stopped at its time limit before the end: the newest lines were read again
     /// from the end, and what lay between is missing.

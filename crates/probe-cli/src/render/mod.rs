@@ -641,6 +641,9 @@ fn metrics_by_run(doc: &mut Doc, runs: &[probe_model::RunMetrics]) {
             doc.line(Tone::Dim, "    no metrics logged in this run");
             continue;
         }
+        if let Some(coverage) = coverage(run) {
+            doc.line(Tone::Dim, coverage);
+        }
         let rows = run
             .metrics
             .iter()
@@ -666,6 +669,21 @@ fn metrics_by_run(doc: &mut Doc, runs: &[probe_model::RunMetrics]) {
             rows,
         );
     }
+}
+
+/// From when to when the run's first metric has samples, and how many: what the comparison of
+/// this run stands on (a log read over its whole retention keeps them spread over the run).
+fn coverage(run: &probe_model::RunMetrics) -> Option<String> {
+    let metric = run.metrics.first()?;
+    let s = &metric.summary;
+    let (first, last) = (s.first_time?, s.last_time?);
+    Some(format!(
+        "    {} samples of {} from {} to {}",
+        s.count,
+        metric.name,
+        format_time(first),
+        format_time(last)
+    ))
 }
 
 pub(super) fn number(value: f64) -> String {

@@ -874,18 +874,12 @@ fn read_thinned(
         .flatten();
     t.first_time = times.clone().min();
     t.last_time = times.max();
-    src.truncated = t.stopped_early || t.dropped_over_size > 0;
+    src.truncated = t.stopped_early;
     if t.stopped_early {
         src.status = SectionStatus::Truncated;
         src.message = Some(String::from(
             "read only in part: the reader stopped at its time limit; the newest lines were \
              read again from the end, and what lay between is missing",
-        ));
-    } else if t.dropped_over_size > 0 {
-        src.status = SectionStatus::Truncated;
-        src.message = Some(format!(
-            "read only in part: {} lines over the output cap were dropped",
-            t.dropped_over_size
         ));
     }
     src.thinning = Some(t);

@@ -35,9 +35,13 @@ fn awks() -> Vec<Vec<&'static str>> {
 /// What the thinning pass sends for `input` (a whole-retention pass that ended with `rc`,
 /// then `tail` when given), as one section body: `rec unit` + the kept lines + `thin`.
 fn thinned(awk: &[&str], input: &[u8], rc: u32, tail: Option<&[u8]>) -> Vec<u8> {
+    thinned_by(thin::program(), awk, input, rc, tail)
+}
+
+fn thinned_by(program: &str, awk: &[&str], input: &[u8], rc: u32, tail: Option<&[u8]>) -> Vec<u8> {
     let mut child = Command::new(awk[0])
         .args(&awk[1..])
-        .arg(thin::program())
+        .arg(program)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -245,6 +249,51 @@ fn three_weeks_are_kept_evenly_in_time() {
             "{awk:?}: last point {last}"
         );
         assert_eq!(t.first_time, Some(start), "{awk:?}");
+        assert_eq!(src.versions.len(), 1, "{awk:?}");
+    }
+}
+
+/// Kept lines that outgrow the byte cap: every other metric line of each kind goes, again
+/// until they fit, so what is sent still spans the whole retention (first day to last hour)
+/// and stays within the cap; the start-up lines all stay.
+#[test]
+fn over_the_byte_cap_the_metric_lines_thin_out_evenly() {
+    let start = 1_792_627_200;
+    let text = weeks_of_vllm(start, 21, 2300.0);
+    let mut small = thin::builtin().clone();
+    small.max_bytes = 300_000;
+    small.recent_metric_lines = 1;
+    let program = thin::program_of(&small);
+    for awk in awks() {
+        let body = thinned_by(&program, &awk, text.as_bytes(), 0, None);
+        assert!(body.len() < 320_000, "{awk:?}: {}", body.len());
+        let src = journal_of(&body);
+        let t = src.thinning.clone().expect("thinning");
+        assert!(t.dropped_over_size > 0, "{awk:?}: {t:?}");
+        assert!(
+            !t.stopped_early && src.status != SectionStatus::Truncated,
+            "{awk:?}"
+        );
+        let series = src
+            .metrics
+            .iter()
+            .find(|m| m.name == "gen_throughput")
+            .expect("series");
+        let times: Vec<i64> = series.points.iter().filter_map(|p| p.0).collect();
+        let (first, last) = (times[0], times[times.len() - 1]);
+        assert!(first - start < 86_400, "{awk:?}: first point {first}");
+        assert!(
+            start + 21 * 86_400 - last < 86_400,
+            "{awk:?}: last point {last}"
+        );
+        // Evenly: every day holds some of them.
+        for day in 0..21 {
+            let from = start + day * 86_400;
+            assert!(
+                times.iter().any(|t| (from..from + 86_400).contains(t)),
+                "{awk:?}: day {day} has none"
+            );
+        }
         assert_eq!(src.versions.len(), 1, "{awk:?}");
     }
 }

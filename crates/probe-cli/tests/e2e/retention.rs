@@ -1,8 +1,9 @@
-//! End-to-end: a host that has served for weeks (`vllm-weeks`, issue 30). Its journal holds
-//! ~490,000 entries; the run with a different launch ended two weeks before the one up now, and
-//! the newest 20,000 lines all belong to a later run of the launch up now. Read over the whole
-//! retention (thinned on the host), the earlier run has its numbers and the verdict names the
-//! cause with them.
+//! End-to-end: the whole history of a host's logs (issue 30). `vllm-weeks` has served for weeks:
+//! its journal holds ~490,000 entries; the run with a different launch ended two weeks before
+//! the one up now, and the newest 20,000 lines all belong to a later run of the launch up now.
+//! `sglang-rotated` logs to a file logrotate compresses daily: the earlier run survives only in
+//! `server.log.1` and `server.log.N.gz`. Read over the whole retention (thinned on the host), the
+//! earlier run has its numbers and the verdict names the cause with them.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -21,7 +22,7 @@ struct Env {
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| Env {
-        fleet: util::fleet(&["vllm-weeks"]),
+        fleet: util::fleet(&["vllm-weeks", "sglang-rotated"]),
         dir: tempfile::tempdir().unwrap(),
     })
 }
@@ -32,24 +33,34 @@ fn probe(store: &str, args: &[&str]) -> Output {
     util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store).run(args)
 }
 
+type Collected = (HostReport, String, Snapshot);
+
 /// The report (JSON), the human text, and the snapshot stored by the same collection.
-fn collected() -> &'static (HostReport, String, Snapshot) {
-    static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let out = probe("weeks.db", &["host", "fx-vllm-weeks", "--format", "json"]);
-        let report = util::one_host_report(&out);
-        let text = probe("text.db", &["host", "fx-vllm-weeks", "--no-store"]);
-        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
-        let export = probe("weeks.db", &["snapshots", "export", &report.snapshot_id]);
-        assert_eq!(
-            export.status.code(),
-            Some(0),
-            "{}",
-            util::text(&export.stderr)
-        );
-        let snapshot: Snapshot = serde_json::from_slice(&export.stdout).expect("a snapshot");
-        (report, util::text(&text.stdout), snapshot)
-    })
+fn collect(alias: &str) -> Collected {
+    let store = format!("{alias}.db");
+    let out = probe(&store, &["host", alias, "--format", "json"]);
+    let report = util::one_host_report(&out);
+    let text = probe("text.db", &["host", alias, "--no-store"]);
+    assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
+    let export = probe(&store, &["snapshots", "export", &report.snapshot_id]);
+    assert_eq!(
+        export.status.code(),
+        Some(0),
+        "{}",
+        util::text(&export.stderr)
+    );
+    let snapshot: Snapshot = serde_json::from_slice(&export.stdout).expect("a snapshot");
+    (report, util::text(&text.stdout), snapshot)
+}
+
+fn collected() -> &'static Collected {
+    static DONE: OnceLock<Collected> = OnceLock::new();
+    DONE.get_or_init(|| collect("fx-vllm-weeks"))
+}
+
+fn rotated() -> &'static Collected {
+    static DONE: OnceLock<Collected> = OnceLock::new();
+    DONE.get_or_init(|| collect("fx-sglang-rotated"))
 }
 
 fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
@@ -156,6 +167,92 @@ fn a_run_weeks_old_is_compared_with_its_numbers_and_the_cause_named() {
         (r"  load        .*", "  load        [both runs' load]"),
     ]}, {
         insta::assert_snapshot!("vllm_weeks_verdict", block);
+    });
+}
+
+/// 2026-11-14 08:59:58 UTC, 2026-11-24 16:10:00 UTC: the earlier run of `sglang-rotated`, from
+/// its history line to its last logged line.
+const ROTATED_A: (i64, i64) = (1_794_646_798, 1_795_536_600);
+
+#[test]
+fn compressed_rotated_copies_are_read_and_hold_the_earlier_run() {
+    let (report, text, snapshot) = rotated();
+    let copies: Vec<_> = snapshot
+        .logs
+        .iter()
+        .filter(|l| l.location.starts_with("/var/log/sglang/server.log."))
+        .collect();
+    // `.1` plain and `.2.gz` .. `.11.gz`, each read whole through the thinning.
+    assert_eq!(
+        copies.len(),
+        11,
+        "{:?}",
+        copies.iter().map(|l| &l.location).collect::<Vec<_>>()
+    );
+    for copy in &copies {
+        let t = copy.thinning.as_ref().expect("thinned");
+        assert!(t.lines_seen > 10_000, "{}: {t:?}", copy.location);
+        assert!(
+            t.metric_lines_kept * 4 < t.metric_lines_seen,
+            "{}: {t:?}",
+            copy.location
+        );
+        assert_eq!(
+            copy.status,
+            probe_model::SectionStatus::Ok,
+            "{:?}",
+            copy.message
+        );
+    }
+    let oldest = snapshot
+        .logs
+        .iter()
+        .find(|l| l.location.ends_with("server.log.11.gz"))
+        .expect("the oldest copy");
+    assert_eq!(oldest.startups.len(), 1, "run A's server_args line");
+
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
+    assert_eq!(verdict.cause.as_deref(), Some("limit:max_running_requests"));
+    let before = verdict
+        .symptom
+        .as_ref()
+        .and_then(|s| s.before.as_ref())
+        .expect("the earlier run's numbers");
+    assert!((2_350.0..2_450.0).contains(&before.mean), "{before:?}");
+    // Samples from its first day (only in server.log.11.gz) to its last (server.log.1).
+    assert!(
+        before.first_time.is_some_and(|t| t < ROTATED_A.0 + 3_600),
+        "{before:?}"
+    );
+    assert!(
+        before.last_time.is_some_and(|t| t > ROTATED_A.1 - 3_600),
+        "{before:?}"
+    );
+    assert!(before.count > 1_000, "{before:?}");
+    let cap = verdict_of(diff, "limit:max_running_requests");
+    assert_eq!(cap.assessment, Assessment::Explains, "{cap:?}");
+    let restore = verdict.restore.as_ref().expect("a restore text");
+    assert!(
+        restore
+            .differing
+            .iter()
+            .any(|d| d == "--max-running-requests 64"),
+        "{:?}",
+        restore.differing
+    );
+    insta::with_settings!({filters => vec![
+        (r"after     mean [0-9.]+ \(n=[0-9]+, [0-9.]+ \.\. [0-9.]+, [^)]*\)", "after     mean [live run]"),
+        (r"up from 20[0-9-]+ [0-9:]+ UTC, running now", "up from [now], running now"),
+        (r"fell [0-9.]+% \(([0-9.]+) -> [0-9.]+ tok/s\)", "fell [%] ($1 -> [live] tok/s)"),
+        (r"observed x[0-9.]+", "observed x[live]"),
+        (r"queued on average after", "queued on average after"),
+        (r"; [0-9.]+ queued on average", "; [live] queued on average"),
+        (r"  load        .*", "  load        [both runs' load]"),
+        (r"pid:[0-9]+", "pid:[live]"),
+    ]}, {
+        insta::assert_snapshot!("sglang_rotated_verdict", verdict_block(text));
     });
 }
 
