@@ -217,7 +217,7 @@ impl Acc {
             return;
         };
         let stride = self.stride.max(1);
-        if self.offered % stride == 0 {
+        if self.offered.is_multiple_of(stride) {
             self.points.push(older);
         }
         self.offered += 1;
