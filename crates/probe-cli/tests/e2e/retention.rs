@@ -165,6 +165,7 @@ fn a_run_weeks_old_is_compared_with_its_numbers_and_the_cause_named() {
         (r"observed x[0-9.]+", "observed x[live]"),
         (r"confidence  (high|medium) \(.*\)", "confidence  [high or medium, by the running run's samples]"),
         (r"  load        .*", "  load        [both runs' load]"),
+        (r"pid:[0-9]+", "pid:[live]"),
     ]}, {
         insta::assert_snapshot!("vllm_weeks_verdict", block);
     });

@@ -862,9 +862,14 @@ fn read_thinned(
     src.bytes_read = data.len() as u64;
     let text = String::from_utf8_lossy(data);
     parse_text(&text, reference, tz, src);
-    let Some(mut t) = thinning else {
-        return;
-    };
+    if let Some(t) = thinning {
+        finish_thinning(t, src);
+    }
+}
+
+/// A thinned log's coverage (the first and last time among what was kept) and, when the reader
+/// stopped early, why it is partial.
+fn finish_thinning(mut t: LogThinning, src: &mut LogSource) {
     let times = src
         .metrics
         .iter()
@@ -1100,7 +1105,8 @@ pub fn parse_container_logs(
     let mut out = Vec::new();
     let mut driver = String::new();
     let mut budget = MAX_CONTAINER_LINES_TOTAL;
-    for r in records(body, boundary) {
+    let recs = records(body, boundary);
+    for (i, r) in recs.iter().enumerate() {
         if let Some(d) = r.header.strip_prefix("clog ") {
             driver = d.trim().to_string();
             continue;
@@ -1124,8 +1130,10 @@ pub fn parse_container_logs(
                 ));
             }
             FileStatus::Ok => {
+                let thinning = thinning_after(&recs, i);
                 src.bytes_read = r.data.len() as u64;
-                src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
+                src.truncated =
+                    thinning.is_none() && h.size.is_some_and(|s| s > r.data.len() as u64);
                 let mut data = r.data;
                 if src.truncated {
                     // A tail starts mid-line.
@@ -1144,6 +1152,9 @@ pub fn parse_container_logs(
                 );
                 if src.truncated {
                     src.status = SectionStatus::Truncated;
+                }
+                if let Some(t) = thinning {
+                    finish_thinning(t, &mut src);
                 }
                 if bad > 0 && lines.is_empty() {
                     src.status = SectionStatus::Failed;
