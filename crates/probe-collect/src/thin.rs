@@ -19,38 +19,11 @@
 
 use std::sync::LazyLock;
 
-use serde::Deserialize;
+pub use crate::config::Thinning;
 
 use crate::config;
 use crate::parse::engine_lines;
 use crate::parse::logs::{METRIC_MARKERS, STARTUP_MARKERS};
-
-/// `[thinning]` of `configs/probes.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct Thinning {
-    /// Metric lines kept an hour, per kind of line (a divisor of 60: the slots are minutes).
-    pub metric_lines_per_hour: u32,
-    /// Start-up, lifecycle and error lines kept an hour, and a run.
-    pub keep_per_hour: u32,
-    pub keep_per_run: u32,
-    /// Lines kept whatever they are after a start (multi-line start-up blocks).
-    pub startup_window: u32,
-    /// The newest metric lines, all kept (a run started minutes ago keeps its samples).
-    pub recent_metric_lines: u32,
-    /// Bytes one log's kept lines may take.
-    pub max_bytes: u64,
-    /// More substrings of lines kept in full (errors, the engines' start-up lines beyond the
-    /// readers' markers).
-    pub keep: Vec<String>,
-    /// Substrings of the lines that start a run (and its start-up window).
-    pub start: Vec<String>,
-    /// Substrings of a metric line logged while idle.
-    pub idle: Vec<String>,
-    /// The awk program, with `@MET@`, `@METS@`, `@KEEP@`, `@START@`, `@IDLE@`, `@MPH@`,
-    /// `@KPH@`, `@KPR@`, `@WIN@`, `@RECENT@` and `@MAXB@` filled in here.
-    pub program: String,
-}
 
 static PROGRAM: LazyLock<String> = LazyLock::new(|| program_of(&config::probes().thinning));
 

@@ -844,7 +844,7 @@ fn thinning_after(recs: &[crate::frame::Record<'_>], i: usize) -> Option<LogThin
         dropped_over_caps: n(4)?,
         dropped_over_size: n(5)?,
         stopped_early: w.get(6).is_some_and(|rc| *rc == "124" || *rc == "137"),
-        metric_lines_per_hour: crate::thin::metric_lines_per_hour(),
+        metric_lines_per_hour: crate::config::probes().thinning.metric_lines_per_hour,
         first_time: None,
         last_time: None,
     })

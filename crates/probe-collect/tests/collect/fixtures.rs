@@ -264,7 +264,14 @@ async fn sglang_hybrid() {
         .find(|l| l.origin == LogOrigin::Journal && l.location == "sglang-qwen.service")
         .unwrap();
     assert_eq!(j.startups.len(), 3);
-    assert_eq!(metric(j, "gen_throughput").summary.count, 1970);
+    // The journal read whole (1,970 decode lines), its metric lines thinned on the host.
+    let t = j
+        .thinning
+        .as_ref()
+        .expect("read through the host's thinning");
+    assert!(t.metric_lines_seen >= 1970, "{t:?}");
+    let kept = metric(j, "gen_throughput").summary.count;
+    assert!(kept > 100 && kept < 1970, "{kept}");
     assert!(j.metrics.iter().all(|m| m.name != "accept_len"));
     assert!(
         s.package_events
@@ -824,9 +831,15 @@ async fn hostile() {
     let m = s.histories.iter().find(|h| h.user == "mallory").unwrap();
     assert!(!m.entries.is_empty());
     assert!(m.entries.iter().all(|e| e.command.len() <= 16 * 1024));
-    // 200 MB log read as a bounded tail.
+    // 200 MB log read whole through the host's thinning: what crosses the wire is bounded.
     let l = log(&s, "/var/log/sglang/server.log");
-    assert!(l.truncated && l.bytes_read <= 4 << 20);
+    let t = l
+        .thinning
+        .as_ref()
+        .expect("read through the host's thinning");
+    eprintln!("hostile 200 MB log: {t:?}, {} bytes sent", l.bytes_read);
+    assert!(t.lines_seen > 500_000 || t.stopped_early, "{t:?}");
+    assert!(l.bytes_read <= 16 << 20, "{}", l.bytes_read);
     assert!(metric(l, "gen_throughput").summary.count > 1000);
     assert!(stats.round2_bytes < 6 << 20);
     // 10,000-line unit: bounded, its ExecStart still found.

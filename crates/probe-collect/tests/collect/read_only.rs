@@ -71,6 +71,7 @@ const ALLOWED: &[&str] = &[
     "nvidia-smi",
     "zcat",
     "gzip",
+    "zstd",
     "find",
     "setpriv",
     "dmesg",
@@ -551,7 +552,7 @@ fn check(cmd: &Cmd) -> Vec<String> {
                 }
             }
         }
-        "gzip" => {
+        "gzip" | "zstd" => {
             // Only decompression to stdout: `gzip -dc` / `-cd` / `-d -c`, no other flag, and no
             // file operand (it reads stdin), so nothing is written, replaced or removed.
             let flags: String = args
@@ -796,4 +797,29 @@ fn server_requests_are_allow_listed_gets() {
     }
     let limits = &probe_collect::server::endpoints::endpoints().limits;
     assert!(limits.max_requests <= 4 && limits.max_servers <= 8);
+}
+
+/// The thinning program (`$THIN`, `probe_collect::thin`) reaches `awk` through a variable, so the
+/// command check above cannot read it: held here to the same rule. It runs no command, opens
+/// no file, and every `print`/`printf` writes to its standard output.
+#[test]
+fn the_thinning_program_only_reads_and_prints() {
+    let program = probe_collect::thin::program();
+    for forbidden in ["system(", "getline", "fflush", "close(", "| \"", "|\""] {
+        assert!(
+            !program.contains(forbidden),
+            "thinning program holds {forbidden:?}"
+        );
+    }
+    let statements = program.split(|c| matches!(c, ';' | '{' | '}' | '\n'));
+    for st in statements {
+        let st = st.trim();
+        if st.starts_with("print") {
+            assert!(
+                !st.contains('>') && !st.contains('|'),
+                "thinning program redirects its output: {st}"
+            );
+        }
+    }
+    assert!(program.contains("printf \"\\n%s R thin"), "its record");
 }
