@@ -42,8 +42,19 @@ pub const PG_SCHEMA: &str = "probe";
 const POOL_SIZE: usize = 4;
 /// How long a statement waits for a free connection before the store counts as busy.
 const POOL_WAIT: Duration = Duration::from_secs(30);
-/// Default `connect_timeout`.
+/// Default `connect_timeout`: TCP connect, TLS and start-up together, as in libpq.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on one store operation (a read, or a snapshot's whole transaction with its
+/// commit): past it the operation is given up with [`StoreError::TimedOut`] instead of waiting
+/// on a server or a network path that stopped answering.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Migrations may rewrite every stored snapshot: they get this many operation bounds.
+const MIGRATION_BOUNDS: u32 = 10;
+/// TCP keepalive: first probe after this much silence, then every `KEEPALIVE_INTERVAL`, given up
+/// after `KEEPALIVE_RETRIES` unanswered probes (a peer that vanished, not one that stalls).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
 /// Attempts of a write transaction that failed on a serialization failure or deadlock.
 const WRITE_ATTEMPTS: u32 = 4;
 /// Key of the advisory lock migrations hold ("probe" in ASCII).
@@ -186,6 +197,8 @@ pub struct PgStore {
     pool: Pool,
     runner: String,
     runtime: Option<tokio::runtime::Runtime>,
+    /// Bound on each operation ([`OPERATION_TIMEOUT`] unless opened with another).
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -214,6 +227,19 @@ impl PgStore {
 
     /// Opens with an explicit libpq environment (tests).
     pub fn open_with(location: &str, env: &PgEnv) -> Result<PgStore, StoreError> {
+        Self::open_within(location, env, OPERATION_TIMEOUT)
+    }
+
+    /// Opens with an explicit libpq environment, every operation bounded by `timeout`
+    /// (client-side, and `statement_timeout` and `idle_in_transaction_session_timeout` on the
+    /// server); connecting is bounded by `connect_timeout` (default 10 s) as a whole: TCP, TLS
+    /// and start-up.
+    pub fn open_within(
+        location: &str,
+        env: &PgEnv,
+        timeout: Duration,
+    ) -> Result<PgStore, StoreError> {
+        let timeout = timeout.max(Duration::from_secs(1));
         let redacted = conninfo::redact(location);
         let bad = |cause: String| StoreError::BadLocation {
             store: redacted.clone(),
@@ -231,7 +257,11 @@ impl PgStore {
             );
         }
         tracing::debug!(store = %redacted, password = ?resolved.password_source, sslmode = ?resolved.sslmode, "connecting");
-        let config = pg_config(&resolved).map_err(bad)?;
+        let config = pg_config(&resolved, timeout).map_err(bad)?;
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
         let tls =
             tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
         let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
@@ -254,6 +284,10 @@ impl PgStore {
                 .max_size(POOL_SIZE)
                 .runtime(deadpool_postgres::Runtime::Tokio1)
                 .wait_timeout(Some(POOL_WAIT))
+                // tokio-postgres bounds only the socket's connect; libpq's connect_timeout is
+                // the whole connection (a server or proxy that accepts and then says nothing).
+                .create_timeout(Some(connect_timeout))
+                .recycle_timeout(Some(connect_timeout))
                 .build()
                 .map_err(|err| bad(err.to_string()))?
         };
@@ -262,13 +296,32 @@ impl PgStore {
             pool,
             runner: crate::runner_name(),
             runtime: Some(runtime),
+            timeout,
         };
-        store.run(migrate)?;
+        store.run_within(timeout * MIGRATION_BOUNDS, migrate)?;
         Ok(store)
     }
 
-    /// Runs `work` (given the pool and the printable location) on the store's runtime and waits.
+    /// The bound on each operation.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs `work` (given the pool and the printable location) on the store's runtime and waits,
+    /// at most the store's operation bound.
     fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Pool, String) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_within(self.timeout, work)
+    }
+
+    /// [`Self::run`] with its own bound. Every await of every operation (taking or making a
+    /// connection, TLS, each query, the commit) is inside it: one that does not finish in time is
+    /// dropped, and the pool's idle connections with it (one of them may be the stalled one).
+    fn run_within<T, F, Fut>(&self, bound: Duration, work: F) -> Result<T, StoreError>
     where
         F: FnOnce(Pool, String) -> Fut,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
@@ -279,8 +332,20 @@ impl PgStore {
         let Some(runtime) = &self.runtime else {
             return Err(self.failure("the store was closed"));
         };
+        let (pool, store) = (self.pool.clone(), self.location.clone());
         runtime.spawn(async move {
-            let _ = sender.send(future.await);
+            let result = match tokio::time::timeout(bound, future).await {
+                Ok(result) => result,
+                Err(_) => {
+                    pool.retain(|_, _| false);
+                    tracing::warn!(store = %store, bound_s = bound.as_secs(), "store operation given up");
+                    Err(StoreError::TimedOut {
+                        store,
+                        waited_s: bound.as_secs(),
+                    })
+                }
+            };
+            let _ = sender.send(result);
         });
         let wait = || {
             receiver
@@ -341,8 +406,10 @@ impl PgStore {
     }
 }
 
-/// tokio-postgres settings from the resolved libpq keywords.
-fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
+/// tokio-postgres settings from the resolved libpq keywords; `timeout` bounds each statement
+/// and each idle transaction on the server too (a client that stalled or vanished does not keep
+/// its locks).
+fn pg_config(resolved: &Resolved, timeout: Duration) -> Result<tokio_postgres::Config, String> {
     let mut config = tokio_postgres::Config::new();
     for (host, port) in resolved.hosts.iter().zip(&resolved.ports) {
         config.host(host);
@@ -372,9 +439,19 @@ fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
             .or(resolved.get("fallback_application_name"))
             .unwrap_or("probe"),
     );
-    if let Some(options) = resolved.get("options") {
-        config.options(options);
-    }
+    // The server's bounds first: options the user gives come later and win.
+    let ms = timeout.as_millis();
+    let bounds = format!("-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}");
+    match resolved.get("options") {
+        Some(options) => config.options(format!("{bounds} {options}")),
+        None => config.options(&bounds),
+    };
+    config
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES)
+        .tcp_user_timeout(timeout);
     let timeout = match resolved.get("connect_timeout") {
         Some(seconds) => Duration::from_secs(
             seconds
@@ -435,6 +512,12 @@ fn retryable(err: &tokio_postgres::Error) -> bool {
 
 async fn connection(pool: &Pool, store: &str) -> Result<deadpool_postgres::Object, StoreError> {
     pool.get().await.map_err(|err| match err {
+        deadpool_postgres::PoolError::Timeout(
+            deadpool_postgres::TimeoutType::Create | deadpool_postgres::TimeoutType::Recycle,
+        ) => StoreError::TimedOut {
+            store: store.into(),
+            waited_s: pool.timeouts().create.unwrap_or(CONNECT_TIMEOUT).as_secs(),
+        },
         deadpool_postgres::PoolError::Timeout(_) => StoreError::Busy {
             path: store.into(),
             waited_s: POOL_WAIT.as_secs(),
@@ -481,6 +564,11 @@ async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
         return Ok(());
     }
     let transaction = client.transaction().await.map_err(fail)?;
+    // A migration may rewrite every snapshot: its own, longer bound is the client's.
+    transaction
+        .batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(fail)?;
     transaction
         .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await

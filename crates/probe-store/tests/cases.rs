@@ -1182,3 +1182,186 @@ fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
         probe_store::STORE_SCHEMA_VERSION.to_string()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A PostgreSQL store behind a network path that stops answering.
+
+/// A TCP proxy on 127.0.0.1 in front of `upstream` that forwards while its switch is on and,
+/// once it is off, forwards nothing more in either direction while keeping every socket open:
+/// a firewall that drops, a half-dead load balancer, a server whose host froze. The switch is
+/// the test's, so when the stall starts is decided by the test, not by a clock.
+struct StallingProxy {
+    port: u16,
+    flowing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl StallingProxy {
+    fn start(upstream: std::net::SocketAddr, flowing: bool) -> StallingProxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let flowing = std::sync::Arc::new(AtomicBool::new(flowing));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let switch = flowing.clone();
+        runtime.spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let flowing = switch.clone();
+                tokio::spawn(async move {
+                    if !flowing.load(Ordering::SeqCst) {
+                        // Accepted, and nothing more: the socket stays open, unanswered.
+                        let _held = &client;
+                        std::future::pending::<()>().await;
+                    }
+                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = server.into_split();
+                    async fn pump(
+                        from: &mut tokio::net::tcp::OwnedReadHalf,
+                        to: &mut tokio::net::tcp::OwnedWriteHalf,
+                        flowing: &AtomicBool,
+                    ) {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        loop {
+                            let n = match from.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            };
+                            if !flowing.load(Ordering::SeqCst) {
+                                // Stalled: what arrived is never passed on, nothing is closed.
+                                std::future::pending::<()>().await;
+                            }
+                            if to.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    tokio::join!(
+                        pump(&mut client_read, &mut server_write, &flowing),
+                        pump(&mut server_read, &mut client_write, &flowing),
+                    );
+                });
+            }
+        });
+        StallingProxy {
+            port,
+            flowing,
+            _runtime: runtime,
+        }
+    }
+
+    fn set_flowing(&self, on: bool) {
+        self.flowing.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The URL of `database` through the proxy (the password comes from `PGPASSWORD`).
+    fn url(&self, database: &str) -> String {
+        format!(
+            "postgres://{}@127.0.0.1:{}/{database}?sslmode=disable&connect_timeout=2",
+            probe_testkit::postgres::SUPERUSER,
+            self.port
+        )
+    }
+}
+
+/// Runs `work` on its own thread and returns what it returns. A store operation that never
+/// returns fails the test here, after a wait far beyond any bound under test, instead of
+/// hanging the test run; how long the operation took is not asserted.
+fn returns<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    receiver
+        .recv_timeout(std::time::Duration::from_secs(300))
+        .unwrap_or_else(|_| panic!("{what} never returned: the store hangs on a stalled network"))
+}
+
+fn assert_timed_out(err: &StoreError, store: &str) {
+    let text = err.to_string();
+    assert!(matches!(err, StoreError::TimedOut { .. }), "{text}");
+    assert!(text.starts_with(&format!("store {store}: ")), "{text}");
+    assert!(text.contains("no answer within"), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+}
+
+#[test]
+fn postgres_behind_a_path_that_stalls_at_once_fails_instead_of_hanging() {
+    let cluster = cluster();
+    let name = database_name();
+    cluster.create_database(&name);
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), false);
+    let url = proxy.url(&name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    // Accepted, then silence: TCP connects, the start-up message is never answered.
+    let (location, environment) = (url.clone(), env.clone());
+    let err = returns("opening the store", move || {
+        PgStore::open_within(&location, &environment, std::time::Duration::from_secs(3)).map(|_| ())
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+    // The same through the CLI's entry point, with the process environment's libpq defaults.
+    let location = url.clone();
+    let err = returns("probe_store::open_within", move || {
+        probe_store::open_within(&location, std::time::Duration::from_secs(3)).map(|_| ())
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+}
+
+#[test]
+fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_recovers() {
+    let cluster = cluster();
+    let name = database_name();
+    cluster.create_database(&name);
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), true);
+    let url = proxy.url(&name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    let store = std::sync::Arc::new(
+        PgStore::open_within(&url, &env, std::time::Duration::from_secs(3)).unwrap(),
+    );
+    let first = snapshot("gpu7-1", "gpu7", "gpu7", "m-7", 1_700_000_000);
+    store.put(&first).unwrap();
+    // The path stops forwarding under connections the pool holds: each operation gives up.
+    proxy.set_flowing(false);
+    let second = snapshot("gpu7-2", "gpu7", "gpu7", "m-7", 1_700_000_100);
+    let (writer, doc) = (store.clone(), second.clone());
+    let err = returns("a put", move || writer.put(&doc)).unwrap_err();
+    assert_timed_out(&err, &url);
+    let reader = store.clone();
+    let err = returns("a read", move || reader.latest("gpu7")).unwrap_err();
+    assert_timed_out(&err, &url);
+    let recorder = store.clone();
+    let err = returns("an audit record", move || {
+        recorder.record_audit(
+            &AuditRun {
+                run_id: "r1".into(),
+                inventory: "fleet.toml".into(),
+                shard: None,
+                runner: "runner-a".into(),
+                started_at: 1_700_000_000,
+            },
+            &AuditRecord {
+                host: "gpu7".into(),
+                status: AuditStatus::Ok,
+                ..AuditRecord::default()
+            },
+            1_700_000_200,
+        )
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+    // The path comes back: the stalled connections were dropped, new ones work.
+    proxy.set_flowing(true);
+    store.put(&second).unwrap();
+    assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-2");
+}

@@ -92,11 +92,14 @@ impl Ctx {
             .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))
     }
 
-    /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL.
+    /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL,
+    /// whose every operation is bounded by the per-host deadline (at most the store's own
+    /// bound): a stalled store fails in that time instead of holding the command.
     pub fn open_store(&self) -> Result<Store> {
         let location = self.settings.store_location()?;
         tracing::debug!(store = %probe_store::redact_location(&location), "opening store");
-        Ok(Arc::from(probe_store::open(&location)?))
+        let bound = self.settings.deadline.min(probe_store::OPERATION_TIMEOUT);
+        Ok(Arc::from(probe_store::open_within(&location, bound)?))
     }
 }
 
