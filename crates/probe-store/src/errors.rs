@@ -70,6 +70,19 @@ pub enum StoreError {
          only redacted snapshots"
     )]
     Unredacted { store: String, id: String },
+    /// The store could not be opened; every later call on it gives back that error (a command
+    /// that collects goes on without a store: its results are reported, not lost).
+    #[error(transparent)]
+    Unopened(std::sync::Arc<StoreError>),
+    /// A store file that exists and cannot be written (a read-only mount, a file the user may
+    /// not write): SQLite's error, and the file system's reason.
+    #[error("store {path}: {source} ({why})")]
+    NotWritable {
+        path: PathBuf,
+        why: String,
+        #[source]
+        source: rusqlite::Error,
+    },
     #[error("store {path}: {source}")]
     Sqlite {
         path: PathBuf,
