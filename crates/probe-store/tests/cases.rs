@@ -15,6 +15,7 @@ use probe_store::{
     StoreError,
 };
 use probe_testkit::postgres::Postgres;
+use probe_testkit::stall::{Stall, StallingProxy};
 
 /// Where a case's store lives; `open` gives another connection to the same store.
 struct Backend {
@@ -1184,93 +1185,16 @@ fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A PostgreSQL store behind a network path that stops answering.
+// A PostgreSQL store behind a network path that stops answering (`probe_testkit::stall`: a
+// loopback proxy that accepts, forwards until told not to, then holds its sockets open).
 
-/// A TCP proxy on 127.0.0.1 in front of `upstream` that forwards while its switch is on and,
-/// once it is off, forwards nothing more in either direction while keeping every socket open:
-/// a firewall that drops, a half-dead load balancer, a server whose host froze. The switch is
-/// the test's, so when the stall starts is decided by the test, not by a clock.
-struct StallingProxy {
-    port: u16,
-    flowing: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    _runtime: tokio::runtime::Runtime,
-}
-
-impl StallingProxy {
-    fn start(upstream: std::net::SocketAddr, flowing: bool) -> StallingProxy {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let flowing = std::sync::Arc::new(AtomicBool::new(flowing));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let switch = flowing.clone();
-        runtime.spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let flowing = switch.clone();
-                tokio::spawn(async move {
-                    if !flowing.load(Ordering::SeqCst) {
-                        // Accepted, and nothing more: the socket stays open, unanswered.
-                        let _held = &client;
-                        std::future::pending::<()>().await;
-                    }
-                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    let (mut client_read, mut client_write) = client.into_split();
-                    let (mut server_read, mut server_write) = server.into_split();
-                    async fn pump(
-                        from: &mut tokio::net::tcp::OwnedReadHalf,
-                        to: &mut tokio::net::tcp::OwnedWriteHalf,
-                        flowing: &AtomicBool,
-                    ) {
-                        let mut buf = vec![0u8; 64 * 1024];
-                        loop {
-                            let n = match from.read(&mut buf).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => n,
-                            };
-                            if !flowing.load(Ordering::SeqCst) {
-                                // Stalled: what arrived is never passed on, nothing is closed.
-                                std::future::pending::<()>().await;
-                            }
-                            if to.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    tokio::join!(
-                        pump(&mut client_read, &mut server_write, &flowing),
-                        pump(&mut server_read, &mut client_write, &flowing),
-                    );
-                });
-            }
-        });
-        StallingProxy {
-            port,
-            flowing,
-            _runtime: runtime,
-        }
-    }
-
-    fn set_flowing(&self, on: bool) {
-        self.flowing.store(on, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// The URL of `database` through the proxy (the password comes from `PGPASSWORD`).
-    fn url(&self, database: &str) -> String {
-        format!(
-            "postgres://{}@127.0.0.1:{}/{database}?sslmode=disable&connect_timeout=2",
-            probe_testkit::postgres::SUPERUSER,
-            self.port
-        )
-    }
+/// The URL of `database` through `proxy` (the password comes from `PGPASSWORD`).
+fn through(proxy: &StallingProxy, database: &str) -> String {
+    format!(
+        "postgres://{}@127.0.0.1:{}/{database}?sslmode=disable&connect_timeout=2",
+        probe_testkit::postgres::SUPERUSER,
+        proxy.port
+    )
 }
 
 /// Runs `work` on its own thread and returns what it returns. A store operation that never
@@ -1299,10 +1223,10 @@ fn postgres_behind_a_path_that_stalls_at_once_fails_instead_of_hanging() {
     let cluster = cluster();
     let name = database_name();
     cluster.create_database(&name);
-    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), false);
-    let url = proxy.url(&name);
-    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
     // Accepted, then silence: TCP connects, the start-up message is never answered.
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), Stall::AtOnce);
+    let url = through(&proxy, &name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
     let (location, environment) = (url.clone(), env.clone());
     let err = returns("opening the store", move || {
         PgStore::open_within(&location, &environment, std::time::Duration::from_secs(3)).map(|_| ())
@@ -1323,8 +1247,8 @@ fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_re
     let cluster = cluster();
     let name = database_name();
     cluster.create_database(&name);
-    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), true);
-    let url = proxy.url(&name);
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), Stall::OnSwitch);
+    let url = through(&proxy, &name);
     let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
     let store = std::sync::Arc::new(
         PgStore::open_within(&url, &env, std::time::Duration::from_secs(3)).unwrap(),
@@ -1332,7 +1256,7 @@ fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_re
     let first = snapshot("gpu7-1", "gpu7", "gpu7", "m-7", 1_700_000_000);
     store.put(&first).unwrap();
     // The path stops forwarding under connections the pool holds: each operation gives up.
-    proxy.set_flowing(false);
+    proxy.stall();
     let second = snapshot("gpu7-2", "gpu7", "gpu7", "m-7", 1_700_000_100);
     let (writer, doc) = (store.clone(), second.clone());
     let err = returns("a put", move || writer.put(&doc)).unwrap_err();
@@ -1361,7 +1285,7 @@ fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_re
     .unwrap_err();
     assert_timed_out(&err, &url);
     // The path comes back: the stalled connections were dropped, new ones work.
-    proxy.set_flowing(true);
+    proxy.resume();
     store.put(&second).unwrap();
     assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-2");
 }

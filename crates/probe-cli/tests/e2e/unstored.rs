@@ -180,3 +180,101 @@ fn a_read_only_store_loses_no_report() {
     );
     assert!(stderr.contains("not kept: no spool directory"), "{stderr}");
 }
+
+/// A shared PostgreSQL store behind a path that stops answering: at once (the store never
+/// opens), and on the first write of a session that opened and read (`probe audit`). Each run
+/// ends within its bounds, reports, exits 5 and spools; the test's own guard is the e2e
+/// `timeout` wrapper, so a hang fails instead of hanging CI.
+#[test]
+fn a_postgres_store_that_stalls_loses_no_report() {
+    use probe_testkit::postgres::{Postgres, SUPERUSER, require_postgres};
+    use probe_testkit::stall::{Stall, StallingProxy};
+    require_postgres().unwrap_or_else(|e| panic!("{e}"));
+    let pg = Postgres::start();
+    let name = "unstored";
+    let direct = pg.create_database(name);
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // The schema, made through the direct path, so that the runs below only read and write.
+    let out = pg
+        .client_env()
+        .into_iter()
+        .fold(util::probe(home.path()), |p, (k, v)| p.env(&k, v))
+        .store(&direct)
+        .run(&["snapshots", "list", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let through = |proxy: &StallingProxy| {
+        format!(
+            "postgres://{SUPERUSER}@127.0.0.1:{}/{name}?sslmode=disable&connect_timeout=2",
+            proxy.port
+        )
+    };
+    let prober = |store: &str, spool: &Path| {
+        util::probe(home.path())
+            .store(store)
+            .env("PGPASSWORD", pg.password.clone())
+            .env("PROBE_SPOOL", spool.to_str().unwrap())
+            .wrapped(&["timeout", "300"])
+    };
+
+    // Accepted, then silence from the start.
+    let proxy = StallingProxy::start((pg.addr, pg.port).into(), Stall::AtOnce);
+    let spool = work.path().join("spool-at-once");
+    let out = prober(&through(&proxy), &spool).run(&[
+        "host",
+        "local",
+        "--format",
+        "json",
+        "--deadline",
+        "10",
+    ]);
+    assert_reported_not_stored_and_spooled(&out, home.path(), &spool, &["no answer within"]);
+
+    // Opens, reads the previous snapshot, then the first INSERT is never answered: the audit
+    // records the host as collected, not stored, and finishes.
+    let proxy = StallingProxy::start(
+        (pg.addr, pg.port).into(),
+        Stall::OnClientBytes(b"INSERT".to_vec()),
+    );
+    let spool = work.path().join("spool-on-write");
+    let inventory = work.path().join("inventory.ini");
+    std::fs::write(&inventory, "[here]\nlocal\n").unwrap();
+    let out = prober(&through(&proxy), &spool).run(&[
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "--jsonl",
+        "--deadline",
+        "10",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(
+        proxy.is_stalled(),
+        "the write never reached the proxy: {stderr}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(probe_model::exit_codes::NOT_STORED)),
+        "{stderr}"
+    );
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let host = lines
+        .iter()
+        .find(|line| line["type"] == "host")
+        .unwrap_or_else(|| panic!("no host record: {lines:?}"));
+    assert!(
+        matches!(host["status"].as_str(), Some("ok" | "changed")),
+        "{host}"
+    );
+    let error = host["error"].as_str().unwrap_or_default();
+    assert!(error.contains("not stored"), "{host}");
+    assert!(error.contains("no answer within"), "{host}");
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_eq!(summary["exit_code"], 5, "{summary}");
+    let spooled: Vec<_> = std::fs::read_dir(&spool).unwrap().collect();
+    assert_eq!(spooled.len(), 1, "{spooled:?}");
+}
