@@ -222,10 +222,11 @@ Ansible INI and YAML inventories, and ssh_config files (every non-wildcard Host 
 The summary has one line per host: ok, changed (what), unreachable, auth failed, host key
 refused, timed out or error. Drift is measured against each host's previous stored snapshot.
 
-Exit status with --fail-on, the most severe outcome first (4 > 3 > 1):
-  drift  (default) 4 when a host key was refused, else 3 when a host failed, else 1 when any
-         host drifted
-  error  4 when a host key was refused, else 3 when a host failed; drift does not fail
+Exit status with --fail-on, the most severe outcome first (4 > 3 > 5 > 1):
+  drift  (default) 4 when a host key was refused, else 3 when a host failed, else 5 when a
+         snapshot could not be stored (kept in the spool), else 1 when any host drifted
+  error  4 when a host key was refused, else 3 when a host failed, else 5 when a snapshot was
+         not stored; drift does not fail
   never  0 unless probe itself failed
 A refused host key (a possible impostor) is never masked by failed or drifted hosts.
 
