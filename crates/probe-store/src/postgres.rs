@@ -262,6 +262,7 @@ impl PgStore {
             .get_connect_timeout()
             .copied()
             .unwrap_or(CONNECT_TIMEOUT);
+        let session = std::sync::Arc::new(session_bounds(timeout, resolved.get("options")));
         let tls =
             tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
         let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
@@ -288,6 +289,18 @@ impl PgStore {
                 // the whole connection (a server or proxy that accepts and then says nothing).
                 .create_timeout(Some(connect_timeout))
                 .recycle_timeout(Some(connect_timeout))
+                .post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
+                    let session = std::sync::Arc::clone(&session);
+                    Box::pin(async move {
+                        if !session.is_empty() {
+                            client
+                                .batch_execute(&session)
+                                .await
+                                .map_err(deadpool_postgres::HookError::Backend)?;
+                        }
+                        Ok(())
+                    })
+                }))
                 .build()
                 .map_err(|err| bad(err.to_string()))?
         };
@@ -406,9 +419,7 @@ impl PgStore {
     }
 }
 
-/// tokio-postgres settings from the resolved libpq keywords; `timeout` bounds each statement
-/// and each idle transaction on the server too (a client that stalled or vanished does not keep
-/// its locks).
+/// tokio-postgres settings from the resolved libpq keywords; `timeout` is TCP_USER_TIMEOUT.
 fn pg_config(resolved: &Resolved, timeout: Duration) -> Result<tokio_postgres::Config, String> {
     let mut config = tokio_postgres::Config::new();
     for (host, port) in resolved.hosts.iter().zip(&resolved.ports) {
@@ -439,13 +450,9 @@ fn pg_config(resolved: &Resolved, timeout: Duration) -> Result<tokio_postgres::C
             .or(resolved.get("fallback_application_name"))
             .unwrap_or("probe"),
     );
-    // The server's bounds first: options the user gives come later and win.
-    let ms = timeout.as_millis();
-    let bounds = format!("-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}");
-    match resolved.get("options") {
-        Some(options) => config.options(format!("{bounds} {options}")),
-        None => config.options(&bounds),
-    };
+    if let Some(options) = resolved.get("options") {
+        config.options(options);
+    }
     config
         .keepalives(true)
         .keepalives_idle(KEEPALIVE_IDLE)
@@ -477,6 +484,20 @@ fn pg_config(resolved: &Resolved, timeout: Duration) -> Result<tokio_postgres::C
         }
     });
     Ok(config)
+}
+
+/// What each new connection sets: `timeout` as the server's bound on each statement and on each
+/// idle transaction (a client that stalled or vanished mid-transaction does not keep its locks),
+/// unless the location's `options` set them. A `SET`, not a start-up option: PgBouncer refuses
+/// start-up options it does not know.
+fn session_bounds(timeout: Duration, options: Option<&str>) -> String {
+    let ms = timeout.as_millis();
+    ["statement_timeout", "idle_in_transaction_session_timeout"]
+        .into_iter()
+        .filter(|name| !options.is_some_and(|o| o.contains(name)))
+        .map(|name| format!("SET {name} = {ms};"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One line for a PostgreSQL error: the server's message and SQLSTATE, or the client's cause.
@@ -1671,5 +1692,35 @@ impl SnapshotStore for PgStore {
 
     fn location(&self) -> String {
         self.location.clone()
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    #[test]
+    fn each_connection_sets_the_bounds_the_location_leaves_open() {
+        let both = "SET statement_timeout = 3000; SET idle_in_transaction_session_timeout = 3000;";
+        // (the location's options, what a new connection sets)
+        let cases = [
+            (None, both),
+            (Some("-c search_path=x"), both),
+            (
+                Some("-c statement_timeout=0"),
+                "SET idle_in_transaction_session_timeout = 3000;",
+            ),
+            (
+                Some("-c statement_timeout=0 -c idle_in_transaction_session_timeout=0"),
+                "",
+            ),
+        ];
+        for (options, expected) in cases {
+            assert_eq!(
+                session_bounds(Duration::from_secs(3), options),
+                expected,
+                "{options:?}"
+            );
+        }
     }
 }
