@@ -98,9 +98,7 @@ impl Ctx {
     /// bound): a stalled store fails in that time instead of holding the command.
     pub fn open_store(&self) -> Result<Store> {
         let location = self.settings.store_location()?;
-        tracing::debug!(store = %probe_store::redact_location(&location), "opening store");
-        let bound = self.settings.deadline.min(probe_store::OPERATION_TIMEOUT);
-        Ok(Arc::from(probe_store::open_within(&location, bound)?))
+        Ok(self.open_at(&location)?)
     }
 
     /// The store of a command that collects (`probe host`, `probe audit`): one that cannot be
@@ -110,12 +108,15 @@ impl Ctx {
     /// spooled. A store location that cannot be worked out at all is still an error.
     pub fn open_store_for_collection(&self) -> Result<Store> {
         let location = self.settings.store_location()?;
-        tracing::debug!(store = %probe_store::redact_location(&location), "opening store");
+        Ok(self
+            .open_at(&location)
+            .unwrap_or_else(|err| Arc::new(unstored::Unopened::new(&location, err))))
+    }
+
+    fn open_at(&self, location: &str) -> std::result::Result<Store, probe_store::StoreError> {
+        tracing::debug!(store = %probe_store::redact_location(location), "opening store");
         let bound = self.settings.deadline.min(probe_store::OPERATION_TIMEOUT);
-        Ok(match probe_store::open_within(&location, bound) {
-            Ok(store) => Arc::from(store),
-            Err(err) => Arc::new(unstored::Unopened::new(&location, err)),
-        })
+        probe_store::open_within(location, bound).map(Arc::from)
     }
 }
 
