@@ -19,7 +19,8 @@ Examples:
   probe resolve gpu7                      the SSH settings probe uses for gpu7 (like ssh -G)
 
 Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 2 error,
-3 hosts failed (audit), 4 a host key was refused; an audit exits with the most severe (4 > 3 > 1).
+3 hosts failed (audit), 4 a host key was refused, 5 reported but not stored (kept in the spool);
+an audit exits with the most severe (4 > 3 > 5 > 1).
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
 Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team
@@ -85,6 +86,11 @@ pub struct GlobalArgs {
     /// loopback port of the host: see docs/CLI.md, "What probe sends to a model server").
     #[arg(long, global = true)]
     pub no_ask_server: bool,
+    /// Where a snapshot that could not be stored is kept, as a JSON file for `probe snapshots
+    /// import` (a full disk, a read-only store, a shared store that does not answer)
+    /// [default: $XDG_STATE_HOME/probe/spool].
+    #[arg(long, value_name = "DIR", global = true, env = "PROBE_SPOOL")]
+    pub spool: Option<PathBuf>,
     /// Also collect this systemd unit (repeatable), even if it does not look like a model server.
     #[arg(long = "unit", value_name = "NAME", global = true)]
     pub units: Vec<String>,
@@ -216,10 +222,11 @@ Ansible INI and YAML inventories, and ssh_config files (every non-wildcard Host 
 The summary has one line per host: ok, changed (what), unreachable, auth failed, host key
 refused, timed out or error. Drift is measured against each host's previous stored snapshot.
 
-Exit status with --fail-on, the most severe outcome first (4 > 3 > 1):
-  drift  (default) 4 when a host key was refused, else 3 when a host failed, else 1 when any
-         host drifted
-  error  4 when a host key was refused, else 3 when a host failed; drift does not fail
+Exit status with --fail-on, the most severe outcome first (4 > 3 > 5 > 1):
+  drift  (default) 4 when a host key was refused, else 3 when a host failed, else 5 when a
+         snapshot could not be stored (kept in the spool), else 1 when any host drifted
+  error  4 when a host key was refused, else 3 when a host failed, else 5 when a snapshot was
+         not stored; drift does not fail
   never  0 unless probe itself failed
 A refused host key (a possible impostor) is never masked by failed or drifted hosts.
 

@@ -58,6 +58,9 @@ pub struct Settings {
     pub audit_jobs: usize,
     pub audit_fail_on: Option<FailOn>,
     pub audit_prometheus: Option<PathBuf>,
+    /// Where snapshots that could not be stored are kept (`--spool`, else the XDG state
+    /// directory's `probe/spool`; `None` when neither is known).
+    pub spool: Option<PathBuf>,
     /// Largest snapshot document read from a file, in bytes.
     pub max_snapshot_bytes: u64,
 }
@@ -115,6 +118,7 @@ impl Settings {
             audit_jobs: config.audit.jobs.unwrap_or(DEFAULT_JOBS).max(1),
             audit_fail_on: fail_on,
             audit_prometheus: config.audit.prometheus,
+            spool: global.spool.clone().or_else(default_spool_dir),
             max_snapshot_bytes: config
                 .max_snapshot_mib
                 .unwrap_or(DEFAULT_MAX_SNAPSHOT_MIB)
@@ -142,6 +146,21 @@ impl Settings {
                 )
             })
     }
+}
+
+/// `$XDG_STATE_HOME/probe/spool`, else `~/.local/state/probe/spool`: unstored snapshots are
+/// state of this machine's runs, not data the user curates.
+pub fn default_spool_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|value| !value.is_empty())
+                .map(|home| PathBuf::from(home).join(".local").join("state"))
+        })?;
+    Some(base.join("probe").join("spool"))
 }
 
 /// `$XDG_CONFIG_HOME/probe/config.toml`, else `~/.config/probe/config.toml`.

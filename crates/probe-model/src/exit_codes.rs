@@ -13,3 +13,8 @@ pub const ERROR: u8 = 2;
 pub const HOSTS_FAILED: u8 = 3;
 /// A host key was changed or revoked: always refused, reported with its own code.
 pub const HOST_KEY_REFUSED: u8 = 4;
+/// The collection succeeded and its report was written, but the snapshot could not be stored
+/// (a full disk, a read-only store, a store file the user cannot write, a shared store that
+/// does not answer). The snapshot was kept in the spool directory when that could be written,
+/// for `probe snapshots import`. Below 3 and 4 in an audit's severity order, above 1.
+pub const NOT_STORED: u8 = 5;

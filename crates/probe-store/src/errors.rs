@@ -52,6 +52,14 @@ pub enum StoreError {
     /// statement failed.
     #[error("store {store}: {cause}")]
     Postgres { store: String, cause: String },
+    /// A PostgreSQL store that gave no answer within the bound of one operation (connecting, a
+    /// query, a commit): the server or the network path to it stalled. The operation was given
+    /// up; a write whose commit was in flight may or may not have been applied.
+    #[error(
+        "store {store}: no answer within {waited_s}s (the server or the network to it stalled); \
+         gave up waiting"
+    )]
+    TimedOut { store: String, waited_s: u64 },
     /// A store location or connection setting that cannot be used (`--store`, `PROBE_STORE`,
     /// the config file, `PGSERVICE`, ...).
     #[error("store {store}: {cause}")]
@@ -62,6 +70,19 @@ pub enum StoreError {
          only redacted snapshots"
     )]
     Unredacted { store: String, id: String },
+    /// The store could not be opened; every later call on it gives back that error (a command
+    /// that collects goes on without a store: its results are reported, not lost).
+    #[error(transparent)]
+    Unopened(std::sync::Arc<StoreError>),
+    /// A store file that exists and cannot be written (a read-only mount, a file the user may
+    /// not write): SQLite's error, and the file system's reason.
+    #[error("store {path}: {source} ({why})")]
+    NotWritable {
+        path: PathBuf,
+        why: String,
+        #[source]
+        source: rusqlite::Error,
+    },
     #[error("store {path}: {source}")]
     Sqlite {
         path: PathBuf,

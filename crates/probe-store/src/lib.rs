@@ -44,7 +44,7 @@ pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
 pub use errors::StoreError;
 pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
-pub use postgres::{PG_SCHEMA, PgStore};
+pub use postgres::{OPERATION_TIMEOUT, PG_SCHEMA, PgStore};
 pub use selector::{HostPoint, Selector, parse_host_reference};
 pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
 
@@ -70,8 +70,23 @@ pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
 /// assert_eq!(store.list(None).unwrap().len(), 1);
 /// ```
 pub fn open(location: &str) -> Result<Box<dyn SnapshotStore>, StoreError> {
+    open_within(location, OPERATION_TIMEOUT)
+}
+
+/// [`open`], each operation of a PostgreSQL store bounded by `timeout` (connecting by its
+/// `connect_timeout`): a server or network path that stops answering fails the operation with
+/// [`StoreError::TimedOut`] instead of waiting forever. A SQLite store is a local file; its
+/// waits are its busy timeout.
+pub fn open_within(
+    location: &str,
+    timeout: std::time::Duration,
+) -> Result<Box<dyn SnapshotStore>, StoreError> {
     if is_postgres(location) {
-        Ok(Box::new(PgStore::open(location)?))
+        Ok(Box::new(PgStore::open_within(
+            location,
+            &PgEnv::from_process(),
+            timeout,
+        )?))
     } else {
         Ok(Box::new(SqliteStore::open(Path::new(location))?))
     }

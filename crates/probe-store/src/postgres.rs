@@ -42,8 +42,19 @@ pub const PG_SCHEMA: &str = "probe";
 const POOL_SIZE: usize = 4;
 /// How long a statement waits for a free connection before the store counts as busy.
 const POOL_WAIT: Duration = Duration::from_secs(30);
-/// Default `connect_timeout`.
+/// Default `connect_timeout`: TCP connect, TLS and start-up together, as in libpq.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on one store operation (a read, or a snapshot's whole transaction with its
+/// commit): past it the operation is given up with [`StoreError::TimedOut`] instead of waiting
+/// on a server or a network path that stopped answering.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Migrations may rewrite every stored snapshot: they get this many operation bounds.
+const MIGRATION_BOUNDS: u32 = 10;
+/// TCP keepalive: first probe after this much silence, then every `KEEPALIVE_INTERVAL`, given up
+/// after `KEEPALIVE_RETRIES` unanswered probes (a peer that vanished, not one that stalls).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(15);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
 /// Attempts of a write transaction that failed on a serialization failure or deadlock.
 const WRITE_ATTEMPTS: u32 = 4;
 /// Key of the advisory lock migrations hold ("probe" in ASCII).
@@ -186,6 +197,8 @@ pub struct PgStore {
     pool: Pool,
     runner: String,
     runtime: Option<tokio::runtime::Runtime>,
+    /// Bound on each operation ([`OPERATION_TIMEOUT`] unless opened with another).
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -214,6 +227,19 @@ impl PgStore {
 
     /// Opens with an explicit libpq environment (tests).
     pub fn open_with(location: &str, env: &PgEnv) -> Result<PgStore, StoreError> {
+        Self::open_within(location, env, OPERATION_TIMEOUT)
+    }
+
+    /// Opens with an explicit libpq environment, every operation bounded by `timeout`
+    /// (client-side, and `statement_timeout` and `idle_in_transaction_session_timeout` on the
+    /// server); connecting is bounded by `connect_timeout` (default 10 s) as a whole: TCP, TLS
+    /// and start-up.
+    pub fn open_within(
+        location: &str,
+        env: &PgEnv,
+        timeout: Duration,
+    ) -> Result<PgStore, StoreError> {
+        let timeout = timeout.max(Duration::from_secs(1));
         let redacted = conninfo::redact(location);
         let bad = |cause: String| StoreError::BadLocation {
             store: redacted.clone(),
@@ -231,7 +257,12 @@ impl PgStore {
             );
         }
         tracing::debug!(store = %redacted, password = ?resolved.password_source, sslmode = ?resolved.sslmode, "connecting");
-        let config = pg_config(&resolved).map_err(bad)?;
+        let config = pg_config(&resolved, timeout).map_err(bad)?;
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let session = std::sync::Arc::new(session_bounds(timeout, resolved.get("options")));
         let tls =
             tls::client_config(resolved.sslmode, resolved.root_cert.as_deref()).map_err(bad)?;
         let connector = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
@@ -254,6 +285,22 @@ impl PgStore {
                 .max_size(POOL_SIZE)
                 .runtime(deadpool_postgres::Runtime::Tokio1)
                 .wait_timeout(Some(POOL_WAIT))
+                // tokio-postgres bounds only the socket's connect; libpq's connect_timeout is
+                // the whole connection (a server or proxy that accepts and then says nothing).
+                .create_timeout(Some(connect_timeout))
+                .recycle_timeout(Some(connect_timeout))
+                .post_create(deadpool_postgres::Hook::async_fn(move |client, _| {
+                    let session = std::sync::Arc::clone(&session);
+                    Box::pin(async move {
+                        if !session.is_empty() {
+                            client
+                                .batch_execute(&session)
+                                .await
+                                .map_err(deadpool_postgres::HookError::Backend)?;
+                        }
+                        Ok(())
+                    })
+                }))
                 .build()
                 .map_err(|err| bad(err.to_string()))?
         };
@@ -262,13 +309,32 @@ impl PgStore {
             pool,
             runner: crate::runner_name(),
             runtime: Some(runtime),
+            timeout,
         };
-        store.run(migrate)?;
+        store.run_within(timeout * MIGRATION_BOUNDS, migrate)?;
         Ok(store)
     }
 
-    /// Runs `work` (given the pool and the printable location) on the store's runtime and waits.
+    /// The bound on each operation.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs `work` (given the pool and the printable location) on the store's runtime and waits,
+    /// at most the store's operation bound.
     fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Pool, String) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_within(self.timeout, work)
+    }
+
+    /// [`Self::run`] with its own bound. Every await of every operation (taking or making a
+    /// connection, TLS, each query, the commit) is inside it: one that does not finish in time is
+    /// dropped, and the pool's idle connections with it (one of them may be the stalled one).
+    fn run_within<T, F, Fut>(&self, bound: Duration, work: F) -> Result<T, StoreError>
     where
         F: FnOnce(Pool, String) -> Fut,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
@@ -279,8 +345,20 @@ impl PgStore {
         let Some(runtime) = &self.runtime else {
             return Err(self.failure("the store was closed"));
         };
+        let (pool, store) = (self.pool.clone(), self.location.clone());
         runtime.spawn(async move {
-            let _ = sender.send(future.await);
+            let result = match tokio::time::timeout(bound, future).await {
+                Ok(result) => result,
+                Err(_) => {
+                    pool.retain(|_, _| false);
+                    tracing::warn!(store = %store, bound_s = bound.as_secs(), "store operation given up");
+                    Err(StoreError::TimedOut {
+                        store,
+                        waited_s: bound.as_secs(),
+                    })
+                }
+            };
+            let _ = sender.send(result);
         });
         let wait = || {
             receiver
@@ -341,8 +419,8 @@ impl PgStore {
     }
 }
 
-/// tokio-postgres settings from the resolved libpq keywords.
-fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
+/// tokio-postgres settings from the resolved libpq keywords; `timeout` is TCP_USER_TIMEOUT.
+fn pg_config(resolved: &Resolved, timeout: Duration) -> Result<tokio_postgres::Config, String> {
     let mut config = tokio_postgres::Config::new();
     for (host, port) in resolved.hosts.iter().zip(&resolved.ports) {
         config.host(host);
@@ -375,6 +453,12 @@ fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
     if let Some(options) = resolved.get("options") {
         config.options(options);
     }
+    config
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES)
+        .tcp_user_timeout(timeout);
     let timeout = match resolved.get("connect_timeout") {
         Some(seconds) => Duration::from_secs(
             seconds
@@ -400,6 +484,20 @@ fn pg_config(resolved: &Resolved) -> Result<tokio_postgres::Config, String> {
         }
     });
     Ok(config)
+}
+
+/// What each new connection sets: `timeout` as the server's bound on each statement and on each
+/// idle transaction (a client that stalled or vanished mid-transaction does not keep its locks),
+/// unless the location's `options` set them. A `SET`, not a start-up option: PgBouncer refuses
+/// start-up options it does not know.
+fn session_bounds(timeout: Duration, options: Option<&str>) -> String {
+    let ms = timeout.as_millis();
+    ["statement_timeout", "idle_in_transaction_session_timeout"]
+        .into_iter()
+        .filter(|name| !options.is_some_and(|o| o.contains(name)))
+        .map(|name| format!("SET {name} = {ms};"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One line for a PostgreSQL error: the server's message and SQLSTATE, or the client's cause.
@@ -435,6 +533,12 @@ fn retryable(err: &tokio_postgres::Error) -> bool {
 
 async fn connection(pool: &Pool, store: &str) -> Result<deadpool_postgres::Object, StoreError> {
     pool.get().await.map_err(|err| match err {
+        deadpool_postgres::PoolError::Timeout(
+            deadpool_postgres::TimeoutType::Create | deadpool_postgres::TimeoutType::Recycle,
+        ) => StoreError::TimedOut {
+            store: store.into(),
+            waited_s: pool.timeouts().create.unwrap_or(CONNECT_TIMEOUT).as_secs(),
+        },
         deadpool_postgres::PoolError::Timeout(_) => StoreError::Busy {
             path: store.into(),
             waited_s: POOL_WAIT.as_secs(),
@@ -481,6 +585,11 @@ async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
         return Ok(());
     }
     let transaction = client.transaction().await.map_err(fail)?;
+    // A migration may rewrite every snapshot: its own, longer bound is the client's.
+    transaction
+        .batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(fail)?;
     transaction
         .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
@@ -1583,5 +1692,35 @@ impl SnapshotStore for PgStore {
 
     fn location(&self) -> String {
         self.location.clone()
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    #[test]
+    fn each_connection_sets_the_bounds_the_location_leaves_open() {
+        let both = "SET statement_timeout = 3000; SET idle_in_transaction_session_timeout = 3000;";
+        // (the location's options, what a new connection sets)
+        let cases = [
+            (None, both),
+            (Some("-c search_path=x"), both),
+            (
+                Some("-c statement_timeout=0"),
+                "SET idle_in_transaction_session_timeout = 3000;",
+            ),
+            (
+                Some("-c statement_timeout=0 -c idle_in_transaction_session_timeout=0"),
+                "",
+            ),
+        ];
+        for (options, expected) in cases {
+            assert_eq!(
+                session_bounds(Duration::from_secs(3), options),
+                expected,
+                "{options:?}"
+            );
+        }
     }
 }

@@ -195,6 +195,10 @@ impl SqliteStore {
     /// An existing file is checked read-only first: not a SQLite file, damaged, not a probe
     /// store, or from a newer probe, each gives an error and leaves the file as it was.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_here(path).map_err(|err| not_writable(path, err))
+    }
+
+    fn open_here(path: &Path) -> Result<SqliteStore, StoreError> {
         let exists = path.exists();
         if exists {
             check_existing(path)?;
@@ -702,6 +706,23 @@ fn classify(path: &Path, err: rusqlite::Error) -> StoreError {
             path: path.to_path_buf(),
             source: err,
         },
+    }
+}
+
+/// A SQLite error opening an existing store, with the reason the file cannot be written when
+/// there is one (SQLite says only `unable to open database file` or `attempt to write a readonly
+/// database` for a read-only mount or a file the user may not write).
+fn not_writable(path: &Path, err: StoreError) -> StoreError {
+    let StoreError::Sqlite { path: at, source } = err else {
+        return err;
+    };
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(why) if path.exists() => StoreError::NotWritable {
+            path: at,
+            why: why.to_string(),
+            source,
+        },
+        _ => StoreError::Sqlite { path: at, source },
     }
 }
 

@@ -15,6 +15,7 @@ use probe_store::{
     StoreError,
 };
 use probe_testkit::postgres::Postgres;
+use probe_testkit::stall::{Stall, StallingProxy};
 
 /// Where a case's store lives; `open` gives another connection to the same store.
 struct Backend {
@@ -1181,4 +1182,110 @@ fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
             .trim(),
         probe_store::STORE_SCHEMA_VERSION.to_string()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A PostgreSQL store behind a network path that stops answering (`probe_testkit::stall`: a
+// loopback proxy that accepts, forwards until told not to, then holds its sockets open).
+
+/// The URL of `database` through `proxy` (the password comes from `PGPASSWORD`).
+fn through(proxy: &StallingProxy, database: &str) -> String {
+    format!(
+        "postgres://{}@127.0.0.1:{}/{database}?sslmode=disable&connect_timeout=2",
+        probe_testkit::postgres::SUPERUSER,
+        proxy.port
+    )
+}
+
+/// Runs `work` on its own thread and returns what it returns. A store operation that never
+/// returns fails the test here, after a wait far beyond any bound under test, instead of
+/// hanging the test run; how long the operation took is not asserted.
+fn returns<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    receiver
+        .recv_timeout(std::time::Duration::from_secs(300))
+        .unwrap_or_else(|_| panic!("{what} never returned: the store hangs on a stalled network"))
+}
+
+fn assert_timed_out(err: &StoreError, store: &str) {
+    let text = err.to_string();
+    assert!(matches!(err, StoreError::TimedOut { .. }), "{text}");
+    assert!(text.starts_with(&format!("store {store}: ")), "{text}");
+    assert!(text.contains("no answer within"), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+}
+
+#[test]
+fn postgres_behind_a_path_that_stalls_at_once_fails_instead_of_hanging() {
+    let cluster = cluster();
+    let name = database_name();
+    cluster.create_database(&name);
+    // Accepted, then silence: TCP connects, the start-up message is never answered.
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), Stall::AtOnce);
+    let url = through(&proxy, &name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    let (location, environment) = (url.clone(), env.clone());
+    let err = returns("opening the store", move || {
+        PgStore::open_within(&location, &environment, std::time::Duration::from_secs(3)).map(|_| ())
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+    // The same through the CLI's entry point, with the process environment's libpq defaults.
+    let location = url.clone();
+    let err = returns("probe_store::open_within", move || {
+        probe_store::open_within(&location, std::time::Duration::from_secs(3)).map(|_| ())
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+}
+
+#[test]
+fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_recovers() {
+    let cluster = cluster();
+    let name = database_name();
+    cluster.create_database(&name);
+    let proxy = StallingProxy::start((cluster.addr, cluster.port).into(), Stall::OnSwitch);
+    let url = through(&proxy, &name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    let store = std::sync::Arc::new(
+        PgStore::open_within(&url, &env, std::time::Duration::from_secs(3)).unwrap(),
+    );
+    let first = snapshot("gpu7-1", "gpu7", "gpu7", "m-7", 1_700_000_000);
+    store.put(&first).unwrap();
+    // The path stops forwarding under connections the pool holds: each operation gives up.
+    proxy.stall();
+    let second = snapshot("gpu7-2", "gpu7", "gpu7", "m-7", 1_700_000_100);
+    let (writer, doc) = (store.clone(), second.clone());
+    let err = returns("a put", move || writer.put(&doc)).unwrap_err();
+    assert_timed_out(&err, &url);
+    let reader = store.clone();
+    let err = returns("a read", move || reader.latest("gpu7")).unwrap_err();
+    assert_timed_out(&err, &url);
+    let recorder = store.clone();
+    let err = returns("an audit record", move || {
+        recorder.record_audit(
+            &AuditRun {
+                run_id: "r1".into(),
+                inventory: "fleet.toml".into(),
+                shard: None,
+                runner: "runner-a".into(),
+                started_at: 1_700_000_000,
+            },
+            &AuditRecord {
+                host: "gpu7".into(),
+                status: AuditStatus::Ok,
+                ..AuditRecord::default()
+            },
+            1_700_000_200,
+        )
+    })
+    .unwrap_err();
+    assert_timed_out(&err, &url);
+    // The path comes back: the stalled connections were dropped, new ones work.
+    proxy.resume();
+    store.put(&second).unwrap();
+    assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-2");
 }

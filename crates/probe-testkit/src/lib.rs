@@ -1,6 +1,7 @@
 //! Test support shared by the transport, collection and CLI tests and the benchmarks: real
 //! OpenSSH `sshd` instances on loopback addresses ([`sshd`]), key pairs made by the real
-//! `ssh-keygen` ([`keys`]), and fixture hosts built from directory definitions.
+//! `ssh-keygen` ([`keys`]), fixture hosts built from directory definitions, and a loopback TCP
+//! proxy that stops forwarding on cue ([`stall`]).
 //!
 //! Nothing here is a mock: every server is Debian's `/usr/sbin/sshd`, every key comes from
 //! `ssh-keygen`. Only loopback addresses (127.0.0.0/8) are ever used.
@@ -11,6 +12,7 @@ pub mod keys;
 pub mod postgres;
 pub mod sim;
 pub mod sshd;
+pub mod stall;
 
 pub use keys::KeyPair;
 pub use sshd::{Sshd, SshdOptions};

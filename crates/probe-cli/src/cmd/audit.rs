@@ -53,7 +53,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         Some(shard) => shard.select(&selected),
         None => selected.clone(),
     };
-    let store = ctx.open_store()?;
+    let store = ctx.open_store_for_collection()?;
     let run = audit_run(started_at, &inventory_path, shard);
     // Jump hosts need settings the target string cannot carry: a generated client config.
     let generated = generated_ssh_config(&hosts, &ctx.settings)
@@ -76,7 +76,14 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     }
     let outliers = if args.outliers {
         let members = report::members_of(&selected, generated.is_some());
-        report::group_outliers(&*store, &members, &gathered.fresh, &args.groups)?
+        // The collections are done and reported either way: a store that fails here costs
+        // only the outliers.
+        report::group_outliers(&*store, &members, &gathered.fresh, &args.groups).unwrap_or_else(
+            |err| {
+                ctx.printer.warn(&format!("outliers not computed: {err}"));
+                Vec::new()
+            },
+        )
     } else {
         Vec::new()
     };
@@ -268,6 +275,8 @@ struct Gathered {
     /// Fresh snapshots by host, as the fleet comparison reads them (kept for `--outliers`).
     fresh: BTreeMap<String, FleetView>,
     failed: usize,
+    /// Hosts collected whose snapshot the store did not take.
+    not_stored: usize,
 }
 
 /// Waits for every collection: records stored and streamed (`--jsonl`) as they finish,
@@ -284,6 +293,7 @@ async fn gather(
     let mut records: Vec<(usize, AuditRecord)> = Vec::new();
     let mut fresh: BTreeMap<String, FleetView> = BTreeMap::new();
     let mut failed = 0usize;
+    let mut not_stored = 0usize;
     while let Some(joined) = collections.next().await {
         let (index, record, snapshot) =
             joined.map_err(|err| ExpectedError::Other(format!("internal error: {err}")))?;
@@ -298,6 +308,10 @@ async fn gather(
         }
         if !record.status.collected() {
             failed += 1;
+        } else if let Some(line) = &record.error {
+            // A collected host carries an error only when its snapshot was not stored.
+            ctx.printer.warn(line);
+            not_stored += 1;
         }
         if args.jsonl {
             ctx.write(&render::json::line(&record))?;
@@ -316,6 +330,7 @@ async fn gather(
         records: records.into_iter().map(|(_, record)| record).collect(),
         fresh,
         failed,
+        not_stored,
     })
 }
 
@@ -357,6 +372,7 @@ fn summarize(
         Outcomes {
             key_refused: count(AuditStatus::HostKeyRefused),
             failed,
+            not_stored: gathered.not_stored,
             changed,
         },
     );
@@ -382,12 +398,15 @@ struct Outcomes {
     key_refused: usize,
     /// Hosts not collected, for any reason.
     failed: usize,
+    /// Hosts collected and reported whose snapshot was not stored.
+    not_stored: usize,
     /// Hosts that drifted.
     changed: usize,
 }
 
 /// The exit status by severity: a refused host key (4) is never masked by a failed host (3),
-/// and neither by drift (1), in every `--fail-on` mode that reports them.
+/// a failed host not by an unstored snapshot (5), and none of them by drift (1), in every
+/// `--fail-on` mode that reports them.
 fn exit_code(fail_on: FailOn, outcomes: Outcomes) -> u8 {
     let reports_drift = fail_on == FailOn::Drift;
     let reports_failures = matches!(fail_on, FailOn::Drift | FailOn::Error);
@@ -395,6 +414,8 @@ fn exit_code(fail_on: FailOn, outcomes: Outcomes) -> u8 {
         exit_codes::HOST_KEY_REFUSED
     } else if reports_failures && outcomes.failed > 0 {
         exit_codes::HOSTS_FAILED
+    } else if reports_failures && outcomes.not_stored > 0 {
+        exit_codes::NOT_STORED
     } else if reports_drift && outcomes.changed > 0 {
         exit_codes::DIFFERENCES
     } else {
@@ -491,6 +512,8 @@ fn record_for(
         Ok(live) => {
             let analysis = probe_diff::analyze(&live.snapshot);
             record.snapshot_id = Some(live.snapshot.id.clone());
+            // Collected and reported, not stored: the record says why and where it was kept.
+            record.error = live.not_stored.clone();
             record.engines = engines_of(&live.snapshot, &analysis.launches);
             record.gpu_count = live.snapshot.gpu.gpus.len();
             record.status = AuditStatus::Ok;
@@ -630,24 +653,30 @@ mod tests {
     /// `(fail-on, refused, failed, changed) -> exit status`: the more severe outcome wins.
     #[test]
     fn exit_status_by_severity() {
+        // (--fail-on, key refused, failed, not stored, changed, exit status)
         let table = [
-            (FailOn::Drift, 0, 0, 0, 0),
-            (FailOn::Drift, 0, 0, 1, 1),
-            (FailOn::Drift, 0, 10, 1, 3),
-            (FailOn::Drift, 1, 10, 1, 4),
-            (FailOn::Drift, 1, 1, 0, 4),
-            (FailOn::Drift, 0, 1, 0, 3),
-            (FailOn::Error, 0, 0, 5, 0),
-            (FailOn::Error, 0, 2, 5, 3),
-            (FailOn::Error, 1, 2, 5, 4),
-            (FailOn::Error, 1, 1, 0, 4),
-            (FailOn::Never, 1, 10, 1, 0),
-            (FailOn::Never, 0, 0, 1, 0),
+            (FailOn::Drift, 0, 0, 0, 0, 0),
+            (FailOn::Drift, 0, 0, 0, 1, 1),
+            (FailOn::Drift, 0, 10, 0, 1, 3),
+            (FailOn::Drift, 1, 10, 0, 1, 4),
+            (FailOn::Drift, 1, 1, 0, 0, 4),
+            (FailOn::Drift, 0, 1, 0, 0, 3),
+            (FailOn::Drift, 0, 0, 2, 1, 5),
+            (FailOn::Drift, 0, 1, 2, 1, 3),
+            (FailOn::Drift, 1, 1, 2, 1, 4),
+            (FailOn::Error, 0, 0, 0, 5, 0),
+            (FailOn::Error, 0, 0, 1, 5, 5),
+            (FailOn::Error, 0, 2, 0, 5, 3),
+            (FailOn::Error, 1, 2, 0, 5, 4),
+            (FailOn::Error, 1, 1, 0, 0, 4),
+            (FailOn::Never, 1, 10, 1, 1, 0),
+            (FailOn::Never, 0, 0, 1, 1, 0),
         ];
-        for (fail_on, key_refused, failed, changed, expected) in table {
+        for (fail_on, key_refused, failed, not_stored, changed, expected) in table {
             let outcomes = Outcomes {
                 key_refused,
                 failed,
+                not_stored,
                 changed,
             };
             assert_eq!(

@@ -11,7 +11,7 @@ use crate::errors::{ExpectedError, HostFailure, Result};
 use crate::render;
 
 pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
-    let store = ctx.open_store()?;
+    let store = ctx.open_store_for_collection()?;
     let interactive = args.targets.len() == 1 && std::io::stdin().is_terminal();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(args.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -44,14 +44,22 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
 
     let mut reports = Vec::new();
     let mut failures: Vec<HostFailure> = Vec::new();
+    let mut not_stored = 0usize;
     for (_, result) in results {
         match result {
-            Ok(live) => reports.push(crate::report::build(
-                &live.snapshot,
-                live.previous.as_ref(),
-                live.stored,
-                live.notices,
-            )),
+            Ok(live) => {
+                if let Some(line) = &live.not_stored {
+                    // The report follows on stdout; this line says it was not kept.
+                    ctx.printer.warn(line);
+                    not_stored += 1;
+                }
+                reports.push(crate::report::build(
+                    &live.snapshot,
+                    live.previous.as_ref(),
+                    live.stored,
+                    live.notices,
+                ));
+            }
             Err(failure) => failures.push(failure.class),
         }
     }
@@ -67,17 +75,20 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                 .join("\n")
         },
     )?;
-    Ok(exit_code(&failures, args.targets.len()))
+    Ok(exit_code(&failures, not_stored, args.targets.len()))
 }
 
-fn exit_code(failures: &[HostFailure], total: usize) -> u8 {
+/// A refused key first, then failed hosts, then reports whose snapshot was not stored.
+fn exit_code(failures: &[HostFailure], not_stored: usize, total: usize) -> u8 {
     if failures.contains(&HostFailure::HostKeyRefused) {
         exit_codes::HOST_KEY_REFUSED
-    } else if failures.is_empty() {
-        exit_codes::OK
-    } else if total == 1 {
+    } else if !failures.is_empty() && total == 1 {
         exit_codes::ERROR
-    } else {
+    } else if !failures.is_empty() {
         exit_codes::HOSTS_FAILED
+    } else if not_stored > 0 {
+        exit_codes::NOT_STORED
+    } else {
+        exit_codes::OK
     }
 }

@@ -9,6 +9,7 @@ pub mod launch;
 pub mod resolve;
 pub mod snapshots;
 pub mod timeline;
+mod unstored;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -92,11 +93,30 @@ impl Ctx {
             .map_err(|err| ExpectedError::Other(format!("cannot write output: {err}")))
     }
 
-    /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL.
+    /// Opens the snapshot store: a SQLite file (checked read-only first) or a PostgreSQL URL,
+    /// whose every operation is bounded by the per-host deadline (at most the store's own
+    /// bound): a stalled store fails in that time instead of holding the command.
     pub fn open_store(&self) -> Result<Store> {
         let location = self.settings.store_location()?;
-        tracing::debug!(store = %probe_store::redact_location(&location), "opening store");
-        Ok(Arc::from(probe_store::open(&location)?))
+        Ok(self.open_at(&location)?)
+    }
+
+    /// The store of a command that collects (`probe host`, `probe audit`): one that cannot be
+    /// opened (a read-only or full file system, a file the user cannot write, a shared store
+    /// that does not answer) does not stop the collection; it stands in as a store whose every
+    /// call gives back the opening error, so each host is still reported and its snapshot
+    /// spooled. A store location that cannot be worked out at all is still an error.
+    pub fn open_store_for_collection(&self) -> Result<Store> {
+        let location = self.settings.store_location()?;
+        Ok(self
+            .open_at(&location)
+            .unwrap_or_else(|err| Arc::new(unstored::Unopened::new(&location, err))))
+    }
+
+    fn open_at(&self, location: &str) -> std::result::Result<Store, probe_store::StoreError> {
+        tracing::debug!(store = %probe_store::redact_location(location), "opening store");
+        let bound = self.settings.deadline.min(probe_store::OPERATION_TIMEOUT);
+        probe_store::open_within(location, bound).map(Arc::from)
     }
 }
 
@@ -144,6 +164,9 @@ pub struct LiveSnapshot {
     pub previous: Option<Snapshot>,
     pub stored: bool,
     pub notices: Vec<String>,
+    /// The one line saying the snapshot was to be stored and was not, why, and where it was
+    /// kept instead (`--spool`).
+    pub not_stored: Option<String>,
 }
 
 /// Collects `target`, looks up its previous snapshot, and stores the new one (unless `no_store`).
@@ -160,41 +183,66 @@ pub async fn collect_live(
     // work: off the runtime's threads, so the other hosts' connections keep moving meanwhile.
     let store = Arc::clone(store);
     let owned_target = target.to_string();
-    tokio::task::spawn_blocking(move || store_live(&*store, &owned_target, collected, no_store))
-        .await
-        .unwrap_or_else(|err| {
-            Err(CollectFailure {
-                target: target.to_string(),
-                class: HostFailure::Error,
-                message: format!("{target}: internal error storing the snapshot: {err}"),
-            })
+    let spool = ctx.settings.spool.clone();
+    tokio::task::spawn_blocking(move || {
+        store_live(
+            &*store,
+            &owned_target,
+            collected,
+            no_store,
+            spool.as_deref(),
+        )
+    })
+    .await
+    .unwrap_or_else(|err| {
+        Err(CollectFailure {
+            target: target.to_string(),
+            class: HostFailure::Error,
+            message: format!("{target}: internal error storing the snapshot: {err}"),
         })
+    })
 }
 
-/// The previous snapshot looked up, and this one stored (unless `no_store`).
+/// The previous snapshot looked up, and this one stored (unless `no_store`). A store that
+/// fails loses nothing collected: the host is still reported (without its comparison when the
+/// previous snapshot cannot be read), and a snapshot the store did not take is kept in the
+/// spool directory, [`LiveSnapshot::not_stored`] saying so.
 fn store_live(
     store: &dyn probe_store::SnapshotStore,
     target: &str,
     collected: crate::collect::Collected,
     no_store: bool,
+    spool: Option<&Path>,
 ) -> std::result::Result<LiveSnapshot, CollectFailure> {
-    let store_failure = |err: probe_store::StoreError| CollectFailure {
-        target: target.to_string(),
-        class: HostFailure::Error,
-        message: format!("{target}: {err}"),
-    };
-    let previous = store.previous(&collected.snapshot).map_err(store_failure)?;
-    let stored = if no_store {
-        false
+    let mut notices = collected.notices;
+    let previous = store.previous(&collected.snapshot).unwrap_or_else(|err| {
+        notices.push(crate::output::one_line(&format!(
+            "not compared with the previous snapshot: {err}"
+        )));
+        None
+    });
+    let (stored, not_stored) = if no_store {
+        (false, None)
     } else {
-        store.put(&collected.snapshot).map_err(store_failure)?;
-        true
+        match store.put(&collected.snapshot) {
+            Ok(_) => (true, None),
+            Err(err) => (
+                false,
+                Some(unstored::not_stored_line(
+                    target,
+                    &collected.snapshot,
+                    &err,
+                    spool,
+                )),
+            ),
+        }
     };
     Ok(LiveSnapshot {
         snapshot: collected.snapshot,
         previous,
         stored,
-        notices: collected.notices,
+        notices,
+        not_stored,
     })
 }
 
@@ -251,6 +299,9 @@ pub async fn side_snapshot(ctx: &Ctx, store: &Store, side: Side) -> Result<Snaps
                 .map_err(failure_error)?;
             for notice in &live.notices {
                 ctx.printer.warn(&format!("{target}: {notice}"));
+            }
+            if let Some(line) = &live.not_stored {
+                ctx.printer.warn(line);
             }
             Ok(live.snapshot)
         }

@@ -17,4 +17,5 @@ mod server;
 mod shard;
 mod sim;
 mod tty;
+mod unstored;
 mod util;

@@ -1,8 +1,9 @@
 //! End-to-end: the built `probe` binary against the `secrets` fixture host (127.0.0.30), whose
-//! unit file, EnvironmentFile, shell history, running server (argv, environment, log) and
-//! model `config.json` hold every secret shape operators write, each literal secret containing
-//! `SEKRIT`. None may reach a report (human, markdown, JSON, JSON Lines, Prometheus), a stored
-//! snapshot (`snapshots show`/`export`), or the SQLite file; variable references stay.
+//! unit file, EnvironmentFile, shell history, running server (argv, environment, log, and its
+//! own `/metrics`: a `vllm:cache_config_info` label carrying its `HF_TOKEN`) and model
+//! `config.json` hold every secret shape operators write, each literal secret containing
+//! `SEKRIT`. None may reach a report (human, markdown, JSON, HTML, JSON Lines, Prometheus), a
+//! stored snapshot (`snapshots show`/`export`), or the SQLite file; variable references stay.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -75,6 +76,29 @@ fn no_secret_reaches_any_output_the_store_or_an_export() {
         "json",
     );
     assert_clean("json report", &json);
+    // The server was asked, and the label that carried the token is there, redacted.
+    let reports: Vec<probe_model::HostReport> = serde_json::from_str(&json).unwrap();
+    let token = reports
+        .iter()
+        .flat_map(|report| &report.servers)
+        .find_map(|server| server.reading.args.get("cache_config.hf_token"));
+    assert!(
+        token
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| t.starts_with("<redacted:")),
+        "{token:?} in {:?}",
+        reports.iter().map(|r| &r.servers).collect::<Vec<_>>()
+    );
+    let html = ok(
+        &probe(
+            host,
+            home.path(),
+            &store,
+            &["--format", "html", "host", alias],
+        ),
+        "html",
+    );
+    assert_clean("html report", &html);
 
     let dir = tempfile::tempdir().unwrap();
     let inventory = dir.path().join("fleet.toml");

@@ -182,6 +182,14 @@ pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &As
         }
         snapshot.servers.push(reading);
     }
+    // The snapshot was redacted when it was assembled, before these readings existed: every
+    // string of every field they hold (metric label values and names, server-info keys and
+    // values, model ids, versions, error lines) goes through the same pass now, keys giving
+    // context. Per-field redaction while reading (`answers::clean`) is not what keeps secrets
+    // out: a field added later would escape it.
+    if let Some(r) = redactor {
+        crate::redact::redact_serde(&mut snapshot.servers, r);
+    }
 }
 
 fn status_of(e: &ForwardError) -> ServerStatus {

@@ -10,4 +10,5 @@ mod partial;
 mod prop;
 mod prop_hardware;
 mod read_only;
+mod server_redaction;
 mod thinning;
