@@ -1,14 +1,17 @@
 //! The host-key verifier: the russh handler that checks the server's key or certificate
 //! against the operator's known_hosts (strict by default: an unknown key is refused unless
 //! accept-new is asked for and a file to record it in exists; a changed or revoked key always
-//! is), and the host key algorithms offered for it.
+//! is), and the host key algorithms offered for it. The same handler refuses every channel the
+//! server opens towards the client (agent, X11, forwarded or direct TCP and stream-local,
+//! session): probe asks for none.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use russh::client;
+use russh::client::{self, ChannelOpenHandle};
 use russh::keys::PublicKeyOrCertificate;
 use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
+use russh::{Channel, ChannelOpenFailure};
 
 use crate::error::{ErrorKind, KeyAt, UnknownKey};
 use crate::known_hosts::{self, KnownHosts, Recorded, Verdict};
@@ -198,6 +201,100 @@ impl client::Handler for Client {
             }
         }
     }
+
+    // Channels the server opens towards us. We ask for none of them (no agent or X11
+    // forwarding, no remote forwards, no sessions), so each is refused as OpenSSH's client
+    // refuses what it did not ask for; russh's defaults would accept them.
+
+    async fn server_channel_open_agent_forward(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "auth-agent@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_x11(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "x11").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_forwarded_tcpip(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _connected_address: &str,
+        _connected_port: u32,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "forwarded-tcpip").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_forwarded_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "forwarded-streamlocal@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_tcpip(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _host_to_connect: &str,
+        _port_to_connect: u32,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "direct-tcpip").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "direct-streamlocal@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_session(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "session").await;
+        Ok(())
+    }
+}
+
+/// Refuses a channel the server opened, as administratively prohibited (OpenSSH's answer).
+async fn refuse(reply: ChannelOpenHandle, kind: &str) {
+    tracing::warn!("the server opened a {kind} channel, which was not asked for; refused");
+    reply
+        .reject(ChannelOpenFailure::AdministrativelyProhibited)
+        .await;
 }
 
 fn key_order(first: &[Algorithm]) -> Vec<Algorithm> {
