@@ -110,6 +110,9 @@ pub enum ErrorKind {
     KnownHostsWrite { file: PathBuf, cause: String },
     #[error("authentication failed: tried {}", if .tried.is_empty() { "nothing (no agent, no identity files)".to_string() } else { .tried.join(", ") })]
     AuthFailed { tried: Vec<String> },
+    /// The connection ended during authentication before the server refused any key.
+    #[error("authentication did not finish: {cause}; no key was refused (tried {})", if .tried.is_empty() { "nothing yet".to_string() } else { .tried.join(", ") })]
+    AuthInterrupted { tried: Vec<String>, cause: String },
     #[error("configuration: {0}")]
     Config(String),
     #[error("via jump host {jump}: {inner}")]
@@ -151,9 +154,13 @@ impl ErrorKind {
             AuthFailed { .. } => FailureClass::AuthFailed,
             Config(_) | KnownHostsWrite { .. } => FailureClass::Config,
             Jump { inner, .. } => inner.class(),
-            Handshake(_) | NoExitStatus(_) | Signal(_) | Channel(_) | Ssh(_) | Local(_) => {
-                FailureClass::Other
-            }
+            AuthInterrupted { .. }
+            | Handshake(_)
+            | NoExitStatus(_)
+            | Signal(_)
+            | Channel(_)
+            | Ssh(_)
+            | Local(_) => FailureClass::Other,
         }
     }
 }

@@ -13,7 +13,7 @@ use russh::keys::PublicKeyOrCertificate;
 use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
 use russh::{Channel, ChannelOpenFailure};
 
-use crate::error::{ErrorKind, KeyAt, UnknownKey};
+use crate::error::{ErrorKind, KeyAt, UnknownKey, clean};
 use crate::known_hosts::{self, KnownHosts, Recorded, Verdict};
 use crate::settings::{HostSettings, Strict};
 
@@ -22,6 +22,41 @@ use crate::settings::{HostSettings, Strict};
 pub(crate) struct Client {
     verifier: Arc<Verifier>,
     pub(crate) verdict: Arc<Mutex<Option<ErrorKind>>>,
+    /// Why the connection ended, once it has (russh's handle only learns that it did).
+    pub(crate) lost: Lost,
+}
+
+/// Why a connection ended, once it has.
+pub(crate) type Lost = Arc<Mutex<Option<Ended>>>;
+
+/// What ended a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The server closed the connection without a word (end of stream, reset).
+    ServerClosed,
+    /// The server sent a disconnect message: its text, else its reason code.
+    ServerDisconnected(String),
+    /// The server sent a packet larger than any client takes; probe closed the connection.
+    Oversized(usize),
+    /// Anything else, in russh's words.
+    Lost(String),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::ServerClosed => write!(f, "the server closed the connection"),
+            Ended::ServerDisconnected(why) => write!(f, "the server disconnected: {why}"),
+            Ended::Oversized(n) => write!(
+                f,
+                "the server sent a packet of {}, over the {} an SSH packet may be, and probe \
+                 closed the connection",
+                size(*n),
+                size(PACKET_LIMIT)
+            ),
+            Ended::Lost(why) => write!(f, "the connection was lost ({why})"),
+        }
+    }
 }
 
 impl Client {
@@ -29,7 +64,57 @@ impl Client {
         Client {
             verifier: Arc::new(verifier),
             verdict: Arc::new(Mutex::new(None)),
+            lost: Arc::new(Mutex::new(None)),
         }
+    }
+}
+
+/// The most a packet may be (RFC 4253 asks for 32 KiB; russh and OpenSSH take 256 KiB).
+const PACKET_LIMIT: usize = 256 * 1024;
+
+/// What ended a connection.
+fn ended(reason: &client::DisconnectReason<russh::Error>) -> Ended {
+    match reason {
+        client::DisconnectReason::ReceivedDisconnect(info) => {
+            let message = clean(&info.message);
+            Ended::ServerDisconnected(if message.is_empty() {
+                format!("{:?}", info.reason_code)
+            } else {
+                message
+            })
+        }
+        client::DisconnectReason::Error(russh::Error::PacketSize(n)) if *n > PACKET_LIMIT => {
+            Ended::Oversized(*n)
+        }
+        client::DisconnectReason::Error(russh::Error::HUP | russh::Error::Disconnect) => {
+            Ended::ServerClosed
+        }
+        client::DisconnectReason::Error(russh::Error::IO(io))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            Ended::ServerClosed
+        }
+        client::DisconnectReason::Error(e) => Ended::Lost(clean(&e.to_string())),
+    }
+}
+
+/// A byte count as people say it: `1.0 MiB`, `256 KiB`, `300 bytes`.
+fn size(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else if n >= KIB && n.is_multiple_of(KIB) {
+        format!("{} KiB", n / KIB)
+    } else if n >= KIB {
+        format!("{:.1} KiB", n as f64 / KIB as f64)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -199,6 +284,19 @@ impl client::Handler for Client {
                 }
                 Ok(false)
             }
+        }
+    }
+
+    async fn disconnected(
+        &mut self,
+        reason: client::DisconnectReason<Self::Error>,
+    ) -> Result<(), Self::Error> {
+        if let Ok(mut slot) = self.lost.lock() {
+            *slot = Some(ended(&reason));
+        }
+        match reason {
+            client::DisconnectReason::ReceivedDisconnect(_) => Ok(()),
+            client::DisconnectReason::Error(e) => Err(e),
         }
     }
 
@@ -375,4 +473,35 @@ fn host_key_preferences(
         )));
     }
     Ok((keys, certs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_an_oversized_packet_read_as_people_say_them() {
+        assert_eq!(size(300), "300 bytes");
+        assert_eq!(size(256 * 1024), "256 KiB");
+        assert_eq!(size(300 * 1024 + 512), "300.5 KiB");
+        assert_eq!(size(1024 * 1024 + 40), "1.0 MiB");
+        let big = ended(&client::DisconnectReason::Error(russh::Error::PacketSize(
+            1024 * 1024 + 40,
+        )));
+        assert_eq!(
+            big.to_string(),
+            "the server sent a packet of 1.0 MiB, over the 256 KiB an SSH packet may be, and \
+             probe closed the connection"
+        );
+        let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early eof");
+        assert_eq!(
+            ended(&client::DisconnectReason::Error(russh::Error::IO(eof))),
+            Ended::ServerClosed
+        );
+        let other = ended(&client::DisconnectReason::Error(russh::Error::WrongChannel));
+        assert!(
+            other.to_string().starts_with("the connection was lost ("),
+            "{other}"
+        );
+    }
 }
