@@ -2,7 +2,8 @@
 //! connection, and keeping what each returned.
 //!
 //! Round-1 groups start together (the transport keeps at most its channel limit open and
-//! falls back to fewer when the server refuses one); a group whose probes depend on a section
+//! falls back to fewer when the server refuses one; a group whose channel is refused anyway,
+//! all having asked at once, runs when another group's channel ends: `Channels`); a group whose probes depend on a section
 //! of another group starts when that section has ended, and is not run (recorded as such) when
 //! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
 //! ([`ROUND2_NEEDS`]: round 1's `host` and `scan` groups) are in, while the rest of round 1
@@ -14,11 +15,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use probe_model::{SectionStatus, Snapshot};
-use probe_transport::{Exec, ExecRequest, TransportError};
+use probe_transport::{Exec, ExecOutput, ExecRequest, TransportError};
 
 use crate::frame::{self, Framed, RawSection};
 use crate::script::{self, Group, Round2Inputs};
@@ -224,8 +226,72 @@ impl Board {
     }
 }
 
+/// The exec calls of both rounds in flight, and a signal when one ends. A server that allows
+/// fewer sessions than there are groups (`MaxSessions 1`) refuses a group's channel when the
+/// transport has none of its own open to wait for (they all opened at once); that group then
+/// waits here for another group's channel to end and runs after it, on the channel that frees.
+#[derive(Default)]
+struct Channels {
+    running: AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+/// Counts one exec call as running while it lives (also when its future is dropped). Its end
+/// wakes the groups waiting for a channel, unless its own channel was refused (no channel
+/// freed: waking them would only have them refused again) and others still run.
+struct Running<'a> {
+    channels: &'a Channels,
+    freed: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let before = self.channels.running.fetch_sub(1, Ordering::SeqCst);
+        if self.freed || before == 1 {
+            self.channels.ended.notify_waiters();
+        }
+    }
+}
+
+impl Channels {
+    async fn exec<E: Exec>(
+        &self,
+        exec: &E,
+        req: &ExecRequest,
+    ) -> Result<ExecOutput, TransportError> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        let mut running = Running {
+            channels: self,
+            freed: true,
+        };
+        let result = exec.exec(req).await;
+        running.freed = !matches!(&result, Err(e) if refused(e));
+        result
+    }
+
+    /// After a refused channel: waits until another exec call ends (or the last one running
+    /// does) and says true, or says false at once when none is running (the server allows no
+    /// channel now).
+    async fn wait_for_one(&self) -> bool {
+        let ended = self.ended.notified();
+        let mut ended = std::pin::pin!(ended);
+        ended.as_mut().enable();
+        if self.running.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        ended.await;
+        true
+    }
+}
+
+/// The server refused the group's channel: the command never ran.
+fn refused(e: &TransportError) -> bool {
+    matches!(e.kind, probe_transport::ErrorKind::ChannelRefused(_))
+}
+
 struct RoundCtx<'a, E: Exec> {
     exec: &'a E,
+    channels: &'a Channels,
     opts: &'a CollectOptions,
     started: Instant,
     boundary: &'a str,
@@ -259,37 +325,50 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             return out;
         }
     }
-    // The transport may take a moment to give up on a channel at its deadline, and parsing
-    // everything takes the client a moment too (more on a loaded machine): ask it to stop a
-    // little before ours.
-    let left = rc
-        .deadline
-        .saturating_sub(rc.started.elapsed())
-        .saturating_sub(DEADLINE_MARGIN);
-    let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
-    if left < Duration::from_secs(1) || budget.is_zero() {
-        out.framed = Some(not_run(&out.group, 201));
-        out.skipped = Some((
-            SectionStatus::TimedOut,
-            "not run: collection deadline reached".into(),
-        ));
-        board.add(out.framed.as_ref(), &out.group);
-        return out;
-    }
-    let text = script::build_group(
-        rc.opts,
-        rc.boundary,
-        budget,
-        &out.group,
-        rc.inputs,
-        lane_width(&out.group, rc.inputs),
-    );
-    let req = ExecRequest::new("sh -s")
-        .with_stdin(text.into_bytes())
-        .with_timeout(left)
-        .with_caps(out.group.stdout_cap(), 64 << 10);
-    let t = Instant::now();
-    match rc.exec.exec(&req).await {
+    // A group whose channel the server refused runs again once another group's channel has
+    // ended, with what is left of the deadline; a refusal with nothing else running is final.
+    let (result, t) = loop {
+        // The transport may take a moment to give up on a channel at its deadline, and parsing
+        // everything takes the client a moment too (more on a loaded machine): ask it to stop
+        // a little before ours.
+        let left = rc
+            .deadline
+            .saturating_sub(rc.started.elapsed())
+            .saturating_sub(DEADLINE_MARGIN);
+        let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
+        if left < Duration::from_secs(1) || budget.is_zero() {
+            out.framed = Some(not_run(&out.group, 201));
+            out.skipped = Some((
+                SectionStatus::TimedOut,
+                "not run: collection deadline reached".into(),
+            ));
+            board.add(out.framed.as_ref(), &out.group);
+            return out;
+        }
+        let text = script::build_group(
+            rc.opts,
+            rc.boundary,
+            budget,
+            &out.group,
+            rc.inputs,
+            lane_width(&out.group, rc.inputs),
+        );
+        let req = ExecRequest::new("sh -s")
+            .with_stdin(text.into_bytes())
+            .with_timeout(left)
+            .with_caps(out.group.stdout_cap(), 64 << 10);
+        let t = Instant::now();
+        match rc.channels.exec(rc.exec, &req).await {
+            Err(e) if refused(&e) && rc.channels.wait_for_one().await => {
+                tracing::debug!(
+                    group = %out.group.name,
+                    "channel refused; running after another group's channel ended"
+                );
+            }
+            result => break (result, t),
+        }
+    };
+    match result {
         Ok(o) => {
             out.bytes = o.stdout.len() as u64;
             out.truncated = o.stdout_truncated;
@@ -384,8 +463,10 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
     let boundary1 = script::new_boundary();
     let boundary2 = script::new_boundary();
     let none = Round2Inputs::default();
+    let channels = Channels::default();
     let r1 = RoundCtx {
         exec,
+        channels: &channels,
         opts,
         started,
         boundary: &boundary1,
@@ -401,7 +482,9 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
             .map(|g| run_group(&r1, &board, g))
             .collect(),
     );
-    let round2 = round_two(exec, opts, started, &board, &boundary1, &boundary2);
+    let round2 = round_two(
+        exec, &channels, opts, started, &board, &boundary1, &boundary2,
+    );
     let (round1, (round2, round2_started_ms)) = tokio::join!(round1, round2);
     Rounds {
         boundary1,
@@ -418,6 +501,7 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
 /// early plan found something; the round is not needed when no plan finds anything.
 async fn round_two<E: Exec>(
     exec: &E,
+    channels: &Channels,
     opts: &CollectOptions,
     started: Instant,
     board: &Board,
@@ -470,7 +554,7 @@ async fn round_two<E: Exec>(
             if early_empty && inputs.is_empty() {
                 return (inputs, Vec::new());
             }
-            let rc = round2_ctx(exec, opts, started, boundary2, &inputs);
+            let rc = round2_ctx(exec, channels, opts, started, boundary2, &inputs);
             let outs = run_wave(&rc, groups).await;
             (inputs, outs)
         }
@@ -495,6 +579,7 @@ async fn round_two<E: Exec>(
 
 fn round2_ctx<'a, E: Exec>(
     exec: &'a E,
+    channels: &'a Channels,
     opts: &'a CollectOptions,
     started: Instant,
     boundary: &'a str,
@@ -502,6 +587,7 @@ fn round2_ctx<'a, E: Exec>(
 ) -> RoundCtx<'a, E> {
     RoundCtx {
         exec,
+        channels,
         opts,
         started,
         boundary,

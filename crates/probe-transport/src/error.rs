@@ -125,6 +125,10 @@ pub enum ErrorKind {
     Signal(String),
     #[error("cannot open channel: {0}")]
     Channel(String),
+    /// The server refused to open a session channel (its `MaxSessions`, or it allows none):
+    /// after the retries, with no other channel of ours open to wait for. The command never ran.
+    #[error("cannot open channel: {0}")]
+    ChannelRefused(String),
     #[error("{0}")]
     Ssh(String),
     #[error("local command: {0}")]
@@ -159,6 +163,7 @@ impl ErrorKind {
             | NoExitStatus(_)
             | Signal(_)
             | Channel(_)
+            | ChannelRefused(_)
             | Ssh(_)
             | Local(_) => FailureClass::Other,
         }

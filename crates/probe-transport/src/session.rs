@@ -579,10 +579,19 @@ impl SshSession {
                     );
                     permit.forget();
                     permit = acquire().await?;
+                    // A channel ended: a fresh start at the retries.
+                    attempt = 0;
                 }
                 Ok(Err(russh::Error::ChannelOpenFailure(f))) if attempt < RETRIES => {
                     tracing::debug!("{}: channel open failed ({f:?}); retrying", self.host);
                     tokio::time::sleep(backoff(attempt, 25)).await;
+                }
+                Ok(Err(e @ russh::Error::ChannelOpenFailure(_))) => {
+                    tracing::debug!(
+                        "{}: channel refused ({e}) with none open; giving up",
+                        self.host
+                    );
+                    return Err(err(ErrorKind::ChannelRefused(clean(&e.to_string()))));
                 }
                 Ok(Err(e)) => return Err(err(ErrorKind::Channel(clean(&e.to_string())))),
             }

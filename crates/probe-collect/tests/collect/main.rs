@@ -10,3 +10,4 @@ mod partial;
 mod prop;
 mod prop_hardware;
 mod read_only;
+mod sessions;
