@@ -451,7 +451,7 @@ fn dependency_blocks(dep: &RawSection) -> Option<(i32, (SectionStatus, String))>
             200,
             (
                 SectionStatus::Failed,
-                format!("not run: {} did not finish", dep.name),
+                format!("{NOT_RUN}{}{DID_NOT_FINISH}", dep.name),
             ),
         )),
         _ => None,
@@ -628,6 +628,23 @@ fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -
     plan::round2_inputs(&scratch, &ctx, &extra)
 }
 
+/// How the messages of sections lost with their channel begin (status `Failed`; at the
+/// deadline they are `TimedOut`), and of those not run because a section they depend on was.
+const NOT_COLLECTED: &str = "not collected: ";
+const CUT_OFF: &str = "cut off while it ran (";
+const NOT_RUN: &str = "not run: ";
+const DID_NOT_FINISH: &str = " did not finish";
+
+/// Whether a section was lost to the connection (a refused or dropped channel, a lost link)
+/// rather than reported by the host: `Failed` with one of the messages above.
+pub fn lost(r: &probe_model::SectionReport) -> bool {
+    let msg = r.message.as_deref().unwrap_or("");
+    r.status == SectionStatus::Failed
+        && (msg.starts_with(NOT_COLLECTED)
+            || msg.starts_with(CUT_OFF)
+            || (msg.starts_with(NOT_RUN) && msg.ends_with(DID_NOT_FINISH)))
+}
+
 /// Status and message of sections lost with their channel.
 fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
     let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
@@ -639,7 +656,7 @@ fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
     (
         status,
         format!(
-            "not collected: round {round} failed ({})",
+            "{NOT_COLLECTED}round {round} failed ({})",
             sanitize::sanitize_line(&e.kind.to_string())
         ),
     )
@@ -650,7 +667,7 @@ fn cut_off(g: &GroupOut) -> String {
     let why = g.error.as_ref().map_or_else(String::new, |e| {
         sanitize::sanitize_line(&e.kind.to_string())
     });
-    format!("cut off while it ran ({why}); what it printed before is kept")
+    format!("{CUT_OFF}{why}); what it printed before is kept")
 }
 
 /// Every group of the round failed at the transport level: the first failure.

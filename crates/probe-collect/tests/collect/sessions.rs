@@ -75,23 +75,43 @@ async fn every_section_arrives_when_the_server_allows_one_or_two_sessions() {
             names(&default),
             "MaxSessions {max}: {limited:#?}"
         );
-        let _ = snap;
+        let lost = probe_collect::lost_sections(&snap);
+        assert!(lost.is_empty(), "MaxSessions {max}: lost {lost:?}");
     }
 }
 
 /// The real session to a host, but a second command while one runs is refused the way the
 /// transport refuses a channel it could not wait for: what a server that allows one session
 /// does when every group asks at once.
+/// With `never`, the group that runs that section is refused every time.
 struct OneAtATime {
     inner: Connection,
     running: AtomicUsize,
     refused: AtomicUsize,
+    never: Option<&'static str>,
+}
+
+impl OneAtATime {
+    fn new(inner: Connection, never: Option<&'static str>) -> Self {
+        OneAtATime {
+            inner,
+            running: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
+            never,
+        }
+    }
 }
 
 impl Exec for OneAtATime {
     async fn exec(&self, req: &ExecRequest) -> Result<ExecOutput, TransportError> {
-        if self.running.fetch_add(1, Ordering::SeqCst) > 0 {
-            self.running.fetch_sub(1, Ordering::SeqCst);
+        let script = String::from_utf8_lossy(req.stdin.as_deref().unwrap_or(&[])).into_owned();
+        let never = self
+            .never
+            .is_some_and(|n| script.contains(&format!("\nsec {n} ")));
+        if never || self.running.fetch_add(1, Ordering::SeqCst) > 0 {
+            if !never {
+                self.running.fetch_sub(1, Ordering::SeqCst);
+            }
             self.refused.fetch_add(1, Ordering::SeqCst);
             return Err(TransportError::new(
                 self.host(),
@@ -119,11 +139,7 @@ async fn groups_whose_channel_is_refused_run_after_the_others() {
         ..Default::default()
     };
     let (all, _) = collect_with_stats(&conn, &opts).await.unwrap();
-    let one = OneAtATime {
-        inner: conn,
-        running: AtomicUsize::new(0),
-        refused: AtomicUsize::new(0),
-    };
+    let one = OneAtATime::new(conn, None);
     let (serial, stats) = collect_with_stats(&one, &opts).await.unwrap();
     assert!(
         one.refused.load(Ordering::SeqCst) > 0,
@@ -140,5 +156,24 @@ async fn groups_whose_channel_is_refused_run_after_the_others() {
     };
     assert_eq!(statuses(&serial), statuses(&all));
     assert_eq!(stats.channels, 5, "every group ran once");
-    one.inner.close().await;
+    assert!(probe_collect::lost_sections(&serial).is_empty());
+
+    // A group refused every time is lost once nothing else runs; the snapshot says so, and
+    // every other section is there.
+    let refusing = OneAtATime::new(one.inner, Some("gpu_query"));
+    let (partial, _) = collect_with_stats(&refusing, &opts).await.unwrap();
+    let group: Vec<String> = probe_collect::script::groups(1)
+        .into_iter()
+        .find(|g| g.probes.iter().any(|p| p.name == "gpu_query"))
+        .map(|g| g.probes.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default();
+    assert!(group.len() >= 3, "{group:?}");
+    assert_eq!(probe_collect::lost_sections(&partial), group);
+    for (name, status) in statuses(&partial) {
+        if !group.contains(&name) {
+            let was = statuses(&all).into_iter().find(|(n, _)| *n == name);
+            assert_eq!(Some((name.clone(), status)), was, "{name}");
+        }
+    }
+    refusing.inner.close().await;
 }
