@@ -13,3 +13,7 @@ pub const ERROR: u8 = 2;
 pub const HOSTS_FAILED: u8 = 3;
 /// A host key was changed or revoked: always refused, reported with its own code.
 pub const HOST_KEY_REFUSED: u8 = 4;
+/// `probe host`: every host was collected, but at least one snapshot lost sections to the
+/// connection (a channel the server refused to the end, a dropped link); the snapshot is still
+/// reported and stored, and a notice names the sections.
+pub const INCOMPLETE: u8 = 5;

@@ -44,14 +44,18 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
 
     let mut reports = Vec::new();
     let mut failures: Vec<HostFailure> = Vec::new();
+    let mut incomplete = false;
     for (_, result) in results {
         match result {
-            Ok(live) => reports.push(crate::report::build(
-                &live.snapshot,
-                live.previous.as_ref(),
-                live.stored,
-                live.notices,
-            )),
+            Ok(live) => {
+                incomplete |= !probe_collect::lost_sections(&live.snapshot).is_empty();
+                reports.push(crate::report::build(
+                    &live.snapshot,
+                    live.previous.as_ref(),
+                    live.stored,
+                    live.notices,
+                ));
+            }
             Err(failure) => failures.push(failure.class),
         }
     }
@@ -67,17 +71,50 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                 .join("\n")
         },
     )?;
-    Ok(exit_code(&failures, args.targets.len()))
+    Ok(exit_code(&failures, args.targets.len(), incomplete))
 }
 
-fn exit_code(failures: &[HostFailure], total: usize) -> u8 {
+/// A refused host key (4) first, then failed hosts (2 for one target, 3 for several), then a
+/// snapshot that lost sections to the connection (5).
+fn exit_code(failures: &[HostFailure], total: usize, incomplete: bool) -> u8 {
     if failures.contains(&HostFailure::HostKeyRefused) {
         exit_codes::HOST_KEY_REFUSED
+    } else if failures.is_empty() && incomplete {
+        exit_codes::INCOMPLETE
     } else if failures.is_empty() {
         exit_codes::OK
     } else if total == 1 {
         exit_codes::ERROR
     } else {
         exit_codes::HOSTS_FAILED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_code_by_severity_with_incomplete_snapshots_last() {
+        use HostFailure::{HostKeyRefused, Unreachable};
+        let table: &[(&[HostFailure], usize, bool, u8)] = &[
+            (&[], 1, false, exit_codes::OK),
+            (&[], 2, true, exit_codes::INCOMPLETE),
+            (&[Unreachable], 1, true, exit_codes::ERROR),
+            (&[Unreachable], 2, true, exit_codes::HOSTS_FAILED),
+            (
+                &[Unreachable, HostKeyRefused],
+                3,
+                true,
+                exit_codes::HOST_KEY_REFUSED,
+            ),
+        ];
+        for (failures, total, incomplete, want) in table {
+            assert_eq!(
+                exit_code(failures, *total, *incomplete),
+                *want,
+                "{failures:?} of {total}, incomplete {incomplete}"
+            );
+        }
     }
 }
