@@ -3,9 +3,9 @@
 //!
 //! Round-1 groups start together (the transport keeps at most its channel limit open and
 //! falls back to fewer when the server refuses one; a group whose channel is refused anyway,
-//! all having asked at once, runs when another group's channel ends: `Channels`); a group whose probes depend on a section
-//! of another group starts when that section has ended, and is not run (recorded as such) when
-//! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
+//! all having asked at once, runs when another group's channel ends: `Channels`); a group
+//! whose probes depend on a section of another group starts when that section has ended, and
+//! is not run (recorded as such) when it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
 //! ([`ROUND2_NEEDS`]: round 1's `host` and `scan` groups) are in, while the rest of round 1
 //! (the GPU tools) still runs; the round-2 group that also reads GPU sections (the compute
 //! processes' owners and maps) starts as a wave of its own once those are in. Inside a group
@@ -233,6 +233,8 @@ impl Board {
 #[derive(Default)]
 struct Channels {
     running: AtomicUsize,
+    /// Calls that ended after running on a channel (not refused one).
+    freed: AtomicUsize,
     ended: tokio::sync::Notify,
 }
 
@@ -246,6 +248,9 @@ struct Running<'a> {
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
+        if self.freed {
+            self.channels.freed.fetch_add(1, Ordering::SeqCst);
+        }
         let before = self.channels.running.fetch_sub(1, Ordering::SeqCst);
         if self.freed || before == 1 {
             self.channels.ended.notify_waiters();
@@ -269,18 +274,28 @@ impl Channels {
         result
     }
 
-    /// After a refused channel: waits until another exec call ends (or the last one running
-    /// does) and says true, or says false at once when none is running (the server allows no
-    /// channel now).
-    async fn wait_for_one(&self) -> bool {
-        let ended = self.ended.notified();
-        let mut ended = std::pin::pin!(ended);
-        ended.as_mut().enable();
-        if self.running.load(Ordering::SeqCst) == 0 {
-            return false;
+    /// Calls that have run on a channel and ended so far.
+    fn freed(&self) -> usize {
+        self.freed.load(Ordering::SeqCst)
+    }
+
+    /// After a refused channel, asked for when [`Channels::freed`] said `seen`: true once a
+    /// channel has freed since (another call ran on one and ended), false when none has and
+    /// none is running (the server allows no channel now: two groups it always refuses end
+    /// here rather than wake each other until the deadline).
+    async fn wait_for_one(&self, seen: usize) -> bool {
+        loop {
+            let ended = self.ended.notified();
+            let mut ended = std::pin::pin!(ended);
+            ended.as_mut().enable();
+            if self.freed() > seen {
+                return true;
+            }
+            if self.running.load(Ordering::SeqCst) == 0 {
+                return false;
+            }
+            ended.await;
         }
-        ended.await;
-        true
     }
 }
 
@@ -358,8 +373,9 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             .with_timeout(left)
             .with_caps(out.group.stdout_cap(), 64 << 10);
         let t = Instant::now();
+        let seen = rc.channels.freed();
         match rc.channels.exec(rc.exec, &req).await {
-            Err(e) if refused(&e) && rc.channels.wait_for_one().await => {
+            Err(e) if refused(&e) && rc.channels.wait_for_one(seen).await => {
                 tracing::debug!(
                     group = %out.group.name,
                     "channel refused; running after another group's channel ended"

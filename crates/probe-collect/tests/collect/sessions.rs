@@ -83,16 +83,16 @@ async fn every_section_arrives_when_the_server_allows_one_or_two_sessions() {
 /// The real session to a host, but a second command while one runs is refused the way the
 /// transport refuses a channel it could not wait for: what a server that allows one session
 /// does when every group asks at once.
-/// With `never`, the group that runs that section is refused every time.
+/// The groups that run a section of `never` are refused every time.
 struct OneAtATime {
     inner: Connection,
     running: AtomicUsize,
     refused: AtomicUsize,
-    never: Option<&'static str>,
+    never: &'static [&'static str],
 }
 
 impl OneAtATime {
-    fn new(inner: Connection, never: Option<&'static str>) -> Self {
+    fn new(inner: Connection, never: &'static [&'static str]) -> Self {
         OneAtATime {
             inner,
             running: AtomicUsize::new(0),
@@ -107,7 +107,8 @@ impl Exec for OneAtATime {
         let script = String::from_utf8_lossy(req.stdin.as_deref().unwrap_or(&[])).into_owned();
         let never = self
             .never
-            .is_some_and(|n| script.contains(&format!("\nsec {n} ")));
+            .iter()
+            .any(|n| script.contains(&format!("\nsec {n} ")));
         if never || self.running.fetch_add(1, Ordering::SeqCst) > 0 {
             if !never {
                 self.running.fetch_sub(1, Ordering::SeqCst);
@@ -139,7 +140,7 @@ async fn groups_whose_channel_is_refused_run_after_the_others() {
         ..Default::default()
     };
     let (all, _) = collect_with_stats(&conn, &opts).await.unwrap();
-    let one = OneAtATime::new(conn, None);
+    let one = OneAtATime::new(conn, &[]);
     let (serial, stats) = collect_with_stats(&one, &opts).await.unwrap();
     assert!(
         one.refused.load(Ordering::SeqCst) > 0,
@@ -160,13 +161,9 @@ async fn groups_whose_channel_is_refused_run_after_the_others() {
 
     // A group refused every time is lost once nothing else runs; the snapshot says so, and
     // every other section is there.
-    let refusing = OneAtATime::new(one.inner, Some("gpu_query"));
+    let refusing = OneAtATime::new(one.inner, &["gpu_query"]);
     let (partial, _) = collect_with_stats(&refusing, &opts).await.unwrap();
-    let group: Vec<String> = probe_collect::script::groups(1)
-        .into_iter()
-        .find(|g| g.probes.iter().any(|p| p.name == "gpu_query"))
-        .map(|g| g.probes.iter().map(|p| p.name.clone()).collect())
-        .unwrap_or_default();
+    let group = group_of("gpu_query");
     assert!(group.len() >= 3, "{group:?}");
     assert_eq!(probe_collect::lost_sections(&partial), group);
     for (name, status) in statuses(&partial) {
@@ -175,5 +172,36 @@ async fn groups_whose_channel_is_refused_run_after_the_others() {
             assert_eq!(Some((name.clone(), status)), was, "{name}");
         }
     }
-    refusing.inner.close().await;
+
+    // Two groups refused every time: once no channel frees any more they give up, rather than
+    // wake each other until the deadline; each is refused at most once more than channels
+    // freed.
+    let twice = OneAtATime::new(refusing.inner, &["gpu_query", "pkg_history"]);
+    let (partial, stats) = collect_with_stats(&twice, &opts).await.unwrap();
+    let mut both = group_of("pkg_history");
+    both.extend(group_of("gpu_query"));
+    let lost = probe_collect::lost_sections(&partial);
+    for name in &both {
+        assert!(lost.contains(name), "{name} not lost: {lost:?}");
+    }
+    let refused = twice.refused.load(Ordering::SeqCst);
+    eprintln!(
+        "two groups refused: {refused} refusals, round1 {} ms, round2 {} ms",
+        stats.round1_ms, stats.round2_ms
+    );
+    let bound = 2 * (1 + stats.channels as usize);
+    assert!(
+        refused <= bound,
+        "refused {refused} times, more than {bound}"
+    );
+    twice.inner.close().await;
+}
+
+/// The sections of the round-1 group that runs `section`.
+fn group_of(section: &str) -> Vec<String> {
+    probe_collect::script::groups(1)
+        .into_iter()
+        .find(|g| g.probes.iter().any(|p| p.name == section))
+        .map(|g| g.probes.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default()
 }
