@@ -54,11 +54,11 @@ pub(crate) async fn authenticate(
     let hash: Option<HashAlg> = h.best_supported_rsa_hash().await.ok().flatten().flatten();
     let mut tried = Tried::default();
     if let Some(sock) = agent_socket(s)
-        && with_agent(h, s, hash, &sock, &mut tried).await
+        && with_agent(h, s, hash, &sock, lost, &mut tried).await
     {
         return Ok(());
     }
-    if !h.is_closed() && with_identity_files(h, s, input, hash, &mut tried).await {
+    if !h.is_closed() && with_identity_files(h, s, input, hash, lost, &mut tried).await {
         return Ok(());
     }
     let kind = if h.is_closed() && tried.refused == 0 {
@@ -102,9 +102,28 @@ fn interrupted(lost: &Lost) -> String {
     }
 }
 
-/// An attempt that got no answer because the connection was gone.
+/// The entry of an attempt the connection's end cut short, and whether the server refused it:
+/// a disconnect message is the server's answer (sshd at MaxAuthTries disconnects with "Too many
+/// authentication failures" instead of refusing the key), a closed connection is none.
+fn cut_short(lost: &Lost) -> (String, bool) {
+    match lost.lock().ok().and_then(|l| l.clone()) {
+        Some(Ended::ServerDisconnected(why)) => (format!("the server disconnected: {why}"), true),
+        _ => ("no answer, the connection ended".to_string(), false),
+    }
+}
+
+/// An attempt that got no answer because the connection was gone: russh answers one on a
+/// closed connection with a failure that names no method to continue with (a server's refusal
+/// names them; one that refuses and then disconnects, as after MaxAuthTries, still refused).
 fn unanswered<E>(h: &Handle<Client>, r: &Result<russh::client::AuthResult, E>) -> bool {
-    h.is_closed() && !matches!(r, Ok(r) if r.success())
+    h.is_closed()
+        && match r {
+            Ok(russh::client::AuthResult::Success) => false,
+            Ok(russh::client::AuthResult::Failure {
+                remaining_methods, ..
+            }) => remaining_methods.is_empty(),
+            Err(_) => true,
+        }
 }
 
 /// `IdentityAgent` (`none`: no agent), else `SSH_AUTH_SOCK`.
@@ -125,6 +144,7 @@ async fn with_agent(
     s: &HostSettings,
     hash: Option<HashAlg>,
     sock: &Path,
+    lost: &Lost,
     tried: &mut Tried,
 ) -> bool {
     let mut agent = match AgentClient::connect_uds(sock).await {
@@ -162,7 +182,9 @@ async fn with_agent(
             .authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent)
             .await;
         if unanswered(h, &r) {
-            tried.push(format!("agent (key {n}: no answer, the connection ended)"));
+            let (what, refused) = cut_short(lost);
+            tried.push(format!("agent (key {n}: {what})"));
+            tried.refused += usize::from(refused);
             return false;
         }
         match r {
@@ -193,6 +215,7 @@ async fn with_identity_files(
     s: &HostSettings,
     input: &AuthInput<'_>,
     hash: Option<HashAlg>,
+    lost: &Lost,
     tried: &mut Tried,
 ) -> bool {
     for path in &s.identity_files {
@@ -217,10 +240,9 @@ async fn with_identity_files(
             )
             .await;
         if unanswered(h, &r) {
-            tried.push(format!(
-                "{} (no answer, the connection ended)",
-                path.display()
-            ));
+            let (what, refused) = cut_short(lost);
+            tried.push(format!("{} ({what})", path.display()));
+            tried.refused += usize::from(refused);
             return false;
         }
         match r {

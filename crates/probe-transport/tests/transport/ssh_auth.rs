@@ -323,3 +323,34 @@ async fn a_banner_too_large_for_a_packet_is_not_reported_as_a_refused_key() {
     );
     assert_eq!(whoami(&env).await, "user=root");
 }
+
+#[tokio::test]
+async fn keys_refused_before_the_server_disconnects_are_still_an_authentication_failure() {
+    // MaxAuthTries 1: sshd ends the connection at the first key it refuses.
+    let env = Env::with_server("ed25519", "", None, "MaxAuthTries 1\n");
+    let first = key(env.dir.path(), "id_first", "ed25519", "", None);
+    let second = key(env.dir.path(), "id_second", "ed25519", "", None);
+    std::fs::write(
+        &env.config,
+        format!(
+            "Host *\n  User root\n  IdentityFile {}\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n",
+            first.private.display(),
+            second.private.display(),
+            env.known_hosts.display(),
+        ),
+    )
+    .unwrap();
+    let err = probe_transport::connect(&env.target(), &env.opts())
+        .await
+        .unwrap_err();
+    // sshd's answer to the first key is the disconnect itself: that key was refused.
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "root@127.0.0.1: authentication failed: tried {} (the server disconnected: Too many \
+             authentication failures)",
+            first.private.display()
+        )
+    );
+    assert_eq!(err.class(), FailureClass::AuthFailed);
+}
