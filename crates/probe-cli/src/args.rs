@@ -19,8 +19,9 @@ Examples:
   probe resolve gpu7                      the SSH settings probe uses for gpu7 (like ssh -G)
 
 Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 2 error,
-3 hosts failed (audit), 4 a host key was refused, 5 reported but not stored (kept in the spool);
-an audit exits with the most severe (4 > 3 > 5 > 1).
+3 hosts failed (audit), 4 a host key was refused, 5 reported but not stored (kept in the spool),
+6 a host's snapshot lost sections to the connection (probe host); an audit exits with the most
+severe (4 > 3 > 5 > 1).
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
 Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team

@@ -171,6 +171,15 @@ async fn run_collection(
             });
         }
     };
+    let lost = probe_collect::lost_sections(&snapshot);
+    if !lost.is_empty() {
+        notices.push(format!(
+            "collection incomplete: {} section{} lost to the connection ({})",
+            lost.len(),
+            if lost.len() == 1 { "" } else { "s" },
+            lost.join(", ")
+        ));
+    }
     if settings.ask_server {
         probe_collect::server::ask_servers(connection, &mut snapshot, &ask_options(settings)).await;
     }

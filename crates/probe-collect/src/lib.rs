@@ -185,6 +185,17 @@ pub async fn collect_with_stats<E: Exec>(
     Ok((snap, stats))
 }
 
+/// The sections of a snapshot that were lost to the connection (a channel the server refused
+/// even after waiting for the others, a dropped channel or link), not reported by the host:
+/// a snapshot with any is incomplete, however it was otherwise collected.
+pub fn lost_sections(snap: &Snapshot) -> Vec<String> {
+    snap.sections
+        .iter()
+        .filter(|r| rounds::lost(r))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
 /// Round 1 gave nothing usable: the first group's failure says why.
 fn no_output(host: String, opts: &CollectOptions, groups: Vec<rounds::GroupOut>) -> CollectError {
     let first = groups

@@ -2,9 +2,10 @@
 //! connection, and keeping what each returned.
 //!
 //! Round-1 groups start together (the transport keeps at most its channel limit open and
-//! falls back to fewer when the server refuses one); a group whose probes depend on a section
-//! of another group starts when that section has ended, and is not run (recorded as such) when
-//! it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
+//! falls back to fewer when the server refuses one; a group whose channel is refused anyway,
+//! all having asked at once, runs when another group's channel ends: `Channels`); a group
+//! whose probes depend on a section of another group starts when that section has ended, and
+//! is not run (recorded as such) when it timed out or found nothing. Round 2 starts as soon as the sections it is planned from
 //! ([`ROUND2_NEEDS`]: round 1's `host` and `scan` groups) are in, while the rest of round 1
 //! (the GPU tools) still runs; the round-2 group that also reads GPU sections (the compute
 //! processes' owners and maps) starts as a wave of its own once those are in. Inside a group
@@ -14,11 +15,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use probe_model::{SectionStatus, Snapshot};
-use probe_transport::{Exec, ExecRequest, TransportError};
+use probe_transport::{Exec, ExecOutput, ExecRequest, TransportError};
 
 use crate::frame::{self, Framed, RawSection};
 use crate::script::{self, Group, Round2Inputs};
@@ -224,8 +226,87 @@ impl Board {
     }
 }
 
+/// The exec calls of both rounds in flight, and a signal when one ends. A server that allows
+/// fewer sessions than there are groups (`MaxSessions 1`) refuses a group's channel when the
+/// transport has none of its own open to wait for (they all opened at once); that group then
+/// waits here for another group's channel to end and runs after it, on the channel that frees.
+#[derive(Default)]
+struct Channels {
+    running: AtomicUsize,
+    /// Calls that ended after running on a channel (not refused one).
+    freed: AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+/// Counts one exec call as running while it lives (also when its future is dropped). Its end
+/// wakes the groups waiting for a channel, unless its own channel was refused (no channel
+/// freed: waking them would only have them refused again) and others still run.
+struct Running<'a> {
+    channels: &'a Channels,
+    freed: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.freed {
+            self.channels.freed.fetch_add(1, Ordering::SeqCst);
+        }
+        let before = self.channels.running.fetch_sub(1, Ordering::SeqCst);
+        if self.freed || before == 1 {
+            self.channels.ended.notify_waiters();
+        }
+    }
+}
+
+impl Channels {
+    async fn exec<E: Exec>(
+        &self,
+        exec: &E,
+        req: &ExecRequest,
+    ) -> Result<ExecOutput, TransportError> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        let mut running = Running {
+            channels: self,
+            freed: true,
+        };
+        let result = exec.exec(req).await;
+        running.freed = !matches!(&result, Err(e) if refused(e));
+        result
+    }
+
+    /// Calls that have run on a channel and ended so far.
+    fn freed(&self) -> usize {
+        self.freed.load(Ordering::SeqCst)
+    }
+
+    /// After a refused channel, asked for when [`Channels::freed`] said `seen`: true once a
+    /// channel has freed since (another call ran on one and ended), false when none has and
+    /// none is running (the server allows no channel now: two groups it always refuses end
+    /// here rather than wake each other until the deadline).
+    async fn wait_for_one(&self, seen: usize) -> bool {
+        loop {
+            let ended = self.ended.notified();
+            let mut ended = std::pin::pin!(ended);
+            ended.as_mut().enable();
+            if self.freed() > seen {
+                return true;
+            }
+            if self.running.load(Ordering::SeqCst) == 0 {
+                return false;
+            }
+            ended.await;
+        }
+    }
+}
+
+/// The server refused the group's channel: the command never ran.
+fn refused(e: &TransportError) -> bool {
+    matches!(e.kind, probe_transport::ErrorKind::ChannelRefused(_))
+}
+
 struct RoundCtx<'a, E: Exec> {
     exec: &'a E,
+    channels: &'a Channels,
     opts: &'a CollectOptions,
     started: Instant,
     boundary: &'a str,
@@ -259,37 +340,51 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             return out;
         }
     }
-    // The transport may take a moment to give up on a channel at its deadline, and parsing
-    // everything takes the client a moment too (more on a loaded machine): ask it to stop a
-    // little before ours.
-    let left = rc
-        .deadline
-        .saturating_sub(rc.started.elapsed())
-        .saturating_sub(DEADLINE_MARGIN);
-    let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
-    if left < Duration::from_secs(1) || budget.is_zero() {
-        out.framed = Some(not_run(&out.group, 201));
-        out.skipped = Some((
-            SectionStatus::TimedOut,
-            "not run: collection deadline reached".into(),
-        ));
-        board.add(out.framed.as_ref(), &out.group);
-        return out;
-    }
-    let text = script::build_group(
-        rc.opts,
-        rc.boundary,
-        budget,
-        &out.group,
-        rc.inputs,
-        lane_width(&out.group, rc.inputs),
-    );
-    let req = ExecRequest::new("sh -s")
-        .with_stdin(text.into_bytes())
-        .with_timeout(left)
-        .with_caps(out.group.stdout_cap(), 64 << 10);
-    let t = Instant::now();
-    match rc.exec.exec(&req).await {
+    // A group whose channel the server refused runs again once another group's channel has
+    // ended, with what is left of the deadline; a refusal with nothing else running is final.
+    let (result, t) = loop {
+        // The transport may take a moment to give up on a channel at its deadline, and parsing
+        // everything takes the client a moment too (more on a loaded machine): ask it to stop
+        // a little before ours.
+        let left = rc
+            .deadline
+            .saturating_sub(rc.started.elapsed())
+            .saturating_sub(DEADLINE_MARGIN);
+        let budget = rc.budget_until.saturating_sub(rc.started.elapsed());
+        if left < Duration::from_secs(1) || budget.is_zero() {
+            out.framed = Some(not_run(&out.group, 201));
+            out.skipped = Some((
+                SectionStatus::TimedOut,
+                "not run: collection deadline reached".into(),
+            ));
+            board.add(out.framed.as_ref(), &out.group);
+            return out;
+        }
+        let text = script::build_group(
+            rc.opts,
+            rc.boundary,
+            budget,
+            &out.group,
+            rc.inputs,
+            lane_width(&out.group, rc.inputs),
+        );
+        let req = ExecRequest::new("sh -s")
+            .with_stdin(text.into_bytes())
+            .with_timeout(left)
+            .with_caps(out.group.stdout_cap(), 64 << 10);
+        let t = Instant::now();
+        let seen = rc.channels.freed();
+        match rc.channels.exec(rc.exec, &req).await {
+            Err(e) if refused(&e) && rc.channels.wait_for_one(seen).await => {
+                tracing::debug!(
+                    group = %out.group.name,
+                    "channel refused; running after another group's channel ended"
+                );
+            }
+            result => break (result, t),
+        }
+    };
+    match result {
         Ok(o) => {
             out.bytes = o.stdout.len() as u64;
             out.truncated = o.stdout_truncated;
@@ -372,7 +467,7 @@ fn dependency_blocks(dep: &RawSection) -> Option<(i32, (SectionStatus, String))>
             200,
             (
                 SectionStatus::Failed,
-                format!("not run: {} did not finish", dep.name),
+                format!("{NOT_RUN}{}{DID_NOT_FINISH}", dep.name),
             ),
         )),
         _ => None,
@@ -384,8 +479,10 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
     let boundary1 = script::new_boundary();
     let boundary2 = script::new_boundary();
     let none = Round2Inputs::default();
+    let channels = Channels::default();
     let r1 = RoundCtx {
         exec,
+        channels: &channels,
         opts,
         started,
         boundary: &boundary1,
@@ -401,7 +498,9 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
             .map(|g| run_group(&r1, &board, g))
             .collect(),
     );
-    let round2 = round_two(exec, opts, started, &board, &boundary1, &boundary2);
+    let round2 = round_two(
+        exec, &channels, opts, started, &board, &boundary1, &boundary2,
+    );
     let (round1, (round2, round2_started_ms)) = tokio::join!(round1, round2);
     Rounds {
         boundary1,
@@ -418,6 +517,7 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
 /// early plan found something; the round is not needed when no plan finds anything.
 async fn round_two<E: Exec>(
     exec: &E,
+    channels: &Channels,
     opts: &CollectOptions,
     started: Instant,
     board: &Board,
@@ -470,7 +570,7 @@ async fn round_two<E: Exec>(
             if early_empty && inputs.is_empty() {
                 return (inputs, Vec::new());
             }
-            let rc = round2_ctx(exec, opts, started, boundary2, &inputs);
+            let rc = round2_ctx(exec, channels, opts, started, boundary2, &inputs);
             let outs = run_wave(&rc, groups).await;
             (inputs, outs)
         }
@@ -495,6 +595,7 @@ async fn round_two<E: Exec>(
 
 fn round2_ctx<'a, E: Exec>(
     exec: &'a E,
+    channels: &'a Channels,
     opts: &'a CollectOptions,
     started: Instant,
     boundary: &'a str,
@@ -502,6 +603,7 @@ fn round2_ctx<'a, E: Exec>(
 ) -> RoundCtx<'a, E> {
     RoundCtx {
         exec,
+        channels,
         opts,
         started,
         boundary,
@@ -542,6 +644,23 @@ fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -
     plan::round2_inputs(&scratch, &ctx, &extra)
 }
 
+/// How the messages of sections lost with their channel begin (status `Failed`; at the
+/// deadline they are `TimedOut`), and of those not run because a section they depend on was.
+const NOT_COLLECTED: &str = "not collected: ";
+const CUT_OFF: &str = "cut off while it ran (";
+const NOT_RUN: &str = "not run: ";
+const DID_NOT_FINISH: &str = " did not finish";
+
+/// Whether a section was lost to the connection (a refused or dropped channel, a lost link)
+/// rather than reported by the host: `Failed` with one of the messages above.
+pub fn lost(r: &probe_model::SectionReport) -> bool {
+    let msg = r.message.as_deref().unwrap_or("");
+    r.status == SectionStatus::Failed
+        && (msg.starts_with(NOT_COLLECTED)
+            || msg.starts_with(CUT_OFF)
+            || (msg.starts_with(NOT_RUN) && msg.ends_with(DID_NOT_FINISH)))
+}
+
 /// Status and message of sections lost with their channel.
 fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
     let status = if matches!(e.kind, probe_transport::ErrorKind::ExecTimeout { .. }) {
@@ -553,7 +672,7 @@ fn transport_failure(e: &TransportError, g: &Group) -> (SectionStatus, String) {
     (
         status,
         format!(
-            "not collected: round {round} failed ({})",
+            "{NOT_COLLECTED}round {round} failed ({})",
             sanitize::sanitize_line(&e.kind.to_string())
         ),
     )
@@ -564,7 +683,7 @@ fn cut_off(g: &GroupOut) -> String {
     let why = g.error.as_ref().map_or_else(String::new, |e| {
         sanitize::sanitize_line(&e.kind.to_string())
     });
-    format!("cut off while it ran ({why}); what it printed before is kept")
+    format!("{CUT_OFF}{why}); what it printed before is kept")
 }
 
 /// Every group of the round failed at the transport level: the first failure.

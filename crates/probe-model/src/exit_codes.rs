@@ -18,3 +18,7 @@ pub const HOST_KEY_REFUSED: u8 = 4;
 /// does not answer). The snapshot was kept in the spool directory when that could be written,
 /// for `probe snapshots import`. Below 3 and 4 in an audit's severity order, above 1.
 pub const NOT_STORED: u8 = 5;
+/// `probe host`: every host was collected and stored, but at least one snapshot lost sections to the
+/// connection (a channel the server refused to the end, a dropped link); the snapshot is still
+/// reported and stored, and a notice names the sections.
+pub const INCOMPLETE: u8 = 6;

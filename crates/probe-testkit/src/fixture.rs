@@ -235,10 +235,16 @@ fn start_kept(opts: SshdOptions) -> (Sshd, Keeper) {
 impl FixtureHost {
     /// Starts host `name` with its own client key.
     pub fn start(name: &str) -> FixtureHost {
+        Self::start_with_sshd_config(name, "")
+    }
+
+    /// Starts host `name` with its own client key and `extra` lines at the end of its
+    /// `sshd_config` (a `Match all` block overrides what comes before: `Match all\n  MaxSessions 1`).
+    pub fn start_with_sshd_config(name: &str, extra: &str) -> FixtureHost {
         let key_dir = crate::owned_tempdir("probe-fxkey-");
         let key = KeyPair::generate(key_dir.path(), "id_ed25519", "ed25519", "", None);
         let client_dir = key_dir.path().to_path_buf();
-        let mut host = Self::start_with_key(name, key, &client_dir);
+        let mut host = Self::start_inner(name, key, &client_dir, extra);
         host.write_client_files();
         host._own_key_dir = Some(key_dir);
         host
@@ -247,6 +253,10 @@ impl FixtureHost {
     /// Starts host `name` accepting `key` (for fleets sharing one key); `client_dir` is where
     /// this host's own `ssh_config`/`known_hosts` go.
     pub fn start_with_key(name: &str, key: KeyPair, client_dir: &Path) -> FixtureHost {
+        Self::start_inner(name, key, client_dir, "")
+    }
+
+    fn start_inner(name: &str, key: KeyPair, client_dir: &Path, extra: &str) -> FixtureHost {
         let t0 = Instant::now();
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         require_namespaces().unwrap_or_else(|e| panic!("{e}"));
@@ -299,7 +309,7 @@ impl FixtureHost {
             addr,
             port: None,
             authorized_keys: vec![key.public.clone()],
-            extra_config: format!("MaxSessions 50\n{}", manifest.sshd_config),
+            extra_config: format!("MaxSessions 50\n{}{extra}", manifest.sshd_config),
             wrapper: Some(wrapper),
         });
         let mut host = FixtureHost {

@@ -12,7 +12,7 @@ use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 
 use crate::PassphrasePrompt;
 use crate::error::{ErrorKind, TransportError, clean};
-use crate::host_key::Client;
+use crate::host_key::{Client, Ended, Lost};
 use crate::settings::HostSettings;
 
 /// Keys decrypted during this `connect`, so a key used for a jump host and the target is asked
@@ -42,25 +42,88 @@ pub(crate) struct AuthInput<'a> {
     pub cache: &'a KeyCache,
 }
 
+/// Authenticates on `h`, agent first, then identity files. `lost` is where the connection's
+/// handler writes why it ended, so a connection closed before any key was answered is not
+/// reported as keys refused.
 pub(crate) async fn authenticate(
     h: &mut Handle<Client>,
     s: &HostSettings,
     input: &AuthInput<'_>,
+    lost: &Lost,
 ) -> Result<(), TransportError> {
     let hash: Option<HashAlg> = h.best_supported_rsa_hash().await.ok().flatten().flatten();
-    let mut tried: Vec<String> = Vec::new();
+    let mut tried = Tried::default();
     if let Some(sock) = agent_socket(s)
-        && with_agent(h, s, hash, &sock, &mut tried).await
+        && with_agent(h, s, hash, &sock, lost, &mut tried).await
     {
         return Ok(());
     }
-    if with_identity_files(h, s, input, hash, &mut tried).await {
+    if !h.is_closed() && with_identity_files(h, s, input, hash, lost, &mut tried).await {
         return Ok(());
     }
-    Err(TransportError::new(
-        format!("{}@{}", s.user, s.alias),
-        ErrorKind::AuthFailed { tried },
-    ))
+    let kind = if h.is_closed() && tried.refused == 0 {
+        // Nothing was refused: the connection ended first (a server that closes it, a packet
+        // we cannot take). Saying "rejected" here would send the user after the wrong thing.
+        ErrorKind::AuthInterrupted {
+            cause: interrupted(lost),
+            tried: tried.lines,
+        }
+    } else {
+        ErrorKind::AuthFailed { tried: tried.lines }
+    };
+    Err(TransportError::new(format!("{}@{}", s.user, s.alias), kind))
+}
+
+/// What authentication tried, one entry a method or key, and how many keys the server refused.
+#[derive(Default)]
+struct Tried {
+    lines: Vec<String>,
+    refused: usize,
+}
+
+impl Tried {
+    fn push(&mut self, line: String) {
+        self.lines.push(line);
+    }
+}
+
+/// Why the connection ended before any key was answered, as the handler heard it.
+fn interrupted(lost: &Lost) -> String {
+    match lost.lock().ok().and_then(|l| l.clone()) {
+        // Measured: OpenSSH's sshd sends a `Banner` file of up to ~256 KiB before it answers the
+        // first key; with a larger one (up to the 1 MiB it reads) its pre-authentication process
+        // ends and the connection closes.
+        Some(Ended::ServerClosed) => "the server closed the connection before it answered any \
+             key (OpenSSH's sshd does this when its pre-authentication Banner file is larger \
+             than about 256 KiB)"
+            .to_string(),
+        Some(other) => format!("{other}, before the server answered any key"),
+        None => "the connection closed before the server answered any key".to_string(),
+    }
+}
+
+/// The entry of an attempt the connection's end cut short, and whether the server refused it:
+/// a disconnect message is the server's answer (sshd at MaxAuthTries disconnects with "Too many
+/// authentication failures" instead of refusing the key), a closed connection is none.
+fn cut_short(lost: &Lost) -> (String, bool) {
+    match lost.lock().ok().and_then(|l| l.clone()) {
+        Some(Ended::ServerDisconnected(why)) => (format!("the server disconnected: {why}"), true),
+        _ => ("no answer, the connection ended".to_string(), false),
+    }
+}
+
+/// An attempt that got no answer because the connection was gone: russh answers one on a
+/// closed connection with a failure that names no method to continue with (a server's refusal
+/// names them; one that refuses and then disconnects, as after MaxAuthTries, still refused).
+fn unanswered<E>(h: &Handle<Client>, r: &Result<russh::client::AuthResult, E>) -> bool {
+    h.is_closed()
+        && match r {
+            Ok(russh::client::AuthResult::Success) => false,
+            Ok(russh::client::AuthResult::Failure {
+                remaining_methods, ..
+            }) => remaining_methods.is_empty(),
+            Err(_) => true,
+        }
 }
 
 /// `IdentityAgent` (`none`: no agent), else `SSH_AUTH_SOCK`.
@@ -81,7 +144,8 @@ async fn with_agent(
     s: &HostSettings,
     hash: Option<HashAlg>,
     sock: &Path,
-    tried: &mut Vec<String>,
+    lost: &Lost,
+    tried: &mut Tried,
 ) -> bool {
     let mut agent = match AgentClient::connect_uds(sock).await {
         Ok(agent) => agent,
@@ -114,12 +178,18 @@ async fn with_agent(
             continue;
         }
         n += 1;
-        match h
+        let r = h
             .authenticate_publickey_with(s.user.clone(), pk, hash, &mut agent)
-            .await
-        {
+            .await;
+        if unanswered(h, &r) {
+            let (what, refused) = cut_short(lost);
+            tried.push(format!("agent (key {n}: {what})"));
+            tried.refused += usize::from(refused);
+            return false;
+        }
+        match r {
             Ok(r) if r.success() => return true,
-            Ok(_) => {}
+            Ok(_) => tried.refused += 1,
             Err(e) => {
                 tried.push(format!("agent ({n} keys; {})", clean(&e.to_string())));
                 return false;
@@ -145,7 +215,8 @@ async fn with_identity_files(
     s: &HostSettings,
     input: &AuthInput<'_>,
     hash: Option<HashAlg>,
-    tried: &mut Vec<String>,
+    lost: &Lost,
+    tried: &mut Tried,
 ) -> bool {
     for path in &s.identity_files {
         if !path.exists() {
@@ -162,25 +233,29 @@ async fn with_identity_files(
             }
         };
         let hash_for_key = if key.algorithm().is_rsa() { hash } else { None };
-        match h
+        let r = h
             .authenticate_publickey(
                 s.user.clone(),
                 PrivateKeyWithHashAlg::new(key, hash_for_key),
             )
-            .await
-        {
+            .await;
+        if unanswered(h, &r) {
+            let (what, refused) = cut_short(lost);
+            tried.push(format!("{} ({what})", path.display()));
+            tried.refused += usize::from(refused);
+            return false;
+        }
+        match r {
             Ok(r) if r.success() => return true,
-            Ok(_) => tried.push(format!("{} (rejected)", path.display())),
-            Err(e) => {
-                tried.push(format!(
-                    "{} (error: {})",
-                    path.display(),
-                    clean(&e.to_string())
-                ));
-                if h.is_closed() {
-                    return false;
-                }
+            Ok(_) => {
+                tried.refused += 1;
+                tried.push(format!("{} (rejected)", path.display()));
             }
+            Err(e) => tried.push(format!(
+                "{} (error: {})",
+                path.display(),
+                clean(&e.to_string())
+            )),
         }
     }
     false

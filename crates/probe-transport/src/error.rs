@@ -110,6 +110,9 @@ pub enum ErrorKind {
     KnownHostsWrite { file: PathBuf, cause: String },
     #[error("authentication failed: tried {}", if .tried.is_empty() { "nothing (no agent, no identity files)".to_string() } else { .tried.join(", ") })]
     AuthFailed { tried: Vec<String> },
+    /// The connection ended during authentication before the server refused any key.
+    #[error("authentication did not finish: {cause}; no key was refused (tried {})", if .tried.is_empty() { "nothing yet".to_string() } else { .tried.join(", ") })]
+    AuthInterrupted { tried: Vec<String>, cause: String },
     #[error("configuration: {0}")]
     Config(String),
     #[error("via jump host {jump}: {inner}")]
@@ -122,6 +125,10 @@ pub enum ErrorKind {
     Signal(String),
     #[error("cannot open channel: {0}")]
     Channel(String),
+    /// The server refused to open a session channel (its `MaxSessions`, or it allows none):
+    /// after the retries, with no other channel of ours open to wait for. The command never ran.
+    #[error("cannot open channel: {0}")]
+    ChannelRefused(String),
     #[error("{0}")]
     Ssh(String),
     #[error("local command: {0}")]
@@ -151,9 +158,14 @@ impl ErrorKind {
             AuthFailed { .. } => FailureClass::AuthFailed,
             Config(_) | KnownHostsWrite { .. } => FailureClass::Config,
             Jump { inner, .. } => inner.class(),
-            Handshake(_) | NoExitStatus(_) | Signal(_) | Channel(_) | Ssh(_) | Local(_) => {
-                FailureClass::Other
-            }
+            AuthInterrupted { .. }
+            | Handshake(_)
+            | NoExitStatus(_)
+            | Signal(_)
+            | Channel(_)
+            | ChannelRefused(_)
+            | Ssh(_)
+            | Local(_) => FailureClass::Other,
         }
     }
 }

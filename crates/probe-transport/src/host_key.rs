@@ -1,16 +1,19 @@
 //! The host-key verifier: the russh handler that checks the server's key or certificate
 //! against the operator's known_hosts (strict by default: an unknown key is refused unless
 //! accept-new is asked for and a file to record it in exists; a changed or revoked key always
-//! is), and the host key algorithms offered for it.
+//! is), and the host key algorithms offered for it. The same handler refuses every channel the
+//! server opens towards the client (agent, X11, forwarded or direct TCP and stream-local,
+//! session): probe asks for none.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use russh::client;
+use russh::client::{self, ChannelOpenHandle};
 use russh::keys::PublicKeyOrCertificate;
 use russh::keys::ssh_key::{Algorithm, EcdsaCurve, HashAlg};
+use russh::{Channel, ChannelOpenFailure};
 
-use crate::error::{ErrorKind, KeyAt, UnknownKey};
+use crate::error::{ErrorKind, KeyAt, UnknownKey, clean};
 use crate::known_hosts::{self, KnownHosts, Recorded, Verdict};
 use crate::settings::{HostSettings, Strict};
 
@@ -19,6 +22,41 @@ use crate::settings::{HostSettings, Strict};
 pub(crate) struct Client {
     verifier: Arc<Verifier>,
     pub(crate) verdict: Arc<Mutex<Option<ErrorKind>>>,
+    /// Why the connection ended, once it has (russh's handle only learns that it did).
+    pub(crate) lost: Lost,
+}
+
+/// Why a connection ended, once it has.
+pub(crate) type Lost = Arc<Mutex<Option<Ended>>>;
+
+/// What ended a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The server closed the connection without a word (end of stream, reset).
+    ServerClosed,
+    /// The server sent a disconnect message: its text, else its reason code.
+    ServerDisconnected(String),
+    /// The server sent a packet larger than any client takes; probe closed the connection.
+    Oversized(usize),
+    /// Anything else, in russh's words.
+    Lost(String),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::ServerClosed => write!(f, "the server closed the connection"),
+            Ended::ServerDisconnected(why) => write!(f, "the server disconnected: {why}"),
+            Ended::Oversized(n) => write!(
+                f,
+                "the server sent a packet of {}, over the {} an SSH packet may be, and probe \
+                 closed the connection",
+                size(*n),
+                size(PACKET_LIMIT)
+            ),
+            Ended::Lost(why) => write!(f, "the connection was lost ({why})"),
+        }
+    }
 }
 
 impl Client {
@@ -26,7 +64,57 @@ impl Client {
         Client {
             verifier: Arc::new(verifier),
             verdict: Arc::new(Mutex::new(None)),
+            lost: Arc::new(Mutex::new(None)),
         }
+    }
+}
+
+/// The most a packet may be (RFC 4253 asks for 32 KiB; russh and OpenSSH take 256 KiB).
+const PACKET_LIMIT: usize = 256 * 1024;
+
+/// What ended a connection.
+fn ended(reason: &client::DisconnectReason<russh::Error>) -> Ended {
+    match reason {
+        client::DisconnectReason::ReceivedDisconnect(info) => {
+            let message = clean(&info.message);
+            Ended::ServerDisconnected(if message.is_empty() {
+                format!("{:?}", info.reason_code)
+            } else {
+                message
+            })
+        }
+        client::DisconnectReason::Error(russh::Error::PacketSize(n)) if *n > PACKET_LIMIT => {
+            Ended::Oversized(*n)
+        }
+        client::DisconnectReason::Error(russh::Error::HUP | russh::Error::Disconnect) => {
+            Ended::ServerClosed
+        }
+        client::DisconnectReason::Error(russh::Error::IO(io))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            Ended::ServerClosed
+        }
+        client::DisconnectReason::Error(e) => Ended::Lost(clean(&e.to_string())),
+    }
+}
+
+/// A byte count as people say it: `1.0 MiB`, `256 KiB`, `300 bytes`.
+fn size(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else if n >= KIB && n.is_multiple_of(KIB) {
+        format!("{} KiB", n / KIB)
+    } else if n >= KIB {
+        format!("{:.1} KiB", n as f64 / KIB as f64)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -198,6 +286,113 @@ impl client::Handler for Client {
             }
         }
     }
+
+    async fn disconnected(
+        &mut self,
+        reason: client::DisconnectReason<Self::Error>,
+    ) -> Result<(), Self::Error> {
+        if let Ok(mut slot) = self.lost.lock() {
+            *slot = Some(ended(&reason));
+        }
+        match reason {
+            client::DisconnectReason::ReceivedDisconnect(_) => Ok(()),
+            client::DisconnectReason::Error(e) => Err(e),
+        }
+    }
+
+    // Channels the server opens towards us. We ask for none of them (no agent or X11
+    // forwarding, no remote forwards, no sessions), so each is refused as OpenSSH's client
+    // refuses what it did not ask for; russh's defaults would accept them.
+
+    async fn server_channel_open_agent_forward(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "auth-agent@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_x11(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "x11").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_forwarded_tcpip(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _connected_address: &str,
+        _connected_port: u32,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "forwarded-tcpip").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_forwarded_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "forwarded-streamlocal@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_tcpip(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _host_to_connect: &str,
+        _port_to_connect: u32,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "direct-tcpip").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "direct-streamlocal@openssh.com").await;
+        Ok(())
+    }
+
+    async fn server_channel_open_session(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        reply: ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        refuse(reply, "session").await;
+        Ok(())
+    }
+}
+
+/// Refuses a channel the server opened, as administratively prohibited (OpenSSH's answer).
+async fn refuse(reply: ChannelOpenHandle, kind: &str) {
+    tracing::warn!("the server opened a {kind} channel, which was not asked for; refused");
+    reply
+        .reject(ChannelOpenFailure::AdministrativelyProhibited)
+        .await;
 }
 
 fn key_order(first: &[Algorithm]) -> Vec<Algorithm> {
@@ -278,4 +473,35 @@ fn host_key_preferences(
         )));
     }
     Ok((keys, certs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_an_oversized_packet_read_as_people_say_them() {
+        assert_eq!(size(300), "300 bytes");
+        assert_eq!(size(256 * 1024), "256 KiB");
+        assert_eq!(size(300 * 1024 + 512), "300.5 KiB");
+        assert_eq!(size(1024 * 1024 + 40), "1.0 MiB");
+        let big = ended(&client::DisconnectReason::Error(russh::Error::PacketSize(
+            1024 * 1024 + 40,
+        )));
+        assert_eq!(
+            big.to_string(),
+            "the server sent a packet of 1.0 MiB, over the 256 KiB an SSH packet may be, and \
+             probe closed the connection"
+        );
+        let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early eof");
+        assert_eq!(
+            ended(&client::DisconnectReason::Error(russh::Error::IO(eof))),
+            Ended::ServerClosed
+        );
+        let other = ended(&client::DisconnectReason::Error(russh::Error::WrongChannel));
+        assert!(
+            other.to_string().starts_with("the connection was lost ("),
+            "{other}"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use crate::auth::{self, AuthInput, KeyCache};
 use crate::error::{ErrorKind, TransportError, clean};
-use crate::host_key::{Client, Verifier};
+use crate::host_key::{Client, Lost, Verifier};
 use crate::settings::{HostSettings, Strict};
 use crate::{ConnectOptions, ExecOutput, ExecRequest};
 
@@ -186,10 +186,10 @@ async fn connect_hop(
     let err = |kind| TransportError::new(s.alias.clone(), kind);
     let mut attempt = 0u32;
     let give_up = Instant::now() + limit;
-    let mut handle = loop {
+    let (mut handle, lost) = loop {
         attempt += 1;
         match start_session(s, via, ctx, limit).await {
-            Ok(h) => break h,
+            Ok(started) => break started,
             Err((kind, retry))
                 if retry && attempt < HANDSHAKE_TRIES && Instant::now() < give_up =>
             {
@@ -210,7 +210,7 @@ async fn connect_hop(
     let authenticated = within_auth_deadline(
         limit,
         &ctx.cache,
-        auth::authenticate(&mut handle, s, &input),
+        auth::authenticate(&mut handle, s, &input, &lost),
     )
     .await;
     match authenticated {
@@ -231,15 +231,17 @@ async fn connect_hop(
 }
 
 /// One attempt at the transport (TCP or a `direct-tcpip` channel of the jump host) and the
-/// SSH handshake within `limit`. The error says whether a retry may help (a reset).
+/// SSH handshake within `limit`, with where the handler will say why the connection ended. The
+/// error says whether a retry may help (a reset).
 async fn start_session(
     s: &HostSettings,
     via: Via<'_>,
     ctx: &ConnectCtx<'_>,
     limit: Duration,
-) -> Result<Handle<Client>, (ErrorKind, bool)> {
+) -> Result<(Handle<Client>, Lost), (ErrorKind, bool)> {
     let (config, client) = client_for(s, ctx).map_err(|k| (k, false))?;
     let verdict = client.verdict.clone();
+    let lost = client.lost.clone();
     let started = tokio::time::timeout(limit, async {
         match via {
             Via::Direct => {
@@ -274,7 +276,7 @@ async fn start_session(
             },
             false,
         )),
-        Ok(Ok(h)) => Ok(h),
+        Ok(Ok(h)) => Ok((h, lost)),
         Ok(Err(HandshakeError::Kind(k))) => Err((k, false)),
         Ok(Err(HandshakeError::Ssh(e))) => {
             let refused = verdict.lock().ok().and_then(|mut v| v.take());
@@ -577,10 +579,19 @@ impl SshSession {
                     );
                     permit.forget();
                     permit = acquire().await?;
+                    // A channel ended: a fresh start at the retries.
+                    attempt = 0;
                 }
                 Ok(Err(russh::Error::ChannelOpenFailure(f))) if attempt < RETRIES => {
                     tracing::debug!("{}: channel open failed ({f:?}); retrying", self.host);
                     tokio::time::sleep(backoff(attempt, 25)).await;
+                }
+                Ok(Err(e @ russh::Error::ChannelOpenFailure(_))) => {
+                    tracing::debug!(
+                        "{}: channel refused ({e}) with none open; giving up",
+                        self.host
+                    );
+                    return Err(err(ErrorKind::ChannelRefused(clean(&e.to_string()))));
                 }
                 Ok(Err(e)) => return Err(err(ErrorKind::Channel(clean(&e.to_string())))),
             }

@@ -45,6 +45,7 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
     let mut reports = Vec::new();
     let mut failures: Vec<HostFailure> = Vec::new();
     let mut not_stored = 0usize;
+    let mut incomplete = false;
     for (_, result) in results {
         match result {
             Ok(live) => {
@@ -53,6 +54,7 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                     ctx.printer.warn(line);
                     not_stored += 1;
                 }
+                incomplete |= !probe_collect::lost_sections(&live.snapshot).is_empty();
                 reports.push(crate::report::build(
                     &live.snapshot,
                     live.previous.as_ref(),
@@ -75,11 +77,13 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                 .join("\n")
         },
     )?;
-    Ok(exit_code(&failures, not_stored, args.targets.len()))
+    Ok(exit_code(&failures, args.targets.len(), not_stored, incomplete))
 }
 
-/// A refused key first, then failed hosts, then reports whose snapshot was not stored.
-fn exit_code(failures: &[HostFailure], not_stored: usize, total: usize) -> u8 {
+/// A refused host key (4) first, then failed hosts (2 for one target, 3 for several), then
+/// reports whose snapshot was not stored (5), then a snapshot that lost sections to the
+/// connection (6).
+fn exit_code(failures: &[HostFailure], total: usize, not_stored: usize, incomplete: bool) -> u8 {
     if failures.contains(&HostFailure::HostKeyRefused) {
         exit_codes::HOST_KEY_REFUSED
     } else if !failures.is_empty() && total == 1 {
@@ -88,7 +92,41 @@ fn exit_code(failures: &[HostFailure], not_stored: usize, total: usize) -> u8 {
         exit_codes::HOSTS_FAILED
     } else if not_stored > 0 {
         exit_codes::NOT_STORED
+    } else if incomplete {
+        exit_codes::INCOMPLETE
     } else {
         exit_codes::OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_code_by_severity_with_incomplete_snapshots_last() {
+        use HostFailure::{HostKeyRefused, Unreachable};
+        let table: &[(&[HostFailure], usize, usize, bool, u8)] = &[
+            (&[], 1, 0, false, exit_codes::OK),
+            (&[], 2, 0, true, exit_codes::INCOMPLETE),
+            (&[], 2, 1, true, exit_codes::NOT_STORED),
+            (&[], 1, 1, false, exit_codes::NOT_STORED),
+            (&[Unreachable], 1, 0, true, exit_codes::ERROR),
+            (&[Unreachable], 2, 1, true, exit_codes::HOSTS_FAILED),
+            (
+                &[Unreachable, HostKeyRefused],
+                3,
+                1,
+                true,
+                exit_codes::HOST_KEY_REFUSED,
+            ),
+        ];
+        for (failures, total, not_stored, incomplete, want) in table {
+            assert_eq!(
+                exit_code(failures, *total, *not_stored, *incomplete),
+                *want,
+                "{failures:?} of {total}, not stored {not_stored}, incomplete {incomplete}"
+            );
+        }
     }
 }

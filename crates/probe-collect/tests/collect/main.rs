@@ -11,4 +11,5 @@ mod prop;
 mod prop_hardware;
 mod read_only;
 mod server_redaction;
+mod sessions;
 mod thinning;

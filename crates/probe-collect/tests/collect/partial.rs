@@ -230,6 +230,19 @@ async fn round2_transport_failures_keep_round1() {
             .and_then(|x| x.message.clone())
             .unwrap_or_default();
         assert!(msg.starts_with("not collected: round 2 failed"), "{msg}");
+        // Sections lost with a dropped link make the snapshot incomplete; sections stopped at
+        // the deadline are reported as timed out, not lost.
+        let lost = probe_collect::lost_sections(&s);
+        match fault {
+            Fault::ShortDeadline => assert!(lost.is_empty(), "{lost:?}"),
+            Fault::Dropped => assert!(
+                ["models", "logs", "journal"]
+                    .iter()
+                    .all(|n| lost.iter().any(|l| l == n)),
+                "{lost:?}"
+            ),
+            Fault::Wedged => unreachable!(),
+        }
         assert!(s.python_envs.is_empty() && s.models.is_empty() && s.logs.is_empty());
         // Redaction still ran over what was kept.
         let json = serde_json::to_string(&s).unwrap();

@@ -7,4 +7,5 @@ mod ssh_channels;
 mod ssh_config_diff;
 mod ssh_exec;
 mod ssh_hostkeys;
+mod ssh_refuse;
 mod ssh_support;

@@ -283,3 +283,74 @@ async fn passphrase_prompt_time_is_not_counted_and_cached_prompt_asks_once_per_r
     // Four connections, one question.
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn a_banner_too_large_for_a_packet_is_not_reported_as_a_refused_key() {
+    // sshd sends its `Banner` file before it answers the first key. One of 1 MiB (the most it
+    // reads) it does not send: its pre-authentication process ends and the connection closes
+    // (seen in its log as "mm_request_send: write: Broken pipe"). No key was refused.
+    let dir = tempfile::tempdir().unwrap();
+    let banner = dir.path().join("banner");
+    std::fs::write(&banner, "b".repeat(1024 * 1024 - 1) + "\n").unwrap();
+    let env = Env::with_server(
+        "ed25519",
+        "",
+        None,
+        &format!("Banner {}\n", banner.display()),
+    );
+    let err = probe_transport::connect(&env.target(), &env.opts())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "root@127.0.0.1: authentication did not finish: the server closed the connection \
+             before it answered any key (OpenSSH's sshd does this when its pre-authentication \
+             Banner file is larger than about 256 KiB); no key was refused (tried {} (no \
+             answer, the connection ended))",
+            env.key.private.display()
+        )
+    );
+    assert_eq!(err.class(), FailureClass::Other);
+
+    // A banner that fits in a packet is read past, and the key is accepted.
+    std::fs::write(&banner, "b".repeat(200 * 1024 - 1) + "\n").unwrap();
+    let env = Env::with_server(
+        "ed25519",
+        "",
+        None,
+        &format!("Banner {}\n", banner.display()),
+    );
+    assert_eq!(whoami(&env).await, "user=root");
+}
+
+#[tokio::test]
+async fn keys_refused_before_the_server_disconnects_are_still_an_authentication_failure() {
+    // MaxAuthTries 1: sshd ends the connection at the first key it refuses.
+    let env = Env::with_server("ed25519", "", None, "MaxAuthTries 1\n");
+    let first = key(env.dir.path(), "id_first", "ed25519", "", None);
+    let second = key(env.dir.path(), "id_second", "ed25519", "", None);
+    std::fs::write(
+        &env.config,
+        format!(
+            "Host *\n  User root\n  IdentityFile {}\n  IdentityFile {}\n  UserKnownHostsFile {}\n  IdentityAgent none\n",
+            first.private.display(),
+            second.private.display(),
+            env.known_hosts.display(),
+        ),
+    )
+    .unwrap();
+    let err = probe_transport::connect(&env.target(), &env.opts())
+        .await
+        .unwrap_err();
+    // sshd's answer to the first key is the disconnect itself: that key was refused.
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "root@127.0.0.1: authentication failed: tried {} (the server disconnected: Too many \
+             authentication failures)",
+            first.private.display()
+        )
+    );
+    assert_eq!(err.class(), FailureClass::AuthFailed);
+}
