@@ -62,6 +62,61 @@ fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
     events
 }
 
+/// How far the host's clock may be off this machine's before the report says so: the two are
+/// read seconds apart (the collection's own time), so minutes of difference are the clocks'.
+const CLOCK_SKEW_S: i64 = 300;
+
+/// What the report must say about the host's clock: a clock minutes or years off this
+/// machine's (every time below is the host's), and history timestamps no clock could have
+/// written (kept as stamps, their entries without a time).
+fn clock_notices(snapshot: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(remote) = snapshot.remote_clock {
+        let skew = remote - snapshot.collected_at;
+        if skew.abs() > CLOCK_SKEW_S {
+            let (how, by) = if skew > 0 {
+                ("ahead of", skew)
+            } else {
+                ("behind", -skew)
+            };
+            out.push(format!(
+                "the host's clock is {} {how} this machine's (host {}, here {}): the times in \
+                 this report are the host's, and events it logged are ordered by them",
+                duration(by),
+                render_time(remote),
+                render_time(snapshot.collected_at)
+            ));
+        }
+    }
+    for h in snapshot
+        .histories
+        .iter()
+        .filter(|h| h.implausible_stamps > 0)
+    {
+        out.push(format!(
+            "history {}: {} timestamp line(s) hold no plausible time (before 2000 or after \
+             2200: a clock that was not set); kept as stamps, their entries without a time",
+            h.path, h.implausible_stamps
+        ));
+    }
+    out
+}
+
+/// `3 y 12 d`, `2 d 4 h`, `17 min`.
+fn duration(s: i64) -> String {
+    let (d, h, m) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60);
+    match (d / 365, d % 365) {
+        (y, rest) if y > 0 => format!("{y} y {rest} d"),
+        _ if d > 0 => format!("{d} d {h} h"),
+        _ if h > 0 => format!("{h} h {m} min"),
+        _ => format!("{m} min"),
+    }
+}
+
+fn render_time(t: probe_model::UnixTime) -> String {
+    probe_model::civil::utc_minute(t)
+}
+
 /// The report on `snapshot`; `previous` is the last stored snapshot of the same host.
 pub fn build(
     snapshot: &Snapshot,
@@ -104,6 +159,8 @@ pub fn build(
         .collect();
     let (runs, runs_omitted) = runs_capped(analysis.runs);
     let problems = problem_sections(snapshot);
+    let mut notices = notices;
+    notices.extend(clock_notices(snapshot));
 
     HostReport {
         schema_version: SCHEMA_VERSION,
@@ -184,6 +241,43 @@ fn problem_sections(snapshot: &Snapshot) -> Vec<SectionReport> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_clock_off_by_minutes_or_years_is_said() {
+        let mut snap = Snapshot {
+            collected_at: 1_796_000_000,
+            remote_clock: Some(1_796_000_040),
+            ..Default::default()
+        };
+        assert!(
+            super::clock_notices(&snap).is_empty(),
+            "40 s: the collection's own time"
+        );
+        for (remote, says) in [
+            (
+                1_796_000_000 + 3 * 365 * 86_400 + 5 * 86_400,
+                "3 y 5 d ahead of",
+            ),
+            (86_400, "56 y 346 d behind"),
+            (1_796_000_000 - 17 * 60, "17 min behind"),
+        ] {
+            snap.remote_clock = Some(remote);
+            let n = super::clock_notices(&snap);
+            assert!(n.len() == 1 && n[0].contains(says), "{n:?}");
+        }
+        snap.remote_clock = Some(1_796_000_000);
+        snap.histories.push(probe_model::HistoryFile {
+            path: "/root/.bash_history".into(),
+            implausible_stamps: 2,
+            ..Default::default()
+        });
+        let n = super::clock_notices(&snap);
+        assert!(
+            n.len() == 1 && n[0].starts_with("history /root/.bash_history: 2 timestamp"),
+            "{n:?}"
+        );
+    }
+
     use probe_launch::snapshot_readings;
     use probe_model::{Engine, ProcessInfo, ProcessRole, Snapshot};
 

@@ -189,6 +189,14 @@ pub struct HistoryFile {
     pub size: Option<u64>,
     pub truncated: bool,
     pub entries: Vec<HistoryEntry>,
+    /// Timestamp lines (`#<epoch>`) whose time is not plausible (before 2000, after 2200: a
+    /// dead clock's `#100000`): kept as stamps, their entries without a time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub implausible_stamps: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -77,7 +77,12 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                 .join("\n")
         },
     )?;
-    Ok(exit_code(&failures, args.targets.len(), not_stored, incomplete))
+    Ok(exit_code(
+        &failures,
+        args.targets.len(),
+        not_stored,
+        incomplete,
+    ))
 }
 
 /// A refused host key (4) first, then failed hosts (2 for one target, 3 for several), then

@@ -59,6 +59,7 @@ pub fn parse(body: &[u8], boundary: &str) -> (Vec<HistoryFile>, Vec<Skipped>) {
                     size: h.size,
                     truncated,
                     entries,
+                    implausible_stamps: implausible_stamps(shell, r.data),
                 });
             }
             'R' => {
@@ -150,15 +151,50 @@ fn clip(s: &str) -> String {
     s.get(..end).unwrap_or("").to_string()
 }
 
-fn bash_stamp(l: &str) -> Option<UnixTime> {
+/// Stamps before this (2000-01-01) or from this on (2200-01-01) are not plausible times: a
+/// dead real-time clock writes `#100000`.
+const PLAUSIBLE_STAMPS: std::ops::Range<UnixTime> = 946_684_800..7_258_118_400;
+
+/// A bash timestamp line: `#` and 1 to 12 digits, as `HISTTIMEFORMAT` makes bash write them.
+fn stamp_line(l: &str) -> Option<UnixTime> {
     let d = l.strip_prefix('#')?;
-    (d.len() >= 9 && d.len() <= 11 && d.bytes().all(|c| c.is_ascii_digit()))
+    (!d.is_empty() && d.len() <= 12 && d.bytes().all(|c| c.is_ascii_digit()))
         .then(|| d.parse().ok())
         .flatten()
 }
 
+/// A bash timestamp line with a plausible time.
+fn bash_stamp(l: &str) -> Option<UnixTime> {
+    stamp_line(l).filter(|t| PLAUSIBLE_STAMPS.contains(t))
+}
+
+/// How many timestamp lines of a bash history hold no plausible time.
+pub fn implausible_stamps(shell: ShellKind, data: &[u8]) -> u64 {
+    if matches!(shell, ShellKind::Zsh | ShellKind::Fish) {
+        return 0;
+    }
+    let text = String::from_utf8_lossy(data);
+    if !stamped(&text) {
+        return 0;
+    }
+    text.lines()
+        .filter(|l| stamp_line(l).is_some() && bash_stamp(l).is_none())
+        .count() as u64
+}
+
+/// Whether a bash history holds timestamps: a plausible one anywhere, or a stamp line first
+/// (bash writes one before every entry, so a file of a host whose clock was dead starts with
+/// one too).
+fn stamped(text: &str) -> bool {
+    text.lines().any(|l| bash_stamp(l).is_some())
+        || text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| stamp_line(l).is_some())
+}
+
 fn bash(text: &str) -> Vec<HistoryEntry> {
-    let stamped = text.lines().any(|l| bash_stamp(l).is_some());
+    let stamped = stamped(text);
     let mut out: Vec<HistoryEntry> = Vec::new();
     if !stamped {
         for l in text.lines() {
@@ -175,13 +211,13 @@ fn bash(text: &str) -> Vec<HistoryEntry> {
     // With timestamps, everything between two stamps is one (possibly multi-line) entry.
     let mut cur: Option<HistoryEntry> = None;
     for l in text.lines() {
-        if let Some(t) = bash_stamp(l) {
+        if let Some(t) = stamp_line(l) {
             if let Some(e) = cur.take().filter(|e| !e.command.is_empty()) {
                 out.push(e);
             }
             cur = Some(HistoryEntry {
                 index: 0,
-                time: Some(t),
+                time: PLAUSIBLE_STAMPS.contains(&t).then_some(t),
                 command: String::new(),
             });
             continue;
@@ -305,6 +341,33 @@ fn fish_unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dead_clocks_stamps_are_stamps_not_commands() {
+        let t = "#100000\nnvidia-smi\n#100060\nsystemctl restart vllm\n#1795000000\nls\n";
+        let e = parse_entries(ShellKind::Bash, t.as_bytes(), false);
+        let got: Vec<(Option<i64>, &str)> =
+            e.iter().map(|e| (e.time, e.command.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (None, "nvidia-smi"),
+                (None, "systemctl restart vllm"),
+                (Some(1_795_000_000), "ls")
+            ]
+        );
+        assert_eq!(implausible_stamps(ShellKind::Bash, t.as_bytes()), 2);
+        // Only stamps of a dead clock: still stamps.
+        let e = parse_entries(ShellKind::Bash, b"#5\nls\n#6\npwd\n", false);
+        assert_eq!(
+            e.iter().map(|e| e.command.as_str()).collect::<Vec<_>>(),
+            ["ls", "pwd"]
+        );
+        // A history without stamps keeps a `#42` comment as a command.
+        let e = parse_entries(ShellKind::Bash, b"ls\n#42\npwd\n", false);
+        assert_eq!(e.len(), 3);
+        assert_eq!(implausible_stamps(ShellKind::Bash, b"ls\n#42\npwd\n"), 0);
+    }
 
     #[test]
     fn bash_with_timestamps_and_multiline() {

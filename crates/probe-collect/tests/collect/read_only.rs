@@ -811,7 +811,7 @@ fn the_thinning_program_only_reads_and_prints() {
             "thinning program holds {forbidden:?}"
         );
     }
-    let statements = program.split(|c| matches!(c, ';' | '{' | '}' | '\n'));
+    let statements = program.split([';', '{', '}', '\n']);
     for st in statements {
         let st = st.trim();
         if st.starts_with("print") {
