@@ -233,7 +233,9 @@ fn symptoms(
         verdict.conclusion,
         Conclusion::Cause | Conclusion::Unexplained
     ) {
-        verdict.restore = Some(verdict::restore(before, after, &diff.changes));
+        let unit = probe_launch::unit_of(snapshot, after)
+            .and_then(|name| snapshot.units.iter().find(|u| u.name == name));
+        verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
     }
     diff.verdict = Some(verdict);
 }

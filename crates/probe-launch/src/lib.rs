@@ -49,6 +49,7 @@ mod shell;
 mod spec;
 mod supervisor;
 mod systemd;
+mod unit_files;
 mod values;
 mod work;
 pub mod wrappers;
@@ -80,6 +81,7 @@ pub use hints::{ParseHints, TextKind};
 pub use host_change::host_change;
 pub use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use merge::{evidence_label, merge_runs, run_start};
+pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
 

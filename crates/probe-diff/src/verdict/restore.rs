@@ -2,7 +2,7 @@
 //! differing flags named, the package pins, the power limit; and `probe diff --rollback`'s
 //! checklist. probe prints these; it never runs any of them.
 
-use probe_model::{Change, LaunchConfig, Restore, SourceKind};
+use probe_model::{Change, LaunchConfig, Restore, SourceKind, SystemdUnit};
 use serde_json::Value;
 
 /// Characters that need no quoting in a POSIX shell word.
@@ -142,18 +142,101 @@ fn driver_steps(changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
-/// What would bring back the earlier launch and what it ran with.
-pub(crate) fn restore(before: &LaunchConfig, after: &LaunchConfig, changes: &[Change]) -> Restore {
+/// Drop-in lines named when saying what a `systemctl revert` would also drop.
+const REVERT_LINES: usize = 6;
+
+/// Where the running launch's differing settings live when systemd runs it (`unit`): which file
+/// holds its `ExecStart=` (a drop-in overrides the unit file, so editing the unit file would
+/// change nothing), which file sets each differing variable, what `systemctl revert` would also
+/// drop, then the reload, the restart and how to check that it took. Nothing when the
+/// differences are not the launcher's (packages, a driver).
+fn unit_steps(unit: &SystemdUnit, flags_differ: bool, changes: &[Change]) -> Vec<String> {
+    let files = probe_launch::unit_files(unit);
+    let name = &unit.name;
+    let mut out = Vec::new();
+    if flags_differ && let Some(f) = probe_launch::exec_start_file(&files) {
+        out.push(if f.drop_in {
+            format!(
+                "{name} takes its ExecStart= from the drop-in {} (what `systemctl edit` \
+                 writes), not from the unit file: change the flags there, or delete that \
+                 drop-in's ExecStart= lines to fall back to the unit file's own",
+                f.path
+            )
+        } else {
+            format!(
+                "{name} takes its ExecStart= from {}: change the flags there",
+                f.path
+            )
+        });
+    }
+    for var in changes.iter().filter_map(|c| c.key.strip_prefix("env:")) {
+        if let Some(path) = probe_launch::environment_source(unit, &files, var) {
+            out.push(format!(
+                "{var} is set for {name} by {path}: change it there"
+            ));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    let dropped: Vec<String> = files
+        .iter()
+        .filter(|f| f.drop_in)
+        .flat_map(|f| {
+            f.directives
+                .iter()
+                .map(move |d| format!("{d} ({})", f.path))
+        })
+        .collect();
+    if !dropped.is_empty() {
+        let more = dropped.len().saturating_sub(REVERT_LINES);
+        let shown: Vec<&str> = dropped
+            .iter()
+            .take(REVERT_LINES)
+            .map(String::as_str)
+            .collect();
+        out.push(format!(
+            "`systemctl revert {name}` would undo it by removing every drop-in, and with them: \
+             {}{}",
+            shown.join("; "),
+            if more > 0 {
+                format!("; {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out.push(format!(
+        "systemctl daemon-reload && systemctl restart {name}"
+    ));
+    out.push(format!(
+        "check that it took: systemctl show -p ExecStart -p Environment {name}"
+    ));
+    out
+}
+
+/// What would bring back the earlier launch and what it ran with; `unit`: the systemd unit that
+/// runs the running launch, when one does.
+pub(crate) fn restore(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    changes: &[Change],
+    unit: Option<&SystemdUnit>,
+) -> Restore {
     let interpreter = after
         .interpreter
         .as_deref()
         .or(before.interpreter.as_deref());
-    let mut steps = power_steps(changes);
+    let differing = differing(before, after, changes);
+    let mut steps = unit
+        .map(|u| unit_steps(u, !differing.is_empty(), changes))
+        .unwrap_or_default();
+    steps.extend(power_steps(changes));
     steps.extend(driver_steps(changes));
     Restore {
         source: probe_launch::evidence_label(before),
         launch_text: launch_text(before),
-        differing: differing(before, after, changes),
+        differing,
         pins: pins(changes, interpreter),
         steps,
     }
@@ -168,7 +251,7 @@ pub(crate) fn rollback(
 ) -> Vec<String> {
     let mut lines = Vec::new();
     if let (Some(before), Some(after)) = (before, after) {
-        let r = restore(before, after, changes);
+        let r = restore(before, after, changes, None);
         for flag in &r.differing {
             match flag.strip_prefix("drop ") {
                 Some(dropped) => lines.push(format!("flag: drop {dropped}")),
@@ -217,6 +300,47 @@ mod tests {
         for (word, want) in cases {
             assert_eq!(quote(word), want);
         }
+    }
+
+    #[test]
+    fn a_drop_in_holding_the_flags_is_named_with_what_a_revert_drops() {
+        use probe_model::FileText;
+        let file = |path: &str, content: &str| FileText {
+            path: path.into(),
+            content: content.into(),
+            ..FileText::default()
+        };
+        let unit = SystemdUnit {
+            name: "vllm.service".into(),
+            fragment: file(
+                "/etc/systemd/system/vllm.service",
+                "[Service]\nExecStart=/v/bin/vllm serve m --tp 4\n",
+            ),
+            drop_ins: vec![file(
+                "/etc/systemd/system/vllm.service.d/override.conf",
+                "[Service]\nEnvironment=NCCL_P2P_DISABLE=1\nExecStart=\nExecStart=/v/bin/vllm serve m --tp 4 --disable-custom-all-reduce\n",
+            )],
+            ..SystemdUnit::default()
+        };
+        let changes = [Change {
+            key: "env:NCCL_P2P_DISABLE".into(),
+            after: Some(Value::from("1")),
+            ..Change::default()
+        }];
+        let steps = unit_steps(&unit, true, &changes);
+        let want = [
+            "vllm.service takes its ExecStart= from the drop-in /etc/systemd/system/vllm.service.d/override.conf",
+            "NCCL_P2P_DISABLE is set for vllm.service by /etc/systemd/system/vllm.service.d/override.conf",
+            "`systemctl revert vllm.service` would undo it by removing every drop-in, and with them: Environment=NCCL_P2P_DISABLE=1 (/etc/systemd/system/vllm.service.d/override.conf); ExecStart= (",
+            "systemctl daemon-reload && systemctl restart vllm.service",
+            "check that it took: systemctl show -p ExecStart -p Environment vllm.service",
+        ];
+        assert_eq!(steps.len(), want.len(), "{steps:#?}");
+        for (step, want) in steps.iter().zip(want) {
+            assert!(step.starts_with(want), "{step}");
+        }
+        // Only packages differ: nothing for the launcher.
+        assert!(unit_steps(&unit, false, &[]).is_empty());
     }
 
     #[test]
