@@ -151,30 +151,33 @@ impl Settings {
 /// `$XDG_STATE_HOME/probe/spool`, else `~/.local/state/probe/spool`: unstored snapshots are
 /// state of this machine's runs, not data the user curates.
 pub fn default_spool_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|value| !value.is_empty())
-                .map(|home| PathBuf::from(home).join(".local").join("state"))
-        })?;
-    Some(base.join("probe").join("spool"))
+    Some(
+        xdg_base("XDG_STATE_HOME", &[".local", "state"])?
+            .join("probe")
+            .join("spool"),
+    )
 }
 
 /// `$XDG_CONFIG_HOME/probe/config.toml`, else `~/.config/probe/config.toml`.
 pub fn default_config_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+    Some(
+        xdg_base("XDG_CONFIG_HOME", &[".config"])?
+            .join("probe")
+            .join("config.toml"),
+    )
+}
+
+/// An XDG base directory: `$VAR` when it is set to an absolute path, else `$HOME/FALLBACK`.
+fn xdg_base(var: &str, fallback: &[&str]) -> Option<PathBuf> {
+    std::env::var_os(var)
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
         .filter(|path| path.is_absolute())
         .or_else(|| {
             std::env::var_os("HOME")
                 .filter(|value| !value.is_empty())
-                .map(|home| PathBuf::from(home).join(".config"))
-        })?;
-    Some(base.join("probe").join("config.toml"))
+                .map(|home| fallback.iter().fold(PathBuf::from(home), |p, s| p.join(s)))
+        })
 }
 
 fn load_config(path: &Path) -> Result<ConfigFile> {

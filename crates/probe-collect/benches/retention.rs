@@ -208,38 +208,27 @@ fn main() {
     );
     let out = dir.path().join("out");
     let j = journal.display();
-    let (cpu, wall) = run(&format!("tail -n 20000 '{j}' | tail -c 4194304"), &out);
-    let body = [
-        format!("\n{B} R unit system vllm.service\n").into_bytes(),
-        std::fs::read(&out).unwrap_or_default(),
-    ]
-    .concat();
-    let sources = parse_journal(&body, B, Some(NOW), 0, 4 << 20);
-    row(
-        "before: newest 20,000 lines, 4 MiB",
-        cpu,
-        wall,
-        body.len() as u64,
-        samples(&sources),
-    );
-    for awk in awks() {
-        let script = format!(
-            "{{ printf '%s\\n' {B}; cat '{j}'; printf '%s @end@ 0\\n' {B}; }} | {awk} -f '{}'",
-            program.display()
-        );
-        let (cpu, wall) = run(&script, &out);
+    let journal_row = |name: &str, script: &str| {
+        let (cpu, wall) = run(script, &out);
         let body = [
             format!("\n{B} R unit system vllm.service\n").into_bytes(),
             std::fs::read(&out).unwrap_or_default(),
         ]
         .concat();
         let sources = parse_journal(&body, B, Some(NOW), 0, 4 << 20);
-        row(
+        row(name, cpu, wall, body.len() as u64, samples(&sources));
+    };
+    journal_row(
+        "before: newest 20,000 lines, 4 MiB",
+        &format!("tail -n 20000 '{j}' | tail -c 4194304"),
+    );
+    for awk in awks() {
+        journal_row(
             &format!("whole retention, thinned ({awk})"),
-            cpu,
-            wall,
-            body.len() as u64,
-            samples(&sources),
+            &format!(
+                "{{ printf '%s\\n' {B}; cat '{j}'; printf '\\n%s @end@ 0\\n' {B}; }} | {awk} -f '{}'",
+                program.display()
+            ),
         );
     }
 
@@ -291,7 +280,7 @@ fn main() {
         let script = format!(
             "for f in '{l}'/server.log '{l}'/server.log.[0-9]*; do printf '\\n{B} F ok log - - %s\\n' \"$f\"; \
              case $f in *.gz) d='gzip -dc';; *) d=cat;; esac; \
-             {{ printf '%s\\n' {B}; head -c 268435456 \"$f\" | $d | head -c 1073741824; printf '%s @end@ 0\\n' {B}; }} | {awk} -f '{prog}'; done"
+             {{ printf '%s\\n' {B}; head -c 268435456 \"$f\" | $d | head -c 1073741824; printf '\\n%s @end@ 0\\n' {B}; }} | {awk} -f '{prog}'; done"
         );
         let (cpu, wall) = run(&script, &out);
         let body = std::fs::read(&out).unwrap_or_default();
