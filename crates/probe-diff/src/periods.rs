@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use probe_model::{
     Change, ChangeKind, LaunchConfig, LaunchDiff, MetricComparison, MetricReport, MetricSummary,
-    RunMetrics, Snapshot, SourceKind, Timeline, UnixTime,
+    RunMetrics, Snapshot, Timeline, UnixTime,
 };
 use serde_json::Value;
 
@@ -265,44 +265,33 @@ pub fn compare_periods(
 /// ran on one side only), after the compared ones: no change is computed for them, but a test
 /// may read the side that has them.
 fn one_sided(before: &PeriodMetrics, after: &PeriodMetrics) -> Vec<MetricComparison> {
-    let only =
-        |from: &PeriodMetrics, other: &PeriodMetrics| -> Vec<(String, String, MetricSummary)> {
-            from.iter()
-                .filter(|(name, _)| !other.contains_key(*name))
-                .map(|(name, (unit, summary))| (name.clone(), unit.clone(), summary.clone()))
-                .collect()
-        };
-    let mut out: Vec<MetricComparison> = only(before, after)
-        .into_iter()
-        .map(|(name, unit, b)| MetricComparison {
-            name,
-            unit,
-            before: Some(b),
-            after: None,
-            change: None,
+    let names = before
+        .keys()
+        .filter(|n| !after.contains_key(*n))
+        .chain(after.keys().filter(|n| !before.contains_key(*n)));
+    let mut out: Vec<MetricComparison> = names
+        .filter_map(|name| {
+            let (unit, _) = before.get(name).or_else(|| after.get(name))?;
+            Some(MetricComparison {
+                name: name.clone(),
+                unit: unit.clone(),
+                before: before.get(name).map(|(_, s)| s.clone()),
+                after: after.get(name).map(|(_, s)| s.clone()),
+                change: None,
+            })
         })
-        .chain(
-            only(after, before)
-                .into_iter()
-                .map(|(name, unit, a)| MetricComparison {
-                    name,
-                    unit,
-                    before: None,
-                    after: Some(a),
-                    change: None,
-                }),
-        )
         .collect();
     out.sort_by_key(|m| preferred_order(&m.name));
     out
 }
 
-/// Two launches compared, without the changes a start-up log line would invent: a log lists
-/// every value the engine resolved, so an option only it names is unknown on the other side.
+/// Two launches compared, without the changes a start-up log line would invent: a log that
+/// lists every value the engine resolved (`probe_launch::lists_resolved_values`) names options
+/// that are unknown on the other side.
 pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
     let mut diff = compare_launches(before, after);
-    let before_is_log = before.source.kind == SourceKind::Log;
-    let after_is_log = after.source.kind == SourceKind::Log;
+    let before_is_log = probe_launch::lists_resolved_values(before);
+    let after_is_log = probe_launch::lists_resolved_values(after);
     diff.changes.retain(|change| {
         let invented = (before_is_log && !after_is_log && change.kind == ChangeKind::Removed)
             || (after_is_log && !before_is_log && change.kind == ChangeKind::Added);

@@ -233,8 +233,7 @@ fn symptoms(
         verdict.conclusion,
         Conclusion::Cause | Conclusion::Unexplained
     ) {
-        let unit = probe_launch::unit_of(snapshot, after)
-            .and_then(|name| snapshot.units.iter().find(|u| u.name == name));
+        let unit = crate::run::unit_of(snapshot, after);
         verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
     }
     diff.verdict = Some(verdict);

@@ -156,7 +156,7 @@ fn start_evidence(launch: &LaunchConfig) -> String {
 }
 
 /// The unit a launch ran under: its own, one merged into it, or the journal its log line is in.
-fn unit_of<'a>(
+pub(crate) fn unit_of<'a>(
     snapshot: &'a Snapshot,
     launch: &LaunchConfig,
 ) -> Option<&'a probe_model::SystemdUnit> {

@@ -12,10 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use probe_model::{ChangeKind, Engine, LaunchConfig, SourceKind};
+use probe_model::{ChangeKind, LaunchConfig, SourceKind};
 use serde_json::Value;
 
-use crate::catalog::{Catalog, OptionSpec, ValueKind, catalog, values_equal};
+use crate::catalog::{Catalog, OptionSpec, StartupArgs, ValueKind, catalog, values_equal};
 use crate::speculative::{self, SpecView};
 
 /// What differs between two launches.
@@ -74,13 +74,10 @@ impl ConfigDifference {
 ///
 /// An engine's start-up log line may list values the engine resolved itself (SGLang's
 /// `server_args=` holds every argument), so against a command line a field only such a log has
-/// is unknown on the other side, not different. vLLM's `non-default args:` lists only what was
-/// given away from its default: a field only it has (a speculative config) is a difference.
+/// is unknown on the other side, not different ([`lists_resolved_values`]).
 pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
-    let resolved_dump =
-        |l: &LaunchConfig| l.source.kind == SourceKind::Log && l.engine != Engine::Vllm;
-    let left_dump = resolved_dump(left);
-    let right_dump = resolved_dump(right);
+    let left_dump = lists_resolved_values(left);
+    let right_dump = lists_resolved_values(right);
     configuration_differences(left, right)
         .iter()
         .all(|difference| {
@@ -88,6 +85,15 @@ pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
                 || (right_dump && !left_dump && difference.kind == ChangeKind::Added);
             only_in_log || matches!(difference.field, ConfigField::Detail(_))
         })
+}
+
+/// Whether a launch was read from a start-up log line that lists every argument with the value
+/// the engine resolved (its catalog's [`StartupArgs::All`]): an option only it shows is
+/// unknown on a command line's side. vLLM's `non-default args:` lists only what was given, so an
+/// option only it shows (a speculative config) is a difference.
+pub fn lists_resolved_values(launch: &LaunchConfig) -> bool {
+    launch.source.kind == SourceKind::Log
+        && catalog(launch.engine, launch.engine_version.as_deref()).startup_args == StartupArgs::All
 }
 
 /// Every field in which `after` differs from `before`, in a fixed order: engine, model,

@@ -67,8 +67,8 @@ use serde_json::Value;
 use crate::catalog::catalog;
 pub use configuration::{
     ConfigDifference, ConfigField, OWN_MTP_HEADS, configuration_differences,
-    covered_by_speculative, default_of, launch_details, option_at_default, same_configuration,
-    speculative_leftover, trim_model,
+    covered_by_speculative, default_of, launch_details, lists_resolved_values, option_at_default,
+    same_configuration, speculative_leftover, trim_model,
 };
 use ctx::{Ctx, basename};
 use hints::MAX_TEXT;

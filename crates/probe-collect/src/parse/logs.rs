@@ -796,11 +796,9 @@ pub fn parse_files(
             mtime: h.mtime,
             ..Default::default()
         };
-        match h.status {
-            FileStatus::Ok if thinning.is_some() => {
-                read_thinned(r.data, thinning, h.mtime.or(clock), tz, &mut src);
-            }
-            FileStatus::Ok => {
+        match (&h.status, thinning) {
+            (FileStatus::Ok, Some(t)) => read_thinned(r.data, t, h.mtime.or(clock), tz, &mut src),
+            (FileStatus::Ok, None) => {
                 src.bytes_read = r.data.len() as u64;
                 src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
                 let mut data = r.data;
@@ -854,17 +852,14 @@ fn thinning_after(recs: &[crate::frame::Record<'_>], i: usize) -> Option<LogThin
 /// first and last time kept) and, when it stopped early or hit its byte cap, why it is partial.
 fn read_thinned(
     data: &[u8],
-    thinning: Option<LogThinning>,
+    thinning: LogThinning,
     reference: Option<UnixTime>,
     tz: i64,
     src: &mut LogSource,
 ) {
     src.bytes_read = data.len() as u64;
-    let text = String::from_utf8_lossy(data);
-    parse_text(&text, reference, tz, src);
-    if let Some(t) = thinning {
-        finish_thinning(t, src);
-    }
+    parse_text(&String::from_utf8_lossy(data), reference, tz, src);
+    finish_thinning(thinning, src);
 }
 
 /// A thinned log's coverage (the first and last time among what was kept) and, when the reader
@@ -924,8 +919,7 @@ pub fn parse_journal(
             bytes_read: r.data.len() as u64,
             ..Default::default()
         };
-        let thinning = thinning_after(&recs, i);
-        if thinning.is_some() {
+        if let Some(thinning) = thinning_after(&recs, i) {
             read_thinned(r.data, thinning, clock, tz, &mut src);
             if r.data.is_empty() {
                 src.status = SectionStatus::NotPresent;

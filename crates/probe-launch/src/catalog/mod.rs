@@ -255,6 +255,8 @@ pub struct Catalog {
     pub model_options: Vec<String>,
     /// Option holding a YAML config file (`config`, `extra_llm_api_options`).
     pub config_options: Vec<String>,
+    /// What the engine's start-up arguments line lists.
+    pub startup_args: StartupArgs,
     pub entry_points: Vec<EntryPoint>,
     pub speculative: SpeculativeRules,
     options: Vec<OptionSpec>,
@@ -375,6 +377,20 @@ pub enum Units {
     Sglang,
 }
 
+/// What an engine's start-up arguments line (`server_args=`, `non-default args:`, `Args {`)
+/// lists, which says whether an option only that line shows differs from a command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartupArgs {
+    /// Every argument with the value the engine resolved (SGLang's `ServerArgs(...)`, TGI's
+    /// `Args { ... }`): an option only it shows is unknown on a command line's side.
+    #[default]
+    All,
+    /// Only what was given away from its default (vLLM's `non-default args:`): an option only
+    /// it shows was given, and differs from a command line without it.
+    NonDefault,
+}
+
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 struct RawCatalog {
@@ -386,6 +402,7 @@ struct RawCatalog {
     prefix_match: bool,
     model_options: Vec<String>,
     config_options: Vec<String>,
+    startup_args: StartupArgs,
     entry: Vec<RawEntry>,
     speculative: RawSpeculative,
     option: Vec<RawOption>,
@@ -577,6 +594,7 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         prefix_match: raw.prefix_match,
         model_options: raw.model_options,
         config_options: raw.config_options,
+        startup_args: raw.startup_args,
         entry_points: raw.entry.into_iter().map(entry_point).collect(),
         speculative: speculative_rules(raw.speculative),
         options,
