@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::analysis::Analysis;
 use crate::compare::compare_runs;
 use crate::impact::{Mechanism, rules, value_number};
-use crate::periods::{RunPeriod, ServerPoints, compare_launches_read, number, period_metrics};
+use crate::number::number;
+use crate::periods::{RunPeriod, ServerPoints, compare_launches_read, period_metrics};
 use probe_launch::evidence_label;
 use probe_model::civil::utc_minute as utc;
 

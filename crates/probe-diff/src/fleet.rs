@@ -36,7 +36,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::analysis::Analysis;
-use crate::compare::{CompareOptions, compare_analyses, rank};
+use crate::compare::{CompareOptions, rank};
+use crate::conclusion::compare_analyses;
 
 /// One member of a group: its name (inventory name) and its latest snapshot, as the comparison
 /// reads it.

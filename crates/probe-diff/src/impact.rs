@@ -83,7 +83,7 @@ pub struct RuleSet {
     pub rule: Vec<Rule>,
     /// Rules on a server's own readings (`crate::server`).
     #[serde(default)]
-    pub server_rule: Vec<crate::server::rule::ServerRule>,
+    pub server_rule: Vec<crate::server_rule::ServerRule>,
     /// Serving packages a run lists and compares (globs).
     #[serde(default)]
     pub serving_packages: Vec<String>,

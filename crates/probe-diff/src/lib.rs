@@ -7,30 +7,35 @@
 mod analysis;
 mod bench;
 mod compare;
+mod conclusion;
 mod explain;
 mod fleet;
 mod hardware;
 mod impact;
+mod label;
+mod number;
 mod periods;
 mod pins;
-mod previous;
 mod rotated;
 mod run;
 mod server;
+mod server_rule;
 mod timeline;
 mod verdict;
 
 pub use analysis::{Analysis, analyze};
 pub use bench::attribute as attribute_benchmarks;
 pub use compare::{
-    CompareOptions, compare_analyses, compare_launches, compare_snapshots, compare_snapshots_with,
-    drift, has_drift, is_meaningful, option_at_default, performance_moves, rank, unified_diff,
+    CompareOptions, compare_launches, drift, has_drift, is_meaningful, option_at_default,
+    performance_moves, rank, unified_diff,
+};
+pub use conclusion::{
+    compare_analyses, compare_snapshots, compare_snapshots_with, previous_launch_diff,
 };
 pub use fleet::{Member, outliers};
 pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
 pub use periods::metrics_by_run;
-pub use previous::previous_launch_diff;
 pub use run::summarize_model;
 pub use server::{LIFETIME_SOURCE, views as server_views};
 pub use timeline::{timeline, timeline_with};

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::analysis::Analysis;
 use crate::compare::compare_launches;
 use crate::impact::{Area, Subject, change_for};
+use crate::number::number;
 use probe_launch::evidence_label;
 use probe_launch::same_server;
 use probe_model::civil::utc_minute as utc;
@@ -442,16 +443,6 @@ fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> 
         .filter(|(_, v)| *v > 0.0)
         .filter_map(|(t, v)| Some((running.get(t)?.round() as u32, *v)))
         .collect()
-}
-
-/// A number for a sentence: at most two decimals.
-pub(crate) fn number(value: f64) -> String {
-    let rounded = (value * 100.0).round() / 100.0;
-    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
-        format!("{}", rounded as i64)
-    } else {
-        format!("{rounded}")
-    }
 }
 
 /// The logs of `server` with points of metric `name` inside `period`, comma-separated.

@@ -14,8 +14,8 @@ use probe_model::{
     TimelineEventKind, UnixTime,
 };
 
-use crate::compare::launch_label;
 use crate::impact::{Area, Subject, assess};
+use crate::label::launch_label;
 use probe_launch::same_configuration;
 use probe_launch::same_server;
 
@@ -344,7 +344,7 @@ fn launch_summary(placed: &Placed<'_>) -> String {
         if common.is_some_and(|c| SUMMARY_COMMONS.contains(&c)) {
             details.push(format!(
                 "{name}={}",
-                crate::compare::display_value(&option.value)
+                probe_launch::catalog::display(&option.value)
             ));
         }
     }

@@ -13,6 +13,7 @@ use probe_launch::{
 };
 
 use crate::impact::{Area, Subject, change_for, rank};
+use crate::label::launch_label;
 
 /// Compares two launches: what was added, removed and changed, ranked by likely impact.
 pub fn compare_launches(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
@@ -80,17 +81,6 @@ pub(crate) fn compare_launches_split(
     rank(&mut collector.changes);
     diff.changes = collector.changes;
     (diff, collector.volatile)
-}
-
-/// A short name for a launch: where it was found.
-pub(crate) fn launch_label(launch: &LaunchConfig) -> String {
-    let location = launch.source.location.trim();
-    if location.is_empty() {
-        let kind = launch.source.kind.as_str();
-        format!("{} ({kind})", launch.engine)
-    } else {
-        format!("{} ({location})", launch.engine)
-    }
 }
 
 #[derive(Default)]

@@ -1,7 +1,8 @@
 //! Comparing launches and snapshots; impact ranking.
 //!
-//! [`compare_launches`] compares two reconstructed launches, [`compare_snapshots`] two snapshots
-//! (one host over time, or two hosts), [`unified_diff`] two texts. Every change carries a
+//! [`compare_launches`] compares two reconstructed launches, [`compare_areas`] the areas of two
+//! snapshots (one host over time, or two hosts; the verdict drawn from them is
+//! [`crate::conclusion`]'s), [`unified_diff`] two texts. Every change carries a
 //! category, an impact and an explanation from the rules in `configs/impact.toml`
 //! ([`crate::impact`]), and every list of changes is ranked so that the first lines answer "why is
 //! it slower".
@@ -18,12 +19,8 @@ mod text;
 pub use crate::impact::rank;
 pub use in_effect::compare_runs;
 pub use launch::compare_launches;
-pub(crate) use launch::launch_label;
 pub use options::CompareOptions;
-pub(crate) use probe_launch::catalog::display as display_value;
 pub use probe_launch::option_at_default;
-pub use snapshot::{
-    compare_analyses, compare_snapshots, compare_snapshots_with, drift, has_drift, is_meaningful,
-    performance_moves,
-};
+pub(crate) use snapshot::compare_areas;
+pub use snapshot::{drift, has_drift, is_meaningful, performance_moves};
 pub use text::unified_diff;

@@ -23,39 +23,26 @@ use probe_launch::{port_of, unit_of};
 /// Other processes' GPU memory must move by this much to count as a change.
 const OTHER_GPU_MEMORY_THRESHOLD_MIB: u64 = 1024;
 
-/// Compares two snapshots, reading each once ([`crate::analyze`]).
-pub fn compare_snapshots(
-    before: &Snapshot,
-    after: &Snapshot,
-    options: &CompareOptions,
-) -> SnapshotDiff {
-    let before_analysis = crate::analysis::analyze(before);
-    let after_analysis = crate::analysis::analyze(after);
-    compare_analyses(before, &before_analysis, after, &after_analysis, options)
+/// What two snapshots' areas compared give, before a conclusion is drawn from it.
+pub(crate) struct Areas<'a> {
+    /// The comparison, its changes not yet in it.
+    pub(crate) diff: SnapshotDiff,
+    /// Every change that is not volatile (volatile ones too with `include_volatile`), ranked.
+    pub(crate) changes: Vec<Change>,
+    /// The first server both snapshots run, as (before, after).
+    pub(crate) first: Option<(&'a LaunchConfig, &'a LaunchConfig)>,
 }
 
-/// Compares two snapshots whose launches were already reconstructed (or made by hand).
-pub fn compare_snapshots_with(
+/// Compares the areas of two snapshots already read (servers, packages, GPUs, models,
+/// metrics, host, units, containers, hardware, the servers' readings and their runs): their
+/// launches, timelines and runs are used as they are, never rebuilt.
+pub(crate) fn compare_areas<'a>(
     before: &Snapshot,
-    before_launches: &[LaunchConfig],
+    before_analysis: &'a Analysis,
     after: &Snapshot,
-    after_launches: &[LaunchConfig],
+    after_analysis: &'a Analysis,
     options: &CompareOptions,
-) -> SnapshotDiff {
-    let before_analysis = crate::analysis::analyze_with(before, before_launches.to_vec());
-    let after_analysis = crate::analysis::analyze_with(after, after_launches.to_vec());
-    compare_analyses(before, &before_analysis, after, &after_analysis, options)
-}
-
-/// Compares two snapshots already read: their launches, timelines and runs are used as they
-/// are, never rebuilt (the report, the audit and fleet outliers hold them).
-pub fn compare_analyses(
-    before: &Snapshot,
-    before_analysis: &Analysis,
-    after: &Snapshot,
-    after_analysis: &Analysis,
-    options: &CompareOptions,
-) -> SnapshotDiff {
+) -> Areas<'a> {
     let before_launches = before_analysis.launches.as_slice();
     let after_launches = after_analysis.launches.as_slice();
     let mut diff = SnapshotDiff {
@@ -100,57 +87,12 @@ pub fn compare_analyses(
     }
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
-    let sides = ((before, before_analysis), (after, after_analysis));
-    diff.verdict = Some(snapshot_verdict(sides, &diff, &mut changes));
-    let first = matched.first();
-    diff.rollback = crate::verdict::rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
-    diff.changes = changes;
     diff.volatile = volatile;
-    diff
-}
-
-/// A snapshot with what it was read as, once.
-type Side<'a> = (&'a Snapshot, &'a Analysis);
-
-/// The verdict of two snapshots: the running runs of each compared (idle samples left out),
-/// else the metrics of everything their logs held. The launches already reconstructed are
-/// reused, not read again.
-fn snapshot_verdict(
-    ((before, before_analysis), (after, after_analysis)): (Side<'_>, Side<'_>),
-    diff: &SnapshotDiff,
-    changes: &mut [Change],
-) -> probe_model::Verdict {
-    use crate::periods::{compare_periods, load_bands, running_side};
-    use crate::verdict::{Evidence, judge};
-    let field = String::from("verdict");
-    let (Some(b), Some(a)) = (
-        running_side(before, before_analysis),
-        running_side(after, after_analysis),
-    ) else {
-        let evidence = Evidence {
-            metrics: &diff.metrics,
-            before_period: format!("snapshot {}", diff.before.id),
-            after_period: format!("snapshot {}", diff.after.id),
-            field,
-            ..Evidence::default()
-        };
-        return judge(changes, &evidence);
-    };
-    let (metrics, _) = compare_periods(&b.stats.metrics, &a.stats.metrics, &b.label, &a.label);
-    let evidence = Evidence {
-        metrics: &metrics,
-        before_period: format!("{} on {}", b.label, diff.before.host),
-        after_period: format!("{} on {}", a.label, diff.after.host),
-        capacity: (
-            crate::previous::capacity(b.run.as_ref()),
-            crate::previous::capacity(a.run.as_ref()),
-        ),
-        layers: crate::previous::layers(b.run.as_ref(), a.run.as_ref()),
-        bands: load_bands((&b.points, &b.period), (&a.points, &a.period)),
-        field,
-        ..Evidence::default()
-    };
-    judge(changes, &evidence)
+    Areas {
+        diff,
+        changes,
+        first: matched.first().map(|m| (m.0, m.1)),
+    }
 }
 
 /// A launch's engine version usually comes from its interpreter's packages; when the package
@@ -450,7 +392,7 @@ fn compare_servers(
             }
             (Some(b), None) => {
                 if let Some(server) = before_servers.get(b) {
-                    let value = Value::from(super::launch::launch_label(server.launch));
+                    let value = Value::from(crate::label::launch_label(server.launch));
                     let subject = Subject::new(Area::Launch, "server", ChangeKind::Removed)
                         .values(Some(&value), None);
                     collector.push(&subject, format!("server:{}", server.identity()), None);
@@ -458,7 +400,7 @@ fn compare_servers(
             }
             (None, Some(a)) => {
                 if let Some(server) = after_servers.get(a) {
-                    let value = Value::from(super::launch::launch_label(server.launch));
+                    let value = Value::from(crate::label::launch_label(server.launch));
                     let subject = Subject::new(Area::Launch, "server", ChangeKind::Added)
                         .values(None, Some(&value));
                     collector.push(&subject, format!("server:{}", server.identity()), None);

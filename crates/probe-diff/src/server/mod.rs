@@ -11,7 +11,6 @@ pub mod effective;
 pub mod histogram;
 pub mod lifetime;
 pub mod of_run;
-pub mod rule;
 pub mod rules;
 
 use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};

@@ -2,7 +2,7 @@
 
 use probe_model::{LaunchConfig, ServerFinding, ServerMetricKind, ServerReading};
 
-pub use super::rule::{Check, ServerRule};
+pub use crate::server_rule::{Check, ServerRule};
 
 /// Whether the launch or the server itself sets speculative decoding.
 fn speculative(reading: &ServerReading, launch: Option<&LaunchConfig>) -> bool {

@@ -10,7 +10,7 @@ use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, MetricComparison
 use super::config::{Test, VerdictConfig, named};
 use super::load::{Capacities, Layers, both};
 use crate::impact::value_number;
-use crate::periods::number;
+use crate::number::number;
 
 /// What every test may read.
 pub(crate) struct Ctx<'a> {

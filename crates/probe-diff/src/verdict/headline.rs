@@ -3,7 +3,7 @@
 
 use probe_model::{Assessment, Change, Conclusion, Verdict};
 
-use crate::periods::number;
+use crate::number::number;
 
 /// Ruled-out causes shown by name in the one line; the rest are counted.
 const RULED_OUT_NAMED: usize = 4;

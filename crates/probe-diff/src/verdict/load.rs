@@ -5,7 +5,7 @@
 use probe_model::{LoadComparison, LoadMeasure, MetricComparison, MetricSummary};
 
 use super::config::{VerdictConfig, named};
-use crate::periods::number;
+use crate::number::number;
 
 /// The samples of one running-request count: throughput values of each run.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,5 +1,5 @@
 //! One `[[server-rule]]` of `configs/impact.toml` as read (the rule set in [`crate::impact`]
-//! holds them; [`super::rules`] applies them). Kept apart from the findings so that the rule set
+//! holds them; [`crate::server`] applies them). Kept apart from the findings so that the rule set
 //! and the code that reads it do not depend on each other.
 
 use serde::Deserialize;

@@ -4,9 +4,10 @@
 use probe_model::{Conclusion, LaunchConfig, LaunchDiff, Run, Snapshot};
 
 use crate::analysis::Analysis;
-use crate::compare::{compare_runs, launch_label};
+use crate::compare::compare_runs;
 use crate::explain;
 use crate::impact::rank;
+use crate::label::launch_label;
 use crate::periods::{
     PeriodStats, RunPeriod, ServerPoints, compare_launches_read, compare_periods, describe,
     load_bands, load_note, period_metrics, run_periods, server_points,
