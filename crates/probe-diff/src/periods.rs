@@ -116,7 +116,7 @@ pub(crate) fn server_points(
         .collect()
 }
 
-fn summary(points: &[(UnixTime, f64)]) -> Option<MetricSummary> {
+pub(crate) fn summary(points: &[(UnixTime, f64)]) -> Option<MetricSummary> {
     let first = points.first()?;
     let last = points.last()?;
     let mut values: Vec<f64> = points.iter().map(|(_, v)| *v).collect();
@@ -418,7 +418,8 @@ fn series<'a>(
 fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> {
     let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
     // The metric names are the verdict's (configs/verdict.toml), as its load comparison reads them.
-    let names = &crate::verdict::config().metrics;
+    let config = crate::verdict::config();
+    let names = &config.metrics;
     let Some(running) = series(points, &names.running).next() else {
         return Vec::new();
     };
@@ -438,11 +439,14 @@ fn paired_samples(points: &ServerPoints, period: &RunPeriod) -> Vec<(u32, f64)> 
         .into_iter()
         .filter_map(|(t, v)| Some((t, v?)))
         .collect();
-    series(points, &names.throughput)
-        .flat_map(|values| values.iter())
-        .filter(|(_, v)| *v > 0.0)
-        .filter_map(|(t, v)| Some((running.get(t)?.round() as u32, *v)))
-        .collect()
+    series(
+        points,
+        config.symptom_metrics(probe_model::SymptomKind::Throughput),
+    )
+    .flat_map(|values| values.iter())
+    .filter(|(_, v)| *v > 0.0)
+    .filter_map(|(t, v)| Some((running.get(t)?.round() as u32, *v)))
+    .collect()
 }
 
 /// The logs of `server` with points of metric `name` inside `period`, comma-separated.

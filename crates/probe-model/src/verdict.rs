@@ -92,17 +92,78 @@ pub enum Conclusion {
     LoadChanged,
     /// The symptom is there, nothing tested explains it; the consistent causes remain.
     Unexplained,
-    /// Throughput did not get worse (within the tolerance).
+    /// No symptom got worse (throughput, latency, queue; within the tolerance).
     NoSlowdown,
     /// Too little evidence to compare the runs' speed (no metrics on one side).
     #[default]
     NotEnoughEvidence,
 }
 
+/// What kind of slowdown a symptom is (`configs/verdict.toml` `[[symptom]]` names the metrics
+/// of each, and each `[[check]]` the kinds its mechanism can explain).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SymptomKind {
+    /// Tokens generated per second, all requests together (a fall is worse).
+    #[default]
+    Throughput,
+    /// Time to first token (a rise is worse).
+    Ttft,
+    /// Inter-token latency or time per output token: decode speed per request (a rise is worse).
+    Itl,
+    /// End-to-end request latency (a rise is worse).
+    E2e,
+    /// Requests waiting for admission (a rise is worse).
+    Queue,
+}
+
+impl SymptomKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymptomKind::Throughput => "throughput",
+            SymptomKind::Ttft => "ttft",
+            SymptomKind::Itl => "itl",
+            SymptomKind::E2e => "e2e",
+            SymptomKind::Queue => "queue",
+        }
+    }
+
+    /// How a sentence names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SymptomKind::Throughput => "throughput",
+            SymptomKind::Ttft => "time to first token",
+            SymptomKind::Itl => "decode speed (time per output token)",
+            SymptomKind::E2e => "end-to-end latency",
+            SymptomKind::Queue => "queued requests",
+        }
+    }
+
+    /// Whether a rise of its metric is the slowdown (latencies, queues) rather than a fall.
+    pub fn worse_when_higher(self) -> bool {
+        self != SymptomKind::Throughput
+    }
+}
+
 /// The symptom in numbers: one metric, run against run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Symptom {
+    /// What kind of slowdown its metric measures.
+    pub kind: SymptomKind,
     /// The metric (`gen_throughput`, `generation_throughput`, `lifetime:generation_throughput`).
     pub metric: String,
     pub unit: String,
@@ -170,7 +231,13 @@ pub struct Verdict {
     pub conclusion: Conclusion,
     /// One sentence: what happened and why.
     pub headline: String,
+    /// The symptom the verdict is about: the first kind (throughput, TTFT, ITL, end-to-end,
+    /// queue) that got worse, else throughput as compared.
     pub symptom: Option<Symptom>,
+    /// Every kind of symptom both sides have numbers for, in that order (`TTFT rose` with
+    /// `decode speed unchanged` beside it).
+    #[serde(default)]
+    pub symptoms: Vec<Symptom>,
     pub load: LoadComparison,
     /// The key of the best-supported cause (`speculative.num_steps`).
     pub cause: Option<String>,

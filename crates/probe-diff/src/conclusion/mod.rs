@@ -4,6 +4,7 @@
 //! into the verdict of `probe diff` and of a host report's "against the previous launch", with
 //! the rollback and restore text.
 
+mod measured;
 mod previous;
 mod snapshots;
 

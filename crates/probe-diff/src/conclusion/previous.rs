@@ -3,6 +3,7 @@
 
 use probe_model::{Conclusion, LaunchConfig, LaunchDiff, Run, Snapshot};
 
+use super::measured::{benchmark_metrics, measured};
 use crate::analysis::Analysis;
 use crate::compare::compare_runs;
 use crate::explain;
@@ -165,7 +166,10 @@ fn symptoms(
         current,
         runs,
     } = *sides;
-    let after_stats = period_metrics(points, current);
+    let mut after_stats = period_metrics(points, current);
+    after_stats
+        .metrics
+        .extend(benchmark_metrics(snapshot, analysis, current.run));
     if after_stats.metrics.is_empty() {
         diff.metrics_note = Some(format!(
             "no metrics logged since {} started",
@@ -173,7 +177,7 @@ fn symptoms(
         ));
         return;
     }
-    let Some((period, before_stats)) =
+    let Some((period, mut before_stats)) =
         earlier_period_with_metrics(analysis, periods, points, sides)
     else {
         diff.metrics_note = Some(format!(
@@ -185,6 +189,9 @@ fn symptoms(
     let Some(stand_in) = analysis.timeline.launches.get(period.launch) else {
         return;
     };
+    before_stats
+        .metrics
+        .extend(benchmark_metrics(snapshot, analysis, period.run));
     let (comparisons, symptoms) = compare_periods(
         &before_stats.metrics,
         &after_stats.metrics,
@@ -238,38 +245,6 @@ fn symptoms(
         verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
     }
     diff.verdict = Some(verdict);
-}
-
-/// The benchmark results on the host that measured a run: the earlier one compared, the running
-/// one, or another (named by its start).
-fn measured(
-    snapshot: &Snapshot,
-    analysis: &Analysis,
-    (earlier, now): (usize, usize),
-) -> Vec<String> {
-    crate::bench::attribute(&snapshot.benchmarks, &analysis.runs)
-        .into_iter()
-        .filter_map(|a| {
-            let run = a.run?;
-            let which = match run {
-                r if r == earlier => String::from("earlier run"),
-                r if r == now => String::from("this run"),
-                r => {
-                    let start = analysis.runs.get(r)?.start.at?;
-                    format!(
-                        "the run from {} (not the one compared)",
-                        probe_model::civil::utc_minute(start)
-                    )
-                }
-            };
-            let result = snapshot.benchmarks.get(a.benchmark)?;
-            let when = result
-                .date
-                .map(probe_model::civil::utc_minute)
-                .unwrap_or_default();
-            Some(format!("{which}: {} {when}", crate::bench::summary(result)))
-        })
-        .collect()
 }
 
 /// The previous launch's own period, else the newest earlier period with metrics (of a launch

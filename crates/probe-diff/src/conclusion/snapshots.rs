@@ -3,6 +3,7 @@
 
 use probe_model::{Change, LaunchConfig, Snapshot, SnapshotDiff};
 
+use super::measured::benchmark_metrics;
 use super::previous::{capacity, layers};
 use crate::analysis::Analysis;
 use crate::compare::{CompareOptions, compare_areas};
@@ -78,7 +79,17 @@ fn snapshot_verdict(
         };
         return judge(changes, &evidence);
     };
-    let (metrics, _) = compare_periods(&b.stats.metrics, &a.stats.metrics, &b.label, &a.label);
+    let with_benchmarks = |side: &crate::periods::RunningSide, (snapshot, analysis): Side<'_>| {
+        let mut metrics = side.stats.metrics.clone();
+        metrics.extend(benchmark_metrics(snapshot, analysis, side.period.run));
+        metrics
+    };
+    let (metrics, _) = compare_periods(
+        &with_benchmarks(&b, (before, before_analysis)),
+        &with_benchmarks(&a, (after, after_analysis)),
+        &b.label,
+        &a.label,
+    );
     let evidence = Evidence {
         metrics: &metrics,
         before_period: format!("{} on {}", b.label, diff.before.host),

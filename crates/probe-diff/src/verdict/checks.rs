@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, MetricComparison, MetricSummary};
+use probe_model::{
+    Assessment, CauseVerdict, Change, ChangeKind, MetricComparison, MetricSummary, Symptom,
+    SymptomKind,
+};
 
 use super::config::{Test, VerdictConfig, named};
 use super::load::{Capacities, Layers, both};
@@ -25,6 +28,9 @@ pub(crate) struct Ctx<'a> {
     pub band_throughput: Option<(f64, f64)>,
     /// The layers each run had on the GPU, as its engine logged them at start-up.
     pub layers: Layers,
+    /// The symptom the verdict is about, and every kind compared.
+    pub symptom: Option<&'a Symptom>,
+    pub symptoms: &'a [Symptom],
 }
 
 impl Ctx<'_> {
@@ -48,20 +54,20 @@ impl Ctx<'_> {
 }
 
 /// A verdict under construction.
-struct Finding {
+pub(super) struct Finding {
     test: Test,
     numbers: BTreeMap<String, f64>,
 }
 
 impl Finding {
-    fn new(test: Test) -> Finding {
+    pub(super) fn new(test: Test) -> Finding {
         Finding {
             test,
             numbers: BTreeMap::new(),
         }
     }
 
-    fn num(mut self, name: &str, value: Option<f64>) -> Finding {
+    pub(super) fn num(mut self, name: &str, value: Option<f64>) -> Finding {
         if let Some(value) = value.filter(|v| v.is_finite()) {
             self.numbers
                 .insert(name.to_string(), (value * 1000.0).round() / 1000.0);
@@ -75,7 +81,12 @@ impl Finding {
             .num(&format!("{prefix}_samples"), Some(s.count as f64))
     }
 
-    fn done(self, assessment: Assessment, reason: String, missing: &[String]) -> CauseVerdict {
+    pub(super) fn done(
+        self,
+        assessment: Assessment,
+        reason: String,
+        missing: &[String],
+    ) -> CauseVerdict {
         CauseVerdict {
             assessment,
             test: self.test.as_str().to_string(),
@@ -92,17 +103,30 @@ impl Finding {
 
 /// Holds one cause against the symptoms.
 pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
-    let (test, missing) = match ctx.config.check_for(&change.key) {
-        Some(check) => (check.test, check.missing.as_slice()),
-        None => (Test::Other, &[][..]),
+    let (test, missing, explains) = match ctx.config.check_for(&change.key) {
+        Some(check) => (
+            check.test,
+            check.missing.as_slice(),
+            check.explains.as_slice(),
+        ),
+        None => (Test::Other, &[][..], &[][..]),
     };
+    let kind = ctx.symptom.map(|s| s.kind).unwrap_or_default();
+    if !explains.is_empty() && !explains.contains(&kind) {
+        return super::latency::outside(test, ctx, Finding::new(test), explains);
+    }
+    if kind != SymptomKind::Throughput {
+        return super::latency::assess(change, test, ctx, Finding::new(test), missing);
+    }
     if let Some(verdict) = common(change, test, ctx) {
         return verdict;
     }
     let finding = Finding::new(test);
     match test {
         Test::RunningCap => running_cap(change, ctx, finding, missing),
-        Test::KvCapacity => kv_capacity(change, ctx, finding, missing),
+        // Against throughput, a prefill budget matters as the KV capacity does: by how many
+        // requests it lets run at once where the cache fills.
+        Test::KvCapacity | Test::PrefillBudget => kv_capacity(change, ctx, finding, missing),
         Test::Speculative => speculative(change, ctx, finding, missing),
         Test::GpuLayers => gpu_layers(ctx, finding, missing),
         Test::Offload => finding.done(
@@ -122,7 +146,7 @@ pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
             ),
             missing,
         ),
-        Test::Version | Test::Other => finding.done(
+        Test::Version | Test::Other | Test::PrefixCache => finding.done(
             Assessment::Consistent,
             String::from("no logged number isolates its effect"),
             missing,
@@ -172,7 +196,7 @@ fn common(change: &Change, test: Test, ctx: &Ctx<'_>) -> Option<CauseVerdict> {
     None
 }
 
-fn values(change: &Change) -> (Option<f64>, Option<f64>) {
+pub(super) fn values(change: &Change) -> (Option<f64>, Option<f64>) {
     (
         change.before.as_ref().and_then(value_number),
         change.after.as_ref().and_then(value_number),
@@ -206,7 +230,8 @@ fn observed_text(observed: Option<f64>, predicted: f64) -> String {
 }
 
 fn queue_mean(ctx: &Ctx<'_>) -> Option<(f64, f64)> {
-    both(ctx.metrics, &ctx.config.metrics.queue).map(|(_, b, a)| (b.mean, a.mean))
+    let names = ctx.config.symptom_metrics(SymptomKind::Queue);
+    both(ctx.metrics, names).map(|(_, b, a)| (b.mean, a.mean))
 }
 
 /// A cap on concurrent requests matters only where the load reached it.

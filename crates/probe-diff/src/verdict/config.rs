@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use probe_model::SymptomKind;
 use serde::Deserialize;
 
 /// The embedded file.
@@ -24,6 +25,10 @@ pub enum Test {
     Offload,
     /// GPU state: held against clocks, power and throttle reasons.
     Hardware,
+    /// The prefill tokens one step takes: held against TTFT, the queue and the prompt length.
+    PrefillBudget,
+    /// Prefix caching on or off: held against the cache hit rate.
+    PrefixCache,
     /// Engine, packages, driver, CUDA.
     Version,
     /// No mechanism in numbers.
@@ -39,6 +44,8 @@ impl Test {
             Test::GpuLayers => "gpu-layers",
             Test::Offload => "offload",
             Test::Hardware => "hardware",
+            Test::PrefillBudget => "prefill-budget",
+            Test::PrefixCache => "prefix-cache",
             Test::Version => "version",
             Test::Other => "other",
         }
@@ -51,8 +58,18 @@ impl Test {
 pub struct Check {
     pub test: Test,
     pub causes: Vec<String>,
+    /// The symptom kinds its mechanism can produce.
+    pub explains: Vec<SymptomKind>,
     #[serde(default)]
     pub missing: Vec<String>,
+}
+
+/// One `[[symptom]]`: a kind of slowdown and the metrics that measure it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SymptomMetrics {
+    pub kind: SymptomKind,
+    pub metrics: Vec<String>,
 }
 
 /// The whole file.
@@ -68,6 +85,8 @@ pub struct VerdictConfig {
     pub load_floor: BTreeMap<String, f64>,
     #[serde(default)]
     pub check: Vec<Check>,
+    /// The symptom kinds, in the order the verdict looks for one that got worse.
+    pub symptom: Vec<SymptomMetrics>,
     pub metrics: MetricNames,
 }
 
@@ -75,12 +94,14 @@ pub struct VerdictConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct MetricNames {
-    pub throughput: Vec<String>,
     pub accept: Vec<String>,
     pub running: Vec<String>,
-    pub queue: Vec<String>,
     pub usage: Vec<String>,
     pub prompt: Vec<String>,
+    pub hit_rate: Vec<String>,
+    /// The workload of benchmark results: request rate (or client concurrency), prompt length.
+    pub request_rate: Vec<String>,
+    pub prompt_length: Vec<String>,
     pub capacity: Vec<String>,
     /// Start-up limits that give the layers on the GPU, and the model's layers.
     pub gpu_layers: Vec<String>,
@@ -104,6 +125,15 @@ impl VerdictConfig {
         self.check
             .iter()
             .find(|check| check.causes.iter().any(|p| glob(&fold(p), &key)))
+    }
+
+    /// The metric names of a symptom kind (empty when the file names none).
+    pub fn symptom_metrics(&self, kind: SymptomKind) -> &[String] {
+        self.symptom
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|s| s.metrics.as_slice())
+            .unwrap_or_default()
     }
 
     /// How much a load measure must move, absolutely, to count as moved.
@@ -170,12 +200,38 @@ mod tests {
             ("env:OLLAMA_NUM_GPU", Test::GpuLayers),
             ("cpu-offload-gb", Test::Offload),
             ("no-kv-offload", Test::Offload),
+            ("max-num-batched-tokens", Test::PrefillBudget),
+            ("limit:max_prefill_tokens", Test::PrefillBudget),
+            ("chunked-prefill-size", Test::PrefillBudget),
+            ("enable-prefix-caching", Test::PrefixCache),
+            ("disable-radix-cache", Test::PrefixCache),
             ("limit:max_model_len", Test::Other),
             ("attention-backend", Test::Other),
         ];
         for (key, want) in cases {
             assert_eq!(config().check_for(key).map(|c| c.test), Some(want), "{key}");
         }
+    }
+
+    /// Every symptom kind is named once, throughput first, each with metrics; every check says
+    /// which kinds it can explain.
+    #[test]
+    fn every_symptom_kind_has_its_metrics() {
+        let kinds: Vec<SymptomKind> = config().symptom.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SymptomKind::Throughput,
+                SymptomKind::Ttft,
+                SymptomKind::Itl,
+                SymptomKind::E2e,
+                SymptomKind::Queue
+            ]
+        );
+        assert!(config().symptom.iter().all(|s| !s.metrics.is_empty()));
+        assert!(config().check.iter().all(|c| !c.explains.is_empty()));
+        let speculative = config().check_for("speculative.num_steps");
+        assert!(speculative.is_some_and(|c| !c.explains.contains(&SymptomKind::Ttft)));
     }
 
     #[test]

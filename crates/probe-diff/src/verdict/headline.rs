@@ -1,8 +1,10 @@
 //! The verdict in words: one sentence of what happened and why, and one line of what was ruled
 //! out.
 
-use probe_model::{Assessment, Change, Conclusion, Verdict};
+use probe_model::{Assessment, Change, Conclusion, SymptomKind, Verdict};
 
+use super::config::config;
+use super::symptoms::{held, metric_label, numbers, worsened};
 use crate::number::number;
 
 /// Ruled-out causes shown by name in the one line; the rest are counted.
@@ -61,6 +63,9 @@ fn symptom_text(verdict: &Verdict) -> String {
     let Some(symptom) = &verdict.symptom else {
         return String::new();
     };
+    if symptom.kind != SymptomKind::Throughput {
+        return latency_text(verdict);
+    }
     let (Some(b), Some(a)) = (&symptom.before, &symptom.after) else {
         return String::new();
     };
@@ -78,6 +83,43 @@ fn symptom_text(verdict: &Verdict) -> String {
         number(a.mean),
         symptom.unit
     )
+}
+
+/// `TTFT p90 rose 375% (400 -> 1900 ms) at the same request rate and prompt length (8 req/s,
+/// 1024 tokens); decode speed (time per output token) unchanged (TPOT p50 21 -> 22 ms)`.
+fn latency_text(verdict: &Verdict) -> String {
+    let Some(symptom) = &verdict.symptom else {
+        return String::new();
+    };
+    let Some((b, a)) = super::symptoms::means(symptom) else {
+        return String::new();
+    };
+    let direction = if a < b { "fell" } else { "rose" };
+    let change = if b > 0.0 { a / b - 1.0 } else { 0.0 };
+    let mut text = format!(
+        "{} {direction} {} ({} -> {} {}){}",
+        metric_label(symptom),
+        pct(change),
+        number(b),
+        number(a),
+        symptom.unit,
+        super::workload::text(config(), verdict)
+    );
+    for other in verdict.symptoms.iter().filter(|s| s.kind != symptom.kind) {
+        let state = if held(config(), other) {
+            "unchanged"
+        } else if worsened(config(), other) {
+            "also worse"
+        } else {
+            "better"
+        };
+        text.push_str(&format!(
+            "; {} {state} ({})",
+            other.kind.label(),
+            numbers(other)
+        ));
+    }
+    text
 }
 
 fn measure(verdict: &Verdict, name: &str) -> Option<(f64, f64)> {

@@ -2,7 +2,7 @@
 //! requests, KV usage and the tokens it stands for, the prefill share, throughput per request),
 //! and where the load differs, the throughput of samples at the same running-request count.
 
-use probe_model::{LoadComparison, LoadMeasure, MetricComparison, MetricSummary};
+use probe_model::{LoadComparison, LoadMeasure, MetricComparison, MetricSummary, SymptomKind};
 
 use super::config::{VerdictConfig, named};
 use crate::number::number;
@@ -69,9 +69,12 @@ pub(crate) fn compare(
     let mut differs: Vec<String> = Vec::new();
     let mut checked = 0;
     for (patterns, label) in [
-        (&names.running, "running requests"),
-        (&names.queue, "queued requests"),
-        (&names.usage, "KV usage"),
+        (names.running.as_slice(), "running requests"),
+        (
+            config.symptom_metrics(SymptomKind::Queue),
+            "queued requests",
+        ),
+        (names.usage.as_slice(), "KV usage"),
     ] {
         let Some((m, b, a)) = both(metrics, patterns) else {
             continue;
@@ -134,7 +137,7 @@ fn tokens_in_use(
 /// Prefill share of the tokens processed, and throughput per running request.
 fn derived(config: &VerdictConfig, metrics: &[MetricComparison], out: &mut LoadComparison) {
     let names = &config.metrics;
-    let throughput = both(metrics, &names.throughput);
+    let throughput = both(metrics, config.symptom_metrics(SymptomKind::Throughput));
     if let (Some((_, pb, pa)), Some((_, gb, ga))) = (both(metrics, &names.prompt), throughput) {
         let share = |p: f64, g: f64| if p + g > 0.0 { p / (p + g) } else { 0.0 };
         out.measures.push(measure(

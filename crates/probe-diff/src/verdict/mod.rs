@@ -8,12 +8,15 @@
 mod checks;
 mod config;
 mod headline;
+mod latency;
 mod load;
 mod restore;
+mod symptoms;
+mod workload;
 
 use probe_model::{
-    Assessment, Category, Change, Conclusion, Impact, MetricComparison, Symptom, Verdict,
-    VerdictConfidence,
+    Assessment, Category, Change, Conclusion, Impact, MetricComparison, Symptom, SymptomKind,
+    Verdict, VerdictConfidence,
 };
 
 pub use config::{VerdictConfig, config, named};
@@ -46,8 +49,24 @@ pub struct Evidence<'a> {
 /// by what the tests found, and draws the verdict.
 pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
     let config = config();
-    let throughput = both(evidence.metrics, &config.metrics.throughput);
-    let load = load::compare(config, evidence.metrics, evidence.capacity, &evidence.bands);
+    let throughput = both(
+        evidence.metrics,
+        config.symptom_metrics(SymptomKind::Throughput),
+    );
+    let mut load = load::compare(config, evidence.metrics, evidence.capacity, &evidence.bands);
+    load.measures
+        .extend(workload::measures(config, evidence.metrics));
+    let periods = (
+        evidence.before_period.as_str(),
+        evidence.after_period.as_str(),
+    );
+    let compared = symptoms::compared(config, evidence.metrics, periods);
+    let throughput_fell = throughput.is_some_and(|(_, b, a)| {
+        fell(config, (b.mean, a.mean))
+            || load.like_for_like == Some(false)
+                && per_request_of(&load).is_some_and(|p| fell(config, p))
+    });
+    let symptom = symptoms::primary(config, &compared, throughput_fell);
     let ctx = checks::Ctx {
         config,
         metrics: evidence.metrics,
@@ -56,22 +75,16 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
         held_across: &evidence.held_across,
         band_throughput: load.band_throughput,
         layers: evidence.layers,
+        symptom: symptom.as_ref(),
+        symptoms: &compared,
     };
     for change in changes.iter_mut().filter(|c| is_cause(c)) {
         change.verdict = Some(checks::assess(change, &ctx));
     }
     rank_by_verdict(changes);
-    let symptom = throughput.map(|(m, b, a)| Symptom {
-        metric: m.name.clone(),
-        unit: m.unit.clone(),
-        before: Some(b.clone()),
-        after: Some(a.clone()),
-        change: m.change,
-        before_period: evidence.before_period.clone(),
-        after_period: evidence.after_period.clone(),
-    });
     let mut verdict = Verdict {
         symptom,
+        symptoms: compared,
         load,
         field: evidence.field.clone(),
         ..Verdict::default()
@@ -137,8 +150,11 @@ fn not_needed(changes: &mut [Change], best: &str) {
 }
 
 fn per_request(verdict: &Verdict) -> Option<(f64, f64)> {
-    let m = verdict
-        .load
+    per_request_of(&verdict.load)
+}
+
+fn per_request_of(load: &probe_model::LoadComparison) -> Option<(f64, f64)> {
+    let m = load
         .measures
         .iter()
         .find(|m| m.name == "throughput per request")?;
@@ -157,6 +173,9 @@ fn conclusion(changes: &[Change], verdict: &Verdict) -> Conclusion {
     let (Some(before), Some(after)) = (&symptom.before, &symptom.after) else {
         return Conclusion::NotEnoughEvidence;
     };
+    if symptom.kind != SymptomKind::Throughput {
+        return latency_conclusion(changes, verdict, symptom);
+    }
     let aggregate_fell = fell(config, (before.mean, after.mean));
     let per_request_fell = per_request(verdict).is_some_and(|p| fell(config, p));
     let load_differs = verdict.load.like_for_like == Some(false);
@@ -180,6 +199,33 @@ fn conclusion(changes: &[Change], verdict: &Verdict) -> Conclusion {
     // Fewer requests at once, each as fast or faster: the aggregate fell with the demand.
     let per_request_held = per_request(verdict).is_some_and(|p| !fell(config, p));
     if load_differs && (!open || band_held || !aggregate_fell || per_request_held) {
+        return Conclusion::LoadChanged;
+    }
+    Conclusion::Unexplained
+}
+
+/// The conclusion on a latency or queue symptom: worse and explained, worse at another workload
+/// (the load changed), worse and unexplained, or not worse.
+fn latency_conclusion(changes: &[Change], verdict: &Verdict, symptom: &Symptom) -> Conclusion {
+    if !symptoms::worsened(config(), symptom) {
+        return Conclusion::NoSlowdown;
+    }
+    if changes
+        .iter()
+        .any(|c| assessment(c) == Some(Assessment::Explains))
+    {
+        return Conclusion::Cause;
+    }
+    let open = changes
+        .iter()
+        .any(|c| assessment(c) == Some(Assessment::Consistent));
+    // The queue a latency rise brings is its effect, not load: the workload decides, and only
+    // where no benchmark gives it, the running requests and KV usage.
+    let load_differs = match workload::same(config(), verdict) {
+        Some(same) => !same,
+        None => !open && verdict.load.like_for_like == Some(false),
+    };
+    if load_differs {
         return Conclusion::LoadChanged;
     }
     Conclusion::Unexplained
@@ -209,6 +255,13 @@ fn confidence(changes: &[Change], verdict: &Verdict) -> (VerdictConfidence, Stri
     let few = samples < config.min_samples;
     let like = verdict.load.like_for_like;
     let band = verdict.load.band.is_some();
+    if let Some(symptom) = verdict
+        .symptom
+        .as_ref()
+        .filter(|s| s.metric.ends_with("(bench)"))
+    {
+        return benchmark_confidence(changes, verdict, symptom, samples);
+    }
     match verdict.conclusion {
         Conclusion::NotEnoughEvidence => (
             VerdictConfidence::Low,
@@ -251,6 +304,58 @@ fn confidence(changes: &[Change], verdict: &Verdict) -> (VerdictConfidence, Stri
                 "nothing tested explains the change; {} cause(s) remain untested",
                 verdict.consistent
             ),
+        ),
+    }
+}
+
+/// How sure, where the symptom comes from benchmark results: each is a measured run of many
+/// requests at a known workload, so one a side is evidence, not a sample; the same workload on
+/// both sides makes it like for like.
+fn benchmark_confidence(
+    changes: &[Change],
+    verdict: &Verdict,
+    symptom: &Symptom,
+    samples: u64,
+) -> (VerdictConfidence, String) {
+    let same = workload::same(config(), verdict);
+    let what = format!(
+        "{samples} benchmark result(s) a side for {}",
+        symptom.kind.label()
+    );
+    match (verdict.conclusion, same) {
+        (Conclusion::NotEnoughEvidence, _) => (
+            VerdictConfidence::Low,
+            String::from("the runs could not be compared"),
+        ),
+        (Conclusion::Cause, _) if verdict.explains > 1 && !one_family(changes) => (
+            VerdictConfidence::Medium,
+            format!(
+                "{} causes each explain the change; they are not told apart",
+                verdict.explains
+            ),
+        ),
+        (Conclusion::Cause | Conclusion::NoSlowdown, Some(true)) if samples >= 2 => (
+            VerdictConfidence::High,
+            format!("{what} at the same workload; the numbers match the mechanism"),
+        ),
+        (Conclusion::Cause | Conclusion::NoSlowdown, Some(true)) => (
+            VerdictConfidence::Medium,
+            format!("{what} at the same workload: one measurement each side"),
+        ),
+        (Conclusion::LoadChanged, Some(false)) => (
+            VerdictConfidence::Medium,
+            format!("{what}, at different workloads"),
+        ),
+        (Conclusion::Unexplained, _) => (
+            VerdictConfidence::Low,
+            format!(
+                "nothing tested explains the change; {} cause(s) remain untested",
+                verdict.consistent
+            ),
+        ),
+        _ => (
+            VerdictConfidence::Low,
+            format!("{what}; the workloads are not known to match"),
         ),
     }
 }

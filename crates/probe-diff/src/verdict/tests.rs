@@ -487,3 +487,248 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
         ("offload", Assessment::Consistent)
     );
 }
+
+/// A benchmark metric: one result a side.
+fn bench(name: &str, unit: &str, b: f64, a: f64) -> MetricComparison {
+    MetricComparison {
+        name: format!("{name} (bench)"),
+        unit: unit.to_string(),
+        before: Some(summary(b, b, 1)),
+        after: Some(summary(a, a, 1)),
+        change: Some(a / b - 1.0),
+    }
+}
+
+/// The latency story: `--max-num-batched-tokens 512` added by a drop-in; benchmarks at the same
+/// workload (4 req/s, 3000-token prompts) before and after: TTFT p90 400 -> 1900 ms, TPOT
+/// 21 -> 22 ms, throughput of decoding held, the queue grew.
+fn latency_story(ttft_after: f64, prompt_after: f64) -> (Vec<Change>, Vec<MetricComparison>) {
+    let mut budget = cause(
+        "max-num-batched-tokens",
+        Category::BatchingScheduling,
+        Impact::Medium,
+        json!(8192),
+        json!(512),
+    );
+    budget.before = Some(json!(8192));
+    let changes = vec![
+        budget,
+        cause(
+            "speculative.num_steps",
+            Category::SpeculativeDecoding,
+            Impact::Medium,
+            json!(3),
+            json!(2),
+        ),
+        cause(
+            "limit:max_num_seqs",
+            Category::BatchingScheduling,
+            Impact::High,
+            json!(256),
+            json!(128),
+        ),
+        cause(
+            "package:torch",
+            Category::EngineVersions,
+            Impact::Medium,
+            json!("2.8.0"),
+            json!("2.8.0.post1"),
+        ),
+    ];
+    let metrics = vec![
+        metric("generation_throughput", (410.0, 600.0), (402.0, 590.0)),
+        metric("running_reqs", (9.0, 14.0), (9.5, 15.0)),
+        metric("waiting_reqs", (0.2, 2.0), (6.5, 19.0)),
+        bench("ttft_p90", "ms", 400.0, ttft_after),
+        bench("tpot_p50", "ms", 21.0, 22.0),
+        bench("request_rate", "req/s", 4.0, 4.0),
+        bench("input_len", "tokens", 3000.0, prompt_after),
+    ];
+    (changes, metrics)
+}
+
+fn assessed(key: &str, changes: &[Change]) -> (Assessment, String) {
+    let change = changes.iter().find(|c| c.key == key).expect(key);
+    let v = change.verdict.as_ref().expect("a verdict");
+    (v.assessment, v.reason.clone())
+}
+
+#[test]
+fn a_smaller_prefill_budget_explains_a_ttft_rise_at_the_same_workload() {
+    let (mut changes, metrics) = latency_story(1900.0, 3000.0);
+    let verdict = judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    let symptom = verdict.symptom.as_ref().expect("a symptom");
+    assert_eq!(symptom.kind, probe_model::SymptomKind::Ttft);
+    assert_eq!(verdict.conclusion, Conclusion::Cause);
+    assert_eq!(verdict.cause.as_deref(), Some("max-num-batched-tokens"));
+    assert_eq!(verdict.confidence, VerdictConfidence::Medium);
+    assert!(
+        verdict.headline.starts_with(
+            "TTFT p90 rose 375% (400 -> 1900 ms) at the same request rate and prompt length \
+             (4 req/s, 3000 tokens)"
+        ),
+        "{}",
+        verdict.headline
+    );
+    assert!(
+        verdict
+            .headline
+            .contains("decode speed (time per output token) unchanged (TPOT p50 21 -> 22 ms)"),
+        "{}",
+        verdict.headline
+    );
+    let (spec, reason) = assessed("speculative.num_steps", &changes);
+    assert_eq!(spec, Assessment::RuledOut, "{reason}");
+    assert!(reason.contains("not on time to first token"), "{reason}");
+    let (budget, reason) = assessed("max-num-batched-tokens", &changes);
+    assert_eq!(budget, Assessment::Explains, "{reason}");
+    assert!(
+        reason.contains("takes 6 prefill step(s) instead of 1"),
+        "{reason}"
+    );
+    let kinds: Vec<_> = verdict.symptoms.iter().map(|s| s.kind).collect();
+    assert!(kinds.contains(&probe_model::SymptomKind::Throughput));
+    assert!(kinds.contains(&probe_model::SymptomKind::Itl));
+}
+
+#[test]
+fn latency_verdicts_by_case() {
+    // (TTFT after, prompt length after, conclusion, budget's assessment)
+    let cases = [
+        // Held: no slowdown, every cause ruled out.
+        (410.0, 3000.0, Conclusion::NoSlowdown, Assessment::RuledOut),
+        // Rose at another workload (prompts 3000 -> 6000 tokens): the budget still explains the
+        // steps, so it is the cause; the headline says the workload differed.
+        (1900.0, 6000.0, Conclusion::Cause, Assessment::Explains),
+    ];
+    for (ttft, prompt, conclusion, budget) in cases {
+        let (mut changes, metrics) = latency_story(ttft, prompt);
+        let verdict = judge(
+            &mut changes,
+            &Evidence {
+                metrics: &metrics,
+                ..Evidence::default()
+            },
+        );
+        assert_eq!(verdict.conclusion, conclusion, "{ttft} {prompt}");
+        assert_eq!(
+            assessed("max-num-batched-tokens", &changes).0,
+            budget,
+            "{ttft} {prompt}"
+        );
+    }
+    let (mut changes, metrics) = latency_story(1900.0, 6000.0);
+    let verdict = judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    assert!(
+        verdict
+            .headline
+            .contains("at another workload (prompt length 3000 -> 6000 tokens)"),
+        "{}",
+        verdict.headline
+    );
+}
+
+#[test]
+fn a_budget_that_rose_or_prompts_that_fit_do_not_explain_a_ttft_rise() {
+    let (mut changes, metrics) = latency_story(1900.0, 300.0);
+    // Prompts of 300 tokens fit a budget of 512 in one step, but the queue grew: still possible.
+    judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    assert_eq!(
+        assessed("max-num-batched-tokens", &changes).0,
+        Assessment::Explains
+    );
+    let (mut changes, mut metrics) = latency_story(1900.0, 300.0);
+    metrics.retain(|m| m.name != "waiting_reqs");
+    judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    let (assessment, reason) = assessed("max-num-batched-tokens", &changes);
+    assert_eq!(assessment, Assessment::RuledOut, "{reason}");
+    assert!(
+        reason.contains("fit the new budget of 512 in one step"),
+        "{reason}"
+    );
+    let (mut changes, metrics) = latency_story(1900.0, 3000.0);
+    if let Some(c) = changes
+        .iter_mut()
+        .find(|c| c.key == "max-num-batched-tokens")
+    {
+        c.before = Some(json!(256));
+    }
+    judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    assert_eq!(
+        assessed("max-num-batched-tokens", &changes).0,
+        Assessment::RuledOut
+    );
+}
+
+#[test]
+fn prefix_caching_is_held_against_the_hit_rate() {
+    let (_, mut metrics) = latency_story(1900.0, 3000.0);
+    let off = || {
+        vec![cause(
+            "enable-prefix-caching",
+            Category::MemoryKvCache,
+            Impact::Medium,
+            json!(true),
+            json!(false),
+        )]
+    };
+    metrics.push(metric("prefix_cache_hit_rate", (0.62, 0.8), (0.03, 0.1)));
+    let mut changes = off();
+    let verdict = judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    assert_eq!(verdict.conclusion, Conclusion::Cause);
+    let (a, reason) = assessed("enable-prefix-caching", &changes);
+    assert_eq!(a, Assessment::Explains, "{reason}");
+    assert!(reason.contains("62% -> 3%"), "{reason}");
+    metrics.retain(|m| m.name != "prefix_cache_hit_rate");
+    metrics.push(metric("prefix_cache_hit_rate", (0.62, 0.8), (0.6, 0.8)));
+    let mut changes = off();
+    let verdict = judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    assert_eq!(
+        assessed("enable-prefix-caching", &changes).0,
+        Assessment::RuledOut
+    );
+    assert_eq!(verdict.conclusion, Conclusion::Unexplained);
+    assert_eq!(verdict.confidence, VerdictConfidence::Low);
+}
