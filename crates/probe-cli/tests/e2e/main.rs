@@ -8,6 +8,7 @@
 
 mod fleet;
 mod hardware;
+mod latency;
 mod local_input;
 mod redaction_props;
 mod retention;

@@ -91,7 +91,13 @@ pub(crate) fn measured(
     analysis: &Analysis,
     (earlier, now): (usize, usize),
 ) -> Vec<String> {
-    crate::bench::attribute(&snapshot.benchmarks, &analysis.runs)
+    // Oldest first, whatever order the host listed the files in.
+    let mut attributed = crate::bench::attribute(&snapshot.benchmarks, &analysis.runs);
+    attributed.sort_by_key(|a| {
+        let result = snapshot.benchmarks.get(a.benchmark);
+        (result.and_then(|r| r.date), result.map(|r| r.file.clone()))
+    });
+    attributed
         .into_iter()
         .filter_map(|a| {
             let run = a.run?;

@@ -17,7 +17,11 @@ pub(crate) fn compared(
         .symptom
         .iter()
         .filter_map(|s| {
-            let (m, b, a) = both(metrics, &s.metrics)?;
+            // The file's order is the order of trust: a benchmark's p90 before its mean.
+            let (m, b, a) = s
+                .metrics
+                .iter()
+                .find_map(|name| both(metrics, std::slice::from_ref(name)))?;
             Some(Symptom {
                 kind: s.kind,
                 metric: m.name.clone(),
@@ -83,17 +87,15 @@ pub(crate) fn primary(
         .cloned()
 }
 
-/// How a sentence names a symptom's metric: `TTFT p90` for a benchmark's `ttft_p90 (bench)`,
+/// How a sentence names a symptom's metric: `TTFT p90` for a benchmark's `ttft_p90 (bench)`
+/// (`E2E p90` for its end-to-end latency),
 /// the metric's own name otherwise.
 pub(crate) fn metric_label(symptom: &Symptom) -> String {
     let Some(name) = symptom.metric.strip_suffix(" (bench)") else {
         return symptom.metric.clone();
     };
     let (what, stat) = name.split_once('_').unwrap_or((name, ""));
-    let what = match what {
-        "e2e" => String::from("end-to-end latency"),
-        other => other.to_ascii_uppercase(),
-    };
+    let what = what.to_ascii_uppercase();
     format!("{what} {stat}").trim().to_string()
 }
 
