@@ -732,3 +732,38 @@ fn prefix_caching_is_held_against_the_hit_rate() {
     assert_eq!(verdict.conclusion, Conclusion::Unexplained);
     assert_eq!(verdict.confidence, VerdictConfidence::Low);
 }
+
+/// Without benchmark results, the servers' own histograms (lifetime quantiles, as `probe diff`
+/// compares two snapshots) and llama.cpp's per-request timings give the latency symptoms.
+#[test]
+fn latency_symptoms_from_histograms_and_log_lines() {
+    let cases = [
+        (
+            "time_to_first_token_p90 (server /metrics, lifetime, 127.0.0.1:30000)",
+            probe_model::SymptomKind::Ttft,
+        ),
+        (
+            "inter_token_latency_p50 (server /metrics, lifetime, 127.0.0.1:30000)",
+            probe_model::SymptomKind::Itl,
+        ),
+        (
+            "e2e_request_latency_p90 (server /metrics, lifetime, 127.0.0.1:8000)",
+            probe_model::SymptomKind::E2e,
+        ),
+        ("request_prompt_ms", probe_model::SymptomKind::Ttft),
+        ("request_tpot_ms", probe_model::SymptomKind::Itl),
+    ];
+    for (name, kind) in cases {
+        let metrics = vec![metric(name, (0.4, 0.6), (1.9, 2.5))];
+        let verdict = judge(
+            &mut [],
+            &Evidence {
+                metrics: &metrics,
+                ..Evidence::default()
+            },
+        );
+        let symptom = verdict.symptom.as_ref().expect(name);
+        assert_eq!((symptom.kind, symptom.metric.as_str()), (kind, name));
+        assert_eq!(verdict.conclusion, Conclusion::Unexplained, "{name}");
+    }
+}
