@@ -66,6 +66,12 @@ pub(crate) fn capacity(run: Option<&Run>) -> Option<f64> {
     limit(run, &verdict::config().metrics.capacity)
 }
 
+/// The prefill token budget a run's engine resolved, from its start-up limits.
+pub(crate) fn prefill_budget(run: Option<&Run>) -> Option<f64> {
+    // SGLang's `chunked_prefill_size=-1` is chunking turned off, not a budget.
+    limit(run, &verdict::config().metrics.prefill_budget).filter(|v| *v > 0.0)
+}
+
 /// The first of `names` among a run's start-up limits.
 fn limit(run: Option<&Run>, names: &[String]) -> Option<f64> {
     let run = run?;
@@ -230,6 +236,7 @@ fn symptoms(
         before_period: describe(stand_in, period),
         after_period: describe(after, current),
         capacity: (capacity(runs.0), capacity(runs.1)),
+        prefill_budget: (prefill_budget(runs.0), prefill_budget(runs.1)),
         layers: layers(runs.0, runs.1),
         bands: load_bands((points, period), (points, current)),
         held_across,

@@ -4,7 +4,7 @@
 use probe_model::{Change, LaunchConfig, Snapshot, SnapshotDiff};
 
 use super::measured::benchmark_metrics;
-use super::previous::{capacity, layers};
+use super::previous::{capacity, layers, prefill_budget};
 use crate::analysis::Analysis;
 use crate::compare::{CompareOptions, compare_areas};
 use crate::periods::{compare_periods, load_bands, running_side};
@@ -96,6 +96,10 @@ fn snapshot_verdict(
         after_period: format!("{} on {}", a.label, diff.after.host),
         capacity: (capacity(b.run.as_ref()), capacity(a.run.as_ref())),
         layers: layers(b.run.as_ref(), a.run.as_ref()),
+        prefill_budget: (
+            prefill_budget(b.run.as_ref()),
+            prefill_budget(a.run.as_ref()),
+        ),
         bands: load_bands((&b.points, &b.period), (&a.points, &a.period)),
         field,
         ..Evidence::default()

@@ -31,6 +31,8 @@ pub(crate) struct Ctx<'a> {
     /// The symptom the verdict is about, and every kind compared.
     pub symptom: Option<&'a Symptom>,
     pub symptoms: &'a [Symptom],
+    /// The prefill token budget each run's engine resolved at start-up.
+    pub prefill_budget: (Option<f64>, Option<f64>),
 }
 
 impl Ctx<'_> {

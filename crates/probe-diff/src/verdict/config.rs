@@ -103,6 +103,8 @@ pub struct MetricNames {
     pub request_rate: Vec<String>,
     pub prompt_length: Vec<String>,
     pub capacity: Vec<String>,
+    /// Start-up limits that give the prefill token budget of a step.
+    pub prefill_budget: Vec<String>,
     /// Start-up limits that give the layers on the GPU, and the model's layers.
     pub gpu_layers: Vec<String>,
     pub model_layers: Vec<String>,

@@ -107,7 +107,12 @@ fn queue_text(ctx: &Ctx<'_>) -> String {
 /// (or improves: fewer prefill tokens share each step with decodes).
 fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
     let kind = ctx.symptom.map(|s| s.kind).unwrap_or_default();
-    let (before, after) = values(change);
+    let (flag_before, flag_after) = values(change);
+    // A flag left unset stood for what the engine resolved at start-up, where it logged that.
+    let (before, after) = (
+        flag_before.or(ctx.prefill_budget.0),
+        flag_after.or(ctx.prefill_budget.1),
+    );
     let prompt = pair(ctx, &ctx.config.metrics.prompt_length).map(|(_, a)| a);
     let f = f
         .num("budget_before", before)
@@ -122,7 +127,11 @@ fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]
             missing,
         );
     };
-    let before_text = before.map_or_else(|| String::from("the default"), number);
+    let before_text = match (flag_before, before) {
+        (None, Some(b)) => format!("the default, {} as the earlier run resolved it,", number(b)),
+        (_, Some(b)) => number(b),
+        (_, None) => String::from("the default"),
+    };
     if before.is_some_and(|b| after >= b) {
         let reason = format!(
             "the prefill budget rose or held ({before_text} -> {} tokens): a prompt takes as \

@@ -35,6 +35,8 @@ pub struct Evidence<'a> {
     pub after_period: String,
     /// The KV capacity in tokens each run had (start-up limits).
     pub capacity: Capacities,
+    /// The prefill token budget each run's engine resolved at start-up (start-up limits).
+    pub prefill_budget: (Option<f64>, Option<f64>),
     /// The layers each run had on the GPU (start-up limits).
     pub layers: Layers,
     /// Throughput samples by running-request count, for a band comparison.
@@ -77,6 +79,7 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
         layers: evidence.layers,
         symptom: symptom.as_ref(),
         symptoms: &compared,
+        prefill_budget: evidence.prefill_budget,
     };
     for change in changes.iter_mut().filter(|c| is_cause(c)) {
         change.verdict = Some(checks::assess(change, &ctx));

@@ -767,3 +767,34 @@ fn latency_symptoms_from_histograms_and_log_lines() {
         assert_eq!(verdict.conclusion, Conclusion::Unexplained, "{name}");
     }
 }
+
+/// A budget flag added where the earlier run had none: the earlier run's start-up line says
+/// what the default stood for, and the steps are compared with it.
+#[test]
+fn an_added_budget_is_held_against_the_default_the_earlier_run_resolved() {
+    let (mut changes, metrics) = latency_story(1900.0, 3000.0);
+    if let Some(c) = changes
+        .iter_mut()
+        .find(|c| c.key == "max-num-batched-tokens")
+    {
+        c.before = None;
+        c.kind = probe_model::ChangeKind::Added;
+    }
+    judge(
+        &mut changes,
+        &Evidence {
+            metrics: &metrics,
+            prefill_budget: (Some(8192.0), None),
+            ..Evidence::default()
+        },
+    );
+    let (assessment, reason) = assessed("max-num-batched-tokens", &changes);
+    assert_eq!(assessment, Assessment::Explains, "{reason}");
+    assert!(
+        reason.contains(
+            "the prefill budget fell (the default, 8192 as the earlier run resolved it, -> 512 \
+             tokens): a 3000-token prompt takes 6 prefill step(s) instead of 1"
+        ),
+        "{reason}"
+    );
+}
