@@ -30,12 +30,12 @@ pub use compare::{
     performance_moves, rank, unified_diff,
 };
 pub use conclusion::{
-    compare_analyses, compare_snapshots, compare_snapshots_with, previous_launch_diff,
+    compare_analyses, compare_snapshots, compare_snapshots_with, metrics_by_run,
+    previous_launch_diff,
 };
 pub use fleet::{Member, outliers};
 pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
-pub use periods::metrics_by_run;
 pub use run::summarize_model;
 pub use server::{LIFETIME_SOURCE, views as server_views};
 pub use timeline::{timeline, timeline_with};

@@ -118,6 +118,27 @@ fn a_ttft_regression_from_a_drop_in_is_the_symptom_and_the_budget_its_cause() {
         steps.contains("/etc/systemd/system/vllm.service.d/override.conf"),
         "{steps}"
     );
+    // The benchmark results are each run's metrics too, in the report and the JSON.
+    for (running, ttft) in [(false, 402.6), (true, 1903.5)] {
+        let run = report
+            .metrics_by_run
+            .iter()
+            .find(|r| r.running == running)
+            .expect("both runs' metrics");
+        let m = run
+            .metrics
+            .iter()
+            .find(|m| m.name == "ttft_p90 (bench)")
+            .unwrap_or_else(|| panic!("{:#?}", run.metrics));
+        assert_eq!(m.summary.mean, ttft);
+        assert!(
+            m.source
+                .starts_with("/home/vllm/bench/vllm-4.0qps-glm-4.5-air-"),
+            "{}",
+            m.source
+        );
+    }
+    assert!(text.contains("ttft_p90 (bench)"), "{text}");
     let block = verdict_block(text);
     insta::with_settings!({filters => vec![
         (r"up from 20[0-9-]+ [0-9:]+ UTC, running now", "up from [now], running now"),

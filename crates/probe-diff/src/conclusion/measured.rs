@@ -2,7 +2,7 @@
 //! workload as metrics of the run's period (`ttft_p90 (bench)`, ...), trusted first for a
 //! latency symptom (a known workload), and one line each for the report.
 
-use probe_model::{BenchmarkResult, LatencyStats, Snapshot, UnixTime};
+use probe_model::{BenchmarkResult, LatencyStats, MetricReport, RunMetrics, Snapshot, UnixTime};
 
 use crate::analysis::Analysis;
 use crate::periods::{PeriodMetrics, summary};
@@ -41,6 +41,42 @@ pub(crate) fn benchmark_metrics(
             Some((name, (unit, summary(&points)?)))
         })
         .collect()
+}
+
+/// Adds to each run of `metrics` (the host report's metrics by run) what the benchmark results
+/// attributed to it measured, each metric naming the result files it came from.
+pub(crate) fn join_benchmarks(
+    snapshot: &Snapshot,
+    analysis: &Analysis,
+    metrics: &mut [RunMetrics],
+) {
+    let attributed = crate::bench::attribute(&snapshot.benchmarks, &analysis.runs);
+    for run_metrics in metrics.iter_mut() {
+        let Some(index) = analysis
+            .runs
+            .iter()
+            .position(|r| r.start.at == run_metrics.start && r.launch == run_metrics.launch)
+        else {
+            continue;
+        };
+        let mut files: Vec<&str> = attributed
+            .iter()
+            .filter(|a| a.run == Some(index))
+            .filter_map(|a| snapshot.benchmarks.get(a.benchmark))
+            .map(|r| r.file.as_str())
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        let source = files.join(", ");
+        for (name, (unit, summary)) in benchmark_metrics(snapshot, analysis, index) {
+            run_metrics.metrics.push(MetricReport {
+                name,
+                unit,
+                source: source.clone(),
+                summary,
+            });
+        }
+    }
 }
 
 /// The numbers of one result, by metric name and unit.

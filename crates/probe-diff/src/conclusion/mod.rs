@@ -9,4 +9,17 @@ mod previous;
 mod snapshots;
 
 pub use previous::previous_launch_diff;
+
+use probe_model::{RunMetrics, Snapshot};
+
+use crate::analysis::Analysis;
+
+/// Metrics by run of each running server ([`crate::periods::metrics_by_run`]: the running run
+/// and up to `earlier` earlier runs, from their logs), with what the benchmark results left on
+/// the host measured of each (`ttft_p90 (bench)`, ...), attributed by their dates.
+pub fn metrics_by_run(snapshot: &Snapshot, analysis: &Analysis, earlier: usize) -> Vec<RunMetrics> {
+    let mut out = crate::periods::metrics_by_run(snapshot, analysis, earlier);
+    measured::join_benchmarks(snapshot, analysis, &mut out);
+    out
+}
 pub use snapshots::{compare_analyses, compare_snapshots, compare_snapshots_with};
