@@ -168,6 +168,19 @@ pub struct SnapshotRef {
     pub id: String,
     pub host: String,
     pub collected_at: UnixTime,
+    /// What identifies the host (never a change: [`crate::identity`]): its machine id, the
+    /// address connected to, when it booted, and its GPUs (`4 x NVIDIA H100 80GB HBM3`, with
+    /// their UUIDs).
+    #[serde(default)]
+    pub machine_id: Option<String>,
+    #[serde(default)]
+    pub address: Option<String>,
+    #[serde(default)]
+    pub boot_time: Option<UnixTime>,
+    #[serde(default)]
+    pub gpus: String,
+    #[serde(default)]
+    pub gpu_uuids: Vec<String>,
 }
 
 /// Two snapshots compared (one host over time, or two hosts).

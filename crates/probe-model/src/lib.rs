@@ -14,6 +14,7 @@ pub mod diff;
 pub mod exit_codes;
 pub mod fleet;
 pub mod hardware;
+pub mod identity;
 pub mod launch;
 pub mod report;
 pub mod run;

@@ -722,6 +722,30 @@ fn launch_diff_body(doc: &mut Doc, diff: &LaunchDiff) {
     runs::diff_body(doc, diff);
 }
 
+/// One side of a comparison as what identifies it (never a change): `snapshot-id; host a,
+/// machine-id ..., root@10.0.0.1:22, 2 x L40S (GPU-..., GPU-...), booted ...`.
+fn identity_line(side: &probe_model::SnapshotRef) -> String {
+    let mut parts = vec![format!("host {}", side.host)];
+    if let Some(id) = &side.machine_id {
+        parts.push(format!("machine-id {id}"));
+    }
+    if let Some(address) = &side.address {
+        parts.push(address.clone());
+    }
+    if !side.gpus.is_empty() {
+        let uuids = if side.gpu_uuids.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", side.gpu_uuids.join(", "))
+        };
+        parts.push(format!("{}{uuids}", side.gpus));
+    }
+    if let Some(boot) = side.boot_time {
+        parts.push(format!("booted {}", format_time(boot)));
+    }
+    format!("{}; {}", side.id, parts.join(", "))
+}
+
 /// Two snapshots compared.
 pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
     let mut doc = Doc::default();
@@ -736,8 +760,8 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
         ),
     );
     doc.fields(vec![
-        ("before".into(), diff.before.id.clone()),
-        ("after".into(), diff.after.id.clone()),
+        ("before".into(), identity_line(&diff.before)),
+        ("after".into(), identity_line(&diff.after)),
     ]);
     if let Some(v) = &diff.verdict {
         verdict::section(&mut doc, v);

@@ -113,11 +113,13 @@ fn snapshot_diff() -> SnapshotDiff {
             id: "gpu7-1795000000-aaaa".into(),
             host: "gpu7".into(),
             collected_at: 1_795_000_000,
+            ..SnapshotRef::default()
         },
         after: SnapshotRef {
             id: "gpu7-1795170000-bbbb".into(),
             host: "gpu7".into(),
             collected_at: 1_795_170_000,
+            ..SnapshotRef::default()
         },
         changes: vec![
             steps_change(),

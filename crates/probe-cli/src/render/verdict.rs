@@ -334,11 +334,13 @@ mod tests {
                 id: "gpu7-a".into(),
                 host: "gpu7".into(),
                 collected_at: 0,
+                ..SnapshotRef::default()
             },
             after: SnapshotRef {
                 id: "gpu7-b".into(),
                 host: "gpu7".into(),
                 collected_at: 0,
+                ..SnapshotRef::default()
             },
             rollback: vec![
                 "flag: restore --speculative-num-steps 3".into(),

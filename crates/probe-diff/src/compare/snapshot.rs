@@ -80,8 +80,14 @@ pub(crate) fn compare_areas<'a>(
     let runs = super::shared_runs::run_changes(sides, &matched, &collector.changes);
     collector.changes.extend(runs);
 
-    let mut changes = drop_engine_version_echoes(collector.changes);
+    // Identity (host names, PIDs, seeds, ...) is in the header, never a change.
+    let (identity, changes): (Vec<Change>, Vec<Change>) =
+        drop_engine_version_echoes(collector.changes)
+            .into_iter()
+            .partition(|c| probe_model::identity::is_identity(&c.key));
+    let mut changes = changes;
     let mut volatile = collector.volatile;
+    volatile.extend(identity);
     if options.include_volatile {
         changes.append(&mut volatile);
     }
@@ -168,7 +174,31 @@ fn snapshot_ref(snapshot: &Snapshot) -> SnapshotRef {
             .clone()
             .unwrap_or_else(|| snapshot.target.clone()),
         collected_at: snapshot.collected_at,
+        machine_id: snapshot.host.machine_id.clone(),
+        address: snapshot.address.clone(),
+        boot_time: snapshot.host.boot_time,
+        gpus: gpu_summary(&snapshot.gpu.gpus),
+        gpu_uuids: snapshot
+            .gpu
+            .gpus
+            .iter()
+            .filter_map(|g| g.uuid.clone())
+            .collect(),
     }
+}
+
+/// `4 x NVIDIA H100 80GB HBM3`, `1 x A, 1 x B`, or empty without GPUs.
+fn gpu_summary(gpus: &[Gpu]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for gpu in gpus {
+        let name = gpu.name.clone().unwrap_or_else(|| String::from("GPU"));
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    let parts: Vec<String> = counts.iter().map(|(n, c)| format!("{c} x {n}")).collect();
+    parts.join(", ")
 }
 
 #[derive(Default)]

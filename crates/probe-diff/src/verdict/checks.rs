@@ -3,105 +3,12 @@
 //! length; hardware against what was sampled of the run; versions and the rest stay consistent
 //! unless runs on both sides of them performed the same.
 
-use std::collections::BTreeMap;
+use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, MetricSummary, SymptomKind};
 
-use probe_model::{
-    Assessment, CauseVerdict, Change, ChangeKind, MetricComparison, MetricSummary, Symptom,
-    SymptomKind,
-};
-
-use super::config::{Test, VerdictConfig, named};
-use super::load::{Capacities, Layers, both};
-use crate::impact::value_number;
+use super::config::{Test, named};
+use super::ctx::{Ctx, Finding, values};
+use super::load::both;
 use crate::number::number;
-
-/// What every test may read.
-pub(crate) struct Ctx<'a> {
-    pub config: &'a VerdictConfig,
-    pub metrics: &'a [MetricComparison],
-    /// Mean throughput of each run, when both logged it.
-    pub throughput: Option<(f64, f64)>,
-    pub capacity: Capacities,
-    /// Cause keys that also changed between earlier runs whose throughput held.
-    pub held_across: &'a [String],
-    /// At the same running-request count, the two runs' throughput (when the load differs).
-    pub band_throughput: Option<(f64, f64)>,
-    /// The layers each run had on the GPU, as its engine logged them at start-up.
-    pub layers: Layers,
-    /// The symptom the verdict is about, and every kind compared.
-    pub symptom: Option<&'a Symptom>,
-    pub symptoms: &'a [Symptom],
-    /// The prefill token budget each run's engine resolved at start-up.
-    pub prefill_budget: (Option<f64>, Option<f64>),
-}
-
-impl Ctx<'_> {
-    fn ratio(&self) -> Option<f64> {
-        let (b, a) = self.throughput?;
-        (b > 0.0).then(|| a / b)
-    }
-
-    /// The throughput ratio at the same running-request count where a band was compared, else
-    /// the aggregate one: what a per-step cause (speculative settings) is held against.
-    fn same_load_ratio(&self) -> Option<f64> {
-        match self.band_throughput {
-            Some((b, a)) if b > 0.0 => Some(a / b),
-            _ => self.ratio(),
-        }
-    }
-
-    fn held(&self, before: f64, after: f64) -> bool {
-        before > 0.0 && (after / before - 1.0).abs() < self.config.held
-    }
-}
-
-/// A verdict under construction.
-pub(super) struct Finding {
-    test: Test,
-    numbers: BTreeMap<String, f64>,
-}
-
-impl Finding {
-    pub(super) fn new(test: Test) -> Finding {
-        Finding {
-            test,
-            numbers: BTreeMap::new(),
-        }
-    }
-
-    pub(super) fn num(mut self, name: &str, value: Option<f64>) -> Finding {
-        if let Some(value) = value.filter(|v| v.is_finite()) {
-            self.numbers
-                .insert(name.to_string(), (value * 1000.0).round() / 1000.0);
-        }
-        self
-    }
-
-    fn summary(self, prefix: &str, s: &MetricSummary) -> Finding {
-        self.num(&format!("{prefix}_mean"), Some(s.mean))
-            .num(&format!("{prefix}_max"), Some(s.max))
-            .num(&format!("{prefix}_samples"), Some(s.count as f64))
-    }
-
-    pub(super) fn done(
-        self,
-        assessment: Assessment,
-        reason: String,
-        missing: &[String],
-    ) -> CauseVerdict {
-        CauseVerdict {
-            assessment,
-            test: self.test.as_str().to_string(),
-            reason,
-            numbers: self.numbers,
-            missing: if assessment == Assessment::Consistent {
-                missing.to_vec()
-            } else {
-                Vec::new()
-            },
-        }
-    }
-}
 
 /// Holds one cause against the symptoms.
 pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
@@ -196,13 +103,6 @@ fn common(change: &Change, test: Test, ctx: &Ctx<'_>) -> Option<CauseVerdict> {
         return Some(finding.done(Assessment::RuledOut, reason, &[]));
     }
     None
-}
-
-pub(super) fn values(change: &Change) -> (Option<f64>, Option<f64>) {
-    (
-        change.before.as_ref().and_then(value_number),
-        change.after.as_ref().and_then(value_number),
-    )
 }
 
 /// Whether the predicted throughput ratio matches the observed (aggregate) one within the

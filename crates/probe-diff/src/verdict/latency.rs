@@ -5,8 +5,8 @@
 
 use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, SymptomKind};
 
-use super::checks::{Ctx, Finding, values};
 use super::config::Test;
+use super::ctx::{Ctx, Finding, values};
 use super::load::both;
 use super::symptoms::{held, means, numbers, worsened};
 use crate::number::number;

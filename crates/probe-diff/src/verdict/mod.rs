@@ -7,6 +7,7 @@
 
 mod checks;
 mod config;
+mod ctx;
 mod headline;
 mod latency;
 mod load;
@@ -69,7 +70,7 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
                 && per_request_of(&load).is_some_and(|p| fell(config, p))
     });
     let symptom = symptoms::primary(config, &compared, throughput_fell);
-    let ctx = checks::Ctx {
+    let ctx = ctx::Ctx {
         config,
         metrics: evidence.metrics,
         throughput: throughput.map(|(_, b, a)| (b.mean, a.mean)),

@@ -592,3 +592,41 @@ fn rank_orders_impact_then_category_then_key() {
         ]
     );
 }
+
+/// Two hosts side by side: what names them (host name, machine id, GPU UUIDs) is the diff's
+/// header, never a change, a candidate cause or the verdict's (issue 33: identity apart).
+#[test]
+fn identity_is_the_header_never_a_change() {
+    let before = snapshot(100, 1_700_000_000);
+    let mut after = snapshot(100, 1_700_000_600);
+    after.host.hostname = Some(String::from("gpu8"));
+    after.host.machine_id = Some(String::from("0f3c"));
+    after.gpu.gpus = vec![gpu(0, 700.0, 50)];
+    after.gpu.gpus[0].uuid = Some(String::from("GPU-8f1e"));
+    let launches = [launch(100, &base_options())];
+    let diff = compare_snapshots_with(
+        &before,
+        &launches,
+        &after,
+        &launches,
+        &CompareOptions::default(),
+    );
+    assert!(
+        !keys(&diff.changes).contains(&"host.hostname"),
+        "{:?}",
+        keys(&diff.changes)
+    );
+    assert!(keys(&diff.volatile).contains(&"host.hostname"));
+    assert_eq!(
+        (diff.after.host.as_str(), diff.after.machine_id.as_deref()),
+        ("gpu8", Some("0f3c"))
+    );
+    assert_eq!(diff.after.gpu_uuids, ["GPU-8f1e"]);
+    assert!(diff.after.gpus.starts_with("1 x "), "{}", diff.after.gpus);
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert!(
+        !verdict.headline.contains("hostname"),
+        "{}",
+        verdict.headline
+    );
+}
