@@ -138,6 +138,7 @@ fn a_ttft_regression_from_a_drop_in_is_the_symptom_and_the_budget_its_cause() {
             m.source
         );
     }
+    eprintln!("TEXTDUMP\n{text}");
     assert!(text.contains("ttft_p90 (bench)"), "{text}");
     let block = verdict_block(text);
     insta::with_settings!({filters => vec![

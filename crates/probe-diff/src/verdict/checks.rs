@@ -12,7 +12,6 @@ use probe_model::{
 
 use super::config::{Test, VerdictConfig, named};
 use super::load::{Capacities, Layers, both};
-use crate::impact::value_number;
 use crate::number::number;
 
 /// What every test may read.
@@ -199,10 +198,8 @@ fn common(change: &Change, test: Test, ctx: &Ctx<'_>) -> Option<CauseVerdict> {
 }
 
 pub(super) fn values(change: &Change) -> (Option<f64>, Option<f64>) {
-    (
-        change.before.as_ref().and_then(value_number),
-        change.after.as_ref().and_then(value_number),
-    )
+    // An option unset on one side stood for its default there (`Change::unset_default`).
+    crate::compare::effective_numbers(change)
 }
 
 /// Whether the predicted throughput ratio matches the observed (aggregate) one within the
