@@ -112,9 +112,7 @@ pub fn start_script(exec_start: &str) -> Option<String> {
     let words = split_words(exec_start);
     let mut words = words.iter().map(String::as_str);
     // systemd's prefixes: `-` (failure ignored), `@`, `+`, `!`, `!!`, `:`.
-    let program = words
-        .next()?
-        .trim_start_matches(['-', '@', '+', '!', ':']);
+    let program = words.next()?.trim_start_matches(['-', '@', '+', '!', ':']);
     if program.is_empty() {
         return None;
     }
@@ -181,7 +179,9 @@ fn env_files(value: &Value) -> Vec<(String, bool)> {
         Value::Array(items) => items.iter().filter_map(one).collect(),
         other => one(other).into_iter().collect(),
     };
-    all.into_iter().filter(|(path, _)| !path.is_empty()).collect()
+    all.into_iter()
+        .filter(|(path, _)| !path.is_empty())
+        .collect()
 }
 
 #[cfg(test)]
@@ -193,9 +193,15 @@ mod tests {
     #[test]
     fn start_scripts_of_exec_start_lines() {
         let table = [
-            ("/opt/serve/start_vllm.sh --port 8000", Some("/opt/serve/start_vllm.sh")),
+            (
+                "/opt/serve/start_vllm.sh --port 8000",
+                Some("/opt/serve/start_vllm.sh"),
+            ),
             ("-/opt/serve/start.sh", Some("/opt/serve/start.sh")),
-            ("/bin/bash /opt/serve/run-sglang", Some("/opt/serve/run-sglang")),
+            (
+                "/bin/bash /opt/serve/run-sglang",
+                Some("/opt/serve/run-sglang"),
+            ),
             ("/usr/bin/env bash -c 'exec vllm serve m'", None),
             ("/bin/bash -c 'exec /opt/start.sh'", None),
             ("/opt/venvs/vllm/bin/vllm serve /m --port 8000", None),
@@ -228,7 +234,10 @@ mod tests {
                     "/etc/systemd/system/vllm.service.d/override.conf",
                     "[Service]\nTimeoutStartSec=1800\nExecStart=\nExecStart=/opt/v/bin/vllm serve m \\\n  --max-num-batched-tokens 512\n",
                 ),
-                file("/etc/systemd/system/vllm.service.d/zz-env.conf", "[Service]\nEnvironment=A=1\n"),
+                file(
+                    "/etc/systemd/system/vllm.service.d/zz-env.conf",
+                    "[Service]\nEnvironment=A=1\n",
+                ),
             ],
             exec_start: vec!["/opt/v/bin/vllm serve m --max-num-batched-tokens 512".into()],
             environment_files: vec![EnvironmentFile {
@@ -324,7 +333,11 @@ mod tests {
                 .collect();
         let want = [
             (DefiningFileRole::Compose, "/srv/llm/compose.yaml", false),
-            (DefiningFileRole::Compose, "/srv/llm/compose.override.yaml", false),
+            (
+                DefiningFileRole::Compose,
+                "/srv/llm/compose.override.yaml",
+                false,
+            ),
             (DefiningFileRole::EnvFile, "/srv/llm/vllm.env", false),
             (DefiningFileRole::EnvFile, "/etc/llm/extra.env", true),
         ]

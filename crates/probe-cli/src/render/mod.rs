@@ -15,9 +15,9 @@ mod verdict;
 use std::collections::BTreeMap;
 
 use probe_model::{
-    AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, DefiningFileRole, GpuStatus, HostReport, Impact,
-    LaunchConfig, LaunchDiff, MetricComparison, MetricReport, SectionStatus, SnapshotDiff,
-    SourceKind, Timeline, UnixTime,
+    AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, DefiningFileRole, GpuStatus,
+    HostReport, Impact, LaunchConfig, LaunchDiff, MetricComparison, MetricReport, SectionStatus,
+    SnapshotDiff, SourceKind, Timeline, UnixTime,
 };
 use probe_store::SnapshotMeta;
 
@@ -250,8 +250,8 @@ use probe_diff::is_session_variable;
 /// Files that define a launch named per launch.
 const MAX_FILES_SHOWN: usize = 8;
 
-/// The files that define a launch, in order: `unit file PATH (ExecStart=)`, `drop-in 1 PATH
-/// (ExecStart=)`, `EnvironmentFile= PATH (optional)`, `compose file PATH`.
+/// The files that define a launch, in order: `unit file PATH`, `drop-in 1 PATH (ExecStart=)`,
+/// `EnvironmentFile= PATH (optional)`, `compose file PATH`.
 fn defining_files(launch: &LaunchConfig) -> Vec<String> {
     let mut drop_ins = 0;
     launch
@@ -266,7 +266,8 @@ fn defining_files(launch: &LaunchConfig) -> Vec<String> {
             text.push(' ');
             text.push_str(&f.path);
             let mut notes: Vec<&str> = Vec::new();
-            if matches!(f.role, DefiningFileRole::Unit | DefiningFileRole::DropIn) {
+            // What a drop-in changes (a unit file sets everything).
+            if f.role == DefiningFileRole::DropIn {
                 notes.extend(f.sets.iter().map(String::as_str));
             }
             if f.optional {

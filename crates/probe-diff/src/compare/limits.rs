@@ -170,6 +170,9 @@ mod tests {
         }
     }
 
+    /// A run's start-up limits.
+    type Limits = Vec<(&'static str, f64)>;
+
     /// (engine, options before/after, limits before/after) -> the one row: key, kind, unset
     /// default (value, from), whether a `limit:` row is left.
     #[test]
@@ -179,7 +182,7 @@ mod tests {
             version: &'static str,
             before: Vec<(&'static str, Value)>,
             after: Vec<(&'static str, Value)>,
-            limits: (Vec<(&'static str, f64)>, Vec<(&'static str, f64)>),
+            limits: (Limits, Limits),
             key: &'static str,
             kind: ChangeKind,
             default: Option<(Value, DefaultFrom)>,

@@ -519,7 +519,11 @@ mod tests {
         let mut unit = drop_in_unit("[Service]\nTimeoutStartSec=1800\n");
         unit.environment_files.push(probe_model::EnvironmentFile {
             path: "/etc/default/vllm".into(),
-            vars: [("VLLM_ATTENTION_BACKEND".to_string(), "FLASHINFER".to_string())].into(),
+            vars: [(
+                "VLLM_ATTENTION_BACKEND".to_string(),
+                "FLASHINFER".to_string(),
+            )]
+            .into(),
             ..probe_model::EnvironmentFile::default()
         });
         let changes = [Change {
