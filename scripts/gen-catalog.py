@@ -280,7 +280,7 @@ def gen(engine, check):
         f"# {len(versions)} releases {oldest}..{newest}) and scripts/catalog-overlay/{engine}.toml.\n"
         "# Do not edit by hand: edit the overlay and regenerate.\n")
     keys = ["name", "aliases", "negations", "kind", "choices", "default", "no_default", "common", "category", "speculative",
-            "env", "value_map", "since", "until", "deprecated", "renamed_from"]
+            "startup_limit", "env", "value_map", "since", "until", "deprecated", "renamed_from"]
     var_keys = ["since", "until", "absent", "kind", "choices", "default", "no_default", "deprecated", "aliases",
                 "negations"]
     for o in options:

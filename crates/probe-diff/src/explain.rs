@@ -62,8 +62,8 @@ fn mechanism_text(
     {
         return None;
     }
-    let cause_after = cause.after.as_ref().and_then(value_number)?;
-    let cause_before = cause.before.as_ref().and_then(value_number)?;
+    let (cause_before, cause_after) = crate::compare::effective_numbers(cause);
+    let (cause_before, cause_after) = (cause_before?, cause_after?);
     let symptom = metric_means(diff, &mechanism.symptom)?;
     let cap = mechanism.cap(cause_after);
     // The symptom has to sit under the cap (a little slack for rounding in the logs).
@@ -93,7 +93,13 @@ pub(crate) fn link_mechanisms(diff: &mut LaunchDiff, after_launch: &LaunchConfig
             rules()
                 .mechanism
                 .iter()
-                .filter(|m| m.cause == cause.key)
+                .filter(|m| {
+                    m.cause == cause.key
+                        || cause
+                            .startup_limit
+                            .as_ref()
+                            .is_some_and(|limit| m.cause.strip_prefix("limit:") == Some(limit))
+                })
                 .find_map(|m| mechanism_text(m, cause, diff, after_launch))
                 .map(|text| (index, text))
         })
@@ -152,6 +158,7 @@ pub(crate) fn not_explaining(
         if let (Some(ra), Some(rb)) = (analysis.runs.get(a.run), analysis.runs.get(b.run)) {
             changes.extend(compare_runs(ra, rb));
         }
+        crate::compare::fold_limits(&mut changes, la, lb);
         let _ = snapshot;
         for change in changes {
             let line = format!(

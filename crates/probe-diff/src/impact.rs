@@ -280,6 +280,8 @@ pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, 
         note: None,
         mechanism: None,
         verdict: None,
+        unset_default: None,
+        startup_limit: None,
     };
     Some((change, assessment.volatile))
 }

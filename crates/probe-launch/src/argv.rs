@@ -507,6 +507,7 @@ fn build(
         argv: argv.to_vec(),
         working_directory: ctx.cwd.clone().or_else(|| hints.working_directory.clone()),
         log_files,
+        files: Vec::new(),
         source: hints.source.clone(),
     }
 }

@@ -283,6 +283,12 @@ fn said_and_runs(d: &ConfigDifference) -> String {
     }
 }
 
+/// The service a compose container was made for, merged across the files that were read.
+pub(super) fn service_of(snapshot: &Snapshot, c: &ContainerInfo) -> Option<Map<String, Value>> {
+    let compose = c.compose.as_ref()?;
+    merged_service(&files_of(snapshot, c), &compose.service)
+}
+
 /// The compose files of a container that were read, in the order its label names them.
 fn files_of<'a>(snapshot: &'a Snapshot, c: &ContainerInfo) -> Vec<&'a LaunchFile> {
     let Some(compose) = &c.compose else {

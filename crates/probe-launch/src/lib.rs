@@ -32,6 +32,7 @@ mod argv;
 mod container;
 mod container_text;
 mod ctx;
+mod defining;
 mod dockerfile;
 mod entry;
 mod hints;
@@ -78,10 +79,11 @@ use yaml::yaml_lenient;
 
 pub use hints::{ParseHints, TextKind};
 
+pub use defining::{start_script, unit_defining_files};
 pub use host_change::host_change;
 pub use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use merge::{evidence_label, merge_runs, run_start};
-pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files};
+pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files, without_drop_ins};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
 
@@ -909,6 +911,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     container_text::annotate(snapshot, &mut out);
     history_launches(snapshot, &mut out);
     log_launches(snapshot, &mut out);
+    defining::fill(snapshot, &mut out);
     merge_runs(snapshot, out)
 }
 

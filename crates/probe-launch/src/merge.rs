@@ -305,6 +305,10 @@ fn absorb(primary: &mut LaunchConfig, other: LaunchConfig, start: Option<UnixTim
     if primary.env.is_empty() {
         primary.env = other.env;
     }
+    // The files that define the run are its unit's or its container's.
+    if primary.files.is_empty() {
+        primary.files = other.files;
+    }
     for file in other.log_files {
         if !primary.log_files.contains(&file) {
             primary.log_files.push(file);

@@ -68,6 +68,38 @@ pub fn environment_source<'a>(
         })
 }
 
+/// The unit as its own file defines it, its drop-ins gone: what `systemctl revert` leaves of a
+/// unit whose file is under `/etc` (its `ExecStart=`, `Environment=`, `EnvironmentFile=`s,
+/// working directory and user from the unit file alone). `None` when the unit file was not read.
+pub fn without_drop_ins(unit: &SystemdUnit) -> Option<SystemdUnit> {
+    if unit.fragment.path.is_empty() || unit.fragment.content.is_empty() {
+        return None;
+    }
+    let own = parse_unit(&unit.fragment.content);
+    Some(SystemdUnit {
+        name: unit.name.clone(),
+        scope: unit.scope,
+        owner: unit.owner.clone(),
+        fragment: unit.fragment.clone(),
+        drop_ins: Vec::new(),
+        exec_start: own.exec_start,
+        environment: own.environment,
+        environment_files: unit
+            .environment_files
+            .iter()
+            .filter(|e| {
+                own.environment_files
+                    .iter()
+                    .any(|f| f.trim_start_matches('-') == e.path)
+            })
+            .cloned()
+            .collect(),
+        working_directory: own.working_directory,
+        run_as: own.user,
+        state: None,
+    })
+}
+
 /// `Key=value` lines of a unit text, continuations joined, comments and headers left out.
 fn directives(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -101,6 +101,62 @@ pub struct Change {
     /// numbers used (set where the symptoms were measured).
     #[serde(default)]
     pub verdict: Option<crate::CauseVerdict>,
+    /// An option set on one side only: what was in effect on the side that left it unset (the
+    /// earlier side of an added option, the later side of a removed one). Said as
+    /// `default (8192)`.
+    #[serde(default)]
+    pub unset_default: Option<UnsetDefault>,
+    /// The start-up limit this option sets, as the engine's log names it
+    /// (`max_num_batched_tokens`): its change (`limit:NAME`) is this one, not a row of its own.
+    #[serde(default)]
+    pub startup_limit: Option<String>,
+}
+
+impl Change {
+    /// The earlier side of an option added, said as its default (`default (8192)`), where known.
+    pub fn default_before(&self) -> Option<String> {
+        (self.kind == ChangeKind::Added && self.before.is_none())
+            .then(|| self.unset_default.as_ref().map(UnsetDefault::text))
+            .flatten()
+    }
+
+    /// The later side of an option removed, said as its default, where known.
+    pub fn default_after(&self) -> Option<String> {
+        (self.kind == ChangeKind::Removed && self.after.is_none())
+            .then(|| self.unset_default.as_ref().map(UnsetDefault::text))
+            .flatten()
+    }
+}
+
+impl UnsetDefault {
+    /// `default (8192)`.
+    pub fn text(&self) -> String {
+        let value = match &self.value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        format!("default ({value})")
+    }
+}
+
+/// The value an unset option had in effect ([`Change::unset_default`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct UnsetDefault {
+    pub value: serde_json::Value,
+    pub from: DefaultFrom,
+}
+
+/// Where an unset option's value in effect is known from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultFrom {
+    /// The engine catalog's default for that engine version.
+    #[default]
+    Catalog,
+    /// What that run's engine resolved at start-up (its start-up log: the default for that
+    /// version and hardware).
+    Resolved,
 }
 
 /// Two launches compared.

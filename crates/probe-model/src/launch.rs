@@ -221,7 +221,62 @@ pub struct LaunchConfig {
     /// Files the server's output goes to: shell redirections (`> server.log 2>&1`), `nohup.out`,
     /// `--log-file`. Paths as written (may be relative to `working_directory`).
     pub log_files: Vec<String>,
+    /// The files that define this launch, in the order they apply: a unit's file, its drop-ins
+    /// in systemd's order, its `EnvironmentFile=`s, the script its `ExecStart=` runs; a
+    /// container's compose files (overrides after the files they override) and their
+    /// `env_file:`s. Empty where no file defines it (a process started by hand, a log line).
+    #[serde(default)]
+    pub files: Vec<DefiningFile>,
     pub source: LaunchSource,
+}
+
+/// One file that defines a launch ([`LaunchConfig::files`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct DefiningFile {
+    pub role: DefiningFileRole,
+    /// The path as the evidence names it.
+    pub path: String,
+    /// Written `EnvironmentFile=-/path` (or a compose `env_file` with `required: false`): a
+    /// missing file is no error.
+    pub optional: bool,
+    /// The settings it holds that the launch reads (`ExecStart=`, `Environment=`,
+    /// `EnvironmentFile=`, variable names of an environment file), in the order written; what
+    /// editing or removing it changes.
+    pub sets: Vec<String>,
+}
+
+/// What a defining file is to its launch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DefiningFileRole {
+    /// A systemd unit file (`/etc/systemd/system/NAME.service`).
+    #[default]
+    Unit,
+    /// A drop-in of that unit (`NAME.service.d/*.conf`, what `systemctl edit` writes).
+    DropIn,
+    /// A unit's `EnvironmentFile=`.
+    EnvironmentFile,
+    /// The script a unit's `ExecStart=` runs.
+    StartScript,
+    /// A Docker Compose file (an override file after the file it overrides).
+    Compose,
+    /// A container's env file (a compose service's `env_file:`).
+    EnvFile,
+}
+
+impl DefiningFileRole {
+    /// The words a report says it with (`unit file`, `drop-in`, `EnvironmentFile=`).
+    pub fn label(self) -> &'static str {
+        match self {
+            DefiningFileRole::Unit => "unit file",
+            DefiningFileRole::DropIn => "drop-in",
+            DefiningFileRole::EnvironmentFile => "EnvironmentFile=",
+            DefiningFileRole::StartScript => "start script",
+            DefiningFileRole::Compose => "compose file",
+            DefiningFileRole::EnvFile => "env file",
+        }
+    }
 }
 
 /// Where a launch came from, typed: what [`LaunchSource::kind`] and [`LaunchSource::location`]

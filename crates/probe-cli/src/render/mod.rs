@@ -15,9 +15,9 @@ mod verdict;
 use std::collections::BTreeMap;
 
 use probe_model::{
-    AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, GpuStatus, HostReport, Impact,
-    LaunchConfig, LaunchDiff, MetricComparison, MetricReport, SectionStatus, SnapshotDiff,
-    SourceKind, Timeline, UnixTime,
+    AuditRecord, AuditStatus, AuditSummary, Change, ChangeKind, DefiningFileRole, GpuStatus,
+    HostReport, Impact, LaunchConfig, LaunchDiff, MetricComparison, MetricReport, SectionStatus,
+    SnapshotDiff, SourceKind, Timeline, UnixTime,
 };
 use probe_store::SnapshotMeta;
 
@@ -87,6 +87,17 @@ pub fn change_summary(change: &Change) -> String {
         .map(format_value)
         .or_else(|| change.after_written.clone());
     match change.kind {
+        // An option set on one side only, with the default the other side had.
+        ChangeKind::Added if let Some(default) = change.default_before() => format!(
+            "{} added: {default} -> {}",
+            change.key,
+            after.unwrap_or_default()
+        ),
+        ChangeKind::Removed if let Some(default) = change.default_after() => format!(
+            "{} removed: {} -> {default}",
+            change.key,
+            before.unwrap_or_default()
+        ),
         ChangeKind::Added => format!("{} added: {}", change.key, after.unwrap_or_default()),
         ChangeKind::Removed => format!(
             "{} removed (was {})",
@@ -236,6 +247,40 @@ use probe_model::text::join_capped as capped;
 
 use probe_diff::is_session_variable;
 
+/// Files that define a launch named per launch.
+const MAX_FILES_SHOWN: usize = 8;
+
+/// The files that define a launch, in order: `unit file PATH`, `drop-in 1 PATH (ExecStart=)`,
+/// `EnvironmentFile= PATH (optional)`, `compose file PATH`.
+fn defining_files(launch: &LaunchConfig) -> Vec<String> {
+    let mut drop_ins = 0;
+    launch
+        .files
+        .iter()
+        .map(|f| {
+            let mut text = f.role.label().to_string();
+            if f.role == DefiningFileRole::DropIn {
+                drop_ins += 1;
+                text.push_str(&format!(" {drop_ins}"));
+            }
+            text.push(' ');
+            text.push_str(&f.path);
+            let mut notes: Vec<&str> = Vec::new();
+            // What a drop-in changes (a unit file sets everything).
+            if f.role == DefiningFileRole::DropIn {
+                notes.extend(f.sets.iter().map(String::as_str));
+            }
+            if f.optional {
+                notes.push("optional");
+            }
+            if !notes.is_empty() {
+                text.push_str(&format!(" ({})", notes.join(" ")));
+            }
+            text
+        })
+        .collect()
+}
+
 /// The lines describing one launch.
 fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
     let version = launch
@@ -296,6 +341,16 @@ fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
     }
     if let Some(directory) = &launch.working_directory {
         items.push((1, Tone::Dim, format!("in {directory}")));
+    }
+    if !launch.files.is_empty() {
+        items.push((
+            1,
+            Tone::Dim,
+            format!(
+                "files {}",
+                capped(&defining_files(launch), MAX_FILES_SHOWN, "; ")
+            ),
+        ));
     }
     let env: Vec<String> = launch
         .env

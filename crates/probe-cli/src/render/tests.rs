@@ -103,6 +103,8 @@ fn steps_change() -> Change {
         note: None,
         mechanism: None,
         verdict: None,
+        unset_default: None,
+        startup_limit: None,
     }
 }
 

@@ -3,12 +3,17 @@
 //! `--max-num-batched-tokens 512` (the default was 8192). The operator's `vllm bench serve`
 //! results before and after, at the same workload (4 req/s, 3000-token prompts), show time to
 //! first token up almost five-fold while decode speed held. The verdict's symptom is TTFT with
-//! those numbers, the cause the prefill budget, and the restore text names the drop-in.
+//! those numbers, the cause the prefill budget, and the restore text names the drop-in. The
+//! running launch lists the files that define it (the unit file, the drop-in, the
+//! `EnvironmentFile=`); the flag and the start-up limit it set are one change, its earlier value
+//! the default the earlier run's engine resolved; the restore text names the drop-in's line as
+//! the least undo and what `systemctl revert` would also drop (the drop-in's
+//! `TimeoutStartSec=`).
 
 use std::process::Output;
 use std::sync::OnceLock;
 
-use probe_model::{Assessment, Conclusion, HostReport, SymptomKind};
+use probe_model::{Assessment, Conclusion, DefaultFrom, DefiningFileRole, HostReport, SymptomKind};
 use probe_testkit::fixture::SharedFleet;
 
 use crate::util;
@@ -155,6 +160,110 @@ fn a_ttft_regression_from_a_drop_in_is_the_symptom_and_the_budget_its_cause() {
     ]}, {
         insta::assert_snapshot!("vllm_ttft_verdict", block);
     });
+}
+
+#[test]
+fn the_launch_names_its_files_and_the_flag_and_its_limit_are_one_change() {
+    let (report, text) = collected();
+    let [running] = report.running.as_slice() else {
+        panic!("one running launch: {:#?}", report.running);
+    };
+    let files: Vec<(DefiningFileRole, &str, Vec<&str>)> = running
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.role,
+                f.path.as_str(),
+                f.sets.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (
+                DefiningFileRole::Unit,
+                "/etc/systemd/system/vllm.service",
+                vec![
+                    "User=",
+                    "Group=",
+                    "WorkingDirectory=",
+                    "EnvironmentFile=",
+                    "Environment=",
+                    "ExecStart="
+                ]
+            ),
+            (
+                DefiningFileRole::DropIn,
+                "/etc/systemd/system/vllm.service.d/override.conf",
+                vec!["ExecStart="]
+            ),
+            (
+                DefiningFileRole::EnvironmentFile,
+                "/etc/default/vllm",
+                vec!["HF_HUB_OFFLINE", "HF_TOKEN", "VLLM_WORKER_MULTIPROC_METHOD"]
+            ),
+        ]
+    );
+    let diff = report
+        .vs_previous_launch
+        .as_ref()
+        .expect("a previous launch");
+    let budget: Vec<&probe_model::Change> = diff
+        .changes
+        .iter()
+        .filter(|c| c.key.contains("batched"))
+        .collect();
+    let [one] = budget.as_slice() else {
+        panic!("one change for the budget: {budget:#?}");
+    };
+    assert_eq!(one.key, "max-num-batched-tokens");
+    assert_eq!(one.startup_limit.as_deref(), Some("max_num_batched_tokens"));
+    let default = one.unset_default.as_ref().expect("the earlier value");
+    assert_eq!(
+        (default.value.as_f64(), default.from),
+        (Some(8192.0), DefaultFrom::Resolved)
+    );
+    assert_eq!(
+        one.verdict.as_ref().map(|v| v.assessment),
+        Some(Assessment::Explains)
+    );
+    let steps = diff
+        .verdict
+        .as_ref()
+        .and_then(|v| v.restore.as_ref())
+        .map(|r| r.steps.join("\n"))
+        .unwrap_or_default();
+    assert!(
+        steps.contains(
+            "the least undo is its ExecStart= line there (drop --max-num-batched-tokens 512)"
+        ) && steps.contains("also TimeoutStartSec=1800"),
+        "{steps}"
+    );
+    let launch = block(text, "Running now");
+    let causes = block(text, "What changed vs the previous launch");
+    insta::with_settings!({filters => vec![
+        (r"pid:[0-9]+, 20[0-9-]+ [0-9:]+ UTC", "pid:[live], [start]"),
+        (r"queued requests ([0-9.]+) -> [0-9.]+;", "queued requests $1 -> [live];"),
+        (r"  (gen_throughput|kv_cache_usage|running_reqs|waiting_reqs|prompt_throughput) .*", "  $1 [both runs]"),
+        (r"load: .*", "load: [both runs]"),
+        (r"pid:[0-9]+", "pid:[live]"),
+        (r"up from 20[0-9-]+ [0-9:]+ UTC, running now", "up from [now], running now"),
+    ]}, {
+        insta::assert_snapshot!("vllm_ttft_running_launch", launch);
+        insta::assert_snapshot!("vllm_ttft_causes", causes);
+    });
+}
+
+/// The block of the human report that starts with the line `title`.
+fn block(text: &str, title: &str) -> String {
+    let start = text
+        .find(&format!("\n{title}"))
+        .unwrap_or_else(|| panic!("{title} in {text}"));
+    let rest = text.get(start + 1..).unwrap_or_default();
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    rest.get(..end).unwrap_or_default().to_string()
 }
 
 fn verdict_block(text: &str) -> String {

@@ -328,6 +328,14 @@ fn the_story_concludes_the_speculative_change_and_rules_out_the_limits() {
     assert!((35.0..39.0).contains(&after.mean), "{after:?}");
     assert_eq!(before.count, 120);
     // The mechanism first; the limits that never bound ruled out, with the numbers.
+    assert!(
+        !diff
+            .changes
+            .iter()
+            .any(|c| c.key == "limit:max_running_requests"),
+        "the flag and its limit are one row: {:#?}",
+        diff.changes
+    );
     assert_eq!(
         diff.changes[0].key, "speculative.num_steps",
         "{:#?}",
@@ -336,13 +344,14 @@ fn the_story_concludes_the_speculative_change_and_rules_out_the_limits() {
     let steps = verdict_of(diff, "speculative.num_steps");
     assert_eq!(steps.assessment, Assessment::Explains);
     assert!(steps.reason.contains("caps it at 2"), "{}", steps.reason);
-    for key in ["limit:max_running_requests", "limit:max_total_num_tokens"] {
+    // `--max-running-requests` and the limit it set at start-up are one change.
+    for key in ["max-running-requests", "limit:max_total_num_tokens"] {
         let v = verdict_of(diff, key);
         assert_eq!(v.assessment, Assessment::RuledOut, "{key}: {v:?}");
         assert!(v.reason.starts_with("never bound"), "{key}: {}", v.reason);
     }
     assert_eq!(
-        verdict_of(diff, "limit:max_running_requests")
+        verdict_of(diff, "max-running-requests")
             .numbers
             .get("running_before_max"),
         Some(&1.0)
@@ -371,7 +380,7 @@ fn the_story_concludes_the_speculative_change_and_rules_out_the_limits() {
         "{text}"
     );
     assert!(
-        text.contains("ruled out: limit:max_running_requests 4 -> 1 (never bound)"),
+        text.contains("ruled out: max-running-requests 4 -> 1 (never bound)"),
         "{text}"
     );
     assert!(text.contains("confidence  high"), "{text}");

@@ -10,6 +10,7 @@
 mod hardware;
 mod in_effect;
 pub(crate) mod launch;
+mod limits;
 mod options;
 mod server;
 mod shared_runs;
@@ -19,6 +20,7 @@ mod text;
 pub use crate::impact::rank;
 pub use in_effect::compare_runs;
 pub use launch::compare_launches;
+pub(crate) use limits::{effective_numbers, fold_limits};
 pub use options::CompareOptions;
 pub use probe_launch::option_at_default;
 pub(crate) use snapshot::compare_areas;

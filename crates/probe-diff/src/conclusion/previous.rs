@@ -141,6 +141,8 @@ fn causes(
             diff.changes.push(change);
         }
     }
+    // A flag and the start-up limit it set are one change.
+    crate::compare::fold_limits(&mut diff.changes, before, after);
     rank(&mut diff.changes);
     diff
 }

@@ -49,7 +49,8 @@ pub fn compare_analyses(
     let sides = ((before, before_analysis), (after, after_analysis));
     diff.verdict = Some(snapshot_verdict(sides, &diff, &mut changes));
     let first = areas.first;
-    diff.rollback = rollback(first.map(|m| m.0), first.map(|m| m.1), &changes);
+    let unit = first.and_then(|m| crate::run::unit_of(after, m.1));
+    diff.rollback = rollback(first.map(|m| m.0), first.map(|m| m.1), &changes, unit);
     diff.changes = changes;
     diff
 }

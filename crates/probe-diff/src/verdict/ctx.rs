@@ -7,7 +7,6 @@ use probe_model::{Assessment, CauseVerdict, Change, MetricComparison, MetricSumm
 
 use super::config::{Test, VerdictConfig};
 use super::load::{Capacities, Layers};
-use crate::impact::value_number;
 
 /// What every test may read.
 pub(crate) struct Ctx<'a> {
@@ -99,8 +98,6 @@ impl Finding {
 
 /// The numbers before and after of a change.
 pub(super) fn values(change: &Change) -> (Option<f64>, Option<f64>) {
-    (
-        change.before.as_ref().and_then(value_number),
-        change.after.as_ref().and_then(value_number),
-    )
+    // An option unset on one side stood for its default there (`Change::unset_default`).
+    crate::compare::effective_numbers(change)
 }

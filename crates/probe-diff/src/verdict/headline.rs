@@ -23,8 +23,12 @@ pub(crate) fn cause_text(change: &Change) -> String {
     format!(
         "{} {} -> {}",
         change.key,
-        value(change.before.as_ref()),
-        value(change.after.as_ref())
+        change
+            .default_before()
+            .unwrap_or_else(|| value(change.before.as_ref())),
+        change
+            .default_after()
+            .unwrap_or_else(|| value(change.after.as_ref()))
     )
 }
 

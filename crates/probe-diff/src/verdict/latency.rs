@@ -3,7 +3,7 @@
 //! prompt, prefix caching turned off prefills what was cached, a request cap makes requests
 //! wait. Throughput symptoms are `checks`'s.
 
-use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, SymptomKind};
+use probe_model::{Assessment, CauseVerdict, Change, ChangeKind, DefaultFrom, SymptomKind};
 
 use super::config::Test;
 use super::ctx::{Ctx, Finding, values};
@@ -107,12 +107,23 @@ fn queue_text(ctx: &Ctx<'_>) -> String {
 /// (or improves: fewer prefill tokens share each step with decodes).
 fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
     let kind = ctx.symptom.map(|s| s.kind).unwrap_or_default();
-    let (flag_before, flag_after) = values(change);
-    // A flag left unset stood for what the engine resolved at start-up, where it logged that.
-    let (before, after) = (
-        flag_before.or(ctx.prefill_budget.0),
-        flag_after.or(ctx.prefill_budget.1),
+    let number_of = |v: Option<&serde_json::Value>| v.and_then(crate::impact::value_number);
+    let (flag_before, flag_after) = (
+        number_of(change.before.as_ref()),
+        number_of(change.after.as_ref()),
     );
+    // A flag left unset stood for what the engine resolved at start-up, where it logged that,
+    // else for the catalog's default of that version.
+    let (default_before, default_after) = values(change);
+    let (before, after) = (
+        flag_before.or(ctx.prefill_budget.0).or(default_before),
+        flag_after.or(ctx.prefill_budget.1).or(default_after),
+    );
+    let resolved_before = ctx.prefill_budget.0.is_some()
+        || change
+            .unset_default
+            .as_ref()
+            .is_some_and(|d| d.from == DefaultFrom::Resolved);
     let prompt = pair(ctx, &ctx.config.metrics.prompt_length).map(|(_, a)| a);
     let f = f
         .num("budget_before", before)
@@ -128,7 +139,10 @@ fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]
         );
     };
     let before_text = match (flag_before, before) {
-        (None, Some(b)) => format!("the default, {} as the earlier run resolved it,", number(b)),
+        (None, Some(b)) if resolved_before => {
+            format!("the default, {} as the earlier run resolved it,", number(b))
+        }
+        (None, Some(b)) => format!("the default, {} for that version,", number(b)),
         (_, Some(b)) => number(b),
         (_, None) => String::from("the default"),
     };

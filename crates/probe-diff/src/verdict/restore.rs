@@ -145,66 +145,80 @@ fn driver_steps(changes: &[Change]) -> Vec<String> {
 /// Drop-in lines named when saying what a `systemctl revert` would also drop.
 const REVERT_LINES: usize = 6;
 
-/// Where the running launch's differing settings live when systemd runs it (`unit`): which file
-/// holds its `ExecStart=` (a drop-in overrides the unit file, so editing the unit file would
-/// change nothing), which file sets each differing variable, what `systemctl revert` would also
-/// drop, then the reload, the restart and how to check that it took. Nothing when the
-/// differences are not the launcher's (packages, a driver).
-fn unit_steps(unit: &SystemdUnit, flags_differ: bool, changes: &[Change]) -> Vec<String> {
+/// Where the running launch's differing settings live when systemd runs it (`unit`), and the
+/// least that undoes only them: which file holds its `ExecStart=` (a drop-in overrides the unit
+/// file, so editing the unit file would change nothing) and the flags to change in that line,
+/// which file sets each differing variable and its one line; then whether `systemctl revert`
+/// undoes exactly this (the drop-ins hold nothing else, and the unit file's own `ExecStart=`
+/// is the earlier launch) or what else it would drop; the reload, the restart and how to
+/// check that it took. Nothing when the differences are not the launcher's (packages, a
+/// driver).
+fn unit_steps(
+    unit: &SystemdUnit,
+    before: &LaunchConfig,
+    differing: &[String],
+    changes: &[Change],
+) -> Vec<String> {
     let files = probe_launch::unit_files(unit);
     let name = &unit.name;
     let mut out = Vec::new();
-    if flags_differ && let Some(f) = probe_launch::exec_start_file(&files) {
+    // The drop-in lines the change is in: the rest is what a revert would also drop.
+    let mut changed_lines: Vec<(&str, &str)> = Vec::new();
+    let exec_file = probe_launch::exec_start_file(&files).filter(|_| !differing.is_empty());
+    if let Some(f) = exec_file {
+        let edits = differing.join("; ");
         out.push(if f.drop_in {
             format!(
-                "{name} takes its ExecStart= from the drop-in {} (what `systemctl edit` \
-                 writes), not from the unit file: change the flags there, or delete that \
-                 drop-in's ExecStart= lines to fall back to the unit file's own",
+                "the change is in the drop-in {} (what `systemctl edit {name}` writes), whose \
+                 ExecStart= overrides the unit file's: the least undo is its ExecStart= line \
+                 there ({edits})",
                 f.path
             )
         } else {
             format!(
-                "{name} takes its ExecStart= from {}: change the flags there",
+                "{name} takes its ExecStart= from {}: change the flags there ({edits})",
                 f.path
             )
         });
+        if f.drop_in {
+            changed_lines.extend(
+                f.directives
+                    .iter()
+                    .filter(|d| d.starts_with("ExecStart="))
+                    .map(|d| (f.path, d.as_str())),
+            );
+        }
     }
     for var in changes.iter().filter_map(|c| c.key.strip_prefix("env:")) {
-        if let Some(path) = probe_launch::environment_source(unit, &files, var) {
-            out.push(format!(
-                "{var} is set for {name} by {path}: change it there"
-            ));
+        let Some(path) = probe_launch::environment_source(unit, &files, var) else {
+            continue;
+        };
+        match files.iter().find(|f| f.path == path) {
+            Some(f) => {
+                let line = f
+                    .directives
+                    .iter()
+                    .find(|d| d.starts_with("Environment=") && d.contains(&format!("{var}=")));
+                if let Some(line) = line.filter(|_| f.drop_in) {
+                    changed_lines.push((f.path, line.as_str()));
+                }
+                out.push(format!(
+                    "{var} is set for {name} by the {} {path}: change or remove {} there",
+                    if f.drop_in { "drop-in" } else { "unit file" },
+                    line.map_or_else(|| format!("its {var}="), |l| format!("the line {l}"))
+                ));
+            }
+            None => out.push(format!(
+                "{var} is set for {name} by its EnvironmentFile= {path}: change or remove its \
+                 {var}= line there (the file alone: no other setting of {name} changes)"
+            )),
         }
     }
     if out.is_empty() {
         return out;
     }
-    let dropped: Vec<String> = files
-        .iter()
-        .filter(|f| f.drop_in)
-        .flat_map(|f| {
-            f.directives
-                .iter()
-                .map(move |d| format!("{d} ({})", f.path))
-        })
-        .collect();
-    if !dropped.is_empty() {
-        let more = dropped.len().saturating_sub(REVERT_LINES);
-        let shown: Vec<&str> = dropped
-            .iter()
-            .take(REVERT_LINES)
-            .map(String::as_str)
-            .collect();
-        out.push(format!(
-            "`systemctl revert {name}` would undo it by removing every drop-in, and with them: \
-             {}{}",
-            shown.join("; "),
-            if more > 0 {
-                format!("; {more} more")
-            } else {
-                String::new()
-            }
-        ));
+    if let Some(step) = revert_step(unit, before, &files, &changed_lines) {
+        out.push(step);
     }
     out.push(format!(
         "systemctl daemon-reload && systemctl restart {name}"
@@ -213,6 +227,73 @@ fn unit_steps(unit: &SystemdUnit, flags_differ: bool, changes: &[Change]) -> Vec
         "check that it took: systemctl show -p ExecStart -p Environment {name}"
     ));
     out
+}
+
+/// What `systemctl revert` would do here: undo exactly the change (the drop-ins hold only its
+/// lines, and without them the unit file's own launch is the earlier one), or what else it
+/// would drop. `None` when the unit has no drop-ins.
+fn revert_step(
+    unit: &SystemdUnit,
+    before: &LaunchConfig,
+    files: &[probe_launch::UnitFile<'_>],
+    changed: &[(&str, &str)],
+) -> Option<String> {
+    let name = &unit.name;
+    let drop_ins: Vec<&probe_launch::UnitFile<'_>> = files.iter().filter(|f| f.drop_in).collect();
+    if drop_ins.is_empty() {
+        return None;
+    }
+    let also: Vec<String> = drop_ins
+        .iter()
+        .flat_map(|f| {
+            f.directives
+                .iter()
+                .filter(|d| !changed.contains(&(f.path, d.as_str())))
+                .map(move |d| format!("{d} ({})", f.path))
+        })
+        .collect();
+    let paths: Vec<&str> = drop_ins.iter().map(|f| f.path).collect();
+    let own_is_earlier = probe_launch::without_drop_ins(unit).is_some_and(|own| {
+        let hints = probe_launch::ParseHints {
+            engine_version: before.engine_version.clone(),
+            ..probe_launch::ParseHints::default()
+        };
+        probe_launch::from_unit(&own, &hints)
+            .iter()
+            .any(|l| l.engine == before.engine && probe_launch::same_configuration(l, before))
+    });
+    if also.is_empty() && own_is_earlier {
+        return Some(format!(
+            "or `systemctl revert {name}`: it removes the drop-in(s) {}, which hold only this \
+             change, and the unit file's own ExecStart= is the earlier launch",
+            paths.join(", ")
+        ));
+    }
+    let more = also.len().saturating_sub(REVERT_LINES);
+    let shown: Vec<&str> = also.iter().take(REVERT_LINES).map(String::as_str).collect();
+    let falls_back = if own_is_earlier {
+        String::new()
+    } else {
+        String::from(
+            "; it falls back to the unit file's own ExecStart=, which is not the earlier launch",
+        )
+    };
+    Some(if shown.is_empty() {
+        format!(
+            "not `systemctl revert {name}` alone: it removes every drop-in ({}){falls_back}",
+            paths.join(", ")
+        )
+    } else {
+        format!(
+            "not `systemctl revert {name}`: it removes every drop-in, and with them also {}{}{falls_back}",
+            shown.join("; "),
+            if more > 0 {
+                format!("; {more} more")
+            } else {
+                String::new()
+            }
+        )
+    })
 }
 
 /// What would bring back the earlier launch and what it ran with; `unit`: the systemd unit that
@@ -229,7 +310,7 @@ pub(crate) fn restore(
         .or(before.interpreter.as_deref());
     let differing = differing(before, after, changes);
     let mut steps = unit
-        .map(|u| unit_steps(u, !differing.is_empty(), changes))
+        .map(|u| unit_steps(u, before, &differing, changes))
         .unwrap_or_default();
     steps.extend(power_steps(changes));
     steps.extend(driver_steps(changes));
@@ -248,6 +329,7 @@ pub(crate) fn rollback(
     before: Option<&LaunchConfig>,
     after: Option<&LaunchConfig>,
     changes: &[Change],
+    unit: Option<&SystemdUnit>,
 ) -> Vec<String> {
     let mut lines = Vec::new();
     if let (Some(before), Some(after)) = (before, after) {
@@ -260,6 +342,14 @@ pub(crate) fn rollback(
         }
         if let Some(text) = &r.launch_text {
             lines.push(format!("launch: {text}   (from {})", r.source));
+        }
+        // Where the running launch's unit holds the change, and the least that undoes it.
+        if let Some(unit) = unit {
+            lines.extend(
+                unit_steps(unit, before, &r.differing, changes)
+                    .into_iter()
+                    .map(|s| format!("unit: {s}")),
+            );
         }
     }
     if let Some(pins) = pins(changes, after.and_then(|a| a.interpreter.as_deref())) {
@@ -302,45 +392,156 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_drop_in_holding_the_flags_is_named_with_what_a_revert_drops() {
+    fn drop_in_unit(drop_in: &str) -> SystemdUnit {
         use probe_model::FileText;
         let file = |path: &str, content: &str| FileText {
             path: path.into(),
             content: content.into(),
             ..FileText::default()
         };
-        let unit = SystemdUnit {
+        SystemdUnit {
             name: "vllm.service".into(),
             fragment: file(
                 "/etc/systemd/system/vllm.service",
-                "[Service]\nExecStart=/v/bin/vllm serve m --tp 4\n",
+                "[Service]\nExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4\n",
             ),
             drop_ins: vec![file(
                 "/etc/systemd/system/vllm.service.d/override.conf",
-                "[Service]\nEnvironment=NCCL_P2P_DISABLE=1\nExecStart=\nExecStart=/v/bin/vllm serve m --tp 4 --disable-custom-all-reduce\n",
+                drop_in,
             )],
             ..SystemdUnit::default()
-        };
-        let changes = [Change {
-            key: "env:NCCL_P2P_DISABLE".into(),
-            after: Some(Value::from("1")),
-            ..Change::default()
-        }];
-        let steps = unit_steps(&unit, true, &changes);
-        let want = [
-            "vllm.service takes its ExecStart= from the drop-in /etc/systemd/system/vllm.service.d/override.conf",
-            "NCCL_P2P_DISABLE is set for vllm.service by /etc/systemd/system/vllm.service.d/override.conf",
-            "`systemctl revert vllm.service` would undo it by removing every drop-in, and with them: Environment=NCCL_P2P_DISABLE=1 (/etc/systemd/system/vllm.service.d/override.conf); ExecStart= (",
-            "systemctl daemon-reload && systemctl restart vllm.service",
-            "check that it took: systemctl show -p ExecStart -p Environment vllm.service",
+        }
+    }
+
+    /// The launch a unit file alone runs.
+    fn own_launch(unit: &SystemdUnit) -> LaunchConfig {
+        let own = probe_launch::without_drop_ins(unit).expect("a unit file");
+        probe_launch::from_unit(&own, &probe_launch::ParseHints::default())
+            .into_iter()
+            .next()
+            .expect("a launch")
+    }
+
+    /// (drop-in text, whether the earlier launch is the unit file's own, changed variable) ->
+    /// the steps, each by its start: the file holding the change with the least edit, then
+    /// what `systemctl revert` would do.
+    #[test]
+    fn the_file_holding_the_change_and_the_least_undo() {
+        const EXEC: &str = "ExecStart=\nExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4 --max-num-batched-tokens 512\n";
+        let least = "the change is in the drop-in /etc/systemd/system/vllm.service.d/override.conf (what `systemctl edit vllm.service` writes), whose ExecStart= overrides the unit file's: the least undo is its ExecStart= line there (drop --max-num-batched-tokens 512)";
+        let env = "NCCL_P2P_DISABLE is set for vllm.service by the drop-in /etc/systemd/system/vllm.service.d/override.conf: change or remove the line Environment=NCCL_P2P_DISABLE=1 there";
+        let reload = "systemctl daemon-reload && systemctl restart vllm.service";
+        let check = "check that it took: systemctl show -p ExecStart -p Environment vllm.service";
+        let cases: [(String, bool, bool, Vec<&str>); 4] = [
+            // Only the flag: revert undoes exactly it.
+            (
+                format!("[Service]\n{EXEC}"),
+                true,
+                false,
+                vec![
+                    least,
+                    "or `systemctl revert vllm.service`: it removes the drop-in(s) /etc/systemd/system/vllm.service.d/override.conf, which hold only this change",
+                    reload,
+                    check,
+                ],
+            ),
+            // The flag and a variable, both in the drop-in: still exactly this change.
+            (
+                format!("[Service]\nEnvironment=NCCL_P2P_DISABLE=1\n{EXEC}"),
+                true,
+                true,
+                vec![
+                    least,
+                    env,
+                    "or `systemctl revert vllm.service`: it removes the drop-in(s)",
+                    reload,
+                    check,
+                ],
+            ),
+            // The drop-in holds more: revert would drop it too.
+            (
+                format!("[Service]\nTimeoutStartSec=1800\n{EXEC}"),
+                true,
+                false,
+                vec![
+                    least,
+                    "not `systemctl revert vllm.service`: it removes every drop-in, and with them also TimeoutStartSec=1800 (/etc/systemd/system/vllm.service.d/override.conf)",
+                    reload,
+                    check,
+                ],
+            ),
+            // The unit file's own launch is not the earlier one either.
+            (
+                format!("[Service]\n{EXEC}"),
+                false,
+                false,
+                vec![
+                    least,
+                    "not `systemctl revert vllm.service` alone: it removes every drop-in (/etc/systemd/system/vllm.service.d/override.conf); it falls back to the unit file's own ExecStart=, which is not the earlier launch",
+                    reload,
+                    check,
+                ],
+            ),
         ];
-        assert_eq!(steps.len(), want.len(), "{steps:#?}");
-        for (step, want) in steps.iter().zip(want) {
-            assert!(step.starts_with(want), "{step}");
+        for (drop_in, own_is_earlier, env_changed, want) in cases {
+            let unit = drop_in_unit(&drop_in);
+            let mut before = own_launch(&unit);
+            if !own_is_earlier {
+                before.options.remove("tensor-parallel-size");
+            }
+            let mut changes = vec![Change {
+                key: "max-num-batched-tokens".into(),
+                kind: probe_model::ChangeKind::Added,
+                after: Some(Value::from(512)),
+                ..Change::default()
+            }];
+            if env_changed {
+                changes.push(Change {
+                    key: "env:NCCL_P2P_DISABLE".into(),
+                    after: Some(Value::from("1")),
+                    ..Change::default()
+                });
+            }
+            let differing = [String::from("drop --max-num-batched-tokens 512")];
+            let steps = unit_steps(&unit, &before, &differing, &changes);
+            assert_eq!(steps.len(), want.len(), "{drop_in}: {steps:#?}");
+            for (step, want) in steps.iter().zip(&want) {
+                assert!(step.starts_with(want), "{drop_in}:\n{step}\n{want}");
+            }
         }
         // Only packages differ: nothing for the launcher.
-        assert!(unit_steps(&unit, false, &[]).is_empty());
+        let unit = drop_in_unit(EXEC);
+        assert!(unit_steps(&unit, &own_launch(&unit), &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_variable_from_an_environment_file_is_changed_there_alone() {
+        let mut unit = drop_in_unit("[Service]\nTimeoutStartSec=1800\n");
+        unit.environment_files.push(probe_model::EnvironmentFile {
+            path: "/etc/default/vllm".into(),
+            vars: [(
+                "VLLM_ATTENTION_BACKEND".to_string(),
+                "FLASHINFER".to_string(),
+            )]
+            .into(),
+            ..probe_model::EnvironmentFile::default()
+        });
+        let changes = [Change {
+            key: "env:VLLM_ATTENTION_BACKEND".into(),
+            after: Some(Value::from("FLASHINFER")),
+            ..Change::default()
+        }];
+        let steps = unit_steps(&unit, &own_launch(&unit), &[], &changes);
+        assert!(
+            steps[0].starts_with(
+                "VLLM_ATTENTION_BACKEND is set for vllm.service by its EnvironmentFile= /etc/default/vllm: change or remove its VLLM_ATTENTION_BACKEND= line there"
+            ),
+            "{steps:#?}"
+        );
+        assert!(
+            steps[1].starts_with("not `systemctl revert vllm.service`: it removes every drop-in, and with them also TimeoutStartSec=1800"),
+            "{steps:#?}"
+        );
     }
 
     #[test]

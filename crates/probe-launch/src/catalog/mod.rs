@@ -106,6 +106,10 @@ pub struct OptionSpec {
     /// Key of the normalised speculative settings this option feeds (`algorithm`, `num_steps`,
     /// `eagle_topk`, `num_draft_tokens`, `num_speculative_tokens`, `draft_model`).
     pub speculative: Option<String>,
+    /// The start-up limit this option sets, as the engine's start-up log names it
+    /// (`max_num_batched_tokens`, the key of [`probe_model::Run::limits`]): a change of the
+    /// option and of that limit are one change.
+    pub startup_limit: Option<String>,
     /// Mapping of written values to the `common` value (`--quant-policy 4` -> `int4`).
     pub value_map: BTreeMap<String, serde_json::Value>,
     /// First version with this spelling, when known.
@@ -454,6 +458,7 @@ struct RawOption {
     env: Option<String>,
     env_part: Option<EnvPart>,
     speculative: Option<String>,
+    startup_limit: Option<String>,
     value_map: BTreeMap<String, toml::Value>,
     since: Option<String>,
     until: Option<String>,
@@ -675,6 +680,7 @@ fn option_spec(mut o: RawOption, version: Option<&str>) -> Option<(OptionSpec, V
         env: o.env,
         env_part: o.env_part,
         speculative: o.speculative,
+        startup_limit: o.startup_limit,
         value_map: o
             .value_map
             .iter()

@@ -493,6 +493,8 @@ mod tests {
             note: None,
             mechanism: None,
             verdict: None,
+            unset_default: None,
+            startup_limit: None,
         };
         use probe_model::ChangeKind::{Added, Changed, Removed};
         let table = [
