@@ -6,6 +6,8 @@
 
 mod previous;
 mod snapshots;
+mod within;
 
 pub use previous::previous_launch_diff;
 pub use snapshots::{compare_analyses, compare_snapshots, compare_snapshots_with};
+pub use within::{lead, period_diff};

@@ -121,7 +121,7 @@ fn previous_run<'a>(
 }
 
 /// The candidate causes: the launches compared, with what the runs had in effect over them.
-fn causes(
+pub(super) fn causes(
     before: &LaunchConfig,
     after: &LaunchConfig,
     before_run: Option<&Run>,
