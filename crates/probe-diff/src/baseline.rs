@@ -86,7 +86,7 @@ mod tests {
     use super::*;
 
     const DAY: i64 = 86_400;
-    const T0: UnixTime = 1_794_470_400; // 2026-11-12 09:00 UTC
+    const T0: UnixTime = 1_794_470_400; // 2026-11-12 08:00 UTC
 
     fn run(index: usize, start_day: i64, end_day: Option<i64>) -> RunPeriod {
         RunPeriod {

@@ -22,8 +22,8 @@ const HOUR: i64 = 3_600;
 pub(crate) struct Config {
     /// Both segments of a change point last at least this many hours.
     pub(crate) min_hours: u32,
-    /// An hour with fewer samples has no median.
-    pub(crate) min_samples_per_hour: usize,
+    /// A bucket (an hour, or wider where hours hold fewer) with fewer samples has no median.
+    pub(crate) min_samples_per_bucket: usize,
     /// The means moved by more than this share of the larger one.
     pub(crate) min_relative: f64,
     /// ... and by at least this many pooled within-segment standard deviations.
@@ -76,22 +76,44 @@ pub(crate) struct ChangePoint {
     pub(crate) effect: f64,
 }
 
-/// Median of each UTC hour with at least `min_samples` samples: (hour start, median), in time
-/// order.
-pub(crate) fn hourly_medians(
+/// Bucket widths tried, in hours: the first whose typical bucket holds enough samples is used
+/// (the host thins a long log's metric lines evenly in time, so a run of months keeps fewer an
+/// hour than a run of days).
+const WIDTHS_H: &[i64] = &[1, 2, 3, 4, 6, 12];
+
+/// The median of each bucket with at least `min_samples` samples: (bucket start, median), in
+/// time order. Buckets are UTC hours, or wider (2, 3, 4, 6, 12 h) where an hour typically holds
+/// fewer than `min_samples` samples.
+pub(crate) fn bucket_medians(
     points: &[(UnixTime, f64)],
     min_samples: usize,
 ) -> Vec<(UnixTime, f64)> {
-    let mut hours: BTreeMap<UnixTime, Vec<f64>> = BTreeMap::new();
-    for (t, v) in points {
-        if v.is_finite() {
-            hours.entry(t.div_euclid(HOUR) * HOUR).or_default().push(*v);
+    let min_samples = min_samples.max(1);
+    let mut buckets: BTreeMap<UnixTime, Vec<f64>> = BTreeMap::new();
+    for width in WIDTHS_H {
+        let span = width * HOUR;
+        buckets.clear();
+        for (t, v) in points {
+            if v.is_finite() {
+                buckets
+                    .entry(t.div_euclid(span) * span)
+                    .or_default()
+                    .push(*v);
+            }
+        }
+        let mut counts: Vec<usize> = buckets.values().map(Vec::len).collect();
+        counts.sort_unstable();
+        if counts
+            .get(counts.len() / 2)
+            .is_some_and(|c| *c >= min_samples)
+        {
+            break;
         }
     }
-    hours
+    buckets
         .into_iter()
-        .filter(|(_, values)| values.len() >= min_samples.max(1))
-        .map(|(hour, mut values)| {
+        .filter(|(_, values)| values.len() >= min_samples)
+        .map(|(start, mut values)| {
             values.sort_by(f64::total_cmp);
             let mid = values.len() / 2;
             let median = if values.len() % 2 == 0 {
@@ -99,7 +121,7 @@ pub(crate) fn hourly_medians(
             } else {
                 values[mid]
             };
-            (hour, median)
+            (start, median)
         })
         .collect()
 }
@@ -247,7 +269,7 @@ pub(crate) fn change_points(
             .copied()
             .filter(|(t, _)| *t >= start && end.is_none_or(|end| *t < end) && !idle.contains(t))
             .collect();
-        let hours = hourly_medians(&inside, config.min_samples_per_hour);
+        let hours = bucket_medians(&inside, config.min_samples_per_bucket);
         for (at, before, after, effect) in series_change_points(&hours, config.floor(name), config)
         {
             all.push(ChangePoint {
@@ -287,7 +309,7 @@ fn merge(mut all: Vec<ChangePoint>, apart: i64) -> Vec<ChangePoint> {
 mod tests {
     use super::*;
 
-    const T0: UnixTime = 1_794_470_400; // 2026-11-12 09:00 UTC
+    const T0: UnixTime = 1_794_470_400; // 2026-11-12 08:00 UTC
 
     /// One sample every 10 minutes for `hours` hours, value `f(hour, sample)`.
     fn series(hours: i64, f: impl Fn(i64, i64) -> f64) -> Vec<(UnixTime, f64)> {
@@ -373,7 +395,7 @@ mod tests {
             ("empty", Vec::new(), 0.0, vec![]),
         ];
         for (case, samples, floor, want) in cases {
-            let hours = hourly_medians(&samples, config().min_samples_per_hour);
+            let hours = bucket_medians(&samples, config().min_samples_per_bucket);
             let got: Vec<(i64, f64, f64)> = series_change_points(&hours, floor, config())
                 .into_iter()
                 .map(|(at, b, a, _)| {
@@ -398,16 +420,23 @@ mod tests {
     }
 
     #[test]
-    fn hourly_medians_need_enough_samples() {
+    fn bucket_medians_need_enough_samples() {
+        // Three samples in the first hour, one in the second.
         let samples = vec![(T0, 1.0), (T0 + 10, 3.0), (T0 + 20, 2.0), (T0 + HOUR, 9.0)];
         let cases = [
             (1, vec![(T0, 2.0), (T0 + HOUR, 9.0)]),
             (3, vec![(T0, 2.0)]),
-            (4, vec![]),
+            // Hours hold too few: two-hour buckets.
+            (4, vec![(T0, 2.5)]),
+            (5, vec![]),
         ];
         for (min, want) in cases {
-            assert_eq!(hourly_medians(&samples, min), want, "min {min}");
+            assert_eq!(bucket_medians(&samples, min), want, "min {min}");
         }
+        // Two samples an hour: buckets of 3 hours hold six.
+        let thin: Vec<(UnixTime, f64)> = (0..48).map(|i| (T0 + i * 1_800, 1.0)).collect();
+        let buckets = bucket_medians(&thin, 6);
+        assert_eq!(buckets.get(1).map(|b| b.0 - buckets[0].0), Some(3 * HOUR));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod fleet;
 mod hardware;
 mod local_input;
+mod periods;
 mod redaction_props;
 mod retention;
 mod runs;
