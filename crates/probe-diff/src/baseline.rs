@@ -4,7 +4,8 @@
 
 use probe_model::UnixTime;
 
-use crate::periods::RunPeriod;
+/// When a run started, and when it ended (`None` while it runs).
+pub(crate) type Span = (UnixTime, Option<UnixTime>);
 
 /// The 24 hours a relative baseline (`7d`) spans: a whole daily cycle of load.
 pub const AGO_SPAN_S: i64 = 86_400;
@@ -35,25 +36,24 @@ pub enum When {
 }
 
 /// A baseline resolved: the stretch of time, and the run of the server it lies in (the run up at
-/// its start, else the first run that starts inside it).
+/// its start, else the first run that starts inside it), as an index into the runs given.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Resolved {
     pub(crate) start: UnixTime,
     pub(crate) end: UnixTime,
-    pub(crate) run: Option<RunPeriod>,
+    pub(crate) run: Option<usize>,
 }
 
 impl Baseline {
     /// The stretch of time this baseline names among `runs` (a server's, oldest first), for a
     /// snapshot collected at `collected_at`; `None` when it names a run that does not exist, or
     /// an empty stretch.
-    pub(crate) fn resolve(&self, runs: &[RunPeriod], collected_at: UnixTime) -> Option<Resolved> {
+    pub(crate) fn resolve(&self, runs: &[Span], collected_at: UnixTime) -> Option<Resolved> {
         let up_at = |t: UnixTime| {
             runs.iter()
-                .rev()
-                .find(|r| r.start <= t && r.end.is_none_or(|end| t < end))
+                .rposition(|(start, end)| *start <= t && end.is_none_or(|end| t < end))
         };
-        let end_of = |r: &RunPeriod| r.end.unwrap_or(collected_at);
+        let end_of = |index: usize| runs.get(index).map(|r| r.1.unwrap_or(collected_at));
         let (start, end) = match self.when {
             When::Range { start, end } => (start, end),
             When::Ago(seconds) => {
@@ -62,21 +62,18 @@ impl Baseline {
             }
             When::RunBack(back) => {
                 let index = runs.len().checked_sub(back + 1)?;
-                let run = runs.get(index)?;
-                (run.start, end_of(run))
+                (runs.get(index)?.0, end_of(index)?)
             }
             When::RunAt(t) => {
-                let run = up_at(t)?;
-                (run.start, end_of(run))
+                let index = up_at(t)?;
+                (runs.get(index)?.0, end_of(index)?)
             }
-            When::Snapshot(t) => (up_at(t)?.start, t),
+            When::Snapshot(t) => (runs.get(up_at(t)?)?.0, t),
         };
         if end <= start {
             return None;
         }
-        let run = up_at(start)
-            .or_else(|| runs.iter().find(|r| r.start >= start && r.start < end))
-            .cloned();
+        let run = up_at(start).or_else(|| runs.iter().position(|r| r.0 >= start && r.0 < end));
         Some(Resolved { start, end, run })
     }
 }
@@ -88,25 +85,21 @@ mod tests {
     const DAY: i64 = 86_400;
     const T0: UnixTime = 1_794_470_400; // 2026-11-12 08:00 UTC
 
-    fn run(index: usize, start_day: i64, end_day: Option<i64>) -> RunPeriod {
-        RunPeriod {
-            launch: index,
-            run: index,
-            start: T0 + start_day * DAY,
-            end: end_day.map(|d| T0 + d * DAY),
-        }
+    fn run(start_day: i64, end_day: Option<i64>) -> Span {
+        (T0 + start_day * DAY, end_day.map(|d| T0 + d * DAY))
     }
 
     #[test]
     fn baselines_resolve_to_stretches_of_time() {
-        let runs = vec![run(0, 0, Some(10)), run(1, 10, None)];
+        let runs = vec![run(0, Some(10)), run(10, None)];
         let now = T0 + 21 * DAY;
         let baseline = |when| Baseline {
             text: String::new(),
             when,
         };
         // (when, expected (start, end, run index) in days from T0)
-        let cases: Vec<(When, Option<(i64, i64, Option<usize>)>)> = vec![
+        type Days = Option<(i64, i64, Option<usize>)>;
+        let cases: Vec<(When, Days)> = vec![
             (
                 When::Range {
                     start: T0 + 2 * DAY,
@@ -137,13 +130,9 @@ mod tests {
             ),
         ];
         for (when, want) in cases {
-            let got = baseline(when).resolve(&runs, now).map(|r| {
-                (
-                    (r.start - T0) / DAY,
-                    (r.end - T0) / DAY,
-                    r.run.map(|r| r.run),
-                )
-            });
+            let got = baseline(when)
+                .resolve(&runs, now)
+                .map(|r| ((r.start - T0) / DAY, (r.end - T0) / DAY, r.run));
             assert_eq!(got, want, "{when:?}");
         }
     }

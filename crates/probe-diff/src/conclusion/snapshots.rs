@@ -129,14 +129,16 @@ fn baseline_verdict(
     let b = Server::running(before, before_analysis)?;
     let a = Server::running(after, after_analysis)?;
     let why = format!("named by --baseline {}", baseline.text);
-    let resolved = baseline.resolve(&b.runs, after.collected_at);
+    let resolved = baseline.resolve(&b.spans(), after.collected_at);
     let (before_side, end) = match &resolved {
         Some(r) => (
             Side {
                 period: crate::periods::RunPeriod {
                     start: r.start,
                     end: Some(r.end),
-                    ..r.run.clone().unwrap_or_else(|| b.current.clone())
+                    ..r.run
+                        .and_then(|index| b.runs.get(index).cloned())
+                        .unwrap_or_else(|| b.current.clone())
                 },
                 why,
             },

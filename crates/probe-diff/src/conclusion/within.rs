@@ -59,6 +59,11 @@ impl<'a> Server<'a> {
         })
     }
 
+    /// When each run started and ended, for a baseline to name one.
+    pub(crate) fn spans(&self) -> Vec<crate::baseline::Span> {
+        self.runs.iter().map(|r| (r.start, r.end)).collect()
+    }
+
     /// The launch a period of this server ran, by evidence.
     pub(crate) fn launch_of(&self, analysis: &Analysis, period: &RunPeriod) -> Option<String> {
         analysis
@@ -115,7 +120,7 @@ pub(crate) fn sides(
     let points = server.change_points();
     if let Some(baseline) = baseline {
         let why = format!("named by --baseline {}", baseline.text);
-        let Some(resolved) = baseline.resolve(&server.runs, collected_at) else {
+        let Some(resolved) = baseline.resolve(&server.spans(), collected_at) else {
             // Nothing it names exists: an empty period, so the report says so.
             let period = RunPeriod {
                 start: collected_at,
@@ -124,7 +129,10 @@ pub(crate) fn sides(
             };
             return Some((Side { period, why }, server.now(&points, None)));
         };
-        let run = resolved.run.unwrap_or_else(|| server.current.clone());
+        let run = resolved
+            .run
+            .and_then(|index| server.runs.get(index).cloned())
+            .unwrap_or_else(|| server.current.clone());
         let period = RunPeriod {
             start: resolved.start,
             end: Some(resolved.end),
