@@ -270,6 +270,15 @@ pub struct HostArgs {
     /// Write the report to FILE instead of standard output (with --format html: the page).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The period that was good, compared with now: a date (2026-11-20, that UTC day), a range
+    /// (2026-11-20..2026-11-25, the end date whole; times allowed, UTC unless an offset is
+    /// given), a span ago (7d: the 24 hours that ended 7 days before the collection; 36h, 2w),
+    /// run:N (the running server's run N back: run:1 is the one before the running run),
+    /// run:TIME (the run up then) or a stored snapshot (id or HOST@...: the run up when it was
+    /// collected, up to then). Now is the running run since its last change point, after the
+    /// baseline.
+    #[arg(long, value_name = "WHEN")]
+    pub baseline: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -290,6 +299,11 @@ pub struct DiffArgs {
     /// Write the diff to FILE instead of standard output (with --format html: the page).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The period that was good (read from A's logs), compared by the verdict with B's now
+    /// instead of the two running runs: WHEN as for `probe host --baseline` (a date, A..B, 7d,
+    /// run:N, run:TIME, a snapshot; spans ago count back from B's collection).
+    #[arg(long, value_name = "WHEN")]
+    pub baseline: Option<String>,
 }
 
 #[derive(Debug, Args)]

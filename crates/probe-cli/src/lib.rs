@@ -10,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod baseline;
 mod cmd;
 mod collect;
 mod errors;

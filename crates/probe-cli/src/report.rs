@@ -124,6 +124,17 @@ pub fn build(
     stored: bool,
     notices: Vec<String>,
 ) -> HostReport {
+    build_with(snapshot, previous, stored, notices, None)
+}
+
+/// The report, with the period `--baseline` named compared with now (`vs_period`).
+pub fn build_with(
+    snapshot: &Snapshot,
+    previous: Option<&Snapshot>,
+    stored: bool,
+    notices: Vec<String>,
+    baseline: Option<&probe_diff::Baseline>,
+) -> HostReport {
     let analysis = probe_diff::analyze(snapshot);
     let timeline = &analysis.timeline;
     let running: Vec<LaunchConfig> = analysis
@@ -137,6 +148,13 @@ pub fn build(
 
     // Against the previous run of the running server: causes, symptoms, with the metrics of each.
     let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &analysis);
+    // Periods inside the running run (a change point of its load or speed), or the one named.
+    let vs_period = probe_diff::period_diff(snapshot, &analysis, baseline);
+    let lead = probe_diff::lead(
+        vs_previous_launch.as_ref(),
+        vs_period.as_ref(),
+        baseline.is_some(),
+    );
     let vs_last_snapshot = previous.map(|before| {
         let before_analysis = probe_diff::analyze(before);
         probe_diff::compare_analyses(
@@ -174,6 +192,8 @@ pub fn build(
         running,
         earlier,
         vs_previous_launch,
+        vs_period,
+        lead,
         vs_last_snapshot,
         metrics,
         metrics_by_run,

@@ -5,7 +5,9 @@
 //! time. A snapshot is read once into an [`Analysis`] (launches, runs, timeline).
 
 mod analysis;
+mod baseline;
 mod bench;
+mod changepoint;
 mod compare;
 mod conclusion;
 mod explain;
@@ -24,13 +26,14 @@ mod timeline;
 mod verdict;
 
 pub use analysis::{Analysis, analyze};
+pub use baseline::{AGO_SPAN_S, Baseline, When};
 pub use bench::attribute as attribute_benchmarks;
 pub use compare::{
     CompareOptions, compare_launches, drift, has_drift, is_meaningful, option_at_default,
     performance_moves, rank, unified_diff,
 };
 pub use conclusion::{
-    compare_analyses, compare_snapshots, compare_snapshots_with, metrics_by_run,
+    compare_analyses, compare_snapshots, compare_snapshots_with, lead, metrics_by_run, period_diff,
     previous_launch_diff,
 };
 pub use fleet::{Member, outliers};
@@ -54,5 +57,6 @@ mod tests {
             "server_keys.toml"
         );
         assert!(crate::verdict::config().tolerance > 0.0, "verdict.toml");
+        assert!(crate::changepoint::config().min_hours > 0, "periods.toml");
     }
 }

@@ -147,7 +147,7 @@ pub(crate) type PeriodMetrics = BTreeMap<String, (String, MetricSummary)>;
 /// Times at which the server was idle: `running_reqs` 0, or throughput 0 where the line gives no
 /// running count (vLLM logs `Avg generation throughput: 0.0 tokens/s, Running: 0 reqs` after
 /// every busy stretch).
-fn idle_times(points: &ServerPoints, period: &RunPeriod) -> BTreeSet<UnixTime> {
+pub(crate) fn idle_times(points: &ServerPoints, period: &RunPeriod) -> BTreeSet<UnixTime> {
     let inside = |t: &UnixTime| *t >= period.start && period.end.is_none_or(|end| *t < end);
     let series = |name: &str| {
         points

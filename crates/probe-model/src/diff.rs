@@ -197,6 +197,27 @@ pub struct LaunchDiff {
     /// The conclusion drawn from all of the above: said first by every report.
     #[serde(default)]
     pub verdict: Option<crate::Verdict>,
+    /// The periods `metrics` and the verdict compare, before first, and why each was chosen.
+    #[serde(default)]
+    pub periods: Vec<ComparedPeriod>,
+}
+
+/// One side of a comparison of metrics: a stretch of time, the run it lies in, and why it was
+/// chosen (a run, a change point inside a run, the period `--baseline` named).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ComparedPeriod {
+    /// `before` or `after`.
+    pub label: String,
+    pub start: UnixTime,
+    /// Where it ends; `None` up to the last sample (the run still runs).
+    pub end: Option<UnixTime>,
+    /// When the run this period lies in started (the launch it ran, by evidence, in `launch`).
+    pub run_start: Option<UnixTime>,
+    pub launch: String,
+    /// Why this period: "the running run", "change point in running_reqs at
+    /// 2026-11-24 09:00 (8.9 -> 25.4)", "named by --baseline 2026-11-14..2026-11-18".
+    pub why: String,
 }
 
 /// A unified diff of two texts (unit files and the like).
@@ -260,6 +281,10 @@ pub struct SnapshotDiff {
     /// model, power limit), one line each: `probe diff --rollback` prints it, probe runs none.
     #[serde(default)]
     pub rollback: Vec<String>,
+    /// The periods the verdict compares (the running run of each side, or the period
+    /// `--baseline` named against the after side's now), and why each was chosen.
+    #[serde(default)]
+    pub periods: Vec<ComparedPeriod>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

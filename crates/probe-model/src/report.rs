@@ -30,6 +30,16 @@ pub struct HostReport {
     pub earlier: Vec<LaunchConfig>,
     /// The running launch against the one before it.
     pub vs_previous_launch: Option<LaunchDiff>,
+    /// The running run's period now against an earlier period: the one before a change point
+    /// in its load or speed (running or queued requests, prompt or generation throughput that
+    /// moved for a day or more), or the period `--baseline` named. `periods` says which and why.
+    #[serde(default)]
+    pub vs_period: Option<LaunchDiff>,
+    /// Which comparison's verdict the report opens with: `vs_previous_launch` unless the period
+    /// comparison is more telling (no earlier run, `--baseline` given, or the previous run
+    /// found no cause while the periods of this run differ).
+    #[serde(default)]
+    pub lead: Option<Lead>,
     /// This snapshot against the last stored snapshot of the same host.
     pub vs_last_snapshot: Option<SnapshotDiff>,
     /// Log metrics with their time ranges.
@@ -68,6 +78,16 @@ pub struct HostReport {
     /// comes from (the compose file and service, the Kubernetes pod).
     #[serde(default)]
     pub containers: Vec<crate::ContainerInfo>,
+}
+
+/// Which comparison a host report's verdict comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lead {
+    /// `vs_previous_launch`: the running run against the run before it.
+    PreviousLaunch,
+    /// `vs_period`: periods compared (inside the running run, or the one `--baseline` named).
+    Period,
 }
 
 /// The log metrics of one run of a server: from its start to the next start of that server.

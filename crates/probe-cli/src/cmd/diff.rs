@@ -10,6 +10,7 @@ use crate::render;
 
 pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
     let store = ctx.open_store()?;
+    let baseline = super::read_baseline(&store, args.baseline.as_deref())?;
     let before_side = classify_side(ctx, &store, &args.before)?;
     let after_side = classify_side(ctx, &store, &args.after)?;
     let (before, after) = tokio::join!(
@@ -19,6 +20,7 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
     let (before, after) = (before?, after?);
     let options = probe_diff::CompareOptions {
         include_volatile: args.include_volatile,
+        baseline,
     };
     let diff = probe_diff::compare_snapshots(&before, &after, &options);
     if args.rollback {

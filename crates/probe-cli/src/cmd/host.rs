@@ -12,6 +12,7 @@ use crate::render;
 
 pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
     let store = ctx.open_store_for_collection()?;
+    let baseline = super::read_baseline(&store, args.baseline.as_deref())?;
     let interactive = args.targets.len() == 1 && std::io::stdin().is_terminal();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(args.jobs.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -55,11 +56,12 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                     not_stored += 1;
                 }
                 incomplete |= !probe_collect::lost_sections(&live.snapshot).is_empty();
-                reports.push(crate::report::build(
+                reports.push(crate::report::build_with(
                     &live.snapshot,
                     live.previous.as_ref(),
                     live.stored,
                     live.notices,
+                    baseline.as_ref(),
                 ));
             }
             Err(failure) => failures.push(failure.class),

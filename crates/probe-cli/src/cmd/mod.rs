@@ -308,6 +308,34 @@ pub async fn side_snapshot(ctx: &Ctx, store: &Store, side: Side) -> Result<Snaps
     }
 }
 
+/// `--baseline WHEN` read, a snapshot it names looked up in the store; a bad WHEN is one usage
+/// line.
+pub fn read_baseline(store: &Store, text: Option<&str>) -> Result<Option<probe_diff::Baseline>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let usage = |why: String| ExpectedError::Usage(format!("--baseline {text:?}: {why}"));
+    match crate::baseline::parse(text).map_err(usage)? {
+        crate::baseline::Parsed::Ready(baseline) => Ok(Some(baseline)),
+        crate::baseline::Parsed::Snapshot(reference) => {
+            let snapshot = match probe_store::parse_host_reference(&reference) {
+                Ok(Some(selector)) => store.resolve(&selector).ok(),
+                _ => store.get(&reference).ok().flatten(),
+            };
+            let Some(snapshot) = snapshot else {
+                return Err(usage(format!(
+                    "no stored snapshot by that name, and not {}",
+                    crate::baseline::FORMS
+                )));
+            };
+            Ok(Some(probe_diff::Baseline {
+                text: reference,
+                when: probe_diff::When::Snapshot(snapshot.collected_at),
+            }))
+        }
+    }
+}
+
 /// A collection failure as the command's error.
 pub fn failure_error(failure: CollectFailure) -> ExpectedError {
     ExpectedError::Host {

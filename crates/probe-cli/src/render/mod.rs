@@ -450,17 +450,14 @@ fn host_line(report: &HostReport) -> String {
 pub fn host_report_doc(report: &HostReport) -> Doc {
     let mut doc = Doc::default();
     header_section(&mut doc, report);
-    if let Some(v) = report
-        .vs_previous_launch
-        .as_ref()
-        .and_then(|d| d.verdict.as_ref())
-    {
+    if let Some(v) = leading(report).and_then(|d| d.verdict.as_ref()) {
         verdict::section(&mut doc, v);
     }
     running_section(&mut doc, report);
     containers::section(&mut doc, &report.containers);
     runs::runs_section(&mut doc, report);
     earlier_section(&mut doc, report);
+    periods_section(&mut doc, report);
     changes_sections(&mut doc, report);
     metrics_section(&mut doc, report);
     server::server_section(&mut doc, &report.servers);
@@ -468,6 +465,60 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
     hardware::section(&mut doc, &report.hardware);
     problems_section(&mut doc, report);
     doc
+}
+
+/// The comparison whose verdict the report opens with (`lead`; the previous launch's where the
+/// report does not say).
+fn leading(report: &HostReport) -> Option<&LaunchDiff> {
+    match report.lead {
+        Some(probe_model::Lead::Period) => report.vs_period.as_ref(),
+        _ => report.vs_previous_launch.as_ref(),
+    }
+}
+
+/// The periods a comparison is drawn from, one line each with why it was chosen.
+pub(crate) fn periods_fields(periods: &[probe_model::ComparedPeriod]) -> Vec<(String, String)> {
+    periods
+        .iter()
+        .map(|p| {
+            let end = p.end.map_or_else(|| String::from("now"), format_time);
+            (
+                p.label.clone(),
+                format!(
+                    "{} .. {end} ({}): {}",
+                    format_time(p.start),
+                    p.launch,
+                    p.why
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The verdict of a comparison the report does not open with, in one line.
+fn other_verdict(doc: &mut Doc, diff: &LaunchDiff) {
+    if let Some(v) = &diff.verdict {
+        doc.line(
+            Tone::Plain,
+            format!("  its verdict ({}): {}", v.field, v.headline),
+        );
+    }
+}
+
+/// The running run's periods compared: which, why, and what moved between them.
+fn periods_section(doc: &mut Doc, report: &HostReport) {
+    let Some(diff) = &report.vs_period else {
+        return;
+    };
+    doc.heading(
+        2,
+        format!("Periods compared ({} -> {})", diff.before, diff.after),
+    );
+    doc.fields(periods_fields(&diff.periods));
+    if report.lead != Some(probe_model::Lead::Period) {
+        other_verdict(doc, diff);
+    }
+    launch_diff_body(doc, diff);
 }
 
 /// The title, the host/GPU/snapshot fields and the notices.
@@ -546,6 +597,12 @@ fn changes_sections(doc: &mut Doc, report: &HostReport) {
                 diff.before, diff.after
             ),
         );
+        if !diff.periods.is_empty() {
+            doc.fields(periods_fields(&diff.periods));
+        }
+        if report.lead == Some(probe_model::Lead::Period) {
+            other_verdict(doc, diff);
+        }
         launch_diff_body(doc, diff);
     }
     match &report.vs_last_snapshot {
@@ -820,6 +877,10 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
     ]);
     if let Some(v) = &diff.verdict {
         verdict::section(&mut doc, v);
+    }
+    if !diff.periods.is_empty() {
+        doc.heading(2, "Periods compared by the verdict");
+        doc.fields(periods_fields(&diff.periods));
     }
     doc.heading(2, "Changes, most likely cause of a slowdown first");
     changes_or_causes(&mut doc, &diff.changes, usize::MAX);

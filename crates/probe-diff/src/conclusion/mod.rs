@@ -7,6 +7,7 @@
 mod measured;
 mod previous;
 mod snapshots;
+mod within;
 
 pub use previous::previous_launch_diff;
 
@@ -23,3 +24,4 @@ pub fn metrics_by_run(snapshot: &Snapshot, analysis: &Analysis, earlier: usize) 
     out
 }
 pub use snapshots::{compare_analyses, compare_snapshots, compare_snapshots_with};
+pub use within::{lead, period_diff};

@@ -128,7 +128,7 @@ fn previous_run<'a>(
 }
 
 /// The candidate causes: the launches compared, with what the runs had in effect over them.
-fn causes(
+pub(super) fn causes(
     before: &LaunchConfig,
     after: &LaunchConfig,
     before_run: Option<&Run>,
@@ -219,6 +219,15 @@ fn symptoms(
         );
     }
     diff.metrics_note = Some(note);
+    let why_before = if period.launch == previous {
+        "the previous launch's run"
+    } else {
+        "the most recent earlier run that logged metrics (the previous launch logged none)"
+    };
+    diff.periods = vec![
+        compared("before", period, stand_in, runs.0, why_before),
+        compared("after", current, after, runs.1, "the running run"),
+    ];
     diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
     diff.metrics = comparisons;
     diff.symptoms = symptoms;
@@ -254,6 +263,24 @@ fn symptoms(
         verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
     }
     diff.verdict = Some(verdict);
+}
+
+/// A run compared, and why it was chosen.
+fn compared(
+    label: &str,
+    period: &RunPeriod,
+    launch: &LaunchConfig,
+    run: Option<&Run>,
+    why: &str,
+) -> probe_model::ComparedPeriod {
+    probe_model::ComparedPeriod {
+        label: label.to_string(),
+        start: period.start,
+        end: period.end,
+        run_start: run.and_then(|r| r.start.at).or(Some(period.start)),
+        launch: evidence_label(launch),
+        why: why.to_string(),
+    }
 }
 
 /// The previous launch's own period, else the newest earlier period with metrics (of a launch

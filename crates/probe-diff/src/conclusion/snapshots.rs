@@ -1,14 +1,18 @@
 //! Two snapshots compared, with the verdict drawn from the comparison: the running runs of
 //! each side, else the metrics of everything their logs held.
 
-use probe_model::{Change, LaunchConfig, Snapshot, SnapshotDiff};
+use probe_model::{Change, ComparedPeriod, LaunchConfig, Snapshot, SnapshotDiff, Verdict};
 
 use super::measured::benchmark_metrics;
 use super::previous::{capacity, layers, prefill_budget};
+use super::within::{Server, Side};
 use crate::analysis::Analysis;
+use crate::baseline::Baseline;
 use crate::compare::{CompareOptions, compare_areas};
-use crate::periods::{compare_periods, load_bands, running_side};
+use crate::periods::{compare_periods, load_bands, period_metrics, running_side};
 use crate::verdict::{Evidence, judge, rollback};
+use probe_launch::evidence_label;
+use probe_model::civil::utc_minute as utc;
 
 /// Compares two snapshots, reading each once ([`crate::analyze`]).
 pub fn compare_snapshots(
@@ -47,7 +51,16 @@ pub fn compare_analyses(
     let areas = compare_areas(before, before_analysis, after, after_analysis, options);
     let (mut diff, mut changes) = (areas.diff, areas.changes);
     let sides = ((before, before_analysis), (after, after_analysis));
-    diff.verdict = Some(snapshot_verdict(sides, &diff, &mut changes));
+    let verdict = match &options.baseline {
+        Some(baseline) => baseline_verdict(sides, baseline, &mut changes),
+        None => None,
+    };
+    let (verdict, periods) = match verdict {
+        Some(judged) => judged,
+        None => snapshot_verdict(sides, &diff, &mut changes),
+    };
+    diff.verdict = Some(verdict);
+    diff.periods = periods;
     let first = areas.first;
     let unit = first.and_then(|m| crate::run::unit_of(after, m.1));
     diff.rollback = rollback(first.map(|m| m.0), first.map(|m| m.1), &changes, unit);
@@ -56,16 +69,16 @@ pub fn compare_analyses(
 }
 
 /// A snapshot with what it was read as, once.
-type Side<'a> = (&'a Snapshot, &'a Analysis);
+type Read<'a> = (&'a Snapshot, &'a Analysis);
 
 /// The verdict of two snapshots: the running runs of each compared (idle samples left out),
 /// else the metrics of everything their logs held. The launches already reconstructed are
 /// reused, not read again.
 fn snapshot_verdict(
-    ((before, before_analysis), (after, after_analysis)): (Side<'_>, Side<'_>),
+    ((before, before_analysis), (after, after_analysis)): (Read<'_>, Read<'_>),
     diff: &SnapshotDiff,
     changes: &mut [Change],
-) -> probe_model::Verdict {
+) -> (Verdict, Vec<ComparedPeriod>) {
     let field = String::from("verdict");
     let (Some(b), Some(a)) = (
         running_side(before, before_analysis),
@@ -78,9 +91,21 @@ fn snapshot_verdict(
             field,
             ..Evidence::default()
         };
-        return judge(changes, &evidence);
+        return (judge(changes, &evidence), Vec::new());
     };
-    let with_benchmarks = |side: &crate::periods::RunningSide, (snapshot, analysis): Side<'_>| {
+    let side = |label: &str, s: &crate::periods::RunningSide, id: &str| ComparedPeriod {
+        label: label.to_string(),
+        start: s.period.start,
+        end: s.period.end,
+        run_start: Some(s.period.start),
+        launch: s.label.clone(),
+        why: format!("the running run of snapshot {id}"),
+    };
+    let periods = vec![
+        side("before", &b, &diff.before.id),
+        side("after", &a, &diff.after.id),
+    ];
+    let with_benchmarks = |side: &crate::periods::RunningSide, (snapshot, analysis): Read<'_>| {
         let mut metrics = side.stats.metrics.clone();
         metrics.extend(benchmark_metrics(snapshot, analysis, side.period.run));
         metrics
@@ -105,5 +130,104 @@ fn snapshot_verdict(
         field,
         ..Evidence::default()
     };
-    judge(changes, &evidence)
+    (judge(changes, &evidence), periods)
+}
+
+/// The verdict of two snapshots against a baseline: the period it names, read from the before
+/// snapshot's logs of its running server, against the after snapshot's now (its running run
+/// since its last change point, and after the baseline). `None` when either side runs no server
+/// with metrics.
+fn baseline_verdict(
+    ((before, before_analysis), (after, after_analysis)): (Read<'_>, Read<'_>),
+    baseline: &Baseline,
+    changes: &mut [Change],
+) -> Option<(Verdict, Vec<ComparedPeriod>)> {
+    let b = Server::running(before, before_analysis)?;
+    let a = Server::running(after, after_analysis)?;
+    let why = format!("named by --baseline {}", baseline.text);
+    let resolved = baseline.resolve(&b.spans(), after.collected_at);
+    let (before_side, end) = match &resolved {
+        Some(r) => (
+            Side {
+                period: crate::periods::RunPeriod {
+                    start: r.start,
+                    end: Some(r.end),
+                    ..r.run
+                        .and_then(|index| b.runs.get(index).cloned())
+                        .unwrap_or_else(|| b.current.clone())
+                },
+                why,
+            },
+            Some(r.end),
+        ),
+        None => (
+            Side {
+                period: crate::periods::RunPeriod {
+                    start: after.collected_at,
+                    end: Some(after.collected_at),
+                    ..b.current.clone()
+                },
+                why,
+            },
+            None,
+        ),
+    };
+    let after_side = a.now(&a.change_points(), end);
+    let before_stats = period_metrics(&b.points, &before_side.period);
+    let after_stats = period_metrics(&a.points, &after_side.period);
+    let before_label = b
+        .launch_of(before_analysis, &before_side.period)
+        .unwrap_or_else(|| evidence_label(b.launch));
+    let after_label = evidence_label(a.launch);
+    let span = |p: &crate::periods::RunPeriod| {
+        format!(
+            "{} .. {}",
+            utc(p.start),
+            p.end.map_or_else(|| String::from("now"), utc)
+        )
+    };
+    let (metrics, _) = compare_periods(
+        &before_stats.metrics,
+        &after_stats.metrics,
+        &before_label,
+        &after_label,
+    );
+    let before_run = before_analysis.runs.get(before_side.period.run);
+    let after_run = after_analysis.runs.get(after_side.period.run);
+    let evidence = Evidence {
+        metrics: &metrics,
+        before_period: format!(
+            "{before_label} ran {} on {}",
+            span(&before_side.period),
+            before.host.hostname.as_deref().unwrap_or("before")
+        ),
+        after_period: format!(
+            "{after_label} ran {} on {}",
+            span(&after_side.period),
+            after.host.hostname.as_deref().unwrap_or("after")
+        ),
+        capacity: (capacity(before_run), capacity(after_run)),
+        layers: layers(before_run, after_run),
+        bands: load_bands(
+            (&b.points, &before_side.period),
+            (&a.points, &after_side.period),
+        ),
+        field: String::from("verdict"),
+        ..Evidence::default()
+    };
+    let verdict = judge(changes, &evidence);
+    let compared =
+        |label: &str, side: &Side, launch: String, run: Option<&probe_model::Run>| ComparedPeriod {
+            label: label.to_string(),
+            start: side.period.start,
+            end: side.period.end,
+            run_start: run.and_then(|r| r.start.at),
+            launch,
+            why: side.why.clone(),
+        };
+    let periods = vec![
+        compared("before", &before_side, before_label, before_run),
+        compared("after", &after_side, after_label, after_run),
+    ];
+    Some((verdict, periods))
 }

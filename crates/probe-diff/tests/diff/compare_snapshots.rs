@@ -207,6 +207,7 @@ fn same_server_after_restart_is_matched_and_only_volatile_differs() {
         &after_launches,
         &CompareOptions {
             include_volatile: true,
+            ..CompareOptions::default()
         },
     );
     assert!(keys(&loud.changes).contains(&"pid"));
