@@ -52,6 +52,7 @@ mod systemd;
 mod unit_files;
 mod values;
 mod work;
+mod writes;
 pub mod wrappers;
 mod yaml;
 
@@ -84,6 +85,7 @@ pub use merge::{evidence_label, merge_runs, run_start};
 pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
+pub use writes::{WritingCommand, writing_commands};
 
 fn detect_kind(text: &str) -> TextKind {
     if text.contains('\0') {

@@ -4,6 +4,7 @@
 
 mod attacks;
 mod busybox;
+mod found;
 mod fixtures;
 mod local;
 mod partial;
