@@ -310,7 +310,11 @@ fn header(
     let places: Vec<String> = lp
         .place
         .iter()
-        .flat_map(|p| p.globs.iter().map(move |g| format!("{} {g}", p.kind.as_str())))
+        .flat_map(|p| {
+            p.globs
+                .iter()
+                .map(move |g| format!("{} {g}", p.kind.as_str()))
+        })
         .collect();
     assign("LPLACES", &places.join("\n"));
     assign("LPMAX", &lp.max_per_glob.to_string());

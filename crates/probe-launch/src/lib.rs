@@ -52,8 +52,8 @@ mod systemd;
 mod unit_files;
 mod values;
 mod work;
-mod writes;
 pub mod wrappers;
+mod writes;
 mod yaml;
 
 use std::collections::BTreeMap;

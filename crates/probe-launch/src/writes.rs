@@ -105,7 +105,9 @@ mod tests {
 
     #[test]
     fn targets_of_redirections_tee_and_options() {
-        let cases: &[(&str, &[(&str, &[&str])])] = &[
+        /// (text, (argv[0], targets) of each command found)
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a [&'a str])]);
+        let cases: &[Case] = &[
             (
                 "docker logs --since 24h vllm-server >> /var/log/llm/vllm-$(date +%F).log 2>&1",
                 &[("docker", &["/var/log/llm/vllm-$(date +%F).log"])],
@@ -137,7 +139,12 @@ mod tests {
                 .collect();
             let want: Vec<(String, Vec<String>)> = want
                 .iter()
-                .map(|(a, t)| ((*a).to_string(), t.iter().map(|s| (*s).to_string()).collect()))
+                .map(|(a, t)| {
+                    (
+                        (*a).to_string(),
+                        t.iter().map(|s| (*s).to_string()).collect(),
+                    )
+                })
                 .collect();
             assert_eq!(got, want, "{text}");
         }

@@ -67,7 +67,10 @@ fn commands_of(t: &PlaceText) -> Vec<(usize, String, Option<String>)> {
             let out_file = lines
                 .clone()
                 .filter_map(|(_, l)| l.trim().strip_prefix("StandardOutput="))
-                .find_map(|v| v.strip_prefix("append:").or_else(|| v.strip_prefix("file:")))
+                .find_map(|v| {
+                    v.strip_prefix("append:")
+                        .or_else(|| v.strip_prefix("file:"))
+                })
                 .map(|f| f.trim().to_string());
             let mut out = Vec::new();
             let mut pending: Option<(usize, String)> = None;
@@ -86,7 +89,9 @@ fn commands_of(t: &PlaceText) -> Vec<(usize, String, Option<String>)> {
                 let Some(v) = l.trim_start().strip_prefix("ExecStart=") else {
                     continue;
                 };
-                let v = v.trim_start_matches(['@', '-', ':', '+', '!']).replace("%%", "%");
+                let v = v
+                    .trim_start_matches(['@', '-', ':', '+', '!'])
+                    .replace("%%", "%");
                 let l = l.replace("%%", "%");
                 let l = l.as_str();
                 if l.ends_with('\\') {
@@ -153,7 +158,11 @@ pub fn dated_pattern(target: &str) -> Option<(String, Vec<String>)> {
     let patterns = if pattern.contains('*') {
         vec![pattern]
     } else {
-        vec![pattern.clone(), format!("{pattern}.*"), format!("{pattern}-*")]
+        vec![
+            pattern.clone(),
+            format!("{pattern}.*"),
+            format!("{pattern}-*"),
+        ]
     };
     Some((dir.to_string(), patterns))
 }

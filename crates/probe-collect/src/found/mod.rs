@@ -17,8 +17,8 @@ use crate::config;
 use crate::frame::{FileStatus, file_header, records};
 use crate::sanitize::sanitize_line;
 
-pub use lines::{dated_pattern, writes_of};
 pub use crate::config::PlaceKind;
+pub use lines::{dated_pattern, writes_of};
 pub use names::ServerNames;
 
 /// Places planned at most per collection.
@@ -91,9 +91,10 @@ pub fn parse_places(body: &[u8], boundary: &str) -> Places {
                 text: String::from_utf8_lossy(r.data).into_owned(),
             }),
             FileStatus::Missing => {}
-            ref other => out
-                .not_read
-                .push(format!("{}: {}", sanitize_line(&h.path), other.describe())),
+            ref other => {
+                out.not_read
+                    .push(format!("{}: {}", sanitize_line(&h.path), other.describe()))
+            }
         }
     }
     out
@@ -116,7 +117,11 @@ pub fn plan(snap: &Snapshot, places: &Places, named_logs: &[String]) -> Vec<Foun
             .filter(|p| p.mode == FoundMode::Text)
             .map(|p| format!("{}/{}", p.dir, p.pattern)),
     );
-    for t in places.texts.iter().filter(|t| t.kind == PlaceKind::Logrotate) {
+    for t in places
+        .texts
+        .iter()
+        .filter(|t| t.kind == PlaceKind::Logrotate)
+    {
         for p in logrotate::olddirs(t, &logs) {
             push(&mut out, p);
         }
@@ -128,11 +133,7 @@ pub fn plan(snap: &Snapshot, places: &Places, named_logs: &[String]) -> Vec<Foun
 }
 
 fn push(out: &mut Vec<FoundPlace>, p: FoundPlace) {
-    if out.len() < MAX_PLACES
-        && !out
-            .iter()
-            .any(|q| q.dir == p.dir && q.pattern == p.pattern)
-    {
+    if out.len() < MAX_PLACES && !out.iter().any(|q| q.dir == p.dir && q.pattern == p.pattern) {
         out.push(p);
     }
 }
@@ -210,6 +211,6 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
             },
         }
     }
-    p.get(pi..).is_some_and(|rest| rest.iter().all(|c| *c == '*'))
+    p.get(pi..)
+        .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
 }
-

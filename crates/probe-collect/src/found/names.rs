@@ -19,7 +19,14 @@ pub struct ServerNames {
     pub pods: Vec<String>,
 }
 
-const LOG_TOOLS: &[&str] = &["docker", "podman", "nerdctl", "docker-compose", "kubectl", "crictl"];
+const LOG_TOOLS: &[&str] = &[
+    "docker",
+    "podman",
+    "nerdctl",
+    "docker-compose",
+    "kubectl",
+    "crictl",
+];
 
 impl ServerNames {
     pub fn of(snap: &Snapshot) -> ServerNames {
@@ -53,7 +60,7 @@ impl ServerNames {
         let words: Vec<&str> = argv.iter().map(String::as_str).collect();
         if LOG_TOOLS.contains(&tool.as_str()) {
             let at = words.iter().position(|w| *w == "logs")?;
-            let compose = words.get(..at)?.iter().any(|w| *w == "compose") || tool == "docker-compose";
+            let compose = words.get(..at)?.contains(&"compose") || tool == "docker-compose";
             let args = words.get(at + 1..)?.iter().filter(|w| !w.starts_with('-'));
             for w in args {
                 let w = w.strip_prefix("pod/").unwrap_or(w);
@@ -65,7 +72,11 @@ impl ServerNames {
                     self.containers.iter().any(|c| c == w)
                 };
                 if hit {
-                    let what = if compose { "docker compose logs" } else { "logs" };
+                    let what = if compose {
+                        "docker compose logs"
+                    } else {
+                        "logs"
+                    };
                     return Some(format!("{tool} {what} of {w}"));
                 }
             }

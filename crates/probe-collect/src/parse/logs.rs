@@ -1185,8 +1185,7 @@ fn container_source(
         FileStatus::Ok => {
             let thinning = thinning_after(recs, i);
             src.bytes_read = r.data.len() as u64;
-            src.truncated =
-                thinning.is_none() && h.size.is_some_and(|s| s > r.data.len() as u64);
+            src.truncated = thinning.is_none() && h.size.is_some_and(|s| s > r.data.len() as u64);
             let mut data = r.data;
             if src.truncated {
                 // A tail starts mid-line.

@@ -87,9 +87,21 @@ fn lines_that_write_a_servers_output_name_its_files() {
             "/var/spool/cron/crontabs/ops",
             "@daily cd /srv/llm && docker compose logs --no-color vllm | tee -a /data/logs/vllm.log >/dev/null\n",
             &[
-                ("/data/logs", "vllm.log", "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log"),
-                ("/data/logs", "vllm.log.*", "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log"),
-                ("/data/logs", "vllm.log-*", "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log"),
+                (
+                    "/data/logs",
+                    "vllm.log",
+                    "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log",
+                ),
+                (
+                    "/data/logs",
+                    "vllm.log.*",
+                    "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log",
+                ),
+                (
+                    "/data/logs",
+                    "vllm.log-*",
+                    "crontab:/var/spool/cron/crontabs/ops line 1 writes docker docker compose logs of vllm to /data/logs/vllm.log",
+                ),
             ],
         ),
         (
@@ -104,14 +116,54 @@ fn lines_that_write_a_servers_output_name_its_files() {
         ),
         // The output of a command that names no server here, and lines that write nowhere a
         // collector may look: nothing.
-        ("cron", "/etc/crontab", "17 * * * * root cd / && run-parts --report /etc/cron.hourly\n", &[]),
-        ("cron", "/etc/cron.d/other", "0 1 * * * root docker logs redis > /var/log/redis.log\n", &[]),
-        ("cron", "/etc/cron.d/root", "0 1 * * * root docker logs llm-vllm-1 > /$(date +%s)\n", &[]),
-        ("cron", "/etc/cron.d/proc", "0 1 * * * root docker logs llm-vllm-1 > /proc/1/fd/1\n", &[]),
-        ("cron", "/etc/cron.d/up", "0 1 * * * root docker logs llm-vllm-1 > /var/log/../../etc/x.log\n", &[]),
-        ("cron", "/etc/cron.d/null", "0 1 * * * root docker logs llm-vllm-1 > /dev/null 2>&1\n", &[]),
-        ("cron", "/etc/cron.d/vardir", "0 1 * * * root docker logs llm-vllm-1 > $HOME/vllm.log\n", &[]),
-        ("cron", "/etc/cron.d/glob", "0 1 * * * root docker logs llm-vllm-1 > /var/log/*\n", &[]),
+        (
+            "cron",
+            "/etc/crontab",
+            "17 * * * * root cd / && run-parts --report /etc/cron.hourly\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/other",
+            "0 1 * * * root docker logs redis > /var/log/redis.log\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/root",
+            "0 1 * * * root docker logs llm-vllm-1 > /$(date +%s)\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/proc",
+            "0 1 * * * root docker logs llm-vllm-1 > /proc/1/fd/1\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/up",
+            "0 1 * * * root docker logs llm-vllm-1 > /var/log/../../etc/x.log\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/null",
+            "0 1 * * * root docker logs llm-vllm-1 > /dev/null 2>&1\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/vardir",
+            "0 1 * * * root docker logs llm-vllm-1 > $HOME/vllm.log\n",
+            &[],
+        ),
+        (
+            "cron",
+            "/etc/cron.d/glob",
+            "0 1 * * * root docker logs llm-vllm-1 > /var/log/*\n",
+            &[],
+        ),
     ];
     for (k, path, text, want) in cases {
         let got = found(&places(&[(k, path, text)]), &[]);
@@ -162,13 +214,15 @@ fn logrotate_olddir_holds_the_rotated_copies() {
 
 #[test]
 fn kubelet_pod_directories_of_containers_in_pods() {
-    let mut p = Places::default();
-    p.pod_dirs = vec![
-        "/var/log/pods/serving_vllm-0_6f1c2d3e-0000-4000-8000-123456789abc/vllm".into(),
-        "/var/log/pods/serving_vllm-0_6f1c2d3e-0000-4000-8000-123456789abc/init".into(),
-        "/var/log/pods/serving_vllm-0_0000-old-uid/vllm".into(),
-        "/var/log/pods/kube-system_coredns-1_1234/coredns".into(),
-    ];
+    let p = Places {
+        pod_dirs: vec![
+            "/var/log/pods/serving_vllm-0_6f1c2d3e-0000-4000-8000-123456789abc/vllm".into(),
+            "/var/log/pods/serving_vllm-0_6f1c2d3e-0000-4000-8000-123456789abc/init".into(),
+            "/var/log/pods/serving_vllm-0_0000-old-uid/vllm".into(),
+            "/var/log/pods/kube-system_coredns-1_1234/coredns".into(),
+        ],
+        ..Default::default()
+    };
     let got = found::plan(&host(), &p, &[]);
     assert_eq!(got.len(), 1, "{got:#?}");
     let f = &got[0];
@@ -187,7 +241,9 @@ fn kubelet_pod_directories_of_containers_in_pods() {
 #[test]
 fn many_lines_give_a_bounded_plan() {
     let text: String = (0..5000)
-        .map(|i| format!("0 1 * * * root docker logs llm-vllm-1 > /var/log/d{i}/v-$(date +\\%F).log\n"))
+        .map(|i| {
+            format!("0 1 * * * root docker logs llm-vllm-1 > /var/log/d{i}/v-$(date +\\%F).log\n")
+        })
         .collect();
     let got = found(&places(&[("cron", "/etc/cron.d/many", &text)]), &[]);
     assert_eq!(got.len(), found::MAX_PLACES);
@@ -195,11 +251,25 @@ fn many_lines_give_a_bounded_plan() {
 
 #[test]
 fn dated_names_become_one_pattern_in_one_directory() {
-    let cases: &[(&str, Option<(&str, &[&str])>)] = &[
-        ("/var/log/a/vllm-$(date +%F).log", Some(("/var/log/a", &["vllm-*.log"]))),
-        ("/var/log/a/vllm-`date +%F`.log", Some(("/var/log/a", &["vllm-*.log"]))),
-        ("/var/log/a/${NAME}_$(date +%Y%m%d)-$HOSTNAME.txt", Some(("/var/log/a", &["*_*-*.txt"]))),
-        ("/var/log/a/x.log", Some(("/var/log/a", &["x.log", "x.log.*", "x.log-*"]))),
+    /// (target, its directory and patterns)
+    type Case<'a> = (&'a str, Option<(&'a str, &'a [&'a str])>);
+    let cases: &[Case] = &[
+        (
+            "/var/log/a/vllm-$(date +%F).log",
+            Some(("/var/log/a", &["vllm-*.log"])),
+        ),
+        (
+            "/var/log/a/vllm-`date +%F`.log",
+            Some(("/var/log/a", &["vllm-*.log"])),
+        ),
+        (
+            "/var/log/a/${NAME}_$(date +%Y%m%d)-$HOSTNAME.txt",
+            Some(("/var/log/a", &["*_*-*.txt"])),
+        ),
+        (
+            "/var/log/a/x.log",
+            Some(("/var/log/a", &["x.log", "x.log.*", "x.log-*"])),
+        ),
         ("/var/log/$(date +%F)/x.log", None),
         ("/var/log/a/$(date +%F)", None),
         ("/var/log/a/$(unclosed", None),
@@ -211,7 +281,12 @@ fn dated_names_become_one_pattern_in_one_directory() {
     ];
     for (target, want) in cases {
         let got = found::dated_pattern(target);
-        let want = want.map(|(d, p)| (d.to_string(), p.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+        let want = want.map(|(d, p)| {
+            (
+                d.to_string(),
+                p.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )
+        });
         assert_eq!(got, want, "{target}");
     }
 }

@@ -4,8 +4,8 @@
 
 mod attacks;
 mod busybox;
-mod found;
 mod fixtures;
+mod found;
 mod local;
 mod partial;
 mod prop;
