@@ -207,6 +207,7 @@ pub fn build_with(
         notices,
         servers: probe_diff::server_views(snapshot, &analysis.launches),
         containers: snapshot.containers.clone(),
+        found_logs: found_logs(snapshot),
     }
 }
 
@@ -239,6 +240,23 @@ fn log_metrics(snapshot: &Snapshot) -> Vec<MetricReport> {
                 unit: series.unit.clone(),
                 source: log.location.clone(),
                 summary: series.summary.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The log files read because a cron line, a timer, logrotate or kubelet named them.
+fn found_logs(snapshot: &Snapshot) -> Vec<probe_model::FoundLog> {
+    snapshot
+        .logs
+        .iter()
+        .filter_map(|log| {
+            Some(probe_model::FoundLog {
+                location: log.location.clone(),
+                found_by: log.found_by.clone()?,
+                status: log.status,
+                lines_seen: log.thinning.as_ref().map(|t| t.lines_seen),
+                startups: log.startups.len(),
             })
         })
         .collect()

@@ -9,6 +9,99 @@ const PROBES: &str = include_str!("../../../configs/probes.toml");
 const SERVERS: &str = include_str!("../../../configs/servers.toml");
 const PACKAGES: &str = include_str!("../../../configs/packages.toml");
 const MODEL_KEYS: &str = include_str!("../../../configs/model_keys.toml");
+const LOG_PLACES: &str = include_str!("../../../configs/log_places.toml");
+
+/// Where people keep server output their own tools wrote (`configs/log_places.toml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LogPlaces {
+    pub max_per_glob: u32,
+    pub max_file_bytes: u64,
+    pub max_dated_files: u32,
+    pub pod_logs: String,
+    pub max_pod_containers: u32,
+    /// Directories never read from.
+    pub never: Vec<String>,
+    /// Prefixes of directories never read from.
+    pub never_under: Vec<String>,
+    pub place: Vec<LogPlace>,
+}
+
+/// One kind of file that says where output goes, and where such files are.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogPlace {
+    pub kind: PlaceKind,
+    pub globs: Vec<String>,
+}
+
+/// What a file of `configs/log_places.toml` is, and so how its text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaceKind {
+    /// A system crontab: 5 time fields (or `@daily`), a user, the command.
+    Cron,
+    /// A user's crontab: 5 time fields, the command.
+    Crontab,
+    /// A systemd timer (its service is read beside it).
+    Timer,
+    /// The service a timer starts: its `ExecStart=` lines.
+    Service,
+    /// A logrotate config.
+    Logrotate,
+    /// dockerd's `daemon.json`.
+    Docker,
+}
+
+impl PlaceKind {
+    /// The word the script and the records carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlaceKind::Cron => "cron",
+            PlaceKind::Crontab => "crontab",
+            PlaceKind::Timer => "timer",
+            PlaceKind::Service => "service",
+            PlaceKind::Logrotate => "logrotate",
+            PlaceKind::Docker => "docker",
+        }
+    }
+
+    pub fn from_word(w: &str) -> Option<PlaceKind> {
+        [
+            PlaceKind::Cron,
+            PlaceKind::Crontab,
+            PlaceKind::Timer,
+            PlaceKind::Service,
+            PlaceKind::Logrotate,
+            PlaceKind::Docker,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == w)
+    }
+}
+
+fn parse_log_places(text: &str) -> Result<LogPlaces, ConfigError> {
+    let p: LogPlaces = toml::from_str(text)?;
+    let bad = p
+        .place
+        .iter()
+        .flat_map(|pl| pl.globs.iter())
+        .chain(std::iter::once(&p.pod_logs))
+        .find(|g| !g.starts_with('/') || !g.chars().all(|c| c.is_ascii_graphic()));
+    match bad {
+        Some(g) => Err(ConfigError::Invalid(format!(
+            "log place {g:?}: an absolute path without spaces or controls"
+        ))),
+        None => Ok(p),
+    }
+}
+
+static LOG_PLACES_CONFIG: LazyLock<LogPlaces> =
+    LazyLock::new(|| built_in("configs/log_places.toml", parse_log_places(LOG_PLACES)));
+
+pub fn log_places() -> &'static LogPlaces {
+    &LOG_PLACES_CONFIG
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,6 +190,7 @@ pub enum Round1Parser {
     GpuTopo,
     KernelLog,
     PkgHistory,
+    LogPlaces,
 }
 
 /// Parsers of round-2 sections (what round 1 named).
@@ -111,6 +205,7 @@ pub enum Round2Parser {
     Journal,
     Benchmarks,
     LaunchFiles,
+    FoundLogs,
 }
 
 impl ParserKind {
@@ -351,6 +446,7 @@ mod tests {
     fn every_embedded_config_parses() {
         let errors = [
             ("probes.toml", parse_probes(PROBES).err()),
+            ("log_places.toml", parse_log_places(LOG_PLACES).err()),
             ("servers.toml", parse_servers(SERVERS).err()),
             ("packages.toml", parse_packages(PACKAGES).err()),
             ("model_keys.toml", parse_model_keys(MODEL_KEYS).err()),

@@ -35,7 +35,8 @@
     clippy::indexing_slicing
 )]
 
-mod config;
+pub mod config;
+pub mod found;
 pub mod frame;
 pub mod parse;
 pub mod plan;

@@ -303,6 +303,13 @@ fn read_round1(
             let (faults, source) = parse::kernel_log::parse(body, ctx);
             parse::kernel_log::merge(&mut snap.hardware, faults, source);
         }
+        Round1Parser::LogPlaces => {
+            let places = crate::found::parse_places(body, &b);
+            if !places.not_read.is_empty() {
+                push_note(rep, format!("not read: {}", places.not_read.join("; ")));
+            }
+            ctx.log_places = places;
+        }
         Round1Parser::PkgHistory => {
             snap.package_events = parse::pkgs::parse(body, &b, ctx.tz_offset_s);
             files_not_read(rep, parse::pkgs::not_read(body, &b));
@@ -576,6 +583,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     container_logs(snap, &mut inp);
     compose_files(snap, &mut inp);
     hardware_inputs(snap, &mut inp);
+    inp.found = crate::found::plan(snap, &ctx.log_places, &inp.logs);
     for m in &models {
         if inp.models.len() >= MAX_MODELS * 4 {
             break;
@@ -968,6 +976,14 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                 if !failed.is_empty() {
                     push_note(&mut rep, format!("not read: {}", failed.join("; ")));
                 }
+                snap.logs.extend(logs);
+            }
+            Some(Round2Parser::FoundLogs) => {
+                let logs = parse::logs::parse_found(&body, b, clock, tz, &inputs.found);
+                all_denied(
+                    &mut rep,
+                    logs.iter().map(|l| (l.status, l.location.as_str())),
+                );
                 snap.logs.extend(logs);
             }
             Some(Round2Parser::ContainerLogs) => {

@@ -37,6 +37,7 @@ const ROUND2_NEEDS: &[&str] = &[
     "containers",
     "history",
     "unit_state",
+    "log_places",
 ];
 
 /// Lanes a round-2 group runs at once when the host's CPU count is not known.

@@ -73,6 +73,9 @@ pub struct Round2Inputs {
     pub bench_dirs: Vec<BenchDir>,
     /// Files read as a launch's text: (kind word, the evidence naming it, absolute path).
     pub launch_files: Vec<(String, String, String)>,
+    /// Places where the server's output was found named (a cron line, a timer, logrotate's
+    /// `olddir`, kubelet's pod directory): one directory and a name pattern each.
+    pub found: Vec<crate::found::FoundPlace>,
     /// The host's CPUs (round 1's `host` section): a round-2 group runs at most that many
     /// lanes at once (not an input of the script itself).
     pub cpus: Option<u32>,
@@ -131,6 +134,7 @@ impl Round2Inputs {
             && self.maps_pids.is_empty()
             && self.bench_dirs.is_empty()
             && self.launch_files.is_empty()
+            && self.found.is_empty()
     }
 
     /// Adds what `other` holds and `self` does not (the plans of round 2's waves, joined for
@@ -152,6 +156,7 @@ impl Round2Inputs {
         union(&mut self.maps_pids, other.maps_pids);
         union(&mut self.bench_dirs, other.bench_dirs);
         union(&mut self.launch_files, other.launch_files);
+        union(&mut self.found, other.found);
         self.cpus = self.cpus.or(other.cpus);
     }
 }
@@ -301,6 +306,22 @@ fn header(
     assign("UGLOBS", &globs_word(&s.unit_name_globs));
     assign("XUNITS", &extra.join(" "));
     assign("SYSMATCH", &config::packages().system_match);
+    let lp = config::log_places();
+    let places: Vec<String> = lp
+        .place
+        .iter()
+        .flat_map(|p| {
+            p.globs
+                .iter()
+                .map(move |g| format!("{} {g}", p.kind.as_str()))
+        })
+        .collect();
+    assign("LPLACES", &places.join("\n"));
+    assign("LPMAX", &lp.max_per_glob.to_string());
+    assign("LPBYTES", &lp.max_file_bytes.to_string());
+    assign("LPPODS", &lp.pod_logs);
+    assign("LPPODMAX", &lp.max_pod_containers.to_string());
+    assign("LPDATED", &lp.max_dated_files.to_string());
     for (k, v) in vars {
         assign(k, v);
     }
@@ -526,6 +547,7 @@ fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> {
         ("R2_MAPS", pids(&inputs.maps_pids)),
         ("R2_BENCH", bench_lines(&inputs.bench_dirs)),
         ("R2_LFILES", lfiles.join("\n")),
+        ("R2_FOUND", crate::found::script_lines(&inputs.found)),
     ]
 }
 

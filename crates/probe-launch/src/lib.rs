@@ -54,6 +54,7 @@ mod unit_files;
 mod values;
 mod work;
 pub mod wrappers;
+mod writes;
 mod yaml;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,7 @@ pub use merge::{evidence_label, merge_runs, run_start};
 pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files, without_drop_ins};
 pub use values::{parse_human_int, python_literal};
 pub use work::Work;
+pub use writes::{WritingCommand, writing_commands};
 
 fn detect_kind(text: &str) -> TextKind {
     if text.contains('\0') {

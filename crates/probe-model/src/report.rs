@@ -78,6 +78,24 @@ pub struct HostReport {
     /// comes from (the compose file and service, the Kubernetes pod).
     #[serde(default)]
     pub containers: Vec<crate::ContainerInfo>,
+    /// Log files found where people put the server's output (a cron job's dated files, a
+    /// timer's, logrotate's `olddir`, kubelet's pod logs), each with why it was read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_logs: Vec<FoundLog>,
+}
+
+/// One log file read because something other than a launch named it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct FoundLog {
+    pub location: String,
+    /// `LogSource::found_by`: the line that names it.
+    pub found_by: String,
+    pub status: crate::SectionStatus,
+    /// Lines the host read of it (its whole length, thinned on the host).
+    pub lines_seen: Option<u64>,
+    /// Start-up records it held (an earlier run's start).
+    pub startups: usize,
 }
 
 /// Which comparison a host report's verdict comes from.

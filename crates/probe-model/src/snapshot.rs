@@ -631,6 +631,11 @@ pub struct LogSource {
     /// lines kept in full, metric lines kept evenly in time. `None`: read as it was (a tail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinning: Option<LogThinning>,
+    /// Why this file was read, when something other than a launch or the container runtime
+    /// named it: the line of a cron table, systemd timer, script or logrotate config that
+    /// writes it (`cron:/etc/cron.d/vllm-logs line 3 writes docker logs of vllm-server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<String>,
 }
 
 /// What the host kept of a log read over its whole retention: lines seen and kept, and why

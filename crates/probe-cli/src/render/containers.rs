@@ -123,6 +123,61 @@ pub fn section(doc: &mut Doc, containers: &[ContainerInfo]) {
     doc.items(items);
 }
 
+/// The log files found where people put the server's output, grouped by what named them:
+/// how many, the first and last, and the reason (nothing when none was).
+pub fn found_section(doc: &mut Doc, found: &[probe_model::FoundLog]) {
+    if found.is_empty() {
+        return;
+    }
+    doc.heading(2, "Logs found where they were put");
+    let mut groups: Vec<(&str, Vec<&probe_model::FoundLog>)> = Vec::new();
+    for f in found {
+        match groups.iter_mut().find(|(r, _)| *r == f.found_by) {
+            Some((_, v)) => v.push(f),
+            None => groups.push((f.found_by.as_str(), vec![f])),
+        }
+    }
+    let mut items = Vec::new();
+    for (reason, files) in groups {
+        let (Some(first), Some(last)) = (files.first(), files.last()) else {
+            continue;
+        };
+        let lines: u64 = files.iter().filter_map(|f| f.lines_seen).sum();
+        let starts: usize = files.iter().map(|f| f.startups).sum();
+        let unread = files
+            .iter()
+            .filter(|f| f.status != probe_model::SectionStatus::Ok)
+            .count();
+        let span = if files.len() == 1 {
+            first.location.clone()
+        } else {
+            format!(
+                "{} files, {} .. {}",
+                files.len(),
+                first.location,
+                last.location
+            )
+        };
+        items.push((
+            0,
+            Tone::Plain,
+            format!(
+                "{span}: {lines} lines read, {starts} start-up{}",
+                if starts == 1 { "" } else { "s" }
+            ),
+        ));
+        items.push((1, Tone::Dim, format!("read because {reason}")));
+        if unread > 0 {
+            items.push((
+                1,
+                Tone::Warn,
+                format!("{unread} not read (see the JSON's logs)"),
+            ));
+        }
+    }
+    doc.items(items);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -455,6 +455,7 @@ pub fn host_report_doc(report: &HostReport) -> Doc {
     }
     running_section(&mut doc, report);
     containers::section(&mut doc, &report.containers);
+    containers::found_section(&mut doc, &report.found_logs);
     runs::runs_section(&mut doc, report);
     earlier_section(&mut doc, report);
     periods_section(&mut doc, report);

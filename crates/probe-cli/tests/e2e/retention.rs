@@ -22,7 +22,7 @@ struct Env {
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| Env {
-        fleet: util::fleet(&["vllm-weeks", "sglang-rotated"]),
+        fleet: util::fleet(&["vllm-weeks", "sglang-rotated", "compose-archive"]),
         dir: tempfile::tempdir().unwrap(),
     })
 }
@@ -261,6 +261,159 @@ fn compressed_rotated_copies_are_read_and_hold_the_earlier_run() {
 /// The verdict block of the human report: from `Verdict` to the blank line after it.
 fn verdict_block(text: &str) -> String {
     let start = text.find("Verdict").expect("a verdict block");
+    let rest = &text[start..];
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    rest[..end].to_string()
+}
+
+fn archived() -> &'static Collected {
+    static DONE: OnceLock<Collected> = OnceLock::new();
+    DONE.get_or_init(|| collect("fx-compose-archive"))
+}
+
+/// 2026-11-09 09:04:18 UTC: the old container's start, from its `vLLM API server version` line
+/// in the first dated file; 2026-12-01 00:05:00 UTC: the cron job's last run before Compose
+/// recreated the container.
+const ARCHIVED: (i64, i64) = (1_794_215_058, 1_796_083_500);
+
+/// `compose-archive`: Compose recreated the container; the old one's output is only in the
+/// dated files root's cron job wrote. They are found from the cron line, read whole (thinned),
+/// each saying why; the old run's start-up lines and speed come from them and the verdict
+/// compares it with the live run.
+#[test]
+fn a_cron_jobs_dated_files_hold_the_recreated_containers_run() {
+    let (report, text, snapshot) = archived();
+    let dated: Vec<_> = snapshot
+        .logs
+        .iter()
+        .filter(|l| l.location.starts_with("/var/log/llm-archive/vllm-"))
+        .collect();
+    assert_eq!(
+        dated.len(),
+        22,
+        "{:?}",
+        dated.iter().map(|l| &l.location).collect::<Vec<_>>()
+    );
+    let why = "cron:/etc/cron.d/llm-logs line 5 writes docker logs of llm-vllm-1 to /var/log/llm-archive/vllm-$(date +%F).log";
+    for l in &dated {
+        assert_eq!(l.found_by.as_deref(), Some(why), "{}", l.location);
+        assert_eq!(l.status, probe_model::SectionStatus::Ok, "{:?}", l.message);
+        let t = l
+            .thinning
+            .as_ref()
+            .expect("read whole, thinned on the host");
+        assert!(t.lines_seen > 1_000, "{}: {t:?}", l.location);
+    }
+    let first = dated
+        .iter()
+        .find(|l| l.location.ends_with("vllm-2026-11-10.log"))
+        .expect("the first dated file");
+    assert_eq!(
+        first.startups.len(),
+        1,
+        "the old container's non-default args line"
+    );
+    assert!(
+        first.startups[0].text.contains("'max_num_seqs': 128"),
+        "{:?}",
+        first.startups[0].text
+    );
+    // The report's JSON says which files were read and why.
+    assert_eq!(report.found_logs.len(), 22, "{:#?}", report.found_logs);
+    assert!(report.found_logs.iter().all(|f| f.found_by == why));
+    assert_eq!(
+        report.found_logs.iter().map(|f| f.startups).sum::<usize>(),
+        1
+    );
+
+    // The runs compared: the old container's (from the dated files), the live one's.
+    assert_eq!(report.runs.len(), 2, "{:#?}", report.runs);
+    assert_eq!(report.runs[0].start.at, Some(ARCHIVED.0));
+    assert_eq!(
+        report.runs[0].launch,
+        "log:/var/log/llm-archive/vllm-2026-11-10.log"
+    );
+    assert!(report.runs[1].running, "{:#?}", report.runs[1]);
+
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
+    assert_eq!(verdict.cause.as_deref(), Some("max-num-seqs"));
+    let symptom = verdict.symptom.as_ref().expect("a symptom");
+    let before = symptom
+        .before
+        .as_ref()
+        .expect("the old container's numbers");
+    let after = symptom
+        .after
+        .as_ref()
+        .expect("the live container's numbers");
+    assert!((2_550.0..2_650.0).contains(&before.mean), "{before:?}");
+    assert!((900.0..1_100.0).contains(&after.mean), "{after:?}");
+    // Samples over the whole old run: from its first hour to the cron job's last run.
+    assert!(before.count > 5_000, "{before:?}");
+    assert!(
+        before.first_time.is_some_and(|t| t < ARCHIVED.0 + 3_600),
+        "{before:?}"
+    );
+    assert!(
+        before.last_time.is_some_and(|t| t > ARCHIVED.1 - 3_600),
+        "{before:?}"
+    );
+    let cap = verdict_of(diff, "max-num-seqs");
+    assert_eq!(cap.assessment, Assessment::Explains, "{cap:?}");
+    let restore = verdict.restore.as_ref().expect("a restore text");
+    assert!(
+        restore.differing.iter().any(|d| d == "--max-num-seqs 128"),
+        "{:?}",
+        restore.differing
+    );
+
+    let filters = vec![
+        (
+            r"after     mean [0-9.]+ \(n=[0-9]+, [0-9.]+ \.\. [0-9.]+, [^)]*\)",
+            "after     mean [live run]",
+        ),
+        (
+            r"up from 20[0-9-]+ [0-9:]+ UTC, running now",
+            "up from [now], running now",
+        ),
+        (r"to 20[0-9-]+ [0-9:]+ UTC\)", "to [now])"),
+        (
+            r"fell [0-9.]+% \(([0-9.]+) -> [0-9.]+ tok/s\)",
+            "fell [%] ($1 -> [live] tok/s)",
+        ),
+        (r"observed x[0-9.]+", "observed x[live]"),
+        (r"; [0-9.]+ queued on average", "; [live] queued on average"),
+        (r"  load        .*", "  load        [both runs' load]"),
+        (
+            r"confidence  (high|medium) \(.*\)",
+            "confidence  [high or medium, by the running run's samples]",
+        ),
+        (r"pid:[0-9]+", "pid:[live]"),
+        (r"<= 20[0-9-]+ [0-9:]+ UTC", "<= [now]"),
+        (
+            r"-> 20[0-9-]+ [0-9:]+ UTC -> running now",
+            "-> [now] -> running now",
+        ),
+        (r"pid:\[live\]: 20[0-9-]+ [0-9:]+ UTC", "pid:[live]: [now]"),
+    ];
+    insta::with_settings!({filters => filters.clone()}, {
+        insta::assert_snapshot!("compose_archive_verdict", verdict_block(text));
+    });
+    insta::with_settings!({filters => filters.clone()}, {
+        insta::assert_snapshot!("compose_archive_runs", section_of(text, "Runs (oldest first)"));
+    });
+    insta::with_settings!({filters => filters}, {
+        insta::assert_snapshot!("compose_archive_found", section_of(text, "Logs found where they were put"));
+    });
+}
+
+/// One section of the human report: from its heading to the blank line after it.
+fn section_of(text: &str, heading: &str) -> String {
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading}: {text}"));
     let rest = &text[start..];
     let end = rest.find("\n\n").unwrap_or(rest.len());
     rest[..end].to_string()

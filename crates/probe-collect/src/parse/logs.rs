@@ -782,47 +782,93 @@ pub fn parse_files(
     clock: Option<UnixTime>,
     tz: i64,
 ) -> Vec<LogSource> {
-    let mut out = Vec::new();
     let recs = records(body, boundary);
+    (0..recs.len())
+        .filter_map(|i| file_source(&recs, i, clock, tz))
+        .collect()
+}
+
+/// The log of the file record `recs[i]` (`None`: not a file record).
+fn file_source(
+    recs: &[crate::frame::Record<'_>],
+    i: usize,
+    clock: Option<UnixTime>,
+    tz: i64,
+) -> Option<LogSource> {
+    let r = recs.get(i).filter(|r| r.kind == 'F')?;
+    let thinning = thinning_after(recs, i);
+    let h = file_header(&r.header);
+    let mut src = LogSource {
+        origin: LogOrigin::File,
+        location: h.path.clone(),
+        mtime: h.mtime,
+        ..Default::default()
+    };
+    match (&h.status, thinning) {
+        (FileStatus::Ok, Some(t)) => read_thinned(r.data, t, h.mtime.or(clock), tz, &mut src),
+        (FileStatus::Ok, None) => {
+            src.bytes_read = r.data.len() as u64;
+            src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
+            let mut data = r.data;
+            if src.truncated {
+                // A tail starts mid-line.
+                data = data
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .and_then(|i| data.get(i + 1..))
+                    .unwrap_or(&[]);
+            }
+            parse_text(
+                &String::from_utf8_lossy(data),
+                h.mtime.or(clock),
+                tz,
+                &mut src,
+            );
+            if src.truncated {
+                src.status = SectionStatus::Truncated;
+            }
+        }
+        _ => set_file_status(&mut src, &h, None),
+    }
+    Some(src)
+}
+
+/// The `found_logs` section: the files of each place `found` names (`rec found INDEX` before
+/// them), each with the place's reason; kubelet's CRI files decoded as such.
+pub fn parse_found(
+    body: &[u8],
+    boundary: &str,
+    clock: Option<UnixTime>,
+    tz: i64,
+    found: &[crate::found::FoundPlace],
+) -> Vec<LogSource> {
+    let recs = records(body, boundary);
+    let mut place: Option<&crate::found::FoundPlace> = None;
+    let mut budget = MAX_CONTAINER_LINES_TOTAL;
+    let mut out = Vec::new();
     for (i, r) in recs.iter().enumerate() {
+        if let Some(n) = r.header.strip_prefix("found ") {
+            place = n.trim().parse::<usize>().ok().and_then(|n| found.get(n));
+            continue;
+        }
         if r.kind != 'F' {
             continue;
         }
-        let thinning = thinning_after(&recs, i);
-        let h = file_header(&r.header);
-        let mut src = LogSource {
-            origin: LogOrigin::File,
-            location: h.path.clone(),
-            mtime: h.mtime,
-            ..Default::default()
-        };
-        match (&h.status, thinning) {
-            (FileStatus::Ok, Some(t)) => read_thinned(r.data, t, h.mtime.or(clock), tz, &mut src),
-            (FileStatus::Ok, None) => {
-                src.bytes_read = r.data.len() as u64;
-                src.truncated = h.size.is_some_and(|s| s > r.data.len() as u64);
-                let mut data = r.data;
-                if src.truncated {
-                    // A tail starts mid-line.
-                    data = data
-                        .iter()
-                        .position(|&c| c == b'\n')
-                        .and_then(|i| data.get(i + 1..))
-                        .unwrap_or(&[]);
-                }
-                parse_text(
-                    &String::from_utf8_lossy(data),
-                    h.mtime.or(clock),
-                    tz,
-                    &mut src,
-                );
-                if src.truncated {
-                    src.status = SectionStatus::Truncated;
-                }
+        // A file the plan did not ask for is not taken.
+        let Some(p) = place else { continue };
+        let src = match p.mode {
+            crate::found::FoundMode::Text => file_source(&recs, i, clock, tz),
+            crate::found::FoundMode::Cri => {
+                container_source(&recs, i, "k8s-file", &mut budget, clock, tz).map(|mut s| {
+                    s.origin = LogOrigin::File;
+                    s
+                })
             }
-            _ => set_file_status(&mut src, &h, None),
-        }
-        out.push(src);
+        };
+        out.extend(src.map(|mut s| {
+            s.found_by = Some(sanitize_line(&p.reason));
+            s
+        }));
     }
     out
 }
@@ -1105,75 +1151,85 @@ pub fn parse_container_logs(
             driver = d.trim().to_string();
             continue;
         }
-        if r.kind != 'F' {
-            continue;
-        }
-        let h = file_header(&r.header);
-        let mut src = LogSource {
-            origin: LogOrigin::Container,
-            location: h.path.clone(),
-            mtime: h.mtime,
-            ..Default::default()
-        };
-        match h.status {
-            FileStatus::Ok if !container_log_readable(&driver) => {
-                src.status = SectionStatus::Failed;
-                src.message = Some(format!(
-                    "log driver {}: not a text log this collector reads",
-                    sanitize_line(&driver)
-                ));
-            }
-            FileStatus::Ok => {
-                let thinning = thinning_after(&recs, i);
-                src.bytes_read = r.data.len() as u64;
-                src.truncated =
-                    thinning.is_none() && h.size.is_some_and(|s| s > r.data.len() as u64);
-                let mut data = r.data;
-                if src.truncated {
-                    // A tail starts mid-line.
-                    data = data
-                        .iter()
-                        .position(|&c| c == b'\n')
-                        .and_then(|i| data.get(i + 1..))
-                        .unwrap_or(&[]);
-                }
-                let (lines, bad) = decode_container_log(data, &driver, &mut budget);
-                parse_timed_lines(
-                    lines.iter().map(|(t, l)| (*t, l.as_str())),
-                    h.mtime.or(clock),
-                    tz,
-                    &mut src,
-                );
-                if src.truncated {
-                    src.status = SectionStatus::Truncated;
-                }
-                if let Some(t) = thinning {
-                    finish_thinning(t, &mut src);
-                }
-                if bad > 0 && lines.is_empty() {
-                    src.status = SectionStatus::Failed;
-                    src.message = Some(format!(
-                        "not a {} log: none of its {bad} lines could be decoded",
-                        sanitize_line(&driver)
-                    ));
-                } else if bad > 0 {
-                    src.message = Some(format!("{bad} lines could not be decoded"));
-                }
-                if budget == 0 {
-                    src.message = Some(format!(
-                        "stopped decoding after {MAX_CONTAINER_LINES_TOTAL} lines of container logs"
-                    ));
-                }
-            }
-            _ => set_file_status(
-                &mut src,
-                &h,
-                Some("readable by root only (needs root or --sudo)"),
-            ),
-        }
-        out.push(src);
+        out.extend(container_source(&recs, i, &driver, &mut budget, clock, tz));
     }
     out
+}
+
+/// The container log of the file record `recs[i]`, decoded as `driver` writes it (`None`: not
+/// a file record); `budget`: decoded lines left for the collection.
+fn container_source(
+    recs: &[crate::frame::Record<'_>],
+    i: usize,
+    driver: &str,
+    budget: &mut usize,
+    clock: Option<UnixTime>,
+    tz: i64,
+) -> Option<LogSource> {
+    let r = recs.get(i).filter(|r| r.kind == 'F')?;
+    let h = file_header(&r.header);
+    let mut src = LogSource {
+        origin: LogOrigin::Container,
+        location: h.path.clone(),
+        mtime: h.mtime,
+        ..Default::default()
+    };
+    match h.status {
+        FileStatus::Ok if !container_log_readable(driver) => {
+            src.status = SectionStatus::Failed;
+            src.message = Some(format!(
+                "log driver {}: not a text log this collector reads",
+                sanitize_line(driver)
+            ));
+        }
+        FileStatus::Ok => {
+            let thinning = thinning_after(recs, i);
+            src.bytes_read = r.data.len() as u64;
+            src.truncated = thinning.is_none() && h.size.is_some_and(|s| s > r.data.len() as u64);
+            let mut data = r.data;
+            if src.truncated {
+                // A tail starts mid-line.
+                data = data
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .and_then(|i| data.get(i + 1..))
+                    .unwrap_or(&[]);
+            }
+            let (lines, bad) = decode_container_log(data, driver, budget);
+            parse_timed_lines(
+                lines.iter().map(|(t, l)| (*t, l.as_str())),
+                h.mtime.or(clock),
+                tz,
+                &mut src,
+            );
+            if src.truncated {
+                src.status = SectionStatus::Truncated;
+            }
+            if let Some(t) = thinning {
+                finish_thinning(t, &mut src);
+            }
+            if bad > 0 && lines.is_empty() {
+                src.status = SectionStatus::Failed;
+                src.message = Some(format!(
+                    "not a {} log: none of its {bad} lines could be decoded",
+                    sanitize_line(driver)
+                ));
+            } else if bad > 0 {
+                src.message = Some(format!("{bad} lines could not be decoded"));
+            }
+            if *budget == 0 {
+                src.message = Some(format!(
+                    "stopped decoding after {MAX_CONTAINER_LINES_TOTAL} lines of container logs"
+                ));
+            }
+        }
+        _ => set_file_status(
+            &mut src,
+            &h,
+            Some("readable by root only (needs root or --sudo)"),
+        ),
+    }
+    Some(src)
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub struct Ctx {
     pub homes: std::collections::BTreeMap<String, String>,
     pub tools: Vec<String>,
     pub systemd_running: bool,
+    /// What round 1's `log_places` section read (round 2's plan reads it; not in the snapshot).
+    pub log_places: crate::found::Places,
 }
 
 /// The UTC year of a Unix time (1970 for one out of range).

@@ -5,6 +5,7 @@
 mod attacks;
 mod busybox;
 mod fixtures;
+mod found;
 mod local;
 mod partial;
 mod prop;
