@@ -978,6 +978,7 @@ fn status_label(status: AuditStatus) -> &'static str {
     match status {
         AuditStatus::Ok => "ok",
         AuditStatus::Changed => "changed",
+        AuditStatus::Partial => "partial",
         AuditStatus::Unreachable => "unreachable",
         AuditStatus::AuthFailed => "auth failed",
         AuditStatus::HostKeyRefused => "host key refused",
@@ -995,7 +996,7 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
         .map(|record| {
             let tone = match record.status {
                 AuditStatus::Ok => Tone::Good,
-                AuditStatus::Changed => Tone::Warn,
+                AuditStatus::Changed | AuditStatus::Partial => Tone::Warn,
                 _ => Tone::Bad,
             };
             let engines = record
@@ -1009,6 +1010,7 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
                 .join(", ");
             let detail = match (&record.error, record.status) {
                 (Some(error), _) => error.clone(),
+                (None, AuditStatus::Partial) => lost_sections_line(record),
                 (None, AuditStatus::Changed) => format!(
                     "{} change{}: {}",
                     record.changes,
@@ -1041,21 +1043,46 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
     doc.line(
         if summary.failed > 0 {
             Tone::Bad
-        } else if summary.changed > 0 {
+        } else if summary.changed > 0 || summary.partial > 0 {
             Tone::Warn
         } else {
             Tone::Good
         },
         format!(
-            "{} hosts: {} ok, {} changed, {} failed in {:.1}s",
+            "{} hosts: {} ok, {} changed, {}{} failed in {:.1}s",
             summary.hosts,
             summary.ok,
             summary.changed,
+            if summary.partial > 0 {
+                format!("{} partial, ", summary.partial)
+            } else {
+                String::new()
+            },
             summary.failed,
             summary.duration_ms as f64 / 1000.0
         ),
     );
     doc
+}
+
+/// A partial host's detail: the sections lost, then its drift when it has any.
+fn lost_sections_line(record: &AuditRecord) -> String {
+    let lost = &record.lost_sections;
+    let mut line = format!(
+        "{} section{} lost to the connection ({})",
+        lost.len(),
+        if lost.len() == 1 { "" } else { "s" },
+        lost.join(", ")
+    );
+    if record.changes > 0 {
+        line.push_str(&format!(
+            "; {} change{} (perhaps the loss): {}",
+            record.changes,
+            if record.changes == 1 { "" } else { "s" },
+            record.top_changes.join("; ")
+        ));
+    }
+    line
 }
 
 /// `probe snapshots list`.
