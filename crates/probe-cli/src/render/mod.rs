@@ -842,27 +842,26 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
         doc.line(Tone::Dim, "no launches or installs found");
         return doc;
     }
+    if let Some(offset) = timeline.host_clock_offset_s {
+        doc.line(
+            Tone::Warn,
+            format!(
+                "times are the host's: its clock was {} {} this machine's at collection; \
+                 \"here\" is the same time on this machine's clock, right if the clock was as \
+                 far off when the event was written",
+                crate::report::duration(offset.abs()),
+                if offset > 0 { "ahead of" } else { "behind" }
+            ),
+        );
+    }
     let rows = timeline
         .events
         .iter()
         .map(|event| {
-            let when = event
-                .time
-                .at
-                .map(format_time)
-                .or_else(|| {
-                    event
-                        .time
-                        .not_after
-                        .map(|t| format!("<= {}", format_time(t)))
-                })
-                .or_else(|| {
-                    event
-                        .time
-                        .not_before
-                        .map(|t| format!(">= {}", format_time(t)))
-                })
-                .unwrap_or_else(|| "?".into());
+            let mut when = bounds_text(&event.time);
+            if let Some(here) = &event.corrected_time {
+                when.push_str(&format!(" (here {})", bounds_text(here)));
+            }
             let mark = if event.running {
                 "running"
             } else if event.previous {
@@ -903,6 +902,15 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
         rows,
     );
     doc
+}
+
+/// An event's time: exact, else its bounds, else `?`.
+fn bounds_text(time: &probe_model::TimeBounds) -> String {
+    time.at
+        .map(format_time)
+        .or_else(|| time.not_after.map(|t| format!("<= {}", format_time(t))))
+        .or_else(|| time.not_before.map(|t| format!(">= {}", format_time(t))))
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Launches read from a text (`probe launch`).
