@@ -20,8 +20,8 @@ Examples:
 
 Exit codes: 0 ok / no differences, 1 differences (diff, audit --fail-on drift), 2 error,
 3 hosts failed (audit), 4 a host key was refused, 5 reported but not stored (kept in the spool),
-6 a host's snapshot lost sections to the connection (probe host); an audit exits with the most
-severe (4 > 3 > 5 > 1).
+6 a host's snapshot lost sections to the connection (probe host; audit status partial); host and
+audit exit with the most severe (4 > 3 > 5 > 6 > 1).
 
 Configuration: --config FILE, else $XDG_CONFIG_HOME/probe/config.toml (~/.config/probe/config.toml).
 Snapshots are stored in $XDG_DATA_HOME/probe/snapshots.db unless --store PATH is given; a team
@@ -98,7 +98,9 @@ pub struct GlobalArgs {
     /// Seconds allowed for TCP connect plus SSH handshake [default: ConnectTimeout or 10].
     #[arg(long, value_name = "SECS", global = true)]
     pub connect_timeout: Option<u64>,
-    /// Seconds allowed per host for the whole collection [default: 120].
+    /// Seconds allowed per host for the whole collection [default: 120]; each wait for the
+    /// store is bounded by it too, and an audit waits for its store no longer than
+    /// (⌈hosts ÷ jobs⌉ + 1) deadlines after it started.
     #[arg(long, value_name = "SECS", global = true)]
     pub deadline: Option<u64>,
 }

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use probe_model::{AuditRecord, AuditStatus, AuditSummary};
 
-const STATUSES: [AuditStatus; 7] = [
+const STATUSES: [AuditStatus; 8] = [
     AuditStatus::Ok,
     AuditStatus::Changed,
+    AuditStatus::Partial,
     AuditStatus::Unreachable,
     AuditStatus::AuthFailed,
     AuditStatus::HostKeyRefused,

@@ -62,31 +62,28 @@ fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
     events
 }
 
-/// How far the host's clock may be off this machine's before the report says so: the two are
-/// read seconds apart (the collection's own time), so minutes of difference are the clocks'.
-const CLOCK_SKEW_S: i64 = 300;
-
 /// What the report must say about the host's clock: a clock minutes or years off this
 /// machine's (every time below is the host's), and history timestamps no clock could have
 /// written (kept as stamps, their entries without a time).
 fn clock_notices(snapshot: &Snapshot) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(remote) = snapshot.remote_clock {
-        let skew = remote - snapshot.collected_at;
-        if skew.abs() > CLOCK_SKEW_S {
-            let (how, by) = if skew > 0 {
-                ("ahead of", skew)
-            } else {
-                ("behind", -skew)
-            };
-            out.push(format!(
-                "the host's clock is {} {how} this machine's (host {}, here {}): the times in \
-                 this report are the host's, and events it logged are ordered by them",
-                duration(by),
-                render_time(remote),
-                render_time(snapshot.collected_at)
-            ));
-        }
+    if let (Some(remote), Some(skew)) = (
+        snapshot.remote_clock,
+        probe_diff::host_clock_offset(snapshot),
+    ) {
+        let (how, by) = if skew > 0 {
+            ("ahead of", skew)
+        } else {
+            ("behind", -skew)
+        };
+        out.push(format!(
+            "the host's clock is {} {how} this machine's (host {}, here {}): the times in this \
+             report are the host's, and events it logged are ordered by them (`probe timeline` \
+             gives each its time on this machine's clock too)",
+            duration(by),
+            render_time(remote),
+            render_time(snapshot.collected_at)
+        ));
     }
     for h in snapshot
         .histories
@@ -103,7 +100,7 @@ fn clock_notices(snapshot: &Snapshot) -> Vec<String> {
 }
 
 /// `3 y 12 d`, `2 d 4 h`, `17 min`.
-fn duration(s: i64) -> String {
+pub(crate) fn duration(s: i64) -> String {
     let (d, h, m) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60);
     match (d / 365, d % 365) {
         (y, rest) if y > 0 => format!("{y} y {rest} d"),

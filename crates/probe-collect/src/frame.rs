@@ -89,12 +89,19 @@ fn before_marker(data: &[u8], from: usize, marker_start: usize) -> &[u8] {
     data.get(from..end.max(from)).unwrap_or(&[])
 }
 
+/// The words of a marker line: its keyword and the script's own fields (ASCII) come first, a
+/// remote name (a path) last, so they are read from the line's valid UTF-8 prefix. A name that
+/// is not UTF-8 (Latin-1 under an ISO-8859-1 locale) cuts only itself short; reading the line
+/// as nothing would make a good marker line look forged, and its section tampered.
 fn words(b: &[u8]) -> Vec<&str> {
-    std::str::from_utf8(b)
-        .unwrap_or("")
-        .split(' ')
-        .filter(|w| !w.is_empty())
-        .collect()
+    let text = match std::str::from_utf8(b) {
+        Ok(text) => text,
+        Err(err) => b
+            .get(..err.valid_up_to())
+            .and_then(|valid| std::str::from_utf8(valid).ok())
+            .unwrap_or(""),
+    };
+    text.split(' ').filter(|w| !w.is_empty()).collect()
 }
 
 use crate::sanitize::sanitize_line;
@@ -586,6 +593,44 @@ mod tests {
                 other => panic!("{what}: {other:?}"),
             }
         }
+    }
+
+    /// A file whose name is not UTF-8 (Latin-1 `caf\xe9.service` under an ISO-8859-1 locale)
+    /// is one more file record: the section is not tampered, its neighbours are whole, and the
+    /// name is kept lossily for display.
+    #[test]
+    fn a_name_that_is_not_utf8_is_a_file_record() {
+        let body = format!(
+            "{B} F ok unit 1700000000 4 /etc/systemd/system/caf\u{e9}.service\nabc\n{B} F ok unit 1700000000 2 /etc/systemd/system/b.service\nx\n"
+        )
+        .replace('\u{e9}', "\u{1}");
+        // The Latin-1 byte itself, in place of the marker character.
+        let body: Vec<u8> = body
+            .into_bytes()
+            .into_iter()
+            .map(|c| if c == 1 { 0xe9 } else { c })
+            .collect();
+        let mut out = section("a", "first", "", 0).into_bytes();
+        out.extend_from_slice(format!("\n{B} BEGIN units\n").as_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(
+            format!("\n{B} ERR units\n{B} rc 0\n\n{B} END units 1 2\n").as_bytes(),
+        );
+        out.extend_from_slice(format!("{}\n{B} DONE\n", section("c", "last", "", 0)).as_bytes());
+        let f = parse(&out, B);
+        assert!(f.done);
+        let units = f.sections.iter().find(|s| s.name == "units").unwrap();
+        assert_eq!(units.tampered, None);
+        assert!(f.sections.iter().all(|s| s.tampered.is_none()));
+        let r = records(&units.body, B);
+        assert_eq!(r.len(), 2, "{r:?}");
+        let h = file_header(&r[0].header);
+        assert_eq!(h.path, "/etc/systemd/system/caf\u{fffd}.service");
+        assert_eq!(r[0].data, b"abc");
+        assert_eq!(
+            file_header(&r[1].header).path,
+            "/etc/systemd/system/b.service"
+        );
     }
 
     #[test]

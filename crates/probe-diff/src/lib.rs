@@ -41,7 +41,7 @@ pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
 pub use run::summarize_model;
 pub use server::{LIFETIME_SOURCE, views as server_views};
-pub use timeline::{timeline, timeline_with};
+pub use timeline::{CLOCK_SKEW_S, host_clock_offset, timeline, timeline_with};
 pub use verdict::{Evidence, judge};
 
 #[cfg(test)]

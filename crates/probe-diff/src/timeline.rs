@@ -24,6 +24,28 @@ const INSTALL_GROUP_WINDOW_S: i64 = 300;
 /// Package names shown in one install event's summary.
 const INSTALL_SUMMARY_NAMES: usize = 4;
 
+/// How far the host's clock may be off the collecting machine's before it is said: the two are
+/// read seconds apart (the collection's own time), so minutes of difference are the clocks'.
+pub const CLOCK_SKEW_S: i64 = 300;
+
+/// The host's clock minus the collecting machine's, in seconds, when they differ by more than
+/// [`CLOCK_SKEW_S`].
+pub fn host_clock_offset(snapshot: &Snapshot) -> Option<i64> {
+    let skew = snapshot.remote_clock? - snapshot.collected_at;
+    (skew.abs() > CLOCK_SKEW_S).then_some(skew)
+}
+
+/// `time` on the collecting machine's clock: the host's time minus its clock's offset.
+fn corrected(time: &TimeBounds, offset: i64) -> Option<TimeBounds> {
+    let shift = |t: Option<UnixTime>| t.map(|t| t.saturating_sub(offset));
+    let out = TimeBounds {
+        at: shift(time.at),
+        not_before: shift(time.not_before),
+        not_after: shift(time.not_after),
+    };
+    (out != TimeBounds::default()).then_some(out)
+}
+
 /// The timeline of a snapshot, reconstructing its launches.
 pub fn timeline(snapshot: &Snapshot) -> Timeline {
     let launches = probe_launch::launches_of(snapshot);
@@ -88,6 +110,14 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
     });
     let mut events: Vec<TimelineEvent> = entries.into_iter().map(|entry| entry.event).collect();
     mark_previous(snapshot, &mut events, &kept_launches);
+    // Host times stay as recorded (the evidence, and their order); the corrected time is said
+    // beside them.
+    let offset = host_clock_offset(snapshot);
+    if let Some(offset) = offset {
+        for event in &mut events {
+            event.corrected_time = corrected(&event.time, offset);
+        }
+    }
 
     Timeline {
         schema_version: probe_model::SCHEMA_VERSION,
@@ -98,6 +128,7 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
             .unwrap_or_else(|| snapshot.target.clone()),
         events,
         launches: kept_launches,
+        host_clock_offset_s: offset,
     }
 }
 

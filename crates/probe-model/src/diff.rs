@@ -349,6 +349,11 @@ pub struct TimelineEvent {
     /// was up at its date.
     #[serde(default)]
     pub measured_run: Option<String>,
+    /// `time` on the collecting machine's clock (`time` minus [`Timeline::host_clock_offset_s`]),
+    /// only when the host's clock was off: right if the clock was as far off when the event was
+    /// written (a clock that was set in between makes it wrong, so `time` stays the evidence).
+    #[serde(default)]
+    pub corrected_time: Option<TimeBounds>,
 }
 
 /// Everything that happened on a host, oldest first.
@@ -359,4 +364,10 @@ pub struct Timeline {
     pub host: String,
     pub events: Vec<TimelineEvent>,
     pub launches: Vec<LaunchConfig>,
+    /// The host's clock minus the collecting machine's, in seconds, when the two differed by
+    /// more than five minutes at collection: every event's `time` is the host's as it recorded
+    /// it (the evidence, and the order of the events), and `corrected_time` is the same time on
+    /// the collecting machine's clock.
+    #[serde(default)]
+    pub host_clock_offset_s: Option<i64>,
 }

@@ -18,7 +18,9 @@ pub const HOST_KEY_REFUSED: u8 = 4;
 /// does not answer). The snapshot was kept in the spool directory when that could be written,
 /// for `probe snapshots import`. Below 3 and 4 in an audit's severity order, above 1.
 pub const NOT_STORED: u8 = 5;
-/// `probe host`: every host was collected and stored, but at least one snapshot lost sections to the
-/// connection (a channel the server refused to the end, a dropped link); the snapshot is still
-/// reported and stored, and a notice names the sections.
+/// `probe host`, and `probe audit` (`--fail-on drift` or `error`): every host was collected and
+/// stored, but at least one snapshot lost sections to the connection (a channel the server
+/// refused to the end, a dropped link); the snapshot is still reported and stored, a notice
+/// names the sections, and the audit's host status is `partial`. Below 4, 3 and 5 in severity,
+/// above 1 (drift seen on a snapshot that lost sections may be the loss itself).
 pub const INCOMPLETE: u8 = 6;

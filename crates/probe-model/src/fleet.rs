@@ -59,6 +59,7 @@ pub struct OutliersLine {
 pub enum FleetStatus {
     Ok,
     Changed,
+    Partial,
     Unreachable,
     AuthFailed,
     HostKeyRefused,
@@ -73,6 +74,7 @@ impl From<AuditStatus> for FleetStatus {
         match status {
             AuditStatus::Ok => FleetStatus::Ok,
             AuditStatus::Changed => FleetStatus::Changed,
+            AuditStatus::Partial => FleetStatus::Partial,
             AuditStatus::Unreachable => FleetStatus::Unreachable,
             AuditStatus::AuthFailed => FleetStatus::AuthFailed,
             AuditStatus::HostKeyRefused => FleetStatus::HostKeyRefused,
@@ -88,6 +90,7 @@ impl FleetStatus {
         match self {
             FleetStatus::Ok => "ok",
             FleetStatus::Changed => "changed",
+            FleetStatus::Partial => "partial",
             FleetStatus::Unreachable => "unreachable",
             FleetStatus::AuthFailed => "auth_failed",
             FleetStatus::HostKeyRefused => "host_key_refused",
@@ -114,6 +117,9 @@ pub struct FleetHost {
     pub changes: usize,
     pub top_changes: Vec<String>,
     pub error: Option<String>,
+    /// Sections its last snapshot lost to the connection (status `partial`).
+    #[serde(default)]
+    pub lost_sections: Vec<String>,
     pub groups: Vec<String>,
 }
 

@@ -144,6 +144,10 @@ pub enum AuditStatus {
     /// Collected, and something drifted against the previous snapshot: configuration, versions,
     /// driver, model, hardware state or units (a performance number alone is not drift).
     Changed,
+    /// Collected, stored and compared, but sections were lost to the connection (a channel the
+    /// server refused to the end, a dropped link): `lost_sections` names them. What was lost is
+    /// not evidence of a change, so this outranks `changed`.
+    Partial,
     Unreachable,
     AuthFailed,
     HostKeyRefused,
@@ -156,6 +160,7 @@ impl AuditStatus {
         match self {
             AuditStatus::Ok => "ok",
             AuditStatus::Changed => "changed",
+            AuditStatus::Partial => "partial",
             AuditStatus::Unreachable => "unreachable",
             AuditStatus::AuthFailed => "auth_failed",
             AuditStatus::HostKeyRefused => "host_key_refused",
@@ -166,7 +171,10 @@ impl AuditStatus {
 
     /// Whether the host was collected.
     pub fn collected(self) -> bool {
-        matches!(self, AuditStatus::Ok | AuditStatus::Changed)
+        matches!(
+            self,
+            AuditStatus::Ok | AuditStatus::Changed | AuditStatus::Partial
+        )
     }
 }
 
@@ -216,6 +224,9 @@ pub struct AuditRecord {
     pub performance: Vec<String>,
     /// The failure, one line (`HOST: cause`).
     pub error: Option<String>,
+    /// Sections the snapshot lost to the connection (status `partial`), by name.
+    #[serde(default)]
+    pub lost_sections: Vec<String>,
     pub snapshot_id: Option<String>,
     pub previous_snapshot_id: Option<String>,
     pub engines: Vec<EngineVersion>,
@@ -237,6 +248,9 @@ pub struct AuditSummary {
     pub hosts: usize,
     pub ok: usize,
     pub changed: usize,
+    /// Hosts collected that lost sections to the connection (status `partial`).
+    #[serde(default)]
+    pub partial: usize,
     pub failed: usize,
     pub started_at: UnixTime,
     pub finished_at: UnixTime,

@@ -60,6 +60,14 @@ pub enum StoreError {
          gave up waiting"
     )]
     TimedOut { store: String, waited_s: u64 },
+    /// The run's overall deadline ([`crate::SnapshotStore::set_deadline`]) passed before or
+    /// while the operation waited for a PostgreSQL store: not waited for (any more). A write
+    /// whose commit was in flight may or may not have been applied.
+    #[error(
+        "store {store}: not waited for: the run's overall deadline passed{}",
+        if *.waited_s > 0 { format!(" after {}s of waiting", .waited_s) } else { String::new() }
+    )]
+    DeadlinePassed { store: String, waited_s: u64 },
     /// A store location or connection setting that cannot be used (`--store`, `PROBE_STORE`,
     /// the config file, `PGSERVICE`, ...).
     #[error("store {store}: {cause}")]
@@ -95,5 +103,14 @@ impl StoreError {
     /// Whether retrying later may succeed (the store was locked).
     pub fn is_busy(&self) -> bool {
         matches!(self, StoreError::Busy { .. })
+    }
+
+    /// Whether the run's overall deadline ended the operation ([`StoreError::DeadlinePassed`]).
+    pub fn is_deadline(&self) -> bool {
+        match self {
+            StoreError::DeadlinePassed { .. } => true,
+            StoreError::Unopened(inner) => inner.is_deadline(),
+            _ => false,
+        }
     }
 }

@@ -223,6 +223,13 @@ pub trait SnapshotStore: Send + Sync {
     /// Where the store is, safe to print (a URL without its password).
     fn location(&self) -> String;
 
+    /// The run's overall deadline (`probe audit`'s): from now on, each wait for a shared store
+    /// (connecting, TLS, each query, the commit) is bounded by what is left of it as well as by
+    /// the store's own bound, and an operation asked for after it gives back
+    /// [`StoreError::DeadlinePassed`] at once. A SQLite store is a local file; its waits are its
+    /// busy timeout, and this does nothing.
+    fn set_deadline(&self, _deadline: std::time::Instant) {}
+
     /// The snapshot a reference selects.
     fn resolve(&self, selector: &Selector) -> Result<Snapshot, StoreError> {
         match selector {

@@ -18,7 +18,7 @@ pub mod conninfo;
 mod tls;
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -199,6 +199,8 @@ pub struct PgStore {
     runtime: Option<tokio::runtime::Runtime>,
     /// Bound on each operation ([`OPERATION_TIMEOUT`] unless opened with another).
     timeout: Duration,
+    /// The run's overall deadline, when one was set ([`SnapshotStore::set_deadline`]).
+    deadline: std::sync::Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -310,6 +312,7 @@ impl PgStore {
             runner: crate::runner_name(),
             runtime: Some(runtime),
             timeout,
+            deadline: std::sync::Mutex::new(None),
         };
         store.run_within(timeout * MIGRATION_BOUNDS, migrate)?;
         Ok(store)
@@ -340,6 +343,21 @@ impl PgStore {
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
+        // What is left of the run's deadline, when it is shorter than the bound.
+        let left = self
+            .deadline
+            .lock()
+            .ok()
+            .and_then(|deadline| *deadline)
+            .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            return Err(StoreError::DeadlinePassed {
+                store: self.location.clone(),
+                waited_s: 0,
+            });
+        }
+        let cut = left.filter(|left| *left < bound);
+        let bound = cut.unwrap_or(bound);
         let future = work(self.pool.clone(), self.location.clone());
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
         let Some(runtime) = &self.runtime else {
@@ -352,10 +370,17 @@ impl PgStore {
                 Err(_) => {
                     pool.retain(|_, _| false);
                     tracing::warn!(store = %store, bound_s = bound.as_secs(), "store operation given up");
-                    Err(StoreError::TimedOut {
-                        store,
-                        waited_s: bound.as_secs(),
-                    })
+                    if cut.is_some() {
+                        Err(StoreError::DeadlinePassed {
+                            store,
+                            waited_s: bound.as_secs(),
+                        })
+                    } else {
+                        Err(StoreError::TimedOut {
+                            store,
+                            waited_s: bound.as_secs(),
+                        })
+                    }
                 }
             };
             let _ = sender.send(result);
@@ -1432,6 +1457,12 @@ impl PgStore {
 }
 
 impl SnapshotStore for PgStore {
+    fn set_deadline(&self, deadline: Instant) {
+        if let Ok(mut slot) = self.deadline.lock() {
+            *slot = Some(deadline);
+        }
+    }
+
     fn put(&self, snapshot: &Snapshot) -> Result<SnapshotMeta, StoreError> {
         if !snapshot.redacted {
             return Err(StoreError::Unredacted {

@@ -403,6 +403,12 @@ fn audit_records_newest_per_host_across_shards(backend: &Backend) {
     store
         .record_audit(&shard1, &record("gpu3", AuditStatus::TimedOut, 0), 213)
         .unwrap();
+    // A host that lost sections to the connection: `partial`, with the sections it lost.
+    let partial = AuditRecord {
+        lost_sections: vec!["gpu_query".into(), "gpu_topo".into()],
+        ..record("gpu4", AuditStatus::Partial, 1)
+    };
+    store.record_audit(&shard1, &partial, 214).unwrap();
     let last = store.last_audits().unwrap();
     let summary: Vec<(String, AuditStatus, Option<String>, i64)> = last
         .iter()
@@ -431,8 +437,10 @@ fn audit_records_newest_per_host_across_shards(backend: &Backend) {
                 Some("1/2".into()),
                 213
             ),
+            ("gpu4".into(), AuditStatus::Partial, Some("1/2".into()), 214),
         ]
     );
+    assert_eq!(last[3].record, partial);
     assert_eq!(last[0].record.changes, 2);
     assert_eq!(last[0].run.runner, "ci@runner-0/2");
     assert_eq!(last[0].run.started_at, 200);

@@ -2,7 +2,7 @@
 //! `cargo run -p probe-testkit --example sim_up -- [HOSTS [LATENCY_MS]]` prints the client
 //! config, the known_hosts file and a probe inventory of every host, then serves until
 //! standard input ends. Misbehaving shares come from `PROBE_SIM_SHARES`
-//! (`refuse,timeout,stall,changed_key,drift`, e.g. `0.02,0.02,0.02,0.02,0.04`).
+//! (`refuse,timeout,stall,changed_key,drift,drop_channel`, e.g. `0.02,0.02,0.02,0.02,0.04,0.02`).
 #![expect(
     clippy::print_stderr,
     clippy::print_stdout,
@@ -37,6 +37,7 @@ fn main() {
                 stall: share(2),
                 changed_key: share(3),
                 drift: share(4),
+                drop_channel: share(5),
             },
             ..SimOptions::default()
         },

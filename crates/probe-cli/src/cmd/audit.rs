@@ -54,13 +54,25 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         None => selected.clone(),
     };
     let store = ctx.open_store_for_collection()?;
+    let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
+    let deadline = AuditDeadline::of(started, ctx.settings.deadline, hosts.len(), jobs);
+    store.set_deadline(deadline.at);
     let run = audit_run(started_at, &inventory_path, shard);
     // Jump hosts need settings the target string cannot carry: a generated client config.
     let generated = generated_ssh_config(&hosts, &ctx.settings)
         .map_err(|err| ExpectedError::Other(format!("cannot write temporary ssh config: {err}")))?;
     let ctx = with_ssh_config(ctx, generated.as_ref().map(|(_, path)| path));
     let collections = Collections::start(&ctx, &args, &store, &hosts, generated.is_some());
-    let gathered = gather(&ctx, &args, &store, &run, collections, hosts.len()).await?;
+    let gathered = gather(
+        &ctx,
+        &args,
+        &store,
+        &run,
+        &deadline,
+        collections,
+        hosts.len(),
+    )
+    .await?;
     let fail_on = if args.fail_on == FailOn::Drift {
         ctx.settings.audit_fail_on.unwrap_or(FailOn::Drift)
     } else {
@@ -103,6 +115,42 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         shard_note,
     ))?;
     Ok(summary.exit_code)
+}
+
+/// The audit's overall deadline: each host's `--deadline` for every turn of the `-j` lanes,
+/// and one more for the records and the outliers after the last host. The store is waited for
+/// no longer than that ([`probe_store::SnapshotStore::set_deadline`]): a stalled shared store
+/// costs each host at most its own bound, and the audit as a whole ends.
+#[derive(Debug, Clone, Copy)]
+struct AuditDeadline {
+    at: Instant,
+    total: std::time::Duration,
+    per_host: std::time::Duration,
+    turns: u32,
+}
+
+impl AuditDeadline {
+    fn of(started: Instant, per_host: std::time::Duration, hosts: usize, jobs: usize) -> Self {
+        let turns = u32::try_from(hosts.div_ceil(jobs.max(1))).unwrap_or(u32::MAX);
+        let total = per_host.saturating_mul(turns.saturating_add(1));
+        AuditDeadline {
+            at: started + total,
+            total,
+            per_host,
+            turns,
+        }
+    }
+
+    /// The one line that says the store is no longer waited for.
+    fn passed_line(&self, store: &str) -> String {
+        format!(
+            "the audit's deadline passed ({}s: --deadline {}s for each of {} turn{} of -j, and              one more): the store {store} is no longer waited for; audit records from here on              are not stored, and snapshots not stored are kept in the spool",
+            self.total.as_secs(),
+            self.per_host.as_secs(),
+            self.turns,
+            if self.turns == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// This run as the store records it.
@@ -196,6 +244,7 @@ impl<'h> Collections<'h> {
             generated_config,
         };
         let jobs = args.jobs.unwrap_or(ctx.settings.audit_jobs).max(1);
+        // (The audit's deadline counts turns of these lanes: `AuditDeadline::of`.)
         for _ in 0..jobs {
             collections.start_next();
         }
@@ -286,6 +335,7 @@ async fn gather(
     args: &AuditArgs,
     store: &super::Store,
     run: &probe_store::AuditRun,
+    deadline: &AuditDeadline,
     mut collections: Collections<'_>,
     total: usize,
 ) -> Result<Gathered> {
@@ -294,6 +344,7 @@ async fn gather(
     let mut fresh: BTreeMap<String, FleetView> = BTreeMap::new();
     let mut failed = 0usize;
     let mut not_stored = 0usize;
+    let mut deadline_said = false;
     while let Some(joined) = collections.next().await {
         let (index, record, snapshot) =
             joined.map_err(|err| ExpectedError::Other(format!("internal error: {err}")))?;
@@ -303,8 +354,14 @@ async fn gather(
         if !args.no_store
             && let Err(err) = store.record_audit(run, &record, jiff::Timestamp::now().as_second())
         {
-            ctx.printer
-                .warn(&format!("{}: audit record not stored: {err}", record.host));
+            if !err.is_deadline() {
+                ctx.printer
+                    .warn(&format!("{}: audit record not stored: {err}", record.host));
+            } else if !deadline_said {
+                // Said once: every later wait for the store ends the same way.
+                ctx.printer.warn(&deadline.passed_line(&store.location()));
+                deadline_said = true;
+            }
         }
         if !record.status.collected() {
             failed += 1;
@@ -367,12 +424,14 @@ fn summarize(
     let failed = gathered.failed;
     let count = |status: AuditStatus| records.iter().filter(|r| r.status == status).count();
     let changed = count(AuditStatus::Changed);
+    let partial = count(AuditStatus::Partial);
     let exit_code = exit_code(
         fail_on,
         Outcomes {
             key_refused: count(AuditStatus::HostKeyRefused),
             failed,
             not_stored: gathered.not_stored,
+            partial,
             changed,
         },
     );
@@ -383,6 +442,7 @@ fn summarize(
         hosts: records.len(),
         ok: count(AuditStatus::Ok),
         changed,
+        partial,
         failed,
         started_at,
         finished_at: jiff::Timestamp::now().as_second(),
@@ -400,13 +460,16 @@ struct Outcomes {
     failed: usize,
     /// Hosts collected and reported whose snapshot was not stored.
     not_stored: usize,
+    /// Hosts collected whose snapshot lost sections to the connection.
+    partial: usize,
     /// Hosts that drifted.
     changed: usize,
 }
 
 /// The exit status by severity: a refused host key (4) is never masked by a failed host (3),
-/// a failed host not by an unstored snapshot (5), and none of them by drift (1), in every
-/// `--fail-on` mode that reports them.
+/// a failed host not by an unstored snapshot (5), an unstored snapshot not by one that lost
+/// sections (6, as `probe host`), and none of them by drift (1), in every `--fail-on` mode that
+/// reports them.
 fn exit_code(fail_on: FailOn, outcomes: Outcomes) -> u8 {
     let reports_drift = fail_on == FailOn::Drift;
     let reports_failures = matches!(fail_on, FailOn::Drift | FailOn::Error);
@@ -416,6 +479,8 @@ fn exit_code(fail_on: FailOn, outcomes: Outcomes) -> u8 {
         exit_codes::HOSTS_FAILED
     } else if reports_failures && outcomes.not_stored > 0 {
         exit_codes::NOT_STORED
+    } else if reports_failures && outcomes.partial > 0 {
+        exit_codes::INCOMPLETE
     } else if reports_drift && outcomes.changed > 0 {
         exit_codes::DIFFERENCES
     } else {
@@ -534,6 +599,11 @@ fn record_for(
                     record.status = AuditStatus::Changed;
                 }
             }
+            // Drift against a snapshot that lost sections may be the loss itself: partial wins.
+            record.lost_sections = probe_collect::lost_sections(&live.snapshot);
+            if !record.lost_sections.is_empty() {
+                record.status = AuditStatus::Partial;
+            }
         }
     }
     record
@@ -650,33 +720,42 @@ fn generated_ssh_config(
 mod tests {
     use super::*;
 
-    /// `(fail-on, refused, failed, changed) -> exit status`: the more severe outcome wins.
+    /// `(fail-on, refused, failed, not stored, partial, changed) -> exit status`: the more
+    /// severe outcome wins.
     #[test]
     fn exit_status_by_severity() {
-        // (--fail-on, key refused, failed, not stored, changed, exit status)
+        // (--fail-on, key refused, failed, not stored, partial, changed, exit status)
         let table = [
-            (FailOn::Drift, 0, 0, 0, 0, 0),
-            (FailOn::Drift, 0, 0, 0, 1, 1),
-            (FailOn::Drift, 0, 10, 0, 1, 3),
-            (FailOn::Drift, 1, 10, 0, 1, 4),
-            (FailOn::Drift, 1, 1, 0, 0, 4),
-            (FailOn::Drift, 0, 1, 0, 0, 3),
-            (FailOn::Drift, 0, 0, 2, 1, 5),
-            (FailOn::Drift, 0, 1, 2, 1, 3),
-            (FailOn::Drift, 1, 1, 2, 1, 4),
-            (FailOn::Error, 0, 0, 0, 5, 0),
-            (FailOn::Error, 0, 0, 1, 5, 5),
-            (FailOn::Error, 0, 2, 0, 5, 3),
-            (FailOn::Error, 1, 2, 0, 5, 4),
-            (FailOn::Error, 1, 1, 0, 0, 4),
-            (FailOn::Never, 1, 10, 1, 1, 0),
-            (FailOn::Never, 0, 0, 1, 1, 0),
+            (FailOn::Drift, 0, 0, 0, 0, 0, 0),
+            (FailOn::Drift, 0, 0, 0, 0, 1, 1),
+            (FailOn::Drift, 0, 10, 0, 0, 1, 3),
+            (FailOn::Drift, 1, 10, 0, 0, 1, 4),
+            (FailOn::Drift, 1, 1, 0, 0, 0, 4),
+            (FailOn::Drift, 0, 1, 0, 0, 0, 3),
+            (FailOn::Drift, 0, 0, 2, 0, 1, 5),
+            (FailOn::Drift, 0, 1, 2, 0, 1, 3),
+            (FailOn::Drift, 1, 1, 2, 0, 1, 4),
+            (FailOn::Drift, 0, 0, 0, 1, 0, 6),
+            (FailOn::Drift, 0, 0, 0, 1, 3, 6),
+            (FailOn::Drift, 0, 0, 1, 1, 3, 5),
+            (FailOn::Drift, 0, 1, 0, 1, 3, 3),
+            (FailOn::Drift, 1, 1, 0, 1, 3, 4),
+            (FailOn::Error, 0, 0, 0, 0, 5, 0),
+            (FailOn::Error, 0, 0, 1, 0, 5, 5),
+            (FailOn::Error, 0, 0, 0, 2, 5, 6),
+            (FailOn::Error, 0, 2, 0, 2, 5, 3),
+            (FailOn::Error, 1, 2, 0, 0, 5, 4),
+            (FailOn::Error, 1, 1, 0, 0, 0, 4),
+            (FailOn::Never, 1, 10, 1, 1, 1, 0),
+            (FailOn::Never, 0, 0, 1, 1, 1, 0),
+            (FailOn::Never, 0, 0, 0, 1, 0, 0),
         ];
-        for (fail_on, key_refused, failed, not_stored, changed, expected) in table {
+        for (fail_on, key_refused, failed, not_stored, partial, changed, expected) in table {
             let outcomes = Outcomes {
                 key_refused,
                 failed,
                 not_stored,
+                partial,
                 changed,
             };
             assert_eq!(

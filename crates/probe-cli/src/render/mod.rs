@@ -983,27 +983,26 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
         doc.line(Tone::Dim, "no launches or installs found");
         return doc;
     }
+    if let Some(offset) = timeline.host_clock_offset_s {
+        doc.line(
+            Tone::Warn,
+            format!(
+                "times are the host's: its clock was {} {} this machine's at collection; \
+                 \"here\" is the same time on this machine's clock, right if the clock was as \
+                 far off when the event was written",
+                crate::report::duration(offset.abs()),
+                if offset > 0 { "ahead of" } else { "behind" }
+            ),
+        );
+    }
     let rows = timeline
         .events
         .iter()
         .map(|event| {
-            let when = event
-                .time
-                .at
-                .map(format_time)
-                .or_else(|| {
-                    event
-                        .time
-                        .not_after
-                        .map(|t| format!("<= {}", format_time(t)))
-                })
-                .or_else(|| {
-                    event
-                        .time
-                        .not_before
-                        .map(|t| format!(">= {}", format_time(t)))
-                })
-                .unwrap_or_else(|| "?".into());
+            let mut when = bounds_text(&event.time);
+            if let Some(here) = &event.corrected_time {
+                when.push_str(&format!(" (here {})", bounds_text(here)));
+            }
             let mark = if event.running {
                 "running"
             } else if event.previous {
@@ -1044,6 +1043,15 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
         rows,
     );
     doc
+}
+
+/// An event's time: exact, else its bounds, else `?`.
+fn bounds_text(time: &probe_model::TimeBounds) -> String {
+    time.at
+        .map(format_time)
+        .or_else(|| time.not_after.map(|t| format!("<= {}", format_time(t))))
+        .or_else(|| time.not_before.map(|t| format!(">= {}", format_time(t))))
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Launches read from a text (`probe launch`).
@@ -1119,6 +1127,7 @@ fn status_label(status: AuditStatus) -> &'static str {
     match status {
         AuditStatus::Ok => "ok",
         AuditStatus::Changed => "changed",
+        AuditStatus::Partial => "partial",
         AuditStatus::Unreachable => "unreachable",
         AuditStatus::AuthFailed => "auth failed",
         AuditStatus::HostKeyRefused => "host key refused",
@@ -1136,7 +1145,7 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
         .map(|record| {
             let tone = match record.status {
                 AuditStatus::Ok => Tone::Good,
-                AuditStatus::Changed => Tone::Warn,
+                AuditStatus::Changed | AuditStatus::Partial => Tone::Warn,
                 _ => Tone::Bad,
             };
             let engines = record
@@ -1150,6 +1159,7 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
                 .join(", ");
             let detail = match (&record.error, record.status) {
                 (Some(error), _) => error.clone(),
+                (None, AuditStatus::Partial) => lost_sections_line(record),
                 (None, AuditStatus::Changed) => format!(
                     "{} change{}: {}",
                     record.changes,
@@ -1182,21 +1192,46 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
     doc.line(
         if summary.failed > 0 {
             Tone::Bad
-        } else if summary.changed > 0 {
+        } else if summary.changed > 0 || summary.partial > 0 {
             Tone::Warn
         } else {
             Tone::Good
         },
         format!(
-            "{} hosts: {} ok, {} changed, {} failed in {:.1}s",
+            "{} hosts: {} ok, {} changed, {}{} failed in {:.1}s",
             summary.hosts,
             summary.ok,
             summary.changed,
+            if summary.partial > 0 {
+                format!("{} partial, ", summary.partial)
+            } else {
+                String::new()
+            },
             summary.failed,
             summary.duration_ms as f64 / 1000.0
         ),
     );
     doc
+}
+
+/// A partial host's detail: the sections lost, then its drift when it has any.
+fn lost_sections_line(record: &AuditRecord) -> String {
+    let lost = &record.lost_sections;
+    let mut line = format!(
+        "{} section{} lost to the connection ({})",
+        lost.len(),
+        if lost.len() == 1 { "" } else { "s" },
+        lost.join(", ")
+    );
+    if record.changes > 0 {
+        line.push_str(&format!(
+            "; {} change{} (perhaps the loss): {}",
+            record.changes,
+            if record.changes == 1 { "" } else { "s" },
+            record.top_changes.join("; ")
+        ));
+    }
+    line
 }
 
 /// `probe snapshots list`.

@@ -605,3 +605,48 @@ fn host_report_runs_markdown() {
         markdown::render(&host_report_doc(&host_report_with_runs()))
     );
 }
+
+/// A timeline of a host whose clock was three years ahead: the host's times as recorded, the
+/// same time on this machine's clock beside each, and one line that says which is which.
+#[test]
+fn timeline_of_a_host_clock_far_off_says_both_times() {
+    let offset = 3 * 365 * 86_400;
+    let at = 1_796_000_000;
+    let timeline = probe_model::Timeline {
+        host: "gpu7".into(),
+        events: vec![probe_model::TimelineEvent {
+            kind: probe_model::TimelineEventKind::Launch,
+            time: TimeBounds {
+                at: Some(at),
+                ..TimeBounds::default()
+            },
+            corrected_time: Some(TimeBounds {
+                at: Some(at - offset),
+                ..TimeBounds::default()
+            }),
+            summary: "sglang --tp 4".into(),
+            ..probe_model::TimelineEvent::default()
+        }],
+        host_clock_offset_s: Some(offset),
+        ..probe_model::Timeline::default()
+    };
+    let text = human::render(&timeline_doc(&timeline), Styles::new(false));
+    assert!(
+        text.contains("times are the host's: its clock was 3 y 0 d ahead of this machine's"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{} (here {})",
+            format_time(at),
+            format_time(at - offset)
+        )),
+        "{text}"
+    );
+    let behind = probe_model::Timeline {
+        host_clock_offset_s: Some(-600),
+        ..timeline
+    };
+    let text = human::render(&timeline_doc(&behind), Styles::new(false));
+    assert!(text.contains("10 min behind this machine's"), "{text}");
+}

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use probe_model::{AuditRecord, AuditStatus, FleetView};
 use probe_store::SnapshotStore;
 use probe_testkit::sim::{
-    Behaviour, Recording, Shares, SimFleet, SimOptions, default_recording_path, fingerprint,
+    Behaviour, DROPPED_SECTION, Recording, Shares, SimFleet, SimOptions, default_recording_path,
+    fingerprint,
 };
 
-use crate::util;
+use crate::util::{self, text};
 
 const HOSTS: usize = 500;
 /// What one more snapshot of an unchanged host may cost the store (docs/STORE.md, "Sizes").
@@ -42,6 +43,7 @@ fn expected(b: Behaviour, second: bool) -> AuditStatus {
         Behaviour::Refuse => AuditStatus::Unreachable,
         Behaviour::Timeout | Behaviour::Stall => AuditStatus::TimedOut,
         Behaviour::ChangedKey => AuditStatus::HostKeyRefused,
+        Behaviour::DropChannel => AuditStatus::Partial,
     }
 }
 
@@ -127,6 +129,7 @@ fn five_hundred_simulated_hosts_audited_twice() {
             stall: 0.02,
             changed_key: 0.02,
             drift: 0.04,
+            drop_channel: 0.02,
         },
         seed: 22,
         subnet: 78,
@@ -255,4 +258,133 @@ fn views_have_the_outliers_of_whole_snapshots(
     let mut found = odd.clone();
     found.sort_unstable();
     assert_eq!(found, expected, "{:#?}", from_views.outliers);
+}
+
+/// The sections of the round-1 group that runs `section`.
+fn group_of(section: &str) -> Vec<String> {
+    probe_collect::script::groups(1)
+        .into_iter()
+        .find(|g| g.probes.iter().any(|p| p.name == section))
+        .map(|g| g.probes.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A host whose server closes one group's channel without an exit status (a session's sshd
+/// killed mid-command) loses that group's sections and nothing else: the audit gives it the
+/// status `partial` with the sections named, stores its snapshot, and exits 6 (`INCOMPLETE`)
+/// under `--fail-on drift` and `error` (0 under `never`); the table says so, and `audit report`
+/// reads the status back from the store.
+#[test]
+fn a_host_that_loses_sections_is_partial() {
+    probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+    let options = SimOptions {
+        hosts: 4,
+        latency: Duration::from_millis(5),
+        jitter: Duration::ZERO,
+        shares: Shares {
+            drop_channel: 0.25,
+            ..Shares::default()
+        },
+        seed: 5,
+        subnet: 80,
+    };
+    let sim = SimFleet::start(recording(), &options);
+    let inventory = sim.dir().join("fleet.toml");
+    std::fs::write(&inventory, sim.inventory_toml(4)).unwrap();
+    let db = sim.dir().join("snapshots.db");
+    let dropped = sim
+        .hosts
+        .iter()
+        .find(|h| h.behaviour == Behaviour::DropChannel)
+        .unwrap();
+    let probe = || util::probe_on(sim.dir(), &sim.ssh_config(), &db);
+    let inventory = inventory.to_str().unwrap();
+
+    let out = probe().run(&[
+        "--deadline",
+        "30",
+        "audit",
+        "--inventory",
+        inventory,
+        "--jsonl",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(probe_model::exit_codes::INCOMPLETE)),
+        "{stderr}"
+    );
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let records: BTreeMap<String, AuditRecord> = lines
+        .iter()
+        .filter(|line| line["type"] == "host")
+        .map(|line| {
+            let record: AuditRecord = serde_json::from_value(line.clone()).unwrap();
+            (record.host.clone(), record)
+        })
+        .collect();
+    assert_eq!(records.len(), 4, "{stderr}");
+    for (name, record) in &records {
+        if *name == dropped.name {
+            assert_eq!(record.status, AuditStatus::Partial, "{record:?}");
+            assert!(record.snapshot_id.is_some(), "stored: {record:?}");
+            assert_eq!(record.error, None, "{record:?}");
+            let group = group_of(DROPPED_SECTION);
+            assert!(group.len() >= 2, "{group:?}");
+            for section in &group {
+                assert!(
+                    record.lost_sections.contains(section),
+                    "{section} not lost: {record:?}"
+                );
+            }
+            assert!(
+                !record.lost_sections.iter().any(|s| s == "host"),
+                "{record:?}"
+            );
+        } else {
+            assert_eq!(record.status, AuditStatus::Ok, "{record:?}");
+            assert!(record.lost_sections.is_empty(), "{record:?}");
+        }
+    }
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_eq!(summary["partial"], 1, "{summary}");
+    assert_eq!(summary["ok"], 3, "{summary}");
+    assert_eq!(summary["exit_code"], 6, "{summary}");
+
+    // The table, under --fail-on error: the partial host and what it lost; never: exit 0.
+    let out = probe().run(&["audit", "--inventory", inventory, "--fail-on", "error"]);
+    let table = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    let row = table
+        .lines()
+        .find(|line| line.contains(&dropped.name))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("partial"), "{row}");
+    assert!(row.contains("lost to the connection"), "{row}");
+    assert!(row.contains(DROPPED_SECTION), "{row}");
+    assert!(table.contains("1 partial"), "{table}");
+    let out = probe().run(&["audit", "--inventory", inventory, "--fail-on", "never"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    // The store kept the status: the fleet report reads it back.
+    let out = probe().run(&["audit", "report", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host = report["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == dropped.name.as_str())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(host["status"], "partial", "{host}");
+    assert!(
+        host["lost_sections"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s == DROPPED_SECTION)),
+        "{host}"
+    );
 }

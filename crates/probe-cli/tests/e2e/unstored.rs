@@ -278,3 +278,124 @@ fn a_postgres_store_that_stalls_loses_no_report() {
     let spooled: Vec<_> = std::fs::read_dir(&spool).unwrap().collect();
     assert_eq!(spooled.len(), 1, "{spooled:?}");
 }
+
+/// An audit of a dozen hosts whose shared store stalls on its first write: every wait for the
+/// store is bounded by what is left of the audit's deadline ((⌈hosts ÷ jobs⌉ + 1) × `--deadline`,
+/// here 4 × 6 s), not only by the per-operation bound, so the audit ends near its deadline
+/// instead of one bound per host for the snapshot and another for its record (about 12 × 2 × 6
+/// s). One line says the deadline passed; every host is reported, and every snapshot the store
+/// did not take is in the spool. The hosts are simulated (`probe_testkit::sim`) so that the
+/// collections are fast and the store's waits are what the run is made of.
+#[test]
+fn an_audit_stops_waiting_for_a_stalled_store_at_its_deadline() {
+    use probe_testkit::postgres::{Postgres, SUPERUSER, require_postgres};
+    use probe_testkit::sim::{Recording, SimFleet, SimOptions, default_recording_path};
+    use probe_testkit::stall::{Stall, StallingProxy};
+    require_postgres().unwrap_or_else(|e| panic!("{e}"));
+    probe_testkit::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+    const HOSTS: usize = 12;
+    const JOBS: usize = 4;
+    const DEADLINE_S: u64 = 6;
+    let pg = Postgres::start();
+    let name = "audit_deadline";
+    let direct = pg.create_database(name);
+    let recording = Recording::load(&default_recording_path()).unwrap_or_else(|e| panic!("{e}"));
+    let sim = SimFleet::start(
+        recording,
+        &SimOptions {
+            hosts: HOSTS,
+            latency: std::time::Duration::from_millis(5),
+            jitter: std::time::Duration::ZERO,
+            seed: 3,
+            subnet: 81,
+            ..SimOptions::default()
+        },
+    );
+    let inventory = sim.dir().join("fleet.toml");
+    std::fs::write(&inventory, sim.inventory_toml(HOSTS)).unwrap();
+    let spool = sim.dir().join("spool");
+    let prober = |store: &str| {
+        util::probe_on(sim.dir(), &sim.ssh_config(), store)
+            .env("PGPASSWORD", pg.password.clone())
+            .env("PROBE_SPOOL", spool.to_str().unwrap())
+            .wrapped(&["timeout", "300"])
+    };
+    // The schema, made through the direct path.
+    let out = pg
+        .client_env()
+        .into_iter()
+        .fold(util::probe(sim.dir()), |p, (k, v)| p.env(&k, v))
+        .store(&direct)
+        .run(&["snapshots", "list", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let proxy = StallingProxy::start(
+        (pg.addr, pg.port).into(),
+        Stall::OnClientBytes(b"INSERT".to_vec()),
+    );
+    let store = format!(
+        "postgres://{SUPERUSER}@127.0.0.1:{}/{name}?sslmode=disable",
+        proxy.port
+    );
+    let started = std::time::Instant::now();
+    let out = prober(&store).run(&[
+        "--deadline",
+        &DEADLINE_S.to_string(),
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "-j",
+        &JOBS.to_string(),
+        "--jsonl",
+    ]);
+    let took = started.elapsed();
+    let stderr = text(&out.stderr);
+    assert!(proxy.is_stalled(), "no write reached the proxy: {stderr}");
+    let audit_deadline = DEADLINE_S * (HOSTS.div_ceil(JOBS) as u64 + 1);
+    eprintln!("audit with a stalled store: {took:?} (its deadline {audit_deadline}s)");
+    // Its deadline, the one wait in flight when it passed (its own bound at most), and the
+    // start and the end of the process.
+    assert!(
+        took.as_secs() < audit_deadline + DEADLINE_S + 10,
+        "took {took:?}, deadline {audit_deadline}s: {stderr}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(probe_model::exit_codes::NOT_STORED)),
+        "{stderr}"
+    );
+    let passed: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("the audit's deadline passed"))
+        .collect();
+    assert_eq!(passed.len(), 1, "{stderr}");
+    assert!(
+        passed[0].contains(&format!("({audit_deadline}s: --deadline {DEADLINE_S}s")),
+        "{}",
+        passed[0]
+    );
+    assert!(passed[0].contains("no longer waited for"), "{}", passed[0]);
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let hosts: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "host").collect();
+    assert_eq!(hosts.len(), HOSTS, "{stderr}");
+    for host in &hosts {
+        assert!(
+            matches!(host["status"].as_str(), Some("ok" | "changed")),
+            "{host}"
+        );
+        let error = host["error"].as_str().unwrap_or_default();
+        assert!(error.contains("not stored"), "{host}");
+    }
+    // Some snapshots waited out their own bound, the later ones the audit's deadline.
+    assert!(
+        hosts.iter().any(|h| h["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the run's overall deadline passed"))),
+        "{stderr}"
+    );
+    let spooled = std::fs::read_dir(&spool).unwrap().count();
+    assert_eq!(spooled, HOSTS, "{stderr}");
+}

@@ -940,6 +940,14 @@ fn set_file_status(src: &mut LogSource, h: &FileHeader, denied_message: Option<&
         (_, Some(message)) => Some(message.into()),
         (SectionStatus::PermissionDenied, None) => denied_message.map(String::from),
         (SectionStatus::Failed, None) => Some(h.status.describe()),
+        // A name that came with bytes that are not UTF-8 (a Latin-1 name under an ISO-8859-1
+        // locale) reached round 2 with U+FFFD in their place, so the file asked for is not the
+        // file named: said, rather than an unexplained "not present".
+        (SectionStatus::NotPresent, None) if h.path.contains('\u{fffd}') => Some(
+            "its name is not UTF-8 (shown with \u{fffd}) and was not carried exactly to the \
+             read: not read"
+                .into(),
+        ),
         _ => None,
     };
 }
@@ -1235,6 +1243,29 @@ fn container_source(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A missing log file whose name came with U+FFFD (a name that is not UTF-8) says why;
+    /// a plain missing file stays a plain `not_present`. `(path, message)`.
+    #[test]
+    fn a_missing_log_whose_name_was_not_utf8_says_so() {
+        const B: &str = "00112233445566778899aabbccddeeff";
+        let cases = [("/root/caf\u{fffd}.log", true), ("/root/cafe.log", false)];
+        for (path, said) in cases {
+            let body = format!("{B} F missing log 0 0 {path}\n");
+            let sources = parse_files(body.as_bytes(), B, None, 0);
+            assert_eq!(sources.len(), 1, "{path}");
+            assert_eq!(sources[0].status, SectionStatus::NotPresent, "{path}");
+            assert_eq!(
+                sources[0]
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("not UTF-8")),
+                said,
+                "{path}: {:?}",
+                sources[0].message
+            );
+        }
+    }
 
     /// `record_metrics` reads a metric's number right after its label's last `": "`.
     #[test]

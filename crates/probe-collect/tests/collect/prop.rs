@@ -98,6 +98,38 @@ proptest! {
         prop_assert!(frame::records(&b, B).iter().all(|r| r.kind == '-'));
     }
 
+    /// A file record whose name holds any bytes but the framing's own (NUL, newline), UTF-8
+    /// or not, is one record of an untampered section, and the sections around it are whole.
+    #[test]
+    fn any_file_name_is_a_file_record(
+        name in prop::collection::vec(any::<u8>().prop_filter("not a line end", |c| *c != b'\n' && *c != 0), 1..40),
+        content in prop::collection::vec(any::<u8>().prop_filter("no line end", |c| *c != b'\n'), 0..40),
+    ) {
+        let mut path = b"/etc/systemd/system/".to_vec();
+        path.extend_from_slice(&name);
+        path.extend_from_slice(b".service");
+        prop_assume!(frame::find(&path, B.as_bytes()).is_none() && frame::find(&content, B.as_bytes()).is_none());
+        let mut body = format!("{B} F ok unit 1700000000 {} ", content.len()).into_bytes();
+        body.extend_from_slice(&path);
+        body.push(b'\n');
+        body.extend_from_slice(&content);
+        let mut out = format!("\n{B} BEGIN a\nfirst\n{B} ERR a\n\n{B} rc 0\n\n{B} END a 1 2\n\n{B} BEGIN units\n").into_bytes();
+        out.extend_from_slice(&body);
+        out.extend_from_slice(format!("\n{B} ERR units\n\n{B} rc 0\n\n{B} END units 1 2\n\n{B} BEGIN c\nlast\n{B} ERR c\n\n{B} rc 0\n\n{B} END c 1 2\n\n{B} DONE\n").as_bytes());
+        let f = frame::parse(&out, B);
+        prop_assert_eq!(f.sections.len(), 3);
+        prop_assert!(f.sections.iter().all(|s| s.tampered.is_none()), "{:?}", f.sections);
+        let units = &f.sections[1];
+        let records = frame::records(&units.body, B);
+        prop_assert_eq!(records.len(), 1);
+        prop_assert_eq!(records[0].kind, 'F');
+        prop_assert_eq!(records[0].data, &content[..]);
+        let header = frame::file_header(&records[0].header);
+        prop_assert!(header.path.starts_with("/etc/systemd/system/"), "{}", header.path);
+        prop_assert_eq!(header.status, frame::FileStatus::Ok);
+        prop_assert_eq!(&f.sections[2].body, b"last");
+    }
+
     #[test]
     fn parsers_are_total(data in bytes()) {
         let mut ctx = parse::Ctx { boundary: B.into(), clk_tck: Some(100), boot_time: Some(1), ..Default::default() };

@@ -417,3 +417,63 @@ fn resolved_log_arguments_do_not_make_a_launch_different() {
     assert_eq!(previous, [0]);
     assert_eq!(positions(&timeline.events, |event| event.running), [2]);
 }
+
+/// A host clock off this machine's by more than five minutes: the events keep the host's times
+/// and their order (the evidence), and each carries its time on the collecting machine's clock;
+/// within five minutes nothing is corrected. `(host clock - collected_at, offset said)`.
+#[test]
+fn a_host_clock_far_off_gives_each_event_its_corrected_time() {
+    let collected_at = 1_700_100_000;
+    let three_years = 3 * 365 * 86_400;
+    let cases: [(i64, Option<i64>); 6] = [
+        (0, None),
+        (300, None),
+        (-300, None),
+        (301, Some(301)),
+        (three_years, Some(three_years)),
+        (-collected_at, Some(-collected_at)),
+    ];
+    let plain = timeline_with(&snapshot(), &launches());
+    assert_eq!(plain.host_clock_offset_s, None);
+    for (skew, offset) in cases {
+        let snapshot = Snapshot {
+            collected_at,
+            remote_clock: Some(collected_at + skew),
+            ..snapshot()
+        };
+        let timeline = timeline_with(&snapshot, &launches());
+        assert_eq!(timeline.host_clock_offset_s, offset, "skew {skew}");
+        // The host's times, in the host's order, whatever its clock.
+        let times: Vec<&TimeBounds> = timeline.events.iter().map(|e| &e.time).collect();
+        let plain_times: Vec<&TimeBounds> = plain.events.iter().map(|e| &e.time).collect();
+        assert_eq!(times, plain_times, "skew {skew}");
+        for event in &timeline.events {
+            match offset {
+                None => assert_eq!(event.corrected_time, None, "skew {skew}"),
+                Some(offset) => {
+                    let shift = |t: Option<i64>| t.map(|t| t - offset);
+                    let want = TimeBounds {
+                        at: shift(event.time.at),
+                        not_before: shift(event.time.not_before),
+                        not_after: shift(event.time.not_after),
+                    };
+                    let want = (want != TimeBounds::default()).then_some(want);
+                    assert_eq!(event.corrected_time, want, "skew {skew}: {}", event.summary);
+                }
+            }
+        }
+    }
+    // The process start, exact on the host's clock, three years back on this machine's.
+    let snapshot = Snapshot {
+        collected_at,
+        remote_clock: Some(collected_at + three_years),
+        ..snapshot()
+    };
+    let timeline = timeline_with(&snapshot, &launches());
+    let running = timeline.events.iter().find(|e| e.running).unwrap();
+    assert!(running.time.at.is_some(), "{running:?}");
+    assert_eq!(
+        running.corrected_time.as_ref().and_then(|t| t.at),
+        running.time.at.map(|at| at - three_years)
+    );
+}

@@ -21,16 +21,24 @@ pub enum Behaviour {
     /// Answers with the recording on even runs and with the recording's drift applied on odd
     /// runs ([`super::SimFleet::next_run`]).
     Drift,
+    /// Answers every channel but one: the channel whose script runs the `gpu_query` section is
+    /// closed without an exit status once its script arrived, as when the session's sshd is
+    /// killed mid-command (the OOM killer). That group's sections are lost; the rest arrive.
+    DropChannel,
 }
 
+/// The section whose channel a [`Behaviour::DropChannel`] host closes.
+pub const DROPPED_SECTION: &str = "gpu_query";
+
 impl Behaviour {
-    pub const ALL: [Behaviour; 6] = [
+    pub const ALL: [Behaviour; 7] = [
         Behaviour::Normal,
         Behaviour::Refuse,
         Behaviour::Timeout,
         Behaviour::Stall,
         Behaviour::ChangedKey,
         Behaviour::Drift,
+        Behaviour::DropChannel,
     ];
 }
 
@@ -42,6 +50,7 @@ pub struct Shares {
     pub stall: f64,
     pub changed_key: f64,
     pub drift: f64,
+    pub drop_channel: f64,
 }
 
 /// A 64-bit value derived from `seed`, a purpose and an index.
@@ -69,6 +78,7 @@ pub fn assign(hosts: usize, shares: &Shares, seed: u64) -> Vec<Behaviour> {
         (Behaviour::Stall, shares.stall),
         (Behaviour::ChangedKey, shares.changed_key),
         (Behaviour::Drift, shares.drift),
+        (Behaviour::DropChannel, shares.drop_channel),
     ] {
         for i in taken.by_ref().take(count(share)) {
             out[i] = b;
@@ -89,6 +99,7 @@ mod tests {
             stall: 0.01,
             changed_key: 0.03,
             drift: 0.10,
+            drop_channel: 0.02,
         };
         let a = assign(500, &shares, 7);
         assert_eq!(a, assign(500, &shares, 7));
@@ -100,7 +111,8 @@ mod tests {
             (Behaviour::Stall, 5),
             (Behaviour::ChangedKey, 15),
             (Behaviour::Drift, 50),
-            (Behaviour::Normal, 410),
+            (Behaviour::DropChannel, 10),
+            (Behaviour::Normal, 400),
         ];
         for (b, count) in expected {
             assert_eq!(n(b), count, "{b:?}");

@@ -19,8 +19,9 @@
 //!   jitter, then sends its answer; the remote side waits instead of computing, so the
 //!   simulator's CPU per session is the SSH handshake, the cipher and a copy of the answer.
 //! - **Misbehaving hosts** ([`Behaviour`]): an exact share refuses connections, never speaks
-//!   SSH (time out), stalls every command, serves a changed host key, or drifts between runs
-//!   ([`SimFleet::next_run`]).
+//!   SSH (time out), stalls every command, serves a changed host key, drifts between runs
+//!   ([`SimFleet::next_run`]), or closes one group's channel without an exit status (its
+//!   sections lost, the audit's `partial`).
 //!
 //! What it does not model: no shell and no filesystem (a script is never run: its `sec` calls
 //! only select recorded sections, so round-2 answers are the recorded host's whatever the
@@ -41,7 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-pub use behaviour::{Behaviour, Shares, assign};
+pub use behaviour::{Behaviour, DROPPED_SECTION, Shares, assign};
 pub use recording::{Exchange, RecordMeta, Recording, fingerprint};
 use russh::keys::PrivateKey;
 use russh::keys::ssh_key::private::Ed25519Keypair;

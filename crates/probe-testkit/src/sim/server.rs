@@ -12,7 +12,7 @@ use russh::{Channel, ChannelId, ChannelMsg};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::behaviour::Behaviour;
+use super::behaviour::{Behaviour, DROPPED_SECTION};
 use super::recording::Recording;
 use super::replay::{self, Identity};
 
@@ -192,6 +192,15 @@ async fn exec_channel(mut ch: Channel<Msg>, host: Arc<HostCtx>, shared: Arc<Shar
     c.execs.fetch_add(1, Ordering::Relaxed);
     if host.behaviour == Behaviour::Stall {
         while ch.wait().await.is_some() {}
+        return;
+    }
+    let dropped = format!("\nsec {DROPPED_SECTION} ");
+    if host.behaviour == Behaviour::DropChannel
+        && script
+            .windows(dropped.len())
+            .any(|w| w == dropped.as_bytes())
+    {
+        let _ = ch.close().await;
         return;
     }
     let drifted = host.behaviour == Behaviour::Drift && shared.run.load(Ordering::Relaxed) % 2 == 1;

@@ -351,11 +351,14 @@ fn fleet_page(report: &FleetReport, with_outliers: bool) -> String {
 
 /// A host's drift column: its failure, or its changes.
 fn drift_text(host: &FleetHost) -> String {
-    match (&host.error, host.changes) {
-        (Some(error), _) => error.clone(),
-        (None, 0) => String::new(),
-        (None, n) => format!("{n} change(s): {}", host.top_changes.join("; ")),
-    }
+    let lost = (!host.lost_sections.is_empty())
+        .then(|| format!("lost to the connection: {}", host.lost_sections.join(", ")));
+    let drift = match (&host.error, host.changes) {
+        (Some(error), _) => Some(error.clone()),
+        (None, 0) => None,
+        (None, n) => Some(format!("{n} change(s): {}", host.top_changes.join("; "))),
+    };
+    lost.into_iter().chain(drift).collect::<Vec<_>>().join("; ")
 }
 
 fn group_heading(group: &GroupOutliers) -> String {
@@ -391,6 +394,7 @@ fn fleet_host(
         changes: audit.map_or(0, |a| a.record.changes),
         top_changes: audit.map_or_else(Vec::new, |a| a.record.top_changes.clone()),
         error: audit.and_then(|a| a.record.error.clone()),
+        lost_sections: audit.map_or_else(Vec::new, |a| a.record.lost_sections.clone()),
         groups: member.groups.clone(),
     })
 }
@@ -434,7 +438,7 @@ fn report_doc(report: &FleetReport, with_outliers: bool) -> Doc {
         .map(|host| {
             let tone = match host.status {
                 FleetStatus::Ok => Tone::Good,
-                FleetStatus::Changed => Tone::Warn,
+                FleetStatus::Changed | FleetStatus::Partial => Tone::Warn,
                 _ => Tone::Bad,
             };
             let drift = drift_text(host);
