@@ -420,6 +420,7 @@ pub(crate) fn from_shell_command(
     }
     // The conditions the text runs it under (`when $1 = -d`, `in a loop`).
     l.warnings.extend(c.when.iter().cloned());
+    l.warnings.extend(c.undecided.iter().cloned());
     if !c.tee.is_empty() {
         l.wrappers.push("tee".into());
     }

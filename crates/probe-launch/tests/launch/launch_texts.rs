@@ -503,24 +503,18 @@ fn control_flow_decides_the_command() {
         warning: unless $1 = fast|-f
     "#,
     );
-    // `&&` / `||` after a test.
+    // `&&` / `||` after a test: a value the text does not decide is unknown, with its reason.
     check!(
         Auto,
         "PORT=8000\n[ -n \"$ALT\" ] && PORT=9000\nvllm serve m --port $PORT\n",
         @r#"
-        launches: 2
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
-        option port = 8000 (--port 8000)
-        fields: {"engine":"vllm","model":"m","port":8000}
-        ---
-        engine: vllm
-        entry: vllm serve
-        model: m
-        option port = 9000 (--port 9000)
-        fields: {"engine":"vllm","model":"m","port":9000}
-        warning: when -n $ALT
+        option port = "$PORT" (--port $PORT)
+        fields: {"engine":"vllm","model":"m","port":"$PORT"}
+        warning: $PORT is unknown: the text does not decide between 8000 otherwise; 9000 when -n $ALT
     "#,
     );
 }
