@@ -23,6 +23,7 @@
 
 pub mod catalog;
 pub mod common;
+mod config_files;
 mod configuration;
 pub mod embedded;
 pub mod speculative;
@@ -65,6 +66,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::catalog::catalog;
+pub use config_files::{apply_config_file, config_files};
 pub use configuration::{
     ConfigDifference, ConfigField, OWN_MTP_HEADS, configuration_differences,
     covered_by_speculative, default_of, launch_details, lists_resolved_values, option_at_default,
@@ -98,6 +100,12 @@ fn detect_kind(text: &str) -> TextKind {
     // Texts whose own format says what runs (before a unit: a quadlet has `[Service]` too).
     if quadlet::is_quadlet(text) {
         return TextKind::Quadlet;
+    }
+    // A JSON object (Triton's vLLM `model.json`, a serving config): read as YAML.
+    if text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Map<String, Value>>(text.trim()).is_ok()
+    {
+        return TextKind::Kubernetes;
     }
     if supervisor::is_supervisor(text) {
         return TextKind::Supervisor;
@@ -506,7 +514,11 @@ fn unit_text(
     unit_name: Option<&str>,
     budget: &Rc<Budget>,
 ) -> Vec<LaunchConfig> {
-    let u = systemd::parse_unit(text);
+    let mut u = systemd::parse_unit(text);
+    let ollama_only = u.exec_start.is_empty() && ollama_environment(&u.environment);
+    if ollama_only {
+        u.exec_start.push("ollama serve".to_string());
+    }
     let unit = SystemdUnit {
         name: unit_name.unwrap_or_default().to_string(),
         exec_start: u.exec_start.clone(),
@@ -516,6 +528,17 @@ fn unit_text(
         ..SystemdUnit::default()
     };
     let mut out = from_unit_inner(&unit, hints, u.description.as_deref(), budget);
+    if ollama_only {
+        for l in &mut out {
+            l.entrypoint = None;
+            l.argv.clear();
+            l.warnings.push(
+                "no ExecStart= in this text (a drop-in): its OLLAMA_* variables configure \
+                 Ollama's server, whose command is in the unit it extends"
+                    .to_string(),
+            );
+        }
+    }
     if hints.env.is_empty() {
         for l in &mut out {
             for f in &u.environment_files {
@@ -526,6 +549,12 @@ fn unit_text(
         }
     }
     out
+}
+
+/// Whether a unit's environment configures Ollama's server (`OLLAMA_HOST`, `OLLAMA_MODELS`,
+/// `OLLAMA_NUM_PARALLEL`, ...): a drop-in of `ollama.service` that sets only these.
+fn ollama_environment(env: &BTreeMap<String, String>) -> bool {
+    env.keys().any(|k| k.starts_with("OLLAMA_"))
 }
 
 /// One launch from an argv (wrappers unwrapped), or `None` when it is no model server.
