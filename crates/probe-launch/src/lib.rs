@@ -23,6 +23,7 @@
 
 pub mod catalog;
 pub mod common;
+pub mod compose_env;
 mod config_files;
 mod configuration;
 pub mod embedded;
@@ -47,6 +48,7 @@ mod quadlet;
 mod rust_debug;
 mod serving;
 mod shell;
+mod skypilot;
 mod spec;
 mod supervisor;
 mod systemd;
@@ -208,6 +210,17 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
     } else {
         text
     };
+    // A SkyPilot task: its `run:` script, with the task's `envs:` exported.
+    if hints.kind == TextKind::Auto
+        && let Some(script) = skypilot::script(text)
+    {
+        let mut out = shell_readings(&script, hints, budget);
+        for l in &mut out {
+            l.warnings
+                .push("the run: script of a SkyPilot task, with its envs: exported".into());
+        }
+        return out;
+    }
     let kind = match hints.kind {
         TextKind::Auto => detect_kind(text),
         k => k,
@@ -244,7 +257,14 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
         TextKind::Compose | TextKind::Kubernetes => {
             let clean = strip_fences(text);
             let out = match yaml_lenient(&clean) {
-                Some(doc) => {
+                Some(mut doc) => {
+                    // A compose file read with the variables of its `.env` (given as the
+                    // hints' environment): Compose interpolates them into every value.
+                    let used = if kind == TextKind::Compose && !hints.env.is_empty() {
+                        compose_env::interpolate(&mut doc, &hints.env)
+                    } else {
+                        Vec::new()
+                    };
                     let mut out = Vec::new();
                     container::from_yaml(
                         argv::launch,
@@ -255,6 +275,14 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
                         &mut out,
                         0,
                     );
+                    if !used.is_empty() {
+                        for l in &mut out {
+                            l.warnings.push(format!(
+                                "compose interpolated {} from the variables given with it (.env)",
+                                used.join(", ")
+                            ));
+                        }
+                    }
                     out
                 }
                 None => shell_text(&clean, hints, budget),
