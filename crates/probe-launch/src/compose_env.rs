@@ -21,7 +21,11 @@ pub fn dotenv(text: &str) -> BTreeMap<String, String> {
             continue;
         };
         let k = k.trim();
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
             continue;
         }
         let v = v.trim();
@@ -121,8 +125,9 @@ pub(crate) fn interpolate_str(
             (op, Some(v)) if op.starts_with(":-") && v.is_empty() => {
                 op.get(2..).map(str::to_string)
             }
-            (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => Some(v.clone())
-                .filter(|v| !v.is_empty() || op.starts_with('?')),
+            (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => {
+                Some(v.clone()).filter(|v| !v.is_empty() || op.starts_with('?'))
+            }
             (op, Some(v)) if op.starts_with(":-") || op.starts_with('-') => Some(v.clone()),
             _ => None,
         };

@@ -12,25 +12,32 @@ use crate::yaml::yaml_to_json;
 /// The config files `launch` names, as absolute paths when its working directory is known
 /// (otherwise as written), in the order of the engine catalog's `config_options`.
 pub fn config_files(launch: &LaunchConfig) -> Vec<String> {
-    let cat = catalog(launch.engine, launch.engine_version.as_deref());
     let mut out = Vec::new();
-    for name in &cat.config_options {
-        let Some(path) = launch.options.get(name).and_then(|o| o.value.as_str()) else {
-            continue;
-        };
-        let path = match (&launch.working_directory, path.starts_with('/')) {
-            (Some(dir), false) if dir.starts_with('/') => {
-                format!(
-                    "{}/{}",
-                    dir.trim_end_matches('/'),
-                    path.trim_start_matches("./")
-                )
-            }
-            _ => path.to_string(),
-        };
+    for (_, path) in named(launch) {
         if !out.contains(&path) {
             out.push(path);
         }
+    }
+    out
+}
+
+/// Each config file option's value as written, and the path it names.
+fn named(launch: &LaunchConfig) -> Vec<(String, String)> {
+    let cat = catalog(launch.engine, launch.engine_version.as_deref());
+    let mut out = Vec::new();
+    for name in &cat.config_options {
+        let Some(written) = launch.options.get(name).and_then(|o| o.value.as_str()) else {
+            continue;
+        };
+        let path = match (&launch.working_directory, written.starts_with('/')) {
+            (Some(dir), false) if dir.starts_with('/') => format!(
+                "{}/{}",
+                dir.trim_end_matches('/'),
+                written.trim_start_matches("./")
+            ),
+            _ => written.to_string(),
+        };
+        out.push((written.to_string(), path));
     }
     out
 }
@@ -57,9 +64,13 @@ pub fn apply_config_file(launch: &mut LaunchConfig, path: &str, text: &str) -> b
         &mut launch.warnings,
         "",
     );
-    launch
-        .warnings
-        .retain(|w| !(w.starts_with("options in config file ") && w.contains(path)));
+    // The file is read now: its options are visible.
+    for (written, named_path) in named(launch) {
+        if named_path == path || written == path {
+            let said = format!("options in config file {written} are not visible here");
+            launch.warnings.retain(|w| *w != said);
+        }
+    }
     if launch.model.is_none() {
         launch.model = cat.model_options.iter().find_map(|m| {
             launch

@@ -337,15 +337,13 @@ pub(crate) fn merge_config(
                 // Given on the command line too: the command line wins, unless this engine
                 // applies its file over the flags.
                 Some(_) if !cat.config_file_wins => continue,
-                Some(given) => {
-                    if given.value != value {
-                        warnings.push(format!(
-                            "{} is overridden by {written}: the engine applies the file over its flags",
-                            given.written
-                        ));
-                    }
+                Some(given) if given.value != value => {
+                    warnings.push(format!(
+                        "{} is overridden by {written}: the engine applies the file over its flags",
+                        given.written
+                    ));
                 }
-                None => {}
+                _ => {}
             }
             options.insert(spec.name.clone(), LaunchOption { written, value });
         } else if v.is_object() {

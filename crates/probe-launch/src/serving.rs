@@ -273,7 +273,14 @@ fn words(v: Option<&Value>) -> Vec<String> {
 
 /// The model a chart's values name under a key of its own.
 fn chart_model(m: &Map<String, Value>) -> Option<String> {
-    for key in ["model", "modelName", "modelId", "model_name", "model_id", "modelPath"] {
+    for key in [
+        "model",
+        "modelName",
+        "modelId",
+        "model_name",
+        "model_id",
+        "modelPath",
+    ] {
         match m.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => return Some(s.trim().to_string()),
             Some(Value::Object(o)) => {
@@ -366,7 +373,9 @@ fn triton_vllm(
     // Every key an engine argument (snake_case, as `AsyncEngineArgs` names them).
     let all_known = m.keys().all(|k| {
         TRITON_OWN.contains(&k.as_str())
-            || (k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            || (k
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
                 && vllm.lookup_name_loose(k).is_some())
     });
     if !all_known || rest.is_empty() {

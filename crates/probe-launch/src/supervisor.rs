@@ -167,7 +167,10 @@ fn shlex_split(s: &str) -> Vec<String> {
                 while let Some(q) = chars.next() {
                     match q {
                         '"' => break,
-                        '\\' if chars.peek().is_some_and(|n| matches!(n, '\\' | '"' | '$' | '`')) => {
+                        '\\' if chars
+                            .peek()
+                            .is_some_and(|n| matches!(n, '\\' | '"' | '$' | '`')) =>
+                        {
                             if let Some(n) = chars.next() {
                                 cur.push(n);
                             }
@@ -235,12 +238,27 @@ mod tests {
             assert_eq!(uncommented(v), *want, "{v}");
         }
         assert_eq!(
-            expand("--port 80%(process_num)02d %(program_name)s %(ENV_M)s %(here)s 100%%", "x", 3, 4),
+            expand(
+                "--port 80%(process_num)02d %(program_name)s %(ENV_M)s %(here)s 100%%",
+                "x",
+                3,
+                4
+            ),
             "--port 8003 x %(ENV_M)s %(here)s 100%"
         );
         assert_eq!(
             shlex_split(r#"python -m x --m %(ENV_M)s --j '{"a": 1}' "a \"b\"" c\ d"#),
-            ["python", "-m", "x", "--m", "%(ENV_M)s", "--j", r#"{"a": 1}"#, r#"a "b""#, "c d"]
+            [
+                "python",
+                "-m",
+                "x",
+                "--m",
+                "%(ENV_M)s",
+                "--j",
+                r#"{"a": 1}"#,
+                r#"a "b""#,
+                "c d"
+            ]
         );
     }
 

@@ -174,10 +174,19 @@ fn is_conda_prefix(prefix: &str) -> bool {
     let segments: Vec<String> = prefix.split('/').map(str::to_ascii_lowercase).collect();
     segments.iter().any(|s| {
         let s = s.trim_start_matches('$').trim_matches(['{', '}']);
-        ["conda", "anaconda", "miniconda", "miniforge", "mambaforge", "micromamba"]
-            .iter()
-            .any(|d| s.strip_prefix(d).is_some_and(|r| r.chars().all(|c| c.is_ascii_digit())))
-            || s == "conda_prefix"
+        [
+            "conda",
+            "anaconda",
+            "miniconda",
+            "miniforge",
+            "mambaforge",
+            "micromamba",
+        ]
+        .iter()
+        .any(|d| {
+            s.strip_prefix(d)
+                .is_some_and(|r| r.chars().all(|c| c.is_ascii_digit()))
+        }) || s == "conda_prefix"
     }) || segments.iter().rev().nth(1).is_some_and(|s| s == "envs")
 }
 

@@ -490,8 +490,7 @@ fn expand_var(
     let split = !quoted && from_text && !placeholder && text.contains(char::is_whitespace);
     if split && state.budget.take(ITEM * text.split_whitespace().count()) {
         // `x$ARGS` with a value that starts with a blank: the value's words start anew.
-        if text.starts_with(char::is_whitespace)
-            && out.fields.last().is_some_and(|f| !f.is_empty())
+        if text.starts_with(char::is_whitespace) && out.fields.last().is_some_and(|f| !f.is_empty())
         {
             out.fields.push(String::new());
         }

@@ -968,8 +968,7 @@ impl Walk<'_> {
     /// (`else`, `*)`): a variable every arm that may run sets to the same value holds it
     /// whichever arm ran.
     fn settle(&mut self, f: Frame) {
-        if !f.catch_all || !f.undecided || f.live_arms == 0 || Branch::of(&self.frames).unstable
-        {
+        if !f.catch_all || !f.undecided || f.live_arms == 0 || Branch::of(&self.frames).unstable {
             return;
         }
         let mut names: Vec<&str> = f.arm_sets.iter().map(|(n, _, _)| n.as_str()).collect();
@@ -1218,8 +1217,12 @@ fn contradictory(when: &[String]) -> bool {
         }
     }
     let arm = |c: &str| {
-        c.split_once(" = ")
-            .map(|(s, p)| (s.to_string(), p.split('|').map(str::to_string).collect::<Vec<_>>()))
+        c.split_once(" = ").map(|(s, p)| {
+            (
+                s.to_string(),
+                p.split('|').map(str::to_string).collect::<Vec<_>>(),
+            )
+        })
     };
     for (i, a) in yes.iter().enumerate() {
         if no.contains(a) {
