@@ -584,7 +584,7 @@ impl Walk<'_> {
     /// The readings of a command that names variables holding several values: the values of
     /// each reading and its conditions (at most [`MAX_VARIANTS`]).
     fn forks(&self, words: &[&Word]) -> Vec<Fork> {
-        let mut names: Vec<&str> = Vec::new();
+        let mut names: Vec<(&str, Vec<Alt>)> = Vec::new();
         for w in words {
             let parts = w.parts.iter().chain(
                 w.array
@@ -594,21 +594,20 @@ impl Walk<'_> {
             for p in parts {
                 if let Part::Var { name, .. } = p
                     && let Some(Val::Either(alts)) = self.state.vars.get(name)
-                    && !undecided_value(alts)
-                    && !names.contains(&name.as_str())
+                    && !names.iter().any(|(n, _)| *n == name.as_str())
                 {
-                    names.push(name);
+                    let here = self.alts_here(alts);
+                    if !undecided_value(&here) {
+                        names.push((name, here));
+                    }
                 }
             }
         }
         let mut forks: Vec<Fork> = vec![(Vec::new(), Vec::new())];
-        for name in names {
-            let Some(Val::Either(alts)) = self.state.vars.get(name) else {
-                continue;
-            };
+        for (name, alts) in names {
             let mut next = Vec::new();
             for (binds, when) in &forks {
-                for a in alts {
+                for a in &alts {
                     if next.len() >= MAX_VARIANTS {
                         break;
                     }
@@ -638,13 +637,41 @@ impl Walk<'_> {
         forks
     }
 
+    /// The values of a variable that may hold where the walk is: the one set last under
+    /// conditions that all hold here (a function called in a branch that set it), else those
+    /// whose conditions do not contradict the conditions here.
+    fn alts_here(&self, alts: &[Alt]) -> Vec<Alt> {
+        let here = self.when_now();
+        if let Some(a) = alts
+            .iter()
+            .rev()
+            .find(|a| !a.when.is_empty() && a.when.iter().all(|w| here.contains(w)))
+        {
+            return vec![Alt {
+                text: a.text.clone(),
+                when: Vec::new(),
+            }];
+        }
+        alts.iter()
+            .filter(|a| {
+                let all: Vec<String> = here.iter().chain(&a.when).cloned().collect();
+                !contradictory(&all)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Why the values in `argv` that the text does not decide are unknown: one note per
     /// variable kept as written (`$MODEL is one of ...`), see [`undecided_value`].
     fn undecided_notes(&self, argv: &[String]) -> Vec<String> {
         let mut notes = Vec::new();
         for (name, v) in &self.state.vars {
             let Val::Either(alts) = v else { continue };
-            if !undecided_value(alts) || notes.len() >= MAX_WHEN {
+            if notes.len() >= MAX_WHEN {
+                break;
+            }
+            let alts = self.alts_here(alts);
+            if !undecided_value(&alts) {
                 continue;
             }
             let plain = format!("${name}");

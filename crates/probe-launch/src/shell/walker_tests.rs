@@ -104,6 +104,13 @@ fn values_the_text_does_not_decide() {
             run --x 1 --y 1 [when $1 = a]
             run --x 2 --y 2 [when $1 = b]"#,
     );
+    // Read where the branch that set it holds, the value is that branch's.
+    check!(
+        "M=a\nf() {\n  M=$1\n  run $M\n}\n[ -n \"$X\" ] && f b\nrun2 $M",
+        @r#"
+            run b [when -n $X]
+            run2 $M [$M is unknown: the text does not decide between a otherwise; b when -n $X]"#,
+    );
     // A program over several lines is no value: what it prints is kept as the variable.
     check!(
         "N=$(python3 -c \"\nimport torch\nprint(torch.cuda.device_count())\n\")\nrun --tp $N",
