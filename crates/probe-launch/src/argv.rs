@@ -7,7 +7,7 @@ use super::container;
 use super::ctx::{Ctx, assignment, basename};
 use super::entry::{entry_for_binary, entry_for_module, is_launcher_word};
 use super::hints::ParseHints;
-use super::options::{merge_config, parse, speculative};
+use super::options::{ConfigFile, merge_config, parse, speculative};
 use super::shell::{self, State};
 use super::wrappers::{Read, Wrapper, is_python, wrapper};
 use super::yaml::yaml_to_json;
@@ -420,6 +420,7 @@ pub(crate) fn from_shell_command(
     }
     // The conditions the text runs it under (`when $1 = -d`, `in a loop`).
     l.warnings.extend(c.when.iter().cloned());
+    l.warnings.extend(c.undecided.iter().cloned());
     if !c.tee.is_empty() {
         l.wrappers.push("tee".into());
     }
@@ -558,7 +559,8 @@ fn options_from_config_files(
         match found {
             Some(text) => {
                 if let Some(cfg) = yaml_to_json(text) {
-                    merge_config(cat, &cfg, options, "");
+                    let file = ConfigFile { path: path.clone() };
+                    merge_config(cat, &cfg, &file, options, warnings, "");
                 }
             }
             None => warnings.push(format!(

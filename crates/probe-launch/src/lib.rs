@@ -23,6 +23,8 @@
 
 pub mod catalog;
 pub mod common;
+pub mod compose_env;
+mod config_files;
 mod configuration;
 pub mod embedded;
 pub mod speculative;
@@ -47,6 +49,7 @@ mod quadlet;
 mod rust_debug;
 mod serving;
 mod shell;
+mod skypilot;
 mod spec;
 mod supervisor;
 mod systemd;
@@ -67,6 +70,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::catalog::catalog;
+pub use config_files::{apply_config_file, config_files};
 pub use configuration::{
     ConfigDifference, ConfigField, OWN_MTP_HEADS, configuration_differences,
     covered_by_speculative, default_of, launch_details, lists_resolved_values, option_at_default,
@@ -102,6 +106,12 @@ fn detect_kind(text: &str) -> TextKind {
     // Texts whose own format says what runs (before a unit: a quadlet has `[Service]` too).
     if quadlet::is_quadlet(text) {
         return TextKind::Quadlet;
+    }
+    // A JSON object (Triton's vLLM `model.json`, a serving config): read as YAML.
+    if text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde_json::Map<String, Value>>(text.trim()).is_ok()
+    {
+        return TextKind::Kubernetes;
     }
     if supervisor::is_supervisor(text) {
         return TextKind::Supervisor;
@@ -204,6 +214,17 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
     } else {
         text
     };
+    // A SkyPilot task: its `run:` script, with the task's `envs:` exported.
+    if hints.kind == TextKind::Auto
+        && let Some(script) = skypilot::script(text)
+    {
+        let mut out = shell_readings(&script, hints, budget);
+        for l in &mut out {
+            l.warnings
+                .push("the run: script of a SkyPilot task, with its envs: exported".into());
+        }
+        return out;
+    }
     let kind = match hints.kind {
         TextKind::Auto => detect_kind(text),
         k => k,
@@ -240,7 +261,14 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
         TextKind::Compose | TextKind::Kubernetes => {
             let clean = strip_fences(text);
             let out = match yaml_lenient(&clean) {
-                Some(doc) => {
+                Some(mut doc) => {
+                    // A compose file read with the variables of its `.env` (given as the
+                    // hints' environment): Compose interpolates them into every value.
+                    let used = if kind == TextKind::Compose && !hints.env.is_empty() {
+                        compose_env::interpolate(&mut doc, &hints.env)
+                    } else {
+                        Vec::new()
+                    };
                     let mut out = Vec::new();
                     container::from_yaml(
                         argv::launch,
@@ -251,6 +279,14 @@ fn reconstruct_within(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Ve
                         &mut out,
                         0,
                     );
+                    if !used.is_empty() {
+                        for l in &mut out {
+                            l.warnings.push(format!(
+                                "compose interpolated {} from the variables given with it (.env)",
+                                used.join(", ")
+                            ));
+                        }
+                    }
                     out
                 }
                 None => shell_text(&clean, hints, budget),
@@ -510,7 +546,11 @@ fn unit_text(
     unit_name: Option<&str>,
     budget: &Rc<Budget>,
 ) -> Vec<LaunchConfig> {
-    let u = systemd::parse_unit(text);
+    let mut u = systemd::parse_unit(text);
+    let ollama_only = u.exec_start.is_empty() && ollama_environment(&u.environment);
+    if ollama_only {
+        u.exec_start.push("ollama serve".to_string());
+    }
     let unit = SystemdUnit {
         name: unit_name.unwrap_or_default().to_string(),
         exec_start: u.exec_start.clone(),
@@ -520,6 +560,17 @@ fn unit_text(
         ..SystemdUnit::default()
     };
     let mut out = from_unit_inner(&unit, hints, u.description.as_deref(), budget);
+    if ollama_only {
+        for l in &mut out {
+            l.entrypoint = None;
+            l.argv.clear();
+            l.warnings.push(
+                "no ExecStart= in this text (a drop-in): its OLLAMA_* variables configure \
+                 Ollama's server, whose command is in the unit it extends"
+                    .to_string(),
+            );
+        }
+    }
     if hints.env.is_empty() {
         for l in &mut out {
             for f in &u.environment_files {
@@ -530,6 +581,12 @@ fn unit_text(
         }
     }
     out
+}
+
+/// Whether a unit's environment configures Ollama's server (`OLLAMA_HOST`, `OLLAMA_MODELS`,
+/// `OLLAMA_NUM_PARALLEL`, ...): a drop-in of `ollama.service` that sets only these.
+fn ollama_environment(env: &BTreeMap<String, String>) -> bool {
+    env.keys().any(|k| k.starts_with("OLLAMA_"))
 }
 
 /// One launch from an argv (wrappers unwrapped), or `None` when it is no model server.

@@ -315,7 +315,9 @@ fn store(p: &mut Parsed, spec: &OptionSpec, sub: Option<String>, value: Value, w
 pub(crate) fn merge_config(
     cat: &Catalog,
     config: &Value,
+    file: &ConfigFile,
     options: &mut BTreeMap<String, LaunchOption>,
+    warnings: &mut Vec<String>,
     prefix: &str,
 ) {
     let Value::Object(m) = config else { return };
@@ -326,24 +328,34 @@ pub(crate) fn merge_config(
             format!("{prefix}.{k}")
         };
         if let Some(spec) = cat.lookup_name_loose(&full) {
-            if options.contains_key(&spec.name) {
-                continue;
-            }
             let value = match (v, &spec.kind) {
                 (Value::String(s), kind) => typed(s, kind, cat.units),
                 (other, _) => other.clone(),
             };
-            options.insert(
-                spec.name.clone(),
-                LaunchOption {
-                    written: format!("{full}: {v} (config file)"),
-                    value,
-                },
-            );
+            let written = format!("{full}: {v} (in {})", file.path);
+            match options.get(&spec.name) {
+                // Given on the command line too: the command line wins, unless this engine
+                // applies its file over the flags.
+                Some(_) if !cat.config_file_wins => continue,
+                Some(given) if given.value != value => {
+                    warnings.push(format!(
+                        "{} is overridden by {written}: the engine applies the file over its flags",
+                        given.written
+                    ));
+                }
+                _ => {}
+            }
+            options.insert(spec.name.clone(), LaunchOption { written, value });
         } else if v.is_object() {
-            merge_config(cat, v, options, &full);
+            merge_config(cat, v, file, options, warnings, &full);
         }
     }
+}
+
+/// A config file a launch names, as the text gives it.
+pub(crate) struct ConfigFile {
+    /// The path as the option gives it.
+    pub path: String,
 }
 
 /// Normalises speculative decoding from the parsed options.

@@ -12,7 +12,14 @@
 //! * KServe `InferenceService` predictors of the `huggingface` format (kserve's
 //!   `huggingfaceserver`, whose vLLM backend takes vLLM's arguments): `--model_id` is the model,
 //!   `--model_name` the served name, the other `args` go to vLLM (unless `--backend=huggingface`
-//!   turns vLLM off).
+//!   turns vLLM off);
+//! * a serving chart's `values.yaml` (an `image` map with its `repository`): the argv is
+//!   `image.command` (or `command`) followed by `args` and `extraArgs` (under `image` or beside
+//!   it), the model under its own key (`model`, `model.name`, `modelName`, ...), `env` a
+//!   Kubernetes list; how the chart's templates pass the model is not in the values, so a
+//!   model only the key names is said to come from it;
+//! * Triton Inference Server's vLLM backend `model.json` (`{"model": ..., <engine args>}`): the
+//!   backend builds vLLM's `AsyncEngineArgs` from its keys, so each key is a vLLM option.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +40,12 @@ pub(crate) fn from_object(
     ctx: &Ctx,
     hints: &ParseHints,
 ) -> Option<Vec<LaunchConfig>> {
+    if let Some(found) = chart_values(read, m, ctx, hints) {
+        return Some(found);
+    }
+    if let Some(found) = triton_vllm(read, m, ctx, hints) {
+        return Some(found);
+    }
     let argvs: Vec<Server> = if let Some(Value::Array(specs)) = m.get("modelSpec") {
         specs.iter().filter_map(model_spec).collect()
     } else if let Some(Value::Array(configs)) = m
@@ -247,4 +260,133 @@ fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
     }
     argv.extend(rest);
     Some(argv)
+}
+
+/// Words of a list (`["vllm", "serve"]`) or of a string (`vllm serve`).
+fn words(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(items)) => items.iter().filter_map(text).collect(),
+        Some(Value::String(s)) => super::shell::split_words(s),
+        _ => Vec::new(),
+    }
+}
+
+/// The model a chart's values name under a key of its own.
+fn chart_model(m: &Map<String, Value>) -> Option<String> {
+    for key in [
+        "model",
+        "modelName",
+        "modelId",
+        "model_name",
+        "model_id",
+        "modelPath",
+    ] {
+        match m.get(key) {
+            Some(Value::String(s)) if !s.trim().is_empty() => return Some(s.trim().to_string()),
+            Some(Value::Object(o)) => {
+                for k in ["name", "id", "repo", "path", "modelId", "repository"] {
+                    if let Some(Value::String(s)) = o.get(k)
+                        && !s.trim().is_empty()
+                    {
+                        return Some(s.trim().to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A serving chart's `values.yaml`; `None` when `m` is no such map or runs no model server.
+fn chart_values(
+    read: ReadArgv,
+    m: &Map<String, Value>,
+    ctx: &Ctx,
+    hints: &ParseHints,
+) -> Option<Vec<LaunchConfig>> {
+    let Some(Value::Object(image)) = m.get("image") else {
+        return None;
+    };
+    let repository = image.get("repository").and_then(text)?;
+    let image_name = match image.get("tag").and_then(text) {
+        Some(t) if !t.is_empty() => format!("{repository}:{t}"),
+        _ => repository,
+    };
+    let command = match words(image.get("command")) {
+        c if c.is_empty() => words(m.get("command")),
+        c => c,
+    };
+    let mut args = Vec::new();
+    for v in [
+        image.get("args"),
+        m.get("args"),
+        image.get("extraArgs"),
+        m.get("extraArgs"),
+    ] {
+        match v {
+            Some(Value::Object(settings)) => flags(settings, str::to_string, &mut args),
+            other => args.extend(words(other)),
+        }
+    }
+    let model = chart_model(m);
+    if command.is_empty() && args.is_empty() && model.is_none() {
+        return None;
+    }
+    let spec = Spec {
+        image: Some(image_name),
+        entrypoint: (!command.is_empty()).then_some(command),
+        cmd: args,
+        env: k8s_env(m.get("env")),
+        docker_wrapper: false,
+    };
+    let mut l = from_spec(read, spec, ctx.clone(), hints)?;
+    if l.model.is_none()
+        && let Some(model) = model
+    {
+        l.warnings.push(format!(
+            "model {model} from the values' own key: how the chart passes it is in its templates"
+        ));
+        l.model = Some(model);
+    }
+    Some(vec![l])
+}
+
+/// Keys of a Triton vLLM backend `model.json` that are the backend's own, not vLLM's.
+const TRITON_OWN: &[&str] = &["model", "disable_log_requests", "disable_log_stats"];
+
+/// Triton's vLLM backend `model.json`: `model` and vLLM engine arguments, nothing else; `None`
+/// for any other object.
+fn triton_vllm(
+    read: ReadArgv,
+    m: &Map<String, Value>,
+    ctx: &Ctx,
+    hints: &ParseHints,
+) -> Option<Vec<LaunchConfig>> {
+    let model = m.get("model").and_then(Value::as_str)?;
+    let vllm = super::catalog::catalog(probe_model::Engine::Vllm, None);
+    let rest: Map<String, Value> = m
+        .iter()
+        .filter(|(k, _)| !TRITON_OWN.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Every key an engine argument (snake_case, as `AsyncEngineArgs` names them).
+    let all_known = m.keys().all(|k| {
+        TRITON_OWN.contains(&k.as_str())
+            || (k
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                && vllm.lookup_name_loose(k).is_some())
+    });
+    if !all_known || rest.is_empty() {
+        return None;
+    }
+    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model.to_string()];
+    flags(&rest, |k| k.replace('_', "-"), &mut argv);
+    let mut l = read(&argv, ctx.clone(), hints)?;
+    l.entrypoint = Some("Triton vLLM backend (model.json)".to_string());
+    l.warnings.push(
+        "Triton's vLLM backend: the keys of model.json are vLLM engine arguments".to_string(),
+    );
+    Some(vec![l])
 }

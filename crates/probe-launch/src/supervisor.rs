@@ -1,6 +1,11 @@
 //! supervisord configuration: each `[program:NAME]` section's `command=` is a launch, run with
 //! its `environment=`, `directory=` and log files (supervisord's own option names, from its
-//! `options.py`: `command`, `environment`, `directory`, `stdout_logfile`, `stderr_logfile`).
+//! `options.py`: `command`, `environment`, `directory`, `stdout_logfile`, `stderr_logfile`,
+//! `numprocs`, `numprocs_start`). As supervisord reads it: a `;` or `#` after a blank starts a
+//! comment (its parser's `inline_comment_prefixes`), `%(name)s` expansions it knows from the
+//! file are made (`program_name`, `process_num`, `numprocs`, `group_name`, `%%`) and the others
+//! (`%(ENV_X)s`, `%(here)s`) kept as written, and the command is split as `shlex.split` does
+//! (no shell: quotes and backslashes only).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +14,6 @@ use probe_model::LaunchConfig;
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
 use super::ini::{Section, sections, starts_with_header};
-use super::shell::split_words;
 
 /// Whether `text` is a supervisord configuration with at least one program that has a command.
 pub(crate) fn is_supervisor(text: &str) -> bool {
@@ -32,24 +36,163 @@ pub(crate) fn launches(
     let mut out = Vec::new();
     for s in sections(text) {
         let Some(name) = program(&s) else { continue };
-        let command = s.get("command").unwrap_or_default();
-        // supervisord expands `%(program_name)s` in the command; `%(ENV_X)s` stays as written.
-        let command = command.replace("%(program_name)s", name);
-        let mut c = ctx.clone();
-        if !c.budget.take(command.len()) {
-            break;
+        let get = |key: &str| s.get(key).map(uncommented);
+        let numprocs: usize = get("numprocs")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1)
+            .clamp(1, MAX_PROCS);
+        let start: usize = get("numprocs_start")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let command = get("command").unwrap_or_default();
+        // One process, or one per `process_num` when the command names it.
+        let each = if command.contains("%(process_num)") {
+            numprocs
+        } else {
+            1
+        };
+        for i in 0..each {
+            let expand = |v: &str| expand(v, name, start + i, numprocs);
+            let command = expand(command);
+            let mut c = ctx.clone();
+            if !c.budget.take(command.len()) {
+                return out;
+            }
+            for (k, v) in environment(get("environment").unwrap_or_default()) {
+                c.env.insert(k, expand(&v));
+            }
+            if let Some(d) = get("directory") {
+                c.cwd = Some(expand(d));
+            }
+            for key in ["stdout_logfile", "stderr_logfile"] {
+                if let Some(f) = get(key).filter(|f| !matches!(*f, "NONE" | "AUTO" | "")) {
+                    c.log_files.push(expand(f));
+                }
+            }
+            out.extend(read(&shlex_split(&command), c, hints));
         }
-        c.env
-            .extend(environment(s.get("environment").unwrap_or_default()));
-        if let Some(d) = s.get("directory") {
-            c.cwd = Some(d.to_string());
+    }
+    out
+}
+
+/// Processes of one program read at most (`numprocs`).
+const MAX_PROCS: usize = 16;
+
+/// A value without its inline comment (`;` or `#` after a blank).
+fn uncommented(v: &str) -> &str {
+    let mut prev_blank = false;
+    for (i, c) in v.char_indices() {
+        if prev_blank && matches!(c, ';' | '#') {
+            return v.get(..i).unwrap_or(v).trim_end();
         }
-        for key in ["stdout_logfile", "stderr_logfile"] {
-            if let Some(f) = s.get(key).filter(|f| !matches!(*f, "NONE" | "AUTO" | "")) {
-                c.log_files.push(f.to_string());
+        prev_blank = c.is_whitespace();
+    }
+    v
+}
+
+/// supervisord's `%(name)s` / `%(name)d` / `%(name)02d` expansions of what the file fixes;
+/// the others (`%(ENV_X)s`, `%(here)s`) kept as written.
+fn expand(v: &str, program: &str, process_num: usize, numprocs: usize) -> String {
+    let mut out = String::new();
+    let mut rest = v;
+    while let Some(at) = rest.find('%') {
+        out.push_str(rest.get(..at).unwrap_or(""));
+        let tail = rest.get(at..).unwrap_or("");
+        if let Some(after) = tail.strip_prefix("%%") {
+            out.push('%');
+            rest = after;
+            continue;
+        }
+        let parsed = tail.strip_prefix("%(").and_then(|t| {
+            let (key, after) = t.split_once(')')?;
+            let spec_end = after.find(|c: char| c.is_ascii_alphabetic())?;
+            let (spec, conv) = (after.get(..spec_end)?, after.get(spec_end..spec_end + 1)?);
+            Some((key, spec, conv, after.get(spec_end + 1..)?))
+        });
+        let value = |key: &str| match key {
+            "program_name" | "group_name" => Some(program.to_string()),
+            "process_num" => Some(process_num.to_string()),
+            "numprocs" => Some(numprocs.to_string()),
+            _ => None,
+        };
+        match parsed {
+            Some((key, spec, _, after)) if value(key).is_some() => {
+                let v = value(key).unwrap_or_default();
+                // `%(process_num)02d`: zero-padded to the width.
+                let width: usize = spec.trim_start_matches('0').parse().unwrap_or(0);
+                let pad = if spec.starts_with('0') { '0' } else { ' ' };
+                for _ in v.len()..width {
+                    out.push(pad);
+                }
+                out.push_str(&v);
+                rest = after;
+            }
+            _ => {
+                out.push('%');
+                rest = tail.get(1..).unwrap_or("");
             }
         }
-        out.extend(read(&split_words(&command), c, hints));
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Python's `shlex.split` (POSIX mode, no comments): words split on blanks, `'...'` literal,
+/// `"..."` with `\\` escaping `\\`, `"`, `$` and `` ` ``, a backslash outside quotes escaping
+/// the next character.
+fn shlex_split(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    cur.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' if chars
+                            .peek()
+                            .is_some_and(|n| matches!(n, '\\' | '"' | '$' | '`')) =>
+                        {
+                            if let Some(n) = chars.next() {
+                                cur.push(n);
+                            }
+                        }
+                        q => cur.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
     }
     out
 }
@@ -83,6 +226,41 @@ fn environment(v: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_as_supervisord_reads_them() {
+        let cases: &[(&str, &str)] = &[
+            ("vllm serve m ; the server", "vllm serve m"),
+            ("vllm serve m # note", "vllm serve m"),
+            ("a;b#c", "a;b#c"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(uncommented(v), *want, "{v}");
+        }
+        assert_eq!(
+            expand(
+                "--port 80%(process_num)02d %(program_name)s %(ENV_M)s %(here)s 100%%",
+                "x",
+                3,
+                4
+            ),
+            "--port 8003 x %(ENV_M)s %(here)s 100%"
+        );
+        assert_eq!(
+            shlex_split(r#"python -m x --m %(ENV_M)s --j '{"a": 1}' "a \"b\"" c\ d"#),
+            [
+                "python",
+                "-m",
+                "x",
+                "--m",
+                "%(ENV_M)s",
+                "--j",
+                r#"{"a": 1}"#,
+                r#"a "b""#,
+                "c d"
+            ]
+        );
+    }
 
     #[test]
     fn environment_values_keep_their_commas() {

@@ -41,6 +41,11 @@ fn yaml_value(y: &yaml_rust2::Yaml, depth: usize) -> Value {
 
 /// Parses YAML text to JSON (first document); `None` when it is not YAML.
 pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
+    yaml_docs(text).and_then(|mut docs| (!docs.is_empty()).then(|| docs.swap_remove(0)))
+}
+
+/// Every document of a YAML stream (`---` between them), in order; `None` when it is not YAML.
+fn yaml_docs(text: &str) -> Option<Vec<Value>> {
     // Alias expansion can grow exponentially ("billion laughs"): refuse documents with many.
     let aliases = text
         .split(|c: char| c.is_whitespace() || matches!(c, '[' | ',' | '{'))
@@ -50,7 +55,21 @@ pub(crate) fn yaml_to_json(text: &str) -> Option<Value> {
         return None;
     }
     let docs = yaml_rust2::YamlLoader::load_from_str(text).ok()?;
-    docs.first().map(|d| yaml_value(d, 0))
+    Some(docs.iter().map(|d| yaml_value(d, 0)).collect())
+}
+
+/// The one document of a text, or all of them as an array when it holds several (a manifest
+/// that puts a `Service` before the workload).
+fn yaml_stream(text: &str) -> Option<Value> {
+    let mut docs: Vec<Value> = yaml_docs(text)?
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect();
+    match docs.len() {
+        0 => None,
+        1 => docs.pop(),
+        _ => Some(Value::Array(docs)),
+    }
 }
 
 /// Makes indented snippets (a service block cut out of a file) valid YAML: unquoted Helm
@@ -59,7 +78,7 @@ pub(crate) fn yaml_lenient(text: &str) -> Option<Value> {
     // A bare `{{ ... }}` is valid YAML (a flow mapping with a mapping key) that loses the
     // template text, so Helm templates are always made strings first.
     if !text.contains("{{")
-        && let Some(v) = yaml_to_json(text)
+        && let Some(v) = yaml_stream(text)
     {
         return Some(v);
     }
@@ -89,5 +108,5 @@ pub(crate) fn yaml_lenient(text: &str) -> Option<Value> {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    yaml_to_json(&fixed).or_else(|| yaml_to_json(text))
+    yaml_stream(&fixed).or_else(|| yaml_stream(text))
 }

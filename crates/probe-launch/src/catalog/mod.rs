@@ -259,6 +259,9 @@ pub struct Catalog {
     pub model_options: Vec<String>,
     /// Option holding a YAML config file (`config`, `extra_llm_api_options`).
     pub config_options: Vec<String>,
+    /// The config file's values override the command line's (TRT-LLM applies its
+    /// `--extra_llm_api_options` YAML over the flags); otherwise the command line wins.
+    pub config_file_wins: bool,
     /// What the engine's start-up arguments line lists.
     pub startup_args: StartupArgs,
     pub entry_points: Vec<EntryPoint>,
@@ -406,6 +409,7 @@ struct RawCatalog {
     prefix_match: bool,
     model_options: Vec<String>,
     config_options: Vec<String>,
+    config_file_wins: bool,
     startup_args: StartupArgs,
     entry: Vec<RawEntry>,
     speculative: RawSpeculative,
@@ -599,6 +603,7 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         prefix_match: raw.prefix_match,
         model_options: raw.model_options,
         config_options: raw.config_options,
+        config_file_wins: raw.config_file_wins,
         startup_args: raw.startup_args,
         entry_points: raw.entry.into_iter().map(entry_point).collect(),
         speculative: speculative_rules(raw.speculative),

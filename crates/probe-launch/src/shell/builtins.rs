@@ -146,15 +146,48 @@ fn cd(args: &[String], state: &mut State) {
     });
 }
 
-/// `source VENV/bin/activate`.
+/// `source VENV/bin/activate`; conda's own `activate` (`source .../bin/activate NAME`,
+/// `source activate NAME`, or the script of a conda prefix) activates a conda environment.
 fn source(args: &[String], state: &mut State) {
     if let Some(p) = args.first()
         && basename(p) == "activate"
     {
-        let venv = p.trim_end_matches("/bin/activate").to_string();
-        add_context(state, "venv");
-        state.venv = Some(venv);
+        let prefix = p.trim_end_matches("activate").trim_end_matches('/');
+        let prefix = prefix.strip_suffix("/bin").unwrap_or(prefix);
+        if let Some(env) = args.get(1) {
+            add_context(state, "conda");
+            state.venv = Some(env.clone());
+        } else if is_conda_prefix(prefix) || prefix == "bin" || prefix.is_empty() {
+            add_context(state, "conda");
+            state.venv = Some(prefix.to_string()).filter(|p| !p.is_empty() && p != "bin");
+        } else {
+            add_context(state, "venv");
+            state.venv = Some(prefix.to_string());
+        }
     }
+}
+
+/// A conda installation or one of its environments (`/opt/miniconda3`,
+/// `~/anaconda3/envs/vllm`, `$CONDA_PREFIX`, `/opt/conda`): a path segment names a conda
+/// distribution, or the prefix is under an `envs` folder.
+fn is_conda_prefix(prefix: &str) -> bool {
+    let segments: Vec<String> = prefix.split('/').map(str::to_ascii_lowercase).collect();
+    segments.iter().any(|s| {
+        let s = s.trim_start_matches('$').trim_matches(['{', '}']);
+        [
+            "conda",
+            "anaconda",
+            "miniconda",
+            "miniforge",
+            "mambaforge",
+            "micromamba",
+        ]
+        .iter()
+        .any(|d| {
+            s.strip_prefix(d)
+                .is_some_and(|r| r.chars().all(|c| c.is_ascii_digit()))
+        }) || s == "conda_prefix"
+    }) || segments.iter().rev().nth(1).is_some_and(|s| s == "envs")
 }
 
 fn conda_activate(args: &[String], state: &mut State) {

@@ -173,6 +173,11 @@ fn static_cmd_subst(raw: &str, state: &State) -> CmdSubst {
         // Command substitution drops the trailing newlines.
         return CmdSubst::Value(text.trim_end_matches('\n').to_string());
     }
+    // A program over several lines (`$(python3 -c "\nimport torch\n...")`): what it prints is
+    // not in the text, and its text is no value.
+    if inner.contains('\n') {
+        return CmdSubst::Opaque;
+    }
     if inner.contains("BASH_SOURCE")
         || inner.contains("$0")
         || inner.contains("pwd")
@@ -481,8 +486,14 @@ fn expand_var(
     // A value standing for a computed result (`$(...)`, `${X:-d}`) is one word.
     let placeholder = text.starts_with("$(") || text.starts_with("${") || text.starts_with('`');
     // Unquoted, the value splits into words (each one paid for; unpaid, it stays as written).
-    let split = !quoted && from_text && !placeholder && text.split_whitespace().nth(1).is_some();
+    // (`ARGS=" --flag"`: the blanks around one word are no part of it either.)
+    let split = !quoted && from_text && !placeholder && text.contains(char::is_whitespace);
     if split && state.budget.take(ITEM * text.split_whitespace().count()) {
+        // `x$ARGS` with a value that starts with a blank: the value's words start anew.
+        if text.starts_with(char::is_whitespace) && out.fields.last().is_some_and(|f| !f.is_empty())
+        {
+            out.fields.push(String::new());
+        }
         // A backslash left from a line continuation in a quoted here-document is no argument.
         out.split(text.split_whitespace().filter(|w| *w != "\\"));
     } else if let Some(last) = out.fields.last_mut() {

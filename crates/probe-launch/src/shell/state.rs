@@ -167,7 +167,16 @@ pub(super) struct Frame {
     pub subject: Option<(String, Option<String>)>,
     /// In a `case`, the next element is an arm's pattern.
     pub expect_pattern: bool,
+    /// `if`/`case` arms that may run, so far (the arm being read is the last).
+    pub live_arms: usize,
+    /// An `else` or a `*)` arm: one of the arms always runs.
+    pub catch_all: bool,
+    /// Plain values the arms set directly: (name, live arm, value), at most [`MAX_ARM_SETS`].
+    pub arm_sets: Vec<(String, usize, String)>,
 }
+
+/// Values remembered per `if`/`case` to find those every arm sets alike.
+pub(super) const MAX_ARM_SETS: usize = 32;
 
 impl Frame {
     /// A frame every command of which runs once, as if it were not there (`{ ... }`, a literal
@@ -186,6 +195,9 @@ impl Frame {
             chain: false,
             subject: None,
             expect_pattern: false,
+            live_arms: 0,
+            catch_all: false,
+            arm_sets: Vec::new(),
         }
     }
 

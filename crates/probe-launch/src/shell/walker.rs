@@ -19,7 +19,8 @@ use super::expand::{
 use super::flow::{self, Cond};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{
-    Alt, Branch, Closer, Frame, MAX_ALTS, State, Val, normalize_path, set_var, val_text,
+    Alt, Branch, Closer, Frame, MAX_ALTS, MAX_ARM_SETS, State, Val, normalize_path, set_var,
+    val_text,
 };
 use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
 
@@ -61,6 +62,9 @@ pub(crate) struct ShellCommand {
     /// Unquoted command substitutions among its arguments whose output the text does not hold
     /// (`$(cat args)`), as written: left out of `argv`, each an unknown number of words.
     pub unknown: Vec<String>,
+    /// Why values of the command are kept as written (`$MODEL`): variables set on paths the
+    /// text does not choose between, each with its values and their conditions.
+    pub undecided: Vec<String>,
 }
 
 /// One simple command's tokens, sorted.
@@ -498,6 +502,8 @@ impl Walk<'_> {
         f.dead = arm.dead;
         f.taken |= decided == Some(true);
         f.undecided |= decided.is_none();
+        f.live_arms += usize::from(!f.dead);
+        f.catch_all |= patterns.iter().any(|p| p == "*");
         f.before.extend(patterns);
     }
 
@@ -578,7 +584,7 @@ impl Walk<'_> {
     /// The readings of a command that names variables holding several values: the values of
     /// each reading and its conditions (at most [`MAX_VARIANTS`]).
     fn forks(&self, words: &[&Word]) -> Vec<Fork> {
-        let mut names: Vec<&str> = Vec::new();
+        let mut names: Vec<(&str, Vec<Alt>)> = Vec::new();
         for w in words {
             let parts = w.parts.iter().chain(
                 w.array
@@ -587,34 +593,116 @@ impl Walk<'_> {
             );
             for p in parts {
                 if let Part::Var { name, .. } = p
-                    && matches!(self.state.vars.get(name), Some(Val::Either(_)))
-                    && !names.contains(&name.as_str())
+                    && let Some(Val::Either(alts)) = self.state.vars.get(name)
+                    && !names.iter().any(|(n, _)| *n == name.as_str())
                 {
-                    names.push(name);
+                    let here = self.alts_here(alts);
+                    if !undecided_value(&here) {
+                        names.push((name, here));
+                    }
                 }
             }
         }
         let mut forks: Vec<Fork> = vec![(Vec::new(), Vec::new())];
-        for name in names {
-            let Some(Val::Either(alts)) = self.state.vars.get(name) else {
-                continue;
-            };
+        for (name, alts) in names {
             let mut next = Vec::new();
             for (binds, when) in &forks {
-                for a in alts {
+                for a in &alts {
                     if next.len() >= MAX_VARIANTS {
                         break;
                     }
                     let mut b = binds.clone();
                     b.push((name.to_string(), a.text.clone()));
                     let mut w = when.clone();
-                    w.extend(a.when.iter().cloned());
+                    for c in &a.when {
+                        if !w.contains(c) {
+                            w.push(c.clone());
+                        }
+                    }
                     next.push((b, w));
                 }
             }
+            // Values set in different arms of one `if`/`case` never hold together, nor with
+            // the arm being read.
+            let here = self.when_now();
+            next.retain(|(_, when)| {
+                let all: Vec<String> = here.iter().chain(when).cloned().collect();
+                !contradictory(&all)
+            });
             forks = next;
         }
+        if forks.is_empty() {
+            forks.push((Vec::new(), Vec::new()));
+        }
         forks
+    }
+
+    /// The values of a variable that may hold where the walk is: the one set last under
+    /// conditions that all hold here (a function called in a branch that set it), else those
+    /// whose conditions do not contradict the conditions here.
+    fn alts_here(&self, alts: &[Alt]) -> Vec<Alt> {
+        let here = self.when_now();
+        if let Some(a) = alts
+            .iter()
+            .rev()
+            .find(|a| !a.when.is_empty() && a.when.iter().all(|w| here.contains(w)))
+        {
+            return vec![Alt {
+                text: a.text.clone(),
+                when: Vec::new(),
+            }];
+        }
+        alts.iter()
+            .filter(|a| {
+                let all: Vec<String> = here.iter().chain(&a.when).cloned().collect();
+                !contradictory(&all)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Why the values in `argv` that the text does not decide are unknown: one note per
+    /// variable kept as written (`$MODEL is one of ...`), see [`undecided_value`].
+    fn undecided_notes(&self, argv: &[String]) -> Vec<String> {
+        let mut notes = Vec::new();
+        for (name, v) in &self.state.vars {
+            let Val::Either(alts) = v else { continue };
+            if notes.len() >= MAX_WHEN {
+                break;
+            }
+            let alts = self.alts_here(alts);
+            if !undecided_value(&alts) {
+                continue;
+            }
+            let plain = format!("${name}");
+            let braced = format!("${{{name}}}");
+            let named = argv.iter().any(|a| {
+                a.contains(&braced)
+                    || a.match_indices(&plain).any(|(i, _)| {
+                        !a.get(i + plain.len()..)
+                            .and_then(|r| r.chars().next())
+                            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    })
+            });
+            if !named {
+                continue;
+            }
+            let values: Vec<String> = alts
+                .iter()
+                .map(|a| {
+                    if a.when.is_empty() {
+                        format!("{} otherwise", a.text)
+                    } else {
+                        format!("{} {}", a.text, a.when.join(", "))
+                    }
+                })
+                .collect();
+            notes.push(format!(
+                "${name} is unknown: the text does not decide between {}",
+                values.join("; ")
+            ));
+        }
+        notes
     }
 
     /// Reads the command once per reading of its variables; assignments made on the way keep
@@ -738,6 +826,7 @@ impl Walk<'_> {
         }
         self.remember_file(simple, &argv);
         let redirects = self.output_redirects(simple);
+        let undecided = self.undecided_notes(&argv);
         self.out.push(ShellCommand {
             argv,
             prefix_env,
@@ -750,6 +839,7 @@ impl Walk<'_> {
             files: self.state.files.clone(),
             when,
             unknown,
+            undecided,
         });
     }
 
@@ -812,6 +902,7 @@ impl Walk<'_> {
         let mut f = Frame::branch(Closer::Fi, format!("when {}", c.text), true, c.decided);
         f.taken = c.decided == Some(true);
         f.undecided = c.decided.is_none();
+        f.live_arms = usize::from(!f.dead);
         f.before.push(c.text);
         self.push_frame(f);
     }
@@ -837,9 +928,13 @@ impl Walk<'_> {
         f.unstable = b.unstable;
         f.dead = b.dead;
         f.taken |= decided == Some(true);
-        if let Some(c) = c {
-            f.undecided |= c.decided.is_none();
-            f.before.push(c.text);
+        f.live_arms += usize::from(!f.dead);
+        match c {
+            Some(c) => {
+                f.undecided |= c.decided.is_none();
+                f.before.push(c.text);
+            }
+            None => f.catch_all = true,
         }
     }
 
@@ -886,10 +981,64 @@ impl Walk<'_> {
         }
         while self.frames.len() > self.floor {
             match self.frames.pop() {
-                Some(f) if f.closer != Closer::None => return,
+                Some(f) if f.closer != Closer::None => {
+                    self.settle(f);
+                    return;
+                }
                 Some(_) => {}
                 None => return,
             }
+        }
+    }
+
+    /// The end of an `if` or `case` the text does not decide, one arm of which always runs
+    /// (`else`, `*)`): a variable every arm that may run sets to the same value holds it
+    /// whichever arm ran.
+    fn settle(&mut self, f: Frame) {
+        if !f.catch_all || !f.undecided || f.live_arms == 0 || Branch::of(&self.frames).unstable {
+            return;
+        }
+        let mut names: Vec<&str> = f.arm_sets.iter().map(|(n, _, _)| n.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let mut common: Option<&str> = None;
+            let every_arm = (1..=f.live_arms).all(|arm| {
+                let last = f
+                    .arm_sets
+                    .iter()
+                    .rev()
+                    .find(|(n, a, _)| n == name && *a == arm)
+                    .map(|(_, _, v)| v.as_str());
+                match (last, common) {
+                    (Some(v), None) => {
+                        common = Some(v);
+                        true
+                    }
+                    (Some(v), Some(c)) => v == c,
+                    (None, _) => false,
+                }
+            });
+            if every_arm && let Some(v) = common {
+                set_var(self.state, name, Val::Text(v.to_string()), false);
+            }
+        }
+    }
+
+    /// Remembers a plain value an `if`/`case` arm sets directly, for [`Walk::settle`].
+    fn note_arm_set(&mut self, name: &str, val: &Val, append: bool) {
+        let Some(f) = self.frames.last_mut() else {
+            return;
+        };
+        if !matches!(f.closer, Closer::Fi | Closer::Esac) || f.dead || f.chain {
+            return;
+        }
+        let arm = f.live_arms;
+        f.arm_sets.retain(|(n, a, _)| !(n == name && *a == arm));
+        if let (Val::Text(t), false) = (val, append)
+            && f.arm_sets.len() < MAX_ARM_SETS
+        {
+            f.arm_sets.push((name.to_string(), arm, t.clone()));
         }
     }
 
@@ -914,6 +1063,7 @@ impl Walk<'_> {
     /// A command of assignments only: the variables are set, as far as the branch allows.
     fn assign_all(&mut self, assigns: Vec<Assign>, branch: Branch) {
         for Assign { name, val, append } in assigns {
+            self.note_arm_set(&name, &val, append);
             if !branch.unstable {
                 set_var(self.state, &name, val, append);
                 continue;
@@ -978,8 +1128,13 @@ impl Walk<'_> {
         };
         let mut all = old;
         for a in new {
-            if !all.iter().any(|o| o.text == a.text) {
-                all.push(a);
+            match all.iter_mut().find(|o| o.text == a.text) {
+                // The same value under another condition: it holds under either.
+                Some(o) if !o.when.is_empty() && o.when != a.when => {
+                    o.when = vec![format!("{} or {}", o.when.join(", "), a.when.join(", "))];
+                }
+                Some(_) => {}
+                None => all.push(a),
             }
         }
         if all.len() > MAX_ALTS {
@@ -1058,6 +1213,69 @@ impl Walk<'_> {
             .filter(|(_, target)| !target.starts_with('&'))
             .collect()
     }
+}
+
+/// Whether a variable of several values is one the text leaves undecided as a value (each
+/// value one word: a model, a size, a port), kept as written where it is used and said to be
+/// unknown, rather than a piece of the command line read once per value.
+fn undecided_value(alts: &[Alt]) -> bool {
+    let first = alts.first().map(|a| a.text.as_str());
+    alts.iter().any(|a| Some(a.text.as_str()) != first)
+        && alts
+            .iter()
+            .all(|a| !a.text.is_empty() && !a.text.contains(char::is_whitespace))
+}
+
+/// Whether conditions can never hold together: an arm of a `case` and another arm of it
+/// (`$1 = a` and `$1 = b`, or `unless $1 = a|b`), a test and its own `unless`.
+fn contradictory(when: &[String]) -> bool {
+    let mut yes: Vec<&str> = Vec::new();
+    let mut no: Vec<&str> = Vec::new();
+    for w in when {
+        for atom in w.split(", ") {
+            if let Some(c) = atom.strip_prefix("when ") {
+                if c.contains(" or when ") {
+                    continue;
+                }
+                yes.push(c);
+            } else if let Some(c) = atom.strip_prefix("unless ") {
+                no.extend(c.split(" or "));
+            }
+        }
+    }
+    let arm = |c: &str| {
+        c.split_once(" = ").map(|(s, p)| {
+            (
+                s.to_string(),
+                p.split('|').map(str::to_string).collect::<Vec<_>>(),
+            )
+        })
+    };
+    for (i, a) in yes.iter().enumerate() {
+        if no.contains(a) {
+            return true;
+        }
+        let Some((subject, pats)) = arm(a) else {
+            continue;
+        };
+        for b in yes.iter().skip(i + 1) {
+            if let Some((s2, p2)) = arm(b)
+                && s2 == subject
+                && !pats.iter().any(|p| p2.contains(p))
+            {
+                return true;
+            }
+        }
+        for n in &no {
+            if let Some((s2, p2)) = arm(n)
+                && s2 == subject
+                && pats.iter().all(|p| p2.contains(p))
+            {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// One value, or several (or one that holds only under conditions).

@@ -45,6 +45,9 @@ fn show(c: &ShellCommand) -> String {
     for w in &c.when {
         s.push(format!("[{w}]"));
     }
+    for n in &c.undecided {
+        s.push(format!("[{n}]"));
+    }
     s.join(" ")
 }
 
@@ -74,13 +77,53 @@ fn control_flow() {
         "dp=1\nwhile true; do\n case $1 in\n --dp) dp=$2; shift 2;;\n esac\ndone\nif [ -n \"$X\" ]; then\n  A=first\nelse\n  A=second\nfi\nrun --dp $dp --a $A --n $((dp * 2))",
         @r#"
             shift 2 [in a loop] [when $1 = --dp]
-            run --dp $dp --a first --n "$((dp * 2))"
-            run --dp $dp --a second --n "$((dp * 2))" [unless -n $X]"#,
+            run --dp $dp --a $A --n "$((dp * 2))" [$A is unknown: the text does not decide between first otherwise; second unless -n $X]"#,
     );
     check!(
         "start() {\n  vllm serve m\n}\nstart",
         @"vllm serve m",
     );
+}
+
+#[test]
+fn values_the_text_does_not_decide() {
+    // One value per arm of a `case` on `$1`: kept as written, with the reason; arms never mix.
+    check!(
+        "case \"$1\" in\n  small) M=q7; TP=1 ;;\n  large) M=q72; TP=4 ;;\nesac\nrun $M --tp $TP",
+        @"run $M --tp $TP [$M is unknown: the text does not decide between q7 when $1 = small; q72 when $1 = large] [$TP is unknown: the text does not decide between 1 when $1 = small; 4 when $1 = large]",
+    );
+    // Every arm that may run sets the same value, one of them always runs: that value.
+    check!(
+        "case $GPU in\n  a100) P=8000 ;;\n  h100) P=8000 ;;\n  *) P=8000 ;;\nesac\nif [ -n \"$X\" ]; then Q=1; else Q=1; fi\nrun --port $P --q $Q",
+        @"run --port 8000 --q 1",
+    );
+    // Pieces of the command line set in arms: one reading per arm, never two arms at once.
+    check!(
+        "case $1 in\n  a) X=\"--x 1\"; Y=\"--y 1\" ;;\n  b) X=\"--x 2\"; Y=\"--y 2\" ;;\nesac\nrun $X $Y",
+        @r#"
+            run --x 1 --y 1 [when $1 = a]
+            run --x 2 --y 2 [when $1 = b]"#,
+    );
+    // Read where the branch that set it holds, the value is that branch's.
+    check!(
+        "M=a\nf() {\n  M=$1\n  run $M\n}\n[ -n \"$X\" ] && f b\nrun2 $M",
+        @r#"
+            run b [when -n $X]
+            run2 $M [$M is unknown: the text does not decide between a otherwise; b when -n $X]"#,
+    );
+    // A program over several lines is no value: what it prints is kept as the variable.
+    check!(
+        "N=$(python3 -c \"\nimport torch\nprint(torch.cuda.device_count())\n\")\nrun --tp $N",
+        @"run --tp $N",
+    );
+}
+
+#[test]
+fn conda_environments() {
+    check!("source /opt/miniconda3/bin/activate vllm\nrun", @"run [in conda] [venv vllm]");
+    check!("source ~/anaconda3/envs/sg/bin/activate\nrun", @"run [in conda] [venv ~/anaconda3/envs/sg]");
+    check!("source activate llm\nrun", @"run [in conda] [venv llm]");
+    check!("source /srv/.venv/bin/activate\nrun", @"run [in venv] [venv /srv/.venv]");
 }
 
 #[test]

@@ -545,3 +545,190 @@ fn launcher_files_a_script_writes() {
     "#,
     );
 }
+
+#[test]
+fn a_leaderworkerset_after_its_service() {
+    check!(
+        Auto,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: vllm-leader\nspec:\n  ports:\n    - name: http\n      port: 8080\n      targetPort: 8080\n  selector:\n    leaderworkerset.sigs.k8s.io/name: vllm\n    role: leader\n  type: ClusterIP\n---\napiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata:\n  name: vllm\nspec:\n  replicas: 2\n  leaderWorkerTemplate:\n    size: 2\n    restartPolicy: RecreateGroupOnPodRestart\n    leaderTemplate:\n      metadata:\n        labels:\n          role: leader\n      spec:\n        containers:\n          - name: vllm-leader\n            image: docker.io/vllm/vllm-openai:latest\n            env:\n              - name: HUGGING_FACE_HUB_TOKEN\n                value: <your-hf-token>\n            command:\n              - sh\n              - -c\n              - \"bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE);\n                 python3 -m vllm.entrypoints.openai.api_server --port 8080 --model meta-llama/Meta-Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline_parallel_size 2\"\n            resources:\n              limits:\n                nvidia.com/gpu: \"8\"\n            ports:\n              - containerPort: 8080\n    workerTemplate:\n      spec:\n        containers:\n          - name: vllm-worker\n            image: docker.io/vllm/vllm-openai:latest\n            command:\n              - sh\n              - -c\n              - \"bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)\"\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: python -m vllm.entrypoints.openai.api_server
+        model: meta-llama/Meta-Llama-3.1-405B-Instruct
+        interpreter: python3
+        wrappers: sh -c
+        option model = "meta-llama/Meta-Llama-3.1-405B-Instruct" (--model meta-llama/Meta-Llama-3.1-405B-Instruct)
+        option pipeline-parallel-size = 2 (--pipeline_parallel_size 2)
+        option port = 8080 (--port 8080)
+        option tensor-parallel-size = 8 (--tensor-parallel-size 8)
+        env: HUGGING_FACE_HUB_TOKEN=<your-hf-token>
+        fields: {"engine":"vllm","model":"meta-llama/Meta-Llama-3.1-405B-Instruct","tensor_parallel":8,"pipeline_parallel":2,"port":8080,"env":{"HUGGING_FACE_HUB_TOKEN":"<your-hf-token>"},"wrapper":"sh -c"}
+    "#,
+    );
+}
+
+#[test]
+fn a_pod_runs_a_script_in_one_list_string() {
+    check!(
+        Auto,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sglang\nspec:\n  template:\n    spec:\n      containers:\n      - name: sglang\n        image: lmsysorg/sglang:latest\n        command: [\"sh\", \"-c\", \"python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --host 0.0.0.0 --port 30000 --tp 2\"]\n",
+        @r#"
+        launches: 1
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: Qwen/Qwen2.5-7B-Instruct
+        interpreter: python3
+        wrappers: sh -c
+        option host = "0.0.0.0" (--host 0.0.0.0)
+        option model-path = "Qwen/Qwen2.5-7B-Instruct" (--model-path Qwen/Qwen2.5-7B-Instruct)
+        option port = 30000 (--port 30000)
+        option tp-size = 2 (--tp 2)
+        fields: {"engine":"sglang","model":"Qwen/Qwen2.5-7B-Instruct","tensor_parallel":2,"host":"0.0.0.0","port":30000,"wrapper":"sh -c"}
+    "#,
+    );
+}
+
+#[test]
+fn a_charts_values_name_the_argv_and_the_model() {
+    check!(
+        Auto,
+        "replicaCount: 1\nimage:\n  repository: vllm/vllm-openai\n  tag: v0.6.3\n  command: [\"vllm\", \"serve\"]\nmodel: meta-llama/Llama-3.1-8B-Instruct\nextraArgs:\n  - --max-model-len\n  - \"8192\"\n  - --gpu-memory-utilization\n  - \"0.9\"\nservice:\n  port: 8000\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: meta-llama/Llama-3.1-8B-Instruct
+        option gpu-memory-utilization = 0.9 (--gpu-memory-utilization 0.9)
+        option max-model-len = 8192 (--max-model-len 8192)
+        fields: {"engine":"vllm","model":"meta-llama/Llama-3.1-8B-Instruct","context_length":8192,"gpu_memory_fraction":0.9}
+        warning: model meta-llama/Llama-3.1-8B-Instruct from the values' own key: how the chart passes it is in its templates
+    "#,
+    );
+    check!(
+        Auto,
+        "image:\n  repository: lmsysorg/sglang\n  tag: v0.4.6.post1-cu124\n  command: [\"python3\", \"-m\", \"sglang.launch_server\"]\nmodel:\n  name: Qwen/Qwen2.5-32B-Instruct\nargs:\n  - --tp\n  - \"2\"\n  - --mem-fraction-static\n  - \"0.85\"\nextraArgs:\n  - --context-length\n  - \"32768\"\nservice:\n  port: 30000\n",
+        @r#"
+        launches: 1
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: Qwen/Qwen2.5-32B-Instruct
+        interpreter: python3
+        option context-length = 32768 (--context-length 32768)
+        option mem-fraction-static = 0.85 (--mem-fraction-static 0.85)
+        option tp-size = 2 (--tp 2)
+        fields: {"engine":"sglang","model":"Qwen/Qwen2.5-32B-Instruct","tensor_parallel":2,"context_length":32768,"gpu_memory_fraction":0.85}
+        warning: model Qwen/Qwen2.5-32B-Instruct from the values' own key: how the chart passes it is in its templates
+    "#,
+    );
+}
+
+#[test]
+fn supervisord_reads_its_own_expansions_and_comments() {
+    check!(
+        Auto,
+        "; vLLM under supervisord\n[supervisord]\nnodaemon=true\n\n[program:sglang]\ncommand=/opt/conda/bin/python -m sglang.launch_server --model-path %(ENV_MODEL_PATH)s --port 30000 --tp %(ENV_TP)s ; the server\ndirectory=%(here)s\nuser=llm\nenvironment=HF_HOME=\"/data/hf\",\n    CUDA_VISIBLE_DEVICES=\"0,1\"\nautorestart=true\nstdout_logfile=/var/log/%(program_name)s.log\nredirect_stderr=true\n\n[program:web]\ncommand=python app.py\n",
+        @r#"
+        launches: 1
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: %(ENV_MODEL_PATH)s
+        interpreter: /opt/conda/bin/python
+        venv: /opt/conda
+        wrappers: conda
+        option model-path = "%(ENV_MODEL_PATH)s" (--model-path %(ENV_MODEL_PATH)s)
+        option port = 30000 (--port 30000)
+        option tp-size = "%(ENV_TP)s" (--tp %(ENV_TP)s)
+        env: CUDA_VISIBLE_DEVICES=0,1 HF_HOME=/data/hf
+        logs: /var/log/sglang.log
+        cwd: %(here)s
+        fields: {"engine":"sglang","model":"%(ENV_MODEL_PATH)s","tensor_parallel":"%(ENV_TP)s","port":30000,"env":{"CUDA_VISIBLE_DEVICES":"0,1","HF_HOME":"/data/hf"},"wrapper":"conda"}
+    "#,
+    );
+    check!(
+        Auto,
+        "[program:vllm]\ncommand=vllm serve /models/qwen --port 80%(process_num)02d --served-model-name %(program_name)s ; one per GPU\nprocess_name=%(program_name)s_%(process_num)d\nnumprocs=2\nenvironment=CUDA_VISIBLE_DEVICES=\"%(process_num)d\"\n",
+        @r#"
+        launches: 2
+        engine: vllm
+        entry: vllm serve
+        model: /models/qwen
+        option port = 8000 (--port 8000)
+        option served-model-name = ["vllm"] (--served-model-name vllm)
+        env: CUDA_VISIBLE_DEVICES=0
+        fields: {"engine":"vllm","model":"/models/qwen","port":8000,"served_model_name":"vllm","env":{"CUDA_VISIBLE_DEVICES":"0"}}
+        ---
+        engine: vllm
+        entry: vllm serve
+        model: /models/qwen
+        option port = 8001 (--port 8001)
+        option served-model-name = ["vllm"] (--served-model-name vllm)
+        env: CUDA_VISIBLE_DEVICES=1
+        fields: {"engine":"vllm","model":"/models/qwen","port":8001,"served_model_name":"vllm","env":{"CUDA_VISIBLE_DEVICES":"1"}}
+    "#,
+    );
+}
+
+#[test]
+fn tritons_vllm_backend_model_json() {
+    check!(
+        Auto,
+        "{\n    \"model\":\"meta-llama/Llama-2-7b-chat-hf\",\n    \"disable_log_requests\": true,\n    \"gpu_memory_utilization\": 0.5,\n    \"enforce_eager\": true,\n    \"tensor_parallel_size\": 2,\n    \"max_model_len\": 4096\n}\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: Triton vLLM backend (model.json)
+        model: meta-llama/Llama-2-7b-chat-hf
+        option enforce-eager = true (--enforce-eager)
+        option gpu-memory-utilization = 0.5 (--gpu-memory-utilization 0.5)
+        option max-model-len = 4096 (--max-model-len 4096)
+        option tensor-parallel-size = 2 (--tensor-parallel-size 2)
+        fields: {"engine":"vllm","model":"meta-llama/Llama-2-7b-chat-hf","tensor_parallel":2,"context_length":4096,"gpu_memory_fraction":0.5}
+        warning: Triton's vLLM backend: the keys of model.json are vLLM engine arguments
+    "#,
+    );
+}
+
+#[test]
+fn an_ollama_drop_in_sets_only_its_environment() {
+    check!(
+        Auto,
+        "[Service]\nEnvironment=\"OLLAMA_HOST=0.0.0.0:11434\"\nEnvironment=\"OLLAMA_CONTEXT_LENGTH=16384\"\nEnvironment=\"OLLAMA_KV_CACHE_TYPE=q8_0\"\n",
+        @r#"
+        launches: 1
+        engine: ollama
+        option context-length = 16384 (OLLAMA_CONTEXT_LENGTH=16384)
+        option host = "0.0.0.0" (OLLAMA_HOST=0.0.0.0:11434)
+        option kv-cache-type = "q8_0" (OLLAMA_KV_CACHE_TYPE=q8_0)
+        option port = 11434 (OLLAMA_HOST=0.0.0.0:11434)
+        env: OLLAMA_CONTEXT_LENGTH=16384 OLLAMA_HOST=0.0.0.0:11434 OLLAMA_KV_CACHE_TYPE=q8_0
+        fields: {"engine":"other","host":"0.0.0.0","port":11434,"context_length":16384,"kv_cache_dtype":"q8_0","env":{"OLLAMA_CONTEXT_LENGTH":"16384","OLLAMA_HOST":"0.0.0.0:11434","OLLAMA_KV_CACHE_TYPE":"q8_0"}}
+        warning: no ExecStart= in this text (a drop-in): its OLLAMA_* variables configure Ollama's server, whose command is in the unit it extends
+    "#,
+    );
+}
+
+#[test]
+fn a_skypilot_task_exports_its_envs_to_run() {
+    check!(
+        Auto,
+        "envs:\n  MODEL_NAME: meta-llama/Meta-Llama-3-8B-Instruct\n  HF_TOKEN: # TODO: Fill with your own huggingface token, or use --env to pass.\n\nservice:\n  replicas: 2\n  readiness_probe:\n    path: /v1/chat/completions\n\nresources:\n  accelerators: {L4:1, A10g:1, A10:1, A100:1, A100-80GB:1}\n  ports: 8000\n\nsetup: |\n  conda activate vllm\n  if [ $? -ne 0 ]; then\n    conda create -n vllm python=3.10 -y\n    conda activate vllm\n  fi\n  pip install vllm==0.4.2\n\nrun: |\n  conda activate vllm\n  echo 'Starting vllm api server...'\n  python -u -m vllm.entrypoints.openai.api_server \\\n    --port 8000 \\\n    --model $MODEL_NAME \\\n    --trust-remote-code \\\n    --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE \\\n    2>&1 | tee api_server.log\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: python -m vllm.entrypoints.openai.api_server
+        model: meta-llama/Meta-Llama-3-8B-Instruct
+        interpreter: python
+        venv: vllm
+        wrappers: conda > tee
+        option model = "meta-llama/Meta-Llama-3-8B-Instruct" (--model meta-llama/Meta-Llama-3-8B-Instruct)
+        option port = 8000 (--port 8000)
+        option tensor-parallel-size = "$SKYPILOT_NUM_GPUS_PER_NODE" (--tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE)
+        option trust-remote-code = true (--trust-remote-code)
+        env: MODEL_NAME=meta-llama/Meta-Llama-3-8B-Instruct
+        logs: api_server.log
+        fields: {"engine":"vllm","model":"meta-llama/Meta-Llama-3-8B-Instruct","tensor_parallel":"$SKYPILOT_NUM_GPUS_PER_NODE","port":8000,"trust_remote_code":true,"env":{"MODEL_NAME":"meta-llama/Meta-Llama-3-8B-Instruct"},"wrapper":"conda"}
+        warning: the run: script of a SkyPilot task, with its envs: exported
+    "#,
+    );
+}

@@ -190,3 +190,81 @@ proptest! {
         prop_assert_eq!(n, 0);
     }
 }
+
+/// Round 2's side of config files: the files a launch names (absolute against its working
+/// directory), and their values put in once read, each naming its file; the command line wins
+/// (vLLM), or the file does (TRT-LLM's `--extra_llm_api_options`).
+#[test]
+fn config_files_named_by_a_launch_and_read_later() {
+    use probe_launch::{apply_config_file, config_files};
+    let cases: &[(&str, &str, &str, Value)] = &[
+        (
+            "cd /srv/llm && vllm serve m --config cfg.yaml --max-model-len 4096",
+            "/srv/llm/cfg.yaml",
+            "max-model-len: 8192\ntensor_parallel_size: 2\ngpu-memory-utilization: 0.8\n",
+            json!({"engine": "vllm", "model": "m", "tensor_parallel": 2, "context_length": 4096, "gpu_memory_fraction": 0.8}),
+        ),
+        (
+            "trtllm-serve m --max_batch_size 256 --extra_llm_api_options /etc/trt/extra.yml",
+            "/etc/trt/extra.yml",
+            "max_batch_size: 64\nkv_cache_config:\n  dtype: fp8\nspeculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 3\n",
+            json!({"engine": "trtllm", "model": "m", "max_running_requests": 64, "kv_cache_dtype": "fp8", "speculative": {"algorithm": "MTP", "num_speculative_tokens": 3}}),
+        ),
+    ];
+    for (text, path, file, want) in cases {
+        let mut launches = reconstruct(text, &ParseHints::default());
+        let l = launches.first_mut().expect("a launch");
+        assert_eq!(config_files(l), vec![path.to_string()], "{text}");
+        assert!(
+            l.warnings.iter().any(|w| w.contains("not visible here")),
+            "{text}: {:?}",
+            l.warnings
+        );
+        assert!(apply_config_file(l, path, file));
+        let mut got = common_fields(l);
+        if let Some(m) = got.as_object_mut() {
+            m.remove("wrapper");
+        }
+        assert_eq!(&got, want, "{text}");
+        assert!(l.warnings.iter().all(|w| !w.contains("not visible here")));
+        let from_file: Vec<&str> = l
+            .options
+            .values()
+            .filter(|o| o.written.ends_with(&format!("(in {path})")))
+            .map(|o| o.written.as_str())
+            .collect();
+        assert!(from_file.len() >= 2, "{text}: {from_file:?}");
+    }
+    let mut launches = reconstruct("vllm serve m --config c.yaml", &ParseHints::default());
+    let l = launches.first_mut().expect("a launch");
+    assert!(!apply_config_file(l, "c.yaml", "- not\n- a map\n"));
+}
+
+/// A compose file read with the variables of the `.env` beside it (the hints' environment):
+/// Compose's interpolation, defaults included; one it does not set stays as written.
+#[test]
+fn a_compose_file_with_its_dotenv() {
+    let compose = "services:\n  vllm:\n    image: vllm/vllm-openai:${TAG:-v0.8.5}\n    command: --model ${MODEL:-Qwen/Qwen2.5-7B-Instruct} --max-model-len ${MAX_LEN:-8192} --tensor-parallel-size ${TP}\n";
+    let cases = [
+        (
+            "",
+            json!({"engine": "vllm", "model": "${MODEL:-Qwen/Qwen2.5-7B-Instruct}", "tensor_parallel": "${TP}", "context_length": "${MAX_LEN:-8192}", "wrapper": "docker"}),
+        ),
+        (
+            "TP=4\nMAX_LEN=\n",
+            json!({"engine": "vllm", "model": "${MODEL:-Qwen/Qwen2.5-7B-Instruct}", "tensor_parallel": 4, "context_length": 8192, "wrapper": "docker"}),
+        ),
+        (
+            "MODEL=meta-llama/Llama-3.1-8B\nTP=2\nMAX_LEN=16384\n",
+            json!({"engine": "vllm", "model": "meta-llama/Llama-3.1-8B", "tensor_parallel": 2, "context_length": 16384, "wrapper": "docker"}),
+        ),
+    ];
+    for (dotenv, want) in cases {
+        let hints = ParseHints {
+            env: probe_launch::compose_env::dotenv(dotenv),
+            ..ParseHints::default()
+        };
+        let got = reconstruct(compose, &hints);
+        assert_eq!(got.first().map(common_fields), Some(want), "{dotenv}");
+    }
+}

@@ -348,3 +348,52 @@ proptest! {
         }
     }
 }
+
+/// Options of vLLM with values of their kind, as people accumulate them.
+fn vllm_option() -> impl Strategy<Value = (String, String)> {
+    prop_oneof![
+        (1u32..9).prop_map(|v| ("--tensor-parallel-size".to_string(), v.to_string())),
+        (1u32..5).prop_map(|v| ("--pipeline-parallel-size".to_string(), v.to_string())),
+        (1024u32..65535).prop_map(|v| ("--port".to_string(), v.to_string())),
+        (1u32..64).prop_map(|v| ("--max-model-len".to_string(), (v * 1024).to_string())),
+        (50u32..99).prop_map(|v| ("--gpu-memory-utilization".to_string(), format!("0.{v}"))),
+        (1u32..512).prop_map(|v| ("--max-num-seqs".to_string(), v.to_string())),
+        "[a-z]{1,8}".prop_map(|v| ("--served-model-name".to_string(), v)),
+        Just(("--trust-remote-code".to_string(), String::new())),
+        Just(("--kv-cache-dtype".to_string(), "fp8".to_string())),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+    /// An argv built in a string (`ARGS="$ARGS --flag v"` over lines, `+=`, inside branches the
+    /// text decides or whose arms all add the same, a `case` on a fixed value, the command in
+    /// a variable too) reads as the same argv written out.
+    #[test]
+    fn an_argv_built_in_a_string_reads_as_written_out(
+        opts in proptest::collection::vec(vllm_option(), 1..8),
+        form in 0usize..5,
+    ) {
+        let flag = |(f, v): &(String, String)| if v.is_empty() { f.clone() } else { format!("{f} {v}") };
+        let written: Vec<String> = opts.iter().map(flag).collect();
+        let bare = format!("vllm serve org/model {}", written.join(" "));
+        let want = reconstruct(&bare, &ParseHints::default()).first().map(common_fields);
+        prop_assert!(want.is_some());
+        let mut text = String::from("MODEL=org/model\nCMD=\"vllm serve\"\nMODE=full\nARGS=\"\"\n");
+        for (i, w) in written.iter().enumerate() {
+            let line = match (form + i) % 5 {
+                0 => format!("ARGS=\"$ARGS {w}\"\n"),
+                1 => format!("ARGS+=\" {w}\"\n"),
+                2 => format!("if [ \"$MODE\" = full ]; then\n  ARGS=\"$ARGS {w}\"\nfi\n"),
+                3 => format!("if [ -n \"$X\" ]; then\n  ARGS=\"$ARGS {w}\"\nelse\n  ARGS=\"${{ARGS}} {w}\"\nfi\n"),
+                _ => format!("case \"$MODE\" in\n  full) ARGS=\"$ARGS {w}\" ;;\n  *) ;;\nesac\n"),
+            };
+            text.push_str(&line);
+        }
+        text.push_str(if form % 2 == 0 { "$CMD $MODEL $ARGS\n" } else { "vllm serve \"$MODEL\" $ARGS\n" });
+        let got = reconstruct(&text, &ParseHints::default());
+        prop_assert_eq!(got.len(), 1, "{}", text);
+        prop_assert_eq!(got.first().map(common_fields), want, "{}", text);
+    }
+}

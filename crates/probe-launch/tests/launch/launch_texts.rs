@@ -503,24 +503,18 @@ fn control_flow_decides_the_command() {
         warning: unless $1 = fast|-f
     "#,
     );
-    // `&&` / `||` after a test.
+    // `&&` / `||` after a test: a value the text does not decide is unknown, with its reason.
     check!(
         Auto,
         "PORT=8000\n[ -n \"$ALT\" ] && PORT=9000\nvllm serve m --port $PORT\n",
         @r#"
-        launches: 2
+        launches: 1
         engine: vllm
         entry: vllm serve
         model: m
-        option port = 8000 (--port 8000)
-        fields: {"engine":"vllm","model":"m","port":8000}
-        ---
-        engine: vllm
-        entry: vllm serve
-        model: m
-        option port = 9000 (--port 9000)
-        fields: {"engine":"vllm","model":"m","port":9000}
-        warning: when -n $ALT
+        option port = "$PORT" (--port $PORT)
+        fields: {"engine":"vllm","model":"m","port":"$PORT"}
+        warning: $PORT is unknown: the text does not decide between 8000 otherwise; 9000 when -n $ALT
     "#,
     );
 }
@@ -843,4 +837,184 @@ fn the_daemon_variant_keeps_its_wrapper_and_log() {
         fields: {"engine":"sglang","model":"/m","tensor_parallel":1,"port":6011,"wrapper":"eval"}
         warning: when -d = $1
     "#);
+}
+
+#[test]
+fn an_argv_accumulated_over_lines_and_conditions() {
+    check!(
+        Auto,
+        "#!/bin/bash\nMODEL=meta-llama/Llama-3.1-8B-Instruct\nCMD=\"python3 -m vllm.entrypoints.openai.api_server\"\nARGS=\"--model $MODEL\"\nARGS=\"$ARGS --port 8000\"\nif [ -n \"$TP\" ]; then\n  ARGS=\"$ARGS --tensor-parallel-size $TP\"\nfi\nARGS=\"$ARGS --max-model-len 8192\"\nARGS+=\" --gpu-memory-utilization 0.9\"\n$CMD $ARGS\n",
+        @r#"
+        launches: 2
+        engine: vllm
+        entry: python -m vllm.entrypoints.openai.api_server
+        model: meta-llama/Llama-3.1-8B-Instruct
+        interpreter: python3
+        option gpu-memory-utilization = 0.9 (--gpu-memory-utilization 0.9)
+        option max-model-len = 8192 (--max-model-len 8192)
+        option model = "meta-llama/Llama-3.1-8B-Instruct" (--model meta-llama/Llama-3.1-8B-Instruct)
+        option port = 8000 (--port 8000)
+        fields: {"engine":"vllm","model":"meta-llama/Llama-3.1-8B-Instruct","port":8000,"context_length":8192,"gpu_memory_fraction":0.9}
+        ---
+        engine: vllm
+        entry: python -m vllm.entrypoints.openai.api_server
+        model: meta-llama/Llama-3.1-8B-Instruct
+        interpreter: python3
+        option gpu-memory-utilization = 0.9 (--gpu-memory-utilization 0.9)
+        option max-model-len = 8192 (--max-model-len 8192)
+        option model = "meta-llama/Llama-3.1-8B-Instruct" (--model meta-llama/Llama-3.1-8B-Instruct)
+        option port = 8000 (--port 8000)
+        option tensor-parallel-size = "$TP" (--tensor-parallel-size $TP)
+        fields: {"engine":"vllm","model":"meta-llama/Llama-3.1-8B-Instruct","tensor_parallel":"$TP","port":8000,"context_length":8192,"gpu_memory_fraction":0.9}
+        warning: when -n $TP
+    "#,
+    );
+}
+
+#[test]
+fn a_case_on_its_arguments_leaves_the_values_unknown() {
+    check!(
+        Auto,
+        "#!/bin/bash\ncase \"$1\" in\n  small) MODEL=Qwen/Qwen2.5-7B-Instruct; TP=1 ;;\n  large) MODEL=Qwen/Qwen2.5-72B-Instruct; TP=4 ;;\nesac\nvllm serve $MODEL --tensor-parallel-size $TP --port 8000\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: $MODEL
+        option port = 8000 (--port 8000)
+        option tensor-parallel-size = "$TP" (--tensor-parallel-size $TP)
+        fields: {"engine":"vllm","model":"$MODEL","tensor_parallel":"$TP","port":8000}
+        warning: $MODEL is unknown: the text does not decide between Qwen/Qwen2.5-7B-Instruct when $1 = small; Qwen/Qwen2.5-72B-Instruct when $1 = large
+        warning: $TP is unknown: the text does not decide between 1 when $1 = small; 4 when $1 = large
+    "#,
+    );
+    check!(
+        Auto,
+        "#!/bin/bash\ncase \"$GPU\" in\n  a100) PORT=8000 ;;\n  h100) PORT=8000 ;;\n  *) PORT=8000 ;;\nesac\nvllm serve Qwen/Qwen2.5-7B-Instruct --port $PORT\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2.5-7B-Instruct
+        option port = 8000 (--port 8000)
+        fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","port":8000}
+    "#,
+    );
+}
+
+#[test]
+fn a_python_program_over_lines_gives_no_arguments() {
+    check!(
+        Auto,
+        "#!/bin/bash\nNUM_GPUS=$(python3 -c \"\nimport torch\nprint(torch.cuda.device_count())\n\")\nMODEL=$(python3 -c \"import os\nprint(os.environ.get('M', 'x'))\")\nvllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size $NUM_GPUS\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2.5-7B-Instruct
+        option tensor-parallel-size = "$NUM_GPUS" (--tensor-parallel-size $NUM_GPUS)
+        fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","tensor_parallel":"$NUM_GPUS"}
+    "#,
+    );
+}
+
+#[test]
+fn conda_environments_are_conda() {
+    check!(
+        Auto,
+        "source /opt/miniconda3/bin/activate vllm\nvllm serve Qwen/Qwen2.5-7B-Instruct\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2.5-7B-Instruct
+        venv: vllm
+        wrappers: conda
+        fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","wrapper":"conda"}
+    "#,
+    );
+    check!(
+        Auto,
+        "conda run -n vllm --no-capture-output vllm serve Qwen/Qwen2.5-7B-Instruct\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2.5-7B-Instruct
+        venv: vllm
+        wrappers: conda
+        fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","wrapper":"conda"}
+    "#,
+    );
+    check!(
+        Auto,
+        "source ~/anaconda3/envs/vllm/bin/activate\nvllm serve Qwen/Qwen2.5-7B-Instruct\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen2.5-7B-Instruct
+        venv: ~/anaconda3/envs/vllm
+        wrappers: conda
+        fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","wrapper":"conda"}
+    "#,
+    );
+}
+
+#[test]
+fn config_files_written_beside_the_launch() {
+    check!(
+        Auto,
+        "#!/bin/bash\ncat > /tmp/vllm-config.yaml <<EOF\nmodel: meta-llama/Llama-3.1-8B-Instruct\ntensor-parallel-size: 2\nmax_model_len: 16384\ngpu-memory-utilization: 0.85\nport: 8080\nEOF\nvllm serve --config /tmp/vllm-config.yaml\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: meta-llama/Llama-3.1-8B-Instruct
+        option config = "/tmp/vllm-config.yaml" (--config /tmp/vllm-config.yaml)
+        option gpu-memory-utilization = 0.85 (gpu-memory-utilization: 0.85 (in /tmp/vllm-config.yaml))
+        option max-model-len = 16384 (max_model_len: 16384 (in /tmp/vllm-config.yaml))
+        option model = "meta-llama/Llama-3.1-8B-Instruct" (model: "meta-llama/Llama-3.1-8B-Instruct" (in /tmp/vllm-config.yaml))
+        option port = 8080 (port: 8080 (in /tmp/vllm-config.yaml))
+        option tensor-parallel-size = 2 (tensor-parallel-size: 2 (in /tmp/vllm-config.yaml))
+        fields: {"engine":"vllm","model":"meta-llama/Llama-3.1-8B-Instruct","tensor_parallel":2,"port":8080,"context_length":16384,"gpu_memory_fraction":0.85}
+    "#,
+    );
+    check!(
+        Auto,
+        "cat > extra-llm-api-config.yml <<EOF\nenable_attention_dp: true\nkv_cache_config:\n  free_gpu_memory_fraction: 0.8\n  dtype: fp8\ncuda_graph_config:\n  enable_padding: true\nEOF\ntrtllm-serve nvidia/DeepSeek-R1-FP4 --host 0.0.0.0 --port 8000 --backend pytorch --tp_size 8 --ep_size 8 --max_batch_size 256 --extra_llm_api_options extra-llm-api-config.yml\n",
+        @r#"
+        launches: 1
+        engine: trtllm
+        entry: trtllm-serve
+        model: nvidia/DeepSeek-R1-FP4
+        option backend = "pytorch" (--backend pytorch)
+        option config = "extra-llm-api-config.yml" (--extra_llm_api_options extra-llm-api-config.yml)
+        option cuda_graph_config.enable_padding = true (cuda_graph_config.enable_padding: true (in extra-llm-api-config.yml))
+        option enable_attention_dp = true (enable_attention_dp: true (in extra-llm-api-config.yml))
+        option ep_size = 8 (--ep_size 8)
+        option host = "0.0.0.0" (--host 0.0.0.0)
+        option kv_cache_config.dtype = "fp8" (kv_cache_config.dtype: "fp8" (in extra-llm-api-config.yml))
+        option kv_cache_config.free_gpu_memory_fraction = 0.8 (kv_cache_config.free_gpu_memory_fraction: 0.8 (in extra-llm-api-config.yml))
+        option max_batch_size = 256 (--max_batch_size 256)
+        option port = 8000 (--port 8000)
+        option tp_size = 8 (--tp_size 8)
+        fields: {"engine":"trtllm","model":"nvidia/DeepSeek-R1-FP4","tensor_parallel":8,"host":"0.0.0.0","port":8000,"gpu_memory_fraction":0.8,"max_running_requests":256,"kv_cache_dtype":"fp8"}
+    "#,
+    );
+    check!(
+        Auto,
+        "cat > extra.yml <<EOF\nmax_batch_size: 128\nkv_cache_config:\n  free_gpu_memory_fraction: 0.75\nEOF\ntrtllm-serve m --max_batch_size 256 --extra_llm_api_options extra.yml\n",
+        @r#"
+        launches: 1
+        engine: trtllm
+        entry: trtllm-serve
+        model: m
+        option config = "extra.yml" (--extra_llm_api_options extra.yml)
+        option kv_cache_config.free_gpu_memory_fraction = 0.75 (kv_cache_config.free_gpu_memory_fraction: 0.75 (in extra.yml))
+        option max_batch_size = 128 (max_batch_size: 128 (in extra.yml))
+        fields: {"engine":"trtllm","model":"m","gpu_memory_fraction":0.75,"max_running_requests":128}
+        warning: --max_batch_size 256 is overridden by max_batch_size: 128 (in extra.yml): the engine applies the file over its flags
+    "#,
+    );
 }

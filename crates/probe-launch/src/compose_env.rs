@@ -1,0 +1,175 @@
+//! Docker Compose's variable interpolation: `${VAR}`, `$VAR`, `${VAR:-default}`,
+//! `${VAR-default}`, `${VAR:?message}` and `$$` in a compose file's values, from the variables
+//! of the `.env` file beside it (`dotenv`, Compose's own format: `KEY=VALUE`, `#` comments,
+//! quotes, `export ` prefixes). A variable the `.env` does not set stays as written (it comes
+//! from the shell that ran `docker compose`, which the text does not show).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The variables of a `.env` text, in Compose's format.
+pub fn dotenv(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let k = k.trim();
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            continue;
+        }
+        let v = v.trim();
+        let v = if let Some(inner) = v.strip_prefix('"').and_then(|r| r.rsplit_once('"')) {
+            inner.0.replace("\\n", "\n").replace("\\\"", "\"")
+        } else if let Some(inner) = v.strip_prefix('\'').and_then(|r| r.rsplit_once('\'')) {
+            inner.0.to_string()
+        } else {
+            // An unquoted value ends at ` #`.
+            match v.find(" #") {
+                Some(i) => v.get(..i).unwrap_or(v).trim_end().to_string(),
+                None => v.to_string(),
+            }
+        };
+        out.insert(k.to_string(), v);
+    }
+    out
+}
+
+/// Interpolates every string of a compose document with `vars`; returns the variables used.
+pub(crate) fn interpolate(doc: &mut Value, vars: &BTreeMap<String, String>) -> Vec<String> {
+    let mut used = Vec::new();
+    walk(doc, vars, &mut used, 0);
+    used
+}
+
+fn walk(v: &mut Value, vars: &BTreeMap<String, String>, used: &mut Vec<String>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match v {
+        Value::String(s) => *s = interpolate_str(s, vars, used),
+        Value::Array(items) => {
+            for it in items {
+                walk(it, vars, used, depth + 1);
+            }
+        }
+        Value::Object(m) => {
+            for (_, it) in m.iter_mut() {
+                walk(it, vars, used, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One string, interpolated as Compose does.
+pub(crate) fn interpolate_str(
+    s: &str,
+    vars: &BTreeMap<String, String>,
+    used: &mut Vec<String>,
+) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find('$') {
+        out.push_str(rest.get(..at).unwrap_or(""));
+        let tail = rest.get(at + 1..).unwrap_or("");
+        if let Some(after) = tail.strip_prefix('$') {
+            // `$$` is a literal `$` (for the container's shell).
+            out.push_str("$$");
+            rest = after;
+            continue;
+        }
+        let (name, op, after) = if let Some(inner) = tail.strip_prefix('{') {
+            let Some(end) = inner.find('}') else {
+                out.push('$');
+                rest = tail;
+                continue;
+            };
+            let body = inner.get(..end).unwrap_or("");
+            let name_end = body
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(body.len());
+            (
+                body.get(..name_end).unwrap_or(""),
+                body.get(name_end..).unwrap_or(""),
+                inner.get(end + 1..).unwrap_or(""),
+            )
+        } else {
+            let name_end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            (
+                tail.get(..name_end).unwrap_or(""),
+                "",
+                tail.get(name_end..).unwrap_or(""),
+            )
+        };
+        let written = rest
+            .get(at..rest.len() - after.len())
+            .unwrap_or("")
+            .to_string();
+        let value = vars.get(name);
+        let replaced = match (op, value) {
+            _ if name.is_empty() => None,
+            ("", Some(v)) => Some(v.clone()),
+            (op, Some(v)) if op.starts_with(":-") && v.is_empty() => {
+                op.get(2..).map(str::to_string)
+            }
+            (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => {
+                Some(v.clone()).filter(|v| !v.is_empty() || op.starts_with('?'))
+            }
+            (op, Some(v)) if op.starts_with(":-") || op.starts_with('-') => Some(v.clone()),
+            _ => None,
+        };
+        match replaced {
+            Some(v) => {
+                if !used.iter().any(|u| u == name) {
+                    used.push(name.to_string());
+                }
+                out.push_str(&v);
+            }
+            None => out.push_str(&written),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compose_interpolation_from_a_dotenv() {
+        let vars = dotenv(
+            "# models\nMODEL=Qwen/Qwen2.5-7B\nexport TP=2\nEMPTY=\nQ=\"a b\" \nU=x # note\n",
+        );
+        assert_eq!(vars.get("TP").map(String::as_str), Some("2"));
+        assert_eq!(vars.get("Q").map(String::as_str), Some("a b"));
+        assert_eq!(vars.get("U").map(String::as_str), Some("x"));
+        let cases = [
+            ("--model ${MODEL}", "--model Qwen/Qwen2.5-7B"),
+            ("--tp $TP", "--tp 2"),
+            ("${EMPTY:-d} ${EMPTY-d}", "d "),
+            ("${NOPE:-8192}", "${NOPE:-8192}"),
+            ("${MODEL:-other}", "Qwen/Qwen2.5-7B"),
+            ("$$HOME ${TP:?need tp}", "$$HOME 2"),
+            ("${", "${"),
+        ];
+        for (s, want) in cases {
+            let mut used = Vec::new();
+            assert_eq!(interpolate_str(s, &vars, &mut used), want, "{s}");
+        }
+    }
+}

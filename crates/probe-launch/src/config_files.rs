@@ -1,0 +1,84 @@
+//! Config files a launch names (`--config`, `--extra_llm_api_options`): which they are, and
+//! their values put into the launch once the file is read (the collector's round 2 reads it on
+//! the host; a file the same text writes with a here-document is read at once, in `argv`).
+//! Each value keeps the file it came from (`written`: `key: value (in PATH)`).
+
+use probe_model::LaunchConfig;
+
+use crate::catalog::catalog;
+use crate::options::{ConfigFile, merge_config, speculative};
+use crate::yaml::yaml_to_json;
+
+/// The config files `launch` names, as absolute paths when its working directory is known
+/// (otherwise as written), in the order of the engine catalog's `config_options`.
+pub fn config_files(launch: &LaunchConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, path) in named(launch) {
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Each config file option's value as written, and the path it names.
+fn named(launch: &LaunchConfig) -> Vec<(String, String)> {
+    let cat = catalog(launch.engine, launch.engine_version.as_deref());
+    let mut out = Vec::new();
+    for name in &cat.config_options {
+        let Some(written) = launch.options.get(name).and_then(|o| o.value.as_str()) else {
+            continue;
+        };
+        let path = match (&launch.working_directory, written.starts_with('/')) {
+            (Some(dir), false) if dir.starts_with('/') => format!(
+                "{}/{}",
+                dir.trim_end_matches('/'),
+                written.trim_start_matches("./")
+            ),
+            _ => written.to_string(),
+        };
+        out.push((written.to_string(), path));
+    }
+    out
+}
+
+/// Puts the values of config file `path` (YAML or JSON text, as read) into `launch`, mapped to
+/// the engine's options through its catalog: the command line wins unless the engine applies
+/// the file over it (TRT-LLM). Returns whether the text was a config (a mapping).
+pub fn apply_config_file(launch: &mut LaunchConfig, path: &str, text: &str) -> bool {
+    let Some(cfg) = yaml_to_json(text).filter(serde_json::Value::is_object) else {
+        launch
+            .warnings
+            .push(format!("config file {path} is not YAML or JSON"));
+        return false;
+    };
+    let cat = catalog(launch.engine, launch.engine_version.as_deref());
+    let file = ConfigFile {
+        path: path.to_string(),
+    };
+    merge_config(
+        cat,
+        &cfg,
+        &file,
+        &mut launch.options,
+        &mut launch.warnings,
+        "",
+    );
+    // The file is read now: its options are visible.
+    for (written, named_path) in named(launch) {
+        if named_path == path || written == path {
+            let said = format!("options in config file {written} are not visible here");
+            launch.warnings.retain(|w| *w != said);
+        }
+    }
+    if launch.model.is_none() {
+        launch.model = cat.model_options.iter().find_map(|m| {
+            launch
+                .options
+                .get(m)
+                .and_then(|o| o.value.as_str().map(str::to_string))
+        });
+    }
+    launch.speculative = speculative(cat, &launch.options);
+    true
+}
