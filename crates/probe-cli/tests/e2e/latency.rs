@@ -244,6 +244,7 @@ fn the_launch_names_its_files_and_the_flag_and_its_limit_are_one_change() {
     let launch = block(text, "Running now");
     let causes = block(text, "What changed vs the previous launch");
     insta::with_settings!({filters => vec![
+        (r"after   20[0-9-]+ [0-9:]+ UTC \.\. now", "after   [start] .. now"),
         (r"pid:[0-9]+, 20[0-9-]+ [0-9:]+ UTC", "pid:[live], [start]"),
         (r"queued requests ([0-9.]+) -> [0-9.]+;", "queued requests $1 -> [live];"),
         (r"  (gen_throughput|kv_cache_usage|running_reqs|waiting_reqs|prompt_throughput) .*", "  $1 [both runs]"),
