@@ -13,6 +13,8 @@ pub struct Analysis {
     pub runs: Vec<Run>,
     /// The launches and host events, oldest first.
     pub timeline: Timeline,
+    /// Which run each of the snapshot's benchmark results measured, in their order.
+    pub benchmarks: Vec<crate::bench::Attribution>,
 }
 
 impl Analysis {
@@ -72,11 +74,12 @@ pub fn analyze(snapshot: &Snapshot) -> Analysis {
 pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Analysis {
     let mut timeline = crate::timeline::timeline_with(snapshot, &launches);
     let runs = crate::run::runs_of(snapshot, &timeline);
-    crate::bench::annotate(&mut timeline, snapshot, &runs);
+    let benchmarks = crate::bench::annotate(&mut timeline, snapshot, &runs);
     Analysis {
         launches,
         runs,
         timeline,
+        benchmarks,
     }
 }
 

@@ -131,8 +131,13 @@ pub(crate) fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
         .collect()
 }
 
-/// Marks each benchmark event of `timeline` with the run it measured.
-pub(crate) fn annotate(timeline: &mut Timeline, snapshot: &Snapshot, runs: &[Run]) {
+/// Marks each benchmark event of `timeline` with the run it measured, and gives the
+/// attributions back (the analysis keeps them).
+pub(crate) fn annotate(
+    timeline: &mut Timeline,
+    snapshot: &Snapshot,
+    runs: &[Run],
+) -> Vec<Attribution> {
     let attributions = attribute(&snapshot.benchmarks, runs);
     for e in &mut timeline.events {
         let Some(a) = e.benchmark.and_then(|b| attributions.get(b)) else {
@@ -143,6 +148,7 @@ pub(crate) fn annotate(timeline: &mut Timeline, snapshot: &Snapshot, runs: &[Run
             e.summary = format!("{} (measured {})", e.summary, run.launch);
         }
     }
+    attributions
 }
 
 /// One line: the tool, the measured speed and the workload that produced it.

@@ -19,8 +19,7 @@ pub(crate) fn benchmark_metrics(
 ) -> PeriodMetrics {
     let mut series: std::collections::BTreeMap<String, (String, Vec<(UnixTime, f64)>)> =
         std::collections::BTreeMap::new();
-    let attributed = crate::bench::attribute(&snapshot.benchmarks, &analysis.runs);
-    for a in attributed.iter().filter(|a| a.run == Some(run)) {
+    for a in analysis.benchmarks.iter().filter(|a| a.run == Some(run)) {
         let Some(result) = snapshot.benchmarks.get(a.benchmark) else {
             continue;
         };
@@ -50,7 +49,6 @@ pub(crate) fn join_benchmarks(
     analysis: &Analysis,
     metrics: &mut [RunMetrics],
 ) {
-    let attributed = crate::bench::attribute(&snapshot.benchmarks, &analysis.runs);
     for run_metrics in metrics.iter_mut() {
         let Some(index) = analysis
             .runs
@@ -59,7 +57,8 @@ pub(crate) fn join_benchmarks(
         else {
             continue;
         };
-        let mut files: Vec<&str> = attributed
+        let mut files: Vec<&str> = analysis
+            .benchmarks
             .iter()
             .filter(|a| a.run == Some(index))
             .filter_map(|a| snapshot.benchmarks.get(a.benchmark))
@@ -128,7 +127,7 @@ pub(crate) fn measured(
     (earlier, now): (usize, usize),
 ) -> Vec<String> {
     // Oldest first, whatever order the host listed the files in.
-    let mut attributed = crate::bench::attribute(&snapshot.benchmarks, &analysis.runs);
+    let mut attributed = analysis.benchmarks.clone();
     attributed.sort_by_key(|a| {
         let result = snapshot.benchmarks.get(a.benchmark);
         (result.and_then(|r| r.date), result.map(|r| r.file.clone()))
