@@ -290,3 +290,242 @@ fn dated_names_become_one_pattern_in_one_directory() {
         assert_eq!(got, want, "{target}");
     }
 }
+
+/// The `found_logs` section itself, run by dash (with mawk), by busybox's `sh` and `awk` (with
+/// nothing else on the PATH) and by bash (with gawk), over a directory another user could fill:
+/// thousands of dated files, a link to `/dev/zero`, a FIFO, a directory named like a log, a
+/// name with a newline and one with a terminal escape, and a gzip bomb among the rotated copies.
+/// Each shell finishes, reads only the newest `max-dated-files` names, never follows the link
+/// or opens the FIFO, and keeps the bomb's output bounded.
+#[test]
+fn found_logs_section_against_a_hostile_directory_in_every_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    hostile_log_dir(d);
+    let places = vec![
+        found_place(d, "vllm-*.log", "cron line 1"),
+        found_place(d, "vllm.log.*", "logrotate line 1"),
+    ];
+    let max_dated = probe_collect::config::log_places().max_dated_files as usize;
+    for shell in shells() {
+        let logs = run_found_logs(&shell, &places);
+        let of = |name: &str| {
+            logs.iter()
+                .find(|l| l.location.ends_with(name))
+                .unwrap_or_else(|| panic!("{}: no record of {name}: {logs:#?}", shell.name))
+        };
+        // The newest names of the place, the planted ones among them (they sort last).
+        let of_place = logs
+            .iter()
+            .filter(|l| l.found_by.as_deref() == Some("cron line 1"))
+            .count();
+        // (The name with a newline is counted among the newest and skipped.)
+        assert_eq!(
+            of_place,
+            max_dated - 1,
+            "{}: records of the place",
+            shell.name
+        );
+        let dated: Vec<&str> = logs
+            .iter()
+            .filter(|l| l.location.contains("/vllm-2026-"))
+            .map(|l| l.location.as_str())
+            .collect();
+        assert_eq!(dated.len(), max_dated - 5, "{}", shell.name);
+        assert!(
+            dated
+                .iter()
+                .any(|l| l.ends_with("vllm-2026-11-30-2999.log"))
+        );
+        assert!(
+            !dated
+                .iter()
+                .any(|l| l.ends_with("vllm-2026-11-30-0000.log"))
+        );
+        let newest = of("vllm-2026-11-30-2999.log");
+        assert_eq!(newest.status, SectionStatus::Ok, "{}", shell.name);
+        assert_eq!(newest.found_by.as_deref(), Some("cron line 1"));
+        for special in ["vllm-zero.log", "vllm-zfifo.log", "vllm-zdir.log"] {
+            let s = of(special);
+            assert_eq!(s.bytes_read, 0, "{}: {special} read", shell.name);
+            assert!(s.startups.is_empty() && s.metrics.is_empty());
+        }
+        assert!(
+            logs.iter().all(|l| !l.location.contains(['\n', '\u{1b}'])),
+            "{}: a control character reached a location",
+            shell.name
+        );
+        let bomb = of("vllm.log.1.gz");
+        assert!(
+            bomb.bytes_read <= 64 << 20,
+            "{}: the bomb gave {} bytes",
+            shell.name,
+            bomb.bytes_read
+        );
+        let plain = of("vllm.log.2");
+        assert_eq!(plain.status, SectionStatus::Ok, "{}", shell.name);
+        assert!(
+            plain.metrics.iter().any(|m| !m.points.is_empty()),
+            "{}: the rotated copy's metric lines were not read",
+            shell.name
+        );
+    }
+}
+
+use probe_collect::{CollectOptions, frame, parse::Ctx, plan, script};
+use probe_model::SectionStatus;
+use std::path::Path;
+
+struct Shell {
+    name: &'static str,
+    sh: String,
+    path: String,
+    _bin: tempfile::TempDir,
+}
+
+/// dash + mawk, busybox alone, bash + gawk: each must be installed (`.ci/run` installs them).
+fn shells() -> Vec<Shell> {
+    let need = |p: &str| {
+        assert!(
+            Path::new(p).exists(),
+            "{p} is not installed (.ci/run installs it)"
+        );
+        p.to_string()
+    };
+    let sys = "/usr/local/bin:/usr/bin:/bin";
+    let dash_bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(need("/usr/bin/mawk"), dash_bin.path().join("awk")).unwrap();
+    let dash_path = format!("{}:{sys}", dash_bin.path().display());
+    let bb_bin = tempfile::tempdir().unwrap();
+    let bb = need("/usr/bin/busybox");
+    let list = std::process::Command::new(&bb)
+        .arg("--list")
+        .output()
+        .unwrap();
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        let _ = std::os::unix::fs::symlink(&bb, bb_bin.path().join(applet));
+    }
+    let bb_path = bb_bin.path().display().to_string();
+    vec![
+        Shell {
+            name: "dash+mawk",
+            sh: need("/usr/bin/dash"),
+            path: dash_path,
+            _bin: dash_bin,
+        },
+        Shell {
+            name: "busybox",
+            sh: format!("{bb_path}/sh"),
+            path: bb_path,
+            _bin: bb_bin,
+        },
+        Shell {
+            name: "bash+gawk",
+            sh: need("/usr/bin/bash"),
+            path: sys.into(),
+            _bin: tempfile::tempdir().unwrap(),
+        },
+    ]
+}
+
+fn found_place(d: &Path, pattern: &str, reason: &str) -> FoundPlace {
+    FoundPlace {
+        mode: FoundMode::Text,
+        dir: d.display().to_string(),
+        pattern: pattern.into(),
+        reason: reason.into(),
+    }
+}
+
+/// vLLM 0.8's periodic stats line (vllm/engine/metrics.py `LoggingStatLogger.log`), as a
+/// journal-less file holds it.
+fn vllm_line(day: u32, i: u32) -> String {
+    format!(
+        "INFO 11-{day:02} {:02}:{:02}:00 metrics.py:455] Avg prompt throughput: 1200.0 tokens/s, Avg generation throughput: {}.0 tokens/s, Running: 8 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 41.2%, CPU KV cache usage: 0.0%.\n",
+        i % 24,
+        i % 60,
+        600 + i % 50
+    )
+}
+
+fn hostile_log_dir(d: &Path) {
+    for i in 0..3000u32 {
+        let name = format!("vllm-2026-11-30-{i:04}.log");
+        std::fs::write(d.join(name), vllm_line(30, i)).unwrap();
+    }
+    std::os::unix::fs::symlink("/dev/zero", d.join("vllm-zero.log")).unwrap();
+    let fifo = d.join("vllm-zfifo.log");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::create_dir(d.join("vllm-zdir.log")).unwrap();
+    std::fs::write(d.join("vllm-zz\n.log"), vllm_line(30, 1)).unwrap();
+    std::fs::write(d.join("vllm-zz\u{1b}[2J.log"), vllm_line(30, 2)).unwrap();
+    // 32 MiB of one byte, no newline: about 32 KiB gzipped.
+    let bomb = d.join("vllm.log.1.gz");
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("head -c 33554432 /dev/zero | tr '\\0' A | gzip -9 > \"$1\"")
+        .arg("sh")
+        .arg(&bomb)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rotated: String = (0..2000).map(|i| vllm_line(29, i)).collect();
+    std::fs::write(d.join("vllm.log.2"), rotated).unwrap();
+}
+
+/// Runs round 2's script holding only `places` under `shell` and parses its `found_logs`.
+fn run_found_logs(shell: &Shell, places: &[FoundPlace]) -> Vec<probe_model::LogSource> {
+    let inputs = script::Round2Inputs {
+        found: places.to_vec(),
+        ..Default::default()
+    };
+    let boundary = script::new_boundary();
+    let text = script::build_round2(
+        &CollectOptions::default(),
+        &boundary,
+        std::time::Duration::from_secs(120),
+        &inputs,
+    );
+    let mut child = std::process::Command::new(&shell.sh)
+        .arg("-s")
+        .env_clear()
+        .env("PATH", &shell.path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let f = frame::parse(&out.stdout, &boundary);
+    assert!(
+        f.done,
+        "{}: script did not finish: {}",
+        shell.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut snap = Snapshot::default();
+    let ctx = Ctx {
+        boundary,
+        remote_clock: Some(1_796_000_000),
+        ..Default::default()
+    };
+    plan::apply_round2(&mut snap, &ctx, &f, &inputs);
+    let sec = snap.sections.iter().find(|s| s.name == "found_logs");
+    assert!(
+        sec.is_some_and(|s| s.status != SectionStatus::Failed),
+        "{}: {sec:?}",
+        shell.name
+    );
+    snap.logs
+}
