@@ -540,7 +540,7 @@ fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> {
         ("THIN", thin),
         ("R2_PY", line(&inputs.python_prefixes)),
         ("R2_MODELS", models.join("\n")),
-        ("R2_LOGS", line(&inputs.logs)),
+        ("R2_LOGS", log_lines(&inputs.logs)),
         ("R2_UNITS", units.join("\n")),
         ("R2_CLOGS", clogs.join("\n")),
         ("R2_GPUPIDS", pids(&inputs.gpu_pids)),
@@ -549,6 +549,25 @@ fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> {
         ("R2_LFILES", lfiles.join("\n")),
         ("R2_FOUND", crate::found::script_lines(&inputs.found)),
     ]
+}
+
+/// `$R2_LOGS`: a path a line. A path whose name came with bytes that are not UTF-8 (a Latin-1
+/// name under an ISO-8859-1 locale: U+FFFD in their place here) goes as
+/// `?<TAB>PATH<TAB>PATTERN`, each U+FFFD one `?` that the host matches against the one file
+/// it names, so the file is read under its exact name. A path that could break the line format,
+/// or one already holding a pattern character, goes as it is.
+fn log_lines(logs: &[String]) -> String {
+    logs.iter()
+        .filter(|p| !p.contains(['\t', '\n']))
+        .map(|p| {
+            if p.contains('\u{fffd}') && !p.contains(['*', '?', '[', ']', '\\']) {
+                format!("?\t{p}\t{}", p.replace('\u{fffd}', "?"))
+            } else {
+                p.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `OWNER<TAB>UID<TAB>HOME<TAB>DIR` per directory; an entry whose fields could break the line

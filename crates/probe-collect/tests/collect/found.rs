@@ -2,8 +2,10 @@
 //! a logrotate config or kubelet's pod directories name for a server, each with its reason;
 //! and the round-2 section that reads them, against hostile directories.
 
+use crate::util::{Shell, run_round2, shells};
 use probe_collect::found::{self, FoundMode, FoundPlace, PlaceText, Places};
-use probe_model::{ComposeOrigin, ContainerInfo, PodOrigin, Snapshot, SystemdUnit};
+use probe_model::{ComposeOrigin, ContainerInfo, PodOrigin, SectionStatus, Snapshot, SystemdUnit};
+use std::path::Path;
 
 fn kind(w: &str) -> probe_collect::found::PlaceKind {
     probe_collect::found::PlaceKind::from_word(w).unwrap()
@@ -372,62 +374,6 @@ fn found_logs_section_against_a_hostile_directory_in_every_shell() {
     }
 }
 
-use probe_collect::{CollectOptions, frame, parse::Ctx, plan, script};
-use probe_model::SectionStatus;
-use std::path::Path;
-
-struct Shell {
-    name: &'static str,
-    sh: String,
-    path: String,
-    _bin: tempfile::TempDir,
-}
-
-/// dash + mawk, busybox alone, bash + gawk: each must be installed (`.ci/run` installs them).
-fn shells() -> Vec<Shell> {
-    let need = |p: &str| {
-        assert!(
-            Path::new(p).exists(),
-            "{p} is not installed (.ci/run installs it)"
-        );
-        p.to_string()
-    };
-    let sys = "/usr/local/bin:/usr/bin:/bin";
-    let dash_bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(need("/usr/bin/mawk"), dash_bin.path().join("awk")).unwrap();
-    let dash_path = format!("{}:{sys}", dash_bin.path().display());
-    let bb_bin = tempfile::tempdir().unwrap();
-    let bb = need("/usr/bin/busybox");
-    let list = std::process::Command::new(&bb)
-        .arg("--list")
-        .output()
-        .unwrap();
-    for applet in String::from_utf8_lossy(&list.stdout).lines() {
-        let _ = std::os::unix::fs::symlink(&bb, bb_bin.path().join(applet));
-    }
-    let bb_path = bb_bin.path().display().to_string();
-    vec![
-        Shell {
-            name: "dash+mawk",
-            sh: need("/usr/bin/dash"),
-            path: dash_path,
-            _bin: dash_bin,
-        },
-        Shell {
-            name: "busybox",
-            sh: format!("{bb_path}/sh"),
-            path: bb_path,
-            _bin: bb_bin,
-        },
-        Shell {
-            name: "bash+gawk",
-            sh: need("/usr/bin/bash"),
-            path: sys.into(),
-            _bin: tempfile::tempdir().unwrap(),
-        },
-    ]
-}
-
 fn found_place(d: &Path, pattern: &str, reason: &str) -> FoundPlace {
     FoundPlace {
         mode: FoundMode::Text,
@@ -477,50 +423,13 @@ fn hostile_log_dir(d: &Path) {
     std::fs::write(d.join("vllm.log.2"), rotated).unwrap();
 }
 
-/// Runs round 2's script holding only `places` under `shell` and parses its `found_logs`.
+/// Round 2's `found_logs` of `places` under `shell`.
 fn run_found_logs(shell: &Shell, places: &[FoundPlace]) -> Vec<probe_model::LogSource> {
-    let inputs = script::Round2Inputs {
+    let inputs = probe_collect::script::Round2Inputs {
         found: places.to_vec(),
         ..Default::default()
     };
-    let boundary = script::new_boundary();
-    let text = script::build_round2(
-        &CollectOptions::default(),
-        &boundary,
-        std::time::Duration::from_secs(120),
-        &inputs,
-    );
-    let mut child = std::process::Command::new(&shell.sh)
-        .arg("-s")
-        .env_clear()
-        .env("PATH", &shell.path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let f = frame::parse(&out.stdout, &boundary);
-    assert!(
-        f.done,
-        "{}: script did not finish: {}",
-        shell.name,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut snap = Snapshot::default();
-    let ctx = Ctx {
-        boundary,
-        remote_clock: Some(1_796_000_000),
-        ..Default::default()
-    };
-    plan::apply_round2(&mut snap, &ctx, &f, &inputs);
+    let snap = run_round2(shell, &inputs);
     let sec = snap.sections.iter().find(|s| s.name == "found_logs");
     assert!(
         sec.is_some_and(|s| s.status != SectionStatus::Failed),

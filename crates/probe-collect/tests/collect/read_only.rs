@@ -97,6 +97,7 @@ const ALLOWED: &[&str] = &[
     "asu",
     "uok",
     "dreal",
+    "lone",
     "cap",
     "rcof",
     "lim",
