@@ -1,0 +1,129 @@
+//! End-to-end: a host whose clock is three years ahead and whose locale is ISO-8859-1 (issue
+//! 31). `clock-latin1` runs vLLM 0.11.0 by hand with its output in `/root/logs/café.log` (a
+//! Latin-1 name), keeps an old unit file with a Latin-1 name, and root's history holds a
+//! `#100000` stamp. probe says the clock's offset, reads the log under its exact name, lists
+//! the unit (its section not "tampered"), keeps the bad stamp as a stamp, and every name that
+//! is not UTF-8 comes out with U+FFFD, never as raw bytes.
+
+use std::sync::OnceLock;
+
+use probe_model::{HostReport, SectionStatus, Snapshot};
+use probe_testkit::fixture::SharedFleet;
+
+use crate::util;
+
+struct Env {
+    fleet: SharedFleet,
+    dir: tempfile::TempDir,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| Env {
+        fleet: util::fleet(&["clock-latin1"]),
+        dir: tempfile::tempdir().unwrap(),
+    })
+}
+
+/// The report (JSON), the human text and the stored snapshot of one host.
+fn collected() -> &'static (HostReport, String, Snapshot) {
+    static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let env = env();
+        let store = env.dir.path().join("store.db");
+        let probe = util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store);
+        let report =
+            util::one_host_report(&probe.run(&["host", "fx-clock-latin1", "--format", "json"]));
+        let text = probe.run(&["host", "fx-clock-latin1", "--no-store"]);
+        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
+        let path = env.dir.path().join("snap.json");
+        let export = probe.run(&[
+            "snapshots",
+            "export",
+            "fx-clock-latin1",
+            "-o",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            export.status.code(),
+            Some(0),
+            "{}",
+            util::text(&export.stderr)
+        );
+        let snap: Snapshot = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        (report, util::text(&text.stdout), snap)
+    })
+}
+
+#[test]
+fn a_clock_three_years_ahead_is_said_with_its_offset() {
+    let (report, text, snap) = collected();
+    let skew = snap.remote_clock.unwrap() - snap.collected_at;
+    assert!(
+        (94_694_400 - 120..=94_694_400 + 120).contains(&skew),
+        "host clock minus ours: {skew} s"
+    );
+    let notice = report
+        .notices
+        .iter()
+        .find(|n| n.contains("clock"))
+        .unwrap_or_else(|| panic!("no clock notice: {:?}", report.notices));
+    assert!(notice.contains("ahead of"), "{notice}");
+    assert!(text.contains("clock is"), "{text}");
+}
+
+#[test]
+fn a_stamp_no_clock_wrote_is_kept_as_a_stamp() {
+    let (report, _, snap) = collected();
+    let h = snap
+        .histories
+        .iter()
+        .find(|h| h.path == "/root/.bash_history")
+        .expect("root's history");
+    assert_eq!(h.implausible_stamps, 1, "{h:#?}");
+    assert!(
+        report
+            .notices
+            .iter()
+            .any(|n| n.contains("no plausible time")),
+        "{:?}",
+        report.notices
+    );
+}
+
+#[test]
+fn a_log_with_a_latin1_name_is_read() {
+    let (report, _, snap) = collected();
+    let log = snap
+        .logs
+        .iter()
+        .find(|l| l.location == "/root/logs/caf\u{fffd}.log")
+        .unwrap_or_else(|| {
+            let all: Vec<_> = snap.logs.iter().map(|l| (&l.location, l.status)).collect();
+            panic!("no record of the Latin-1 log: {all:?}")
+        });
+    assert_eq!(log.status, SectionStatus::Ok, "{:?}", log.message);
+    assert!(
+        log.metrics.iter().any(|m| !m.points.is_empty()),
+        "its stats lines were not read"
+    );
+    assert!(!report.running.is_empty(), "the running launch");
+}
+
+#[test]
+fn a_unit_with_a_latin1_name_is_listed_and_its_section_holds() {
+    let (_, _, snap) = collected();
+    let units = snap
+        .sections
+        .iter()
+        .find(|s| s.name == "units")
+        .expect("units");
+    assert_eq!(units.status, SectionStatus::Ok, "{:?}", units.message);
+    assert!(
+        snap.units
+            .iter()
+            .any(|u| u.name == "llm-caf\u{fffd}.service"),
+        "{:?}",
+        snap.units.iter().map(|u| &u.name).collect::<Vec<_>>()
+    );
+}
