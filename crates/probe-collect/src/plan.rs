@@ -626,6 +626,9 @@ fn launch_inputs(
     if !named {
         process_prefix(snap, l, root, inp);
     }
+    if l.source.running {
+        engine_config_files(l, root, inp);
+    }
     let model = l.model.as_ref()?;
     Some(ModelRef {
         cwd: l.working_directory.clone(),
@@ -822,6 +825,22 @@ fn compose_files(snap: &Snapshot, inp: &mut Round2Inputs) {
             {
                 inp.launch_files.push(e);
             }
+        }
+    }
+}
+
+/// The config files a running launch's options name (`--config FILE`), inside its mount
+/// namespace: read as launch files, their keys the engine's options.
+fn engine_config_files(l: &probe_model::LaunchConfig, root: Option<&str>, inp: &mut Round2Inputs) {
+    let by = l.source.origin().label();
+    for path in probe_launch::config_files(l) {
+        let e = ("config".to_string(), by.clone(), rooted(root, &path));
+        if path.starts_with('/')
+            && !path.split('/').any(|x| x == "..")
+            && !inp.launch_files.iter().any(|(_, _, p)| *p == e.2)
+            && inp.launch_files.len() < MAX_LAUNCH_FILES
+        {
+            inp.launch_files.push(e);
         }
     }
 }

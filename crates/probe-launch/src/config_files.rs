@@ -3,7 +3,10 @@
 //! the host; a file the same text writes with a here-document is read at once, in `argv`).
 //! Each value keeps the file it came from (`written`: `key: value (in PATH)`).
 
-use probe_model::LaunchConfig;
+use probe_model::{
+    DefiningFile, DefiningFileRole, LaunchConfig, LaunchFile, LaunchFileKind, SectionStatus,
+    Snapshot,
+};
 
 use crate::catalog::catalog;
 use crate::options::{ConfigFile, merge_config, speculative};
@@ -81,4 +84,75 @@ pub fn apply_config_file(launch: &mut LaunchConfig, path: &str, text: &str) -> b
     }
     launch.speculative = speculative(cat, &launch.options);
     true
+}
+
+/// Puts the config files round 2 read (`Snapshot::launch_files` of kind `engine_config`) into
+/// the running launches that name them, each listed among the launch's defining files. Only a
+/// running launch: the file on disk now is what a running server read (unless it changed since,
+/// which is said), never what an earlier launch read. A file not read says why.
+pub(crate) fn fill(snapshot: &Snapshot, out: &mut [LaunchConfig]) {
+    for l in out.iter_mut().filter(|l| l.source.running) {
+        for path in config_files(l) {
+            let Some(f) = snapshot
+                .launch_files
+                .iter()
+                .find(|f| f.kind == LaunchFileKind::EngineConfig && same_file(&f.path, &path))
+            else {
+                continue;
+            };
+            apply_read_file(l, &path, f);
+        }
+    }
+}
+
+fn apply_read_file(l: &mut LaunchConfig, path: &str, f: &LaunchFile) {
+    if f.status != SectionStatus::Ok {
+        let why = f.message.as_deref().unwrap_or("not read");
+        l.warnings.push(format!(
+            "config file {path} was not read on the host: {why}"
+        ));
+        return;
+    }
+    if !apply_config_file(l, path, &f.text) {
+        return;
+    }
+    if f.truncated {
+        l.warnings.push(format!(
+            "config file {path} was read only in part (over its size bound): keys after the \
+             cut are not visible here"
+        ));
+    }
+    if let (Some(m), Some(start)) = (f.mtime, l.source.time.at)
+        && m > start
+    {
+        l.warnings.push(format!(
+            "config file {path} changed after this launch started: its values here are the \
+             file's now, which the running server may not have read"
+        ));
+    }
+    let from_file = format!("(in {path})");
+    let sets = l
+        .options
+        .iter()
+        .filter(|(_, o)| o.written.ends_with(&from_file))
+        .map(|(k, _)| k.clone())
+        .collect();
+    l.files.push(DefiningFile {
+        role: DefiningFileRole::EngineConfig,
+        path: path.to_string(),
+        optional: false,
+        sets,
+    });
+}
+
+/// `read` is `named` as round 2 read it: the same path, or it inside a process's mount
+/// namespace (`/proc/PID/root/...`).
+fn same_file(read: &str, named: &str) -> bool {
+    read == named
+        || read
+            .strip_prefix("/proc/")
+            .and_then(|r| r.split_once('/'))
+            .is_some_and(|(pid, rest)| {
+                pid.bytes().all(|b| b.is_ascii_digit()) && rest.strip_prefix("root") == Some(named)
+            })
 }

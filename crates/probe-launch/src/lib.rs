@@ -971,6 +971,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     history_launches(snapshot, &mut out);
     log_launches(snapshot, &mut out);
     defining::fill(snapshot, &mut out);
+    config_files::fill(snapshot, &mut out);
     merge_runs(snapshot, out)
 }
 

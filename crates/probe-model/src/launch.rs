@@ -263,6 +263,9 @@ pub enum DefiningFileRole {
     Compose,
     /// A container's env file (a compose service's `env_file:`).
     EnvFile,
+    /// A config file the launch's options name (`--config FILE`): the engine reads its keys
+    /// as options.
+    EngineConfig,
 }
 
 impl DefiningFileRole {
@@ -275,6 +278,7 @@ impl DefiningFileRole {
             DefiningFileRole::StartScript => "start script",
             DefiningFileRole::Compose => "compose file",
             DefiningFileRole::EnvFile => "env file",
+            DefiningFileRole::EngineConfig => "engine config file",
         }
     }
 }

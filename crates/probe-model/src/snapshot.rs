@@ -111,6 +111,9 @@ pub enum LaunchFileKind {
     /// A Docker Compose file (`compose.yaml`, an override file).
     #[default]
     Compose,
+    /// A config file a running launch's options name (`--config`, `--extra_llm_api_options`):
+    /// its keys are the engine's options.
+    EngineConfig,
 }
 
 /// Facts about the machine itself.

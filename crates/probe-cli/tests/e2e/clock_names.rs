@@ -127,3 +127,33 @@ fn a_unit_with_a_latin1_name_is_listed_and_its_section_holds() {
         snap.units.iter().map(|u| &u.name).collect::<Vec<_>>()
     );
 }
+
+/// The running launch names `--config vllm-config.yaml` (relative to its working directory):
+/// round 2 reads the file, and its keys are the launch's options, each saying its file, the
+/// file listed among what defines the launch.
+#[test]
+fn the_config_file_a_launch_names_is_read_into_it() {
+    let (report, _, _) = collected();
+    let l = report.running.first().expect("the running launch");
+    let seqs = l
+        .options
+        .get("max-num-seqs")
+        .expect("max-num-seqs from the file");
+    assert_eq!(seqs.value, serde_json::json!(64));
+    assert!(
+        seqs.written.ends_with("(in /root/vllm-config.yaml)"),
+        "{}",
+        seqs.written
+    );
+    let f = l
+        .files
+        .iter()
+        .find(|f| f.role == probe_model::DefiningFileRole::EngineConfig)
+        .expect("the config file among the defining files");
+    assert_eq!(f.path, "/root/vllm-config.yaml");
+    assert!(
+        l.warnings.iter().all(|w| !w.contains("not visible here")),
+        "{:?}",
+        l.warnings
+    );
+}

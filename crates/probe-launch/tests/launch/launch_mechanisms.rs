@@ -268,3 +268,125 @@ fn a_compose_file_with_its_dotenv() {
         assert_eq!(got.first().map(common_fields), Some(want), "{dotenv}");
     }
 }
+
+/// The config files round 2 read on the host (`launch_files` of kind `engine_config`) go into
+/// the running launch that names them, listed among its defining files with the options they
+/// set; a history launch naming the same file is left alone (the file now is not what it read);
+/// a file changed after the launch started, or not read, is said. `(file as read, expected
+/// max-num-seqs, warning expected)`.
+#[test]
+fn config_files_read_on_the_host_go_into_the_running_launch() {
+    use probe_model::{
+        DefiningFileRole, HistoryEntry, HistoryFile, LaunchFile, LaunchFileKind, ProcessInfo,
+        ProcessRole, SectionStatus, Snapshot,
+    };
+    let file = |path: &str, mtime: i64, status: SectionStatus, text: &str| LaunchFile {
+        kind: LaunchFileKind::EngineConfig,
+        path: path.into(),
+        named_by: "pid:4242".into(),
+        status,
+        mtime: Some(mtime),
+        text: text.into(),
+        ..LaunchFile::default()
+    };
+    let yaml = "max-num-seqs: 64\nenable-prefix-caching: true\n";
+    let cases: Vec<(LaunchFile, Option<u64>, Option<&str>)> = vec![
+        (
+            file("/srv/llm/cfg.yaml", 1_700_000_000, SectionStatus::Ok, yaml),
+            Some(64),
+            None,
+        ),
+        (
+            file(
+                "/proc/4242/root/srv/llm/cfg.yaml",
+                1_700_000_000,
+                SectionStatus::Ok,
+                yaml,
+            ),
+            Some(64),
+            None,
+        ),
+        (
+            file("/srv/llm/cfg.yaml", 1_700_000_900, SectionStatus::Ok, yaml),
+            Some(64),
+            Some("changed after this launch started"),
+        ),
+        (
+            LaunchFile {
+                message: Some("a symbolic link, not followed".into()),
+                ..file("/srv/llm/cfg.yaml", 0, SectionStatus::Failed, "")
+            },
+            None,
+            Some("was not read on the host: a symbolic link, not followed"),
+        ),
+        (
+            file("/srv/other.yaml", 1_700_000_000, SectionStatus::Ok, yaml),
+            None,
+            None,
+        ),
+    ];
+    for (read, want_seqs, want_warning) in cases {
+        let snap = Snapshot {
+            processes: vec![ProcessInfo {
+                pid: 4242,
+                argv: [
+                    "/opt/v/bin/python3",
+                    "-m",
+                    "vllm.entrypoints.openai.api_server",
+                    "--model",
+                    "m",
+                    "--config",
+                    "cfg.yaml",
+                ]
+                .map(String::from)
+                .to_vec(),
+                cwd: Some("/srv/llm".into()),
+                start_time: Some(1_700_000_500),
+                role: ProcessRole::Launcher,
+                ..ProcessInfo::default()
+            }],
+            histories: vec![HistoryFile {
+                path: "/root/.bash_history".into(),
+                entries: vec![HistoryEntry {
+                    index: 0,
+                    time: None,
+                    command: "cd /srv/llm && vllm serve m2 --config /srv/llm/cfg.yaml".into(),
+                }],
+                ..HistoryFile::default()
+            }],
+            launch_files: vec![read.clone()],
+            ..Snapshot::default()
+        };
+        let launches = probe_launch::launches_of(&snap);
+        let running = launches.iter().find(|l| l.source.running).expect("running");
+        let seqs = running
+            .options
+            .get("max-num-seqs")
+            .and_then(|o| o.value.as_u64());
+        assert_eq!(seqs, want_seqs, "{}: {:?}", read.path, running.options);
+        let listed = running
+            .files
+            .iter()
+            .find(|f| f.role == DefiningFileRole::EngineConfig);
+        assert_eq!(listed.is_some(), want_seqs.is_some(), "{}", read.path);
+        if let Some(f) = listed {
+            assert_eq!(f.path, "/srv/llm/cfg.yaml");
+            assert!(f.sets.contains(&"max-num-seqs".to_string()), "{:?}", f.sets);
+        }
+        let warned = |w: &str| running.warnings.iter().any(|x| x.contains(w));
+        if let Some(w) = want_warning {
+            assert!(warned(w), "{}: {:?}", read.path, running.warnings);
+        }
+        assert_eq!(
+            warned("not visible here"),
+            want_seqs.is_none(),
+            "{:?}",
+            running.warnings
+        );
+        let history = launches
+            .iter()
+            .find(|l| !l.source.running)
+            .expect("history launch");
+        assert!(!history.options.contains_key("max-num-seqs"));
+    }
+}
