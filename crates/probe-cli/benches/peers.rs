@@ -5,12 +5,20 @@
 //!   for its peak RSS);
 //! * `xargs -P 10` running one OpenSSH `ssh HOST sh -s` per host with the combined round-1
 //!   script (`probe_collect::script::build`: every section, one after another);
+//! * `xargs -P 10` running, through one OpenSSH `ssh HOST sh -s` per host, exactly what probe
+//!   sent: every exec channel's command and script, captured from `probe host` by a light host
+//!   whose sshd has a `ForceCommand` that keeps them (`light::start_capture_host`), replayed
+//!   round by round (a round's channels at once, as probe runs them; issue 35);
 //! * Ansible fact gathering, `ansible all -f 10 -m setup` (pipelining on, no ControlPersist, so
 //!   no run reuses an earlier run's connection), when `ansible` is on the PATH (or
 //!   `PROBE_BENCH_ANSIBLE`); otherwise one line says it was skipped.
 //!
-//! Reports numbers, asserts nothing about time. `cargo bench -p probe-cli --bench peers`
-//! (`PROBE_BENCH_FLEET`, default `10,50`; `PROBE_BENCH_RUNS`, default 3). Writes
+//! Each run is measured by its wall time, the CPU of the contender's own process tree (the
+//! client: `/usr/bin/time -v`, user + system) and the whole machine's CPU over the run
+//! (`/proc/stat`: the hosts' sshd, shells and programs run here too, so machine minus client is
+//! the hosts' side). Reports numbers, asserts nothing about time.
+//! `cargo bench -p probe-cli --bench peers` (`PROBE_BENCH_FLEET`, default `10,30,100`;
+//! `PROBE_BENCH_RUNS`, default 3). Writes
 //! `docs/bench/fleet.svg` (median time against N) and `docs/bench/fleet.json`.
 #![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
@@ -28,19 +36,57 @@ use light::LightHost;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_probe");
 const FIRST_ADDRESS: u8 = 150;
-const LAST_ADDRESS: u8 = 219;
+const LAST_ADDRESS: u8 = 249;
+/// The host whose sshd keeps what probe sends.
+const CAPTURE_ADDRESS: u8 = 250;
 const JOBS: usize = 10;
-const CONTENDERS: [&str; 3] = [
+const CONTENDERS: [&str; 4] = [
     "probe audit -j 10",
+    "xargs -P 10 ssh, probe's own scripts",
     "xargs -P 10 ssh, combined script",
     "ansible -f 10 -m setup",
 ];
 
-/// One contender's run: wall seconds, hosts that succeeded, peak RSS (KiB) of the process.
+/// One contender's run: wall seconds, hosts that succeeded, peak RSS (KiB) of the process, CPU
+/// seconds of its process tree and of the whole machine.
 struct Run {
     secs: f64,
     ok: usize,
     rss_kib: Option<u64>,
+    client_cpu: f64,
+    machine_cpu: f64,
+}
+
+/// CPU seconds the machine has spent busy since boot (`/proc/stat`: every state but idle and
+/// iowait, in clock ticks of 1/100 s).
+fn machine_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .take(7)
+        .filter_map(|(_, v)| v.parse::<u64>().ok())
+        .sum();
+    ticks as f64 / 100.0
+}
+
+/// User + system seconds `/usr/bin/time -v` reports for the process tree it ran.
+fn client_cpu_of(stderr: &[u8]) -> f64 {
+    let text = String::from_utf8_lossy(stderr);
+    ["User time (seconds):", "System time (seconds):"]
+        .iter()
+        .filter_map(|k| {
+            text.lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix(k))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        })
+        .sum()
 }
 
 fn rss_of(stderr: &[u8]) -> Option<u64> {
@@ -51,7 +97,9 @@ fn rss_of(stderr: &[u8]) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn timed(mut cmd: Command) -> (f64, std::process::Output) {
+/// Runs `cmd`: (wall seconds, machine CPU seconds over the run, its output).
+fn timed(mut cmd: Command) -> (f64, f64, std::process::Output) {
+    let cpu = machine_cpu();
     let t = Instant::now();
     let out = cmd
         .stdin(Stdio::null())
@@ -59,7 +107,7 @@ fn timed(mut cmd: Command) -> (f64, std::process::Output) {
         .stderr(Stdio::piped())
         .output()
         .expect("run contender");
-    (t.elapsed().as_secs_f64(), out)
+    (t.elapsed().as_secs_f64(), machine_cpu() - cpu, out)
 }
 
 struct Fleet {
@@ -67,6 +115,7 @@ struct Fleet {
     config: PathBuf,
     aliases: Vec<String>,
     script: PathBuf,
+    replay: PathBuf,
     ansible: Option<String>,
 }
 
@@ -90,7 +139,7 @@ impl Fleet {
             .env("HOME", &self.dir)
             .env("XDG_CONFIG_HOME", self.dir.join("config"))
             .env("XDG_DATA_HOME", self.dir.join("data"));
-        let (secs, out) = timed(cmd);
+        let (secs, machine_cpu, out) = timed(cmd);
         let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
             .lines()
             .last()
@@ -102,10 +151,22 @@ impl Fleet {
             secs,
             ok: usize::try_from(ok).unwrap_or(0),
             rss_kib: rss_of(&out.stderr),
+            client_cpu: client_cpu_of(&out.stderr),
+            machine_cpu,
         }
     }
 
+    /// `xargs -P 10`, one `ssh HOST sh -s` per host fed `script`.
     fn xargs(&self, n: usize) -> Run {
+        self.xargs_with(n, &self.script)
+    }
+
+    /// `xargs -P 10`, one `ssh HOST sh -s` per host fed what probe sent (the replay).
+    fn replayed(&self, n: usize) -> Run {
+        self.xargs_with(n, &self.replay)
+    }
+
+    fn xargs_with(&self, n: usize, script: &Path) -> Run {
         let list = self.dir.join(format!("hosts-{n}.txt"));
         let mut cmd = Command::new("/usr/bin/time");
         cmd.arg("-v")
@@ -116,8 +177,8 @@ impl Fleet {
             .arg("ssh -F \"$1\" -o BatchMode=yes \"$3\" sh -s <\"$2\" >/dev/null 2>&1 && echo ok")
             .arg("sh")
             .arg(&self.config)
-            .arg(&self.script);
-        let (secs, out) = timed(cmd);
+            .arg(script);
+        let (secs, machine_cpu, out) = timed(cmd);
         Run {
             secs,
             ok: String::from_utf8_lossy(&out.stdout)
@@ -125,6 +186,8 @@ impl Fleet {
                 .filter(|l| *l == "ok")
                 .count(),
             rss_kib: rss_of(&out.stderr),
+            client_cpu: client_cpu_of(&out.stderr),
+            machine_cpu,
         }
     }
 
@@ -148,7 +211,7 @@ impl Fleet {
             .env("ANSIBLE_LOCAL_TEMP", self.dir.join("ansible/tmp"))
             .env("ANSIBLE_NOCOLOR", "1")
             .env("HOME", &self.dir);
-        let (secs, out) = timed(cmd);
+        let (secs, machine_cpu, out) = timed(cmd);
         let ok = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| l.contains(" | SUCCESS"))
@@ -157,8 +220,84 @@ impl Fleet {
             secs,
             ok,
             rss_kib: rss_of(&out.stderr),
+            client_cpu: client_cpu_of(&out.stderr),
+            machine_cpu,
         })
     }
+}
+
+/// Runs `probe host` once against a light host whose sshd keeps every exec channel's command
+/// and input, and writes them as one script for `sh -s` (`DIR/replay.sh`): each round's
+/// channels (those started within 150 ms of its first) at once in the background, each fed its
+/// own input by a here-document; the next round once they have ended. Returns its path.
+fn capture_replay(dir: &Path, key: &KeyPair) -> PathBuf {
+    let capture = dir.join("capture");
+    std::fs::create_dir_all(&capture).unwrap();
+    let host = start_capture_host(CAPTURE_ADDRESS, key, dir, &capture);
+    let config = dir.join("capture_config");
+    std::fs::write(&config, &host.sshd_block).unwrap();
+    let out = Command::new(PROBE)
+        .arg("-F")
+        .arg(&config)
+        .args(["host", "light-capture", "--no-store", "--format", "json"])
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .output()
+        .expect("run probe host");
+    assert!(
+        out.status.success(),
+        "probe host light-capture: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(host.stop);
+    let _ = host.thread.join();
+    let mut channels: Vec<(u128, String, Vec<u8>)> = std::fs::read_dir(&capture)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n: u128 = name.strip_suffix(".cmd")?.parse().ok()?;
+            let cmd = std::fs::read_to_string(e.path()).ok()?;
+            let input = std::fs::read(capture.join(format!("{n}.in"))).unwrap_or_default();
+            Some((n, cmd, input))
+        })
+        .collect();
+    channels.sort_by_key(|c| c.0);
+    let path = dir.join("replay.sh");
+    std::fs::write(&path, replay_script(&channels)).unwrap();
+    println!(
+        "captured {} exec channels of `probe host` ({} bytes of scripts) -> {}",
+        channels.len(),
+        channels.iter().map(|c| c.2.len()).sum::<usize>(),
+        path.display()
+    );
+    path
+}
+
+/// The replay of captured channels `(start ns, command, input)`, in start order.
+fn replay_script(channels: &[(u128, String, Vec<u8>)]) -> Vec<u8> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut out: Vec<u8> = Vec::new();
+    let mut round_start: Option<u128> = None;
+    for (i, (start, cmd, input)) in channels.iter().enumerate() {
+        if round_start.is_some_and(|r| start.saturating_sub(r) > 150_000_000) {
+            out.extend_from_slice(b"wait\n");
+            round_start = None;
+        }
+        round_start.get_or_insert(*start);
+        let end = format!("__PROBE_REPLAY_{i}__");
+        out.extend_from_slice(
+            format!("sh -c {} >/dev/null 2>&1 <<'{end}' &\n", quote(cmd)).as_bytes(),
+        );
+        out.extend_from_slice(input);
+        if !input.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(format!("{end}\n").as_bytes());
+    }
+    out.extend_from_slice(b"wait\n");
+    out
 }
 
 /// Writes the per-size inventories: probe's TOML, a host list for xargs, Ansible's INI.
@@ -194,7 +333,7 @@ fn svg(series: &[(&str, Vec<(usize, f64)>)]) -> String {
         * 1.1;
     let x = |n: f64| left + n / max_n * (w - left - right);
     let y = |t: f64| h - bottom - t / max_t * (h - bottom - top);
-    let colours = ["#1f77b4", "#d62728", "#2ca02c"];
+    let colours = ["#1f77b4", "#ff7f0e", "#d62728", "#2ca02c"];
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     );
@@ -258,7 +397,7 @@ fn main() {
     probe_testkit::fixture::require_namespaces().unwrap_or_else(|e| panic!("{e}"));
     let max_hosts = usize::from(LAST_ADDRESS - FIRST_ADDRESS) + 1;
     let mut sizes: Vec<usize> = std::env::var("PROBE_BENCH_FLEET")
-        .unwrap_or_else(|_| "10,50".into())
+        .unwrap_or_else(|_| "10,30,100".into())
         .split(',')
         .filter_map(|v| v.trim().parse().ok())
         .map(|n: usize| n.clamp(1, max_hosts))
@@ -283,10 +422,12 @@ fn main() {
     let script_path = dir.join("combined.sh");
     let combined = script::build(&CollectOptions::default(), &script::new_boundary());
     std::fs::write(&script_path, combined).unwrap();
+    let replay = capture_replay(&dir, &key);
     let fleet = Fleet {
         config: dir.join("ssh_config"),
         aliases: hosts.iter().map(|h| h.alias.clone()).collect(),
         script: script_path,
+        replay,
         ansible: probe_testkit::bench::ansible(),
         dir: dir.clone(),
     };
@@ -297,6 +438,7 @@ fn main() {
     let warm = sizes.first().copied().unwrap_or(10);
     let _ = (
         fleet.probe(warm, 999),
+        fleet.replayed(warm),
         fleet.xargs(warm),
         fleet.ansible(warm),
     );
@@ -304,16 +446,28 @@ fn main() {
     let mut plot: Vec<(&str, Vec<(usize, f64)>)> =
         CONTENDERS.iter().map(|c| (*c, Vec::new())).collect();
     println!(
-        "{:>4} {:36} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10}",
-        "N", "contender", "median", "min", "max", "ok/N", "/probe", "peak RSS"
+        "{:>4} {:38} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9}",
+        "N",
+        "contender",
+        "median",
+        "min",
+        "max",
+        "ok/N",
+        "/probe",
+        "mach CPU",
+        "client",
+        "hosts",
+        "peak RSS"
     );
     for &n in &sizes {
-        let mut times: [Vec<f64>; 3] = Default::default();
-        let mut oks = [usize::MAX; 3];
-        let mut rss = [0u64; 3];
+        let mut times: [Vec<f64>; 4] = Default::default();
+        let mut cpus: [Vec<(f64, f64)>; 4] = Default::default();
+        let mut oks = [usize::MAX; 4];
+        let mut rss = [0u64; 4];
         for r in 0..runs {
             let got = [
                 Some(fleet.probe(n, r)),
+                Some(fleet.replayed(n)),
                 Some(fleet.xargs(n)),
                 fleet.ansible(n),
             ];
@@ -321,6 +475,9 @@ fn main() {
                 let Some(run) = run else { continue };
                 if let Some(t) = times.get_mut(i) {
                     t.push(run.secs);
+                }
+                if let Some(c) = cpus.get_mut(i) {
+                    c.push((run.machine_cpu, run.client_cpu));
                 }
                 if let Some(o) = oks.get_mut(i) {
                     *o = (*o).min(run.ok);
@@ -339,17 +496,21 @@ fn main() {
             let (m, lo, hi) = median_min_max(v);
             let ok = oks.get(i).copied().unwrap_or(0);
             let kib = rss.get(i).copied().unwrap_or(0);
+            let c = cpus.get(i).map_or(&[][..], |v| v);
+            let machine = median_min_max(&c.iter().map(|x| x.0).collect::<Vec<_>>()).0;
+            let client = median_min_max(&c.iter().map(|x| x.1).collect::<Vec<_>>()).0;
             println!(
-                "{n:>4} {name:36} {m:8.2} {lo:8.2} {hi:8.2} {:>8} {:10.2} {:>7} MiB",
+                "{n:>4} {name:38} {m:7.2} {lo:7.2} {hi:7.2} {:>7} {:7.2} {machine:8.2} {client:7.2} {:7.2} {:>5} MiB",
                 format!("{ok}/{n}"),
                 m / probe_median,
+                machine - client,
                 kib / 1024
             );
             if let Some((_, p)) = plot.get_mut(i) {
                 p.push((n, m));
             }
             json.push(format!(
-                "{{\"hosts\":{n},\"contender\":\"{name}\",\"median_s\":{m:.3},\"min_s\":{lo:.3},\"max_s\":{hi:.3},\"runs\":{},\"ok_min\":{ok},\"peak_rss_kib\":{kib}}}",
+                "{{\"hosts\":{n},\"contender\":\"{name}\",\"median_s\":{m:.3},\"min_s\":{lo:.3},\"max_s\":{hi:.3},\"runs\":{},\"ok_min\":{ok},\"peak_rss_kib\":{kib},\"machine_cpu_s\":{machine:.2},\"client_cpu_s\":{client:.2}}}",
                 v.len()
             ));
         }
@@ -372,4 +533,22 @@ fn main() {
         drop(h.stop);
         let _ = h.thread.join();
     }
+}
+
+/// One light host on 127.0.0.`address` whose sshd keeps what every exec channel runs: a
+/// `ForceCommand` writes the channel's command (`N.cmd`) and standard input (`N.in`, through
+/// `tee` while the command reads it) into `capture`, N the channel's start in nanoseconds, then
+/// runs the command as asked. What probe sent is then run again by OpenSSH (`peers` bench).
+pub fn start_capture_host(address: u8, key: &KeyPair, dir: &Path, capture: &Path) -> LightHost {
+    let force = format!(
+        "ForceCommand /bin/sh -c 'n=$(date +%s%N); printf %s \"$SSH_ORIGINAL_COMMAND\" >{c}/$n.cmd; tee {c}/$n.in | /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"'\n",
+        c = capture.display()
+    );
+    let pending = light::start_light_host(address, 0, key, dir, &force);
+    let mut host = light::wait_light_host(pending, dir);
+    host.alias = "light-capture".into();
+    host.sshd_block = host
+        .sshd_block
+        .replacen("Host light-000", "Host light-capture", 1);
+    host
 }

@@ -17,7 +17,13 @@ pub struct LightHost {
     pub thread: std::thread::JoinHandle<()>,
 }
 
-fn start_light_host(first: u8, index: usize, key: &KeyPair, dir: &Path) -> PendingHost {
+pub fn start_light_host(
+    first: u8,
+    index: usize,
+    key: &KeyPair,
+    dir: &Path,
+    extra_config: &str,
+) -> PendingHost {
     let address = Ipv4Addr::new(127, 0, 0, first + index as u8);
     let name = format!("light-{index:03}");
     let machine_id = dir.join(format!("{name}.machine-id"));
@@ -57,7 +63,7 @@ fn start_light_host(first: u8, index: usize, key: &KeyPair, dir: &Path) -> Pendi
         addr: address,
         port: None,
         authorized_keys: vec![key.public.clone()],
-        extra_config: "MaxSessions 50\n".into(),
+        extra_config: format!("MaxSessions 50\n{extra_config}"),
         wrapper: Some(wrapper),
     };
     let (tx, rx) = std::sync::mpsc::channel::<(String, String)>();
@@ -94,14 +100,14 @@ fn start_light_host(first: u8, index: usize, key: &KeyPair, dir: &Path) -> Pendi
 }
 
 /// A light host whose sshd is still starting (hosts start in parallel).
-struct PendingHost {
+pub struct PendingHost {
     alias: String,
     rx: std::sync::mpsc::Receiver<(String, String)>,
     stop: std::sync::mpsc::Sender<()>,
     thread: std::thread::JoinHandle<()>,
 }
 
-fn wait_light_host(pending: PendingHost, dir: &Path) -> LightHost {
+pub fn wait_light_host(pending: PendingHost, dir: &Path) -> LightHost {
     let PendingHost {
         alias: name,
         rx,
@@ -160,7 +166,7 @@ pub fn write_fleet(hosts: &[LightHost], dir: &Path, name: &str) -> (PathBuf, Pat
 pub fn start_fleet(first: u8, count: usize, key: &KeyPair, dir: &Path) -> Vec<LightHost> {
     let started = std::time::Instant::now();
     let pending: Vec<PendingHost> = (0..count)
-        .map(|i| start_light_host(first, i, key, dir))
+        .map(|i| start_light_host(first, i, key, dir, ""))
         .collect();
     let hosts: Vec<LightHost> = pending
         .into_iter()
