@@ -375,7 +375,7 @@ pub struct AuditArgs {
     /// Audit only shard I of N (0-based): hosts are partitioned by a stable hash of their name,
     /// so N runners (a Kubernetes Indexed Job, N timer instances) share a fleet.
     #[arg(long, value_name = "I/N", env = "PROBE_SHARD")]
-    pub shard: Option<crate::cmd::audit::shard::Shard>,
+    pub shard: Option<crate::shard::Shard>,
     /// Take the shard index from this environment variable (JOB_COMPLETION_INDEX of an Indexed
     /// Job) and the count from --shards.
     #[arg(

@@ -20,6 +20,7 @@ mod prometheus;
 mod render;
 mod report;
 mod settings;
+mod shard;
 
 /// What the integration tests and benchmarks drive directly (the property test renders every
 /// output of a report; the Kubernetes test parses the manifests' arguments with the real `Cli`):

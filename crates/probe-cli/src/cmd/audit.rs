@@ -4,7 +4,7 @@
 //! the whole fleet ([`report`]); outliers of each group ([`report::group_outliers`]).
 
 mod report;
-pub mod shard;
+use crate::shard;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
