@@ -50,18 +50,42 @@ fn day_start(date: Date) -> Option<i64> {
     )
 }
 
+/// Why a `--baseline WHEN` names no period: the reason, for one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaselineError {
+    #[error("an empty period: give {FORMS}")]
+    Empty,
+    #[error("{0:?} after run: is neither a count back (run:1) nor a time (run:2026-11-20T14:00)")]
+    RunNeither(String),
+    #[error("{0:?} is neither a date nor a time")]
+    EndNeither(String),
+    #[error("{0}: out of range")]
+    OutOfRange(String),
+    #[error("the range ends before it starts ({0})")]
+    Reversed(String),
+    #[error("a time alone names no period: give a range (A..B) or run:{0}")]
+    TimeAlone(String),
+    #[error("{0:?}: a span ago is a count and a unit (w, d, h, m), like 7d or 36h")]
+    BadSpan(String),
+    #[error("{0:?} is not a valid date or time")]
+    BadDate(String),
+    #[error("{0:?} is not {FORMS}")]
+    NotAForm(String),
+}
+
 /// One end of a range: a date (its start, or with `whole_day` its end) or a time.
-fn end_point(text: &str, whole_day: bool) -> Result<i64, String> {
+fn end_point(text: &str, whole_day: bool) -> Result<i64, BaselineError> {
     let text = text.trim();
     if let Some(d) = date(text) {
         let d = if whole_day {
-            d.tomorrow().map_err(|e| e.to_string())?
+            d.tomorrow()
+                .map_err(|_| BaselineError::OutOfRange(text.to_string()))?
         } else {
             d
         };
-        return day_start(d).ok_or_else(|| format!("{text}: out of range"));
+        return day_start(d).ok_or_else(|| BaselineError::OutOfRange(text.to_string()));
     }
-    instant(text).ok_or_else(|| format!("{text:?} is neither a date nor a time"))
+    instant(text).ok_or_else(|| BaselineError::EndNeither(text.to_string()))
 }
 
 /// `7d`, `36h`, `2w`, `90m`: seconds.
@@ -83,7 +107,7 @@ fn ago(text: &str) -> Option<i64> {
 }
 
 /// Reads WHEN; an error is the reason, for one line.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, BaselineError> {
     let trimmed = text.trim();
     let ready = |when| {
         Ok(Parsed::Ready(Baseline {
@@ -92,7 +116,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         }))
     };
     if trimmed.is_empty() {
-        return Err(format!("an empty period: give {FORMS}"));
+        return Err(BaselineError::Empty);
     }
     if let Some(run) = trimmed.strip_prefix("run:") {
         if let Ok(back) = run.parse::<usize>() {
@@ -100,30 +124,26 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         }
         return match instant(run).or_else(|| date(run).and_then(day_start)) {
             Some(at) => ready(When::RunAt(at)),
-            None => Err(format!(
-                "{run:?} after run: is neither a count back (run:1) nor a time (run:2026-11-20T14:00)"
-            )),
+            None => Err(BaselineError::RunNeither(run.to_string())),
         };
     }
     if let Some((from, to)) = trimmed.split_once("..") {
         let start = end_point(from, false)?;
         let end = end_point(to, true)?;
         if end <= start {
-            return Err(format!("the range ends before it starts ({trimmed})"));
+            return Err(BaselineError::Reversed(trimmed.to_string()));
         }
         return ready(When::Range { start, end });
     }
     if let Some(d) = date(trimmed) {
-        let start = day_start(d).ok_or_else(|| format!("{trimmed}: out of range"))?;
+        let start = day_start(d).ok_or_else(|| BaselineError::OutOfRange(trimmed.to_string()))?;
         return ready(When::Range {
             start,
             end: start + 86_400,
         });
     }
     if instant(trimmed).is_some() {
-        return Err(format!(
-            "a time alone names no period: give a range (A..B) or run:{trimmed}"
-        ));
+        return Err(BaselineError::TimeAlone(trimmed.to_string()));
     }
     if trimmed.starts_with(|c: char| c.is_ascii_digit())
         && trimmed.ends_with(|c: char| c.is_ascii_alphabetic())
@@ -131,19 +151,17 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     {
         return match ago(trimmed) {
             Some(seconds) => ready(When::Ago(seconds)),
-            None => Err(format!(
-                "{trimmed:?}: a span ago is a count and a unit (w, d, h, m), like 7d or 36h"
-            )),
+            None => Err(BaselineError::BadSpan(trimmed.to_string())),
         };
     }
     let date_like = trimmed.len() >= 5
         && trimmed[..4].bytes().all(|b| b.is_ascii_digit())
         && trimmed.as_bytes()[4] == b'-';
     if date_like {
-        return Err(format!("{trimmed:?} is not a valid date or time"));
+        return Err(BaselineError::BadDate(trimmed.to_string()));
     }
     if trimmed.contains(char::is_whitespace) {
-        return Err(format!("{trimmed:?} is not {FORMS}"));
+        return Err(BaselineError::NotAForm(trimmed.to_string()));
     }
     Ok(Parsed::Snapshot(trimmed.to_string()))
 }
@@ -207,7 +225,7 @@ mod tests {
                     assert_eq!(b.when, when, "{text}");
                     assert_eq!(b.text, text.trim(), "{text}");
                 }
-                (Err(e), Err(part)) => assert!(e.contains(part), "{text}: {e}"),
+                (Err(e), Err(part)) => assert!(e.to_string().contains(part), "{text}: {e}"),
                 (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
             }
         }

@@ -23,38 +23,48 @@ impl std::fmt::Display for Shard {
     }
 }
 
-impl std::str::FromStr for Shard {
-    type Err = String;
+/// Why a shard is not one: the reason, for one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("expected I/N (shard I of N, 0-based), not {0:?}")]
+    NotIOfN(String),
+    #[error("shard index {0:?} is not a number")]
+    IndexNotANumber(String),
+    #[error("shard count {0:?} is not a number")]
+    CountNotANumber(String),
+    #[error("shard count must be 1 to {MAX_SHARDS}, not {0}")]
+    Count(u32),
+    #[error("shard index {index} is out of range for {count} shards (0 to {})", count - 1)]
+    Index { index: u32, count: u32 },
+}
 
-    fn from_str(text: &str) -> Result<Shard, String> {
+impl std::str::FromStr for Shard {
+    type Err = ShardError;
+
+    fn from_str(text: &str) -> Result<Shard, ShardError> {
         let (index, count) = text
             .trim()
             .split_once('/')
-            .ok_or_else(|| format!("expected I/N (shard I of N, 0-based), not {text:?}"))?;
+            .ok_or_else(|| ShardError::NotIOfN(text.to_string()))?;
         let index: u32 = index
             .trim()
             .parse()
-            .map_err(|_| format!("shard index {index:?} is not a number"))?;
+            .map_err(|_| ShardError::IndexNotANumber(index.to_string()))?;
         let count: u32 = count
             .trim()
             .parse()
-            .map_err(|_| format!("shard count {count:?} is not a number"))?;
+            .map_err(|_| ShardError::CountNotANumber(count.to_string()))?;
         Shard::new(index, count)
     }
 }
 
 impl Shard {
-    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
+    pub fn new(index: u32, count: u32) -> Result<Shard, ShardError> {
         if count == 0 || count > MAX_SHARDS {
-            return Err(format!(
-                "shard count must be 1 to {MAX_SHARDS}, not {count}"
-            ));
+            return Err(ShardError::Count(count));
         }
         if index >= count {
-            return Err(format!(
-                "shard index {index} is out of range for {count} shards (0 to {})",
-                count - 1
-            ));
+            return Err(ShardError::Index { index, count });
         }
         Ok(Shard { index, count })
     }
@@ -116,7 +126,7 @@ mod tests {
         for (text, expected) in cases {
             match (text.parse::<Shard>(), expected) {
                 (Ok(shard), Ok(want)) => assert_eq!(shard, want, "{text}"),
-                (Err(err), Err(want)) => assert!(err.contains(want), "{text}: {err}"),
+                (Err(err), Err(want)) => assert!(err.to_string().contains(want), "{text}: {err}"),
                 (got, want) => panic!("{text}: {got:?}, expected {want:?}"),
             }
         }

@@ -44,8 +44,9 @@ pub fn definitions_dir() -> PathBuf {
 
 /// Fails with a clear reason when this machine cannot make the namespaces fixture hosts need
 /// (not root, no `unshare`, or a kernel/container that forbids them). Checked once per process.
-pub fn require_namespaces() -> Result<(), String> {
-    static RESULT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+pub fn require_namespaces() -> Result<(), crate::MachineLacks> {
+    static RESULT: std::sync::OnceLock<Result<(), crate::MachineLacks>> =
+        std::sync::OnceLock::new();
     RESULT
         .get_or_init(|| {
             let out = Command::new("/usr/bin/unshare")
@@ -58,14 +59,16 @@ pub fn require_namespaces() -> Result<(), String> {
                     "true",
                 ])
                 .output()
-                .map_err(|e| format!("fixture hosts need util-linux unshare: {e}"))?;
+                .map_err(|e| {
+                    crate::MachineLacks(format!("fixture hosts need util-linux unshare: {e}"))
+                })?;
             if out.status.success() {
                 Ok(())
             } else {
-                Err(format!(
+                Err(crate::MachineLacks(format!(
                     "fixture hosts need root and mount/UTS/PID namespaces: unshare failed: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
-                ))
+                )))
             }
         })
         .clone()

@@ -17,14 +17,19 @@ pub mod stall;
 pub use keys::KeyPair;
 pub use sshd::{Sshd, SshdOptions};
 
-/// Skips nothing: returns an error message when the machine lacks what real-sshd tests need, so
-/// that a test can fail with a clear reason instead of a confusing one.
-pub fn require_openssh() -> Result<(), String> {
+/// What this machine lacks for a kind of test (real sshd, namespaces, PostgreSQL), and how to
+/// get it: a test fails with this reason instead of a confusing one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MachineLacks(pub String);
+
+/// Skips nothing: says what the machine lacks when it cannot run real-sshd tests.
+pub fn require_openssh() -> Result<(), MachineLacks> {
     for bin in [sshd::SSHD, "/usr/bin/ssh-keygen", "/usr/bin/ssh"] {
         if !std::path::Path::new(bin).exists() {
-            return Err(format!(
+            return Err(MachineLacks(format!(
                 "{bin} is missing: install openssh-server and openssh-client (.ci/run does)"
-            ));
+            )));
         }
     }
     Ok(())

@@ -24,15 +24,15 @@ pub const SUPERUSER: &str = "probe";
 
 /// The directory holding `initdb`, `postgres` and `pg_isready`: `$PG_BINDIR`, else the newest
 /// `/usr/lib/postgresql/N/bin`. An error says how to install them.
-pub fn require_postgres() -> Result<PathBuf, String> {
+pub fn require_postgres() -> Result<PathBuf, crate::MachineLacks> {
     if let Some(dir) = std::env::var_os("PG_BINDIR").map(PathBuf::from) {
         return if dir.join("initdb").is_file() {
             Ok(dir)
         } else {
-            Err(format!(
+            Err(crate::MachineLacks(format!(
                 "PG_BINDIR={} has no initdb: point it at PostgreSQL's bin directory",
                 dir.display()
-            ))
+            )))
         };
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
@@ -47,9 +47,11 @@ pub fn require_postgres() -> Result<PathBuf, String> {
         .collect();
     versions.sort();
     versions.pop().map(|(_, bin)| bin).ok_or_else(|| {
-        "PostgreSQL server binaries are missing (no /usr/lib/postgresql/N/bin/initdb): \
-         install Debian's postgresql package (.ci/run does), or set PG_BINDIR"
-            .to_string()
+        crate::MachineLacks(
+            "PostgreSQL server binaries are missing (no /usr/lib/postgresql/N/bin/initdb): \
+             install Debian's postgresql package (.ci/run does), or set PG_BINDIR"
+                .to_string(),
+        )
     })
 }
 

@@ -314,8 +314,9 @@ pub fn read_baseline(store: &Store, text: Option<&str>) -> Result<Option<probe_d
     let Some(text) = text else {
         return Ok(None);
     };
-    let usage = |why: String| ExpectedError::Usage(format!("--baseline {text:?}: {why}"));
-    match crate::baseline::parse(text).map_err(usage)? {
+    let usage =
+        |why: &dyn std::fmt::Display| ExpectedError::Usage(format!("--baseline {text:?}: {why}"));
+    match crate::baseline::parse(text).map_err(|why| usage(&why))? {
         crate::baseline::Parsed::Ready(baseline) => Ok(Some(baseline)),
         crate::baseline::Parsed::Snapshot(reference) => {
             let snapshot = match probe_store::parse_host_reference(&reference) {
@@ -323,7 +324,7 @@ pub fn read_baseline(store: &Store, text: Option<&str>) -> Result<Option<probe_d
                 _ => store.get(&reference).ok().flatten(),
             };
             let Some(snapshot) = snapshot else {
-                return Err(usage(format!(
+                return Err(usage(&format_args!(
                     "no stored snapshot by that name, and not {}",
                     crate::baseline::FORMS
                 )));

@@ -83,30 +83,67 @@ fn file_name(snapshot: &Snapshot) -> String {
     format!("{}.json", if id.is_empty() { "snapshot" } else { id })
 }
 
+/// Why a snapshot could not be kept in the spool: one line, the cause kept.
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    #[error("cannot create the spool {}: {source}", dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the spool {}: {source}", dir.display())]
+    Read {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the spool {} already holds {held} snapshots (at most {MAX_SPOOLED}): import or remove them",
+        dir.display()
+    )]
+    Full { dir: PathBuf, held: usize },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Keeps `snapshot` as `DIR/ID.json` (the document the store would have held; the directory
-/// made private to the user when it is created), written atomically. The error is one line.
-pub fn spool(dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, String> {
+/// made private to the user when it is created), written atomically.
+pub fn spool(dir: &Path, snapshot: &Snapshot) -> Result<PathBuf, SpoolError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|err| format!("cannot create the spool {}: {err}", dir.display()))?;
+        .map_err(|source| SpoolError::Create {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     let held = std::fs::read_dir(dir)
-        .map_err(|err| format!("cannot read the spool {}: {err}", dir.display()))?
+        .map_err(|source| SpoolError::Read {
+            dir: dir.to_path_buf(),
+            source,
+        })?
         .filter_map(|entry| entry.ok())
         .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
         .count();
     let path = dir.join(file_name(snapshot));
     if held >= MAX_SPOOLED && !path.exists() {
-        return Err(format!(
-            "the spool {} already holds {held} snapshots (at most {MAX_SPOOLED}): import or \
-             remove them",
-            dir.display()
-        ));
+        return Err(SpoolError::Full {
+            dir: dir.to_path_buf(),
+            held,
+        });
     }
-    crate::prometheus::write_atomic(&path, probe_store::to_json(snapshot).as_bytes())
-        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    crate::prometheus::write_atomic(&path, probe_store::to_json(snapshot).as_bytes()).map_err(
+        |source| SpoolError::Write {
+            path: path.clone(),
+            source,
+        },
+    )?;
     Ok(path)
 }
 

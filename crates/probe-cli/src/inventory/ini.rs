@@ -42,7 +42,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<InventoryHost>, Inven
                 .collect(),
             ..InventoryHost::default()
         };
-        apply_vars(&mut host, &vars).map_err(|cause| error(path, host_line, cause))?;
+        apply_vars(&mut host, &vars).map_err(|cause| error(path, host_line, cause.to_string()))?;
         hosts.push(host);
     }
     Ok(hosts)
@@ -272,11 +272,18 @@ fn vars_of(
     (vars, line_number)
 }
 
+/// A connection variable whose value cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum VarError {
+    #[error("{key}={value:?} is not a port number")]
+    NotAPort { key: String, value: String },
+}
+
 /// Applies Ansible connection variables to a host.
 pub(super) fn apply_vars(
     host: &mut InventoryHost,
     vars: &BTreeMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), VarError> {
     for (key, value) in vars {
         match key.as_str() {
             "ansible_host" | "ansible_ssh_host" => host.address = value.clone(),
@@ -284,10 +291,10 @@ pub(super) fn apply_vars(
                 host.user = Some(value.clone());
             }
             "ansible_port" | "ansible_ssh_port" => {
-                host.port = Some(
-                    parse_port(value)
-                        .ok_or_else(|| format!("{key}={value:?} is not a port number"))?,
-                );
+                host.port = Some(parse_port(value).ok_or_else(|| VarError::NotAPort {
+                    key: key.clone(),
+                    value: value.clone(),
+                })?);
             }
             "ansible_ssh_common_args" | "ansible_ssh_extra_args" => {
                 if let Some(jump) = jump_from_args(value) {

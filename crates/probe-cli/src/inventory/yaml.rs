@@ -197,7 +197,11 @@ impl Walker<'_> {
                 ..InventoryHost::default()
             };
             apply_vars(&mut host, &vars).map_err(|cause| {
-                error(self.path, line_of(self.text, &format!("{name}:")), cause)
+                error(
+                    self.path,
+                    line_of(self.text, &format!("{name}:")),
+                    cause.to_string(),
+                )
             })?;
             out.push(host);
         }

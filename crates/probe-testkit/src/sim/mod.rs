@@ -43,7 +43,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 pub use behaviour::{Behaviour, DROPPED_SECTION, Shares, assign};
-pub use recording::{Exchange, RecordMeta, Recording, fingerprint};
+pub use recording::{Exchange, RecordMeta, Recording, RecordingError, fingerprint};
 use russh::keys::PrivateKey;
 use russh::keys::ssh_key::private::Ed25519Keypair;
 

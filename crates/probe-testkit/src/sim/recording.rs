@@ -187,15 +187,70 @@ pub struct RecordMeta {
     pub drift: (String, String),
 }
 
+/// Why a recording cannot be made, read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("drift {from:?} -> {to:?}: not a same-length change")]
+    Drift { from: String, to: String },
+    #[error("the recorded output already holds {0}")]
+    HoldsMark(&'static str),
+    #[error("drift text {0:?} occurs in no section")]
+    DriftNowhere(String),
+    #[error("not a probe-sim recording (version 1)")]
+    NotARecording,
+    #[error("drift: two words expected")]
+    DriftWords,
+    #[error("bad line {0:?}")]
+    BadLine(String),
+    #[error("bad length in {0:?}")]
+    BadLength(String),
+    #[error("section {0}: no newline after its bytes")]
+    NoNewline(String),
+    #[error("length overflow")]
+    LengthOverflow,
+    #[error("recording ends early")]
+    EndsEarly,
+    #[error("a header line is not UTF-8")]
+    NotUtf8,
+    #[error("expected {key}, got {line:?}")]
+    Expected { key: String, line: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    In {
+        path: std::path::PathBuf,
+        #[source]
+        source: Box<RecordingError>,
+    },
+    #[error(
+        "the simulator's recording of {source_host} is stale: it was made with collection script \
+         {made_with}, the script is now {now}; record it again with `cargo run -p probe-collect \
+         --example sim_record` (needs the fixture hosts)"
+    )]
+    Stale {
+        source_host: String,
+        made_with: String,
+        now: String,
+    },
+}
+
 impl Recording {
     /// Builds a recording from a collection's exec channels. Fails when a placeholder already
     /// occurs in the output, when the drift text is missing from it or changes its length.
-    pub fn from_exchanges(meta: RecordMeta, exchanges: &[Exchange]) -> Result<Recording, String> {
+    pub fn from_exchanges(
+        meta: RecordMeta,
+        exchanges: &[Exchange],
+    ) -> Result<Recording, RecordingError> {
         let (from, to) = &meta.drift;
         if from.len() != to.len() || from.is_empty() || from == to {
-            return Err(format!(
-                "drift {from:?} -> {to:?}: not a same-length change"
-            ));
+            return Err(RecordingError::Drift {
+                from: from.clone(),
+                to: to.clone(),
+            });
         }
         let mut sections = BTreeMap::new();
         for ex in exchanges {
@@ -204,7 +259,7 @@ impl Recording {
             };
             for mark in [BOUNDARY_MARK, MACHINE_ID_MARK, HOSTNAME_MARK] {
                 if memchr::memmem::find(&ex.stdout, mark.as_bytes()).is_some() {
-                    return Err(format!("the recorded output already holds {mark}"));
+                    return Err(RecordingError::HoldsMark(mark));
                 }
             }
             let mut out = replace_all(
@@ -231,7 +286,7 @@ impl Recording {
             .values()
             .any(|s| memchr::memmem::find(&s.bytes, from.as_bytes()).is_some());
         if !found {
-            return Err(format!("drift text {from:?} occurs in no section"));
+            return Err(RecordingError::DriftNowhere(from.clone()));
         }
         Ok(Recording {
             fingerprint: meta.fingerprint,
@@ -267,17 +322,17 @@ impl Recording {
     }
 
     /// Reads a recording file.
-    pub fn parse(data: &[u8]) -> Result<Recording, String> {
+    pub fn parse(data: &[u8]) -> Result<Recording, RecordingError> {
         let mut r = Reader { data, pos: 0 };
         if r.line()? != MAGIC {
-            return Err("not a probe-sim recording (version 1)".into());
+            return Err(RecordingError::NotARecording);
         }
         let fingerprint = r.field("fingerprint")?;
         let source = r.field("source")?;
         let machine_id = r.field("machine-id")?;
         let hostname = r.field("hostname")?;
         let drift = r.field("drift")?;
-        let (from, to) = drift.split_once(' ').ok_or("drift: two words expected")?;
+        let (from, to) = drift.split_once(' ').ok_or(RecordingError::DriftWords)?;
         let mut sections = BTreeMap::new();
         loop {
             let line = r.line()?;
@@ -286,15 +341,17 @@ impl Recording {
             }
             let w: Vec<&str> = line.split(' ').collect();
             let [kw, name, sha, len] = w.as_slice() else {
-                return Err(format!("bad line {line:?}"));
+                return Err(RecordingError::BadLine(line.to_string()));
             };
             if *kw != "section" {
-                return Err(format!("bad line {line:?}"));
+                return Err(RecordingError::BadLine(line.to_string()));
             }
-            let len: usize = len.parse().map_err(|_| format!("bad length in {line:?}"))?;
+            let len: usize = len
+                .parse()
+                .map_err(|_| RecordingError::BadLength(line.to_string()))?;
             let bytes = r.take(len)?.to_vec();
             if r.take(1)? != b"\n" {
-                return Err(format!("section {name}: no newline after its bytes"));
+                return Err(RecordingError::NoNewline((*name).to_string()));
             }
             sections.insert(
                 (*name).to_string(),
@@ -314,22 +371,27 @@ impl Recording {
         })
     }
 
-    pub fn load(path: &Path) -> Result<Recording, String> {
-        let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Recording::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Recording, RecordingError> {
+        let data = std::fs::read(path).map_err(|source| RecordingError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Recording::parse(&data).map_err(|e| RecordingError::In {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Fails loudly when the collection script changed since the recording was made.
-    pub fn check_fresh(&self, fingerprint: &str) -> Result<(), String> {
+    pub fn check_fresh(&self, fingerprint: &str) -> Result<(), RecordingError> {
         if self.fingerprint == fingerprint {
             return Ok(());
         }
-        Err(format!(
-            "the simulator's recording of {} is stale: it was made with collection script {}, \
-             the script is now {fingerprint}; record it again with `cargo run -p probe-collect \
-             --example sim_record` (needs the fixture hosts)",
-            self.source, self.fingerprint
-        ))
+        Err(RecordingError::Stale {
+            source_host: self.source.clone(),
+            made_with: self.fingerprint.clone(),
+            now: fingerprint.to_string(),
+        })
     }
 }
 
@@ -339,30 +401,39 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).ok_or("length overflow")?;
-        let s = self.data.get(self.pos..end).ok_or("recording ends early")?;
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordingError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or(RecordingError::LengthOverflow)?;
+        let s = self
+            .data
+            .get(self.pos..end)
+            .ok_or(RecordingError::EndsEarly)?;
         self.pos = end;
         Ok(s)
     }
 
-    fn line(&mut self) -> Result<&'a str, String> {
-        let rest = self.data.get(self.pos..).ok_or("recording ends early")?;
+    fn line(&mut self) -> Result<&'a str, RecordingError> {
+        let rest = self.data.get(self.pos..).ok_or(RecordingError::EndsEarly)?;
         let n = rest
             .iter()
             .position(|&b| b == b'\n')
-            .ok_or("recording ends early")?;
+            .ok_or(RecordingError::EndsEarly)?;
         let line = self.take(n)?;
         self.pos += 1;
-        std::str::from_utf8(line).map_err(|_| "a header line is not UTF-8".to_string())
+        std::str::from_utf8(line).map_err(|_| RecordingError::NotUtf8)
     }
 
-    fn field(&mut self, key: &str) -> Result<String, String> {
+    fn field(&mut self, key: &str) -> Result<String, RecordingError> {
         let line = self.line()?;
         line.strip_prefix(key)
             .and_then(|v| v.strip_prefix(' '))
             .map(str::to_string)
-            .ok_or_else(|| format!("expected {key}, got {line:?}"))
+            .ok_or_else(|| RecordingError::Expected {
+                key: key.to_string(),
+                line: line.to_string(),
+            })
     }
 }
 
@@ -487,7 +558,7 @@ mod tests {
         )
         .unwrap();
         assert!(rec.check_fresh("f").is_ok());
-        let err = rec.check_fresh("g").unwrap_err();
+        let err = rec.check_fresh("g").unwrap_err().to_string();
         assert!(err.contains("stale") && err.contains("sim_record"), "{err}");
     }
 }

@@ -2,13 +2,32 @@
 
 use std::path::Path;
 
+/// Why a value could not be expanded or checked (OpenSSH refuses each), in OpenSSH's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ExpandError {
+    #[error("environment variable '${{' is not closed")]
+    UnclosedEnv,
+    #[error("env var ${{{0}}} has no value")]
+    UnsetEnv(String),
+    #[error("unknown key %{0}")]
+    UnknownToken(char),
+    #[error("invalid format: '%' at end of string")]
+    PercentAtEnd,
+    #[error("Invalid environment expansion {0}")]
+    InvalidEnvExpansion(String),
+    #[error("Invalid environment name {0}")]
+    InvalidEnvName(String),
+    #[error("No such user {0}")]
+    NoSuchUser(String),
+}
+
 /// Replaces `%X` tokens from `tokens` and `%%`; with `dollar`, also `${NAME}` from the environment.
 /// Errors name the unknown token or the unset variable (OpenSSH refuses both).
 pub(crate) fn percent_dollar_expand(
     s: &str,
     tokens: &[(char, &str)],
     dollar: bool,
-) -> Result<String, String> {
+) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -24,11 +43,11 @@ pub(crate) fn percent_dollar_expand(
                 name.push(n);
             }
             if !closed {
-                return Err("environment variable '${' is not closed".into());
+                return Err(ExpandError::UnclosedEnv);
             }
             match std::env::var(&name) {
                 Ok(v) => out.push_str(&v),
-                Err(_) => return Err(format!("env var ${{{name}}} has no value")),
+                Err(_) => return Err(ExpandError::UnsetEnv(name)),
             }
             continue;
         }
@@ -40,30 +59,30 @@ pub(crate) fn percent_dollar_expand(
             Some('%') => out.push('%'),
             Some(k) => match tokens.iter().find(|(t, _)| *t == k) {
                 Some((_, v)) => out.push_str(v),
-                None => return Err(format!("unknown key %{k}")),
+                None => return Err(ExpandError::UnknownToken(k)),
             },
-            None => return Err("invalid format: '%' at end of string".into()),
+            None => return Err(ExpandError::PercentAtEnd),
         }
     }
     Ok(out)
 }
 
 /// Validates an `IdentityAgent` value the way OpenSSH's parser does.
-pub(crate) fn check_agent_path(arg: &str) -> Result<(), String> {
+pub(crate) fn check_agent_path(arg: &str) -> Result<(), ExpandError> {
     // `${VAR}` must be closed (OpenSSH also requires it to be set; checked when it is expanded).
     let mut rest = arg;
     while let Some(i) = rest.find("${") {
         let after = rest.get(i + 2..).unwrap_or("");
         match after.find('}') {
             Some(j) => rest = after.get(j + 1..).unwrap_or(""),
-            None => return Err(format!("Invalid environment expansion {arg}")),
+            None => return Err(ExpandError::InvalidEnvExpansion(arg.to_string())),
         }
     }
     if let Some(name) = arg.strip_prefix('$')
         && !name.starts_with('{')
         && !valid_env_name(name)
     {
-        return Err(format!("Invalid environment name {arg}"));
+        return Err(ExpandError::InvalidEnvName(arg.to_string()));
     }
     Ok(())
 }
@@ -76,7 +95,7 @@ fn valid_env_name(name: &str) -> bool {
 
 /// OpenSSH's `tilde_expand_filename`: `~/x` and `~` use `home`, `~user/x` that user's home.
 /// Paths not starting with `~` are returned unchanged. Quirk kept: `~x` (no slash) is `home/x`.
-pub(crate) fn tilde_expand(s: &str, home: &Path) -> Result<String, String> {
+pub(crate) fn tilde_expand(s: &str, home: &Path) -> Result<String, ExpandError> {
     let Some(rest) = s.strip_prefix('~') else {
         return Ok(s.to_string());
     };
@@ -84,7 +103,8 @@ pub(crate) fn tilde_expand(s: &str, home: &Path) -> Result<String, String> {
         Some(0) => (home.to_path_buf(), rest.get(1..).unwrap_or("")),
         Some(i) => {
             let user = rest.get(..i).unwrap_or("");
-            let dir = super::sys::home_of(user).ok_or_else(|| format!("No such user {user}"))?;
+            let dir = super::sys::home_of(user)
+                .ok_or_else(|| ExpandError::NoSuchUser(user.to_string()))?;
             (dir, rest.get(i + 1..).unwrap_or(""))
         }
         None => (home.to_path_buf(), rest),
@@ -148,7 +168,7 @@ pub(crate) fn a2port(s: &str) -> Option<u16> {
 }
 
 /// `HostName` with `%h` (the host as typed) expanded.
-pub(crate) fn hostname(hn: &str, host: &str) -> Result<String, String> {
+pub(crate) fn hostname(hn: &str, host: &str) -> Result<String, ExpandError> {
     percent_dollar_expand(hn, &[('h', host)], false)
 }
 
@@ -166,6 +186,7 @@ mod tests {
         assert!(
             percent_dollar_expand("%x", &toks, false)
                 .unwrap_err()
+                .to_string()
                 .contains("%x")
         );
         assert!(percent_dollar_expand("abc%", &toks, false).is_err());

@@ -579,7 +579,7 @@ impl State {
             "userknownhostsfile" | "globalknownhostsfile" => self.hosts_files(line, act)?,
             "identityagent" => {
                 let a = line.one()?;
-                expand::check_agent_path(a).map_err(|m| line.err(m))?;
+                expand::check_agent_path(a).map_err(|m| line.err(m.to_string()))?;
                 first(&mut self.identity_agent, act, a.to_string());
             }
             "hostkeyalgorithms" => {

@@ -173,7 +173,7 @@ fn assemble_host_key_algs(list: &str) -> String {
 
 impl ResolvedConfig {
     /// `%` tokens as OpenSSH's `DEFAULT_CLIENT_PERCENT_EXPAND_ARGS` (9.2): C L i k l n p d h r u.
-    fn expand_path(&self, s: &str) -> Result<String, String> {
+    fn expand_path(&self, s: &str) -> Result<String, expand::ExpandError> {
         let s = expand::tilde_expand(s, &self.home)?;
         let thishost = sys::hostname();
         let shorthost = thishost.split('.').next().unwrap_or("").to_string();
