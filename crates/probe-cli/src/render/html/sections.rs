@@ -205,13 +205,34 @@ fn mark_kind(kind: TimelineEventKind) -> MarkKind {
     }
 }
 
-/// The runs with metrics: the running one and the one before it are the compared periods.
+/// The runs with metrics, and the periods the verdict compares shaded: the spans its
+/// comparison names (a period inside the running run, one named by `--baseline`, with why each
+/// was chosen), else the running run and the one before it.
 fn host_periods(report: &HostReport) -> Vec<Period<'_>> {
-    let compared = if report.vs_previous_launch.is_some() {
-        2
-    } else {
+    let named: &[probe_model::ComparedPeriod] = report
+        .vs_period
+        .as_ref()
+        .or(report.vs_previous_launch.as_ref())
+        .map_or(&[], |diff| diff.periods.as_slice());
+    let compared = if !named.is_empty() || report.vs_previous_launch.is_none() {
         0
+    } else {
+        2
     };
+    let mut periods = run_periods(report, compared);
+    periods.extend(named.iter().map(|p| Period {
+        label: format!("{}: {}", p.label, p.why),
+        start: p.start,
+        end: p.end.unwrap_or(report.collected_at).max(p.start),
+        running: false,
+        compared: true,
+        metrics: &[],
+    }));
+    periods
+}
+
+/// The runs with metrics, the first `compared` of them shaded.
+fn run_periods(report: &HostReport, compared: usize) -> Vec<Period<'_>> {
     report
         .metrics_by_run
         .iter()

@@ -189,3 +189,58 @@ proptest! {
         assert_structure(&page);
     }
 }
+
+/// A verdict that compares periods inside the running run (a change point, or `--baseline`):
+/// the chart shades those spans, each titled with why it was chosen, not the whole runs.
+#[test]
+fn the_periods_a_verdict_compares_are_shaded() {
+    use probe_model::{ComparedPeriod, LaunchDiff, MetricReport, MetricSummary, RunMetrics};
+    let mut report = report_with("vllm");
+    let summary = |mean: f64, from: i64, to: i64| MetricSummary {
+        count: 100,
+        mean,
+        p50: mean,
+        min: mean - 10.0,
+        max: mean + 10.0,
+        first_time: Some(from),
+        last_time: Some(to),
+        ..MetricSummary::default()
+    };
+    report.metrics_by_run = vec![RunMetrics {
+        launch: "pid:120".into(),
+        running: true,
+        start: Some(1_794_000_000),
+        end: None,
+        metrics: vec![MetricReport {
+            name: "gen_throughput".into(),
+            unit: "tok/s".into(),
+            summary: summary(70.0, 1_794_000_000, 1_795_000_000),
+            ..MetricReport::default()
+        }],
+    }];
+    let period = |label: &str, start: i64, end: Option<i64>, why: &str| ComparedPeriod {
+        label: label.into(),
+        start,
+        end,
+        run_start: Some(1_794_000_000),
+        launch: "pid:120".into(),
+        why: why.into(),
+    };
+    report.vs_period = Some(LaunchDiff {
+        periods: vec![
+            period(
+                "before",
+                1_794_000_000,
+                Some(1_794_500_000),
+                "named by --baseline <b>",
+            ),
+            period("after", 1_794_600_000, None, "change point in running_reqs"),
+        ],
+        ..LaunchDiff::default()
+    });
+    let page = host_page(&[report]);
+    assert_structure(&page);
+    assert_eq!(page.matches("class=\"compared\"").count(), 2, "{page}");
+    assert!(page.contains("compared period: before: named by --baseline &lt;b&gt;"));
+    assert!(page.contains("compared period: after: change point in running_reqs"));
+}
