@@ -219,6 +219,10 @@ fn run_end(
             }
         }
     }
+    // 3. The container runtime's own record of the container's last stop.
+    if let Some(bound) = container_stop(snapshot, launch, &before_next) {
+        return bound;
+    }
     match next {
         Some(at) => RunBound {
             at: Some(at),
@@ -231,6 +235,29 @@ fn run_end(
             certainty: Certainty::Unknown,
         },
     }
+}
+
+/// The stop the runtime recorded for the container a launch ran in (`State.FinishedAt`): the
+/// end of its run when it lies after the run's start and before the next one (a container
+/// restarted since keeps its previous stop there).
+fn container_stop(
+    snapshot: &Snapshot,
+    launch: &LaunchConfig,
+    before_next: &dyn Fn(UnixTime) -> bool,
+) -> Option<RunBound> {
+    let LaunchOrigin::Container { name } = launch.source.origin() else {
+        return None;
+    };
+    let c = snapshot
+        .containers
+        .iter()
+        .find(|c| c.name.as_deref() == Some(name.as_str()) || c.id == name)?;
+    let at = c.finished_at.filter(|t| before_next(*t))?;
+    Some(RunBound {
+        at: Some(at),
+        evidence: format!("container {name} FinishedAt"),
+        certainty: Certainty::Exact,
+    })
 }
 
 /// Where the installed package came after the run started, the version a history line pinned

@@ -343,6 +343,10 @@ pub struct ContainerInfo {
     pub cmd: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub started_at: Option<UnixTime>,
+    /// When it last stopped (`State.FinishedAt`); `None` when it never has. A container
+    /// restarted since keeps the previous stop here: the end of its previous run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<UnixTime>,
     pub state: Option<String>,
     /// The file the runtime keeps the container's stdout/stderr in (`LogPath` of `inspect`:
     /// docker's `/var/lib/docker/containers/<id>/<id>-json.log`); absent for drivers without

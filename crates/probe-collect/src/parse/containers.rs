@@ -128,6 +128,11 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
             .and_then(Value::as_str)
             .and_then(super::parse_rfc3339)
             .filter(|&t| t > 0),
+        finished_at: state
+            .and_then(|s| s.get("FinishedAt"))
+            .and_then(Value::as_str)
+            .and_then(super::parse_rfc3339)
+            .filter(|&t| t > 0),
         state: state
             .and_then(|s| s.get("Status"))
             .and_then(Value::as_str)
@@ -307,7 +312,7 @@ mod tests {
 
     #[test]
     fn inspect() {
-        let j = r#"[{"Id":"abc123","Name":"/vllm","Config":{"Image":"vllm/vllm-openai:v0.11.0","Entrypoint":["vllm","serve"],"Cmd":["Qwen/Qwen3-8B","--tensor-parallel-size","2"],"Env":["HF_TOKEN=hf_x","PATH=/usr/bin"]},"State":{"Status":"running","StartedAt":"2026-10-30T12:00:01.123456789Z"}},
+        let j = r#"[{"Id":"abc123","Name":"/vllm","Config":{"Image":"vllm/vllm-openai:v0.11.0","Entrypoint":["vllm","serve"],"Cmd":["Qwen/Qwen3-8B","--tensor-parallel-size","2"],"Env":["HF_TOKEN=hf_x","PATH=/usr/bin"]},"State":{"Status":"running","StartedAt":"2026-10-30T12:00:01.123456789Z","FinishedAt":"2026-10-30T11:59:30.5Z"}},
                     {"Id":"def","Name":"/redis","Config":{"Image":"redis:7","Cmd":["redis-server"]},"State":{"Status":"running","StartedAt":"0001-01-01T00:00:00Z"}}]"#;
         let body = format!("\nB R ctr docker\n{j}");
         let (c, m) = parse(body.as_bytes(), "B");
@@ -316,6 +321,7 @@ mod tests {
         assert_eq!(c[0].name.as_deref(), Some("vllm"));
         assert_eq!(c[0].cmd[0], "Qwen/Qwen3-8B");
         assert_eq!(c[0].started_at, Some(1_793_361_601));
+        assert_eq!(c[0].finished_at, Some(1_793_361_570));
         assert_eq!(c[0].env.get("HF_TOKEN").map(String::as_str), Some("hf_x"));
         assert_eq!(c[0].log_path, None);
         let j = r#"[{"Id":"abc","Config":{"Image":"vllm/vllm-openai:v0.11.0"},"LogPath":"/var/lib/docker/containers/abc/abc-json.log","HostConfig":{"LogConfig":{"Type":"json-file","Config":{"max-size":"100m"}}}}]"#;

@@ -229,3 +229,55 @@ fn a_log_line_after_a_restart_is_not_merged_into_the_earlier_run() {
         .expect("the unit");
     assert!(unit.source.also_seen_in.is_empty(), "{unit:#?}");
 }
+
+/// An exited container's run ends where the runtime says it stopped (`State.FinishedAt`), not at
+/// the next start; a stop the runtime did not record leaves the next start as the bound.
+/// `(finished_at, expected end, its evidence)`.
+#[test]
+fn an_exited_containers_run_ends_at_its_recorded_stop() {
+    let cases: [(Option<i64>, i64, &str); 3] = [
+        (
+            Some(START - 3_600),
+            START - 3_600,
+            "container vllm-old FinishedAt",
+        ),
+        (None, START, "next start of the same server"),
+        // A stop after the next run started is not this run's end.
+        (Some(START + 60), START, "next start of the same server"),
+    ];
+    for (finished_at, want_end, evidence) in cases {
+        let container = |name: &str, tag: &str, started_at: i64, state: &str| ContainerInfo {
+            runtime: "docker".into(),
+            id: format!("{name}-id"),
+            name: Some(name.into()),
+            image: format!("vllm/vllm-openai:{tag}"),
+            cmd: args("--model /mnt/models/L --tensor-parallel-size 4"),
+            started_at: Some(started_at),
+            state: Some(state.into()),
+            ..ContainerInfo::default()
+        };
+        let snapshot = Snapshot {
+            containers: vec![
+                container("vllm", "v0.11.0", START, "running"),
+                ContainerInfo {
+                    finished_at,
+                    ..container("vllm-old", "v0.10.2", START - 86_400, "exited")
+                },
+            ],
+            ..Snapshot::default()
+        };
+        let analysis = probe_diff::analyze(&snapshot);
+        let old = analysis
+            .runs
+            .iter()
+            .find(|r| r.launch == "container:vllm-old")
+            .unwrap_or_else(|| panic!("no run of vllm-old: {:#?}", analysis.runs));
+        let end = old.end.as_ref().expect("an end");
+        assert_eq!(end.at, Some(want_end), "{finished_at:?}: {end:?}");
+        assert!(
+            end.evidence.starts_with(evidence),
+            "{finished_at:?}: {}",
+            end.evidence
+        );
+    }
+}
