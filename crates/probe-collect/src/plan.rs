@@ -206,7 +206,7 @@ pub fn apply_round1(
         state.sudo_mode.as_deref(),
         state.sudo_msg.as_deref(),
     ));
-    container_log_notes(snap);
+    container_log_notes(snap, journal_readable(ctx));
     attach_output_files(snap, &state.extra);
     state.extra
 }
@@ -387,20 +387,25 @@ fn container_log_driver(c: &probe_model::ContainerInfo) -> Option<&str> {
     }
 }
 
-/// Containers whose log this collector does not read (a binary `local` log, journald, none)
-/// get a log entry that says so.
-fn container_log_notes(snap: &mut Snapshot) {
+/// Whether round 2 can read the journal (systemd runs, or `journalctl` is installed).
+fn journal_readable(ctx: &Ctx) -> bool {
+    ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")
+}
+
+/// Containers whose log this collector does not read (a binary `local` log, journald where the
+/// journal cannot be read, none) get a log entry that says so.
+fn container_log_notes(snap: &mut Snapshot, journal: bool) {
     let mut notes = Vec::new();
     for c in &snap.containers {
         let Some(d) = c.log_driver.as_deref() else {
             continue;
         };
-        if parse::logs::container_log_readable(d) {
+        if parse::logs::container_log_readable(d) || (d == "journald" && journal) {
             continue;
         }
         let what = match d {
             "local" => "binary format, not supported (only json-file and k8s-file are read)",
-            "journald" => "kept in the journal, not read",
+            "journald" => "kept in the journal, which cannot be read here (no journalctl)",
             "none" => "the container's output is not kept",
             _ => "not read (only json-file and k8s-file logs are)",
         };
@@ -743,8 +748,25 @@ fn output_files(snap: &Snapshot, extra: &BTreeMap<u32, ProcExtra>, inp: &mut Rou
 
 /// The units whose journal is read (when there is a journal to read).
 fn journal_units(snap: &Snapshot, ctx: &Ctx, inp: &mut Round2Inputs) {
-    if !(ctx.systemd_running || ctx.tools.iter().any(|t| t == "journalctl")) {
+    if !journal_readable(ctx) {
         return;
+    }
+    // Containers whose runtime logs to the journal (docker/podman `--log-driver journald`):
+    // their entries carry CONTAINER_NAME; running ones first.
+    let mut journald: Vec<&probe_model::ContainerInfo> = snap
+        .containers
+        .iter()
+        .filter(|c| c.log_driver.as_deref() == Some("journald"))
+        .collect();
+    journald.sort_by_key(|c| c.state.as_deref() != Some("running"));
+    for c in journald {
+        let Some(name) = c.name.as_deref().filter(|n| script::valid_unit_name(n)) else {
+            continue;
+        };
+        let e = ("container".to_string(), name.to_string());
+        if inp.units.len() < MAX_UNITS && !inp.units.contains(&e) {
+            inp.units.push(e);
+        }
     }
     let mut units: Vec<&SystemdUnit> = snap.units.iter().collect();
     units.sort_by_key(|u| std::cmp::Reverse(recency(u)));

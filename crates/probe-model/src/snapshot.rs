@@ -603,7 +603,8 @@ pub enum LogOrigin {
 #[serde(default)]
 pub struct LogSource {
     pub origin: LogOrigin,
-    /// File path, or the unit name for a journal.
+    /// File path, or for a journal the unit's name (`CONTAINER_NAME=NAME` for a container
+    /// whose runtime logs to the journal).
     pub location: String,
     pub mtime: Option<UnixTime>,
     pub bytes_read: u64,

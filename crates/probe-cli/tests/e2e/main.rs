@@ -9,6 +9,7 @@
 mod clock_names;
 mod fleet;
 mod hardware;
+mod journald;
 mod latency;
 mod local_input;
 mod periods;

@@ -967,7 +967,12 @@ pub fn parse_journal(
         let Some(rest) = r.header.strip_prefix("unit ") else {
             continue;
         };
-        let name = sanitize_line(rest.split_once(' ').map_or(rest, |(_, n)| n));
+        let name = match rest.split_once(' ') {
+            // A container logging to the journal: its entries, by their CONTAINER_NAME field.
+            Some(("container", n)) => sanitize_line(&format!("CONTAINER_NAME={n}")),
+            Some((_, n)) => sanitize_line(n),
+            None => sanitize_line(rest),
+        };
         let mut src = LogSource {
             origin: LogOrigin::Journal,
             location: name,
