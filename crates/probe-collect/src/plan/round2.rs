@@ -1,0 +1,281 @@
+//! Round 2 applied: its sections read into the snapshot, a section it did not run said.
+
+use probe_model::{ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot};
+
+use crate::config::Round2Parser;
+use crate::frame::Framed;
+use crate::parse::{self, Ctx};
+use crate::sanitize::sanitize_line;
+use crate::script::{self, Round2Inputs};
+
+use super::common::*;
+
+pub(super) const LAUNCH_FILE_CAP: usize = 262_144;
+
+/// Parses the round-2 sections into the snapshot.
+pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Round2Inputs) {
+    let b = &ctx.boundary;
+    let (clock, tz) = (ctx.remote_clock, ctx.tz_offset_s);
+    for raw in &framed.sections {
+        let (mut rep, body) = report(raw, false);
+        match script::probe(&raw.name).and_then(|p| p.parser.round2()) {
+            Some(Round2Parser::Python) => read_python(snap, &body, b, &mut rep),
+            Some(Round2Parser::Models) => {
+                let mut models = parse::models::parse(&body, b);
+                for m in &mut models {
+                    if let Some((root, rest)) = split_root(&m.config_path) {
+                        m.config_path = rest;
+                        m.mount_root = Some(root);
+                    }
+                }
+                all_denied(
+                    &mut rep,
+                    models.iter().map(|m| (m.status, m.config_path.as_str())),
+                );
+                snap.models = models;
+            }
+            Some(Round2Parser::Logs) => {
+                let mut logs = parse::logs::parse_files(&body, b, clock, tz);
+                for l in &mut logs {
+                    if let Some((root, rest)) = split_root(&l.location) {
+                        l.location = rest;
+                        l.mount_root = Some(root);
+                    }
+                }
+                all_denied(
+                    &mut rep,
+                    logs.iter().map(|l| (l.status, l.location.as_str())),
+                );
+                let failed: Vec<String> = logs
+                    .iter()
+                    .filter(|l| l.status == SectionStatus::Failed)
+                    .map(|l| {
+                        format!(
+                            "{}: {}",
+                            l.location,
+                            l.message.as_deref().unwrap_or("failed")
+                        )
+                    })
+                    .collect();
+                if !failed.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", failed.join("; ")));
+                }
+                snap.logs.extend(logs);
+            }
+            Some(Round2Parser::FoundLogs) => {
+                let logs = parse::logs::parse_found(&body, b, clock, tz, &inputs.found);
+                all_denied(
+                    &mut rep,
+                    logs.iter().map(|l| (l.status, l.location.as_str())),
+                );
+                snap.logs.extend(logs);
+            }
+            Some(Round2Parser::ContainerLogs) => {
+                let logs = parse::logs::parse_container_logs(&body, b, clock, tz);
+                container_logs_denied(&mut rep, &logs);
+                snap.logs.extend(logs);
+            }
+            Some(Round2Parser::GpuProcs) => {
+                let (owners, libs) = parse::gpu_procs::parse(&body, b);
+                snap.hardware.processes =
+                    parse::gpu_procs::owned(&snap.gpu.compute_apps, &owners, ctx);
+                snap.hardware.loaded_libs = libs;
+            }
+            Some(Round2Parser::Journal) => {
+                let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
+                let j = parse::logs::parse_journal(&body, b, clock, tz, cap);
+                if j.is_empty() && rep.status == SectionStatus::Ok && !inputs.units.is_empty() {
+                    push_note(&mut rep, "no journal output".into());
+                }
+                snap.logs.extend(j);
+            }
+            Some(Round2Parser::LaunchFiles) => {
+                let files = parse::launch_files::parse(&body, b, LAUNCH_FILE_CAP);
+                let unread: Vec<String> = files
+                    .iter()
+                    .filter(|f| f.status != SectionStatus::Ok)
+                    .map(|f| format!("{}: {}", f.path, f.message.as_deref().unwrap_or("not read")))
+                    .collect();
+                if !unread.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", unread.join("; ")));
+                }
+                snap.launch_files = files;
+            }
+            Some(Round2Parser::Benchmarks) => {
+                let read = parse::bench::parse(&body, b, tz);
+                if !read.notes.is_empty() {
+                    push_note(&mut rep, format!("not read: {}", read.notes.join("; ")));
+                }
+                snap.benchmarks = read.results;
+            }
+            // A section name the script does not define is only reported.
+            None => {}
+        }
+        snap.sections.push(rep);
+    }
+    not_reached(snap, framed, 2, "not run: the round-2 script ended early");
+}
+
+/// The `python_envs` section: environments with their users, prefixes refused noted.
+pub(super) fn read_python(snap: &mut Snapshot, body: &[u8], b: &str, rep: &mut SectionReport) {
+    let mut envs = parse::python::parse(body, b);
+    for e in &mut envs {
+        unroot_env(e);
+        fill_env_users(e, snap);
+    }
+    envs.retain(|e| !e.site_packages.is_empty());
+    let denied: Vec<String> = crate::frame::records(body, b)
+        .iter()
+        .filter_map(|r| r.header.strip_prefix("denied "))
+        .map(|p| match split_root(p) {
+            Some((root, rest)) => format!("{rest} (through {root})"),
+            None => p.to_string(),
+        })
+        .map(|p| sanitize_line(&p))
+        .collect();
+    if !denied.is_empty() {
+        push_note(
+            rep,
+            format!(
+                "permission denied (another mount namespace; needs root or --sudo): {}",
+                denied.join(", ")
+            ),
+        );
+        if envs.is_empty() && rep.status == SectionStatus::Ok {
+            rep.status = SectionStatus::PermissionDenied;
+        }
+    }
+    snap.python_envs = envs;
+}
+
+/// Container log files only root may read are noted (all of them: the section is denied).
+pub(super) fn container_logs_denied(rep: &mut SectionReport, logs: &[probe_model::LogSource]) {
+    let denied = logs
+        .iter()
+        .filter(|l| l.status == SectionStatus::PermissionDenied)
+        .count();
+    if denied == 0 {
+        return;
+    }
+    push_note(
+        rep,
+        format!(
+            "{denied} of {} container log files readable by root only (needs root or --sudo)",
+            logs.len()
+        ),
+    );
+    if denied == logs.len() && rep.status == SectionStatus::Ok {
+        rep.status = SectionStatus::PermissionDenied;
+    }
+}
+
+/// Round 2 did not run or its output never came (deadline, connection dropped): every
+/// round-2 section is reported with `status` and `message`, plus a `round2` summary section.
+pub fn round2_not_run(snap: &mut Snapshot, status: SectionStatus, message: &str) {
+    snap.sections.push(SectionReport {
+        name: "round2".into(),
+        status,
+        message: Some(message.to_string()),
+        ..Default::default()
+    });
+    for p in script::probes(2) {
+        snap.sections.push(SectionReport {
+            name: p.name.clone(),
+            status,
+            message: Some(message.to_string()),
+            ..Default::default()
+        });
+    }
+}
+
+/// A section whose every item was refused (a container's root, not root) says so.
+pub(super) fn all_denied<'a>(
+    rep: &mut SectionReport,
+    items: impl Iterator<Item = (SectionStatus, &'a str)>,
+) {
+    let mut n = 0;
+    let mut denied = Vec::new();
+    for (st, path) in items {
+        n += 1;
+        if st == SectionStatus::PermissionDenied {
+            denied.push(path.to_string());
+        }
+    }
+    if denied.is_empty() {
+        return;
+    }
+    push_note(rep, format!("permission denied: {}", denied.join(", ")));
+    if denied.len() == n && rep.status == SectionStatus::Ok {
+        rep.status = SectionStatus::PermissionDenied;
+    }
+}
+
+/// A Python env read through `/proc/PID/root`: paths as the process sees them, root recorded.
+pub(super) fn unroot_env(e: &mut PythonEnv) {
+    let Some((root, pre)) = e.prefix.as_deref().and_then(split_root) else {
+        return;
+    };
+    for sp in &mut e.site_packages {
+        if let Some((_, rest)) = split_root(sp) {
+            *sp = rest;
+        }
+    }
+    e.prefix = Some(pre);
+    e.mount_root = Some(root);
+}
+
+/// Interpreter and users of a prefix, from processes and units (only those that see the same
+/// filesystem: a container's env belongs to the processes of that container).
+pub(super) fn fill_env_users(e: &mut PythonEnv, snap: &Snapshot) {
+    let Some(pre) = e.prefix.clone() else { return };
+    let under = |p: &str| p.starts_with(&format!("{}/", pre.trim_end_matches('/')));
+    let same_fs = |p: &probe_model::ProcessInfo| match (&e.mount_root, &p.mount_root) {
+        (None, None) => true,
+        (Some(r), Some(_)) => root_of(snap, p) == Some(r.as_str()),
+        _ => false,
+    };
+    let container_env = e.mount_root.is_some();
+    let procs: Vec<&probe_model::ProcessInfo> = snap
+        .processes
+        .iter()
+        .filter(|p| p.role == ProcessRole::Launcher && same_fs(p))
+        .collect();
+    for p in procs {
+        let a0 = p.argv.first().cloned().unwrap_or_default();
+        let uses = under(&a0)
+            || p.argv.get(1).is_some_and(|a| under(a))
+            || p.exe.as_deref().is_some_and(under)
+            || p.env.get("VIRTUAL_ENV") == Some(&pre)
+            || p.env.get("CONDA_PREFIX") == Some(&pre);
+        if uses {
+            e.used_by.push(format!("pid:{}", p.pid));
+            if e.interpreter.is_empty() {
+                e.interpreter = if under(&a0) {
+                    a0
+                } else {
+                    p.exe.clone().unwrap_or_default()
+                };
+            }
+        }
+    }
+    for u in snap.units.iter().filter(|_| !container_env) {
+        let first = u
+            .exec_start
+            .last()
+            .map(|x| parse::units::split_quoted(x))
+            .unwrap_or_default();
+        let a0 = first
+            .first()
+            .map(|w| w.trim_start_matches(['@', '-', ':', '+', '!']).to_string())
+            .unwrap_or_default();
+        if under(&a0) || u.environment.get("VIRTUAL_ENV") == Some(&pre) {
+            e.used_by.push(format!("unit:{}", u.name));
+            if e.interpreter.is_empty() {
+                e.interpreter = a0;
+            }
+        }
+    }
+    if e.interpreter.is_empty() {
+        e.interpreter = format!("{}/bin/python3", pre.trim_end_matches('/'));
+    }
+}
