@@ -10,6 +10,7 @@ mod fleet;
 mod hardware;
 mod latency;
 mod local_input;
+mod ollama;
 mod periods;
 mod redaction_props;
 mod retention;

@@ -448,6 +448,7 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
             layers: Layers {
                 gpu: (*before, *after),
                 model: Some(33.0),
+                kv: (None, None),
             },
             ..Evidence::default()
         };
@@ -477,6 +478,7 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
             layers: Layers {
                 gpu: (Some(33.0), Some(33.0)),
                 model: None,
+                kv: (None, None),
             },
             ..Evidence::default()
         },
