@@ -112,7 +112,7 @@ fn ollama_runs_versions_and_offload_per_run() {
     let (report, _, snapshot) = offload();
     assert_eq!(report.runs.len(), 4, "{:#?}", report.runs);
     for r in &report.runs {
-        assert_eq!(r.engine_version.as_deref(), Some("0.13.5"), "{r:#?}");
+        assert_eq!(r.engine_version.version.as_deref(), Some("0.13.5"), "{r:#?}");
     }
     let journal_starts: Vec<_> = report.runs[..3].iter().map(|r| r.start.at).collect();
     assert_eq!(

@@ -912,7 +912,9 @@ pub fn date_by_mtime(src: &mut LogSource) {
         .flat_map(|m| m.points.iter())
         .any(|(t, _)| t.is_some())
         || src.lifecycle.iter().any(|e| e.time.is_some())
-        || src.startups.iter().any(|r| r.time.is_some());
+        || src.startups.iter().any(|r| r.time.is_some())
+        || src.limits.iter().any(|l| l.time.is_some())
+        || src.versions.iter().any(|v| v.time.is_some());
     let samples: u64 = src.metrics.iter().map(|m| m.summary.count).sum();
     if timed || samples == 0 || samples > MTIME_DATED_MAX_LINES {
         return;
