@@ -184,6 +184,40 @@ mod tests {
         }
     }
 
+    /// Ollama's `server config` record read into a launch: the catalog's `env` options, empty
+    /// variables unset, durations as written.
+    #[test]
+    fn an_ollama_server_config_record_is_a_launch() {
+        let record = probe_model::StartupRecord {
+            time: Some(1_794_220_813),
+            engine: probe_model::Engine::Ollama,
+            text: "map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_FLASH_ATTENTION:true \
+                   OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_KEEP_ALIVE:30m0s \
+                   OLLAMA_KV_CACHE_TYPE: OLLAMA_NUM_PARALLEL:4 OLLAMA_ORIGINS:[http://localhost app://*]]"
+                .to_string(),
+            version: Some("0.13.5".to_string()),
+        };
+        let launch = crate::from_startup_log(&record, &crate::ParseHints::default()).unwrap();
+        assert_eq!(launch.engine, probe_model::Engine::Ollama);
+        let value = |k: &str| launch.options.get(k).map(|o| o.value.clone());
+        for (option, want) in [
+            ("context-length", Some(serde_json::json!(8192))),
+            ("num-parallel", Some(serde_json::json!(4))),
+            ("keep-alive", Some(serde_json::json!("30m"))),
+            ("flash-attention", Some(serde_json::json!("true"))),
+            ("host", Some(serde_json::json!("127.0.0.53"))),
+            ("port", Some(serde_json::json!(11434))),
+            ("kv-cache-type", None),
+        ] {
+            assert_eq!(value(option), want, "{option}");
+        }
+        assert_eq!(
+            launch.options["context-length"].written,
+            "OLLAMA_CONTEXT_LENGTH=8192"
+        );
+        assert_eq!(launch.source.time.at, Some(1_794_220_813));
+    }
+
     proptest! {
         #[test]
         fn any_text_is_read_without_panic(s in "map\\[[ -~\\[\\]]{0,200}\\]") {
