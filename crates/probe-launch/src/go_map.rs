@@ -79,7 +79,11 @@ pub fn as_written(value: &str) -> String {
 /// `1h2m3.5s` as its parts (`[("1",'h'),("2",'m'),("3.5",'s')]`), when it is a Go duration of
 /// hours, minutes and seconds ending in `s` (`0s`, `45s`, `5m0s`).
 fn duration_parts(value: &str) -> Option<Vec<(&str, char)>> {
-    if !value.ends_with('s') || value.ends_with("ms") || value.ends_with("us") || value.ends_with("ns") {
+    if !value.ends_with('s')
+        || value.ends_with("ms")
+        || value.ends_with("us")
+        || value.ends_with("ns")
+    {
         return None;
     }
     let mut parts = Vec::new();
@@ -125,7 +129,8 @@ mod tests {
 
     #[test]
     fn reads_go_maps_table() {
-        let cases: &[(&str, Option<&[(&str, &str)]>)] = &[
+        type Case = (&'static str, Option<&'static [(&'static str, &'static str)]>);
+        let cases: &[Case] = &[
             ("map[]", Some(&[])),
             ("map[A:1]", Some(&[("A", "1")])),
             (

@@ -83,18 +83,17 @@ fn blocks(text: &str) -> String {
         let end = rest.find("\n\n").unwrap_or(rest.len());
         rest[..end].to_string()
     };
-    format!(
-        "{}\n\n{}",
-        block("Verdict"),
-        block("  Candidate causes")
-    )
+    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
 }
 
 /// What differs from run to run of the same fixture: the live run's times, PIDs and the one
 /// sample the cron job's command wrote at start.
 fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
-        (r"20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} UTC(, running now)", "[now]$1"),
+        (
+            r"20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} UTC(, running now)",
+            "[now]$1",
+        ),
         (
             r"after     mean ([0-9.]+) \(n=1, [^)]*\)",
             "after     mean $1 (n=1, [the live run's one sample])",
@@ -112,15 +111,27 @@ fn ollama_runs_versions_and_offload_per_run() {
     let (report, _, snapshot) = offload();
     assert_eq!(report.runs.len(), 4, "{:#?}", report.runs);
     for r in &report.runs {
-        assert_eq!(r.engine_version.version.as_deref(), Some("0.13.5"), "{r:#?}");
+        assert_eq!(
+            r.engine_version.version.as_deref(),
+            Some("0.13.5"),
+            "{r:#?}"
+        );
     }
     let journal_starts: Vec<_> = report.runs[..3].iter().map(|r| r.start.at).collect();
     assert_eq!(
         journal_starts,
-        vec![Some(1_794_219_658), Some(1_794_220_813), Some(1_794_801_715)]
+        vec![
+            Some(1_794_219_658),
+            Some(1_794_220_813),
+            Some(1_794_801_715)
+        ]
     );
     // The install script's start loaded no model; the two with the old drop-in 81/81, 8192.
-    assert!(report.runs[0].limits.is_empty(), "{:?}", report.runs[0].limits);
+    assert!(
+        report.runs[0].limits.is_empty(),
+        "{:?}",
+        report.runs[0].limits
+    );
     for r in &report.runs[1..3] {
         assert_eq!(r.limits.get("gpu_layers"), Some(&81.0), "{r:#?}");
         assert_eq!(r.limits.get("model_layers"), Some(&81.0), "{r:#?}");
@@ -138,9 +149,21 @@ fn ollama_runs_versions_and_offload_per_run() {
         .expect("the unit's journal");
     let configs: Vec<&str> = journal.startups.iter().map(|s| s.text.as_str()).collect();
     assert_eq!(configs.len(), 4, "{configs:#?}");
-    assert!(configs[0].contains("OLLAMA_CONTEXT_LENGTH:4096"), "{}", configs[0]);
-    assert!(configs[1].contains("OLLAMA_CONTEXT_LENGTH:8192"), "{}", configs[1]);
-    assert!(configs[3].contains("OLLAMA_NUM_PARALLEL:4"), "{}", configs[3]);
+    assert!(
+        configs[0].contains("OLLAMA_CONTEXT_LENGTH:4096"),
+        "{}",
+        configs[0]
+    );
+    assert!(
+        configs[1].contains("OLLAMA_CONTEXT_LENGTH:8192"),
+        "{}",
+        configs[1]
+    );
+    assert!(
+        configs[3].contains("OLLAMA_NUM_PARALLEL:4"),
+        "{}",
+        configs[3]
+    );
 }
 
 /// The earlier launches read from the `server config` lines compare default-aware with the
@@ -152,14 +175,21 @@ fn ollama_environment_compared_default_aware() {
     let (report, _, _) = offload();
     let diff = report.vs_previous_launch.as_ref().expect("a comparison");
     let keys: Vec<&str> = diff.changes.iter().map(|c| c.key.as_str()).collect();
-    for key in ["context-length", "num-parallel", "keep-alive", "limit:gpu_layers"] {
+    for key in [
+        "context-length",
+        "num-parallel",
+        "keep-alive",
+        "limit:gpu_layers",
+    ] {
         assert!(keys.contains(&key), "{key}: {keys:?}");
     }
     for key in ["flash-attention", "models", "load-timeout", "host", "port"] {
         assert!(!keys.contains(&key), "{key}: {keys:?}");
     }
     assert!(
-        diff.equal_by_default.iter().any(|e| e.starts_with("max-queue")),
+        diff.equal_by_default
+            .iter()
+            .any(|e| e.starts_with("max-queue")),
         "{:?}",
         diff.equal_by_default
     );
@@ -210,7 +240,11 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
     assert_eq!(live.limits.get("gpu_layers"), Some(&65.0), "{live:#?}");
     let diff = report.vs_previous_launch.as_ref().expect("a comparison");
     let verdict = diff.verdict.as_ref().expect("a verdict");
-    assert_ne!(verdict.cause.as_deref(), Some("limit:gpu_layers"), "{verdict:#?}");
+    assert_ne!(
+        verdict.cause.as_deref(),
+        Some("limit:gpu_layers"),
+        "{verdict:#?}"
+    );
     assert!(
         !diff.changes.iter().any(|c| c.key == "limit:gpu_layers"),
         "{:#?}",

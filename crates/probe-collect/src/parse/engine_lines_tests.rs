@@ -345,7 +345,9 @@ fn ollama_startup_and_version_lines_table() {
     let cases: &[TextCase] = &[
         (
             "time=2026-11-09T10:40:13.400Z level=INFO source=routes.go:1554 msg=\"server config\" env=\"map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_ORIGINS:[http://localhost app://*] OLLAMA_NUM_PARALLEL:1]\"",
-            Some("map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_ORIGINS:[http://localhost app://*] OLLAMA_NUM_PARALLEL:1]"),
+            Some(
+                "map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_ORIGINS:[http://localhost app://*] OLLAMA_NUM_PARALLEL:1]",
+            ),
             None,
         ),
         // Through the journal's prefix.

@@ -166,9 +166,8 @@ fn unit_steps(
     let mut changed_lines: Vec<(&str, &str)> = Vec::new();
     // Settings an engine reads from its environment (Ollama's `OLLAMA_*`) live in
     // `Environment=` lines, not in the flags of `ExecStart=`.
-    let (variables, flags): (Vec<&String>, Vec<&String>) = differing
-        .iter()
-        .partition(|d| env_assignment(d).is_some());
+    let (variables, flags): (Vec<&String>, Vec<&String>) =
+        differing.iter().partition(|d| env_assignment(d).is_some());
     let exec_file = probe_launch::exec_start_file(&files).filter(|_| !flags.is_empty());
     if let Some(f) = exec_file {
         let edits = flags
@@ -222,7 +221,10 @@ fn unit_steps(
                 let what = line.map_or_else(|| format!("its {var}="), |l| format!("the line {l}"));
                 let kind = if f.drop_in { "drop-in" } else { "unit file" };
                 out.push(if dropped {
-                    format!("{var} is set for {name} by the {kind} {}: remove {what} there", f.path)
+                    format!(
+                        "{var} is set for {name} by the {kind} {}: remove {what} there",
+                        f.path
+                    )
                 } else {
                     format!(
                         "{var} is set for {name} by the {kind} {}: change {what} there to \
@@ -232,13 +234,10 @@ fn unit_steps(
                 });
             }
             None if !dropped => {
-                let target = files
-                    .iter()
-                    .rev()
-                    .find(|f| f.drop_in)
-                    .map_or_else(|| String::from("a drop-in (`systemctl edit`)"), |f| {
-                        format!("the drop-in {}", f.path)
-                    });
+                let target = files.iter().rev().find(|f| f.drop_in).map_or_else(
+                    || String::from("a drop-in (`systemctl edit`)"),
+                    |f| format!("the drop-in {}", f.path),
+                );
                 out.push(format!(
                     "{var} is not set for {name} now: add Environment=\"{wanted}\" to {target}"
                 ));
@@ -326,7 +325,9 @@ fn matters(before: &LaunchConfig, changes: &[Change], var: &str) -> bool {
             .options
             .get(&c.key)
             .is_some_and(|o| o.written.starts_with(&prefix))
-            || c.before_written.as_deref().is_some_and(|w| w.starts_with(&prefix))
+            || c.before_written
+                .as_deref()
+                .is_some_and(|w| w.starts_with(&prefix))
     };
     let Some(change) = changes.iter().find(of_var) else {
         return true;
