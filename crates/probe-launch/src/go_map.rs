@@ -129,7 +129,10 @@ mod tests {
 
     #[test]
     fn reads_go_maps_table() {
-        type Case = (&'static str, Option<&'static [(&'static str, &'static str)]>);
+        type Case = (
+            &'static str,
+            Option<&'static [(&'static str, &'static str)]>,
+        );
         let cases: &[Case] = &[
             ("map[]", Some(&[])),
             ("map[A:1]", Some(&[("A", "1")])),

@@ -117,6 +117,26 @@ fn ollama_runs_versions_and_offload_per_run() {
             "{r:#?}"
         );
     }
+    // The server asked over the SSH connection (GET /api/version, GET /api/ps): its version,
+    // the model loaded and how much of it sits in GPU memory (size_vram of size).
+    let server = report
+        .servers
+        .iter()
+        .map(|s| &s.reading)
+        .find(|r| r.engine == probe_model::Engine::Ollama)
+        .expect("the Ollama server asked");
+    assert_eq!(server.version.as_deref(), Some("0.13.5"), "{server:#?}");
+    assert_eq!(server.model.as_deref(), Some("llama3.3:70b"), "{server:#?}");
+    let paths: Vec<&str> = server.requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/api/version", "/api/ps"]);
+    assert_eq!(
+        server.args.get("loaded.llama3.3:70b.size_vram"),
+        Some(&serde_json::json!(47_459_028_992_i64))
+    );
+    assert_eq!(
+        server.args.get("loaded.llama3.3:70b.gpu_share"),
+        Some(&serde_json::json!(0.547))
+    );
     let journal_starts: Vec<_> = report.runs[..3].iter().map(|r| r.start.at).collect();
     assert_eq!(
         journal_starts,
@@ -238,6 +258,21 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
     let (report, text, _) = resident();
     let live = report.runs.iter().find(|r| r.running).expect("a live run");
     assert_eq!(live.limits.get("gpu_layers"), Some(&65.0), "{live:#?}");
+    // Both models loaded, each wholly in GPU memory (size_vram = size).
+    let server = report
+        .servers
+        .iter()
+        .map(|s| &s.reading)
+        .find(|r| r.engine == probe_model::Engine::Ollama)
+        .expect("the Ollama server asked");
+    for model in ["qwen2.5:32b", "llama3.1:8b"] {
+        assert_eq!(
+            server.args.get(&format!("loaded.{model}.gpu_share")),
+            Some(&serde_json::json!(1.0)),
+            "{model}: {:?}",
+            server.args
+        );
+    }
     let diff = report.vs_previous_launch.as_ref().expect("a comparison");
     let verdict = diff.verdict.as_ref().expect("a verdict");
     assert_ne!(

@@ -773,6 +773,8 @@ const SERVER_ALLOW_LIST: &[(&str, &str)] = &[
     ("llama.cpp", "/metrics"),
     ("tgi", "/info"),
     ("tgi", "/metrics"),
+    ("ollama", "/api/version"),
+    ("ollama", "/api/ps"),
 ];
 
 #[test]
