@@ -246,6 +246,13 @@ fn ollama_layers_moved_off_the_gpu_explain_the_drop() {
         "{:?}",
         restore.steps
     );
+    // The running server's model, which its command line does not name, as it answered.
+    assert!(
+        text.contains(
+            "loaded now llama3.3:70b: 55% in GPU memory (47.5 GB of 86.8 GB) (the server, 127.0.0.53:11434)"
+        ),
+        "{text}"
+    );
     insta::with_settings!({filters => filters()}, {
         insta::assert_snapshot!("ollama_offload_verdict", blocks(text));
     });
