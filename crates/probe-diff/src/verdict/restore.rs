@@ -166,8 +166,14 @@ fn unit_steps(
     let mut changed_lines: Vec<(&str, &str)> = Vec::new();
     // Settings an engine reads from its environment (Ollama's `OLLAMA_*`) live in
     // `Environment=` lines, not in the flags of `ExecStart=`.
-    let (variables, flags): (Vec<&String>, Vec<&String>) =
-        differing.iter().partition(|d| env_assignment(d).is_some());
+    // (A variable compared as such, `env:NAME`, has its own step below.)
+    let (variables, flags): (Vec<&String>, Vec<&String>) = differing.iter().partition(|d| {
+        env_assignment(d).is_some_and(|(var, _, _)| {
+            !changes
+                .iter()
+                .any(|c| c.key.strip_prefix("env:") == Some(var))
+        })
+    });
     let exec_file = probe_launch::exec_start_file(&files).filter(|_| !flags.is_empty());
     if let Some(f) = exec_file {
         let edits = flags
