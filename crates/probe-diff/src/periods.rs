@@ -296,9 +296,38 @@ pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig)
     diff.changes.retain(|change| {
         let invented = (before_is_log && !after_is_log && change.kind == ChangeKind::Removed)
             || (after_is_log && !before_is_log && change.kind == ChangeKind::Added);
-        !invented || change.key.starts_with("speculative")
+        !invented
+            || change.key.starts_with("speculative")
+            || set_in_logged_environment(before, after, change)
     });
     diff
+}
+
+/// An option only an environment-listing start-up line shows (Ollama's `server config`),
+/// logged away from its default: it was set there, and is unset on the other side (whose
+/// environment was read whole), so it changed.
+fn set_in_logged_environment(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    change: &probe_model::Change,
+) -> bool {
+    let (log, value) = match change.kind {
+        ChangeKind::Removed => (before, change.before.as_ref()),
+        ChangeKind::Added => (after, change.after.as_ref()),
+        _ => return false,
+    };
+    let cat = probe_launch::catalog::catalog(log.engine, log.engine_version.as_deref());
+    if cat.startup_args != probe_launch::catalog::StartupArgs::Environment {
+        return false;
+    }
+    let Some(value) = value else { return false };
+    let spec = cat.get(&change.key);
+    match probe_launch::default_of(spec) {
+        Some(default) => {
+            !probe_launch::catalog::values_equal(value, &default, spec.map(|s| &s.kind))
+        }
+        None => false,
+    }
 }
 
 /// Whether the two runs carried the same load: running requests and KV usage, and how many

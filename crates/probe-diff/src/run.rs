@@ -574,6 +574,15 @@ fn limits_of(
             })
         })
         .collect();
+    // An engine that loads its model on the first request (Ollama) logs the load's limits
+    // (layers offloaded, KV size) whenever that came: with none in the start-up window, the
+    // records anywhere in the run count.
+    if records.is_empty() {
+        records.extend(logs.iter().flat_map(|log| log.limits.iter()).filter(|l| {
+            l.time
+                .is_some_and(|t| t >= start && end.is_none_or(|e| t <= e))
+        }));
+    }
     records.sort_by_key(|l| l.time);
     // A log whose engine writes no times (llama.cpp without --log-timestamps): its last start-up
     // is the one of the run still going, the newest of its server.

@@ -517,10 +517,19 @@ type Options = std::collections::BTreeMap<String, LaunchOption>;
 
 /// Options read from environment variables (TGI, llama.cpp, Ollama), where the argv has none.
 fn options_from_env(cat: &Catalog, ctx: &Ctx, options: &mut Options) {
+    options_from_env_map(cat, &ctx.env, options);
+}
+
+/// Options read from the variables of `env` (those the catalog names), where `options` has none.
+pub(crate) fn options_from_env_map(
+    cat: &Catalog,
+    env: &std::collections::BTreeMap<String, String>,
+    options: &mut Options,
+) {
     for spec in cat.options() {
         if let Some(var) = &spec.env
             && !options.contains_key(&spec.name)
-            && let Some(whole) = ctx.env.get(var)
+            && let Some(whole) = env.get(var)
             && let Some(v) = spec.env_part.map_or(Some(whole.as_str()), |p| p.of(whole))
         {
             options.insert(

@@ -93,7 +93,8 @@ pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
 /// option only it shows (a speculative config) is a difference.
 pub fn lists_resolved_values(launch: &LaunchConfig) -> bool {
     launch.source.kind == SourceKind::Log
-        && catalog(launch.engine, launch.engine_version.as_deref()).startup_args == StartupArgs::All
+        && catalog(launch.engine, launch.engine_version.as_deref()).startup_args
+            != StartupArgs::NonDefault
 }
 
 /// Every field in which `after` differs from `before`, in a fixed order: engine, model,

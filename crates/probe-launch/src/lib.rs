@@ -37,6 +37,7 @@ mod ctx;
 mod defining;
 mod dockerfile;
 mod entry;
+mod go_map;
 mod hints;
 mod host_change;
 mod identity;
@@ -694,6 +695,11 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         })
         .unwrap_or(0);
     let body = text.get(start..)?.trim();
+    // Ollama logs the environment in effect as a Go map (`map[OLLAMA_HOST:... ...]`): its
+    // configuration is that environment, read through the catalog's `env` options.
+    if body.starts_with("map[") {
+        return from_startup_env(record, engine, body, hints);
+    }
     // TGI logs its arguments as Rust `Debug` output (`Args { model_id: ..., }`).
     let parsed = if body.starts_with("Args") {
         rust_debug::parse(body)?
@@ -755,6 +761,44 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         options,
         unknown,
         speculative,
+        working_directory: hints.working_directory.clone(),
+        source: LaunchSource {
+            time: TimeBounds {
+                at: record.time.or(hints.source.time.at),
+                ..hints.source.time.clone()
+            },
+            ..hints.source.clone()
+        },
+        ..LaunchConfig::default()
+    })
+}
+
+/// A start-up record that is the environment in effect (a Go map): the options the catalog
+/// reads from those variables. Variables logged empty are unset; the values logged are what the
+/// engine resolved, defaults included.
+fn from_startup_env(
+    record: &StartupRecord,
+    engine: Engine,
+    body: &str,
+    hints: &ParseHints,
+) -> Option<LaunchConfig> {
+    let env: BTreeMap<String, String> = go_map::parse(body)?
+        .into_iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .map(|(k, v)| (k, go_map::as_written(&v)))
+        .collect();
+    let version = record
+        .version
+        .clone()
+        .or_else(|| hints.engine_version.clone());
+    let cat = catalog(engine, version.as_deref());
+    let mut options = BTreeMap::new();
+    argv::options_from_env_map(cat, &env, &mut options);
+    Some(LaunchConfig {
+        engine,
+        engine_version: version,
+        entrypoint: Some(format!("{engine} start-up log")),
+        options,
         working_directory: hints.working_directory.clone(),
         source: LaunchSource {
             time: TimeBounds {

@@ -563,9 +563,63 @@ fn running_section(doc: &mut Doc, report: &HostReport) {
         let mut items = Vec::new();
         for launch in &report.running {
             launch_items(launch, &mut items);
+            items.extend(
+                loaded_models(report, launch)
+                    .into_iter()
+                    .map(|line| (1, Tone::Plain, line)),
+            );
         }
         doc.items(items);
     }
+}
+
+/// The models a running server said it holds loaded (`loaded.<name>.<field>` args of its
+/// reading, Ollama's `/api/ps`), each with the share of it in GPU memory: what a server whose
+/// command line names no model serves.
+fn loaded_models(report: &HostReport, launch: &LaunchConfig) -> Vec<String> {
+    let Some(reading) = report
+        .servers
+        .iter()
+        .map(|s| &s.reading)
+        .find(|r| r.launch == launch.source.location)
+    else {
+        return Vec::new();
+    };
+    let mut models: Vec<(String, BTreeMap<String, f64>)> = Vec::new();
+    for (key, value) in &reading.args {
+        let Some((name, field)) = key
+            .strip_prefix("loaded.")
+            .and_then(|rest| rest.rsplit_once('.'))
+        else {
+            continue;
+        };
+        let Some(v) = value.as_f64() else { continue };
+        match models.iter_mut().find(|(n, _)| n == name) {
+            Some((_, fields)) => {
+                fields.insert(field.to_string(), v);
+            }
+            None => models.push((name.to_string(), BTreeMap::from([(field.to_string(), v)]))),
+        }
+    }
+    let gb = |b: f64| format!("{:.1} GB", b / 1e9);
+    models
+        .into_iter()
+        .map(|(name, f)| {
+            let placed = match (f.get("size_vram"), f.get("size"), f.get("gpu_share")) {
+                (Some(vram), Some(size), Some(share)) => format!(
+                    ": {:.0}% in GPU memory ({} of {})",
+                    share * 100.0,
+                    gb(*vram),
+                    gb(*size)
+                ),
+                _ => String::new(),
+            };
+            format!(
+                "loaded now {}{placed} (the server, {})",
+                name, reading.address
+            )
+        })
+        .collect()
 }
 
 /// "Earlier launches", newest first, capped at `MAX_EARLIER_SHOWN`.

@@ -12,6 +12,7 @@ mod hardware;
 mod journald;
 mod latency;
 mod local_input;
+mod ollama;
 mod periods;
 mod redaction_props;
 mod retention;

@@ -19,6 +19,20 @@ struct LogLinesToml {
     metrics: Vec<EntryToml>,
     #[serde(rename = "limit", default)]
     limits: Vec<EntryToml>,
+    #[serde(rename = "version", default)]
+    versions: Vec<TextToml>,
+    #[serde(rename = "startup", default)]
+    startups: Vec<TextToml>,
+}
+
+/// A line whose one group is text: the engine's version, or the settings it logs at start-up.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextToml {
+    engine: String,
+    marker: String,
+    pattern: String,
+    group: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,10 +95,36 @@ struct Entry {
     values: Vec<Value>,
 }
 
+/// What a text line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// The engine's version.
+    Version,
+    /// The settings in effect, logged at each start (Ollama's `server config` line).
+    Startup,
+}
+
+struct TextEntry {
+    kind: TextKind,
+    engine: String,
+    pattern: Regex,
+    group: usize,
+}
+
 /// The compiled file: the entries and their markers as one set.
 pub struct LogLines {
     entries: Vec<Entry>,
     markers: RegexSet,
+    texts: Vec<TextEntry>,
+    text_markers: RegexSet,
+}
+
+/// The text one line held: what it is, the engine that printed it, the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundText {
+    pub kind: TextKind,
+    pub engine: &'static str,
+    pub text: String,
 }
 
 /// One value a line held.
@@ -114,7 +154,47 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
     }
     let markers = RegexSet::new(entries.iter().map(|e| regex::escape(&e.marker)))
         .map_err(ConfigError::pattern("the markers"))?;
-    Ok(LogLines { entries, markers })
+    let mut texts = Vec::new();
+    let mut text_markers = Vec::new();
+    for (kind, list) in [
+        (TextKind::Version, t.versions),
+        (TextKind::Startup, t.startups),
+    ] {
+        for e in list {
+            let pattern = Regex::new(&e.pattern).map_err(ConfigError::pattern(&e.pattern))?;
+            if e.group == 0 || e.group >= pattern.captures_len() {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: no group {}",
+                    e.pattern, e.group
+                )));
+            }
+            known_engine(&e.engine, &e.pattern)?;
+            text_markers.push(regex::escape(&e.marker));
+            texts.push(TextEntry {
+                kind,
+                engine: e.engine,
+                pattern,
+                group: e.group,
+            });
+        }
+    }
+    let text_markers =
+        RegexSet::new(text_markers).map_err(ConfigError::pattern("the text markers"))?;
+    Ok(LogLines {
+        entries,
+        markers,
+        texts,
+        text_markers,
+    })
+}
+
+fn known_engine(engine: &str, pattern: &str) -> Result<(), ConfigError> {
+    if probe_model::Engine::parse(engine).is_none_or(|k| k == probe_model::Engine::Other) {
+        return Err(ConfigError::Invalid(format!(
+            "{pattern}: unknown engine `{engine}`"
+        )));
+    }
+    Ok(())
 }
 
 fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
@@ -146,12 +226,7 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
             divide_by: v.divide_by,
         });
     }
-    if probe_model::Engine::parse(&e.engine).is_none_or(|k| k == probe_model::Engine::Other) {
-        return Err(ConfigError::Invalid(format!(
-            "{}: unknown engine `{}`",
-            e.pattern, e.engine
-        )));
-    }
+    known_engine(&e.engine, &e.pattern)?;
     Ok(Entry {
         target,
         engine: e.engine,
@@ -177,6 +252,26 @@ pub fn markers(target: Target) -> impl Iterator<Item = &'static str> {
         .iter()
         .filter(move |e| e.target == target)
         .map(|e| e.marker.as_str())
+}
+
+/// The version or start-up text one (sanitised, prefix-stripped) log line holds, in file order.
+pub fn read_text(line: &str) -> Vec<FoundText> {
+    let lines = log_lines();
+    let mut out = Vec::new();
+    for i in lines.text_markers.matches(line).iter() {
+        let Some(e) = lines.texts.get(i) else {
+            continue;
+        };
+        let Some(text) = e.pattern.captures(line).and_then(|c| c.get(e.group)) else {
+            continue;
+        };
+        out.push(FoundText {
+            kind: e.kind,
+            engine: &e.engine,
+            text: text.as_str().to_string(),
+        });
+    }
+    out
 }
 
 /// The values one (sanitised, prefix-stripped) log line holds, in file order.

@@ -336,3 +336,118 @@ fn tgi_and_ollama_line_times() {
         src.limits
     );
 }
+
+/// Ollama 0.13.5's `server config` line is a start-up record of the environment it logs, and its
+/// `Listening on` line the version: (line, start-up text, version) as read.
+#[test]
+fn ollama_startup_and_version_lines_table() {
+    type TextCase = (&'static str, Option<&'static str>, Option<&'static str>);
+    let cases: &[TextCase] = &[
+        (
+            "time=2026-11-09T10:40:13.400Z level=INFO source=routes.go:1554 msg=\"server config\" env=\"map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_ORIGINS:[http://localhost app://*] OLLAMA_NUM_PARALLEL:1]\"",
+            Some(
+                "map[CUDA_VISIBLE_DEVICES: OLLAMA_CONTEXT_LENGTH:8192 OLLAMA_HOST:http://127.0.0.53:11434 OLLAMA_ORIGINS:[http://localhost app://*] OLLAMA_NUM_PARALLEL:1]",
+            ),
+            None,
+        ),
+        // Through the journal's prefix.
+        (
+            "2026-11-09T10:40:13+00:00 fixture ollama[1187]: time=2026-11-09T10:40:13.410Z level=INFO source=routes.go:1607 msg=\"Listening on 127.0.0.53:11434 (version 0.13.5)\"",
+            None,
+            Some("0.13.5"),
+        ),
+        (
+            "time=2026-11-09T10:40:13.410Z level=INFO source=routes.go:1607 msg=\"Listening on [::]:11434 (version 0.12.6-rc1)\"",
+            None,
+            Some("0.12.6-rc1"),
+        ),
+        // Not the shape: no record.
+        ("msg=\"server config\" env=map[A:1]", None, None),
+        ("msg=\"Listening on 127.0.0.1:11434\"", None, None),
+        ("Listening on 127.0.0.1:11434 (version 0.13.5)", None, None),
+    ];
+    for (line, startup, version) in cases {
+        let mut src = LogSource::default();
+        parse_text(line, None, 0, &mut src);
+        let got_startup = src.startups.first().map(|s| s.text.as_str());
+        assert_eq!(got_startup, *startup, "{line}");
+        if startup.is_some() {
+            assert_eq!(src.startups[0].engine, probe_model::Engine::Ollama);
+            assert!(src.startups[0].time.is_some(), "{line}");
+        }
+        let got_version = src.versions.first().map(|v| v.version.as_str());
+        assert_eq!(got_version, *version, "{line}");
+    }
+}
+
+/// Ollama's own engine prints llama.cpp's words (`offloaded N/M layers to GPU`) from
+/// `source=ggml.go`: one limit record, Ollama's.
+#[test]
+fn ollama_offload_line_is_ollamas() {
+    let mut src = LogSource::default();
+    parse_text(
+        "time=2026-11-25T14:05:00.500Z level=INFO source=ggml.go:494 msg=\"offloaded 43/81 layers to GPU\"",
+        None,
+        0,
+        &mut src,
+    );
+    assert_eq!(src.limits.len(), 1, "{:?}", src.limits);
+    assert_eq!(src.limits[0].engine, probe_model::Engine::Ollama);
+    assert_eq!(src.limits[0].values.get("gpu_layers"), Some(&43.0));
+    assert_eq!(src.limits[0].values.get("model_layers"), Some(&81.0));
+}
+
+/// A found file with no time of its own and few samples (one `ollama run --verbose` output) is
+/// dated by its mtime; a timed one, or a long one, is not: (text, mtime, dated).
+#[test]
+fn found_output_dated_by_mtime_table() {
+    let verbose = "total duration:       25.2s\nprompt eval rate:     212.00 tokens/s\neval count:           456 token(s)\neval rate:            17.80 tokens/s\n";
+    let timed = "time=2026-11-20T03:00:00.000Z level=INFO source=x.go:1 msg=\"hi\"\neval rate:            17.80 tokens/s\n[GIN] x\ntime=2026-11-20T03:00:01.000Z level=INFO source=ggml.go:494 msg=\"offloaded 3/3 layers to GPU\"\n";
+    let long = "eval rate:            17.80 tokens/s\n".repeat(300);
+    let cases: &[(&str, Option<i64>, bool)] = &[
+        (verbose, Some(1_795_575_669), true),
+        (verbose, None, false),
+        (timed, Some(1_795_575_669), false),
+        (&long, Some(1_795_575_669), false),
+    ];
+    for (text, mtime, dated) in cases {
+        let mut src = LogSource {
+            mtime: *mtime,
+            ..LogSource::default()
+        };
+        parse_text(text, None, 0, &mut src);
+        super::logs::date_by_mtime(&mut src);
+        let eval = src
+            .metrics
+            .iter()
+            .find(|m| m.name == "request_gen_throughput")
+            .expect("the eval rate");
+        let all_dated = eval.points.iter().all(|(t, _)| *t == *mtime && t.is_some());
+        assert_eq!(all_dated, *dated, "{mtime:?} {:?}", eval.points);
+        if *dated {
+            assert_eq!(eval.summary.last_time, *mtime);
+        }
+    }
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any line (with or without the markers) reads without panic, into text no longer
+        /// than the line.
+        #[test]
+        fn text_lines_never_panic(
+            head in "(msg=\"server config\" env=\"|msg=\"Listening on |)",
+            body in "\\PC{0,200}",
+        ) {
+            let line = format!("{head}{body}");
+            for f in super::super::engine_lines::read_text(&line) {
+                prop_assert!(f.text.len() <= line.len());
+            }
+            let mut src = probe_model::LogSource::default();
+            super::super::logs::parse_text(&line, None, 0, &mut src);
+            super::super::logs::date_by_mtime(&mut src);
+        }
+    }
+}

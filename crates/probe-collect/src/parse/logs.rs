@@ -283,7 +283,10 @@ fn parse_lines<'a>(
             continue;
         }
         read_version(l, time, &mut version, src);
-        if read_limits(l, time, src) || read_startup(l, time, version.as_deref(), src) {
+        if read_engine_texts(l, time, src)
+            || read_limits(l, time, src)
+            || read_startup(l, time, version.as_deref(), src)
+        {
             continue;
         }
         if let Some(kind) = metric_kind(l) {
@@ -382,6 +385,24 @@ fn read_version(
     {
         push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
     }
+}
+
+/// The versions and start-up settings of `configs/log_lines.toml` (`[[version]]`,
+/// `[[startup]]`); returns whether the line held a start-up record.
+fn read_engine_texts(l: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool {
+    let mut startup = false;
+    for f in super::engine_lines::read_text(l) {
+        match f.kind {
+            super::engine_lines::TextKind::Version => {
+                push_version(src, time, f.engine, Some(&f.text));
+            }
+            super::engine_lines::TextKind::Startup => {
+                push_startup(src, time, f.engine, &f.text, None);
+                startup = true;
+            }
+        }
+    }
+    startup
 }
 
 /// TGI's launcher arguments being read over several lines (`{:#?}`).
@@ -857,7 +878,10 @@ pub fn parse_found(
         // A file the plan did not ask for is not taken.
         let Some(p) = place else { continue };
         let src = match p.mode {
-            crate::found::FoundMode::Text => file_source(&recs, i, clock, tz),
+            crate::found::FoundMode::Text => file_source(&recs, i, clock, tz).map(|mut s| {
+                date_by_mtime(&mut s);
+                s
+            }),
             crate::found::FoundMode::Cri => {
                 container_source(&recs, i, "k8s-file", &mut budget, clock, tz).map(|mut s| {
                     s.origin = LogOrigin::File;
@@ -871,6 +895,37 @@ pub fn parse_found(
         }));
     }
     out
+}
+
+/// Lines of a found file that shows no time of its own at most, for the file's mtime to date
+/// them: a command's whole output written at once (`ollama run --verbose ... > FILE`, one file
+/// per run of a cron job), not a log that grew over days.
+const MTIME_DATED_MAX_LINES: u64 = 200;
+
+/// A found file none of whose lines has a time, small enough to be one command's output: its
+/// metric points are dated by the file's mtime (when the command finished writing it).
+pub fn date_by_mtime(src: &mut LogSource) {
+    let Some(mtime) = src.mtime else { return };
+    let timed = src
+        .metrics
+        .iter()
+        .flat_map(|m| m.points.iter())
+        .any(|(t, _)| t.is_some())
+        || src.lifecycle.iter().any(|e| e.time.is_some())
+        || src.startups.iter().any(|r| r.time.is_some())
+        || src.limits.iter().any(|l| l.time.is_some())
+        || src.versions.iter().any(|v| v.time.is_some());
+    let samples: u64 = src.metrics.iter().map(|m| m.summary.count).sum();
+    if timed || samples == 0 || samples > MTIME_DATED_MAX_LINES {
+        return;
+    }
+    for m in &mut src.metrics {
+        for p in &mut m.points {
+            p.0 = Some(mtime);
+        }
+        m.summary.first_time = Some(mtime);
+        m.summary.last_time = Some(mtime);
+    }
 }
 
 /// The `thin` record the host's thinning pass wrote right after a log's record, if any:

@@ -85,7 +85,50 @@ pub fn fold(
             reading.model = text(obj.get("model_id")).or(reading.model.take());
             reading.version = text(obj.get("version")).or(reading.version.take());
         }
+        Reads::LoadedModels => loaded_models(obj, r, reading),
         Reads::Metrics => {}
+    }
+}
+
+/// Models loaded at most, read from one answer.
+const MAX_LOADED_MODELS: usize = 16;
+
+/// `{"models": [{name, size, size_vram, context_length, ...}]}`: each loaded model as args
+/// `loaded.<name>.<field>` (size and size_vram in bytes, their ratio as `gpu_share`), the first
+/// as the reading's model.
+fn loaded_models(obj: &Map<String, Value>, r: Option<&Redactor>, reading: &mut ServerReading) {
+    let Some(models) = obj.get("models").and_then(Value::as_array) else {
+        return;
+    };
+    for m in models
+        .iter()
+        .take(MAX_LOADED_MODELS)
+        .filter_map(Value::as_object)
+    {
+        let Some(name) = text(m.get("name")).or_else(|| text(m.get("model"))) else {
+            continue;
+        };
+        let name = sanitize_line(&name);
+        if reading.model.is_none() {
+            reading.model = Some(name.clone());
+        }
+        for key in ["size", "size_vram", "context_length", "expires_at"] {
+            if let Some(v) = m.get(key).filter(|v| !v.is_null()) {
+                reading
+                    .args
+                    .insert(format!("loaded.{name}.{key}"), clean(key, v, r, 0));
+            }
+        }
+        let num = |k: &str| m.get(k).and_then(Value::as_f64).filter(|v| v.is_finite());
+        if let (Some(size), Some(vram)) = (num("size"), num("size_vram"))
+            && size > 0.0
+        {
+            let share = (vram / size).clamp(0.0, 1.0);
+            reading.args.insert(
+                format!("loaded.{name}.gpu_share"),
+                Value::from((share * 1000.0).round() / 1000.0),
+            );
+        }
     }
 }
 
@@ -180,6 +223,71 @@ mod tests {
     use super::*;
     use crate::server::endpoints::endpoints;
     use serde_json::json;
+
+    /// Ollama's `/api/ps` (api/types.go ProcessModelResponse): (answer, model, args expected).
+    #[test]
+    fn loaded_models_table() {
+        type Case = (Value, Option<&'static str>, Vec<(&'static str, Value)>);
+        let cases: Vec<Case> = vec![
+            (
+                json!({"models": [{"name": "llama3.3:70b", "model": "llama3.3:70b", "size": 86767722496_i64,
+                    "digest": "7b91", "details": {"family": "llama"}, "expires_at": "2026-12-05T13:19:54Z",
+                    "size_vram": 47459028992_i64, "context_length": 32768}]}),
+                Some("llama3.3:70b"),
+                vec![
+                    ("loaded.llama3.3:70b.size", json!(86767722496_i64)),
+                    ("loaded.llama3.3:70b.size_vram", json!(47459028992_i64)),
+                    ("loaded.llama3.3:70b.context_length", json!(32768)),
+                    ("loaded.llama3.3:70b.gpu_share", json!(0.547)),
+                ],
+            ),
+            (
+                json!({"models": [
+                    {"name": "qwen2.5:32b", "size": 100, "size_vram": 100},
+                    {"name": "llama3.1:8b", "size": 10, "size_vram": 20}]}),
+                Some("qwen2.5:32b"),
+                vec![
+                    ("loaded.qwen2.5:32b.gpu_share", json!(1.0)),
+                    ("loaded.llama3.1:8b.gpu_share", json!(1.0)),
+                ],
+            ),
+            (json!({"models": []}), None, vec![]),
+            (json!({"models": "x"}), None, vec![]),
+            (json!({"models": [{"size": 1}, 3, null]}), None, vec![]),
+            (
+                json!({"models": [{"name": "a", "size": 0, "size_vram": 5}]}),
+                Some("a"),
+                vec![("loaded.a.size", json!(0))],
+            ),
+        ];
+        for (answer, model, args) in cases {
+            let mut reading = ServerReading::default();
+            fold(
+                Reads::LoadedModels,
+                &answer,
+                "/api/ps",
+                endpoints(),
+                None,
+                &mut reading,
+            );
+            assert_eq!(reading.model.as_deref(), model, "{answer}");
+            for (k, v) in &args {
+                assert_eq!(
+                    reading.args.get(*k),
+                    Some(v),
+                    "{k} in {answer}: {:?}",
+                    reading.args
+                );
+            }
+            if args.is_empty() {
+                assert!(
+                    !reading.args.keys().any(|k| k.ends_with("gpu_share")),
+                    "{answer}: {:?}",
+                    reading.args
+                );
+            }
+        }
+    }
 
     #[test]
     fn sglang_server_info_table() {

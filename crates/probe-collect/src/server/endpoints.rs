@@ -71,6 +71,9 @@ pub enum Reads {
     Models,
     Props,
     Info,
+    /// The models a server holds loaded now, each with its size and the part of it in GPU
+    /// memory (Ollama's `/api/ps`: `{"models": [{name, size, size_vram, context_length}]}`).
+    LoadedModels,
     Metrics,
 }
 
@@ -200,7 +203,8 @@ mod tests {
         let e = endpoints();
         assert!(e.for_engine(Engine::Sglang).is_some());
         assert!(e.for_engine(Engine::Vllm).is_some());
-        assert!(e.for_engine(Engine::Ollama).is_none());
+        assert!(e.for_engine(Engine::Ollama).is_some());
+        assert!(e.for_engine(Engine::Trtllm).is_none());
         let typo = ENDPOINTS.replace("timeout_ms", "timeout_msec");
         assert!(
             parse(&typo)

@@ -774,6 +774,8 @@ const SERVER_ALLOW_LIST: &[(&str, &str)] = &[
     ("llama.cpp", "/metrics"),
     ("tgi", "/info"),
     ("tgi", "/metrics"),
+    ("ollama", "/api/version"),
+    ("ollama", "/api/ps"),
 ];
 
 #[test]

@@ -744,13 +744,23 @@ fn compare_env(
     let mut unknown_before: Vec<&str> = Vec::new();
     let mut unknown_after: Vec<&str> = Vec::new();
     let mut session: Vec<&str> = Vec::new();
+    // Variables the engine's catalog reads as options (Ollama's `OLLAMA_*`) are compared as those
+    // options, which a start-up line listing the environment in effect shows.
+    let option_vars: BTreeSet<String> = [before_launch, after_launch]
+        .iter()
+        .flat_map(|l| {
+            probe_launch::catalog::catalog(l.engine, l.engine_version.as_deref())
+                .options()
+                .filter_map(|o| o.env.clone())
+        })
+        .collect();
     for name in names {
         let before_value = before.get(name);
         let after_value = after.get(name);
         if before_value == after_value {
             continue;
         }
-        let noise = || crate::impact::is_session_variable(name);
+        let noise = || crate::impact::is_session_variable(name) || option_vars.contains(name);
         match (before_value, after_value) {
             (None, Some(_)) if !before_complete => {
                 if !noise() {

@@ -87,6 +87,7 @@ pub(crate) fn layers(before: Option<&Run>, after: Option<&Run>) -> verdict::Laye
             limit(after, &names.gpu_layers),
         ),
         model: limit(after, &names.model_layers).or_else(|| limit(before, &names.model_layers)),
+        kv: (limit(before, &names.kv_size), limit(after, &names.kv_size)),
     }
 }
 

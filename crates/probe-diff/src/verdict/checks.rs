@@ -38,6 +38,8 @@ pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
         Test::KvCapacity | Test::PrefillBudget => kv_capacity(change, ctx, finding, missing),
         Test::Speculative => speculative(change, ctx, finding, missing),
         Test::GpuLayers => gpu_layers(ctx, finding, missing),
+        Test::Resident => resident(ctx, finding, missing),
+        Test::KvSize => kv_size(change, ctx, finding, missing),
         Test::Offload => finding.done(
             Assessment::Consistent,
             String::from(
@@ -437,4 +439,126 @@ fn gpu_layers(ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
             missing,
         ),
     }
+}
+
+/// What sizes a KV cache the engine allocates whole at load (context length x parallel
+/// sequences): it explains a drop where the KV size grew and layers left the GPU with it (the
+/// memory the KV cache took was theirs), with the arithmetic; a KV size that did not grow, or
+/// layers that stayed, rule it out as the placement's cause. Without the lines, as any option.
+fn kv_size(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let (kv_before, kv_after) = ctx.layers.kv;
+    let (gpu_before, gpu_after) = ctx.layers.gpu;
+    let f = f
+        .num("kv_size_before", kv_before)
+        .num("kv_size_after", kv_after)
+        .num("gpu_layers_before", gpu_before)
+        .num("gpu_layers_after", gpu_after)
+        .num("observed_ratio", ctx.ratio());
+    let (Some(kb), Some(ka), Some(gb), Some(ga)) = (kv_before, kv_after, gpu_before, gpu_after)
+    else {
+        // No KV size or placement logged (an engine that sizes its cache otherwise): as any
+        // other option.
+        return f.done(
+            Assessment::Consistent,
+            String::from("no logged number isolates its effect"),
+            &[],
+        );
+    };
+    let sized = format!(
+        "the KV cache the engine sized went {} -> {} tokens",
+        number(kb),
+        number(ka)
+    );
+    let by = match (change.before.as_ref(), change.after.as_ref()) {
+        (Some(b), Some(a)) => {
+            let (b, a) = (b.as_f64(), a.as_f64());
+            match (b, a) {
+                (Some(b), Some(a)) if b > 0.0 && kb > 0.0 => format!(
+                    " (x{}; {} {} -> {} is x{} of it)",
+                    number(ka / kb),
+                    change.key,
+                    number(b),
+                    number(a),
+                    number(a / b)
+                ),
+                _ => String::new(),
+            }
+        }
+        _ => String::new(),
+    };
+    if ka <= kb || ga >= gb {
+        let reason = format!(
+            "{sized}{by}, and the layers on the GPU went {} -> {}: it moved none off the GPU",
+            number(gb),
+            number(ga)
+        );
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    let of = ctx
+        .layers
+        .model
+        .map(|m| format!(" of {}", number(m)))
+        .unwrap_or_default();
+    let reason = format!(
+        "{sized}{by}; its memory was the GPU's: {} layers left it ({} -> {}{of}) and run on the CPU",
+        number(gb - ga),
+        number(gb),
+        number(ga)
+    );
+    match ctx.ratio() {
+        Some(ratio) => f.done(
+            Assessment::Explains,
+            format!("{reason}; throughput x{}", number(ratio)),
+            missing,
+        ),
+        None => f.done(
+            Assessment::Consistent,
+            format!("{reason}; no throughput logged by both runs"),
+            missing,
+        ),
+    }
+}
+
+/// More models kept loaded beside the served one: they take GPU memory, and matter only where
+/// that memory pushed the served model's layers off the GPU. Every run holding all the model's
+/// layers on the GPU, as the engine logged them, rules it out; fewer layers keep it possible
+/// (what else is loaded is not logged at each start).
+fn resident(ctx: &Ctx<'_>, f: Finding, missing: &[String]) -> CauseVerdict {
+    let (before, after) = ctx.layers.gpu;
+    let f = f
+        .num("gpu_layers_before", before)
+        .num("gpu_layers_after", after)
+        .num("model_layers", ctx.layers.model);
+    let (Some(before), Some(after)) = (before, after) else {
+        return f.done(
+            Assessment::Consistent,
+            String::from("no offloaded-layers line logged by both runs"),
+            missing,
+        );
+    };
+    if after >= before {
+        let reason = match ctx.layers.model.filter(|m| after >= *m) {
+            Some(m) => format!(
+                "every layer of the model stays on the GPU ({} -> {} of {}, as the engine \
+                 logged them): a model kept loaded beside it took none of its GPU memory",
+                number(before),
+                number(after),
+                number(m)
+            ),
+            None => format!(
+                "no fewer layers on the GPU ({} -> {}, as the engine logged them): a model kept \
+                 loaded beside it moved none",
+                number(before),
+                number(after)
+            ),
+        };
+        return f.done(Assessment::RuledOut, reason, missing);
+    }
+    let reason = format!(
+        "fewer layers on the GPU ({} -> {}): a model kept loaded beside it may hold the memory \
+         they needed; what else was loaded is not logged at each start",
+        number(before),
+        number(after)
+    );
+    f.done(Assessment::Consistent, reason, missing)
 }

@@ -23,6 +23,12 @@ pub enum Test {
     GpuLayers,
     /// Weights or KV cache held in host memory (CPU offload, KV offload).
     Offload,
+    /// What sizes a KV cache an engine allocates whole at load (context length x parallel
+    /// sequences): matters by the layers it pushed off the GPU.
+    KvSize,
+    /// More models kept loaded beside the served one (how many, for how long): they matter by
+    /// the GPU memory they hold, so they are held against the layers each run put on the GPU.
+    Resident,
     /// GPU state: held against clocks, power and throttle reasons.
     Hardware,
     /// The prefill tokens one step takes: held against TTFT, the queue and the prompt length.
@@ -43,6 +49,8 @@ impl Test {
             Test::Speculative => "speculative",
             Test::GpuLayers => "gpu-layers",
             Test::Offload => "offload",
+            Test::Resident => "resident",
+            Test::KvSize => "kv-size",
             Test::Hardware => "hardware",
             Test::PrefillBudget => "prefill-budget",
             Test::PrefixCache => "prefix-cache",
@@ -108,6 +116,8 @@ pub struct MetricNames {
     /// Start-up limits that give the layers on the GPU, and the model's layers.
     pub gpu_layers: Vec<String>,
     pub model_layers: Vec<String>,
+    /// Start-up limits that give the KV cache the engine sized, in tokens.
+    pub kv_size: Vec<String>,
 }
 
 /// Whether `name` matches one of `patterns`.
@@ -202,6 +212,10 @@ mod tests {
             ("env:OLLAMA_NUM_GPU", Test::GpuLayers),
             ("cpu-offload-gb", Test::Offload),
             ("no-kv-offload", Test::Offload),
+            ("max-loaded-models", Test::Resident),
+            ("num-parallel", Test::KvSize),
+            ("context-length", Test::KvSize),
+            ("keep-alive", Test::Resident),
             ("max-num-batched-tokens", Test::PrefillBudget),
             ("limit:max_prefill_tokens", Test::PrefillBudget),
             ("chunked-prefill-size", Test::PrefillBudget),

@@ -55,6 +55,8 @@ pub type Capacities = (Option<f64>, Option<f64>);
 pub struct Layers {
     pub gpu: (Option<f64>, Option<f64>),
     pub model: Option<f64>,
+    /// The KV cache each run's engine sized, in tokens (Ollama's `KvSize`), where logged.
+    pub kv: (Option<f64>, Option<f64>),
 }
 
 /// Compares the load of the two runs.

@@ -164,9 +164,23 @@ fn unit_steps(
     let mut out = Vec::new();
     // The drop-in lines the change is in: the rest is what a revert would also drop.
     let mut changed_lines: Vec<(&str, &str)> = Vec::new();
-    let exec_file = probe_launch::exec_start_file(&files).filter(|_| !differing.is_empty());
+    // Settings an engine reads from its environment (Ollama's `OLLAMA_*`) live in
+    // `Environment=` lines, not in the flags of `ExecStart=`.
+    // (A variable compared as such, `env:NAME`, has its own step below.)
+    let (variables, flags): (Vec<&String>, Vec<&String>) = differing.iter().partition(|d| {
+        env_assignment(d).is_some_and(|(var, _, _)| {
+            !changes
+                .iter()
+                .any(|c| c.key.strip_prefix("env:") == Some(var))
+        })
+    });
+    let exec_file = probe_launch::exec_start_file(&files).filter(|_| !flags.is_empty());
     if let Some(f) = exec_file {
-        let edits = differing.join("; ");
+        let edits = flags
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
         out.push(if f.drop_in {
             format!(
                 "the change is in the drop-in {} (what `systemctl edit {name}` writes), whose \
@@ -188,6 +202,70 @@ fn unit_steps(
                     .map(|d| (f.path, d.as_str())),
             );
         }
+    }
+    let mut left = Vec::new();
+    for item in variables {
+        let Some((var, value, dropped)) = env_assignment(item) else {
+            continue;
+        };
+        if !matters(before, changes, var) {
+            left.push(item.as_str());
+            continue;
+        }
+        let wanted = format!("{var}={value}");
+        let source = probe_launch::environment_source(unit, &files, var)
+            .and_then(|path| files.iter().find(|f| f.path == path));
+        match source {
+            Some(f) => {
+                let line = f
+                    .directives
+                    .iter()
+                    .find(|d| d.starts_with("Environment=") && d.contains(&format!("{var}=")));
+                if let Some(line) = line.filter(|_| f.drop_in) {
+                    changed_lines.push((f.path, line.as_str()));
+                }
+                let what = line.map_or_else(|| format!("its {var}="), |l| format!("the line {l}"));
+                let kind = if f.drop_in { "drop-in" } else { "unit file" };
+                out.push(if dropped {
+                    format!(
+                        "{var} is set for {name} by the {kind} {}: remove {what} there",
+                        f.path
+                    )
+                } else {
+                    format!(
+                        "{var} is set for {name} by the {kind} {}: change {what} there to \
+                         Environment=\"{wanted}\"",
+                        f.path
+                    )
+                });
+            }
+            None if !dropped => {
+                let target = files.iter().rev().find(|f| f.drop_in).map_or_else(
+                    || String::from("a drop-in (`systemctl edit`)"),
+                    |f| format!("the drop-in {}", f.path),
+                );
+                out.push(format!(
+                    "{var} is not set for {name} now: add Environment=\"{wanted}\" to {target}"
+                ));
+            }
+            None => {}
+        }
+    }
+    if !left.is_empty() && !out.is_empty() {
+        let names: Vec<&str> = left
+            .iter()
+            .filter_map(|l| env_assignment(l).map(|(var, _, _)| var))
+            .collect();
+        let (it, them) = if names.len() == 1 {
+            ("it is", "it")
+        } else {
+            ("they are", "them")
+        };
+        out.push(format!(
+            "leave {} as {it} now (earlier {}): no tested cause needs {them} back",
+            names.join(", "),
+            left.join(", ")
+        ));
     }
     for var in changes.iter().filter_map(|c| c.key.strip_prefix("env:")) {
         let Some(path) = probe_launch::environment_source(unit, &files, var) else {
@@ -227,6 +305,49 @@ fn unit_steps(
         "check that it took: systemctl show -p ExecStart -p Environment {name}"
     ));
     out
+}
+
+/// `VAR=value` (or `drop VAR=value`): an environment variable's assignment among the
+/// differing settings, with whether it is to be dropped.
+fn env_assignment(item: &str) -> Option<(&str, &str, bool)> {
+    let (dropped, item) = match item.strip_prefix("drop ") {
+        Some(rest) => (true, rest),
+        None => (false, item),
+    };
+    let (var, value) = item.split_once('=')?;
+    let mut chars = var.chars();
+    let first = chars.next()?;
+    let named = (first.is_ascii_uppercase() || first == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    named.then_some((var, value, dropped))
+}
+
+/// Whether the change that set `var` matters to the verdict: not ruled out, and explaining it
+/// where some change does. A variable no change names matters.
+fn matters(before: &LaunchConfig, changes: &[Change], var: &str) -> bool {
+    let prefix = format!("{var}=");
+    let of_var = |c: &&Change| {
+        before
+            .options
+            .get(&c.key)
+            .is_some_and(|o| o.written.starts_with(&prefix))
+            || c.before_written
+                .as_deref()
+                .is_some_and(|w| w.starts_with(&prefix))
+    };
+    let Some(change) = changes.iter().find(of_var) else {
+        return true;
+    };
+    let explained = changes.iter().any(|c| {
+        c.verdict
+            .as_ref()
+            .is_some_and(|v| v.assessment == probe_model::Assessment::Explains)
+    });
+    match change.verdict.as_ref().map(|v| v.assessment) {
+        Some(probe_model::Assessment::RuledOut) => false,
+        Some(probe_model::Assessment::Explains) => true,
+        _ => !explained,
+    }
 }
 
 /// What `systemctl revert` would do here: undo exactly the change (the drop-ins hold only its

@@ -448,6 +448,7 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
             layers: Layers {
                 gpu: (*before, *after),
                 model: Some(33.0),
+                kv: (None, None),
             },
             ..Evidence::default()
         };
@@ -477,6 +478,7 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
             layers: Layers {
                 gpu: (Some(33.0), Some(33.0)),
                 model: None,
+                kv: (None, None),
             },
             ..Evidence::default()
         },
@@ -797,4 +799,110 @@ fn an_added_budget_is_held_against_the_default_the_earlier_run_resolved() {
         ),
         "{reason}"
     );
+}
+
+/// (cause, before, after, layers before/after of 81, KV size before/after, expected, reason contains).
+type KvCase = (
+    &'static str,
+    serde_json::Value,
+    serde_json::Value,
+    (Option<f64>, Option<f64>),
+    (Option<f64>, Option<f64>),
+    Assessment,
+    &'static str,
+);
+
+/// A KV cache sized at load (context x parallel) and models kept resident, held against the
+/// KV size and the layers each run put on the GPU.
+#[test]
+fn kv_size_and_resident_models_are_held_against_the_layers() {
+    use super::Layers;
+    let cases: &[KvCase] = &[
+        (
+            "context-length",
+            json!(8192),
+            json!(32768),
+            (Some(81.0), Some(43.0)),
+            (Some(8192.0), Some(131_072.0)),
+            Assessment::Explains,
+            "went 8192 -> 131072 tokens (x16; context-length 8192 -> 32768 is x4 of it); its memory was the GPU's: 38 layers left it (81 -> 43 of 81)",
+        ),
+        (
+            "num-parallel",
+            json!(1),
+            json!(4),
+            (Some(81.0), Some(81.0)),
+            (Some(8192.0), Some(32768.0)),
+            Assessment::RuledOut,
+            "it moved none off the GPU",
+        ),
+        (
+            "context-length",
+            json!(8192),
+            json!(32768),
+            (None, None),
+            (None, None),
+            Assessment::Consistent,
+            "no logged number isolates its effect",
+        ),
+        (
+            "max-loaded-models",
+            json!(0),
+            json!(2),
+            (Some(81.0), Some(81.0)),
+            (None, None),
+            Assessment::RuledOut,
+            "every layer of the model stays on the GPU (81 -> 81 of 81",
+        ),
+        (
+            "max-loaded-models",
+            json!(0),
+            json!(2),
+            (Some(65.0), Some(65.0)),
+            (None, None),
+            Assessment::RuledOut,
+            "no fewer layers on the GPU (65 -> 65",
+        ),
+        (
+            "keep-alive",
+            json!("5m"),
+            json!("30m"),
+            (Some(81.0), Some(43.0)),
+            (None, None),
+            Assessment::Consistent,
+            "may hold the memory they needed",
+        ),
+        (
+            "keep-alive",
+            json!("5m"),
+            json!("-1"),
+            (None, Some(43.0)),
+            (None, None),
+            Assessment::Consistent,
+            "no offloaded-layers line",
+        ),
+    ];
+    for (key, before, after, gpu, kv, want, text) in cases {
+        let mut changes = vec![cause(
+            key,
+            Category::MemoryKvCache,
+            Impact::Medium,
+            before.clone(),
+            after.clone(),
+        )];
+        let metrics = [metric("request_gen_throughput", (17.9, 17.9), (2.7, 2.7))];
+        let evidence = Evidence {
+            metrics: &metrics,
+            layers: Layers {
+                gpu: *gpu,
+                model: Some(81.0),
+                kv: *kv,
+            },
+            ..Evidence::default()
+        };
+        judge(&mut changes, &evidence);
+        let v = verdict_of(&changes, key);
+        assert_eq!(v.assessment, *want, "{key} {gpu:?} {kv:?}: {v:#?}");
+        assert!(v.reason.contains(text), "{key}: {}", v.reason);
+    }
 }

@@ -396,6 +396,10 @@ pub enum StartupArgs {
     /// Only what was given away from its default (vLLM's `non-default args:`): an option only
     /// it shows was given, and differs from a command line without it.
     NonDefault,
+    /// Every setting of the environment in effect, unset ones at the defaults the engine prints
+    /// (Ollama's `server config` line): an option only it shows is unknown on a command line's
+    /// side where it is at the catalog's default, and was set where it is away from it.
+    Environment,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
