@@ -30,27 +30,15 @@ fn collected() -> &'static (HostReport, String, Snapshot) {
     static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
     DONE.get_or_init(|| {
         let env = env();
-        let store = env.dir.path().join("store.db");
-        let probe = util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store);
-        let report =
-            util::one_host_report(&probe.run(&["host", "fx-clock-latin1", "--format", "json"]));
-        let text = probe.run(&["host", "fx-clock-latin1", "--no-store"]);
-        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
-        let path = env.dir.path().join("snap.json");
-        let export = probe.run(&[
-            "snapshots",
-            "export",
+        let config = env.fleet.ssh_config();
+        let (report, snap) =
+            util::host_report_and_snapshot(env.dir.path(), &config, "fx-clock-latin1");
+        let text = util::probe(env.dir.path()).config(&config).run(&[
+            "host",
             "fx-clock-latin1",
-            "-o",
-            path.to_str().unwrap(),
+            "--no-store",
         ]);
-        assert_eq!(
-            export.status.code(),
-            Some(0),
-            "{}",
-            util::text(&export.stderr)
-        );
-        let snap: Snapshot = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
         (report, util::text(&text.stdout), snap)
     })
 }

@@ -29,26 +29,11 @@ fn collected() -> &'static (HostReport, Snapshot) {
     static DONE: OnceLock<(HostReport, Snapshot)> = OnceLock::new();
     DONE.get_or_init(|| {
         let env = env();
-        let store = env.dir.path().join("store.db");
-        let probe = util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store);
-        let report =
-            util::one_host_report(&probe.run(&["host", "fx-docker-journald", "--format", "json"]));
-        let path = env.dir.path().join("snap.json");
-        let export = probe.run(&[
-            "snapshots",
-            "export",
+        util::host_report_and_snapshot(
+            env.dir.path(),
+            &env.fleet.ssh_config(),
             "fx-docker-journald",
-            "-o",
-            path.to_str().unwrap(),
-        ]);
-        assert_eq!(
-            export.status.code(),
-            Some(0),
-            "{}",
-            util::text(&export.stderr)
-        );
-        let snap: Snapshot = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        (report, snap)
+        )
     })
 }
 

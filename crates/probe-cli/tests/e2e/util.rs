@@ -46,6 +46,22 @@ pub fn one_host_report(out: &Output) -> probe_model::HostReport {
     reports.remove(0)
 }
 
+/// `probe host ALIAS --format json` into the store of `home` (`store.db`), then the snapshot it
+/// stored, as `probe snapshots export` writes it: the report and what it was built from.
+pub fn host_report_and_snapshot(
+    home: &Path,
+    config: &Path,
+    alias: &str,
+) -> (probe_model::HostReport, probe_model::Snapshot) {
+    let probe = probe_on(home, config, home.join("store.db"));
+    let report = one_host_report(&probe.run(&["host", alias, "--format", "json"]));
+    let path = home.join(format!("{alias}.snapshot.json"));
+    let export = probe.run(&["snapshots", "export", alias, "-o", path.to_str().unwrap()]);
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+    let snapshot = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (report, snapshot)
+}
+
 /// One configured `probe` invocation (see [`probe`]).
 #[derive(Clone)]
 pub struct Probe {

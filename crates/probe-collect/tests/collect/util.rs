@@ -1,7 +1,8 @@
 //! What the test modules share: the shells the host scripts must run under, and round 2 run
 //! locally under one of them.
 
-use probe_collect::{CollectOptions, frame, parse::Ctx, plan, script};
+use probe_collect::frame::{self, Framed};
+use probe_collect::{CollectOptions, parse::Ctx, plan, script};
 use probe_model::Snapshot;
 use std::path::Path;
 
@@ -13,29 +14,40 @@ pub struct Shell {
     _bin: tempfile::TempDir,
 }
 
-/// dash + mawk, busybox alone, bash + gawk: each must be installed (`.ci/run` installs them).
-pub fn shells() -> Vec<Shell> {
-    let need = |p: &str| {
-        assert!(
-            Path::new(p).exists(),
-            "{p} is not installed (.ci/run installs it)"
-        );
-        p.to_string()
-    };
-    let sys = "/usr/local/bin:/usr/bin:/bin";
-    let dash_bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(need("/usr/bin/mawk"), dash_bin.path().join("awk")).unwrap();
-    let dash_path = format!("{}:{sys}", dash_bin.path().display());
-    let bb_bin = tempfile::tempdir().unwrap();
+fn need(p: &str) -> String {
+    assert!(
+        Path::new(p).exists(),
+        "{p} is not installed (.ci/run installs it)"
+    );
+    p.to_string()
+}
+
+/// Busybox's `sh` with nothing but busybox applets on the PATH.
+pub fn busybox() -> Shell {
+    let bin = tempfile::tempdir().unwrap();
     let bb = need("/usr/bin/busybox");
     let list = std::process::Command::new(&bb)
         .arg("--list")
         .output()
         .unwrap();
     for applet in String::from_utf8_lossy(&list.stdout).lines() {
-        let _ = std::os::unix::fs::symlink(&bb, bb_bin.path().join(applet));
+        let _ = std::os::unix::fs::symlink(&bb, bin.path().join(applet));
     }
-    let bb_path = bb_bin.path().display().to_string();
+    let path = bin.path().display().to_string();
+    Shell {
+        name: "busybox",
+        sh: format!("{path}/sh"),
+        path,
+        _bin: bin,
+    }
+}
+
+/// dash + mawk, busybox alone, bash + gawk: each must be installed (`.ci/run` installs them).
+pub fn shells() -> Vec<Shell> {
+    let sys = "/usr/local/bin:/usr/bin:/bin";
+    let dash_bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(need("/usr/bin/mawk"), dash_bin.path().join("awk")).unwrap();
+    let dash_path = format!("{}:{sys}", dash_bin.path().display());
     vec![
         Shell {
             name: "dash+mawk",
@@ -43,12 +55,7 @@ pub fn shells() -> Vec<Shell> {
             path: dash_path,
             _bin: dash_bin,
         },
-        Shell {
-            name: "busybox",
-            sh: format!("{bb_path}/sh"),
-            path: bb_path,
-            _bin: bb_bin,
-        },
+        busybox(),
         Shell {
             name: "bash+gawk",
             sh: need("/usr/bin/bash"),
@@ -58,16 +65,10 @@ pub fn shells() -> Vec<Shell> {
     ]
 }
 
-/// Runs round 2's script for `inputs` under `shell` (an ISO-8859-1 locale in its environment,
-/// as a host set up that way gives) and applies it to an empty snapshot.
-pub fn run_round2(shell: &Shell, inputs: &script::Round2Inputs) -> Snapshot {
-    let boundary = script::new_boundary();
-    let text = script::build_round2(
-        &CollectOptions::default(),
-        &boundary,
-        std::time::Duration::from_secs(120),
-        inputs,
-    );
+/// Runs `text` (a script framed with `boundary`) as `sh -s` under `shell`, its environment
+/// only the PATH and an ISO-8859-1 locale (as a host set up that way gives); the script must
+/// finish.
+pub fn run_script(shell: &Shell, text: &str, boundary: &str) -> Framed {
     let mut child = std::process::Command::new(&shell.sh)
         .arg("-s")
         .env_clear()
@@ -86,13 +87,26 @@ pub fn run_round2(shell: &Shell, inputs: &script::Round2Inputs) -> Snapshot {
         .write_all(text.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    let f = frame::parse(&out.stdout, &boundary);
+    let f = frame::parse(&out.stdout, boundary);
     assert!(
         f.done,
         "{}: script did not finish: {}",
         shell.name,
         String::from_utf8_lossy(&out.stderr)
     );
+    f
+}
+
+/// Runs round 2's script for `inputs` under `shell` and applies it to an empty snapshot.
+pub fn run_round2(shell: &Shell, inputs: &script::Round2Inputs) -> Snapshot {
+    let boundary = script::new_boundary();
+    let text = script::build_round2(
+        &CollectOptions::default(),
+        &boundary,
+        std::time::Duration::from_secs(120),
+        inputs,
+    );
+    let f = run_script(shell, &text, &boundary);
     let mut snap = Snapshot::default();
     let ctx = Ctx {
         boundary,
