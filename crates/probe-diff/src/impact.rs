@@ -90,6 +90,9 @@ pub struct RuleSet {
     /// How causes link to symptoms in numbers.
     #[serde(default)]
     pub mechanism: Vec<Mechanism>,
+    /// Values the engine resolves from other settings (`crate::consequence`).
+    #[serde(default)]
+    pub consequence: Vec<crate::consequence::Consequence>,
 }
 
 /// What a cause caps its symptom at.
@@ -258,6 +261,9 @@ pub fn rank(changes: &mut [Change]) {
             })
             .then_with(|| left.key.cmp(&right.key))
     });
+    // A value the engine resolved from other settings goes under them, never above.
+    crate::consequence::link(changes);
+    crate::consequence::place(changes);
 }
 
 /// Builds a [`Change`] for a subject with the embedded rules; `None` when the rules say it is not
@@ -282,6 +288,7 @@ pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, 
         verdict: None,
         unset_default: None,
         startup_limit: None,
+        consequence_of: Vec::new(),
     };
     Some((change, assessment.volatile))
 }

@@ -10,6 +10,7 @@ mod bench;
 mod changepoint;
 mod compare;
 mod conclusion;
+mod consequence;
 mod explain;
 mod fleet;
 mod hardware;

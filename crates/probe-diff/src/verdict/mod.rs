@@ -111,9 +111,12 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
     verdict
 }
 
-/// A candidate cause: ranked above `none`, and not a symptom (a metric that moved).
+/// A candidate cause: ranked above `none`, not a symptom (a metric that moved), and not the
+/// consequence of another change (a value the engine resolved from it).
 fn is_cause(change: &Change) -> bool {
-    change.impact != Impact::None && change.category != Category::Metrics
+    change.impact != Impact::None
+        && change.category != Category::Metrics
+        && change.consequence_of.is_empty()
 }
 
 fn assessment(change: &Change) -> Option<Assessment> {
@@ -129,6 +132,8 @@ fn rank_by_verdict(changes: &mut [Change]) {
         Some(a) => (a as u8, c.mechanism.is_none()),
         None => (u8::MAX, true),
     });
+    // A consequence has no verdict of its own: it goes back under its cause.
+    crate::consequence::place(changes);
 }
 
 fn count(changes: &[Change], verdict: &mut Verdict) {

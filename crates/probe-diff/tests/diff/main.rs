@@ -8,6 +8,7 @@ mod compare_props;
 mod compare_runs_across;
 mod compare_snapshots;
 mod compare_sources;
+mod consequences;
 mod history_texts;
 mod launch_bounds;
 mod metric_periods;
