@@ -51,18 +51,22 @@ pub(crate) fn link(changes: &mut [Change]) {
             .filter(|k| matches(&rule.derived_from, k))
             .cloned()
             .collect();
-        if causes.is_empty() {
-            let note = format!(
-                "derived from {}; none of them differs here: {}",
-                rule.from, rule.why
-            );
-            if change.note.as_deref().is_none_or(|n| !n.contains(&note)) {
-                change.note = Some(match change.note.take() {
-                    Some(old) => format!("{old}; {note}"),
-                    None => note,
-                });
-            }
-        }
+        let lone = format!(
+            "derived from {}; none of them differs here: {}",
+            rule.from, rule.why
+        );
+        let linked = format!("follows from {}: {}", causes.join(", "), rule.why);
+        // Ranking runs again as changes join (the runs', then the snapshot's): the note says
+        // what holds for the changes now here.
+        let mut notes: Vec<String> = change
+            .note
+            .take()
+            .map(|n| n.split("; ").map(String::from).collect())
+            .unwrap_or_default();
+        let ours = |n: &String| n.starts_with("derived from ") || n.starts_with("follows from ");
+        notes.retain(|n| !ours(n) && !lone.contains(n.as_str()) && !linked.contains(n.as_str()));
+        notes.push(if causes.is_empty() { lone } else { linked });
+        change.note = Some(notes.join("; "));
         change.consequence_of = causes;
     }
 }

@@ -251,6 +251,7 @@ fn symptoms(
         layers: layers(runs.0, runs.1),
         bands: load_bands((points, period), (points, current)),
         held_across,
+        shape: super::snapshots::shape_of((snapshot, snapshot), (Some(before), Some(after))),
         field: String::from(VERDICT_FIELD),
     };
     let mut verdict = verdict::judge(&mut diff.changes, &evidence);

@@ -6,6 +6,7 @@
 //! Tests and tolerances are data: `configs/verdict.toml`.
 
 mod checks;
+mod collective;
 mod config;
 mod ctx;
 mod headline;
@@ -20,6 +21,7 @@ use probe_model::{
     Verdict, VerdictConfidence,
 };
 
+pub use collective::Shape;
 pub use config::{VerdictConfig, config, named};
 pub use load::{Band, Layers};
 pub(crate) use restore::{restore, rollback};
@@ -44,6 +46,8 @@ pub struct Evidence<'a> {
     pub bands: Vec<Band>,
     /// Cause keys that also changed between earlier runs whose throughput held.
     pub held_across: Vec<String>,
+    /// The model's layers and hidden size, and each side's tensor-parallel size.
+    pub shape: Shape,
     /// The JSON field the verdict is written to.
     pub field: String,
 }
@@ -81,6 +85,7 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
         symptom: symptom.as_ref(),
         symptoms: &compared,
         prefill_budget: evidence.prefill_budget,
+        shape: evidence.shape,
     };
     for change in changes.iter_mut().filter(|c| is_cause(c)) {
         change.verdict = Some(checks::assess(change, &ctx));
@@ -371,3 +376,6 @@ fn benchmark_confidence(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod collective_tests;
