@@ -10,6 +10,7 @@ mod compare_snapshots;
 mod compare_sources;
 mod consequences;
 mod history_texts;
+mod identity_props;
 mod launch_bounds;
 mod metric_periods;
 mod runs_merge;
