@@ -55,6 +55,9 @@ pub struct Evidence<'a> {
 /// Tests every cause of `changes` against the evidence (setting [`Change::verdict`]), ranks them
 /// by what the tests found, and draws the verdict.
 pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
+    // A value the engine resolved from another change here is that change's consequence, not
+    // a cause to judge.
+    crate::consequence::link(changes);
     let config = config();
     let throughput = both(
         evidence.metrics,
