@@ -176,3 +176,56 @@ fn tp_nodes_the_drop_in_explains_the_slower_decode() {
         insta::assert_snapshot!("tp_nodes_drop_in", block(human, "/etc/systemd/system/vllm.service.d/debug.conf"));
     });
 }
+
+/// `probe audit --outliers` ranks as the diff does: the node with the drop-in is the group's
+/// outlier, the drop-in's changes first, the resolved KV size under them, and no
+/// identity among its differences.
+#[test]
+fn tp_nodes_outliers_rank_a_consequence_under_its_causes() {
+    let env = env();
+    let inventory = env.dir.path().join("tp.toml");
+    std::fs::write(
+        &inventory,
+        "[groups.tp]\nhosts = [\"tp-a\", \"tp-a-again\", \"tp-b\"]\n\n\
+         [hosts.tp-a]\naddress = \"fx-tp-node-a\"\n\n\
+         [hosts.tp-a-again]\naddress = \"fx-tp-node-a\"\n\n\
+         [hosts.tp-b]\naddress = \"fx-tp-node-b\"\n",
+    )
+    .unwrap();
+    let args = [
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "--outliers",
+        "--jsonl",
+        "--fail-on",
+        "never",
+    ];
+    let out = probe(env, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
+    let stdout = util::text(&out.stdout);
+    let group = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<probe_model::OutliersLine>(line).ok())
+        .map(|line| line.group)
+        .find(|group| group.group == "tp")
+        .unwrap_or_else(|| panic!("no outliers line for tp: {stdout}"));
+    let b = group
+        .outliers
+        .iter()
+        .find(|h| h.host == "tp-b")
+        .unwrap_or_else(|| panic!("tp-b an outlier: {group:#?}"));
+    let keys: Vec<&str> = b.changes.iter().map(|c| c.key.as_str()).collect();
+    for change in &b.changes {
+        assert!(!probe_model::identity::is_identity(&change.key), "{keys:?}");
+    }
+    let at = |key: &str| keys.iter().position(|k| *k == key);
+    let cause = at("disable-custom-all-reduce").unwrap_or_else(|| panic!("{keys:?}"));
+    assert!(at("env:NCCL_P2P_DISABLE").is_some(), "{keys:?}");
+    let kv = at("limit:kv_cache_tokens").unwrap_or_else(|| panic!("{keys:?}"));
+    assert!(kv > cause, "a consequence under its cause: {keys:?}");
+    assert!(!b.changes[kv].consequence_of.is_empty(), "{keys:?}");
+    for pair in b.changes.windows(2) {
+        assert!(pair[0].impact <= pair[1].impact, "ranked: {keys:?}");
+    }
+}
