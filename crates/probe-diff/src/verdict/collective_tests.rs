@@ -44,9 +44,18 @@ const GLM_TP4: Shape = Shape {
 };
 
 /// (what, throughput before/after, running before/after, shape, assessment, reason contains)
+type Case = (
+    &'static str,
+    (f64, f64),
+    (f64, f64),
+    Shape,
+    Assessment,
+    &'static str,
+);
+
 #[test]
 fn all_reduce_path_against_the_decode_step() {
-    let cases: &[(&str, (f64, f64), (f64, f64), Shape, Assessment, &str)] = &[
+    let cases: &[Case] = &[
         (
             "a quarter slower per request at the same load: ~47 us per all-reduce",
             (2084.0, 1573.0),

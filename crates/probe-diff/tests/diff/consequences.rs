@@ -22,9 +22,15 @@ fn change(key: &str, impact: Impact, category: Category) -> Change {
 const KV: &str = "limit:kv_cache_tokens";
 
 /// (changes in, keys in the ranked order, the consequence's causes)
+type Case = (
+    &'static [(&'static str, Impact)],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
 #[test]
 fn a_consequence_goes_under_its_causes() {
-    let cases: &[(&[(&str, Impact)], &[&str], &[&str])] = &[
+    let cases: &[Case] = &[
         // The drop-in: the KV count ranked HIGH above the two settings that caused it.
         (
             &[
