@@ -7,23 +7,8 @@
 //! `[[consequence]]`.
 
 use probe_model::Change;
-use serde::Deserialize;
 
-use crate::impact::{glob_match, rules};
-
-/// One `[[consequence]]` of `configs/impact.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct Consequence {
-    /// Keys of the resolved values (globs): `limit:kv_cache_tokens`.
-    pub values: Vec<String>,
-    /// Keys of the settings they are computed from (globs; `_` and `-` match each other).
-    pub derived_from: Vec<String>,
-    /// What they are derived from, said for a reader: `the GPU memory left after ...`.
-    pub from: String,
-    /// Why they move when those change.
-    pub why: String,
-}
+use crate::impact::{Consequence, glob_match, rules};
 
 fn matches(patterns: &[String], key: &str) -> bool {
     let key = key.replace('_', "-");

@@ -92,7 +92,22 @@ pub struct RuleSet {
     pub mechanism: Vec<Mechanism>,
     /// Values the engine resolves from other settings (`crate::consequence`).
     #[serde(default)]
-    pub consequence: Vec<crate::consequence::Consequence>,
+    pub consequence: Vec<Consequence>,
+}
+
+/// One `[[consequence]]` of `configs/impact.toml`: values the engine resolves from other
+/// settings (`crate::consequence`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Consequence {
+    /// Keys of the resolved values (globs): `limit:kv_cache_tokens`.
+    pub values: Vec<String>,
+    /// Keys of the settings they are computed from (globs; `_` and `-` match each other).
+    pub derived_from: Vec<String>,
+    /// What they are derived from, said for a reader: `the GPU memory left after ...`.
+    pub from: String,
+    /// Why they move when those change.
+    pub why: String,
 }
 
 /// What a cause caps its symptom at.
@@ -248,8 +263,9 @@ pub fn is_session_variable(name: &str) -> bool {
     assessment.volatile && assessment.impact == Impact::None
 }
 
-/// Sorts changes by impact (high first), then category order from the rule file, then key.
-pub fn rank(changes: &mut [Change]) {
+/// Sorts changes by impact (high first), then category order from the rule file, then key
+/// (`crate::ranking::rank` also places consequences under their causes).
+pub(crate) fn sort_by_rule(changes: &mut [Change]) {
     let rule_set = rules();
     changes.sort_by(|left, right| {
         left.impact
@@ -261,9 +277,6 @@ pub fn rank(changes: &mut [Change]) {
             })
             .then_with(|| left.key.cmp(&right.key))
     });
-    // A value the engine resolved from other settings goes under them, never above.
-    crate::consequence::link(changes);
-    crate::consequence::place(changes);
 }
 
 /// Builds a [`Change`] for a subject with the embedded rules; `None` when the rules say it is not

@@ -19,6 +19,7 @@ mod label;
 mod number;
 mod periods;
 mod pins;
+mod ranking;
 mod rotated;
 mod run;
 mod server;

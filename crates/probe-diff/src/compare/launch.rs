@@ -12,8 +12,9 @@ use probe_launch::{
     speculative_leftover, trim_model,
 };
 
-use crate::impact::{Area, Subject, change_for, rank};
+use crate::impact::{Area, Subject, change_for};
 use crate::label::launch_label;
+use crate::ranking::rank;
 
 /// Compares two launches: what was added, removed and changed, ranked by likely impact.
 pub fn compare_launches(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {

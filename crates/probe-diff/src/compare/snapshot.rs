@@ -16,7 +16,8 @@ use super::launch::compare_launches_split;
 use super::options::CompareOptions;
 use super::text::unified_diff;
 use crate::analysis::Analysis;
-use crate::impact::{Area, Subject, change_for, compare_versions, rank};
+use crate::impact::{Area, Subject, change_for, compare_versions};
+use crate::ranking::rank;
 use probe_launch::catalog::values_equal;
 use probe_launch::{port_of, unit_of};
 

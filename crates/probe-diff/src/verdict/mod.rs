@@ -21,9 +21,8 @@ use probe_model::{
     Verdict, VerdictConfidence,
 };
 
-pub use collective::Shape;
 pub use config::{VerdictConfig, config, named};
-pub use load::{Band, Layers};
+pub use load::{Band, Layers, Shape};
 pub(crate) use restore::{restore, rollback};
 
 use load::{Capacities, both};
@@ -134,7 +133,7 @@ fn assessment(change: &Change) -> Option<Assessment> {
 /// Explains first, then consistent, then ruled out; causes without a verdict (impact `none`)
 /// last; inside each group the order `rank` gave.
 fn rank_by_verdict(changes: &mut [Change]) {
-    crate::impact::rank(changes);
+    crate::ranking::rank(changes);
     // Inside "explains", a cause whose own mechanism predicts the numbers comes first.
     changes.sort_by_key(|c| match assessment(c) {
         Some(a) => (a as u8, c.mechanism.is_none()),
