@@ -197,12 +197,14 @@ fn ranked(per_host: Vec<Vec<Change>>, members: &[Member<'_>]) -> Vec<HostDiffere
 
 /// (high, medium, low, count): more high-impact differences rank a host first.
 fn severity(changes: &[Change]) -> (usize, usize, usize, usize) {
-    let count = |impact: Impact| changes.iter().filter(|c| c.impact == impact).count();
+    // A consequence ranks with its cause and is not counted apart from it.
+    let causes = || changes.iter().filter(|c| c.consequence_of.is_empty());
+    let count = |impact: Impact| causes().filter(|c| c.impact == impact).count();
     (
         count(Impact::High),
         count(Impact::Medium),
         count(Impact::Low),
-        changes.len(),
+        causes().count(),
     )
 }
 

@@ -90,6 +90,24 @@ pub struct RuleSet {
     /// How causes link to symptoms in numbers.
     #[serde(default)]
     pub mechanism: Vec<Mechanism>,
+    /// Values the engine resolves from other settings (`crate::consequence`).
+    #[serde(default)]
+    pub consequence: Vec<Consequence>,
+}
+
+/// One `[[consequence]]` of `configs/impact.toml`: values the engine resolves from other
+/// settings (`crate::consequence`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Consequence {
+    /// Keys of the resolved values (globs): `limit:kv_cache_tokens`.
+    pub values: Vec<String>,
+    /// Keys of the settings they are computed from (globs; `_` and `-` match each other).
+    pub derived_from: Vec<String>,
+    /// What they are derived from, said for a reader: `the GPU memory left after ...`.
+    pub from: String,
+    /// Why they move when those change.
+    pub why: String,
 }
 
 /// What a cause caps its symptom at.
@@ -245,8 +263,9 @@ pub fn is_session_variable(name: &str) -> bool {
     assessment.volatile && assessment.impact == Impact::None
 }
 
-/// Sorts changes by impact (high first), then category order from the rule file, then key.
-pub fn rank(changes: &mut [Change]) {
+/// Sorts changes by impact (high first), then category order from the rule file, then key
+/// (`crate::ranking::rank` also places consequences under their causes).
+pub(crate) fn sort_by_rule(changes: &mut [Change]) {
     let rule_set = rules();
     changes.sort_by(|left, right| {
         left.impact
@@ -282,6 +301,7 @@ pub(crate) fn change_for(subject: &Subject<'_>, key: String) -> Option<(Change, 
         verdict: None,
         unset_default: None,
         startup_limit: None,
+        consequence_of: Vec::new(),
     };
     Some((change, assessment.volatile))
 }

@@ -110,6 +110,11 @@ pub struct Change {
     /// (`max_num_batched_tokens`): its change (`limit:NAME`) is this one, not a row of its own.
     #[serde(default)]
     pub startup_limit: Option<String>,
+    /// A value the engine resolved from other settings (KV blocks, max running requests from
+    /// memory, CUDA graph sizes): the keys of the changes here that it follows from. Ranked
+    /// under them, never a cause of its own (`configs/impact.toml`, `[[consequence]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consequence_of: Vec<String>,
 }
 
 impl Change {

@@ -124,12 +124,21 @@ pub(super) fn changes_or_causes(doc: &mut Doc, changes: &[Change], limit: usize)
     verdict::cause_groups(doc, changes);
     let symptoms: Vec<Change> = changes
         .iter()
-        .filter(|c| c.verdict.is_none() && c.impact != Impact::None)
+        .filter(|c| c.verdict.is_none() && c.impact != Impact::None && c.consequence_of.is_empty())
         .cloned()
         .collect();
     if !symptoms.is_empty() {
         doc.line(Tone::Plain, "  Metrics that moved (symptoms, not causes):");
         changes_table(doc, &symptoms, limit);
+    }
+}
+
+/// Why a consequence moved: what the engine resolved, and the changes it follows from (its
+/// note, `configs/impact.toml` `[[consequence]]`).
+pub(super) fn consequence_why(change: &Change) -> String {
+    match &change.note {
+        Some(note) => format!("{}: {note}", change.explanation),
+        None => change.explanation.clone(),
     }
 }
 
@@ -150,12 +159,21 @@ pub(super) fn changes_table(doc: &mut Doc, changes: &[Change], limit: usize) {
                     format!("{why} ({note})")
                 };
             }
+            // A value the engine resolved from the change above it.
+            let (summary, why) = if change.consequence_of.is_empty() {
+                (change_summary(change), why)
+            } else {
+                (
+                    format!("-> {}", change_summary(change)),
+                    consequence_why(change),
+                )
+            };
             (
                 impact_tone(change.impact),
                 vec![
                     impact_label(change.impact).to_string(),
                     category_label(change),
-                    change_summary(change),
+                    summary,
                     why,
                 ],
             )

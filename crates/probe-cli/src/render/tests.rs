@@ -105,6 +105,7 @@ fn steps_change() -> Change {
         verdict: None,
         unset_default: None,
         startup_limit: None,
+        consequence_of: Vec::new(),
     }
 }
 

@@ -162,12 +162,19 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
         doc.line(Tone::Good, "  no candidate causes");
         return;
     }
-    let rows = causes
-        .iter()
-        .take(MAX_CAUSES_SHOWN)
-        .map(|change| {
+    // Each cause shown, with the values the engine resolved from it right under it.
+    let mut rows = Vec::new();
+    let mut shown = 0;
+    let mut under_shown = false;
+    for change in changes {
+        if change.verdict.is_some() {
+            under_shown = shown < MAX_CAUSES_SHOWN;
+            if !under_shown {
+                continue;
+            }
+            shown += 1;
             let assessment = change.verdict.as_ref().map(|v| v.assessment);
-            (
+            rows.push((
                 group_tone(assessment),
                 vec![
                     group_label(assessment).to_string(),
@@ -176,9 +183,22 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
                     change_summary(change),
                     why(change),
                 ],
-            )
-        })
-        .collect();
+            ));
+        } else if !change.consequence_of.is_empty() && under_shown {
+            rows.push((
+                Tone::Dim,
+                vec![
+                    String::from("consequence"),
+                    super::impact_label(change.impact).to_string(),
+                    category_label(change),
+                    format!("-> {}", change_summary(change)),
+                    super::consequence_why(change),
+                ],
+            ));
+        } else {
+            under_shown = false;
+        }
+    }
     doc.table(
         ["verdict", "impact", "area", "change", "why"]
             .map(String::from)

@@ -21,6 +21,7 @@ mod secrets;
 mod server;
 mod shard;
 mod sim;
+mod tp_nodes;
 mod tty;
 mod unstored;
 mod util;

@@ -5,7 +5,8 @@
 use probe_model::{Change, ChangeKind, ModelSummary, Run, RunPackage};
 use serde_json::Value;
 
-use crate::impact::{Area, Subject, change_for, rank};
+use crate::impact::{Area, Subject, change_for};
+use crate::ranking::rank;
 use probe_launch::engine_package;
 
 /// The differences between what two runs had in effect, ranked.

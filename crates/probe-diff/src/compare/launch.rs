@@ -12,8 +12,9 @@ use probe_launch::{
     speculative_leftover, trim_model,
 };
 
-use crate::impact::{Area, Subject, change_for, rank};
+use crate::impact::{Area, Subject, change_for};
 use crate::label::launch_label;
+use crate::ranking::rank;
 
 /// Compares two launches: what was added, removed and changed, ranked by likely impact.
 pub fn compare_launches(before: &LaunchConfig, after: &LaunchConfig) -> LaunchDiff {
@@ -281,7 +282,25 @@ fn compare_options_same_engine(
     collector: &mut Collector,
     equal_by_default: &mut Vec<String>,
 ) {
-    compare_changed_defaults(sides, collector);
+    // One comparison decides which options differ: probe-launch's, the one `same_configuration`
+    // reads. This ranks and explains what it found, so "same configuration" and "no option
+    // change in the diff" cannot disagree.
+    let differences = probe_launch::configuration_differences(sides.before, sides.after);
+    let differing = |wanted: fn(&ConfigField) -> Option<&str>| -> BTreeSet<String> {
+        differences
+            .iter()
+            .filter_map(|d| wanted(&d.field).map(str::to_string))
+            .collect()
+    };
+    let options = differing(|field| match field {
+        ConfigField::Option(name) => Some(name.as_str()),
+        _ => None,
+    });
+    let defaults = differing(|field| match field {
+        ConfigField::Default(name) => Some(name.as_str()),
+        _ => None,
+    });
+    compare_changed_defaults(sides, collector, &defaults);
     let names: BTreeSet<&str> = sides
         .before
         .options
@@ -344,12 +363,19 @@ fn compare_options_same_engine(
                 .map(|option| option.written.clone()),
             spec: after_spec.or(before_spec),
         };
+        // An option the comparison found equal is only noted where it equals by default.
+        let mut unranked = Collector::default();
+        let into = if options.contains(name) {
+            &mut *collector
+        } else {
+            &mut unranked
+        };
         compare_option(
             &before_side,
             &after_side,
             name,
             None,
-            collector,
+            into,
             equal_by_default,
         );
     }
@@ -524,7 +550,11 @@ fn compare_unmapped(
 /// Options neither launch sets whose default differs between the two engine versions: the
 /// launches read the same but run differently (vLLM's `--gpu-memory-utilization` went from 0.9
 /// to 0.92).
-fn compare_changed_defaults(sides: &Sides<'_>, collector: &mut Collector) {
+fn compare_changed_defaults(
+    sides: &Sides<'_>,
+    collector: &mut Collector,
+    differing: &BTreeSet<String>,
+) {
     let (Some(before_version), Some(after_version)) = (
         sides.before.engine_version.as_deref(),
         sides.after.engine_version.as_deref(),
@@ -536,7 +566,8 @@ fn compare_changed_defaults(sides: &Sides<'_>, collector: &mut Collector) {
     }
     for after_spec in sides.after_catalog.options() {
         let name = after_spec.name.as_str();
-        if is_model_option(sides, name)
+        if !differing.contains(name)
+            || is_model_option(sides, name)
             || sides.before.options.contains_key(name)
             || sides.after.options.contains_key(name)
         {

@@ -9,7 +9,8 @@ use probe_model::{Change, ChangeKind, DefaultFrom, LaunchConfig, UnsetDefault};
 use probe_launch::catalog::{Catalog, catalog};
 use probe_launch::default_of;
 
-use crate::impact::{rank, value_number};
+use crate::impact::value_number;
+use crate::ranking::rank;
 
 /// The key prefix of a start-up limit's change ([`super::compare_runs`]).
 const LIMIT: &str = "limit:";

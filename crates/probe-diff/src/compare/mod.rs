@@ -17,7 +17,7 @@ mod shared_runs;
 mod snapshot;
 mod text;
 
-pub use crate::impact::rank;
+pub use crate::ranking::rank;
 pub use in_effect::compare_runs;
 pub use launch::compare_launches;
 pub(crate) use limits::{effective_numbers, fold_limits};

@@ -16,7 +16,8 @@ use super::launch::compare_launches_split;
 use super::options::CompareOptions;
 use super::text::unified_diff;
 use crate::analysis::Analysis;
-use crate::impact::{Area, Subject, change_for, compare_versions, rank};
+use crate::impact::{Area, Subject, change_for, compare_versions};
+use crate::ranking::rank;
 use probe_launch::catalog::values_equal;
 use probe_launch::{port_of, unit_of};
 
@@ -86,11 +87,19 @@ pub(crate) fn compare_areas<'a>(
             .into_iter()
             .partition(|c| probe_model::identity::is_identity(&c.key));
     let mut changes = changes;
-    let mut volatile = collector.volatile;
-    volatile.extend(identity);
+    let (mut identity, mut volatile): (Vec<Change>, Vec<Change>) = (identity, Vec::new());
+    for change in collector.volatile {
+        if probe_model::identity::is_identity(&change.key) {
+            identity.push(change);
+        } else {
+            volatile.push(change);
+        }
+    }
     if options.include_volatile {
         changes.append(&mut volatile);
     }
+    // Shown with the volatile differences, never among the changes, even when those are.
+    volatile.extend(identity);
     rank(&mut changes);
     volatile.sort_by(|left, right| left.key.cmp(&right.key));
     diff.volatile = volatile;

@@ -6,6 +6,7 @@
 
 mod measured;
 mod previous;
+mod shape;
 mod snapshots;
 mod within;
 

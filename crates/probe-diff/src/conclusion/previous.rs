@@ -7,12 +7,12 @@ use super::measured::{benchmark_metrics, measured};
 use crate::analysis::Analysis;
 use crate::compare::compare_runs;
 use crate::explain;
-use crate::impact::rank;
 use crate::label::launch_label;
 use crate::periods::{
     PeriodStats, RunPeriod, ServerPoints, compare_launches_read, compare_periods, describe,
     load_bands, load_note, period_metrics, run_periods, server_points,
 };
+use crate::ranking::rank;
 use crate::verdict::{self, Evidence};
 use probe_launch::evidence_label;
 
@@ -252,6 +252,7 @@ fn symptoms(
         layers: layers(runs.0, runs.1),
         bands: load_bands((points, period), (points, current)),
         held_across,
+        shape: super::shape::shape_of((snapshot, snapshot), (Some(before), Some(after))),
         field: String::from(VERDICT_FIELD),
     };
     let mut verdict = verdict::judge(&mut diff.changes, &evidence);

@@ -127,10 +127,23 @@ fn snapshot_verdict(
             prefill_budget(a.run.as_ref()),
         ),
         bands: load_bands((&b.points, &b.period), (&a.points, &a.period)),
+        shape: shape((before, before_analysis), (after, after_analysis)),
         field,
         ..Evidence::default()
     };
     (judge(changes, &evidence), periods)
+}
+
+/// The running launch of a snapshot as read.
+fn running_launch<'a>((_, analysis): Read<'a>) -> Option<&'a LaunchConfig> {
+    analysis.launches.iter().find(|l| l.source.running)
+}
+
+/// The model's shape and each side's tensor-parallel size: what the collective test shares an
+/// added step time out over.
+fn shape(before: Read<'_>, after: Read<'_>) -> crate::verdict::Shape {
+    let launches = (running_launch(before), running_launch(after));
+    super::shape::shape_of((before.0, after.0), launches)
 }
 
 /// The verdict of two snapshots against a baseline: the period it names, read from the before

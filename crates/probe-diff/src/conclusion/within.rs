@@ -11,12 +11,12 @@ use crate::analysis::Analysis;
 use crate::baseline::Baseline;
 use crate::changepoint::{ChangePoint, change_points};
 use crate::explain;
-use crate::impact::rank;
 use crate::number::number;
 use crate::periods::{
     PeriodStats, RunPeriod, ServerPoints, compare_periods, idle_times, load_bands, load_note,
     period_metrics, run_periods, server_points,
 };
+use crate::ranking::rank;
 use crate::verdict::{self, Evidence};
 use probe_launch::evidence_label;
 use probe_model::civil::utc_minute as utc;

@@ -16,7 +16,8 @@ use probe_model::{
 };
 use serde_json::Value;
 
-use crate::impact::{Area, Subject, change_for, rank};
+use crate::impact::{Area, Subject, change_for};
+use crate::ranking::rank;
 
 mod run_causes;
 pub use run_causes::{annotate_runs, run_causes};

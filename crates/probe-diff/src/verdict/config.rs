@@ -35,6 +35,9 @@ pub enum Test {
     PrefillBudget,
     /// Prefix caching on or off: held against the cache hit rate.
     PrefixCache,
+    /// Tensor-parallel communication (custom all-reduce, NCCL transports, topology, parallel
+    /// sizes): held against the per-step decode time, over the all-reduces a step makes.
+    Collective,
     /// Engine, packages, driver, CUDA.
     Version,
     /// No mechanism in numbers.
@@ -54,6 +57,7 @@ impl Test {
             Test::Hardware => "hardware",
             Test::PrefillBudget => "prefill-budget",
             Test::PrefixCache => "prefix-cache",
+            Test::Collective => "collective",
             Test::Version => "version",
             Test::Other => "other",
         }
@@ -96,6 +100,19 @@ pub struct VerdictConfig {
     /// The symptom kinds, in the order the verdict looks for one that got worse.
     pub symptom: Vec<SymptomMetrics>,
     pub metrics: MetricNames,
+    /// What the `collective` test reads and allows.
+    pub collective: Collective,
+}
+
+/// `[collective]`: the all-reduces a decode step makes per layer, the bytes of one element of
+/// the hidden state, and the extra time per all-reduce a slower path plausibly adds for
+/// decode-sized messages (microseconds, low and high).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Collective {
+    pub all_reduces_per_layer: f64,
+    pub bytes_per_element: f64,
+    pub added_us: [f64; 2],
 }
 
 /// The metric names each test reads (globs).

@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub symptoms: &'a [Symptom],
     /// The prefill token budget each run's engine resolved at start-up.
     pub prefill_budget: (Option<f64>, Option<f64>),
+    /// The model's layers and hidden size, and the tensor-parallel size of each side.
+    pub shape: super::load::Shape,
 }
 
 impl Ctx<'_> {

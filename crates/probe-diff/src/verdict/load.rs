@@ -287,3 +287,14 @@ mod tests {
         );
     }
 }
+
+/// The model's shape and the parallelism of each side, where known: what the arithmetic needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Shape {
+    /// Transformer layers (`num_hidden_layers`).
+    pub layers: Option<f64>,
+    /// Hidden size (`hidden_size`).
+    pub hidden: Option<f64>,
+    /// Tensor-parallel size before and after.
+    pub tp: (Option<f64>, Option<f64>),
+}

@@ -6,6 +6,7 @@
 //! Tests and tolerances are data: `configs/verdict.toml`.
 
 mod checks;
+mod collective;
 mod config;
 mod ctx;
 mod headline;
@@ -21,7 +22,7 @@ use probe_model::{
 };
 
 pub use config::{VerdictConfig, config, named};
-pub use load::{Band, Layers};
+pub use load::{Band, Layers, Shape};
 pub(crate) use restore::{restore, rollback};
 
 use load::{Capacities, both};
@@ -44,6 +45,8 @@ pub struct Evidence<'a> {
     pub bands: Vec<Band>,
     /// Cause keys that also changed between earlier runs whose throughput held.
     pub held_across: Vec<String>,
+    /// The model's layers and hidden size, and each side's tensor-parallel size.
+    pub shape: Shape,
     /// The JSON field the verdict is written to.
     pub field: String,
 }
@@ -51,6 +54,9 @@ pub struct Evidence<'a> {
 /// Tests every cause of `changes` against the evidence (setting [`Change::verdict`]), ranks them
 /// by what the tests found, and draws the verdict.
 pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
+    // A value the engine resolved from another change here is that change's consequence, not
+    // a cause to judge.
+    crate::consequence::link(changes);
     let config = config();
     let throughput = both(
         evidence.metrics,
@@ -81,6 +87,7 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
         symptom: symptom.as_ref(),
         symptoms: &compared,
         prefill_budget: evidence.prefill_budget,
+        shape: evidence.shape,
     };
     for change in changes.iter_mut().filter(|c| is_cause(c)) {
         change.verdict = Some(checks::assess(change, &ctx));
@@ -111,9 +118,12 @@ pub fn judge(changes: &mut [Change], evidence: &Evidence<'_>) -> Verdict {
     verdict
 }
 
-/// A candidate cause: ranked above `none`, and not a symptom (a metric that moved).
+/// A candidate cause: ranked above `none`, not a symptom (a metric that moved), and not the
+/// consequence of another change (a value the engine resolved from it).
 fn is_cause(change: &Change) -> bool {
-    change.impact != Impact::None && change.category != Category::Metrics
+    change.impact != Impact::None
+        && change.category != Category::Metrics
+        && change.consequence_of.is_empty()
 }
 
 fn assessment(change: &Change) -> Option<Assessment> {
@@ -123,12 +133,14 @@ fn assessment(change: &Change) -> Option<Assessment> {
 /// Explains first, then consistent, then ruled out; causes without a verdict (impact `none`)
 /// last; inside each group the order `rank` gave.
 fn rank_by_verdict(changes: &mut [Change]) {
-    crate::impact::rank(changes);
+    crate::ranking::rank(changes);
     // Inside "explains", a cause whose own mechanism predicts the numbers comes first.
     changes.sort_by_key(|c| match assessment(c) {
         Some(a) => (a as u8, c.mechanism.is_none()),
         None => (u8::MAX, true),
     });
+    // A consequence has no verdict of its own: it goes back under its cause.
+    crate::consequence::place(changes);
 }
 
 fn count(changes: &[Change], verdict: &mut Verdict) {
@@ -366,3 +378,6 @@ fn benchmark_confidence(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod collective_tests;

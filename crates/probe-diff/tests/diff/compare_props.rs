@@ -227,3 +227,70 @@ proptest! {
         prop_assert!(is_ranked(&diff.changes));
     }
 }
+
+/// Details of how the engine was entered and its environment: not configuration on either side.
+fn is_configuration(key: &str) -> bool {
+    !key.starts_with("env:")
+        && !matches!(
+            key,
+            "engine_version"
+                | "interpreter"
+                | "venv"
+                | "entrypoint"
+                | "working_directory"
+                | "wrappers"
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Issue 33, item 7: "same configuration" (probe-launch) and "no configuration change in
+    /// the ranked diff" (probe-diff) cannot disagree.
+    #[test]
+    fn same_configuration_and_no_configuration_change_agree(
+        before in launch(),
+        edits in prop::collection::vec((option_name(), prop::option::of(value())), 0..2),
+        other_speculative in prop::option::of(speculative()),
+        other_version in prop::option::of(prop::sample::select(vec!["0.5.9", "0.11.0", "0.10.1"])),
+        other_unknown in prop::option::of(prop::collection::vec("--[a-z]{1,6}", 0..2)),
+    ) {
+        let mut after = before.clone();
+        if let Some(speculative) = other_speculative {
+            after.speculative = speculative;
+        }
+        if let Some(version) = other_version {
+            after.engine_version = Some(version.to_string());
+        }
+        if let Some(unknown) = other_unknown {
+            after.unknown = unknown;
+        }
+        for (name, value) in edits {
+            match value {
+                Some(value) => {
+                    let written = format!("--{name}");
+                    after.options.insert(name, LaunchOption { value, written });
+                }
+                None => {
+                    after.options.remove(&name);
+                }
+            }
+        }
+        let same = probe_launch::same_configuration(&before, &after);
+        let diff = compare_launches(&before, &after);
+        let changed: Vec<&str> = diff
+            .changes
+            .iter()
+            .map(|c| c.key.as_str())
+            .filter(|k| is_configuration(k))
+            .collect();
+        prop_assert_eq!(
+            same,
+            changed.is_empty(),
+            "same_configuration {} but the diff changes {:?}; differences {:?}",
+            same,
+            changed,
+            probe_launch::configuration_differences(&before, &after)
+        );
+    }
+}

@@ -210,8 +210,15 @@ fn same_server_after_restart_is_matched_and_only_volatile_differs() {
             ..CompareOptions::default()
         },
     );
-    assert!(keys(&loud.changes).contains(&"pid"));
-    assert!(loud.volatile.is_empty());
+    // The volatile differences join the changes; identity (the PID, the uptime) stays apart
+    // even then: it is in the header, never a candidate cause (issue 33).
+    let loud_keys = keys(&loud.changes);
+    assert!(
+        loud_keys.iter().any(|key| key.ends_with("temperature_c")),
+        "{loud_keys:?}"
+    );
+    assert!(!loud_keys.contains(&"pid"), "{loud_keys:?}");
+    assert_eq!(keys(&loud.volatile), ["host.uptime_s", "pid"]);
     assert!(
         !is_meaningful(&loud),
         "volatile changes alone are not meaningful"

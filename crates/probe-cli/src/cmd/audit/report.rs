@@ -499,6 +499,7 @@ mod tests {
             verdict: None,
             unset_default: None,
             startup_limit: None,
+            consequence_of: Vec::new(),
         };
         use probe_model::ChangeKind::{Added, Changed, Removed};
         let table = [

@@ -1,0 +1,231 @@
+//! End-to-end (issue 33): `probe diff` between two vLLM nodes deployed by one role, one with a
+//! leftover systemd drop-in that changes the tensor-parallel communication path
+//! (`NCCL_P2P_DISABLE=1`, `--disable-custom-all-reduce`): the fixture hosts `tp-node-a` and
+//! `tp-node-b` over real SSH. The resolved KV size that moved with them is shown as their
+//! consequence, under them; the identity of each node is in the header, never a cause; the
+//! verdict names the drop-in's changes as explaining the slower decode, with the arithmetic.
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::OnceLock;
+
+use probe_model::SnapshotDiff;
+
+use crate::util;
+
+struct Env {
+    config: PathBuf,
+    dir: tempfile::TempDir,
+    store: PathBuf,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let fleet = util::fleet(&["tp-node-a", "tp-node-b"]);
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("snapshots.db");
+        let env = Env {
+            config: fleet.ssh_config(),
+            dir,
+            store,
+        };
+        for alias in ["fx-tp-node-a", "fx-tp-node-b"] {
+            let out = probe(&env, &["host", alias]);
+            assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
+        }
+        env
+    })
+}
+
+fn probe(env: &Env, args: &[&str]) -> Output {
+    util::probe_on(env.dir.path(), &env.config, &env.store).run(args)
+}
+
+/// The diff of the good node against the one with the drop-in: human text and JSON.
+fn diff() -> &'static (String, SnapshotDiff, i32) {
+    static D: OnceLock<(String, SnapshotDiff, i32)> = OnceLock::new();
+    D.get_or_init(|| {
+        let env = env();
+        let args = ["diff", "fx-tp-node-a@latest", "fx-tp-node-b@latest"];
+        let human = probe(env, &args);
+        let json = probe(env, &[&args[..], &["--format", "json"]].concat());
+        util::assert_output_schema(&[&args[..], &["--format", "json"]].concat(), &json);
+        let parsed: SnapshotDiff = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", util::text(&json.stdout)));
+        (
+            util::text(&human.stdout),
+            parsed,
+            human.status.code().unwrap_or(-1),
+        )
+    })
+}
+
+/// A block of the human diff, from its heading to the blank line after it.
+fn block(text: &str, heading: &str) -> String {
+    let start = text
+        .find(&format!("\n{heading}"))
+        .unwrap_or_else(|| panic!("{heading} in {text}"));
+    let rest = text.get(start + 1..).unwrap_or_default();
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    rest.get(..end).unwrap_or_default().to_string()
+}
+
+/// What differs from one collection to the next: times, snapshot ids, ports.
+fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} UTC", "[time]"),
+        (
+            r"fixture-tp-node-([ab])-[0-9]+-[0-9a-f]{8}",
+            "fixture-tp-node-$1-[id]",
+        ),
+        (r"root@127\.0\.0\.(5[56]):[0-9]+", "root@127.0.0.$1:[port]"),
+        // PIDs, uptime and utilisation differ by how long each host has been up.
+        (r"[0-9]+ volatile differences", "[n] volatile differences"),
+    ]
+}
+
+#[test]
+fn tp_nodes_consequence_under_its_causes() {
+    let (_, diff, code) = diff();
+    assert_eq!(*code, 1, "the nodes differ");
+    let keys: Vec<&str> = diff.changes.iter().map(|c| c.key.as_str()).collect();
+    let at = |key: &str| {
+        keys.iter()
+            .position(|k| *k == key)
+            .unwrap_or_else(|| panic!("{key} in {keys:?}"))
+    };
+    let causes = ["disable-custom-all-reduce", "env:NCCL_P2P_DISABLE"];
+    let kv = &diff.changes[at("limit:kv_cache_tokens")];
+    assert_eq!(kv.before, Some(serde_json::json!(1_154_496)));
+    assert_eq!(kv.after, Some(serde_json::json!(1_155_304)));
+    assert_eq!(kv.consequence_of, causes, "linked to the drop-in's changes");
+    assert!(
+        kv.verdict.is_none(),
+        "never judged as a cause: {:?}",
+        kv.verdict
+    );
+    for cause in causes {
+        assert!(at(cause) < at("limit:kv_cache_tokens"), "{keys:?}");
+        assert!(diff.changes[at(cause)].impact <= kv.impact, "never above");
+    }
+}
+
+#[test]
+fn tp_nodes_identity_in_the_header_only() {
+    let (human, diff, _) = diff();
+    let header: String = human.lines().take(4).collect::<Vec<_>>().join("\n");
+    for needle in [
+        "host fixture-tp-node-a, machine-id 3b9e61c04d7f4a2e9c85d1f0a6b7e248",
+        "host fixture-tp-node-b, machine-id 8d02f5a7c1e94b36a0d7e2c9b4f81a53",
+        "4 x NVIDIA H100 80GB HBM3",
+    ] {
+        assert!(header.contains(needle), "{needle}: {header}");
+    }
+    for change in &diff.changes {
+        assert!(
+            !probe_model::identity::is_identity(&change.key),
+            "identity among the changes: {}",
+            change.key
+        );
+    }
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert!(
+        verdict
+            .cause
+            .as_deref()
+            .is_some_and(|k| !probe_model::identity::is_identity(k))
+    );
+    for text in [&verdict.headline, &verdict.ruled_out] {
+        for field in [
+            "host.hostname",
+            "host.machine_id",
+            "host.boot_time",
+            "uuid",
+            "serial",
+        ] {
+            assert!(!text.contains(field), "{field} in {text}");
+        }
+    }
+}
+
+#[test]
+fn tp_nodes_the_drop_in_explains_the_slower_decode() {
+    let (human, diff, _) = diff();
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.cause.as_deref(), Some("disable-custom-all-reduce"));
+    for key in ["disable-custom-all-reduce", "env:NCCL_P2P_DISABLE"] {
+        let change = diff.changes.iter().find(|c| c.key == key).unwrap();
+        let v = change.verdict.as_ref().unwrap();
+        assert_eq!(v.test, "collective", "{key}");
+        assert_eq!(
+            v.assessment,
+            probe_model::Assessment::Explains,
+            "{key}: {}",
+            v.reason
+        );
+        // 46 layers x 2 all-reduces, the added step time shared out over them.
+        assert_eq!(v.numbers.get("all_reduces_per_step"), Some(&92.0), "{key}");
+        let per = v.numbers["added_us_per_all_reduce"];
+        assert!((30.0..70.0).contains(&per), "{key}: {per}");
+    }
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!("tp_nodes_header", human.lines().take(4).collect::<Vec<_>>().join("\n"));
+        insta::assert_snapshot!("tp_nodes_verdict", block(human, "Verdict"));
+        insta::assert_snapshot!("tp_nodes_changes", block(human, "Changes, most likely cause"));
+        insta::assert_snapshot!("tp_nodes_drop_in", block(human, "/etc/systemd/system/vllm.service.d/debug.conf"));
+    });
+}
+
+/// `probe audit --outliers` ranks as the diff does: the node with the drop-in is the group's
+/// outlier, the drop-in's changes first, the resolved KV size under them, and no
+/// identity among its differences.
+#[test]
+fn tp_nodes_outliers_rank_a_consequence_under_its_causes() {
+    let env = env();
+    let inventory = env.dir.path().join("tp.toml");
+    std::fs::write(
+        &inventory,
+        "[groups.tp]\nhosts = [\"tp-a\", \"tp-a-again\", \"tp-b\"]\n\n\
+         [hosts.tp-a]\naddress = \"fx-tp-node-a\"\n\n\
+         [hosts.tp-a-again]\naddress = \"fx-tp-node-a\"\n\n\
+         [hosts.tp-b]\naddress = \"fx-tp-node-b\"\n",
+    )
+    .unwrap();
+    let args = [
+        "audit",
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "--outliers",
+        "--jsonl",
+        "--fail-on",
+        "never",
+    ];
+    let out = probe(env, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
+    let stdout = util::text(&out.stdout);
+    let group = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<probe_model::OutliersLine>(line).ok())
+        .map(|line| line.group)
+        .find(|group| group.group == "tp")
+        .unwrap_or_else(|| panic!("no outliers line for tp: {stdout}"));
+    let b = group
+        .outliers
+        .iter()
+        .find(|h| h.host == "tp-b")
+        .unwrap_or_else(|| panic!("tp-b an outlier: {group:#?}"));
+    let keys: Vec<&str> = b.changes.iter().map(|c| c.key.as_str()).collect();
+    for change in &b.changes {
+        assert!(!probe_model::identity::is_identity(&change.key), "{keys:?}");
+    }
+    let at = |key: &str| keys.iter().position(|k| *k == key);
+    let cause = at("disable-custom-all-reduce").unwrap_or_else(|| panic!("{keys:?}"));
+    assert!(at("env:NCCL_P2P_DISABLE").is_some(), "{keys:?}");
+    let kv = at("limit:kv_cache_tokens").unwrap_or_else(|| panic!("{keys:?}"));
+    assert!(kv > cause, "a consequence under its cause: {keys:?}");
+    assert!(!b.changes[kv].consequence_of.is_empty(), "{keys:?}");
+    for pair in b.changes.windows(2) {
+        assert!(pair[0].impact <= pair[1].impact, "ranked: {keys:?}");
+    }
+}
