@@ -31,7 +31,9 @@ mod content;
 mod document;
 mod errors;
 mod host_names;
+mod identity;
 mod postgres;
+mod schema;
 mod selector;
 mod sqlite;
 
@@ -45,8 +47,9 @@ pub use document::{from_json, to_json};
 pub use errors::StoreError;
 pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
 pub use postgres::{OPERATION_TIMEOUT, PG_SCHEMA, PgStore};
+pub use schema::STORE_SCHEMA_VERSION;
 pub use selector::{HostPoint, Selector, parse_host_reference};
-pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
+pub use sqlite::SqliteStore;
 
 /// Opens the store at `location`: a PostgreSQL URL or `key=value` connection string
 /// ([`is_postgres`]), else a SQLite file path.
