@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 
+use crate::Fingerprint;
 use crate::content::{self, SectionCache};
 use crate::identity::HostKey;
 use crate::schema::indexed_values;
@@ -368,6 +369,10 @@ impl SnapshotStore for PgStore {
             versions: clean(&serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into())),
             slots: content::slots_of(&content::split(&to_json(snapshot))),
             collected_by: self.runner.clone(),
+            fingerprint: Fingerprint::of_snapshot(snapshot)
+                .stored()
+                .unwrap_or_default()
+                .to_vec(),
         };
         let host_id = self.run(|pool, store| write::put_row(pool, store, row))?;
         Ok(SnapshotMeta::stored(snapshot, host_id, engines, versions))
@@ -390,6 +395,20 @@ impl SnapshotStore for PgStore {
             .into_iter()
             .map(|s| s.map(FleetView::of))
             .collect())
+    }
+
+    fn fingerprints(&self, ids: &[String]) -> Result<Vec<Option<Fingerprint>>, StoreError> {
+        let mut columns = Vec::with_capacity(ids.len());
+        for batch in ids.chunks(4096) {
+            let wanted = batch.to_vec();
+            columns.extend(self.run(|pool, store| async move {
+                let client = connection(&pool, &store).await?;
+                read::fingerprint_columns(&client, &wanted)
+                    .await
+                    .map_err(|err| pg_error(&store, &err))
+            })?);
+        }
+        crate::fingerprint::completed(ids, columns, |ids| self.get_many_views(ids))
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {

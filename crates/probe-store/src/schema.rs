@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use probe_model::Snapshot;
 
 /// Version of the store's own table layout (not of the snapshot documents).
-pub const STORE_SCHEMA_VERSION: u32 = 4;
+pub const STORE_SCHEMA_VERSION: u32 = 5;
 
 /// The layout version that keeps documents as content-addressed sections: migrating to it moves
 /// every stored document into sections (`content::split`) before its column is dropped.
@@ -17,6 +17,10 @@ pub(crate) const SECTIONS_VERSION: u32 = 3;
 /// changed since its host's bases in a frame of its own, the rest as counted references to
 /// shared sections, and its indexed versions as a reference to a set of versions.
 pub(crate) const SLOTS_VERSION: u32 = 4;
+
+/// The layout version that keeps each snapshot's configuration fingerprint
+/// ([`crate::Fingerprint`]); snapshots stored before it have theirs computed when read.
+pub(crate) const FINGERPRINT_VERSION: u32 = 5;
 
 /// Packages whose versions are indexed (engines and what they are built on).
 const INDEXED_PACKAGES: &[&str] = &[
@@ -66,7 +70,11 @@ pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap
     (engines, versions)
 }
 
-const _: () = assert!(SECTIONS_VERSION < SLOTS_VERSION && SLOTS_VERSION <= STORE_SCHEMA_VERSION);
+const _: () = assert!(
+    SECTIONS_VERSION < SLOTS_VERSION
+        && SLOTS_VERSION < FINGERPRINT_VERSION
+        && FINGERPRINT_VERSION <= STORE_SCHEMA_VERSION
+);
 
 #[cfg(test)]
 mod tests {

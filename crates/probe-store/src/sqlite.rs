@@ -22,6 +22,7 @@ use std::time::Duration;
 use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
+use crate::Fingerprint;
 use crate::content::{self, Plan, Section, SectionCache};
 use crate::document::{ManyReader, Reading, from_stored};
 use crate::identity::HostKey;
@@ -218,6 +219,10 @@ impl SnapshotStore for SqliteStore {
             engines: engines.iter().cloned().collect::<Vec<_>>().join(","),
             versions_text: serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into()),
             versions: &versions,
+            fingerprint: Fingerprint::of_snapshot(snapshot)
+                .stored()
+                .unwrap_or_default()
+                .to_vec(),
         };
         let planned = self.plan(snapshot, &slots)?;
         let host_id = self.with_retries(|connection| {
@@ -247,6 +252,17 @@ impl SnapshotStore for SqliteStore {
             .into_iter()
             .map(|s| s.map(FleetView::of))
             .collect())
+    }
+
+    fn fingerprints(&self, ids: &[String]) -> Result<Vec<Option<Fingerprint>>, StoreError> {
+        let mut columns = Vec::with_capacity(ids.len());
+        for batch in ids.chunks(256) {
+            columns.extend(self.with_retries(|connection| {
+                let transaction = connection.transaction()?;
+                read::fingerprint_columns(&transaction, batch)
+            })?);
+        }
+        crate::fingerprint::completed(ids, columns, |ids| self.get_many_views(ids))
     }
 
     fn latest(&self, host: &str) -> Result<Option<Snapshot>, StoreError> {

@@ -121,6 +121,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
               GROUP BY section) r
         WHERE c.id = r.section;
     ",
+    // 4 -> 5: each snapshot's configuration fingerprint, as SQLite's.
+    "ALTER TABLE probe.snapshots ADD COLUMN fingerprint bytea;",
 ];
 
 /// The end of migration 3 -> 4, once every snapshot has its slots.

@@ -138,3 +138,19 @@ pub(super) async fn read_stored_in(
     }
     Ok(out)
 }
+
+/// The stored fingerprint columns of `ids` ([`crate::fingerprint::Column`]), in one statement.
+pub(super) async fn fingerprint_columns(
+    client: &impl GenericClient,
+    ids: &[String],
+) -> Result<Vec<crate::fingerprint::Column>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT id, fingerprint FROM probe.snapshots WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await?;
+    let found: HashMap<String, Option<Vec<u8>>> =
+        rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+    Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+}

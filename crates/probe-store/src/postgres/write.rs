@@ -34,6 +34,8 @@ pub(super) struct PutRow {
     pub(super) versions: String,
     pub(super) slots: Vec<Section>,
     pub(super) collected_by: String,
+    /// The configuration fingerprint, as stored (empty: none).
+    pub(super) fingerprint: Vec<u8>,
 }
 
 /// A write that failed: in the database, or making a section's body.
@@ -354,8 +356,9 @@ async fn insert_row(
         .execute(
             "INSERT INTO probe.snapshots
                (id, host_id, target, address, hostname, machine_id, collected_at, collected_by,
-                schema_version, engines, version_set, slots, own, redacted)
-             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11, $12, $13, true)
+                schema_version, engines, version_set, slots, own, redacted, fingerprint)
+             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), $8, $9, $10, $11, $12, $13, true,
+                     $14)
              ON CONFLICT (id) DO UPDATE SET
                host_id = excluded.host_id, target = excluded.target,
                address = excluded.address, hostname = excluded.hostname,
@@ -363,7 +366,8 @@ async fn insert_row(
                collected_by = excluded.collected_by,
                schema_version = excluded.schema_version, engines = excluded.engines,
                version_set = excluded.version_set, slots = excluded.slots,
-               own = excluded.own, redacted = excluded.redacted, seq = DEFAULT",
+               own = excluded.own, redacted = excluded.redacted,
+               fingerprint = excluded.fingerprint, seq = DEFAULT",
             &[
                 &row.id,
                 &host_id,
@@ -378,6 +382,7 @@ async fn insert_row(
                 &version_set,
                 &encoded,
                 &own,
+                &row.fingerprint,
             ],
         )
         .await?;

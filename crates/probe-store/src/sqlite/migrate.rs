@@ -120,6 +120,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     UPDATE sections SET refs = (SELECT count(*) FROM snapshot_sections r
                                 WHERE r.section = sections.id);
     ",
+    // 4 -> 5: each snapshot's configuration fingerprint (`crate::Fingerprint`; an empty blob
+    // where it has none). NULL for the snapshots stored before: computed when read.
+    "ALTER TABLE snapshots ADD COLUMN fingerprint BLOB;",
 ];
 
 /// The end of migration 3 -> 4, once every snapshot has its slots.

@@ -91,3 +91,19 @@ pub(super) fn query_meta(
 pub(super) fn content_error(cause: String) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(cause.into())
 }
+
+/// The stored fingerprint columns of `ids` ([`crate::fingerprint::Column`]).
+pub(super) fn fingerprint_columns(
+    connection: &Connection,
+    ids: &[String],
+) -> rusqlite::Result<Vec<crate::fingerprint::Column>> {
+    let mut statement =
+        connection.prepare_cached("SELECT fingerprint FROM snapshots WHERE id = ?1")?;
+    ids.iter()
+        .map(|id| {
+            statement
+                .query_row(params![id], |row| row.get::<_, Option<Vec<u8>>>(0))
+                .optional()
+        })
+        .collect()
+}

@@ -17,6 +17,8 @@ pub(super) struct Indexed<'a> {
     pub(super) engines: String,
     pub(super) versions_text: String,
     pub(super) versions: &'a BTreeMap<String, String>,
+    /// The configuration fingerprint, as stored (empty: none).
+    pub(super) fingerprint: Vec<u8>,
 }
 
 /// `put` in `transaction` (which holds the write lock): files the host, replaces a snapshot
@@ -57,8 +59,8 @@ pub(super) fn put_in(
     transaction.execute(
         "INSERT INTO snapshots
            (id, seq, host_id, target, address, hostname, machine_id, collected_at,
-            schema_version, engines, version_set, slots, own)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            schema_version, engines, version_set, slots, own, fingerprint)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             snapshot.id,
             seq,
@@ -73,6 +75,7 @@ pub(super) fn put_in(
             version_set,
             content::encode_slots(&stored_slots),
             plan.frame,
+            indexed.fingerprint,
         ],
     )?;
     collect_garbage(transaction, &replaced)?;
