@@ -400,6 +400,25 @@ fn main() {
                 .all(Option::is_some)
         },
     );
+    // What `--outliers` reads first now: each host's stored configuration fingerprint (views
+    // are then read only for the first host of each distinct fingerprint of a group).
+    let distinct = std::cell::Cell::new(0);
+    timed_many_read(
+        &store,
+        sample,
+        "PROBE_BENCH_PRINT_READS",
+        "newest + fingerprints (the stored column), as --outliers reads first now",
+        |ids| {
+            let prints = store.fingerprints(ids).unwrap();
+            let set: std::collections::HashSet<_> = prints.iter().collect();
+            distinct.set(set.len());
+            prints.iter().all(Option::is_some)
+        },
+    );
+    println!(
+        "distinct configuration fingerprints among {sample} hosts: {}",
+        distinct.get()
+    );
 }
 
 /// `sample` hosts' newest ids, then `read` of all of them, timed (wall and CPU of all threads);
