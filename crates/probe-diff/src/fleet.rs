@@ -18,9 +18,12 @@
 //! Ten thousand members are compared without holding ten thousand analyses: only the medoid's
 //! candidates' analyses are kept, every other member is read, compared with the reference and
 //! dropped, leaving its change map. Members whose snapshots differ only in fields that feed no
-//! change kept here (names, ids, uptime: [`configuration`]) share one configuration, read and
-//! compared once for all of them; the distinct configurations are compared on every core.
-//! Tests hold the shared comparisons to the comparison of every member.
+//! change kept here (names, ids, uptime: [`FleetView::configuration`]) share one configuration,
+//! read and compared once for all of them; the distinct configurations are compared on every
+//! core.
+//! Tests hold the shared comparisons to the comparison of every member. A store keeps a
+//! fingerprint of each snapshot's configuration, so that [`outliers_by_fingerprint`] shares
+//! them before any view is read: only the first member of each fingerprint is read.
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
@@ -410,9 +413,9 @@ impl HolderComparisons {
 /// Members that the comparison cannot tell apart, compared once for all of them.
 ///
 /// Two members share a configuration when their snapshots are equal in everything but the
-/// fields [`configuration`] leaves out: equal as serialised bytes (which also tells `0.0` from
-/// `-0.0`) and equal as values (which tells a NaN, never equal, or an infinity from a `null`,
-/// all of which serialise as `null`). A hash of the bytes only proposes the candidate.
+/// fields [`FleetView::configuration`] leaves out: equal as serialised bytes (which also tells
+/// `0.0` from `-0.0`) and equal as values (which tells a NaN, never equal, or an infinity from
+/// a `null`, all of which serialise as `null`). A hash of the bytes only proposes the candidate.
 #[derive(Debug, Clone, PartialEq)]
 struct Configurations {
     /// Each member's configuration.

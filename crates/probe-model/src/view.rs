@@ -113,9 +113,10 @@ impl FleetView {
         FleetView::configuration_of(&self.snapshot)
     }
 
-    /// What of a snapshot can make a change the fleet comparison keeps: everything but the fields
-    /// left out here, each read by probe-diff and probe-launch at most for a change of a key
-    /// `configuration_changes` drops (`host.*`) or for labels outside the changes:
+    /// What of a snapshot can make a change the fleet comparison keeps: everything but the
+    /// fields left out here, each read by probe-diff and probe-launch at most for a change of a
+    /// key probe-diff's `fleet::configuration_changes` drops (`host.*`) or for labels outside
+    /// the changes:
     ///
     /// - `id`: the diff's `SnapshotRef` and the verdict's period label (`snapshot ID`), which is
     ///   the symptom's, not a change's;

@@ -7,8 +7,8 @@
 //!   variables, `PGPASSWORD`, `~/.pgpass`; TLS by `sslmode` ([`tls`]). Locations are printed
 //!   without their password.
 //! * Everything lives in the schema `probe`; `probe.schema_meta` holds the layout version and
-//!   `migrate::MIGRATIONS` bring it up to date in one transaction under an advisory lock, so runners
-//!   starting together migrate once. A newer layout is refused.
+//!   `migrate::MIGRATIONS` bring it up to date in one transaction under an advisory lock, so
+//!   runners starting together migrate once. A newer layout is refused.
 //! * Host identity is [`crate::identity`]'s rule; [`hosts`] holds only its SQL. Each snapshot
 //!   is one transaction ([`write`]). Writers of the same host identity queue on an advisory
 //!   lock of that identity; new machines are filed with `INSERT ... ON CONFLICT (machine_id)`, so
