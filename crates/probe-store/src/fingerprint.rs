@@ -22,7 +22,7 @@ impl Fingerprint {
     /// The fingerprint of `view`.
     pub fn of(view: &FleetView) -> Fingerprint {
         let configuration = view.configuration();
-        if configuration != configuration {
+        if !equals_itself(&configuration) {
             return Fingerprint(None);
         }
         let mut hashing = Hashing(Sha256::new());
@@ -80,6 +80,15 @@ pub(crate) fn completed(
         out[index] = view.as_ref().map(Fingerprint::of);
     }
     Ok(out)
+}
+
+/// Whether `value` equals itself: not when a NaN is in it.
+#[expect(
+    clippy::eq_op,
+    reason = "a NaN is the one value that is not equal to itself"
+)]
+fn equals_itself<T: PartialEq>(value: &T) -> bool {
+    value == value
 }
 
 /// `fmt::Write` into a hash, so that a large configuration is never held as text.

@@ -110,6 +110,9 @@ enum Latest<'a> {
     Stored(String),
 }
 
+/// A group member with a newest snapshot: its name, where that snapshot is, its fingerprint.
+type Present<'a> = (&'a str, &'a (Latest<'a>, Fingerprint));
+
 /// The newest snapshot of every member (as [`latest_views`] chooses it) with its configuration
 /// fingerprint: the stored ones read as fingerprints only, in one `fingerprints` per kind.
 fn latest_fingerprints<'a>(
@@ -199,18 +202,17 @@ pub fn group_outliers(
         .map(|audit| (audit.record.host.clone(), audit))
         .collect();
     let latest = latest_fingerprints(store, members, fresh, &audits)?;
-    let groups: Vec<(String, Vec<(&str, &(Latest<'_>, Fingerprint))>)> =
-        groups_of(members, only_groups)
-            .into_iter()
-            .map(|(group, hosts)| {
-                let present = (hosts.iter())
-                    .filter_map(|m| latest.get(&m.name).map(|l| (m.name.as_str(), l)))
-                    .collect();
-                (group, present)
-            })
-            .filter(|(_, present): &(String, Vec<_>)| present.len() >= 2)
-            .collect();
-    let prints = |present: &[(&str, &(Latest<'_>, Fingerprint))]| -> Vec<Option<Vec<u8>>> {
+    let groups: Vec<(String, Vec<Present<'_>>)> = groups_of(members, only_groups)
+        .into_iter()
+        .map(|(group, hosts)| {
+            let present = (hosts.iter())
+                .filter_map(|m| latest.get(&m.name).map(|l| (m.name.as_str(), l)))
+                .collect();
+            (group, present)
+        })
+        .filter(|(_, present): &(String, Vec<_>)| present.len() >= 2)
+        .collect();
+    let prints = |present: &[Present<'_>]| -> Vec<Option<Vec<u8>>> {
         (present.iter())
             .map(|(_, (_, print))| print.0.map(|hash| hash.to_vec()))
             .collect()
