@@ -18,9 +18,12 @@
 //! Ten thousand members are compared without holding ten thousand analyses: only the medoid's
 //! candidates' analyses are kept, every other member is read, compared with the reference and
 //! dropped, leaving its change map. Members whose snapshots differ only in fields that feed no
-//! change kept here (names, ids, uptime: [`configuration`]) share one configuration, read and
-//! compared once for all of them; the distinct configurations are compared on every core.
-//! Tests hold the shared comparisons to the comparison of every member.
+//! change kept here (names, ids, uptime: [`FleetView::configuration`]) share one configuration,
+//! read and compared once for all of them; the distinct configurations are compared on every
+//! core.
+//! Tests hold the shared comparisons to the comparison of every member. A store keeps a
+//! fingerprint of each snapshot's configuration, so that [`outliers_by_fingerprint`] shares
+//! them before any view is read: only the first member of each fingerprint is read.
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
@@ -29,10 +32,9 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use probe_model::{
-    Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, HostFacts, Impact, LaunchConfig,
+    Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, Impact, LaunchConfig,
     ModalValue, Snapshot,
 };
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::analysis::Analysis;
@@ -73,6 +75,46 @@ const KEY_PACKAGES: &[&str] = &[
 /// The modal configuration of `members` and each host's differences from it.
 pub fn outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
     outliers_of(group, members, &Configurations::of(members))
+}
+
+/// One member of a group known first by its stored configuration fingerprint (probe-store's
+/// hash of [`FleetView::configuration`]: equal fingerprints are equal configurations, as values
+/// and as serialised bytes); its view is needed only when it is the first member of its
+/// fingerprint in the group, or has none ([`members_to_read`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Fingerprinted<'a> {
+    pub host: &'a str,
+    pub fingerprint: Option<&'a [u8]>,
+    pub view: Option<&'a FleetView>,
+}
+
+/// The members of a group (in group order) whose views [`outliers_by_fingerprint`] reads:
+/// the first of each fingerprint, and each member without one.
+pub fn members_to_read(fingerprints: &[Option<&[u8]>]) -> Vec<usize> {
+    let configs = Configurations::of_fingerprints(fingerprints);
+    configs.first
+}
+
+/// [`outliers`] of members that share a configuration when their fingerprints are equal:
+/// only the views of [`members_to_read`] are read and compared, the same answer as [`outliers`] of
+/// every member's view. `None` when a member [`members_to_read`] names has no view.
+pub fn outliers_by_fingerprint(
+    group: &str,
+    members: &[Fingerprinted<'_>],
+) -> Option<GroupOutliers> {
+    let fingerprints: Vec<Option<&[u8]>> = members.iter().map(|m| m.fingerprint).collect();
+    let configs = Configurations::of_fingerprints(&fingerprints);
+    // A member reads as its configuration's first member, whose view is the one compared.
+    let views: Vec<&FleetView> = (configs.first.iter())
+        .map(|&first| members[first].view)
+        .collect::<Option<_>>()?;
+    let members: Vec<Member<'_>> = (members.iter().zip(&configs.of_member))
+        .map(|(member, &config)| Member {
+            host: member.host,
+            view: views[config],
+        })
+        .collect();
+    Some(outliers_of(group, &members, &configs))
 }
 
 /// [`outliers`] with each distinct configuration of `configs` read and compared once, for all
@@ -373,9 +415,9 @@ impl HolderComparisons {
 /// Members that the comparison cannot tell apart, compared once for all of them.
 ///
 /// Two members share a configuration when their snapshots are equal in everything but the
-/// fields [`configuration`] leaves out: equal as serialised bytes (which also tells `0.0` from
-/// `-0.0`) and equal as values (which tells a NaN, never equal, or an infinity from a `null`,
-/// all of which serialise as `null`). A hash of the bytes only proposes the candidate.
+/// fields [`FleetView::configuration`] leaves out: equal as serialised bytes (which also tells
+/// `0.0` from `-0.0`) and equal as values (which tells a NaN, never equal, or an infinity from
+/// a `null`, all of which serialise as `null`). A hash of the bytes only proposes the candidate.
 #[derive(Debug, Clone, PartialEq)]
 struct Configurations {
     /// Each member's configuration.
@@ -438,6 +480,29 @@ impl Configurations {
         configs
     }
 
+    /// Members sharing a configuration where their fingerprints are equal (a member without
+    /// one is a configuration of its own), numbered in member order as [`Configurations::of`]
+    /// numbers them.
+    fn of_fingerprints(fingerprints: &[Option<&[u8]>]) -> Configurations {
+        let mut config_of: HashMap<&[u8], usize> = HashMap::new();
+        let mut configs = Configurations {
+            of_member: Vec::with_capacity(fingerprints.len()),
+            first: Vec::new(),
+        };
+        for (index, fingerprint) in fingerprints.iter().enumerate() {
+            let known = fingerprint.and_then(|f| config_of.get(f).copied());
+            let config = known.unwrap_or_else(|| {
+                configs.first.push(index);
+                if let Some(f) = fingerprint {
+                    config_of.insert(f, configs.first.len() - 1);
+                }
+                configs.first.len() - 1
+            });
+            configs.of_member.push(config);
+        }
+        configs
+    }
+
     fn len(&self) -> usize {
         self.first.len()
     }
@@ -458,100 +523,14 @@ impl Configurations {
     }
 }
 
-/// What of a snapshot can make a change the fleet comparison keeps: everything but the fields
-/// left out here, each read by probe-diff and probe-launch at most for a change of a key
-/// `configuration_changes` drops (`host.*`) or for labels outside the changes:
-///
-/// - `id`: the diff's `SnapshotRef` and the verdict's period label (`snapshot ID`), which is
-///   the symptom's, not a change's;
-/// - `target` and `host.hostname`: the `SnapshotRef`'s and the timeline's host name (labels),
-///   and the `host.hostname` change;
-/// - `host.uptime_s`, `host.boot_time`, `host.mem_available_kib`: their `host.*` changes only;
-/// - `address`, `remote_clock`, `collector_version`, `duration_ms`, `host.machine_id`: read by
-///   nothing in the comparison.
-///
-/// A field added to [`Snapshot`] or [`HostFacts`] is compared until it is listed here (the
-/// destructuring names every field).
-fn configuration(snapshot: &Snapshot) -> impl Serialize + PartialEq + '_ {
-    let Snapshot {
-        schema_version,
-        id: _,
-        target: _,
-        address: _,
-        collected_at,
-        remote_clock: _,
-        collector_version: _,
-        redacted,
-        sudo,
-        duration_ms: _,
-        host,
-        sections,
-        histories,
-        units,
-        processes,
-        containers,
-        python_envs,
-        gpu,
-        models,
-        logs,
-        package_events,
-        servers,
-        hardware,
-        benchmarks,
-        launch_files,
-    } = snapshot;
-    let HostFacts {
-        hostname: _,
-        machine_id: _,
-        os_pretty,
-        os_id,
-        os_version_id,
-        kernel,
-        arch,
-        uptime_s: _,
-        boot_time: _,
-        cpu_model,
-        cpu_count,
-        mem_total_kib,
-        mem_available_kib: _,
-        collected_as,
-    } = host;
-    (
-        (schema_version, collected_at, redacted, sudo),
-        (
-            os_pretty,
-            os_id,
-            os_version_id,
-            kernel,
-            arch,
-            cpu_model,
-            cpu_count,
-            mem_total_kib,
-            collected_as,
-        ),
-        (
-            sections,
-            histories,
-            units,
-            processes,
-            containers,
-            python_envs,
-            gpu,
-            models,
-            logs,
-        ),
-        (package_events, servers, hardware, benchmarks, launch_files),
-    )
-}
-
 fn same_configuration<'a>(a: &'a Snapshot, b: &'a Snapshot) -> bool {
-    configuration(a) == configuration(b)
+    FleetView::configuration_of(a) == FleetView::configuration_of(b)
 }
 
 /// The configuration's bytes, or `None` when it does not serialise (then it is shared with no
 /// other member).
 fn configuration_bytes(snapshot: &Snapshot) -> Option<Vec<u8>> {
-    serde_json::to_vec(&configuration(snapshot)).ok()
+    serde_json::to_vec(&FleetView::configuration_of(snapshot)).ok()
 }
 
 fn configuration_hash(snapshot: &Snapshot) -> Option<u64> {
@@ -566,7 +545,7 @@ fn configuration_hash(snapshot: &Snapshot) -> Option<u64> {
         }
     }
     let mut hashing = Hashing(DefaultHasher::new());
-    serde_json::to_writer(&mut hashing, &configuration(snapshot)).ok()?;
+    serde_json::to_writer(&mut hashing, &FleetView::configuration_of(snapshot)).ok()?;
     Some(hashing.0.finish())
 }
 
@@ -1183,6 +1162,29 @@ mod tests {
             outliers_of("g", &members, &Configurations::each(40))
         );
         assert_eq!(shared, per_member_outliers("g", &members));
+        // Fingerprints (here each configuration's bytes): only the first member of each is
+        // read, and the outliers are the same.
+        let bytes: Vec<Option<Vec<u8>>> = (views.iter())
+            .map(|view| configuration_bytes(view.snapshot()))
+            .collect();
+        let prints: Vec<Option<&[u8]>> = bytes.iter().map(Option::as_deref).collect();
+        let read = members_to_read(&prints);
+        assert_eq!(read, configs.first);
+        let fingerprinted: Vec<Fingerprinted<'_>> = (views.iter().enumerate())
+            .map(|(index, view)| Fingerprinted {
+                host: &view.snapshot().target,
+                fingerprint: prints[index],
+                view: read.contains(&index).then_some(view),
+            })
+            .collect();
+        assert_eq!(
+            outliers_by_fingerprint("g", &fingerprinted).as_ref(),
+            Some(&shared)
+        );
+        // A member to read without its view: no answer rather than a wrong one.
+        let mut missing = fingerprinted.clone();
+        missing[read[1]].view = None;
+        assert_eq!(outliers_by_fingerprint("g", &missing), None);
         assert_eq!(shared.reference.as_deref(), Some("root@node-0.example:22"));
         // The mode is 575: each 570 host's driver change reads from the group to the host.
         let odd: Vec<&str> = shared.outliers.iter().map(|o| o.host.as_str()).collect();

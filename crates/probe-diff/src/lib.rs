@@ -38,7 +38,7 @@ pub use conclusion::{
     compare_analyses, compare_snapshots, compare_snapshots_with, lead, metrics_by_run, period_diff,
     previous_launch_diff,
 };
-pub use fleet::{Member, outliers};
+pub use fleet::{Fingerprinted, Member, members_to_read, outliers, outliers_by_fingerprint};
 pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
 pub use run::summarize_model;

@@ -18,7 +18,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess
 use serde::de::{Deserialize, Visitor};
 use serde_json::value::RawValue;
 
-use crate::{ProcessInfo, ProcessRole, Snapshot};
+use serde::Serialize;
+
+use crate::{HostFacts, ProcessInfo, ProcessRole, Snapshot};
 
 /// A snapshot as the fleet comparison reads it: the fields it does not read left empty.
 ///
@@ -100,6 +102,102 @@ impl FleetView {
         let processes = deserializer.deserialize_seq(Processes)?;
         deserializer.end()?;
         Ok(processes)
+    }
+}
+
+impl FleetView {
+    /// What of this view the fleet comparison compares: [`FleetView::configuration_of`] its
+    /// snapshot. Two members whose configurations are equal (as values and as serialised
+    /// bytes) share one comparison; a store keeps a fingerprint of it with each snapshot.
+    pub fn configuration(&self) -> impl Serialize + PartialEq + fmt::Debug + '_ {
+        FleetView::configuration_of(&self.snapshot)
+    }
+
+    /// What of a snapshot can make a change the fleet comparison keeps: everything but the
+    /// fields left out here, each read by probe-diff and probe-launch at most for a change of a
+    /// key probe-diff's `fleet::configuration_changes` drops (`host.*`) or for labels outside
+    /// the changes:
+    ///
+    /// - `id`: the diff's `SnapshotRef` and the verdict's period label (`snapshot ID`), which is
+    ///   the symptom's, not a change's;
+    /// - `target` and `host.hostname`: the `SnapshotRef`'s and the timeline's host name (labels),
+    ///   and the `host.hostname` change;
+    /// - `host.uptime_s`, `host.boot_time`, `host.mem_available_kib`: their `host.*` changes only;
+    /// - `address`, `remote_clock`, `collector_version`, `duration_ms`, `host.machine_id`: read by
+    ///   nothing in the comparison.
+    ///
+    /// A field added to [`Snapshot`] or [`HostFacts`] is compared until it is listed here (the
+    /// destructuring names every field).
+    pub fn configuration_of(snapshot: &Snapshot) -> impl Serialize + PartialEq + fmt::Debug + '_ {
+        let Snapshot {
+            schema_version,
+            id: _,
+            target: _,
+            address: _,
+            collected_at,
+            remote_clock: _,
+            collector_version: _,
+            redacted,
+            sudo,
+            duration_ms: _,
+            host,
+            sections,
+            histories,
+            units,
+            processes,
+            containers,
+            python_envs,
+            gpu,
+            models,
+            logs,
+            package_events,
+            servers,
+            hardware,
+            benchmarks,
+            launch_files,
+        } = snapshot;
+        let HostFacts {
+            hostname: _,
+            machine_id: _,
+            os_pretty,
+            os_id,
+            os_version_id,
+            kernel,
+            arch,
+            uptime_s: _,
+            boot_time: _,
+            cpu_model,
+            cpu_count,
+            mem_total_kib,
+            mem_available_kib: _,
+            collected_as,
+        } = host;
+        (
+            (schema_version, collected_at, redacted, sudo),
+            (
+                os_pretty,
+                os_id,
+                os_version_id,
+                kernel,
+                arch,
+                cpu_model,
+                cpu_count,
+                mem_total_kib,
+                collected_as,
+            ),
+            (
+                sections,
+                histories,
+                units,
+                processes,
+                containers,
+                python_envs,
+                gpu,
+                models,
+                logs,
+            ),
+            (package_events, servers, hardware, benchmarks, launch_files),
+        )
     }
 }
 

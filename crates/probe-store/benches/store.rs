@@ -5,7 +5,8 @@
 //! 10000; `PROBE_BENCH_HOURS`, default 2: snapshots per host in the fleet part;
 //! `PROBE_BENCH_PG=0` skips PostgreSQL; `PROBE_BENCH_READ_HOSTS`, default 1000: hosts of the
 //! fleet read back; `PROBE_BENCH_FLEET=PATH` keeps the fleet's store there, and reads an
-//! existing one instead of writing it again). Snapshots are synthetic but shaped like a serving host's
+//! existing one instead of writing it again; `PROBE_BENCH_ONE_IMAGE=1` gives every host the same
+//! process ids and GPU UUIDs). Snapshots are synthetic but shaped like a serving host's
 //! (~190 KB of JSON: 2 environments of 150 packages, 60 processes, 8 GPUs, 3 logs with metric
 //! series, 70 section reports, shell histories, package events). Hourly drift: what changes on
 //! an unchanged host every hour (uptime, free memory, section times and sizes, GPU memory,
@@ -26,6 +27,13 @@ use probe_store::{AuditRun, PgEnv, PgStore, SnapshotStore, SqliteStore};
 fn snapshot(host: usize, hour: i64, drift: bool) -> Snapshot {
     let at = 1_795_000_000 + hour * 3600;
     let t = if drift { hour as u64 } else { 0 };
+    // Process ids and GPU UUIDs: each host's own, or (`PROBE_BENCH_ONE_IMAGE`) the same on
+    // every host, so that hosts differ only in what the fleet comparison does not read.
+    let image = if std::env::var_os("PROBE_BENCH_ONE_IMAGE").is_some() {
+        0
+    } else {
+        host
+    };
     let packages: Vec<PythonPackage> = (0..150)
         .map(|i| PythonPackage {
             name: format!("package-{i:03}"),
@@ -85,7 +93,7 @@ fn snapshot(host: usize, hour: i64, drift: bool) -> Snapshot {
         }],
         processes: (0..60)
             .map(|i| ProcessInfo {
-                pid: 1000 + i + host as u32 % 1000,
+                pid: 1000 + i + image as u32 % 1000,
                 ppid: Some(1),
                 user: Some("ubuntu".into()),
                 argv: vec![
@@ -121,7 +129,7 @@ fn snapshot(host: usize, hour: i64, drift: bool) -> Snapshot {
                 .map(|g| Gpu {
                     index: Some(g),
                     name: Some("NVIDIA H200".into()),
-                    uuid: Some(format!("GPU-{host:08x}-{g:04x}")),
+                    uuid: Some(format!("GPU-{image:08x}-{g:04x}")),
                     memory_total_mib: Some(143_771),
                     memory_used_mib: Some(120_000 + (t * 97 + u64::from(g)) % 5000),
                     utilization_gpu_pct: Some(((t * 7 + u64::from(g)) % 100) as u32),
@@ -399,6 +407,25 @@ fn main() {
                 .iter()
                 .all(Option::is_some)
         },
+    );
+    // What `--outliers` reads first now: each host's stored configuration fingerprint (views
+    // are then read only for the first host of each distinct fingerprint of a group).
+    let distinct = std::cell::Cell::new(0);
+    timed_many_read(
+        &store,
+        sample,
+        "PROBE_BENCH_PRINT_READS",
+        "newest + fingerprints (the stored column), as --outliers reads first now",
+        |ids| {
+            let prints = store.fingerprints(ids).unwrap();
+            let set: std::collections::HashSet<_> = prints.iter().collect();
+            distinct.set(set.len());
+            prints.iter().all(Option::is_some)
+        },
+    );
+    println!(
+        "distinct configuration fingerprints among {sample} hosts: {}",
+        distinct.get()
     );
 }
 

@@ -43,3 +43,27 @@ pub fn runner_name() -> String {
         .unwrap_or_else(|| "localhost".into());
     format!("{user}@{host}")
 }
+
+/// A stored audit row as both stores read it: the run, when it was recorded, the record's JSON.
+pub(crate) type AuditRow = (AuditRun, UnixTime, String);
+
+/// The stored audits of `rows`, their records parsed (`location`: the store, for the error).
+pub(crate) fn parsed(
+    rows: Vec<AuditRow>,
+    location: &str,
+) -> Result<Vec<StoredAudit>, crate::StoreError> {
+    rows.into_iter()
+        .map(|(run, recorded_at, text)| {
+            let record =
+                serde_json::from_str(&text).map_err(|err| crate::StoreError::BadDocument {
+                    what: format!("audit record of run {} in {location}", run.run_id),
+                    cause: err.to_string(),
+                })?;
+            Ok(StoredAudit {
+                run,
+                recorded_at,
+                record,
+            })
+        })
+        .collect()
+}

@@ -194,36 +194,7 @@ impl ManyReader {
         batch: Vec<Option<Stored>>,
         what: impl Fn(usize) -> String + Sync,
     ) -> Result<Vec<Option<Snapshot>>, StoreError> {
-        let mut counts: HashMap<i64, usize> = HashMap::new();
-        for stored in batch.iter().flatten() {
-            for id in stored.slots.iter().filter_map(Slot::section) {
-                *counts.entry(id).or_default() += 1;
-            }
-        }
-        let shared: HashSet<i64> = counts
-            .into_iter()
-            .filter(|(_, count)| *count > 1)
-            .map(|(id, _)| id)
-            .collect();
-        let zstd = |err: std::io::Error| StoreError::BadDocument {
-            what: what(0),
-            cause: format!("zstd: {err}"),
-        };
-        let mut decompressor = zstd::bulk::Decompressor::new().map_err(zstd)?;
-        for (index, stored) in batch.iter().enumerate() {
-            let Some(stored) = stored else { continue };
-            for id in stored.slots.iter().filter_map(Slot::section) {
-                if shared.contains(&id) && !self.sections.holds(id) {
-                    let bytes = stored.section(id, &mut decompressor).map_err(|cause| {
-                        StoreError::BadDocument {
-                            what: what(index),
-                            cause,
-                        }
-                    })?;
-                    self.sections.insert(id, bytes);
-                }
-            }
-        }
+        let shared = self.hold_shared(&batch, &what)?;
         if self.fields.len() > Self::FIELDS {
             self.fields.clear();
         }
@@ -285,6 +256,46 @@ impl ManyReader {
             self.fields.extend(local);
         }
         Ok(snapshots)
+    }
+
+    /// The sections several snapshots of `batch` need, decompressed into the cache once
+    /// (those it holds already are not read again); their ids.
+    fn hold_shared(
+        &mut self,
+        batch: &[Option<Stored>],
+        what: &impl Fn(usize) -> String,
+    ) -> Result<HashSet<i64>, StoreError> {
+        let mut counts: HashMap<i64, usize> = HashMap::new();
+        for stored in batch.iter().flatten() {
+            for id in stored.slots.iter().filter_map(Slot::section) {
+                *counts.entry(id).or_default() += 1;
+            }
+        }
+        let shared: HashSet<i64> = counts
+            .into_iter()
+            .filter(|(_, count)| *count > 1)
+            .map(|(id, _)| id)
+            .collect();
+        let zstd = |err: std::io::Error| StoreError::BadDocument {
+            what: what(0),
+            cause: format!("zstd: {err}"),
+        };
+        let mut decompressor = zstd::bulk::Decompressor::new().map_err(zstd)?;
+        for (index, stored) in batch.iter().enumerate() {
+            let Some(stored) = stored else { continue };
+            for id in stored.slots.iter().filter_map(Slot::section) {
+                if shared.contains(&id) && !self.sections.holds(id) {
+                    let bytes = stored.section(id, &mut decompressor).map_err(|cause| {
+                        StoreError::BadDocument {
+                            what: what(index),
+                            cause,
+                        }
+                    })?;
+                    self.sections.insert(id, bytes);
+                }
+            }
+        }
+        Ok(shared)
     }
 
     /// The sections held, which the next batch need not read.

@@ -72,8 +72,8 @@ mod tests {
     /// PostgreSQL refuses a kind its `CHECK` does not list: the constraint names every kind.
     #[test]
     fn the_postgres_check_lists_every_kind() {
-        let check = crate::postgres::HOST_NAME_KINDS_CHECK;
-        let first_migration = crate::postgres::MIGRATIONS
+        let check = crate::postgres::migrate::HOST_NAME_KINDS_CHECK;
+        let first_migration = crate::postgres::migrate::MIGRATIONS
             .first()
             .copied()
             .unwrap_or_default();

@@ -30,8 +30,11 @@ mod audit;
 mod content;
 mod document;
 mod errors;
+mod fingerprint;
 mod host_names;
+mod identity;
 mod postgres;
+mod schema;
 mod selector;
 mod sqlite;
 
@@ -43,10 +46,12 @@ use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
 pub use errors::StoreError;
+pub use fingerprint::Fingerprint;
 pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
 pub use postgres::{OPERATION_TIMEOUT, PG_SCHEMA, PgStore};
+pub use schema::STORE_SCHEMA_VERSION;
 pub use selector::{HostPoint, Selector, parse_host_reference};
-pub use sqlite::{STORE_SCHEMA_VERSION, SqliteStore};
+pub use sqlite::SqliteStore;
 
 /// Opens the store at `location`: a PostgreSQL URL or `key=value` connection string
 /// ([`is_postgres`]), else a SQLite file path.
@@ -191,6 +196,17 @@ pub trait SnapshotStore: Send + Sync {
         Ok(snapshots
             .into_iter()
             .map(|s| s.map(FleetView::of))
+            .collect())
+    }
+    /// The configuration fingerprints of snapshots `ids` ([`Fingerprint`]), in the order asked
+    /// (`None` where an id is not stored): what `--outliers` compares before it reads any view,
+    /// so that it reads one view per distinct configuration. Snapshots stored before
+    /// fingerprints were kept have theirs computed from their views.
+    fn fingerprints(&self, ids: &[String]) -> Result<Vec<Option<Fingerprint>>, StoreError> {
+        Ok(self
+            .get_many_views(ids)?
+            .iter()
+            .map(|view| view.as_ref().map(Fingerprint::of))
             .collect())
     }
     /// The newest snapshot of a host (name, target, address or machine-id).

@@ -10,6 +10,7 @@ use probe_model::{
     AuditRecord, AuditStatus, FleetView, HostFacts, ProcessInfo, ProcessRole, PythonEnv,
     PythonPackage, SCHEMA_VERSION, Snapshot,
 };
+use probe_store::Fingerprint;
 use probe_store::{
     AuditRun, HostPoint, PgEnv, PgStore, PrunePolicy, Selector, SnapshotStore, SqliteStore,
     StoreError,
@@ -94,6 +95,7 @@ cases!(
     replacing_a_snapshot_keeps_one_copy,
     pruning_a_base_keeps_what_later_snapshots_need,
     writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact,
+    fingerprints_are_kept_and_computed_for_older_snapshots,
 );
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
@@ -1296,4 +1298,55 @@ fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_re
     proxy.resume();
     store.put(&second).unwrap();
     assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-2");
+}
+
+/// Forgets every stored fingerprint, as a store migrated from layout 4 holds them.
+fn forget_fingerprints(backend: &Backend) {
+    if backend.postgres {
+        let database = backend.location.rsplit('/').next().unwrap();
+        let database = database.split('?').next().unwrap();
+        cluster().psql(database, "UPDATE probe.snapshots SET fingerprint = NULL");
+    } else {
+        let connection = rusqlite::Connection::open(&backend.location).unwrap();
+        connection
+            .execute("UPDATE snapshots SET fingerprint = NULL", [])
+            .unwrap();
+    }
+}
+
+/// Each snapshot's fingerprint is its view's: equal for hosts whose configurations are equal
+/// (names, ids and uptime apart), apart where one differs; snapshots stored
+/// before fingerprints were kept have the same ones, computed when read.
+fn fingerprints_are_kept_and_computed_for_older_snapshots(backend: &Backend) {
+    let store = backend.open();
+    let mut snapshots = Vec::new();
+    for n in 0..6i64 {
+        let name = format!("gpu{n}");
+        let mut s = snapshot(&format!("{name}-1"), &name, &name, &format!("m{n}"), 100);
+        s.host.uptime_s = Some(1000 + n as u64);
+        s.host.kernel = Some(if n == 4 { "6.12" } else { "6.8" }.into());
+        if n == 5 {
+            s.gpu.gpus.push(probe_model::Gpu {
+                power_draw_w: Some(412.5),
+                ..probe_model::Gpu::default()
+            });
+        }
+        store.put(&s).unwrap();
+        snapshots.push(s);
+    }
+    let mut ids: Vec<String> = snapshots.iter().map(|s| s.id.clone()).collect();
+    ids.push("missing".into());
+    let expected: Vec<Option<Fingerprint>> = snapshots
+        .iter()
+        .map(|s| Some(Fingerprint::of(&FleetView::of(s.clone()))))
+        .chain([None])
+        .collect();
+    let kept = store.fingerprints(&ids).unwrap();
+    assert_eq!(kept, expected);
+    assert!(kept[0].unwrap().0.is_some());
+    assert!((1..4).all(|n| kept[n] == kept[0]), "{kept:?}");
+    assert_ne!(kept[4], kept[0]);
+    assert_ne!(kept[5], kept[0]);
+    forget_fingerprints(backend);
+    assert_eq!(store.fingerprints(&ids).unwrap(), expected);
 }

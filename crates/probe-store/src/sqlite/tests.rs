@@ -1,5 +1,8 @@
 use super::*;
+use crate::schema::STORE_SCHEMA_VERSION;
+use migrate::MIGRATIONS;
 use probe_model::{HostFacts, SCHEMA_VERSION};
+use std::collections::BTreeMap;
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
     Snapshot {
@@ -202,14 +205,6 @@ fn migrates_a_version_one_store_keeping_its_snapshots() {
     assert_eq!(store.list(None).unwrap().len(), 1);
 }
 
-#[test]
-fn strip_port_forms() {
-    assert_eq!(strip_port("10.0.0.1:22"), "10.0.0.1");
-    assert_eq!(strip_port("[::1]:2222"), "::1");
-    assert_eq!(strip_port("gpu7"), "gpu7");
-    assert_eq!(strip_port("::1"), "::1");
-}
-
 /// A snapshot shaped like a real one: sections of every kind, and text that needs escaping.
 fn rich_snapshot(id: &str, at: i64) -> Snapshot {
     let mut snapshot = snapshot(id, "gpu7", "gpu7", "m-rich-0001", at);
@@ -236,7 +231,9 @@ fn rich_snapshot(id: &str, at: i64) -> Snapshot {
 /// Writes `snapshot` the way the store of layout version 2 did (a copy of its `put`).
 fn put_as_version_two(connection: &Connection, snapshot: &Snapshot) {
     let (engines, versions) = indexed_values(snapshot);
-    let host_id = identify_host(connection, snapshot, true).unwrap().unwrap();
+    let host_id = identify_host(connection, &HostKey::of(snapshot), true)
+        .unwrap()
+        .unwrap();
     connection
         .execute(
             "INSERT OR REPLACE INTO snapshots

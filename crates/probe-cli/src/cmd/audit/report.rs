@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use probe_diff::Member;
+use probe_diff::{Fingerprinted, Member};
 use probe_model::{
     FleetHost, FleetReport, FleetStatus, FleetView, GroupOutliers, OutliersLine, RecordType,
     SCHEMA_VERSION, UnixTime, exit_codes,
 };
-use probe_store::{SnapshotStore, StoredAudit};
+use probe_store::{Fingerprint, SnapshotStore, StoredAudit};
 
 use super::Ctx;
 use crate::args::AuditReportArgs;
@@ -103,20 +103,73 @@ fn latest_views(
     Ok(snapshots)
 }
 
-/// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
-/// snapshot; only `only_groups` when given.
-pub fn group_outliers(
+/// Where a member's newest snapshot is: this run's view, or a stored snapshot.
+#[derive(Debug, Clone)]
+enum Latest<'a> {
+    Fresh(&'a FleetView),
+    Stored(String),
+}
+
+/// A group member with a newest snapshot: its name, where that snapshot is, its fingerprint.
+type Present<'a> = (&'a str, &'a (Latest<'a>, Fingerprint));
+
+/// The newest snapshot of every member (as [`latest_views`] chooses it) with its configuration
+/// fingerprint: the stored ones read as fingerprints only, in one `fingerprints` per kind.
+fn latest_fingerprints<'a>(
     store: &dyn SnapshotStore,
     members: &[FleetMember],
-    fresh: &BTreeMap<String, FleetView>,
+    fresh: &'a BTreeMap<String, FleetView>,
+    audits: &BTreeMap<String, StoredAudit>,
+) -> Result<BTreeMap<String, (Latest<'a>, Fingerprint)>> {
+    let mut latest = BTreeMap::new();
+    let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
+    let mut by_target: Vec<&FleetMember> = Vec::new();
+    for member in members {
+        if let Some(view) = fresh.get(&member.name) {
+            latest.insert(
+                member.name.clone(),
+                (Latest::Fresh(view), Fingerprint::of(view)),
+            );
+            continue;
+        }
+        match audits
+            .get(&member.name)
+            .and_then(|audit| audit.record.snapshot_id.clone())
+        {
+            Some(id) => by_record.push((member, id)),
+            None => by_target.push(member),
+        }
+    }
+    let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, id), print) in by_record.iter().zip(store.fingerprints(&ids)?) {
+        match print {
+            Some(print) => {
+                latest.insert(member.name.clone(), (Latest::Stored(id.clone()), print));
+            }
+            None => by_target.push(member),
+        }
+    }
+    let mut newest: Vec<(&FleetMember, String)> = Vec::new();
+    for member in by_target {
+        if let Some(meta) = store.newest(&member.target)? {
+            newest.push((member, meta.id));
+        }
+    }
+    let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, id), print) in newest.iter().zip(store.fingerprints(&ids)?) {
+        if let Some(print) = print {
+            latest.insert(member.name.clone(), (Latest::Stored(id.clone()), print));
+        }
+    }
+    Ok(latest)
+}
+
+/// The groups to compare: every inventory group and tag (`tag:NAME`), only `only_groups` when
+/// given; members in inventory order.
+fn groups_of<'a>(
+    members: &'a [FleetMember],
     only_groups: &[String],
-) -> Result<Vec<GroupOutliers>> {
-    let audits: BTreeMap<String, StoredAudit> = store
-        .last_audits()?
-        .into_iter()
-        .map(|audit| (audit.record.host.clone(), audit))
-        .collect();
-    let views = latest_views(store, members, fresh, &audits)?;
+) -> BTreeMap<String, Vec<&'a FleetMember>> {
     let mut groups: BTreeMap<String, Vec<&FleetMember>> = BTreeMap::new();
     for member in members {
         for group in &member.groups {
@@ -130,8 +183,97 @@ pub fn group_outliers(
             }
         }
     }
+    groups
+}
+
+/// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
+/// snapshot; only `only_groups` when given. Members are compared by their configuration
+/// fingerprints first: only the first member of each distinct fingerprint of a group is read
+/// (`get_many_views`) and compared, the same answer as [`group_outliers_by_views`].
+pub fn group_outliers(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, FleetView>,
+    only_groups: &[String],
+) -> Result<Vec<GroupOutliers>> {
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let latest = latest_fingerprints(store, members, fresh, &audits)?;
+    let groups: Vec<(String, Vec<Present<'_>>)> = groups_of(members, only_groups)
+        .into_iter()
+        .map(|(group, hosts)| {
+            let present = (hosts.iter())
+                .filter_map(|m| latest.get(&m.name).map(|l| (m.name.as_str(), l)))
+                .collect();
+            (group, present)
+        })
+        .filter(|(_, present): &(String, Vec<_>)| present.len() >= 2)
+        .collect();
+    let prints = |present: &[Present<'_>]| -> Vec<Option<Vec<u8>>> {
+        (present.iter())
+            .map(|(_, (_, print))| print.0.map(|hash| hash.to_vec()))
+            .collect()
+    };
+    // The stored snapshots any group reads whole, read once.
+    let mut wanted: Vec<String> = Vec::new();
+    for (_, present) in &groups {
+        let prints = prints(present);
+        let prints: Vec<Option<&[u8]>> = prints.iter().map(Option::as_deref).collect();
+        for index in probe_diff::members_to_read(&prints) {
+            if let (Latest::Stored(id), _) = present[index].1
+                && !wanted.contains(id)
+            {
+                wanted.push(id.clone());
+            }
+        }
+    }
+    let read: BTreeMap<String, FleetView> = wanted
+        .iter()
+        .cloned()
+        .zip(store.get_many_views(&wanted)?)
+        .filter_map(|(id, view)| Some((id, view?)))
+        .collect();
     let mut reports = Vec::new();
-    for (group, hosts) in groups {
+    for (group, present) in &groups {
+        let prints = prints(present);
+        let fingerprinted: Vec<Fingerprinted<'_>> = (present.iter().zip(&prints))
+            .map(|((host, (where_, _)), print)| Fingerprinted {
+                host,
+                fingerprint: print.as_deref(),
+                view: match where_ {
+                    Latest::Fresh(view) => Some(*view),
+                    Latest::Stored(id) => read.get(id),
+                },
+            })
+            .collect();
+        match probe_diff::outliers_by_fingerprint(group, &fingerprinted) {
+            Some(report) => reports.push(report),
+            // A snapshot pruned between the two reads: every member read whole.
+            None => return group_outliers_by_views(store, members, fresh, only_groups),
+        }
+    }
+    Ok(reports)
+}
+
+/// [`group_outliers`] with every member's view read and compared: the answer the fingerprints
+/// must give (tests hold them to it), and the way when a snapshot goes between two reads.
+pub fn group_outliers_by_views(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, FleetView>,
+    only_groups: &[String],
+) -> Result<Vec<GroupOutliers>> {
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let views = latest_views(store, members, fresh, &audits)?;
+    let mut reports = Vec::new();
+    for (group, hosts) in groups_of(members, only_groups) {
         let group_members: Vec<Member<'_>> = hosts
             .iter()
             .filter_map(|member| {
@@ -630,5 +772,168 @@ mod tests {
             vec![probe_diff::outliers("prod", &expected_members)]
         );
         assert!(!groups[0].outliers.is_empty());
+        assert_eq!(
+            groups,
+            group_outliers_by_views(&store, &members, &BTreeMap::new(), &[]).unwrap()
+        );
+    }
+
+    /// A vLLM host of a generated fleet: `n` its number (names, ids, uptime), the rest its
+    /// configuration.
+    fn fleet_host(n: usize, driver: &str, flag: Option<&str>, torch: &str, pid: u32) -> Snapshot {
+        use probe_model::{Gpu, GpuState, ProcessInfo, PythonEnv, PythonPackage};
+        let name = format!("gpu{n}");
+        let mut argv: Vec<String> = [
+            "/opt/venvs/vllm/bin/python3",
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            "/mnt/models/GLM-4.5-Air-FP8",
+            "--tensor-parallel-size",
+            "2",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        argv.extend(
+            flag.into_iter()
+                .flat_map(|f| f.split(' '))
+                .map(str::to_string),
+        );
+        let package = |name: &str, version: &str| PythonPackage {
+            name: name.into(),
+            version: version.into(),
+            ..PythonPackage::default()
+        };
+        let gpu = |index: u32| Gpu {
+            index: Some(index),
+            name: Some("NVIDIA H200".into()),
+            uuid: Some(format!("GPU-{index}")),
+            power_limit_w: Some(700.0),
+            ..Gpu::default()
+        };
+        Snapshot {
+            schema_version: SCHEMA_VERSION,
+            id: format!("{name}-1"),
+            target: name.clone(),
+            collected_at: 1_795_000_000,
+            redacted: true,
+            host: probe_model::HostFacts {
+                hostname: Some(name),
+                machine_id: Some(format!("{n:032x}")),
+                uptime_s: Some(1000 + n as u64),
+                ..probe_model::HostFacts::default()
+            },
+            processes: vec![ProcessInfo {
+                pid,
+                engine: Some(probe_model::Engine::Vllm),
+                argv,
+                role: probe_model::ProcessRole::Launcher,
+                exe: Some("/opt/venvs/vllm/bin/python3.11".into()),
+                ..ProcessInfo::default()
+            }],
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venvs/vllm/bin/python3".into(),
+                packages: vec![package("vllm", "0.11.0"), package("torch", torch)],
+                ..PythonEnv::default()
+            }],
+            gpu: GpuState {
+                driver_version: Some(driver.into()),
+                gpus: vec![gpu(0), gpu(1)],
+                ..GpuState::default()
+            },
+            ..Snapshot::default()
+        }
+    }
+
+    /// A generated fleet of 30 hosts in one group: most share one image, a few differ in the
+    /// driver, a flag, torch or a process id; the first twelve disagree, so that the medoid
+    /// is not of the modal image (the holders' comparisons); two hosts stored before
+    /// fingerprints were kept (`forget` clears theirs), one snapshot of this run.
+    fn generated_fleet(store: &dyn SnapshotStore, forget: impl Fn(&[&str])) -> Vec<FleetMember> {
+        for n in 0..30 {
+            let (driver, flag, torch, pid) = match n {
+                0..12 if n % 2 == 0 => ("570.172.08", None, "2.8.0".to_string(), 4242),
+                0..12 => ("575.57.08", None, format!("2.7.{n}"), 4242),
+                14 => ("575.57.08", None, "2.8.0".into(), 4343),
+                20 | 21 => (
+                    "575.57.08",
+                    Some("--enable-expert-parallel"),
+                    "2.8.0".into(),
+                    4242,
+                ),
+                25 => (
+                    "570.172.08",
+                    Some("--max-num-seqs 64"),
+                    "2.8.0".into(),
+                    4242,
+                ),
+                _ => ("575.57.08", None, "2.8.0".into(), 4242),
+            };
+            store
+                .put(&fleet_host(n, driver, flag, &torch, pid))
+                .unwrap();
+        }
+        forget(&["gpu16-1", "gpu21-1"]);
+        (0..31)
+            .map(|n| FleetMember {
+                name: format!("host-{n}"),
+                target: format!("gpu{n}"),
+                groups: vec!["prod".into()],
+                tags: vec![format!("rack{}", n % 2)],
+            })
+            .collect()
+    }
+
+    /// The outliers by fingerprint are today's, where every member's view is read and
+    /// compared: on SQLite and on PostgreSQL, fresh and stored snapshots mixed.
+    #[test]
+    fn outliers_by_fingerprint_are_those_of_every_view_on_both_stores() {
+        let fresh: BTreeMap<String, FleetView> = [(
+            "host-30".to_string(),
+            FleetView::of(fleet_host(30, "575.57.08", None, "2.8.0", 4242)),
+        )]
+        .into();
+        let check = |store: &dyn SnapshotStore, members: &[FleetMember]| {
+            let by_fingerprint = group_outliers(store, members, &fresh, &[]).unwrap();
+            let by_views = group_outliers_by_views(store, members, &fresh, &[]).unwrap();
+            assert_eq!(by_fingerprint, by_views);
+            let prod = by_fingerprint.iter().find(|g| g.group == "prod").unwrap();
+            assert_eq!(prod.hosts, 31);
+            let odd: Vec<&str> = prod.outliers.iter().map(|o| o.host.as_str()).collect();
+            for host in ["host-0", "host-20", "host-21", "host-25"] {
+                assert!(odd.contains(&host), "{host} not in {odd:?}");
+            }
+            assert_eq!(by_fingerprint.len(), 3, "prod, tag:rack0, tag:rack1");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let sqlite = probe_store::SqliteStore::open(&path).unwrap();
+        let members = generated_fleet(&sqlite, |ids| {
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            for id in ids {
+                connection
+                    .execute(
+                        "UPDATE snapshots SET fingerprint = NULL WHERE id = ?1",
+                        [id],
+                    )
+                    .unwrap();
+            }
+        });
+        check(&sqlite, &members);
+        probe_testkit::postgres::require_postgres().unwrap_or_else(|e| panic!("{e}"));
+        let cluster = probe_testkit::postgres::Postgres::start();
+        let url = cluster.create_database("fleet");
+        let env = probe_store::PgEnv::from_pairs(cluster.client_env(), None);
+        let pg = probe_store::PgStore::open_with(&url, &env).unwrap();
+        let members = generated_fleet(&pg, |ids| {
+            cluster.psql(
+                "fleet",
+                &format!(
+                    "UPDATE probe.snapshots SET fingerprint = NULL WHERE id IN ('{}')",
+                    ids.join("', '")
+                ),
+            );
+        });
+        check(&pg, &members);
     }
 }
