@@ -66,17 +66,65 @@ fn command(rest: &str) -> Vec<String> {
     vec!["/bin/sh".into(), "-c".into(), rest.to_string()]
 }
 
-/// `ENV K=V K2="v 2"` or the old `ENV K V`.
+/// `$NAME` and `${NAME}` in an `ENV` value replaced by the value an earlier `ENV` of this stage
+/// gave `NAME` (the builder substitutes them, so `ENV PATH=/b:$PATH` after `ENV PATH=/a:$PATH`
+/// is `/b:/a:$PATH`). A name no earlier `ENV` set (the base image's, a build `ARG`) is not known
+/// from the text and stays as written, as does any other `${...}` form.
+fn expand_known(value: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, len) = match after.strip_prefix('{') {
+            Some(inner) => match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            },
+            None => {
+                let end = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                (&after[..end], end)
+            }
+        };
+        match env.get(name) {
+            Some(v) if !name.is_empty() => out.push_str(v),
+            _ => out.push_str(&rest[at..at + 1 + len]),
+        }
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `ENV K=V K2="v 2"` or the old `ENV K V`; earlier values substituted ([`expand_known`]),
+/// except in a single-quoted value (`K='$X'`), where the builder leaves `$` alone.
 fn env_line(rest: &str, env: &mut BTreeMap<String, String>) {
     let words = split_words(rest);
     if words.iter().all(|w| w.contains('=')) {
-        for w in words {
-            if let Some((k, v)) = w.split_once('=') {
-                env.insert(k.to_string(), v.to_string());
-            }
-        }
+        // Every pair of one line sees the values from before the line.
+        let pairs: Vec<(String, String)> = words
+            .iter()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| {
+                let v = if rest.contains(&format!("{k}='")) {
+                    v.to_string()
+                } else {
+                    expand_known(v, env)
+                };
+                (k.to_string(), v)
+            })
+            .collect();
+        env.extend(pairs);
     } else if let Some((k, v)) = rest.split_once(char::is_whitespace) {
-        env.insert(k.to_string(), v.trim().to_string());
+        let v = v.trim();
+        let v = if v.starts_with('\'') {
+            v.to_string()
+        } else {
+            expand_known(v, env)
+        };
+        env.insert(k.to_string(), v);
     }
 }
 

@@ -95,3 +95,24 @@ fn kubernetes_container() {
     "#
     );
 }
+
+#[test]
+fn dockerfile_env_builds_on_earlier_env() {
+    // The builder substitutes `$PATH` in an `ENV` with the value an earlier `ENV` gave it; the
+    // base image's own value is not in the text and stays `$PATH`. Single quotes keep `$`.
+    check!(
+        Dockerfile,
+        "FROM lmsysorg/sglang:latest\nENV PATH=\"/root/.local/bin:$PATH\"\nENV PATH=\"/opt/venv/bin:$PATH\" HOME=/root\nENV CACHE=${HOME}/.cache LIT='$HOME' OLD=$UNSET\nCMD [\"python3\", \"-m\", \"sglang.launch_server\", \"--model-path\", \"m\"]\n",
+        @r#"
+        launches: 1
+        engine: sglang
+        entry: python -m sglang.launch_server
+        model: m
+        interpreter: python3
+        wrappers: docker
+        option model-path = "m" (--model-path m)
+        env: CACHE=/root/.cache HOME=/root LIT=$HOME OLD=$UNSET PATH=/opt/venv/bin:/root/.local/bin:$PATH
+        fields: {"engine":"sglang","model":"m","env":{"CACHE":"/root/.cache","HOME":"/root","LIT":"$HOME","OLD":"$UNSET","PATH":"/opt/venv/bin:/root/.local/bin:$PATH"},"wrapper":"docker"}
+    "#
+    );
+}
