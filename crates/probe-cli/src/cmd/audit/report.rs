@@ -63,12 +63,31 @@ fn latest_views(
     fresh: &BTreeMap<String, FleetView>,
     audits: &BTreeMap<String, StoredAudit>,
 ) -> Result<BTreeMap<String, FleetView>> {
-    let mut snapshots = BTreeMap::new();
+    newest_of(
+        store,
+        members,
+        audits,
+        |member| fresh.get(&member.name).cloned(),
+        |ids| Ok(store.get_many_views(ids)?),
+    )
+}
+
+/// Each member's newest snapshot, as `fresh` (this run's) or `read` (a batch of stored ids,
+/// `None` where one is gone) gives it: this run's, else the snapshot its stored audit record
+/// names, else the newest stored for its target (also where the record's snapshot is gone).
+fn newest_of<T>(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    audits: &BTreeMap<String, StoredAudit>,
+    fresh: impl Fn(&FleetMember) -> Option<T>,
+    mut read: impl FnMut(&[String]) -> Result<Vec<Option<T>>>,
+) -> Result<BTreeMap<String, T>> {
+    let mut out = BTreeMap::new();
     let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
     let mut by_target: Vec<&FleetMember> = Vec::new();
     for member in members {
-        if let Some(snapshot) = fresh.get(&member.name) {
-            snapshots.insert(member.name.clone(), snapshot.clone());
+        if let Some(value) = fresh(member) {
+            out.insert(member.name.clone(), value);
             continue;
         }
         match audits
@@ -80,10 +99,10 @@ fn latest_views(
         }
     }
     let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, _), snapshot) in by_record.iter().zip(store.get_many_views(&ids)?) {
-        match snapshot {
-            Some(snapshot) => {
-                snapshots.insert(member.name.clone(), snapshot);
+    for ((member, _), value) in by_record.iter().zip(read(&ids)?) {
+        match value {
+            Some(value) => {
+                out.insert(member.name.clone(), value);
             }
             None => by_target.push(member),
         }
@@ -95,12 +114,12 @@ fn latest_views(
         }
     }
     let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, _), snapshot) in newest.iter().zip(store.get_many_views(&ids)?) {
-        if let Some(snapshot) = snapshot {
-            snapshots.insert(member.name.clone(), snapshot);
+    for ((member, _), value) in newest.iter().zip(read(&ids)?) {
+        if let Some(value) = value {
+            out.insert(member.name.clone(), value);
         }
     }
-    Ok(snapshots)
+    Ok(out)
 }
 
 /// Where a member's newest snapshot is: this run's view, or a stored snapshot.
@@ -121,47 +140,24 @@ fn latest_fingerprints<'a>(
     fresh: &'a BTreeMap<String, FleetView>,
     audits: &BTreeMap<String, StoredAudit>,
 ) -> Result<BTreeMap<String, (Latest<'a>, Fingerprint)>> {
-    let mut latest = BTreeMap::new();
-    let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
-    let mut by_target: Vec<&FleetMember> = Vec::new();
-    for member in members {
-        if let Some(view) = fresh.get(&member.name) {
-            latest.insert(
-                member.name.clone(),
-                (Latest::Fresh(view), Fingerprint::of(view)),
-            );
-            continue;
-        }
-        match audits
-            .get(&member.name)
-            .and_then(|audit| audit.record.snapshot_id.clone())
-        {
-            Some(id) => by_record.push((member, id)),
-            None => by_target.push(member),
-        }
-    }
-    let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, id), print) in by_record.iter().zip(store.fingerprints(&ids)?) {
-        match print {
-            Some(print) => {
-                latest.insert(member.name.clone(), (Latest::Stored(id.clone()), print));
-            }
-            None => by_target.push(member),
-        }
-    }
-    let mut newest: Vec<(&FleetMember, String)> = Vec::new();
-    for member in by_target {
-        if let Some(meta) = store.newest(&member.target)? {
-            newest.push((member, meta.id));
-        }
-    }
-    let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
-    for ((member, id), print) in newest.iter().zip(store.fingerprints(&ids)?) {
-        if let Some(print) = print {
-            latest.insert(member.name.clone(), (Latest::Stored(id.clone()), print));
-        }
-    }
-    Ok(latest)
+    newest_of(
+        store,
+        members,
+        audits,
+        |member| {
+            fresh
+                .get(&member.name)
+                .map(|view| (Latest::Fresh(view), Fingerprint::of(view)))
+        },
+        |ids| {
+            Ok(store
+                .fingerprints(ids)?
+                .into_iter()
+                .zip(ids)
+                .map(|(print, id)| print.map(|print| (Latest::Stored(id.clone()), print)))
+                .collect())
+        },
+    )
 }
 
 /// The groups to compare: every inventory group and tag (`tag:NAME`), only `only_groups` when
