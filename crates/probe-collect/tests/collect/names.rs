@@ -83,3 +83,37 @@ fn a_latin1_log_name_is_read_under_its_exact_name() {
         );
     }
 }
+
+/// The same for the launch files round 2 reads (a config file a running launch names, a compose
+/// file): one whose name came with U+FFFD is read under its exact name.
+#[test]
+fn a_latin1_config_file_name_is_read_under_its_exact_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, b"caf\xe9.yaml", "max-num-seqs: 64\n");
+    let asked = format!(
+        "{}/{}",
+        d.display(),
+        String::from_utf8_lossy(b"caf\xe9.yaml")
+    );
+    let inputs = probe_collect::script::Round2Inputs {
+        launch_files: vec![("config".into(), "pid:4242".into(), asked.clone())],
+        ..Default::default()
+    };
+    for shell in shells() {
+        let snap = run_round2(&shell, &inputs);
+        let f = snap
+            .launch_files
+            .iter()
+            .find(|f| f.path == asked)
+            .unwrap_or_else(|| panic!("{}: {:#?}", shell.name, snap.launch_files));
+        assert_eq!(
+            f.status,
+            SectionStatus::Ok,
+            "{}: {:?}",
+            shell.name,
+            f.message
+        );
+        assert_eq!(f.text, "max-num-seqs: 64\n", "{}", shell.name);
+    }
+}

@@ -98,6 +98,7 @@ const ALLOWED: &[&str] = &[
     "uok",
     "dreal",
     "lone",
+    "exact",
     "cap",
     "rcof",
     "lim",
