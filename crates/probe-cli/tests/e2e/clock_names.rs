@@ -30,16 +30,11 @@ fn collected() -> &'static (HostReport, String, Snapshot) {
     static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
     DONE.get_or_init(|| {
         let env = env();
-        let config = env.fleet.ssh_config();
-        let (report, snap) =
-            util::host_report_and_snapshot(env.dir.path(), &config, "fx-clock-latin1");
-        let text = util::probe(env.dir.path()).config(&config).run(&[
-            "host",
+        util::host_report_text_and_snapshot(
+            env.dir.path(),
+            &env.fleet.ssh_config(),
             "fx-clock-latin1",
-            "--no-store",
-        ]);
-        assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
-        (report, util::text(&text.stdout), snap)
+        )
     })
 }
 

@@ -6,8 +6,6 @@
 //! OLLAMA_KEEP_ALIVE=-1) but both sit wholly on the GPU, so it is not the cause. The speed comes
 //! from the `ollama run --verbose` outputs a nightly cron job keeps.
 
-use std::path::PathBuf;
-use std::process::Output;
 use std::sync::OnceLock;
 
 use probe_model::{Assessment, Conclusion, HostReport, LaunchDiff, Snapshot};
@@ -28,30 +26,12 @@ fn env() -> &'static Env {
     })
 }
 
-fn probe(store: &str, args: &[&str]) -> Output {
-    let env = env();
-    let store: PathBuf = env.dir.path().join(store);
-    util::probe_on(env.dir.path(), &env.fleet.ssh_config(), &store).run(args)
-}
-
 type Collected = (HostReport, String, Snapshot);
 
 /// The report (JSON), the human text, and the snapshot stored by the same collection.
 fn collect(alias: &str) -> Collected {
-    let store = format!("{alias}.db");
-    let out = probe(&store, &["host", alias, "--format", "json"]);
-    let report = util::one_host_report(&out);
-    let text = probe("text.db", &["host", alias, "--no-store"]);
-    assert_eq!(text.status.code(), Some(0), "{}", util::text(&text.stderr));
-    let export = probe(&store, &["snapshots", "export", &report.snapshot_id]);
-    assert_eq!(
-        export.status.code(),
-        Some(0),
-        "{}",
-        util::text(&export.stderr)
-    );
-    let snapshot: Snapshot = serde_json::from_slice(&export.stdout).expect("a snapshot");
-    (report, util::text(&text.stdout), snapshot)
+    let env = env();
+    util::host_report_text_and_snapshot(env.dir.path(), &env.fleet.ssh_config(), alias)
 }
 
 fn offload() -> &'static Collected {

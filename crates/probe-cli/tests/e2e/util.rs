@@ -62,6 +62,20 @@ pub fn host_report_and_snapshot(
     (report, snapshot)
 }
 
+/// [`host_report_and_snapshot`], and the human text of the same host (`--no-store`).
+pub fn host_report_text_and_snapshot(
+    home: &Path,
+    config: &Path,
+    alias: &str,
+) -> (probe_model::HostReport, String, probe_model::Snapshot) {
+    let (report, snapshot) = host_report_and_snapshot(home, config, alias);
+    let out = probe(home)
+        .config(config)
+        .run(&["host", alias, "--no-store"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    (report, text(&out.stdout), snapshot)
+}
+
 /// One configured `probe` invocation (see [`probe`]).
 #[derive(Clone)]
 pub struct Probe {
