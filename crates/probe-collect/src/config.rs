@@ -20,6 +20,8 @@ pub struct LogPlaces {
     pub max_dated_files: u32,
     pub pod_logs: String,
     pub max_pod_containers: u32,
+    /// Scripts read at most: those a cron line or a service's `ExecStart=` runs.
+    pub max_scripts: u32,
     /// Directories never read from.
     pub never: Vec<String>,
     /// Prefixes of directories never read from.
@@ -51,6 +53,9 @@ pub enum PlaceKind {
     Logrotate,
     /// dockerd's `daemon.json`.
     Docker,
+    /// A script cron or a service runs (`/etc/cron.daily/*`, or the path a cron line or an
+    /// `ExecStart=` starts): every line is a shell command.
+    Script,
 }
 
 impl PlaceKind {
@@ -63,6 +68,7 @@ impl PlaceKind {
             PlaceKind::Service => "service",
             PlaceKind::Logrotate => "logrotate",
             PlaceKind::Docker => "docker",
+            PlaceKind::Script => "script",
         }
     }
 
@@ -74,6 +80,7 @@ impl PlaceKind {
             PlaceKind::Service,
             PlaceKind::Logrotate,
             PlaceKind::Docker,
+            PlaceKind::Script,
         ]
         .into_iter()
         .find(|k| k.as_str() == w)

@@ -322,6 +322,7 @@ fn header(
     assign("LPPODS", &lp.pod_logs);
     assign("LPPODMAX", &lp.max_pod_containers.to_string());
     assign("LPDATED", &lp.max_dated_files.to_string());
+    assign("LPSCRIPTS", &lp.max_scripts.to_string());
     for (k, v) in vars {
         assign(k, v);
     }
@@ -486,6 +487,21 @@ pub fn build_group(
     let mut s = header(opts, boundary, budget, &round2_vars(inputs));
     s.push_str(&section_calls(&g.probes, &g.lanes(width)));
     s
+}
+
+/// The script of the one probe `name` of either round with `vars` set after the configured
+/// values (a fixture's own places in place of `/etc/cron.d`): how a section is run alone.
+pub fn build_probe(
+    opts: &CollectOptions,
+    boundary: &str,
+    budget: Duration,
+    name: &str,
+    vars: &[(&str, String)],
+) -> Option<String> {
+    let pr = probe(name)?;
+    let mut s = header(opts, boundary, budget, vars);
+    s.push_str(&section_calls(&[pr], &[0]));
+    Some(s)
 }
 
 /// The `R2_*` shell variables of round 2: one entry a line, entries that could break the

@@ -294,7 +294,9 @@ fn a_cron_jobs_dated_files_hold_the_recreated_containers_run() {
         "{:?}",
         dated.iter().map(|l| &l.location).collect::<Vec<_>>()
     );
-    let why = "cron:/etc/cron.d/llm-logs line 5 writes docker logs of llm-vllm-1 to /var/log/llm-archive/vllm-$(date +%F).log";
+    // The script the cron line runs names the files (its own values in place), and the history
+    // lines that read them say they matter.
+    let why = "script:/usr/local/bin/llm-save-logs.sh line 8 writes docker logs of llm-vllm-1 to /var/log/llm-archive/vllm-$(date +%F).log (run by cron:/etc/cron.d/llm-logs line 5); read by 2 history lines, the newest root's /root/.bash_history entry 9: `grep -c 'Running: 1[0-9][0-9] reqs' /var/log/llm-archive/vllm-2026-11-2*.log`";
     for l in &dated {
         assert_eq!(l.found_by.as_deref(), Some(why), "{}", l.location);
         assert_eq!(l.status, probe_model::SectionStatus::Ok, "{:?}", l.message);

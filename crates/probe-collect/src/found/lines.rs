@@ -1,7 +1,7 @@
 //! The lines of cron tables and timers' services that write a server's output into files, and
 //! the directory and name pattern of each file (a dated name's `$(date +%F)` as `*`).
 
-use probe_launch::writing_commands;
+use probe_launch::{WritingCommand, writing_commands};
 
 use super::names::ServerNames;
 use super::{FoundMode, FoundPlace, PlaceText, dir_allowed, pattern_allowed};
@@ -15,22 +15,12 @@ const MAX_LINE: usize = 16 * 1024;
 /// The places the lines of `t` write a server's output to, each with why.
 pub fn writes_of(t: &PlaceText, names: &ServerNames) -> Vec<FoundPlace> {
     let mut out = Vec::new();
-    for (no, cmd, extra) in commands_of(t) {
-        let mut found = Vec::new();
-        for w in writing_commands(&cmd) {
-            if let Some(what) = names.named_by(&w.argv) {
-                found.extend(w.targets.into_iter().map(|t| (what.clone(), t)));
-            }
-        }
-        // A service whose output goes to a file by `StandardOutput=append:...`.
-        if let Some(target) = &extra {
-            for c in probe_launch::writing_commands(&format!("{cmd} >> {target}")) {
-                if let Some(what) = names.named_by(&c.argv) {
-                    found.push((what, target.clone()));
-                }
-            }
-        }
-        for (what, target) in found {
+    for (no, w) in writing_of(t) {
+        let Some(what) = names.named_by(&w.argv) else {
+            continue;
+        };
+        let at = no.map_or_else(String::new, |n| format!(" line {n}"));
+        for target in w.targets {
             let Some((dir, patterns)) = dated_pattern(&target) else {
                 continue;
             };
@@ -40,11 +30,34 @@ pub fn writes_of(t: &PlaceText, names: &ServerNames) -> Vec<FoundPlace> {
                     dir: dir.clone(),
                     pattern,
                     reason: format!(
-                        "{}:{} line {no} writes {what} to {target}",
+                        "{}:{}{at} writes {what} to {target}",
                         t.kind.as_str(),
                         t.path
                     ),
                 });
+            }
+        }
+    }
+    out
+}
+
+/// The commands of `t` that write their output to files, each with its line: a script read
+/// whole (its values carry from line to line), a table's or a service's commands one by one (a
+/// service's `StandardOutput=append:FILE` one more target of each).
+fn writing_of(t: &PlaceText) -> Vec<(Option<usize>, WritingCommand)> {
+    if t.kind == PlaceKind::Script {
+        return super::scripts::writes(&t.text);
+    }
+    let mut out = Vec::new();
+    for (no, cmd, extra) in commands_of(t) {
+        out.extend(writing_commands(&cmd).into_iter().map(|w| (Some(no), w)));
+        if let Some(target) = extra {
+            for c in writing_commands(&format!("{cmd} >> {target}")) {
+                let w = WritingCommand {
+                    argv: c.argv,
+                    targets: vec![target.clone()],
+                };
+                out.push((Some(no), w));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Evidence found where people put it (issue 30): server output their own tools saved into
-//! files. A cron line or a timer's service that runs `docker logs <container>`, `journalctl -u
+//! files. A cron line, a timer's service or a script either of them runs (`scripts`) that runs `docker logs <container>`, `journalctl -u
 //! <unit>` or the engine itself with its output going into a file (`>`, `>>`, `tee [-a]`,
 //! `--log-file`, `-o`), logrotate's `olddir` for a log already named, and kubelet's pod log
 //! directories of the containers in pods. Round 1's `log_places` section reads the texts
@@ -7,9 +7,11 @@
 //! places round 2's `found_logs` reads: one directory and a name pattern each (a dated name's
 //! `$(date +%F)` becomes `*`), never more (no walk), each with the reason it is read.
 
+mod history;
 mod lines;
 mod logrotate;
 mod names;
+mod scripts;
 
 use probe_model::Snapshot;
 
@@ -18,6 +20,7 @@ use crate::frame::{FileStatus, file_header, records};
 use crate::sanitize::sanitize_line;
 
 pub use crate::config::PlaceKind;
+pub use history::read_paths;
 pub use lines::{dated_pattern, writes_of};
 pub use names::ServerNames;
 
@@ -100,14 +103,22 @@ pub fn parse_places(body: &[u8], boundary: &str) -> Places {
     out
 }
 
-/// The places round 2 reads for the servers of `snap`: cron lines and timers' services that
-/// write a server's output into files, the `olddir` logrotate moves those files or the logs
-/// the launches name (`named_logs`) to, and the pod log directories of containers in pods.
+/// The places round 2 reads for the servers of `snap`: cron lines, timers' services and the
+/// scripts they run that write a server's output into files, the `olddir` logrotate moves those
+/// files or the logs the launches name (`named_logs`) to, the pod log directories of containers
+/// in pods, and files history lines read whose names carry a server's name; each place a
+/// history line reads says so.
 pub fn plan(snap: &Snapshot, places: &Places, named_logs: &[String]) -> Vec<FoundPlace> {
     let names = ServerNames::of(snap);
     let mut out: Vec<FoundPlace> = Vec::new();
     for t in &places.texts {
-        for w in writes_of(t, &names) {
+        let ran_by = (t.kind == PlaceKind::Script)
+            .then(|| scripts::runner(&t.path, &places.texts))
+            .flatten();
+        for mut w in writes_of(t, &names) {
+            if let Some(by) = &ran_by {
+                w.reason = format!("{} (run by {by})", w.reason);
+            }
             push(&mut out, w);
         }
     }
@@ -129,6 +140,11 @@ pub fn plan(snap: &Snapshot, places: &Places, named_logs: &[String]) -> Vec<Foun
     for p in names::pod_places(snap, &places.pod_dirs) {
         push(&mut out, p);
     }
+    let reads = history::reads(snap);
+    for p in history::places(&reads, &names, &out) {
+        push(&mut out, p);
+    }
+    history::mark(&mut out, &reads);
     out
 }
 

@@ -6,6 +6,7 @@ mod attacks;
 mod busybox;
 mod fixtures;
 mod found;
+mod found_scripts;
 mod local;
 mod names;
 mod partial;

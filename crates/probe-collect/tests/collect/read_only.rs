@@ -99,6 +99,8 @@ const ALLOWED: &[&str] = &[
     "dreal",
     "lone",
     "exact",
+    "runs",
+    "lpfiles",
     "cap",
     "rcof",
     "lim",
