@@ -230,16 +230,26 @@ fn diff_with_a_baseline_compares_it_with_the_after_side_now() {
     let verdict = diff.verdict.as_ref().expect("a verdict");
     assert_eq!(verdict.conclusion, Conclusion::LoadChanged, "{verdict:#?}");
 
-    // Without one: the running run of each snapshot, said so.
+    // Without one: both snapshots saw the one run, so its change point is found, as `probe
+    // host` finds it: the before snapshot's period before it against the after snapshot's since.
     let out = probe(&["diff", &id, &id, "--format", "json"]);
     let diff: SnapshotDiff = serde_json::from_slice(&out.stdout).expect("a diff");
+    let [before, after] = diff.periods.as_slice() else {
+        panic!("two periods: {:#?}", diff.periods);
+    };
+    assert_eq!((before.start, before.end), (RUN_START, Some(GROWTH)));
     assert!(
-        diff.periods
-            .iter()
-            .all(|p| p.why.starts_with("the running run of snapshot")),
-        "{:#?}",
-        diff.periods
+        before.why.starts_with("before the change point in ")
+            && before.why.ends_with(&format!("(in snapshot {id})")),
+        "{before:?}"
     );
+    assert_eq!(after.start, GROWTH, "{after:?}");
+    assert!(
+        after.why.starts_with("now: since the change point in "),
+        "{after:?}"
+    );
+    let verdict = diff.verdict.as_ref().expect("a verdict");
+    assert_eq!(verdict.conclusion, Conclusion::LoadChanged, "{verdict:#?}");
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub fn compare_analyses(
     let sides = ((before, before_analysis), (after, after_analysis));
     let verdict = match &options.baseline {
         Some(baseline) => baseline_verdict(sides, baseline, &mut changes),
-        None => None,
+        None => change_point_verdict(sides, &mut changes),
     };
     let (verdict, periods) = match verdict {
         Some(judged) => judged,
@@ -151,10 +151,11 @@ fn shape(before: Read<'_>, after: Read<'_>) -> crate::verdict::Shape {
 /// since its last change point, and after the baseline). `None` when either side runs no server
 /// with metrics.
 fn baseline_verdict(
-    ((before, before_analysis), (after, after_analysis)): (Read<'_>, Read<'_>),
+    sides: (Read<'_>, Read<'_>),
     baseline: &Baseline,
     changes: &mut [Change],
 ) -> Option<(Verdict, Vec<ComparedPeriod>)> {
+    let ((before, before_analysis), (after, after_analysis)) = sides;
     let b = Server::running(before, before_analysis)?;
     let a = Server::running(after, after_analysis)?;
     let why = format!("named by --baseline {}", baseline.text);
@@ -186,6 +187,49 @@ fn baseline_verdict(
         ),
     };
     let after_side = a.now(&a.change_points(), end);
+    Some(judge_sides(
+        sides,
+        (&b, &a),
+        (before_side, after_side),
+        changes,
+    ))
+}
+
+/// Without a baseline, two snapshots of one run (the server was not restarted between them)
+/// whose later side finds a change point in it (the load or the speed moved for a day or more):
+/// the before snapshot's period before the last change point against the after snapshot's since,
+/// as `probe host` compares them. `None` for two runs, or a run without a change point (the
+/// running runs are compared whole).
+fn change_point_verdict(
+    sides: (Read<'_>, Read<'_>),
+    changes: &mut [Change],
+) -> Option<(Verdict, Vec<ComparedPeriod>)> {
+    let ((before, before_analysis), (after, after_analysis)) = sides;
+    let b = Server::running(before, before_analysis)?;
+    let a = Server::running(after, after_analysis)?;
+    let same_run =
+        b.current.start == a.current.start && evidence_label(b.launch) == evidence_label(a.launch);
+    if !same_run {
+        return None;
+    }
+    let (mut before_side, after_side) = super::within::sides(&a, None, after.collected_at)?;
+    before_side.why = format!("{} (in snapshot {})", before_side.why, before.id);
+    Some(judge_sides(
+        sides,
+        (&b, &a),
+        (before_side, after_side),
+        changes,
+    ))
+}
+
+/// The verdict of two periods: `before_side` read from the before snapshot's server `b`,
+/// `after_side` from the after snapshot's `a`; and the periods compared, with why.
+fn judge_sides(
+    ((before, before_analysis), (after, after_analysis)): (Read<'_>, Read<'_>),
+    (b, a): (&Server<'_>, &Server<'_>),
+    (before_side, after_side): (Side, Side),
+    changes: &mut [Change],
+) -> (Verdict, Vec<ComparedPeriod>) {
     let before_stats = period_metrics(&b.points, &before_side.period);
     let after_stats = period_metrics(&a.points, &after_side.period);
     let before_label = b
@@ -242,5 +286,5 @@ fn baseline_verdict(
         compared("before", &before_side, before_label, before_run),
         compared("after", &after_side, after_label, after_run),
     ];
-    Some((verdict, periods))
+    (verdict, periods)
 }
