@@ -148,8 +148,26 @@ async fn run_collection(
         deadline: settings.deadline,
     };
     let mut notices = Vec::new();
-    let mut snapshot = match probe_collect::collect(connection, &options).await {
-        Ok(snapshot) => snapshot,
+    let ask = ask_options(settings);
+    // The servers' first scrape runs while the collection does: the reading's own scrape,
+    // seconds later, gives the latency of those seconds.
+    let first_scrape = |round1: probe_model::Snapshot| {
+        let ask = ask.clone();
+        async move {
+            if settings.ask_server {
+                probe_collect::server::scrape_histograms(connection, &round1, &ask).await
+            } else {
+                Vec::new()
+            }
+        }
+    };
+    let collected = probe_collect::collect_with(connection, &options, first_scrape).await;
+    let mut early = Vec::new();
+    let mut snapshot = match collected.map(|(s, _, e)| (s, e)) {
+        Ok((snapshot, e)) => {
+            early = e.unwrap_or_default();
+            snapshot
+        }
         // What was collected before a deadline is still evidence: keep it, say so.
         Err(err) if err.partial.is_some() => {
             notices.push(format!("collection incomplete: {}", err.kind));
@@ -181,7 +199,7 @@ async fn run_collection(
         ));
     }
     if settings.ask_server {
-        probe_collect::server::ask_servers(connection, &mut snapshot, &ask_options(settings)).await;
+        probe_collect::server::ask_servers_after(connection, &mut snapshot, &ask, &early).await;
     }
     if snapshot.address.is_none() {
         snapshot.address = Some(connection.address());

@@ -175,15 +175,33 @@ pub async fn collect_with_stats<E: Exec>(
     exec: &E,
     opts: &CollectOptions,
 ) -> Result<(Snapshot, CollectStats), CollectError> {
+    collect_with(exec, opts, |_| async {})
+        .await
+        .map(|(s, stats, _)| (s, stats))
+}
+
+/// [`collect_with_stats`], with `hook` run while the collection runs, given the snapshot of
+/// what round 1 says runs on the host as soon as that is in (the servers' first scrape:
+/// `server::scrape_histograms`); its output is `None` where it was not run.
+pub async fn collect_with<E, H, F, T>(
+    exec: &E,
+    opts: &CollectOptions,
+    hook: H,
+) -> Result<(Snapshot, CollectStats, Option<T>), CollectError>
+where
+    E: Exec,
+    H: FnOnce(Snapshot) -> F,
+    F: std::future::Future<Output = T>,
+{
     let started = Instant::now();
     let host = exec.host().to_string();
-    let rounds = rounds::both_rounds(exec, opts, started).await;
+    let (rounds, early) = rounds::both_rounds(exec, opts, started, hook).await;
     let stats = rounds.stats();
     if rounds.round1.iter().all(|g| g.framed.is_none()) {
         return Err(no_output(host, opts, rounds.round1));
     }
     let snap = assemble(opts, &host, started, &rounds);
-    Ok((snap, stats))
+    Ok((snap, stats, early))
 }
 
 /// The sections of a snapshot that were lost to the connection (a channel the server refused

@@ -475,8 +475,23 @@ fn dependency_blocks(dep: &RawSection) -> Option<(i32, (SectionStatus, String))>
     }
 }
 
-/// Runs round 1 and, as soon as its inputs are known, round 2.
-pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Instant) -> Rounds {
+/// Round 1's sections a [`both_rounds`] hook is given: what tells which servers run.
+const HOOK_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
+
+/// Runs round 1 and, as soon as its inputs are known, round 2; `hook` is given the snapshot of round 1's [`HOOK_NEEDS`] as soon as they
+/// are in, and run while the rest of the collection runs (the servers' first scrape); its output
+/// is `None` only where it was not run.
+pub async fn both_rounds<E, H, F, T>(
+    exec: &E,
+    opts: &CollectOptions,
+    started: Instant,
+    hook: H,
+) -> (Rounds, Option<T>)
+where
+    E: Exec,
+    H: FnOnce(Snapshot) -> F,
+    F: Future<Output = T>,
+{
     let boundary1 = script::new_boundary();
     let boundary2 = script::new_boundary();
     let none = Round2Inputs::default();
@@ -502,14 +517,19 @@ pub async fn both_rounds<E: Exec>(exec: &E, opts: &CollectOptions, started: Inst
     let round2 = round_two(
         exec, &channels, opts, started, &board, &boundary1, &boundary2,
     );
-    let (round1, (round2, round2_started_ms)) = tokio::join!(round1, round2);
-    Rounds {
+    let early = async {
+        let needed = board.wait(HOOK_NEEDS).await;
+        Some(hook(scratch_of(opts, &boundary1, needed).0).await)
+    };
+    let (round1, (round2, round2_started_ms), early) = tokio::join!(round1, round2, early);
+    let rounds = Rounds {
         boundary1,
         boundary2,
         round1,
         round2,
         round2_started_ms,
-    }
+    };
+    (rounds, early)
 }
 
 /// Round 2: planned as soon as [`ROUND2_NEEDS`] are in, its groups started at once, except
@@ -629,6 +649,20 @@ async fn run_wave<E: Exec>(rc: &RoundCtx<'_, E>, groups: Vec<Group>) -> Vec<Grou
 /// Round-2 inputs from the sections they depend on, parsed on their own (the whole snapshot
 /// is assembled once, later, from everything).
 fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -> Round2Inputs {
+    let (scratch, ctx, extra) = scratch_of(opts, boundary, needed);
+    plan::round2_inputs(&scratch, &ctx, &extra)
+}
+
+/// A snapshot of `needed` alone, with what parsing it left for planning.
+fn scratch_of(
+    opts: &CollectOptions,
+    boundary: &str,
+    needed: Vec<RawSection>,
+) -> (
+    Snapshot,
+    parse::Ctx,
+    std::collections::BTreeMap<u32, parse::processes::ProcExtra>,
+) {
     let mut scratch = Snapshot {
         sudo: opts.sudo,
         ..Default::default()
@@ -642,7 +676,7 @@ fn plan_round2(opts: &CollectOptions, boundary: &str, needed: Vec<RawSection>) -
         done: true,
     };
     let extra = plan::apply_round1(&mut scratch, &mut ctx, &framed, false);
-    plan::round2_inputs(&scratch, &ctx, &extra)
+    (scratch, ctx, extra)
 }
 
 /// How the messages of sections lost with their channel begin (status `Failed`; at the

@@ -131,6 +131,21 @@ pub struct LifetimeValue {
     pub unit: String,
     /// How it was computed, naming its inputs (`generation_tokens_total / uptime 3600 s`).
     pub source: String,
+    /// Seconds between the two scrapes a value of the recent past was computed from (the
+    /// latency "now": `ttft_p90_now`); absent for a value over the process's lifetime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<f64>,
+}
+
+/// The server's latency histograms as an earlier scrape in the same collection found them
+/// (asked while round 2 ran): the observations between it and the reading's own scrape are the
+/// latency of the recent past, not of the process's lifetime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct HistogramScrape {
+    /// Milliseconds from this scrape to the reading's own (this machine's monotonic clock).
+    pub window_ms: u64,
+    pub histograms: Vec<ServerHistogram>,
 }
 
 /// What one server said about itself.
@@ -165,6 +180,9 @@ pub struct ServerReading {
     /// token, end to end, queue), over the process's lifetime.
     #[serde(default)]
     pub histograms: Vec<ServerHistogram>,
+    /// The same histograms scraped earlier in the collection, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<HistogramScrape>,
     /// Seconds the serving process had run when asked (from `/proc`: start time vs now).
     pub uptime_s: Option<u64>,
     /// Remote time of asking.

@@ -173,14 +173,30 @@ fn server_items(server: &RunServer, items: &mut Vec<(u8, Tone, String)>) {
             server.status.as_str()
         ),
     ));
-    if !server.lifetime.is_empty() {
-        let values: Vec<String> = (server.lifetime.iter())
+    let (now, lifetime): (Vec<_>, Vec<_>) =
+        server.lifetime.iter().partition(|v| v.window_s.is_some());
+    let values = |vs: &[&probe_model::LifetimeValue]| {
+        vs.iter()
             .map(|v| format!("{} {} {}", v.name, number(v.value), v.unit))
-            .collect();
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !lifetime.is_empty() {
         items.push((
             2,
             Tone::Plain,
-            format!("lifetime ({}): {}", LIFETIME_SOURCE, values.join(", ")),
+            format!("lifetime ({}): {}", LIFETIME_SOURCE, values(&lifetime)),
+        ));
+    }
+    if let Some(window) = now.first().and_then(|v| v.window_s) {
+        items.push((
+            2,
+            Tone::Plain,
+            format!(
+                "now (the {} s between two scrapes): {}",
+                number(window),
+                values(&now)
+            ),
         ));
     }
     if let Some(effective) = super::server::effective_summary(&server.effective) {
@@ -524,6 +540,7 @@ mod tests {
                     value: 1500.0,
                     unit: "tokens/s".into(),
                     source: "generation_tokens_total 1500000 / uptime 1000 s".into(),
+                    window_s: None,
                 }],
                 uptime_s: Some(1000),
                 asked_at: Some(1_796_095_764),

@@ -228,13 +228,27 @@ fn sglang_says_what_it_resolved() {
             .iter()
             .any(|m| m.name == "kv_cache_usage" && m.source == "GET /metrics sglang:token_usage")
     );
-    // Only the allow-listed GETs arrived, three of them.
+    // Only the allow-listed GETs arrived: the histograms' first scrape while the collection
+    // ran (the launch has --enable-metrics), then the reading's three.
     let log = requests(&log);
     assert_only_allowed(
         &log[before..],
         &["/get_server_info", "/get_model_info", "/metrics"],
     );
-    assert_eq!(log.len() - before, 3, "{log:#?}");
+    let paths: Vec<&str> = log[before..]
+        .iter()
+        .filter_map(|r| r.get("path").and_then(|p| p.as_str()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/metrics",
+            "/get_server_info",
+            "/get_model_info",
+            "/metrics"
+        ],
+        "{log:#?}"
+    );
     // And the human report has the section.
     let out = probe(&["host", "fx-serve-sglang"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -391,6 +405,53 @@ fn no_ask_server_sends_nothing() {
     let reports: Vec<HostReport> = serde_json::from_slice(&out.stdout).unwrap();
     assert!(reports.iter().all(|r| r.servers.is_empty()));
     assert_eq!(requests(&log).len(), before);
+}
+
+/// The server's TTFT histogram scraped twice in one collection (while round 2 ran, then with its
+/// other answers): the running run's latency of the seconds between, beside its lifetime's.
+#[test]
+fn the_servers_latency_now_from_two_scrapes() {
+    let _guard = lock();
+    let report = report("fx-serve-vllm");
+    let run = report
+        .runs
+        .iter()
+        .find(|r| r.running)
+        .expect("a running run");
+    let server = run.server.as_ref().expect("the server was asked");
+    let value = |name: &str| {
+        server
+            .lifetime
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("{name}: {:#?}", server.lifetime))
+    };
+    assert_eq!(value("ttft_p90").window_s, None);
+    let now = value("ttft_p90_now");
+    let window = now.window_s.expect("a window");
+    assert!(window > 0.0 && window < 120.0, "{now:?}");
+    // Log-normal around 0.35 s: the 90th percentile lies in vLLM's (0.5, 0.75] bucket.
+    assert!(now.value > 0.5 && now.value <= 0.75, "{now:?}");
+    assert!(
+        now.source.contains("s between two scrapes of GET /metrics"),
+        "{now:?}"
+    );
+    let metric = report
+        .metrics_by_run
+        .iter()
+        .find(|m| m.running)
+        .and_then(|m| m.metrics.iter().find(|m| m.name == "ttft_p90_now"))
+        .expect("the run's metric");
+    assert!(
+        metric.source.starts_with("server /metrics, now ("),
+        "{metric:?}"
+    );
+    let out = probe(&["host", "fx-serve-vllm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" s between two scrapes): ttft_p50_now "),
+        "{text}"
+    );
 }
 
 /// The server's own view is evidence of the run it was asked during: its effective config and

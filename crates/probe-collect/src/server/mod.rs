@@ -11,6 +11,9 @@
 pub mod answers;
 pub mod endpoints;
 pub mod prom;
+mod scrape;
+
+pub use scrape::{EarlyScrape, scrape_histograms};
 
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -52,6 +55,9 @@ pub struct Target {
     pub started: Option<UnixTime>,
     /// Why it is not asked, when it is not.
     pub skip: Option<String>,
+    /// The launch's options that are set and not `false` (`enable-metrics`): what a request
+    /// asked only `when_arg` needs, before the server said its own args.
+    pub set: Vec<String>,
 }
 
 /// The address asked for a server bound to `host` (`None`: the engine's default bind): a
@@ -127,6 +133,12 @@ pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
             port,
             started: probe_launch::run_start(snapshot, &launch),
             skip,
+            set: launch
+                .options
+                .iter()
+                .filter(|(_, o)| o.value != serde_json::Value::Bool(false))
+                .map(|(k, _)| k.clone())
+                .collect(),
         });
     }
     out.truncate(cfg.limits.max_servers);
@@ -143,6 +155,17 @@ fn remote_now(snapshot: &Snapshot, started: Instant) -> Option<UnixTime> {
 
 /// Asks every running server of `snapshot` and records the answers in `snapshot.servers`.
 pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &AskOptions) {
+    ask_servers_after(fwd, snapshot, opts, &[]).await;
+}
+
+/// [`ask_servers`], each reading keeping the histograms of its server's `early` scrape
+/// ([`scrape_histograms`]) with the time between the two.
+pub async fn ask_servers_after<F: Forward>(
+    fwd: &F,
+    snapshot: &mut Snapshot,
+    opts: &AskOptions,
+    early: &[EarlyScrape],
+) {
     let started = Instant::now();
     let redactor = opts.redact.then(Redactor::builtin);
     for t in targets(snapshot) {
@@ -158,15 +181,19 @@ pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &As
             ..ServerReading::default()
         };
         reading.evidence = ServerReading::label(&reading.address);
+        let mut scraped: Option<Instant> = None;
         match (t.ip, &t.skip) {
             (Some(ip), None) => {
                 let left = opts.deadline.saturating_sub(started.elapsed());
                 if left.is_zero() {
                     reading.status = ServerStatus::NotAsked;
                     reading.message = Some("not asked: no time left before the deadline".into());
-                } else if tokio::time::timeout(left, ask(fwd, ip, t.port, redactor, &mut reading))
-                    .await
-                    .is_err()
+                } else if tokio::time::timeout(
+                    left,
+                    ask(fwd, (ip, t.port), redactor, &mut reading, &mut scraped),
+                )
+                .await
+                .is_err()
                 {
                     reading.status = ServerStatus::TimedOut;
                     reading.message = Some(format!(
@@ -179,6 +206,9 @@ pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &As
                 reading.status = ServerStatus::NotAsked;
                 reading.message = skip.clone();
             }
+        }
+        if !reading.histograms.is_empty() {
+            reading.earlier = scrape::earlier_of(early, &reading.address, scraped);
         }
         snapshot.servers.push(reading);
     }
@@ -208,13 +238,14 @@ fn arg_off(reading: &ServerReading, key: &str) -> bool {
 }
 
 /// The requests of one server, in order; stops at the first answer that says nothing more can
-/// be asked (closed, refused, timed out, needs authentication).
+/// be asked (closed, refused, timed out, needs authentication). `scraped`: when its metrics
+/// answer was in.
 async fn ask<F: Forward>(
     fwd: &F,
-    ip: Ipv4Addr,
-    port: u16,
+    (ip, port): (Ipv4Addr, u16),
     redactor: Option<&Redactor>,
     reading: &mut ServerReading,
+    scraped: &mut Option<Instant>,
 ) {
     let cfg = endpoints();
     let Some(engine) = cfg.for_engine(reading.engine) else {
@@ -257,6 +288,9 @@ async fn ask<F: Forward>(
                         req.path, reply.status
                     ));
                     return;
+                }
+                if def.reads == Reads::Metrics {
+                    *scraped = Some(Instant::now());
                 }
                 match read_body(def.reads, &reply, &req.path, redactor, reading) {
                     Ok(()) => answered += 1,

@@ -13,7 +13,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for};
-use crate::server::LIFETIME_SOURCE;
+use crate::server::source_of;
 
 /// Config keys compared per server, at most (a hostile server may report thousands).
 const MAX_KEYS: usize = 512;
@@ -92,13 +92,14 @@ fn lifetimes(
             continue;
         };
         metrics.push(MetricComparison {
-            name: format!("{} ({LIFETIME_SOURCE}, {label})", av.name),
+            name: format!("{} ({}, {label})", av.name, source_of(&av)),
             unit: av.unit.clone(),
             before: Some(summary(bv.value, b.asked_at)),
             after: Some(summary(av.value, a.asked_at)),
             change: (bv.value != 0.0).then(|| av.value / bv.value - 1.0),
         });
-        if !settled(b) || !settled(a) {
+        // A few seconds' latency is evidence for the verdict, not a change of the host.
+        if !settled(b) || !settled(a) || av.window_s.is_some() {
             continue;
         }
         let name = format!("lifetime:{}", av.name);

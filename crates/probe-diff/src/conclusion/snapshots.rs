@@ -110,11 +110,19 @@ fn snapshot_verdict(
         metrics.extend(benchmark_metrics(snapshot, analysis, side.period.run));
         metrics
     };
-    let (metrics, _) = compare_periods(
+    let (mut metrics, _) = compare_periods(
         &with_benchmarks(&b, (before, before_analysis)),
         &with_benchmarks(&a, (after, after_analysis)),
         &b.label,
         &a.label,
+    );
+    // The servers' own numbers (their latency now and over their lifetime) as each running
+    // run's: the symptoms read them after the benchmarks' and before the log lines'.
+    metrics.extend(
+        diff.metrics
+            .iter()
+            .filter(|m| m.name.contains(" (server /metrics, "))
+            .cloned(),
     );
     let evidence = Evidence {
         metrics: &metrics,

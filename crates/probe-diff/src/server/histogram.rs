@@ -4,7 +4,7 @@
 //! bound when the rank falls in the `+Inf` bucket (so the value is then a lower bound, said in
 //! the source).
 
-use probe_model::{HistogramBucket, LifetimeValue, ServerHistogram};
+use probe_model::{HistogramBucket, HistogramScrape, LifetimeValue, ServerHistogram};
 
 /// Where a quantile fell.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,35 +62,98 @@ pub fn quantile(buckets: &[HistogramBucket], total: f64, q: f64) -> Option<Quant
 /// observations, in seconds, over the server's lifetime.
 pub fn lifetime_latencies(histograms: &[ServerHistogram], out: &mut Vec<LifetimeValue>) {
     for h in histograms.iter().filter(|h| h.count > 0.0) {
-        let stem = h.name.strip_suffix("_seconds").unwrap_or(&h.name);
-        for (label, q) in [("p50", 0.5), ("p90", 0.9)] {
-            let Some(v) = quantile(&h.buckets, h.count, q) else {
-                continue;
-            };
-            let how = match v {
-                Quantile::Within(_) => "interpolated in its bucket",
-                Quantile::Above(_) => "above the highest bucket bound: at least this",
-            };
-            out.push(LifetimeValue {
-                name: format!("{stem}_{label}"),
-                value: v.value(),
-                unit: "s".into(),
-                source: format!(
-                    "{label} of {} observations of {} ({} buckets, bounds from le; {how})",
-                    h.count,
-                    h.source,
-                    h.buckets.len()
-                ),
-            });
+        latencies(h, None, out);
+    }
+}
+
+/// `{name}_p50_now`, `{name}_p90_now` and `{name}_mean_now` of the observations between an
+/// earlier scrape and the reading's own: the latency of those seconds. A histogram whose counts
+/// went down (the server restarted between the scrapes) or that saw nothing gives nothing.
+pub fn window_latencies(
+    earlier: Option<&HistogramScrape>,
+    histograms: &[ServerHistogram],
+    out: &mut Vec<LifetimeValue>,
+) {
+    let Some(earlier) = earlier.filter(|e| e.window_ms > 0) else {
+        return;
+    };
+    let window = earlier.window_ms as f64 / 1000.0;
+    for h in histograms {
+        let Some(e) = earlier.histograms.iter().find(|e| e.name == h.name) else {
+            continue;
+        };
+        if let Some(d) = between(e, h) {
+            latencies(&d, Some(window), out);
         }
-        if let Some(sum) = h.sum.filter(|s| s.is_finite()) {
-            out.push(LifetimeValue {
-                name: format!("{stem}_mean"),
-                value: sum / h.count,
-                unit: "s".into(),
-                source: format!("_sum {sum} / _count {} of {}", h.count, h.source),
-            });
+    }
+}
+
+/// The observations of `after` that `before` had not seen; `None` when a count went down, a
+/// bound is missing from `before`, or nothing was observed in between.
+fn between(before: &ServerHistogram, after: &ServerHistogram) -> Option<ServerHistogram> {
+    let count = after.count - before.count;
+    if count.is_nan() || count <= 0.0 {
+        return None;
+    }
+    let mut buckets = Vec::with_capacity(after.buckets.len());
+    for b in &after.buckets {
+        let old = before.buckets.iter().find(|x| x.le == b.le)?;
+        let c = b.count - old.count;
+        if c < 0.0 {
+            return None;
         }
+        buckets.push(HistogramBucket { le: b.le, count: c });
+    }
+    let sum = match (after.sum, before.sum) {
+        (Some(a), Some(b)) if a >= b => Some(a - b),
+        _ => None,
+    };
+    Some(ServerHistogram {
+        name: after.name.clone(),
+        source: after.source.clone(),
+        buckets,
+        count,
+        sum,
+    })
+}
+
+/// The p50, p90 and mean of one histogram: over the lifetime (`window` `None`), or over the
+/// `window` seconds its observations came in (names end `_now`).
+fn latencies(h: &ServerHistogram, window: Option<f64>, out: &mut Vec<LifetimeValue>) {
+    let stem = h.name.strip_suffix("_seconds").unwrap_or(&h.name);
+    let (suffix, over) = match window {
+        Some(w) => ("_now", format!(" in the {w:.1} s between two scrapes")),
+        None => ("", String::new()),
+    };
+    for (label, q) in [("p50", 0.5), ("p90", 0.9)] {
+        let Some(v) = quantile(&h.buckets, h.count, q) else {
+            continue;
+        };
+        let how = match v {
+            Quantile::Within(_) => "interpolated in its bucket",
+            Quantile::Above(_) => "above the highest bucket bound: at least this",
+        };
+        out.push(LifetimeValue {
+            name: format!("{stem}_{label}{suffix}"),
+            value: v.value(),
+            unit: "s".into(),
+            source: format!(
+                "{label} of {} observations{over} of {} ({} buckets, bounds from le; {how})",
+                h.count,
+                h.source,
+                h.buckets.len()
+            ),
+            window_s: window,
+        });
+    }
+    if let Some(sum) = h.sum.filter(|s| s.is_finite()) {
+        out.push(LifetimeValue {
+            name: format!("{stem}_mean{suffix}"),
+            value: sum / h.count,
+            unit: "s".into(),
+            source: format!("_sum {sum} / _count {}{over} of {}", h.count, h.source),
+            window_s: window,
+        });
     }
 }
 
@@ -110,6 +173,69 @@ mod tests {
 
     fn b(le: f64, count: f64) -> HistogramBucket {
         HistogramBucket { le, count }
+    }
+
+    fn hist(counts: &[f64], total: f64, sum: f64) -> ServerHistogram {
+        let les = [0.1, 0.25, 0.5, 1.0, 2.5];
+        ServerHistogram {
+            name: "ttft_seconds".into(),
+            source: "GET /metrics vllm:time_to_first_token_seconds".into(),
+            buckets: les.iter().zip(counts).map(|(l, c)| b(*l, *c)).collect(),
+            count: total,
+            sum: Some(sum),
+        }
+    }
+
+    /// (earlier counts, counts now, window ms) -> the `_now` values, by name.
+    #[test]
+    fn the_latency_between_two_scrapes() {
+        let lifetime = hist(&[900.0, 990.0, 1000.0, 1000.0, 1000.0], 1000.0, 150.0);
+        type Case<'a> = (ServerHistogram, u64, &'a [(&'a str, f64)]);
+        let cases: Vec<Case> = vec![
+            // 100 requests in 8 s, every one between 1 and 2.5 s: the lifetime said 0.1.
+            (
+                hist(&[900.0, 990.0, 1000.0, 1010.0, 1100.0], 1100.0, 330.0),
+                8000,
+                &[
+                    ("ttft_p50_now", 1.0 + 1.5 * 40.0 / 90.0),
+                    ("ttft_p90_now", 1.0 + 1.5 * 80.0 / 90.0),
+                    ("ttft_mean_now", 1.8),
+                ],
+            ),
+            // Nothing finished in between: no value, not a zero.
+            (lifetime.clone(), 8000, &[]),
+            // The server restarted between the scrapes: its counts went down.
+            (hist(&[5.0, 5.0, 6.0, 6.0, 6.0], 6.0, 1.0), 8000, &[]),
+            // No time between them.
+            (
+                hist(&[900.0, 990.0, 1000.0, 1010.0, 1100.0], 1100.0, 330.0),
+                0,
+                &[],
+            ),
+        ];
+        for (now, window_ms, want) in cases {
+            let earlier = HistogramScrape {
+                window_ms,
+                histograms: vec![lifetime.clone()],
+            };
+            let mut out = Vec::new();
+            window_latencies(Some(&earlier), std::slice::from_ref(&now), &mut out);
+            let got: Vec<(&str, f64)> = out.iter().map(|v| (v.name.as_str(), v.value)).collect();
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for ((gn, gv), (wn, wv)) in got.iter().zip(want.iter()) {
+                assert_eq!(gn, wn);
+                assert!((gv - wv).abs() < 1e-9, "{gn}: {gv} vs {wv}");
+            }
+            assert!(
+                out.iter()
+                    .all(|v| v.window_s == Some(window_ms as f64 / 1000.0))
+            );
+            assert!(
+                out.iter()
+                    .all(|v| v.source.contains("in the 8.0 s between two scrapes")),
+                "{out:?}"
+            );
+        }
     }
 
     #[test]

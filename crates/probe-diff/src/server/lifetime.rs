@@ -17,6 +17,7 @@ fn push(out: &mut Vec<LifetimeValue>, name: &str, value: f64, unit: &str, source
             value,
             unit: unit.into(),
             source,
+            window_s: None,
         });
     }
 }
@@ -108,6 +109,7 @@ pub fn lifetime(reading: &ServerReading) -> Vec<LifetimeValue> {
     rates(reading, &mut out);
     ratios(reading, &mut out);
     super::histogram::lifetime_latencies(&reading.histograms, &mut out);
+    super::histogram::window_latencies(reading.earlier.as_ref(), &reading.histograms, &mut out);
     out
 }
 

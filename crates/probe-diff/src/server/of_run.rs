@@ -10,6 +10,17 @@ use super::{effective, lifetime_of};
 
 /// How a lifetime value names its source among a run's metrics.
 pub const LIFETIME_SOURCE: &str = "server /metrics, lifetime";
+/// How a value of the seconds between two scrapes names its source.
+pub const NOW_SOURCE: &str = "server /metrics, now";
+
+/// The source a value names: the lifetime, or the window between two scrapes.
+pub fn source_of(value: &LifetimeValue) -> &'static str {
+    if value.window_s.is_some() {
+        NOW_SOURCE
+    } else {
+        LIFETIME_SOURCE
+    }
+}
 
 /// Fills `server` of the running runs whose launch a server reading was asked for.
 pub fn annotate_runs(snapshot: &Snapshot, timeline: &Timeline, runs: &mut [Run]) {
@@ -32,14 +43,15 @@ pub fn annotate_runs(snapshot: &Snapshot, timeline: &Timeline, runs: &mut [Run])
 }
 
 fn lifetime_metric(run: &RunServer, value: &LifetimeValue) -> MetricReport {
-    let started = match (run.asked_at, run.uptime_s) {
-        (Some(at), Some(up)) => Some(at - i64::try_from(up).unwrap_or(0)),
+    let started = match (run.asked_at, run.uptime_s, value.window_s) {
+        (Some(at), _, Some(window)) => Some(at - window.ceil() as i64),
+        (Some(at), Some(up), None) => Some(at - i64::try_from(up).unwrap_or(0)),
         _ => None,
     };
     MetricReport {
         name: value.name.clone(),
         unit: value.unit.clone(),
-        source: format!("{LIFETIME_SOURCE} ({}: {})", run.evidence, value.source),
+        source: format!("{} ({}: {})", source_of(value), run.evidence, value.source),
         summary: one_value(value.value, started, run.asked_at),
     }
 }

@@ -157,6 +157,7 @@ mod tests {
             value,
             unit: String::new(),
             source: String::new(),
+            window_s: None,
         };
         let zero_drafts = ServerReading {
             metrics: vec![

@@ -735,21 +735,30 @@ fn prefix_caching_is_held_against_the_hit_rate() {
     assert_eq!(verdict.confidence, VerdictConfidence::Low);
 }
 
-/// Without benchmark results, the servers' own histograms (lifetime quantiles, as `probe diff`
-/// compares two snapshots) and llama.cpp's per-request timings give the latency symptoms.
+/// Without benchmark results, the servers' own histograms (the seconds between two scrapes,
+/// else the lifetime quantiles, named as `probe diff` names them when it compares two
+/// snapshots) and llama.cpp's per-request timings give the latency symptoms.
 #[test]
 fn latency_symptoms_from_histograms_and_log_lines() {
     let cases = [
         (
-            "time_to_first_token_p90 (server /metrics, lifetime, 127.0.0.1:30000)",
+            "ttft_p90_now (server /metrics, now, server:127.0.0.1:30000)",
             probe_model::SymptomKind::Ttft,
         ),
         (
-            "inter_token_latency_p50 (server /metrics, lifetime, 127.0.0.1:30000)",
+            "ttft_p90 (server /metrics, lifetime, server:127.0.0.1:30000)",
+            probe_model::SymptomKind::Ttft,
+        ),
+        (
+            "itl_p50 (server /metrics, lifetime, server:127.0.0.1:30000)",
             probe_model::SymptomKind::Itl,
         ),
         (
-            "e2e_request_latency_p90 (server /metrics, lifetime, 127.0.0.1:8000)",
+            "tpot_p50_now (server /metrics, now, server:127.0.0.1:8000)",
+            probe_model::SymptomKind::Itl,
+        ),
+        (
+            "e2e_latency_p90 (server /metrics, lifetime, server:127.0.0.1:8000)",
             probe_model::SymptomKind::E2e,
         ),
         ("request_prompt_ms", probe_model::SymptomKind::Ttft),
@@ -768,6 +777,28 @@ fn latency_symptoms_from_histograms_and_log_lines() {
         assert_eq!((symptom.kind, symptom.metric.as_str()), (kind, name));
         assert_eq!(verdict.conclusion, Conclusion::Unexplained, "{name}");
     }
+    // Both: the seconds between the scrapes, not the lifetime that averages every week.
+    let metrics = vec![
+        metric(
+            "ttft_p90 (server /metrics, lifetime, server:127.0.0.1:8000)",
+            (0.4, 0.6),
+            (0.5, 0.7),
+        ),
+        metric(
+            "ttft_p90_now (server /metrics, now, server:127.0.0.1:8000)",
+            (0.4, 0.6),
+            (1.9, 2.5),
+        ),
+    ];
+    let verdict = judge(
+        &mut [],
+        &Evidence {
+            metrics: &metrics,
+            ..Evidence::default()
+        },
+    );
+    let symptom = verdict.symptom.as_ref().expect("a symptom");
+    assert!(symptom.metric.starts_with("ttft_p90_now"), "{symptom:?}");
 }
 
 /// A budget flag added where the earlier run had none: the earlier run's start-up line says
