@@ -62,6 +62,10 @@ fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
     events
 }
 
+/// Times a host's clock can plausibly read: 2000-01-01 to 2200-01-01 UTC (the range history
+/// stamps are taken in, probe-collect's `parse/history.rs`). A clock outside it was never set.
+const PLAUSIBLE_CLOCK: std::ops::Range<probe_model::UnixTime> = 946_684_800..7_258_118_400;
+
 /// What the report must say about the host's clock: a clock minutes or years off this
 /// machine's (every time below is the host's), and history timestamps no clock could have
 /// written (kept as stamps, their entries without a time).
@@ -76,14 +80,27 @@ fn clock_notices(snapshot: &Snapshot) -> Vec<String> {
         } else {
             ("behind", -skew)
         };
-        out.push(format!(
-            "the host's clock is {} {how} this machine's (host {}, here {}): the times in this \
-             report are the host's, and events it logged are ordered by them (`probe timeline` \
-             gives each its time on this machine's clock too)",
-            duration(by),
-            render_time(remote),
-            render_time(snapshot.collected_at)
-        ));
+        if PLAUSIBLE_CLOCK.contains(&remote) {
+            out.push(format!(
+                "the host's clock is {} {how} this machine's (host {}, here {}): the times in \
+                 this report are the host's, and events it logged are ordered by them (`probe \
+                 timeline` gives each its time on this machine's clock too)",
+                duration(by),
+                render_time(remote),
+                render_time(snapshot.collected_at)
+            ));
+        } else {
+            out.push(format!(
+                "the host's clock reads {} ({} {how} this machine's, here {}): no plausible \
+                 time (before 2000 or after 2200: a clock that was never set, such as a dead \
+                 real-time clock battery), so the times the host gave (its logs, files and \
+                 history, the runs' starts) are not trusted: they are shown as the host wrote \
+                 them, and their order is only as good as that clock",
+                render_time(remote),
+                duration(by),
+                render_time(snapshot.collected_at)
+            ));
+        }
     }
     for h in snapshot
         .histories
@@ -299,6 +316,8 @@ mod tests {
             snap.remote_clock = Some(remote);
             let n = super::clock_notices(&snap);
             assert!(n.len() == 1 && n[0].contains(says), "{n:?}");
+            // A clock in 1970 (a dead RTC) was never set: its times are not trusted.
+            assert_eq!(n[0].contains("not trusted"), remote < 946_684_800, "{n:?}");
         }
         snap.remote_clock = Some(1_796_000_000);
         snap.histories.push(probe_model::HistoryFile {

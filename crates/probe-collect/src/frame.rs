@@ -427,10 +427,33 @@ pub struct FileHeader {
     pub path: String,
 }
 
+/// Why a file whose name came with U+FFFD was not read: its name held bytes that are not UTF-8
+/// (a Latin-1 name under an ISO-8859-1 locale, read in round 1), and the host found no single
+/// file whose name has one such byte in each U+FFFD's place (the prelude's `lone`).
+pub const NAME_NOT_MATCHED: &str = "its name is not UTF-8 (shown with \u{fffd}) and no single \
+     file on the host matched it with one byte in each such place: not read";
+
 impl FileHeader {
-    /// What the record's status means for a section (see [`FileStatus::section_status`]).
+    /// What the record's status means for a section (see [`FileStatus::section_status`]); a
+    /// missing file whose name came with U+FFFD says why ([`NAME_NOT_MATCHED`]) rather than an
+    /// unexplained "not present".
     pub fn section_status(&self) -> (probe_model::SectionStatus, Option<&'static str>) {
-        self.status.section_status()
+        match self.status.section_status() {
+            (probe_model::SectionStatus::NotPresent, None) if self.path.contains('\u{fffd}') => (
+                probe_model::SectionStatus::NotPresent,
+                Some(NAME_NOT_MATCHED),
+            ),
+            other => other,
+        }
+    }
+
+    /// One phrase for a note (see [`FileStatus::describe`]), with the reason
+    /// [`section_status`](Self::section_status) gives.
+    pub fn describe(&self) -> String {
+        match self.section_status() {
+            (_, Some(message)) => message.to_string(),
+            _ => self.status.describe(),
+        }
     }
 
     pub fn is_ok(&self) -> bool {

@@ -567,17 +567,21 @@ fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// What stands for one U+FFFD in a name pattern the host matches (the prelude's `lone`, in the
+/// C locale): one byte that is not printable ASCII, as a byte that was not UTF-8 always is.
+pub const NOT_UTF8_BYTE: &str = "[! -~]";
+
 /// `$R2_LOGS`: a path a line. A path whose name came with bytes that are not UTF-8 (a Latin-1
 /// name under an ISO-8859-1 locale: U+FFFD in their place here) goes as
-/// `?<TAB>PATH<TAB>PATTERN`, each U+FFFD one `?` that the host matches against the one file
-/// it names, so the file is read under its exact name. A path that could break the line format,
-/// or one already holding a pattern character, goes as it is.
+/// `?<TAB>PATH<TAB>PATTERN`, each U+FFFD one [`NOT_UTF8_BYTE`] that the host matches against
+/// the one file it names, so the file is read under its exact name. A path that could break the
+/// line format, or one already holding a pattern character, goes as it is.
 fn log_lines(logs: &[String]) -> String {
     logs.iter()
         .filter(|p| !p.contains(['\t', '\n']))
         .map(|p| {
             if p.contains('\u{fffd}') && !p.contains(['*', '?', '[', ']', '\\']) {
-                format!("?\t{p}\t{}", p.replace('\u{fffd}', "?"))
+                format!("?\t{p}\t{}", p.replace('\u{fffd}', NOT_UTF8_BYTE))
             } else {
                 p.clone()
             }

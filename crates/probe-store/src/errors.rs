@@ -60,6 +60,20 @@ pub enum StoreError {
          gave up waiting"
     )]
     TimedOut { store: String, waited_s: u64 },
+    /// A PostgreSQL store whose schema migration did not finish within the migration's bound
+    /// ([`crate::MIGRATION_TIMEOUT`] unless opened with another): given up, its one
+    /// transaction rolled back, the store left at its older layout.
+    #[error(
+        "store {store}: migrating its layout from version {from} to {to} did not finish within \
+         {waited_s}s, the migration's bound (the server or the network to it stalled, or the \
+         store is too large for it); given up and rolled back, the store is unchanged"
+    )]
+    MigrationTimedOut {
+        store: String,
+        from: u32,
+        to: u32,
+        waited_s: u64,
+    },
     /// The run's overall deadline ([`crate::SnapshotStore::set_deadline`]) passed before or
     /// while the operation waited for a PostgreSQL store: not waited for (any more). A write
     /// whose commit was in flight may or may not have been applied.

@@ -34,7 +34,7 @@ use probe_model::{AuditRecord, FleetView, Snapshot, UnixTime};
 use crate::Fingerprint;
 use crate::content::{self, SectionCache};
 use crate::identity::HostKey;
-use crate::schema::indexed_values;
+use crate::schema::{STORE_SCHEMA_VERSION, indexed_values};
 use crate::{AuditRun, PrunePolicy, SnapshotMeta, SnapshotStore, StoreError, StoredAudit, to_json};
 use connect::{CONNECT_TIMEOUT, POOL_WAIT, clean, connection, pg_config, pg_error, session_bounds};
 use conninfo::{PasswordSource, PgEnv};
@@ -51,8 +51,12 @@ const POOL_SIZE: usize = 4;
 /// commit): past it the operation is given up with [`StoreError::TimedOut`] instead of waiting
 /// on a server or a network path that stopped answering.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
-/// Migrations may rewrite every stored snapshot: they get this many operation bounds.
-const MIGRATION_BOUNDS: u32 = 10;
+/// Default bound on a schema migration, whatever the operation bound: one transaction that may
+/// rewrite every stored snapshot (layout 2 to 3 moves each document into sections). Only an
+/// open that finds an older layout runs one; reading which layout the store has is a plain
+/// operation. Past it the migration is given up and rolled back
+/// ([`StoreError::MigrationTimedOut`]), the store left as it was.
+pub const MIGRATION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A PostgreSQL snapshot store.
 pub struct PgStore {
@@ -99,13 +103,25 @@ impl PgStore {
     /// Opens with an explicit libpq environment, every operation bounded by `timeout`
     /// (client-side, and `statement_timeout` and `idle_in_transaction_session_timeout` on the
     /// server); connecting is bounded by `connect_timeout` (default 10 s) as a whole: TCP, TLS
-    /// and start-up.
+    /// and start-up. A migration is bounded by [`MIGRATION_TIMEOUT`].
     pub fn open_within(
         location: &str,
         env: &PgEnv,
         timeout: Duration,
     ) -> Result<PgStore, StoreError> {
+        Self::open_bounded(location, env, timeout, MIGRATION_TIMEOUT)
+    }
+
+    /// [`Self::open_within`], a migration (when the store has an older layout) bounded by
+    /// `migration` instead of [`MIGRATION_TIMEOUT`].
+    pub fn open_bounded(
+        location: &str,
+        env: &PgEnv,
+        timeout: Duration,
+        migration: Duration,
+    ) -> Result<PgStore, StoreError> {
         let timeout = timeout.max(Duration::from_secs(1));
+        let migration = migration.max(Duration::from_secs(1));
         let redacted = conninfo::redact(location);
         let bad = |cause: String| StoreError::BadLocation {
             store: redacted.clone(),
@@ -157,8 +173,29 @@ impl PgStore {
             timeout,
             deadline: std::sync::Mutex::new(None),
         };
-        store.run_within(timeout * MIGRATION_BOUNDS, migrate::migrate)?;
+        store.migrate(migration)?;
         Ok(store)
+    }
+
+    /// Reads the store's layout (one operation, under the operation bound) and, when it is
+    /// older, migrates it under `bound`, the migration's own.
+    fn migrate(&self, bound: Duration) -> Result<(), StoreError> {
+        let from = self.run(migrate::stored_version)?;
+        if from >= STORE_SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.run_within(bound, move |pool, store| {
+            migrate::migrate(pool, store, bound)
+        })
+        .map_err(|err| match err {
+            StoreError::TimedOut { store, waited_s } => StoreError::MigrationTimedOut {
+                store,
+                from,
+                to: STORE_SCHEMA_VERSION,
+                waited_s,
+            },
+            other => other,
+        })
     }
 
     /// The bound on each operation.

@@ -1171,8 +1171,20 @@ fn sqlite_a_version_three_store_opens_with_every_snapshot_intact() {
 fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
     let cluster = cluster();
     let name = database_name();
-    let url = cluster.create_database(&name);
-    // The dump of that store, restored as it was.
+    let url = restore_v3(cluster, &name);
+    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
+    check_v3_fixture(&store);
+    assert_eq!(
+        cluster
+            .psql(&name, "SELECT max(version) FROM probe.schema_meta")
+            .trim(),
+        probe_store::STORE_SCHEMA_VERSION.to_string()
+    );
+}
+
+/// The database `name`, holding the layout-3 release's store as it was; its URL.
+fn restore_v3(cluster: &Postgres, name: &str) -> String {
+    let url = cluster.create_database(name);
     let dump = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(dump.path(), include_bytes!("fixtures/store-v3.pgdump")).unwrap();
     let bin = probe_testkit::postgres::require_postgres().unwrap();
@@ -1184,14 +1196,7 @@ fn postgres_a_version_three_store_opens_with_every_snapshot_intact() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&restored.stderr);
     assert!(restored.status.success(), "pg_restore: {stderr}");
-    let store = PgStore::open_with(&url, &PgEnv::from_pairs(cluster.client_env(), None)).unwrap();
-    check_v3_fixture(&store);
-    assert_eq!(
-        cluster
-            .psql(&name, "SELECT max(version) FROM probe.schema_meta")
-            .trim(),
-        probe_store::STORE_SCHEMA_VERSION.to_string()
-    );
+    url
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1298,6 +1303,104 @@ fn postgres_behind_a_path_that_stalls_once_connected_fails_each_operation_and_re
     proxy.resume();
     store.put(&second).unwrap();
     assert_eq!(store.latest("gpu7").unwrap().unwrap().id, "gpu7-2");
+}
+
+/// Opening reads which layout the store has as one plain operation: a path that stalls on that
+/// read gives up after the operation's bound, not the migration's.
+#[test]
+fn postgres_reading_the_layout_is_bounded_like_any_operation() {
+    let cluster = cluster();
+    let name = database_name();
+    cluster.create_database(&name);
+    // Connects and sets up the session, then stalls on the first look at the layout.
+    let proxy = StallingProxy::start(
+        (cluster.addr, cluster.port).into(),
+        Stall::OnClientBytes(b"probe.schema_meta".to_vec()),
+    );
+    let url = through(&proxy, &name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    let location = url.clone();
+    let err = returns("opening the store", move || {
+        PgStore::open_within(&location, &env, std::time::Duration::from_secs(3)).map(|_| ())
+    })
+    .unwrap_err();
+    assert!(
+        proxy.is_stalled(),
+        "the layout was never read through the proxy"
+    );
+    assert_timed_out(&err, &url);
+    assert!(err.to_string().contains("no answer within 3s"), "{err}");
+}
+
+/// A migration is bounded by its own bound (`MIGRATION_TIMEOUT`, or the one the store is opened
+/// with), not by a multiple of the operation bound: a layout-3 store behind a path that stalls
+/// once the migration has begun gives up after it, says which store, from which layout and
+/// why, and leaves the store as it was (it migrates, whole, when the path is good).
+#[test]
+fn postgres_a_stalled_migration_gives_up_at_its_own_bound_and_leaves_the_store_as_it_was() {
+    let cluster = cluster();
+    let name = database_name();
+    restore_v3(cluster, &name);
+    // The layout is read, the migration's transaction begins; its lock is never answered.
+    let proxy = StallingProxy::start(
+        (cluster.addr, cluster.port).into(),
+        Stall::OnClientBytes(b"pg_advisory_xact_lock".to_vec()),
+    );
+    let url = through(&proxy, &name);
+    let env = PgEnv::from_pairs([("PGPASSWORD", cluster.password.clone())], None);
+    let location = url.clone();
+    let err = returns("opening the store", move || {
+        PgStore::open_bounded(
+            &location,
+            &env,
+            std::time::Duration::from_secs(2),
+            std::time::Duration::from_secs(5),
+        )
+        .map(|_| ())
+    })
+    .unwrap_err();
+    assert!(
+        proxy.is_stalled(),
+        "the migration never began through the proxy"
+    );
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            StoreError::MigrationTimedOut {
+                from: 3,
+                waited_s: 5,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert!(
+        text.starts_with(&format!(
+            "store {url}: migrating its layout from version 3 to {} did not finish within 5s",
+            probe_store::STORE_SCHEMA_VERSION
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("rolled back, the store is unchanged"),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "{text}");
+    assert_eq!(
+        cluster
+            .psql(&name, "SELECT max(version) FROM probe.schema_meta")
+            .trim(),
+        "3"
+    );
+    assert!(probe_store::MIGRATION_TIMEOUT >= probe_store::OPERATION_TIMEOUT);
+    // Straight to the server, the same store migrates with every snapshot intact.
+    let store = PgStore::open_with(
+        &cluster.url(&name),
+        &PgEnv::from_pairs(cluster.client_env(), None),
+    )
+    .unwrap();
+    check_v3_fixture(&store);
 }
 
 /// Forgets every stored fingerprint, as a store migrated from layout 4 holds them.

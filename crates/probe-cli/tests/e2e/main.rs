@@ -6,6 +6,7 @@
 
 #![allow(clippy::print_stderr)]
 
+mod clock_dead;
 mod clock_names;
 mod fleet;
 mod hardware;

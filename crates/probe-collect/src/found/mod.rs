@@ -155,7 +155,9 @@ fn push(out: &mut Vec<FoundPlace>, p: FoundPlace) {
 }
 
 /// Whether round 2 may look in `dir`: absolute, normalised (no `.`, `..` or empty part), and
-/// not one of the directories `configs/log_places.toml` keeps out (`/`, `/proc/*`, ...).
+/// not one of the directories `configs/log_places.toml` keeps out (`/`, `/proc/*`, ...). A name
+/// that is not ASCII is taken (one that came with U+FFFD, not UTF-8 on the host, is looked for
+/// there under its exact name, else reported as not read with the reason).
 pub fn dir_allowed(dir: &str) -> bool {
     let lp = config::log_places();
     dir.starts_with('/')
@@ -165,9 +167,10 @@ pub fn dir_allowed(dir: &str) -> bool {
             .split('/')
             .skip(1)
             .all(|c| !c.is_empty() && c != "." && c != "..")
-        && dir
-            .chars()
-            .all(|c| c.is_ascii_graphic() && !"'\"\\$`*?[]".contains(c))
+        && dir.chars().all(|c| {
+            (c.is_ascii_graphic() && !"'\"\\$`*?[]".contains(c))
+                || (!c.is_ascii() && !c.is_control())
+        })
         && !lp.never.iter().any(|n| n == dir)
         && !lp
             .never_under

@@ -62,8 +62,7 @@ pub fn parse(body: &[u8], boundary: &str, tz: i64) -> Read {
         let h = file_header(&r.header);
         let owner = (h.tag != "-" && !h.tag.is_empty()).then(|| sanitize_line(&h.tag));
         if !h.is_ok() {
-            out.notes
-                .push(format!("{}: {}", h.path, h.status.describe()));
+            out.notes.push(format!("{}: {}", h.path, h.describe()));
             continue;
         }
         let cut = h.size.is_some_and(|s| s > r.data.len() as u64);

@@ -74,9 +74,9 @@ fn file(
                 f.message = Some("not UTF-8 text: not read".into());
             }
         },
-        other => {
-            f.status = other.section_status().0;
-            f.message = Some(other.describe());
+        _ => {
+            f.status = h.section_status().0;
+            f.message = Some(h.describe());
         }
     }
     f

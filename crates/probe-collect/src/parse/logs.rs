@@ -995,15 +995,6 @@ fn set_file_status(src: &mut LogSource, h: &FileHeader, denied_message: Option<&
         (_, Some(message)) => Some(message.into()),
         (SectionStatus::PermissionDenied, None) => denied_message.map(String::from),
         (SectionStatus::Failed, None) => Some(h.status.describe()),
-        // A name that came with bytes that are not UTF-8 (a Latin-1 name under an ISO-8859-1
-        // locale) reached round 2 with U+FFFD in their place; the host looked for the one file
-        // whose name has any one byte there, and found none or several: said, rather than an
-        // unexplained "not present".
-        (SectionStatus::NotPresent, None) if h.path.contains('\u{fffd}') => Some(
-            "its name is not UTF-8 (shown with \u{fffd}) and no single file on the host matched \
-             it with one byte in each such place: not read"
-                .into(),
-        ),
         _ => None,
     };
 }

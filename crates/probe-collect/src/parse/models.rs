@@ -47,9 +47,10 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<ModelConfig> {
                         }
                     },
                     other => {
-                        m.status = other.section_status().0;
-                        m.message = match other {
-                            FileStatus::Missing | FileStatus::Denied => None,
+                        m.status = h.section_status().0;
+                        m.message = match (other, h.section_status().1) {
+                            (_, Some(why)) => Some(why.to_string()),
+                            (FileStatus::Missing | FileStatus::Denied, None) => None,
                             _ => Some(other.describe()),
                         };
                     }

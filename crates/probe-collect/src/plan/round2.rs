@@ -84,8 +84,15 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
             Some(Round2Parser::Journal) => {
                 let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
                 let j = parse::logs::parse_journal(&body, b, clock, tz, cap);
-                if j.is_empty() && rep.status == SectionStatus::Ok && !inputs.units.is_empty() {
+                let (asked, unnamed): (Vec<_>, Vec<_>) = inputs
+                    .units
+                    .iter()
+                    .partition(|(_, n)| script::valid_unit_name(n));
+                if j.is_empty() && rep.status == SectionStatus::Ok && !asked.is_empty() {
                     push_note(&mut rep, "no journal output".into());
+                }
+                if !unnamed.is_empty() {
+                    push_note(&mut rep, units_not_read(&unnamed));
                 }
                 snap.logs.extend(j);
             }
@@ -145,7 +152,32 @@ pub(super) fn read_python(snap: &mut Snapshot, body: &[u8], b: &str, rep: &mut S
             rep.status = SectionStatus::PermissionDenied;
         }
     }
+    // A prefix whose name came with U+FFFD and matched no single directory on the host.
+    let unmatched: Vec<String> = crate::frame::records(body, b)
+        .iter()
+        .filter_map(|r| r.header.strip_prefix("nomatch "))
+        .map(|p| format!("{}: {}", sanitize_line(p), crate::frame::NAME_NOT_MATCHED))
+        .collect();
+    if !unmatched.is_empty() {
+        push_note(rep, format!("not read: {}", unmatched.join("; ")));
+    }
     snap.python_envs = envs;
+}
+
+/// Units whose name systemd does not take (bytes that were not UTF-8, shown with U+FFFD, or
+/// characters outside its set): systemd loads no unit from such a file, so the journal holds
+/// nothing under that name and `journalctl -u` is not run for it; said, with the names.
+fn units_not_read(units: &[&(String, String)]) -> String {
+    let names: Vec<String> = units
+        .iter()
+        .map(|(scope, n)| format!("{scope} unit {}", sanitize_line(n)))
+        .collect();
+    format!(
+        "journal not read for {}: not a valid systemd unit name (a name that is not UTF-8 is \
+         shown with \u{fffd}); systemd loads no unit from such a file, so the journal holds \
+         no entries under it",
+        names.join(", ")
+    )
 }
 
 /// Container log files only root may read are noted (all of them: the section is denied).

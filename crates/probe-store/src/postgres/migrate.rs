@@ -3,6 +3,7 @@
 //! advisory lock, with the walks over stored snapshots that a migration's SQL cannot do alone.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
@@ -162,7 +163,23 @@ fn newer_store(store: &str, found: u32) -> StoreError {
     }
 }
 
-pub(super) async fn migrate(pool: Pool, store: String) -> Result<(), StoreError> {
+/// The store's layout version, read as one plain operation (under the operation's bound): a
+/// newer one is refused.
+pub(super) async fn stored_version(pool: Pool, store: String) -> Result<u32, StoreError> {
+    let client = connection(&pool, &store).await?;
+    let current = schema_version(&client)
+        .await
+        .map_err(|err| pg_error(&store, &err))?;
+    if current > STORE_SCHEMA_VERSION {
+        return Err(newer_store(&store, current));
+    }
+    Ok(current)
+}
+
+/// Brings the layout up to date in one transaction under the advisory lock. `bound` is the
+/// migration's own (it may rewrite every snapshot): the client gives up past it, and the server
+/// is told the same for each statement and for the waits between them.
+pub(super) async fn migrate(pool: Pool, store: String, bound: Duration) -> Result<(), StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(&store, &err);
     let mut client = connection(&pool, &store).await?;
     let current = schema_version(&client).await.map_err(fail)?;
@@ -173,9 +190,11 @@ pub(super) async fn migrate(pool: Pool, store: String) -> Result<(), StoreError>
         return Ok(());
     }
     let transaction = client.transaction().await.map_err(fail)?;
-    // A migration may rewrite every snapshot: its own, longer bound is the client's.
+    let ms = bound.as_millis().max(1);
     transaction
-        .batch_execute("SET LOCAL statement_timeout = 0")
+        .batch_execute(&format!(
+            "SET LOCAL statement_timeout = {ms}; SET LOCAL idle_in_transaction_session_timeout = {ms};"
+        ))
         .await
         .map_err(fail)?;
     transaction
