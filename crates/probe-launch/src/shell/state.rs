@@ -41,6 +41,13 @@ pub(crate) struct State {
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
     pub files: Rc<BTreeMap<String, String>>,
+    /// Variables exported inside a branch the text does not decide (`if [ "$op" = vllm ];
+    /// then export X=1`): the value and the branch's conditions, so that a command in the same
+    /// branch runs with the value and one in another branch without it.
+    pub branch_exports: BTreeMap<String, (String, Vec<String>)>,
+    /// Variables whose value is the output of a command substitution the text does not hold
+    /// (`NUM_GPUS=$(python3 -c "...")`): the substitution as a note names it.
+    pub opaque_from: BTreeMap<String, String>,
     /// The work left to the whole reading this walk is part of (nested walks share it).
     pub budget: Rc<Budget>,
 }

@@ -111,10 +111,11 @@ fn values_the_text_does_not_decide() {
             run b [when -n $X]
             run2 $M [$M is unknown: the text does not decide between a otherwise; b when -n $X]"#,
     );
-    // A program over several lines is no value: what it prints is kept as the variable.
+    // A program over several lines is no value: what it prints is kept as the variable, and
+    // the note says whose output it is.
     check!(
         "N=$(python3 -c \"\nimport torch\nprint(torch.cuda.device_count())\n\")\nrun --tp $N",
-        @"run --tp $N",
+        @r#"run --tp $N [$N is unknown: it is what $(python3 -c " … ) prints, which the text does not hold]"#,
     );
 }
 

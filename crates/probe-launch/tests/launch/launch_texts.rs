@@ -914,6 +914,7 @@ fn a_python_program_over_lines_gives_no_arguments() {
         model: Qwen/Qwen2.5-7B-Instruct
         option tensor-parallel-size = "$NUM_GPUS" (--tensor-parallel-size $NUM_GPUS)
         fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","tensor_parallel":"$NUM_GPUS"}
+        warning: $NUM_GPUS is unknown: it is what $(python3 -c " … ) prints, which the text does not hold
     "#,
     );
 }
