@@ -1,7 +1,7 @@
 //! Cross-engine view of a launch: the fields named exactly as in the launch corpus's `expected`
 //! records (`../shared/corpus/README.md`).
 
-use probe_model::{Engine, LaunchConfig};
+use probe_model::LaunchConfig;
 use serde_json::{Map, Value};
 
 use crate::catalog::catalog;
