@@ -29,7 +29,7 @@ pub(crate) struct Alt {
 }
 
 /// The values one variable may hold at once; more are not followed.
-pub(crate) const MAX_ALTS: usize = 4;
+pub(crate) const MAX_ALTS: usize = 8;
 
 /// The shell state at one point of the walk.
 #[derive(Debug, Default, Clone)]
@@ -45,9 +45,10 @@ pub(crate) struct State {
     /// then export X=1`): the value and the branch's conditions, so that a command in the same
     /// branch runs with the value and one in another branch without it.
     pub branch_exports: BTreeMap<String, (String, Vec<String>)>,
-    /// Variables whose value is the output of a command substitution the text does not hold
-    /// (`NUM_GPUS=$(python3 -c "...")`): the substitution as a note names it.
-    pub opaque_from: BTreeMap<String, String>,
+    /// Why a variable kept as written is unknown, as its note says it: the output of a
+    /// command substitution the text does not hold (`NUM_GPUS=$(python3 -c "...")`), or a
+    /// default set only when the variable is empty (`if [ -z "$TP" ]; then TP=1; fi`).
+    pub opaque_why: BTreeMap<String, String>,
     /// The work left to the whole reading this walk is part of (nested walks share it).
     pub budget: Rc<Budget>,
 }

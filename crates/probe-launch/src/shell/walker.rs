@@ -669,14 +669,12 @@ impl Walk<'_> {
     fn undecided_notes(&self, argv: &[String]) -> Vec<String> {
         let mut notes = Vec::new();
         // Values a program prints (`N=$(python3 -c "...")`): not in the text, never guessed.
-        for (name, from) in &self.state.opaque_from {
+        for (name, why) in &self.state.opaque_why {
             if notes.len() >= MAX_WHEN {
                 break;
             }
             if matches!(self.state.vars.get(name), Some(Val::Opaque)) && names_var(argv, name) {
-                notes.push(format!(
-                    "${name} is unknown: it is what {from} prints, which the text does not hold"
-                ));
+                notes.push(format!("${name} is unknown: {why}"));
             }
         }
         for (name, v) in &self.state.vars {
@@ -1148,11 +1146,12 @@ impl Walk<'_> {
         } in assigns
         {
             match from {
-                Some(f) if self.state.opaque_from.len() < MAX_OPAQUE_FROM => {
-                    self.state.opaque_from.insert(name.clone(), f);
+                Some(f) if self.state.opaque_why.len() < MAX_OPAQUE_WHY => {
+                    let why = format!("it is what {f} prints, which the text does not hold");
+                    self.state.opaque_why.insert(name.clone(), why);
                 }
                 _ => {
-                    self.state.opaque_from.remove(&name);
+                    self.state.opaque_why.remove(&name);
                 }
             }
             self.note_arm_set(&name, &val, append);
@@ -1171,6 +1170,21 @@ impl Walk<'_> {
                 (Val::Array(_), true) => {}
                 // First set in the first branch of an `if` (nothing else gives it a value):
                 // taken as the default path, like array extensions above.
+                // ... unless the branch is the one where it is empty (`if [ -z "$TP" ]; then
+                // TP=1; fi`): otherwise it keeps a value from outside the text, so it is unknown.
+                (Val::Text(t), false)
+                    if !branch.conditional
+                        && !self.state.vars.contains_key(&name)
+                        && self.tests_empty(&name) =>
+                {
+                    if self.state.opaque_why.len() < MAX_OPAQUE_WHY {
+                        let why = format!(
+                            "{t} when it is empty, else the value it has from outside the text"
+                        );
+                        self.state.opaque_why.insert(name.clone(), why);
+                    }
+                    self.state.vars.insert(name, Val::Opaque);
+                }
                 _ if !branch.conditional && !self.state.vars.contains_key(&name) => {
                     set_var(self.state, &name, val, append);
                 }
@@ -1184,6 +1198,26 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+
+    /// Whether the innermost branch is taken only when `name` is empty or unset (`-z $NAME`,
+    /// `! -n $NAME`, `$NAME = ""`).
+    fn tests_empty(&self, name: &str) -> bool {
+        let Some(when) = self.frames.last().and_then(|f| f.when.as_deref()) else {
+            return false;
+        };
+        let Some(cond) = when.strip_prefix("when ") else {
+            return false;
+        };
+        let cond = cond.trim();
+        [format!("${name}"), format!("${{{name}}}")]
+            .iter()
+            .any(|v| {
+                cond == format!("-z {v}")
+                    || cond == format!("! -n {v}")
+                    || cond == format!("{v} = ")
+                    || cond == format!("{v} == ")
+            })
     }
 
     /// The value of `name` after a branch the text cannot decide set it to `val`: the values
@@ -1334,8 +1368,8 @@ fn names_var(argv: &[String], name: &str) -> bool {
     })
 }
 
-/// Variables whose value is a program's output, remembered to say so.
-const MAX_OPAQUE_FROM: usize = 64;
+/// Variables whose value is unknown for a reason a note gives, remembered to say so.
+const MAX_OPAQUE_WHY: usize = 64;
 
 /// A command substitution as a note names it: its first line, `…` for the rest, at most 80
 /// characters.
