@@ -181,7 +181,15 @@ pub(super) struct Frame {
     pub catch_all: bool,
     /// Plain values the arms set directly: (name, live arm, value), at most [`MAX_ARM_SETS`].
     pub arm_sets: Vec<(String, usize, String)>,
+    /// Each arm of an `if`/`case` as a note names it (`$1 = vllm`, `otherwise`), at most
+    /// [`MAX_ARMS_NAMED`].
+    pub arms: Vec<String>,
+    /// How many commands were recorded when the `if`/`case` opened: those after are in it.
+    pub first_out: usize,
 }
+
+/// Arms of one `if`/`case` a note names.
+pub(super) const MAX_ARMS_NAMED: usize = 16;
 
 /// Values remembered per `if`/`case` to find those every arm sets alike.
 pub(super) const MAX_ARM_SETS: usize = 32;
@@ -206,6 +214,8 @@ impl Frame {
             live_arms: 0,
             catch_all: false,
             arm_sets: Vec::new(),
+            arms: Vec::new(),
+            first_out: 0,
         }
     }
 

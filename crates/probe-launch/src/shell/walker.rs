@@ -19,8 +19,8 @@ use super::expand::{
 use super::flow::{self, Cond};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{
-    Alt, Branch, Closer, Frame, MAX_ALTS, MAX_ARM_SETS, State, Val, normalize_path, set_var,
-    val_text,
+    Alt, Branch, Closer, Frame, MAX_ALTS, MAX_ARM_SETS, MAX_ARMS_NAMED, State, Val, normalize_path,
+    set_var, val_text,
 };
 use super::{MAX_DEPTH, MAX_EXPORTS, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
 
@@ -498,6 +498,9 @@ impl Walk<'_> {
         } else {
             format!("when {subject} = {}", patterns.join("|"))
         };
+        if f.arms.len() < MAX_ARMS_NAMED {
+            f.arms.push(format!("{subject} = {}", patterns.join("|")));
+        }
         let arm = Frame::branch(Closer::Esac, when, false, decided);
         f.when = arm.when;
         f.conditional = arm.conditional;
@@ -973,6 +976,8 @@ impl Walk<'_> {
         f.taken = c.decided == Some(true);
         f.undecided = c.decided.is_none();
         f.live_arms = usize::from(!f.dead);
+        f.arms.push(c.text.clone());
+        f.first_out = self.out.len();
         f.before.push(c.text);
         self.push_frame(f);
     }
@@ -999,6 +1004,12 @@ impl Walk<'_> {
         f.dead = b.dead;
         f.taken |= decided == Some(true);
         f.live_arms += usize::from(!f.dead);
+        if f.arms.len() < MAX_ARMS_NAMED {
+            f.arms.push(
+                c.as_ref()
+                    .map_or_else(|| "otherwise".to_string(), |c| c.text.clone()),
+            );
+        }
         match c {
             Some(c) => {
                 f.undecided |= c.decided.is_none();
@@ -1029,6 +1040,7 @@ impl Walk<'_> {
         let mut f = Frame::plain(Closer::Esac);
         f.subject = subject;
         f.expect_pattern = true;
+        f.first_out = self.out.len();
         // Arms are read as they come: until the first pattern nothing runs.
         f.dead = true;
         self.push_frame(f);
@@ -1052,12 +1064,45 @@ impl Walk<'_> {
         while self.frames.len() > self.floor {
             match self.frames.pop() {
                 Some(f) if f.closer != Closer::None => {
+                    self.note_branches(&f);
                     self.settle(f);
                     return;
                 }
                 Some(_) => {}
                 None => return,
             }
+        }
+    }
+
+    /// The end of an `if` or `case` the text does not decide between two arms or more: each
+    /// command read in it says which arms there are (its own conditions say which it is in).
+    fn note_branches(&mut self, f: &Frame) {
+        if !f.undecided || f.arms.len() < 2 {
+            return;
+        }
+        let Some(inside) = self.out.get_mut(f.first_out..) else {
+            return;
+        };
+        if inside.is_empty() {
+            return;
+        }
+        let mut arms = f.arms.clone();
+        if !f.catch_all {
+            arms.push("otherwise none of them".to_string());
+        }
+        let note = format!(
+            "one of {} branches runs, and the text does not fix which: {}",
+            arms.len(),
+            arms.join("; ")
+        );
+        for c in inside.iter_mut() {
+            if c.when.is_empty() || c.undecided.len() >= MAX_WHEN {
+                continue;
+            }
+            if !self.state.budget.take(note.len()) {
+                return;
+            }
+            c.undecided.push(note.clone());
         }
     }
 

@@ -100,6 +100,7 @@ fn a_case_on_a_value_picks_the_launch() {
         env: VLLM_USE_V1=1
         fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","port":8000,"context_length":8192,"env":{"VLLM_USE_V1":"1"}}
         warning: when $1 = vllm
+        warning: one of 3 branches runs, and the text does not fix which: $1 = vllm; $1 = sglang; $1 = *
         ---
         engine: sglang
         entry: python -m sglang.launch_server
@@ -110,6 +111,7 @@ fn a_case_on_a_value_picks_the_launch() {
         env: SGLANG_ENABLE_JIT_DEEPGEMM=0
         fields: {"engine":"sglang","model":"Qwen/Qwen2.5-7B-Instruct","port":30000,"env":{"SGLANG_ENABLE_JIT_DEEPGEMM":"0"}}
         warning: when $1 = sglang
+        warning: one of 3 branches runs, and the text does not fix which: $1 = vllm; $1 = sglang; $1 = *
     "#,
     );
     // The same choice with `if`/`elif` on a variable from outside the text.
@@ -125,6 +127,7 @@ fn a_case_on_a_value_picks_the_launch() {
         env: VLLM_ATTENTION_BACKEND=FLASH_ATTN
         fields: {"engine":"vllm","model":"m","tensor_parallel":2,"env":{"VLLM_ATTENTION_BACKEND":"FLASH_ATTN"}}
         warning: when $ENGINE = vllm
+        warning: one of 3 branches runs, and the text does not fix which: $ENGINE = vllm; $ENGINE = sglang; otherwise none of them
         ---
         engine: sglang
         entry: python -m sglang.launch_server
@@ -134,6 +137,7 @@ fn a_case_on_a_value_picks_the_launch() {
         option tp-size = 2 (--tp 2)
         fields: {"engine":"sglang","model":"m","tensor_parallel":2}
         warning: when $ENGINE = sglang, unless $ENGINE = vllm
+        warning: one of 3 branches runs, and the text does not fix which: $ENGINE = vllm; $ENGINE = sglang; otherwise none of them
     "#,
     );
 }
@@ -272,6 +276,10 @@ fn compose_interpolation_with_the_dotenv_beside_it() {
             ..ParseHints::default()
         };
         let got = reconstruct(&text, &hints);
-        assert_eq!(got.first().map(common_fields), Some(want), "{text}\n.env:\n{env}");
+        assert_eq!(
+            got.first().map(common_fields),
+            Some(want),
+            "{text}\n.env:\n{env}"
+        );
     }
 }
