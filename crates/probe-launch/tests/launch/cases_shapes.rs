@@ -283,3 +283,34 @@ fn compose_interpolation_with_the_dotenv_beside_it() {
         );
     }
 }
+
+#[test]
+fn extra_arguments_from_outside_are_no_model() {
+    // `sglang serve` takes a positional model, but a variable the text leaves to the
+    // environment stands for any number of words: the named `--model-path` is the model.
+    // `pty` is Vast.ai's shell function around `unbuffer -p`.
+    check!(
+        Auto,
+        "pty sglang serve --model-path \"${SGLANG_MODEL:-}\" ${SGLANG_ARGS:-} --port 18000\n",
+        @r#"
+        launches: 1
+        engine: sglang
+        entry: sglang serve
+        model: ${SGLANG_MODEL:-}
+        option model-path = "${SGLANG_MODEL:-}" (--model-path ${SGLANG_MODEL:-})
+        option port = 18000 (--port 18000)
+        unknown: ${SGLANG_ARGS:-}
+        fields: {"engine":"sglang","model":"${SGLANG_MODEL:-}","port":18000}
+        warning: unresolved variable in argument ${SGLANG_ARGS:-}
+    "#,
+    );
+    check!(Auto, "unbuffer -p vllm serve Qwen/Qwen3-8B $EXTRA_ARGS\n", @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: Qwen/Qwen3-8B
+        unknown: $EXTRA_ARGS
+        fields: {"engine":"vllm","model":"Qwen/Qwen3-8B"}
+        warning: unresolved variable in argument $EXTRA_ARGS
+    "#);
+}
