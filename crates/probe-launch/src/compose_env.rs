@@ -192,6 +192,30 @@ fn interpolate_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// With no `.env`, every reference comes from the shell that runs compose, which the
+        /// text does not show: the text stays exactly as written, whatever it holds.
+        #[test]
+        fn without_a_dotenv_the_text_is_kept(s in "[ -~]{0,120}") {
+            let mut used = Vec::new();
+            prop_assert_eq!(interpolate_str(&s, &BTreeMap::new(), &mut used), s);
+            prop_assert!(used.is_empty());
+        }
+
+        /// Any `.env` and any text: read without a panic, every variable reported used is one
+        /// the `.env` sets.
+        #[test]
+        fn any_dotenv_and_text(env in "[ -~\n]{0,200}", s in "[ -~]{0,200}") {
+            let vars = dotenv(&env);
+            let mut used = Vec::new();
+            let _ = interpolate_str(&s, &vars, &mut used);
+            for u in &used {
+                prop_assert!(vars.contains_key(u));
+            }
+        }
+    }
 
     #[test]
     fn compose_interpolation_from_a_dotenv() {
