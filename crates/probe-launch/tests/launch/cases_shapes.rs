@@ -314,3 +314,34 @@ fn extra_arguments_from_outside_are_no_model() {
         warning: unresolved variable in argument $EXTRA_ARGS
     "#);
 }
+
+#[test]
+fn a_default_set_only_when_empty_is_not_the_value() {
+    // `[ -z "$TP" ] && TP=2`: the environment's TP otherwise, so the value is unknown.
+    check!(
+        Auto,
+        "[ -z \"$TP\" ] && TP=2\nvllm serve m --tensor-parallel-size $TP\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: m
+        option tensor-parallel-size = "$TP" (--tensor-parallel-size $TP)
+        fields: {"engine":"vllm","model":"m","tensor_parallel":"$TP"}
+        warning: $TP is unknown: 2 when it is empty, else the value it has from outside the text
+    "#,
+    );
+    // Set in the text before the test: the test is decided and the value known.
+    check!(
+        Auto,
+        "TP=4\nif [ -z \"$TP\" ]; then TP=2; fi\nvllm serve m --tensor-parallel-size $TP\n",
+        @r#"
+        launches: 1
+        engine: vllm
+        entry: vllm serve
+        model: m
+        option tensor-parallel-size = 4 (--tensor-parallel-size 4)
+        fields: {"engine":"vllm","model":"m","tensor_parallel":4}
+    "#,
+    );
+}
