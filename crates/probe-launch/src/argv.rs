@@ -468,10 +468,17 @@ fn build(
     warnings.extend(parsed.warnings);
     options_from_env(cat, &ctx, &mut options);
     options_from_config_files(cat, &ctx, &mut options, &mut warnings);
-    let model = parsed
-        .positional_model
-        .clone()
-        .or_else(|| model_option(cat, &options));
+    let mut unknown = parsed.unknown;
+    let model = match (parsed.positional_model.clone(), model_option(cat, &options)) {
+        // `sglang serve --model-path M ${EXTRA_ARGS:-}`: a variable from outside the text in
+        // the model's place stands for any number of words, none of them known to be a model.
+        (Some(p), Some(named)) if is_variable_reference(&p) => {
+            warnings.push(format!("unresolved variable in argument {p}"));
+            unknown.insert(0, p);
+            Some(named)
+        }
+        (p, named) => p.or(named),
+    };
     let spec = speculative(cat, &options);
     let mut log_files = ctx.log_files.clone();
     log_files.extend(
@@ -502,7 +509,7 @@ fn build(
         model,
         options,
         env: ctx.env.clone(),
-        unknown: parsed.unknown,
+        unknown,
         warnings,
         speculative: spec,
         argv: argv.to_vec(),
@@ -588,4 +595,21 @@ fn model_option(cat: &Catalog, options: &Options) -> Option<String> {
             other => Some(other.to_string()),
         })
     })
+}
+
+/// A word that is one variable reference as written (`$EXTRA`, `${ARGS:-}`): what the text
+/// leaves to the environment.
+fn is_variable_reference(w: &str) -> bool {
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+    };
+    if let Some(body) = w.strip_prefix("${").and_then(|b| b.strip_suffix('}')) {
+        let end = body
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(body.len());
+        return name_ok(body.get(..end).unwrap_or("")) && !body.contains('$');
+    }
+    w.strip_prefix('$').is_some_and(name_ok)
 }

@@ -1,7 +1,7 @@
 //! Cross-engine view of a launch: the fields named exactly as in the launch corpus's `expected`
 //! records (`../shared/corpus/README.md`).
 
-use probe_model::{Engine, LaunchConfig};
+use probe_model::LaunchConfig;
 use serde_json::{Map, Value};
 
 use crate::catalog::catalog;
@@ -43,13 +43,12 @@ fn value_key(v: &Value) -> String {
 /// absent when the launch text did not set it.
 pub fn common_fields(launch: &LaunchConfig) -> Value {
     let mut out = Map::new();
-    // The corpus vocabulary has no `ollama`: engines outside its list read as `other` here,
-    // while `LaunchConfig::engine` keeps the precise engine.
-    let engine = match launch.engine {
-        Engine::Ollama => Engine::Other,
-        engine => engine,
-    };
-    out.insert("engine".into(), Value::String(engine.as_str().into()));
+    // Every engine with a definition in `configs/engines/` is named (Ollama is `ollama`, as
+    // the corpus labels it); `other` is a server probe has no definition for.
+    out.insert(
+        "engine".into(),
+        Value::String(launch.engine.as_str().into()),
+    );
     if let Some(m) = &launch.model {
         out.insert("model".into(), Value::String(m.clone()));
     }

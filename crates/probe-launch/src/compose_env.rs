@@ -1,5 +1,6 @@
 //! Docker Compose's variable interpolation: `${VAR}`, `$VAR`, `${VAR:-default}`,
-//! `${VAR-default}`, `${VAR:?message}` and `$$` in a compose file's values, from the variables
+//! `${VAR-default}`, `${VAR:?message}`, `${VAR?message}`, `${VAR:+replacement}`,
+//! `${VAR+replacement}` and `$$` in a compose file's values, from the variables
 //! of the `.env` file beside it (`dotenv`, Compose's own format: `KEY=VALUE`, `#` comments,
 //! quotes, `export ` prefixes). A variable the `.env` does not set stays as written (it comes
 //! from the shell that ran `docker compose`, which the text does not show).
@@ -78,6 +79,34 @@ pub(crate) fn interpolate_str(
     vars: &BTreeMap<String, String>,
     used: &mut Vec<String>,
 ) -> String {
+    interpolate_at(s, vars, used, 0)
+}
+
+/// Nesting of `${A:-${B:-...}}` followed; deeper text stays as written.
+const MAX_NESTING: usize = 4;
+
+/// The end of a `${...}` body: the `}` that closes it, past nested `${...}`.
+fn closing_brace(inner: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' if prev == '$' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+        prev = c;
+    }
+    None
+}
+
+fn interpolate_at(
+    s: &str,
+    vars: &BTreeMap<String, String>,
+    used: &mut Vec<String>,
+    depth: usize,
+) -> String {
     let mut out = String::new();
     let mut rest = s;
     while let Some(at) = rest.find('$') {
@@ -90,7 +119,7 @@ pub(crate) fn interpolate_str(
             continue;
         }
         let (name, op, after) = if let Some(inner) = tail.strip_prefix('{') {
-            let Some(end) = inner.find('}') else {
+            let Some(end) = closing_brace(inner) else {
                 out.push('$');
                 rest = tail;
                 continue;
@@ -119,16 +148,30 @@ pub(crate) fn interpolate_str(
             .unwrap_or("")
             .to_string();
         let value = vars.get(name);
+        // A default or replacement is interpolated in turn (`${A:-${B}}`).
+        let mut nested = |t: &str| {
+            if depth < MAX_NESTING {
+                interpolate_at(t, vars, used, depth + 1)
+            } else {
+                t.to_string()
+            }
+        };
         let replaced = match (op, value) {
             _ if name.is_empty() => None,
             ("", Some(v)) => Some(v.clone()),
-            (op, Some(v)) if op.starts_with(":-") && v.is_empty() => {
-                op.get(2..).map(str::to_string)
-            }
+            (op, Some(v)) if op.starts_with(":-") && v.is_empty() => op.get(2..).map(&mut nested),
             (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => {
                 Some(v.clone()).filter(|v| !v.is_empty() || op.starts_with('?'))
             }
             (op, Some(v)) if op.starts_with(":-") || op.starts_with('-') => Some(v.clone()),
+            // `${VAR:+replacement}`: the replacement when set and not empty, else nothing;
+            // `${VAR+replacement}`: the replacement when set at all.
+            (op, Some(v)) if op.starts_with(":+") => Some(if v.is_empty() {
+                String::new()
+            } else {
+                nested(op.get(2..).unwrap_or(""))
+            }),
+            (op, Some(_)) if op.starts_with('+') => op.get(1..).map(&mut nested),
             _ => None,
         };
         match replaced {
@@ -149,6 +192,30 @@ pub(crate) fn interpolate_str(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// With no `.env`, every reference comes from the shell that runs compose, which the
+        /// text does not show: the text stays exactly as written, whatever it holds.
+        #[test]
+        fn without_a_dotenv_the_text_is_kept(s in "[ -~]{0,120}") {
+            let mut used = Vec::new();
+            prop_assert_eq!(interpolate_str(&s, &BTreeMap::new(), &mut used), s);
+            prop_assert!(used.is_empty());
+        }
+
+        /// Any `.env` and any text: read without a panic, every variable reported used is one
+        /// the `.env` sets.
+        #[test]
+        fn any_dotenv_and_text(env in "[ -~\n]{0,200}", s in "[ -~]{0,200}") {
+            let vars = dotenv(&env);
+            let mut used = Vec::new();
+            let _ = interpolate_str(&s, &vars, &mut used);
+            for u in &used {
+                prop_assert!(vars.contains_key(u));
+            }
+        }
+    }
 
     #[test]
     fn compose_interpolation_from_a_dotenv() {
@@ -166,6 +233,14 @@ mod tests {
             ("${MODEL:-other}", "Qwen/Qwen2.5-7B"),
             ("$$HOME ${TP:?need tp}", "$$HOME 2"),
             ("${", "${"),
+            // The compose spec's replacement forms: set and not empty / set at all.
+            ("${TP:+--tp $TP}", "--tp 2"),
+            ("${EMPTY:-${TP}}x", "2x"),
+            ("${EMPTY:-${NOPE:-7}}", "${NOPE:-7}"),
+            ("${EMPTY:+x}|${EMPTY+x}", "|x"),
+            ("${NOPE:+x}", "${NOPE:+x}"),
+            ("${EMPTY?need it}", ""),
+            ("${EMPTY:?need it}", "${EMPTY:?need it}"),
         ];
         for (s, want) in cases {
             let mut used = Vec::new();

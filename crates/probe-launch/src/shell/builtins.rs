@@ -85,7 +85,12 @@ fn declare(call: &Builtin, state: &mut State) {
             };
             set_var(state, name, val.clone(), append);
             if exporting {
-                let text = val_text(name, state.vars.get(name).unwrap_or(&val));
+                let text = match state.vars.get(name).unwrap_or(&val) {
+                    // A value the text cannot work out (`export P="$(pwd):$P"`), outside a
+                    // branch: the process gets it as the shell builds it, kept as written.
+                    Val::Opaque if !call.branch.unstable && !append => written_value(&w.raw()),
+                    v => val_text(name, v),
+                };
                 if state.exported.len() < MAX_EXPORTS || state.exported.contains_key(name) {
                     exports_mut(state).insert(name.to_string(), text);
                 }
@@ -93,6 +98,19 @@ fn declare(call: &Builtin, state: &mut State) {
         } else if exporting {
             export_existing(call.args.get(j - 1).map(String::as_str), state);
         }
+    }
+}
+
+/// The value of a `NAME=value` word as written, without the quotes around all of it.
+fn written_value(raw: &str) -> String {
+    let v = raw.split_once('=').map(|(_, v)| v).unwrap_or(raw);
+    match v
+        .strip_prefix('"')
+        .and_then(|i| i.strip_suffix('"'))
+        .or_else(|| v.strip_prefix('\'').and_then(|i| i.strip_suffix('\'')))
+    {
+        Some(inner) if !inner.contains('"') && !inner.contains('\'') => inner.to_string(),
+        _ => v.to_string(),
     }
 }
 

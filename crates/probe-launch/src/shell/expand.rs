@@ -489,18 +489,62 @@ fn expand_var(
     // (`ARGS=" --flag"`: the blanks around one word are no part of it either.)
     let split = !quoted && from_text && !placeholder && text.contains(char::is_whitespace);
     if split && state.budget.take(ITEM * text.split_whitespace().count()) {
+        let items = value_words(&text);
         // `x$ARGS` with a value that starts with a blank: the value's words start anew.
         if text.starts_with(char::is_whitespace) && out.fields.last().is_some_and(|f| !f.is_empty())
         {
             out.fields.push(String::new());
         }
         // A backslash left from a line continuation in a quoted here-document is no argument.
-        out.split(text.split_whitespace().filter(|w| *w != "\\"));
+        out.split(items.into_iter().filter(|w| *w != "\\"));
     } else if let Some(last) = out.fields.last_mut() {
         last.push_str(if split { raw } else { &text });
     }
     out.any_quoted |= quoted;
     out.produced |= !text.is_empty() || quoted;
+}
+
+/// The words an unquoted value splits into. A substitution the value holds as written
+/// (`$(grep ... | cut -d: -f2)`, `${X:-a b}`, `` `cmd arg` ``), because the text does not
+/// know its output, stays one word: its blanks are inside a program, not between arguments.
+pub(super) fn value_words(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    // Open `$(` / `(` and `${` / `{` inside a substitution, innermost last; a backquote span.
+    let mut open: Vec<char> = Vec::new();
+    let mut backquote = false;
+    let mut prev = ' ';
+    for (i, c) in text.char_indices() {
+        let inside = !open.is_empty() || backquote;
+        if c.is_whitespace() && !inside {
+            if let Some(s) = start.take() {
+                out.push(text.get(s..i).unwrap_or(""));
+            }
+            prev = c;
+            continue;
+        }
+        if start.is_none() {
+            start = Some(i);
+        }
+        match c {
+            '(' if prev == '$' || !open.is_empty() => open.push(')'),
+            '{' if prev == '$' || !open.is_empty() => open.push('}'),
+            ')' | '}' if open.last() == Some(&c) => {
+                open.pop();
+            }
+            '`' => backquote = !backquote,
+            _ => {}
+        }
+        // Past this many open substitutions the rest of the value is one word.
+        if open.len() > 32 {
+            break;
+        }
+        prev = c;
+    }
+    if let Some(s) = start {
+        out.push(text.get(s..).unwrap_or(""));
+    }
+    out
 }
 
 /// `NAME=value` / `NAME+=value`: the name, the value text and whether it appends.

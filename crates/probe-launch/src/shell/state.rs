@@ -29,7 +29,7 @@ pub(crate) struct Alt {
 }
 
 /// The values one variable may hold at once; more are not followed.
-pub(crate) const MAX_ALTS: usize = 4;
+pub(crate) const MAX_ALTS: usize = 8;
 
 /// The shell state at one point of the walk.
 #[derive(Debug, Default, Clone)]
@@ -41,6 +41,14 @@ pub(crate) struct State {
     pub context_wrappers: Vec<String>,
     pub venv: Option<String>,
     pub files: Rc<BTreeMap<String, String>>,
+    /// Variables exported inside a branch the text does not decide (`if [ "$op" = vllm ];
+    /// then export X=1`): the value and the branch's conditions, so that a command in the same
+    /// branch runs with the value and one in another branch without it.
+    pub branch_exports: BTreeMap<String, (String, Vec<String>)>,
+    /// Why a variable kept as written is unknown, as its note says it: the output of a
+    /// command substitution the text does not hold (`NUM_GPUS=$(python3 -c "...")`), or a
+    /// default set only when the variable is empty (`if [ -z "$TP" ]; then TP=1; fi`).
+    pub opaque_why: BTreeMap<String, String>,
     /// The work left to the whole reading this walk is part of (nested walks share it).
     pub budget: Rc<Budget>,
 }
@@ -173,7 +181,15 @@ pub(super) struct Frame {
     pub catch_all: bool,
     /// Plain values the arms set directly: (name, live arm, value), at most [`MAX_ARM_SETS`].
     pub arm_sets: Vec<(String, usize, String)>,
+    /// Each arm of an `if`/`case` as a note names it (`$1 = vllm`, `otherwise`), at most
+    /// [`MAX_ARMS_NAMED`].
+    pub arms: Vec<String>,
+    /// How many commands were recorded when the `if`/`case` opened: those after are in it.
+    pub first_out: usize,
 }
+
+/// Arms of one `if`/`case` a note names.
+pub(super) const MAX_ARMS_NAMED: usize = 16;
 
 /// Values remembered per `if`/`case` to find those every arm sets alike.
 pub(super) const MAX_ARM_SETS: usize = 32;
@@ -198,6 +214,8 @@ impl Frame {
             live_arms: 0,
             catch_all: false,
             arm_sets: Vec::new(),
+            arms: Vec::new(),
+            first_out: 0,
         }
     }
 

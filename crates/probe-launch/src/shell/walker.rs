@@ -19,10 +19,10 @@ use super::expand::{
 use super::flow::{self, Cond};
 use super::lexer::{Heredoc, Op, Part, RedirOp, Tok, Word, lex, word_lit};
 use super::state::{
-    Alt, Branch, Closer, Frame, MAX_ALTS, MAX_ARM_SETS, State, Val, normalize_path, set_var,
-    val_text,
+    Alt, Branch, Closer, Frame, MAX_ALTS, MAX_ARM_SETS, MAX_ARMS_NAMED, State, Val, normalize_path,
+    set_var, val_text,
 };
-use super::{MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
+use super::{MAX_DEPTH, MAX_EXPORTS, MAX_FILE_BYTES, MAX_FILES, MAX_TOKENS};
 
 /// Readings of one command when the variables it names hold several values.
 const MAX_VARIANTS: usize = 8;
@@ -162,6 +162,9 @@ struct Assign {
     name: String,
     val: Val,
     append: bool,
+    /// The command substitution whose output the value is, when the text does not hold it
+    /// (`N=$(python3 -c "...")`), as it is named in notes.
+    from: Option<String>,
 }
 
 impl Walk<'_> {
@@ -495,6 +498,9 @@ impl Walk<'_> {
         } else {
             format!("when {subject} = {}", patterns.join("|"))
         };
+        if f.arms.len() < MAX_ARMS_NAMED {
+            f.arms.push(format!("{subject} = {}", patterns.join("|")));
+        }
         let arm = Frame::branch(Closer::Esac, when, false, decided);
         f.when = arm.when;
         f.conditional = arm.conditional;
@@ -665,6 +671,15 @@ impl Walk<'_> {
     /// variable kept as written (`$MODEL is one of ...`), see [`undecided_value`].
     fn undecided_notes(&self, argv: &[String]) -> Vec<String> {
         let mut notes = Vec::new();
+        // Values a program prints (`N=$(python3 -c "...")`): not in the text, never guessed.
+        for (name, why) in &self.state.opaque_why {
+            if notes.len() >= MAX_WHEN {
+                break;
+            }
+            if matches!(self.state.vars.get(name), Some(Val::Opaque)) && names_var(argv, name) {
+                notes.push(format!("${name} is unknown: {why}"));
+            }
+        }
         for (name, v) in &self.state.vars {
             let Val::Either(alts) = v else { continue };
             if notes.len() >= MAX_WHEN {
@@ -674,17 +689,7 @@ impl Walk<'_> {
             if !undecided_value(&alts) {
                 continue;
             }
-            let plain = format!("${name}");
-            let braced = format!("${{{name}}}");
-            let named = argv.iter().any(|a| {
-                a.contains(&braced)
-                    || a.match_indices(&plain).any(|(i, _)| {
-                        !a.get(i + plain.len()..)
-                            .and_then(|r| r.chars().next())
-                            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                    })
-            });
-            if !named {
+            if !names_var(argv, name) {
                 continue;
             }
             let values: Vec<String> = alts
@@ -763,6 +768,7 @@ impl Walk<'_> {
                 name,
                 val: if ok { either(alts) } else { Val::Opaque },
                 append: false,
+                from: None,
             })
             .collect();
         self.assign_all(assigns, branch);
@@ -807,6 +813,7 @@ impl Walk<'_> {
             input: input.as_deref().or(here.as_deref()),
             branch,
         };
+        self.note_branch_exports(cmd, args, rest, branch);
         if self.source_in_text(cmd, args) || builtins::run(&call, self.state) {
             return;
         }
@@ -827,10 +834,11 @@ impl Walk<'_> {
         self.remember_file(simple, &argv);
         let redirects = self.output_redirects(simple);
         let undecided = self.undecided_notes(&argv);
+        let exported = self.exported_here();
         self.out.push(ShellCommand {
             argv,
             prefix_env,
-            exported: self.state.exported.clone(),
+            exported,
             cwd: self.state.cwd.clone(),
             context_wrappers: self.state.context_wrappers.clone(),
             venv: self.state.venv.clone(),
@@ -841,6 +849,71 @@ impl Walk<'_> {
             unknown,
             undecided,
         });
+    }
+
+    /// `export NAME=value` (or `declare -x`) in a branch the text does not decide: the
+    /// variable's value there is kept with the branch's conditions ([`Self::exported_here`]).
+    fn note_branch_exports(&mut self, cmd: &str, args: &[String], words: &[&Word], branch: Branch) {
+        let exporting = cmd == "export"
+            || (matches!(cmd, "declare" | "typeset")
+                && args.iter().any(|a| a.starts_with('-') && a.contains('x')));
+        if !exporting || !branch.unstable || branch.looped {
+            return;
+        }
+        let when = self.when_now();
+        for w in words.iter().skip(1) {
+            let lit = word_lit(w);
+            let Some((name, _, false)) = is_assignment(&lit) else {
+                continue;
+            };
+            let Val::Text(text) = assigned(w, self.state) else {
+                self.state.branch_exports.remove(name);
+                continue;
+            };
+            if self.state.branch_exports.len() < MAX_EXPORTS
+                || self.state.branch_exports.contains_key(name)
+            {
+                let cost = text.len() + budget::words(&when);
+                if self.state.budget.take(cost) {
+                    self.state
+                        .branch_exports
+                        .insert(name.to_string(), (text, when.clone()));
+                }
+            }
+        }
+    }
+
+    /// The exported variables of a command recorded here: one exported in an undecided branch
+    /// has its value when this command runs under that branch's conditions, is not exported
+    /// when it runs in another branch (their conditions contradict), and stays a reference
+    /// (`${NAME}`) otherwise.
+    fn exported_here(&self) -> Rc<BTreeMap<String, String>> {
+        let shared = &self.state.exported;
+        if self.state.branch_exports.is_empty() {
+            return shared.clone();
+        }
+        let here = self.when_now();
+        let mut out: Option<BTreeMap<String, String>> = None;
+        for (name, (text, when)) in &self.state.branch_exports {
+            // Only while the export is still the undecided one (not set again, not unset).
+            if shared.get(name) != Some(&format!("${{{name}}}")) {
+                continue;
+            }
+            let all: Vec<String> = here.iter().chain(when).cloned().collect();
+            let m = out.get_or_insert_with(|| {
+                let _ = self.state.budget.take(weight(shared.iter()));
+                (**shared).clone()
+            });
+            if when.iter().all(|w| here.contains(w)) {
+                m.insert(name.clone(), text.clone());
+            } else if contradictory(&all) {
+                m.remove(name);
+            }
+        }
+        match out {
+            Some(m) => Rc::new(m),
+            None => shared.clone(),
+        }
     }
 
     /// `source FILE` / `. FILE` of a file a here-document wrote earlier: its commands read
@@ -903,6 +976,8 @@ impl Walk<'_> {
         f.taken = c.decided == Some(true);
         f.undecided = c.decided.is_none();
         f.live_arms = usize::from(!f.dead);
+        f.arms.push(c.text.clone());
+        f.first_out = self.out.len();
         f.before.push(c.text);
         self.push_frame(f);
     }
@@ -929,6 +1004,12 @@ impl Walk<'_> {
         f.dead = b.dead;
         f.taken |= decided == Some(true);
         f.live_arms += usize::from(!f.dead);
+        if f.arms.len() < MAX_ARMS_NAMED {
+            f.arms.push(
+                c.as_ref()
+                    .map_or_else(|| "otherwise".to_string(), |c| c.text.clone()),
+            );
+        }
         match c {
             Some(c) => {
                 f.undecided |= c.decided.is_none();
@@ -959,6 +1040,7 @@ impl Walk<'_> {
         let mut f = Frame::plain(Closer::Esac);
         f.subject = subject;
         f.expect_pattern = true;
+        f.first_out = self.out.len();
         // Arms are read as they come: until the first pattern nothing runs.
         f.dead = true;
         self.push_frame(f);
@@ -982,12 +1064,45 @@ impl Walk<'_> {
         while self.frames.len() > self.floor {
             match self.frames.pop() {
                 Some(f) if f.closer != Closer::None => {
+                    self.note_branches(&f);
                     self.settle(f);
                     return;
                 }
                 Some(_) => {}
                 None => return,
             }
+        }
+    }
+
+    /// The end of an `if` or `case` the text does not decide between two arms or more: each
+    /// command read in it says which arms there are (its own conditions say which it is in).
+    fn note_branches(&mut self, f: &Frame) {
+        if !f.undecided || f.arms.len() < 2 {
+            return;
+        }
+        let Some(inside) = self.out.get_mut(f.first_out..) else {
+            return;
+        };
+        if inside.is_empty() {
+            return;
+        }
+        let mut arms = f.arms.clone();
+        if !f.catch_all {
+            arms.push("otherwise none of them".to_string());
+        }
+        let note = format!(
+            "one of {} branches runs, and the text does not fix which: {}",
+            arms.len(),
+            arms.join("; ")
+        );
+        for c in inside.iter_mut() {
+            if c.when.is_empty() || c.undecided.len() >= MAX_WHEN {
+                continue;
+            }
+            if !self.state.budget.take(note.len()) {
+                return;
+            }
+            c.undecided.push(note.clone());
         }
     }
 
@@ -1050,10 +1165,16 @@ impl Walk<'_> {
             let Some((name, _, append)) = is_assignment(&lit) else {
                 break;
             };
+            let val = assigned(w, self.state);
+            let from = match (&val, w.parts.as_slice()) {
+                (Val::Opaque, [.., Part::Cmd(raw, _)]) => Some(substitution_named(raw)),
+                _ => None,
+            };
             assigns.push(Assign {
                 name: name.to_string(),
-                val: assigned(w, self.state),
+                val,
                 append,
+                from,
             });
         }
         let n = assigns.len();
@@ -1062,7 +1183,22 @@ impl Walk<'_> {
 
     /// A command of assignments only: the variables are set, as far as the branch allows.
     fn assign_all(&mut self, assigns: Vec<Assign>, branch: Branch) {
-        for Assign { name, val, append } in assigns {
+        for Assign {
+            name,
+            val,
+            append,
+            from,
+        } in assigns
+        {
+            match from {
+                Some(f) if self.state.opaque_why.len() < MAX_OPAQUE_WHY => {
+                    let why = format!("it is what {f} prints, which the text does not hold");
+                    self.state.opaque_why.insert(name.clone(), why);
+                }
+                _ => {
+                    self.state.opaque_why.remove(&name);
+                }
+            }
             self.note_arm_set(&name, &val, append);
             if !branch.unstable {
                 set_var(self.state, &name, val, append);
@@ -1079,6 +1215,21 @@ impl Walk<'_> {
                 (Val::Array(_), true) => {}
                 // First set in the first branch of an `if` (nothing else gives it a value):
                 // taken as the default path, like array extensions above.
+                // ... unless the branch is the one where it is empty (`if [ -z "$TP" ]; then
+                // TP=1; fi`): otherwise it keeps a value from outside the text, so it is unknown.
+                (Val::Text(t), false)
+                    if !branch.conditional
+                        && !self.state.vars.contains_key(&name)
+                        && self.tests_empty(&name) =>
+                {
+                    if self.state.opaque_why.len() < MAX_OPAQUE_WHY {
+                        let why = format!(
+                            "{t} when it is empty, else the value it has from outside the text"
+                        );
+                        self.state.opaque_why.insert(name.clone(), why);
+                    }
+                    self.state.vars.insert(name, Val::Opaque);
+                }
                 _ if !branch.conditional && !self.state.vars.contains_key(&name) => {
                     set_var(self.state, &name, val, append);
                 }
@@ -1092,6 +1243,26 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+
+    /// Whether the innermost branch is taken only when `name` is empty or unset (`-z $NAME`,
+    /// `! -n $NAME`, `$NAME = ""`).
+    fn tests_empty(&self, name: &str) -> bool {
+        let Some(when) = self.frames.last().and_then(|f| f.when.as_deref()) else {
+            return false;
+        };
+        let Some(cond) = when.strip_prefix("when ") else {
+            return false;
+        };
+        let cond = cond.trim();
+        [format!("${name}"), format!("${{{name}}}")]
+            .iter()
+            .any(|v| {
+                cond == format!("-z {v}")
+                    || cond == format!("! -n {v}")
+                    || cond == format!("{v} = ")
+                    || cond == format!("{v} == ")
+            })
     }
 
     /// The value of `name` after a branch the text cannot decide set it to `val`: the values
@@ -1228,6 +1399,36 @@ fn undecided_value(alts: &[Alt]) -> bool {
 
 /// Whether conditions can never hold together: an arm of a `case` and another arm of it
 /// (`$1 = a` and `$1 = b`, or `unless $1 = a|b`), a test and its own `unless`.
+/// Whether an argument names the variable as written (`$NAME`, `${NAME}`).
+fn names_var(argv: &[String], name: &str) -> bool {
+    let plain = format!("${name}");
+    let braced = format!("${{{name}}}");
+    argv.iter().any(|a| {
+        a.contains(&braced)
+            || a.match_indices(&plain).any(|(i, _)| {
+                !a.get(i + plain.len()..)
+                    .and_then(|r| r.chars().next())
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    })
+}
+
+/// Variables whose value is unknown for a reason a note gives, remembered to say so.
+const MAX_OPAQUE_WHY: usize = 64;
+
+/// A command substitution as a note names it: its first line, `…` for the rest, at most 80
+/// characters.
+fn substitution_named(raw: &str) -> String {
+    let first = raw.lines().next().unwrap_or("").trim_end();
+    let cut: String = first.chars().take(80).collect();
+    if cut.len() < raw.trim_end().len() {
+        let close = if raw.starts_with('`') { "`" } else { ")" };
+        format!("{cut} … {close}")
+    } else {
+        cut
+    }
+}
+
 fn contradictory(when: &[String]) -> bool {
     let mut yes: Vec<&str> = Vec::new();
     let mut no: Vec<&str> = Vec::new();

@@ -111,10 +111,11 @@ fn values_the_text_does_not_decide() {
             run b [when -n $X]
             run2 $M [$M is unknown: the text does not decide between a otherwise; b when -n $X]"#,
     );
-    // A program over several lines is no value: what it prints is kept as the variable.
+    // A program over several lines is no value: what it prints is kept as the variable, and
+    // the note says whose output it is.
     check!(
         "N=$(python3 -c \"\nimport torch\nprint(torch.cuda.device_count())\n\")\nrun --tp $N",
-        @"run --tp $N",
+        @r#"run --tp $N [$N is unknown: it is what $(python3 -c " … ) prints, which the text does not hold]"#,
     );
 }
 
@@ -178,4 +179,46 @@ fn arrays() {
         "N=\"${N:-3}\"\nA=(\n \"m\"\n --x 1\n)\nif (( N > 0 )); then\n A+=(--j '{\"n\":'\"${N}\"'}')\nfi\nexec run \"${A[@]}\"",
         @r#"exec run m --x 1 --j {"n":${N:-3}}"#,
     );
+}
+
+/// An unquoted value's words: blanks inside a substitution held as written are no word
+/// boundary (`(value, words)`).
+#[test]
+fn value_words_keep_substitutions_whole() {
+    use super::expand::value_words;
+    let cases: &[(&str, &[&str])] = &[
+        (" --tp 2  --port 8000 ", &["--tp", "2", "--port", "8000"]),
+        (
+            "--max-model-len $(grep x $f | cut -d: -f2) --tp 2",
+            &["--max-model-len", "$(grep x $f | cut -d: -f2)", "--tp", "2"],
+        ),
+        ("a ${X:-b c} d", &["a", "${X:-b c}", "d"]),
+        ("a `nproc --all` b", &["a", "`nproc --all`", "b"]),
+        ("$(a $(b c) d) e", &["$(a $(b c) d)", "e"]),
+        ("x=$((1 + 2)) y", &["x=$((1 + 2))", "y"]),
+        // Unbalanced: the rest is one word.
+        ("--m $(never closed x y", &["--m", "$(never closed x y"]),
+        ("(a b) {c d}", &["(a", "b)", "{c", "d}"]),
+    ];
+    for (value, want) in cases {
+        assert_eq!(value_words(value), *want, "{value}");
+    }
+}
+
+proptest::proptest! {
+    /// Without `$` or a backquote a value splits exactly on blanks; with them, no text is lost
+    /// or invented: the words, in order, are the value's non-blank runs.
+    #[test]
+    fn value_words_split_like_the_shell(v in "[ a-z$(){}`|:-]{0,80}") {
+        let words = super::expand::value_words(&v);
+        if !v.contains('$') && !v.contains('`') {
+            proptest::prop_assert_eq!(words.clone(), v.split_whitespace().collect::<Vec<_>>());
+        }
+        let joined: String = words.concat();
+        let squeezed: String = v.split_whitespace().collect();
+        proptest::prop_assert_eq!(joined.replace(char::is_whitespace, ""), squeezed);
+        for w in &words {
+            proptest::prop_assert!(!w.is_empty());
+        }
+    }
 }

@@ -2,12 +2,15 @@
 //! `tests/data`) and of the extra corpus (`tests/data/launch-extra.jsonl`): reconstruct the text
 //! and compare the cross-engine fields with EVERY key of the hand-labelled `expected` reading
 //! (except `notes`). An entry whose `expected` is `null` is prose that holds no launch: nothing
-//! may be read from it.
+//! may be read from it. An entry with a `dotenv` (`{"source": ..., "text": ...}`: the `.env`
+//! file beside a compose file, cited like the text) is read with that file's variables, as
+//! Compose interpolates them.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use probe_launch::common::common_fields;
+use probe_launch::compose_env::dotenv;
 use probe_launch::{ParseHints, reconstruct};
 use serde_json::Value;
 
@@ -43,10 +46,18 @@ fn score(text: &str) -> (usize, usize, Vec<String>) {
             .unwrap_or("?")
             .to_string();
         let body = rec.get("text").and_then(Value::as_str).unwrap_or("");
+        let hints = ParseHints {
+            env: rec
+                .pointer("/dotenv/text")
+                .and_then(Value::as_str)
+                .map(dotenv)
+                .unwrap_or_default(),
+            ..ParseHints::default()
+        };
         // `"expected": null`: prose that holds no launch; reading it must invent none.
         if rec.get("expected") == Some(&Value::Null) {
             total += 1;
-            match reconstruct(body, &ParseHints::default()).first() {
+            match reconstruct(body, &hints).first() {
                 None => passed += 1,
                 Some(l) => failures.push(format!(
                     "{id}: a launch invented from a text that holds none: {}",
@@ -59,7 +70,7 @@ fn score(text: &str) -> (usize, usize, Vec<String>) {
             continue;
         };
         total += 1;
-        let launches = reconstruct(body, &ParseHints::default());
+        let launches = reconstruct(body, &hints);
         let Some(first) = launches.first() else {
             failures.push(format!("{id}: no launch reconstructed"));
             continue;

@@ -20,7 +20,7 @@ fn ollama_is_configured_by_its_environment() {
         option num-parallel = 4 (OLLAMA_NUM_PARALLEL=4)
         option port = 11434 (OLLAMA_HOST=0.0.0.0:11434)
         env: OLLAMA_CONTEXT_LENGTH=32768 OLLAMA_HOST=0.0.0.0:11434 OLLAMA_NUM_PARALLEL=4
-        fields: {"engine":"other","host":"0.0.0.0","port":11434,"context_length":32768,"env":{"OLLAMA_CONTEXT_LENGTH":"32768","OLLAMA_HOST":"0.0.0.0:11434","OLLAMA_NUM_PARALLEL":"4"}}
+        fields: {"engine":"ollama","host":"0.0.0.0","port":11434,"context_length":32768,"env":{"OLLAMA_CONTEXT_LENGTH":"32768","OLLAMA_HOST":"0.0.0.0:11434","OLLAMA_NUM_PARALLEL":"4"}}
     "#,
     );
     check!(
@@ -34,7 +34,7 @@ fn ollama_is_configured_by_its_environment() {
         option host = "0.0.0.0" (OLLAMA_HOST=0.0.0.0)
         option kv-cache-type = "q8_0" (OLLAMA_KV_CACHE_TYPE=q8_0)
         env: OLLAMA_FLASH_ATTENTION=1 OLLAMA_HOST=0.0.0.0 OLLAMA_KV_CACHE_TYPE=q8_0
-        fields: {"engine":"other","host":"0.0.0.0","kv_cache_dtype":"q8_0","env":{"OLLAMA_FLASH_ATTENTION":"1","OLLAMA_HOST":"0.0.0.0","OLLAMA_KV_CACHE_TYPE":"q8_0"}}
+        fields: {"engine":"ollama","host":"0.0.0.0","kv_cache_dtype":"q8_0","env":{"OLLAMA_FLASH_ATTENTION":"1","OLLAMA_HOST":"0.0.0.0","OLLAMA_KV_CACHE_TYPE":"q8_0"}}
     "#,
     );
     check!(
@@ -47,7 +47,7 @@ fn ollama_is_configured_by_its_environment() {
         wrappers: docker
         option num-parallel = 2 (OLLAMA_NUM_PARALLEL=2)
         env: OLLAMA_NUM_PARALLEL=2
-        fields: {"engine":"other","env":{"OLLAMA_NUM_PARALLEL":"2"},"wrapper":"docker"}
+        fields: {"engine":"ollama","env":{"OLLAMA_NUM_PARALLEL":"2"},"wrapper":"docker"}
     "#,
     );
 }
@@ -64,7 +64,7 @@ fn ollama_modelfile_parameters() {
         model: qwen2.5:14b
         option num_ctx = 32768 (PARAMETER num_ctx 32768)
         option temperature = 0.6 (PARAMETER temperature 0.6)
-        fields: {"engine":"other","model":"qwen2.5:14b","context_length":32768}
+        fields: {"engine":"ollama","model":"qwen2.5:14b","context_length":32768}
     "#,
     );
     // Prose that starts "From" is neither.
@@ -702,7 +702,7 @@ fn an_ollama_drop_in_sets_only_its_environment() {
         option kv-cache-type = "q8_0" (OLLAMA_KV_CACHE_TYPE=q8_0)
         option port = 11434 (OLLAMA_HOST=0.0.0.0:11434)
         env: OLLAMA_CONTEXT_LENGTH=16384 OLLAMA_HOST=0.0.0.0:11434 OLLAMA_KV_CACHE_TYPE=q8_0
-        fields: {"engine":"other","host":"0.0.0.0","port":11434,"context_length":16384,"kv_cache_dtype":"q8_0","env":{"OLLAMA_CONTEXT_LENGTH":"16384","OLLAMA_HOST":"0.0.0.0:11434","OLLAMA_KV_CACHE_TYPE":"q8_0"}}
+        fields: {"engine":"ollama","host":"0.0.0.0","port":11434,"context_length":16384,"kv_cache_dtype":"q8_0","env":{"OLLAMA_CONTEXT_LENGTH":"16384","OLLAMA_HOST":"0.0.0.0:11434","OLLAMA_KV_CACHE_TYPE":"q8_0"}}
         warning: no ExecStart= in this text (a drop-in): its OLLAMA_* variables configure Ollama's server, whose command is in the unit it extends
     "#,
     );

@@ -453,6 +453,7 @@ fn control_flow_decides_the_command() {
         option tensor-parallel-size = 8 (--tensor-parallel-size 8)
         fields: {"engine":"vllm","model":"m","tensor_parallel":8}
         warning: when $MODE = big
+        warning: one of 3 branches runs, and the text does not fix which: $MODE = big; $MODE = mid; otherwise
         ---
         engine: vllm
         entry: vllm serve
@@ -460,6 +461,7 @@ fn control_flow_decides_the_command() {
         option tensor-parallel-size = 4 (--tensor-parallel-size 4)
         fields: {"engine":"vllm","model":"m","tensor_parallel":4}
         warning: when $MODE = mid, unless $MODE = big
+        warning: one of 3 branches runs, and the text does not fix which: $MODE = big; $MODE = mid; otherwise
         ---
         engine: vllm
         entry: vllm serve
@@ -467,6 +469,7 @@ fn control_flow_decides_the_command() {
         option tensor-parallel-size = 1 (--tensor-parallel-size 1)
         fields: {"engine":"vllm","model":"m","tensor_parallel":1}
         warning: unless $MODE = big or $MODE = mid
+        warning: one of 3 branches runs, and the text does not fix which: $MODE = big; $MODE = mid; otherwise
     "#,
     );
     // A branch the text decides is taken or left out.
@@ -914,6 +917,7 @@ fn a_python_program_over_lines_gives_no_arguments() {
         model: Qwen/Qwen2.5-7B-Instruct
         option tensor-parallel-size = "$NUM_GPUS" (--tensor-parallel-size $NUM_GPUS)
         fields: {"engine":"vllm","model":"Qwen/Qwen2.5-7B-Instruct","tensor_parallel":"$NUM_GPUS"}
+        warning: $NUM_GPUS is unknown: it is what $(python3 -c " … ) prints, which the text does not hold
     "#,
     );
 }
