@@ -117,6 +117,9 @@ pub enum Format {
     /// One self-contained HTML page (host, diff, timeline, audit report): charts drawn as
     /// inline SVG, the JSON document embedded, no script, no external resource.
     Html,
+    /// A POSIX sh script (`probe diff` only): the rollback plan, for a person to review and run
+    /// on B with REVIEWED=yes. probe runs none of it.
+    Sh,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
