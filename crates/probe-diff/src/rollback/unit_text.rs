@@ -22,13 +22,13 @@ pub(crate) fn blocks(text: &str) -> Vec<Block> {
             raw.push(line);
             joined.push(' ');
             joined.push_str(t.trim_end_matches('\\').trim_end());
-            if !t.ends_with('\\') {
-                if let Some((raw, joined)) = cur.take() {
-                    out.push(Block {
-                        raw: raw.join("\n"),
-                        joined,
-                    });
-                }
+            if !t.ends_with('\\')
+                && let Some((raw, joined)) = cur.take()
+            {
+                out.push(Block {
+                    raw: raw.join("\n"),
+                    joined,
+                });
             }
             continue;
         }
@@ -229,7 +229,8 @@ mod tests {
     fn flags_of_an_exec_start() {
         let s = |t: &str| Some(t.to_string());
         let line = "ExecStart=/v serve /m --tp 4 --disable-custom-all-reduce";
-        let cases: [(Vec<(Option<String>, Option<String>)>, Option<&str>); 4] = [
+        type Edits = Vec<(Option<String>, Option<String>)>;
+        let cases: [(Edits, Option<&str>); 4] = [
             (
                 vec![(s("--disable-custom-all-reduce"), None)],
                 Some("ExecStart=/v serve /m --tp 4"),

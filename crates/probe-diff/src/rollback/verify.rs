@@ -77,26 +77,27 @@ pub(crate) fn steps(
         .into_iter()
         .collect();
     let (a, b) = (&diff.before.host, &diff.after.host);
-    if let Some(symptom) = diff.verdict.as_ref().and_then(|v| v.symptom.as_ref()) {
-        if let (Some(was), Some(now)) = (&symptom.before, &symptom.after) {
-            let unit = if symptom.unit.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", symptom.unit)
-            };
-            out.push(RollbackStep {
-                action: RollbackAction::Verify {
-                    command: None,
-                    at: VerifyAt::Probe,
-                    expect: format!(
-                        "{} back near {:.1}{unit} (its mean on {a}; {:.1}{unit} on {b} before the \
-                         rollback), at the same load",
-                        symptom.metric, was.mean, now.mean
-                    ),
-                },
-                why: String::from("the metric the verdict compared"),
-            });
-        }
+    let symptom = diff.verdict.as_ref().and_then(|v| v.symptom.as_ref());
+    if let Some((symptom, was, now)) =
+        symptom.and_then(|s| Some((s, s.before.as_ref()?, s.after.as_ref()?)))
+    {
+        let unit = if symptom.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", symptom.unit)
+        };
+        out.push(RollbackStep {
+            action: RollbackAction::Verify {
+                command: None,
+                at: VerifyAt::Probe,
+                expect: format!(
+                    "{} back near {:.1}{unit} (its mean on {a}; {:.1}{unit} on {b} before the \
+                     rollback), at the same load",
+                    symptom.metric, was.mean, now.mean
+                ),
+            },
+            why: String::from("the metric the verdict compared"),
+        });
     }
     out.push(RollbackStep {
         action: RollbackAction::Verify {
