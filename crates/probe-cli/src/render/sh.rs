@@ -47,6 +47,14 @@ if [ "${REVIEWED:-}" != yes ]; then
     echo "probe rollback plan: nothing done. Review every step, then run it with REVIEWED=yes" >&2
     exit 2
 fi
+if [ ! -f "$0" ]; then
+    echo "probe rollback plan: run it as sh FILE (it checks its own text)" >&2
+    exit 2
+fi
+if grep -v '^[[:space:]]*#' "$0" | grep -q '<REDACTED[:]'; then
+    echo "probe rollback plan: nothing done. Fill in every REDACTED placeholder first" >&2
+    exit 3
+fi
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 
 # keep FILE: a copy of FILE as it was before this run, beside it: FILE.probe-rollback-TIME.
@@ -69,7 +77,7 @@ remove_file() {
 #   MODE add: NEW goes at the end of the section SECTION (added at the end when missing).
 edit_line() {
     case $5 in
-    *'<REDACTED:'*)
+    *'<REDACTED'[:]*)
         echo "$1: fill in the placeholder first: $5" >&2
         exit 3
         ;;

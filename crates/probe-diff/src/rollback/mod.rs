@@ -409,3 +409,6 @@ pub(crate) fn differing(
 pub(crate) fn earlier_text(before: &LaunchConfig) -> Option<String> {
     launch_text(before)
 }
+
+#[cfg(test)]
+mod tests;

@@ -74,7 +74,7 @@ impl Secrets {
 /// trailing `--flag ` / `--flag=`.
 fn owner(before: &str) -> Option<&str> {
     let word = before
-        .trim_end()
+        .trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'')
         .rsplit(|c: char| c.is_whitespace() || c == '"' || c == '\'')
         .next()?;
     if let Some(var) = word.strip_suffix('=') {

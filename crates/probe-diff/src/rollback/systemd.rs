@@ -162,11 +162,14 @@ pub(crate) fn steps(
                     path: path.to_string(),
                     role: DefiningFileRole::EnvironmentFile,
                     setting: env.var.clone(),
-                    old: Some(format!(
-                        "{}={}",
-                        env.var,
-                        env.after.as_deref().unwrap_or("")
-                    )),
+                    // Matched by its key: the file is read as variables, and a redacted
+                    // value is never written into a step.
+                    old: Some(match env.after.as_deref() {
+                        Some(v) if !v.contains(probe_model::text::REDACTED_PREFIX) => {
+                            format!("{}={v}", env.var)
+                        }
+                        _ => format!("{}=", env.var),
+                    }),
                     new: before_value.as_deref().map(|v| format!("{}={v}", env.var)),
                     key_only: true,
                     what: why.clone(),
@@ -253,6 +256,7 @@ pub(crate) fn steps(
                 (Some(note), 0) => format!("{}; {note}", e.why),
                 _ => e.why,
             };
+            let section = e.old.is_none().then(|| String::from("[Service]"));
             out.push(RollbackStep {
                 action: RollbackAction::EditLine {
                     file: e.path,
@@ -260,7 +264,7 @@ pub(crate) fn steps(
                     setting: e.setting,
                     old: e.old,
                     new: e.new,
-                    section: Some(String::from("[Service]")),
+                    section,
                     key_only: e.key_only,
                 },
                 why,

@@ -322,7 +322,10 @@ fn a_placeholder_stops_the_script_until_filled_in() {
     let (dir, root) = root();
     let out = run(&["/bin/sh"], &script, dir.path(), &root, true, None);
     assert_eq!(out.status.code(), Some(3));
+    // Nothing at all is done while a placeholder is left: no file, no command.
     assert_eq!(read(&root, ENV_FILE), "HF_TOKEN=hf_real\nVLLM_USE_V1=1\n");
+    assert_eq!(read(&root, DROP_IN), DROP_IN_TEXT);
+    assert!(!dir.path().join("systemctl.log").exists());
     // Filled in, it runs.
     let filled = script.replace("<REDACTED:HF_TOKEN>'", "hf_earlier'");
     let out = run(&["/bin/sh"], &filled, dir.path(), &root, true, None);
