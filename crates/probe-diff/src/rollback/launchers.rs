@@ -11,6 +11,41 @@ use probe_model::{
 
 use super::{EnvEdit, FlagEdit, Secrets};
 
+/// The image a container ran before, by digest where known (`repo@sha256:...`), and the one
+/// it runs now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ImageBack {
+    pub(crate) earlier: String,
+    pub(crate) now: String,
+    pub(crate) by_digest: bool,
+}
+
+/// The image change of the diff (`container:NAME.image`), with the earlier image by digest.
+pub(crate) fn image_back(before: &Snapshot, changes: &[probe_model::Change]) -> Option<ImageBack> {
+    let change = changes
+        .iter()
+        .find(|c| c.key.starts_with("container:") && c.key.ends_with(".image"))?;
+    let name = change
+        .key
+        .strip_prefix("container:")?
+        .strip_suffix(".image")?;
+    let earlier_image = super::text(change.before.as_ref())?;
+    let now = super::text(change.after.as_ref())?;
+    let repository = probe_model::image_repository(&earlier_image);
+    let digest = container(before, name).and_then(|c| {
+        c.repo_digests
+            .iter()
+            .find(|d| probe_model::image_repository(d) == repository)
+            .or(c.repo_digests.first())
+            .cloned()
+    });
+    Some(ImageBack {
+        by_digest: digest.is_some(),
+        earlier: digest.unwrap_or(earlier_image),
+        now,
+    })
+}
+
 /// The container named `name` (or with that id).
 pub(crate) fn container<'a>(snapshot: &'a Snapshot, name: &str) -> Option<&'a ContainerInfo> {
     snapshot
@@ -59,6 +94,7 @@ pub(crate) fn compose(
     before: &LaunchConfig,
     flags: &[FlagEdit],
     envs: &[EnvEdit],
+    image: Option<&ImageBack>,
     secrets: &mut Secrets,
 ) -> Vec<RollbackStep> {
     let Launcher::Compose {
@@ -166,6 +202,38 @@ pub(crate) fn compose(
                 "no compose file line read sets it",
             )),
         }
+    }
+    if let Some(image) = image {
+        let line = one_line(&texts, &format!("image: {}", image.now))
+            .or_else(|| one_line(&texts, &format!("image: \"{}\"", image.now)));
+        out.push(match line {
+            Some((file, line)) => {
+                let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+                RollbackStep {
+                    action: RollbackAction::EditLine {
+                        file: file.to_string(),
+                        role: DefiningFileRole::Compose,
+                        setting: String::from("image"),
+                        old: Some(line.to_string()),
+                        new: Some(format!("{indent}image: {}", image.earlier)),
+                        section: None,
+                        key_only: false,
+                    },
+                    why: format!(
+                        "the image {service} ran before{}",
+                        if image.by_digest {
+                            " (by digest: the same bytes, whatever its tag points to now)"
+                        } else {
+                            " (its digest is not known: the tag may point to other bytes now)"
+                        }
+                    ),
+                }
+            }
+            None => manual(
+                format!("in {where_}, service {service}: image: {}", image.earlier),
+                "the image line was not found once in the compose file as read",
+            ),
+        });
     }
     if out.is_empty() {
         return out;

@@ -239,7 +239,16 @@ pub(crate) fn plan(
                     .unwrap_or_default()
             }
             Launcher::Compose { .. } => {
-                launchers::compose(after_snap, &launcher, before, &flags, &envs, &mut secrets)
+                let image = launchers::image_back(before_snap, changes);
+                launchers::compose(
+                    after_snap,
+                    &launcher,
+                    before,
+                    &flags,
+                    &envs,
+                    image.as_ref(),
+                    &mut secrets,
+                )
             }
             Launcher::Kubernetes { .. } => launchers::kubernetes(&launcher, &flags, &envs),
             Launcher::Container { name } => {

@@ -321,15 +321,27 @@ fn compose_the_service_lines_and_up() {
         .into(),
     );
     let b = launch(BTreeMap::new());
-    let plan = plan(
-        (&Snapshot::default(), &after),
-        Some((&b, &a)),
-        &tp_changes()[..2],
-        &diff(),
-    );
+    let digest =
+        "vllm/vllm-openai@sha256:4f1c6e0b0d2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c";
+    let before = Snapshot {
+        containers: vec![ContainerInfo {
+            name: Some("llm-vllm-1".into()),
+            image: "vllm/vllm-openai:v0.10.2".into(),
+            repo_digests: vec![digest.into()],
+            ..ContainerInfo::default()
+        }],
+        ..Snapshot::default()
+    };
+    let mut changes = tp_changes()[..2].to_vec();
+    changes.push(change(
+        "container:llm-vllm-1.image",
+        Some(json!("vllm/vllm-openai:v0.10.2")),
+        Some(json!("vllm/vllm-openai:v0.11.0")),
+    ));
+    let plan = plan((&before, &after), Some((&b, &a)), &changes, &diff());
     assert_eq!(
         kinds(&plan),
-        ["edit", "edit", "restart", "verify"],
+        ["edit", "edit", "edit", "restart", "verify"],
         "{plan:#?}"
     );
     let edits: Vec<(Option<&str>, Option<&str>)> = plan
@@ -348,10 +360,19 @@ fn compose_the_service_lines_and_up() {
         [
             (Some("      - --disable-custom-all-reduce"), None),
             (Some("      NCCL_P2P_DISABLE: \"1\""), None),
+            (
+                Some("    image: vllm/vllm-openai:v0.11.0"),
+                Some(format!("    image: {digest}").as_str())
+            ),
         ]
     );
+    assert!(
+        plan.steps[2].why.contains("by digest"),
+        "{:?}",
+        plan.steps[2]
+    );
     assert_eq!(
-        plan.steps[2].action,
+        plan.steps[3].action,
         RollbackAction::Restart {
             command: "docker compose -p llm -f /srv/llm/compose.yaml up -d vllm".into()
         }
