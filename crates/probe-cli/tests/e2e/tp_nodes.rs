@@ -276,6 +276,14 @@ fn tp_nodes_rollback_plan_applied_to_a_copy_matches_the_good_node() {
         !checklist.contains("cd /home/vllm"),
         "no hand-run launch beside systemd: {checklist}"
     );
+    // A script is only the diff's rollback plan.
+    let refused = probe(env, &["timeline", "fx-tp-node-a@latest", "--format", "sh"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        util::text(&refused.stderr).contains("--format sh is for probe diff"),
+        "{}",
+        util::text(&refused.stderr)
+    );
 
     // Applied to a copy of node b's files.
     let fixtures =
