@@ -349,6 +349,7 @@ pub(crate) fn container_run(
 pub(crate) fn by_hand(
     launcher: &Launcher,
     before: &LaunchConfig,
+    host: &str,
     secrets: &mut Secrets,
 ) -> Vec<RollbackStep> {
     let Some(text) = super::earlier_text(before) else {
@@ -358,11 +359,11 @@ pub(crate) fn by_hand(
     if let Launcher::Process { pid: Some(pid) } = launcher {
         out.push(RollbackStep {
             action: RollbackAction::Stop {
-                command: format!("kill {pid}"),
+                command: format!("kill {pid} && while kill -0 {pid} 2>/dev/null; do sleep 1; done"),
             },
             why: String::from(
                 "the running server was started by hand: nothing else stops it, and the \
-                 earlier one needs its port",
+                 earlier one needs its port (this waits until it has exited)",
             ),
         });
     }
@@ -380,7 +381,8 @@ pub(crate) fn by_hand(
             ),
         },
         why: format!(
-            "from {}; started by hand: nothing restarts it if it stops",
+            "the earlier launch ({} on {host}); started by hand: nothing restarts it if it \
+             stops",
             probe_launch::evidence_label(before)
         ),
     });

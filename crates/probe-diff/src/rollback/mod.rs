@@ -258,7 +258,7 @@ pub(crate) fn plan(
                 if flags.is_empty() && envs.is_empty() {
                     Vec::new()
                 } else {
-                    launchers::by_hand(&launcher, before, &mut secrets)
+                    launchers::by_hand(&launcher, before, &diff.before.host, &mut secrets)
                 }
             }
         };

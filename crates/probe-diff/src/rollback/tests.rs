@@ -426,7 +426,7 @@ fn by_hand_stop_the_running_one_then_the_earlier_command() {
     assert_eq!(
         plan.steps[0].action,
         RollbackAction::Stop {
-            command: "kill 4242".into()
+            command: "kill 4242 && while kill -0 4242 2>/dev/null; do sleep 1; done".into()
         }
     );
     let RollbackAction::Restart { command } = &plan.steps[1].action else {
