@@ -99,11 +99,23 @@ pub(crate) fn steps(
                     }),
                     None => manual.push(RollbackStep {
                         action: RollbackAction::Manual {
-                            what: format!(
-                                "in {} change the flags of its ExecStart= ({})",
-                                f.path,
-                                said.join("; ")
-                            ),
+                            what: match probe_launch::start_script(
+                                block
+                                    .joined
+                                    .strip_prefix("ExecStart=")
+                                    .unwrap_or(&block.joined),
+                            ) {
+                                Some(script) => format!(
+                                    "in {script}, the script {name}'s ExecStart= runs (probe did \
+                                     not read it), change the flags ({})",
+                                    said.join("; ")
+                                ),
+                                None => format!(
+                                    "in {} change the flags of its ExecStart= ({})",
+                                    f.path,
+                                    said.join("; ")
+                                ),
+                            },
                         },
                         why: format!("the words are not in that line as written: {over}"),
                     }),

@@ -187,6 +187,7 @@ fn run(
     let mut cmd = Command::new(shell[0]);
     cmd.args(&shell[1..])
         .arg(&file)
+        .current_dir(dir)
         .env("ROOT", root)
         .env("PATH", path);
     if reviewed {
@@ -344,4 +345,71 @@ fn an_empty_plan() {
     let script = rollback_script(&SnapshotDiff::default());
     assert!(script.contains("Nothing to roll back"), "{script}");
     assert!(script.trim_end().ends_with("exit 0"));
+}
+
+/// Texts from a host that a shell would read as code (quotes, `$(...)`, backticks, `;`) reach
+/// the script as data: the file with that name gets exactly its edit and nothing else runs; a
+/// text with a control character is left to do by hand, said on one line.
+#[test]
+fn hostile_texts_stay_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let name = "/etc/x/it's $(touch pwned1) `touch pwned2`; touch pwned3.conf";
+    let at = root.join(name.trim_start_matches('/'));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::write(&at, "A='$(touch pwned4)'\nB=1\n").unwrap();
+    let mut diff = SnapshotDiff::default();
+    diff.rollback_plan.steps = vec![
+        step(
+            edit(
+                name,
+                DefiningFileRole::EnvFile,
+                Some("A='$(touch pwned4)'"),
+                Some("A=`touch pwned5`; touch pwned6"),
+                false,
+            ),
+            "why $(touch pwned7)\n touch pwned8",
+        ),
+        step(
+            edit(
+                "/etc/x/y",
+                DefiningFileRole::EnvFile,
+                Some("A=\u{1b}]0;title\u{7}"),
+                None,
+                false,
+            ),
+            "a terminal escape",
+        ),
+    ];
+    let script = rollback_script(&diff);
+    assert!(!script.contains('\u{1b}'), "{script}");
+    assert!(
+        script.contains("# 2. BY HAND (not scripted): in the env file /etc/x/y"),
+        "{script}"
+    );
+    let out = run(&["/bin/dash"], &script, dir.path(), &root, true, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&at).unwrap(),
+        "A=`touch pwned5`; touch pwned6\nB=1\n"
+    );
+    let mut found = Vec::new();
+    let mut stack = vec![dir.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name().to_string_lossy().starts_with("pwned") {
+                found.push(e.path());
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
 }
