@@ -297,17 +297,18 @@ pub(crate) fn steps(
         },
         why: format!("the server runs with the changed launch only once {name} starts again"),
     });
-    let mut expect = vec![match earlier_exec {
-        Some(exec) => format!("ExecStart= runs {}", one_line(exec)),
-        None => format!(
+    let mut expect: Vec<String> = match earlier_exec {
+        Some(exec) => vec![format!("ExecStart= runs {}", one_line(exec))],
+        None if flags.is_empty() => Vec::new(),
+        None => vec![format!(
             "ExecStart= with {}",
             flags
                 .iter()
                 .map(FlagEdit::said)
                 .collect::<Vec<_>>()
                 .join("; ")
-        ),
-    }];
+        )],
+    };
     for env in envs {
         expect.push(match &env.before {
             Some(v) => format!(

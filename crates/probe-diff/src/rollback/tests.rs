@@ -455,3 +455,90 @@ fn by_hand_stop_the_running_one_then_the_earlier_command() {
         "{lines:#?}"
     );
 }
+
+/// Ollama reads its settings from its environment: a differing `OLLAMA_*` setting is its
+/// `Environment=` line in the drop-in (quoted as `systemctl edit` users write it), changed
+/// there; the drop-in's other lines stay, so no revert.
+#[test]
+fn systemd_an_engine_setting_read_from_the_environment() {
+    let drop_in = "[Service]\nEnvironment=\"OLLAMA_HOST=127.0.0.1:11434\"\nEnvironment=\"OLLAMA_CONTEXT_LENGTH=32768\"\n";
+    let after_unit = SystemdUnit {
+        name: "ollama.service".into(),
+        fragment: file(
+            "/etc/systemd/system/ollama.service",
+            "[Service]\nExecStart=/usr/local/bin/ollama serve\n",
+        ),
+        drop_ins: vec![file(
+            "/etc/systemd/system/ollama.service.d/override.conf",
+            drop_in,
+        )],
+        exec_start: vec![String::from("/usr/local/bin/ollama serve")],
+        ..SystemdUnit::default()
+    };
+    let launch = |written: &str| LaunchConfig {
+        engine: probe_model::Engine::Ollama,
+        argv: vec!["/usr/local/bin/ollama".into(), "serve".into()],
+        options: [(
+            "OLLAMA_CONTEXT_LENGTH".to_string(),
+            LaunchOption {
+                value: json!(written.rsplit('=').next().unwrap()),
+                written: written.into(),
+            },
+        )]
+        .into(),
+        source: LaunchSource {
+            kind: SourceKind::Unit,
+            location: "unit:ollama.service".into(),
+            ..LaunchSource::default()
+        },
+        ..LaunchConfig::default()
+    };
+    let (b, a) = (
+        launch("OLLAMA_CONTEXT_LENGTH=8192"),
+        launch("OLLAMA_CONTEXT_LENGTH=32768"),
+    );
+    let after = Snapshot {
+        units: vec![after_unit],
+        ..Snapshot::default()
+    };
+    let changes = [change(
+        "OLLAMA_CONTEXT_LENGTH",
+        Some(json!("8192")),
+        Some(json!("32768")),
+    )];
+    let plan = plan(
+        (&Snapshot::default(), &after),
+        Some((&b, &a)),
+        &changes,
+        &diff(),
+    );
+    assert_eq!(
+        kinds(&plan),
+        ["edit", "run", "restart", "verify", "verify"],
+        "{plan:#?}"
+    );
+    let RollbackAction::EditLine { old, new, file, .. } = &plan.steps[0].action else {
+        panic!()
+    };
+    assert_eq!(file, "/etc/systemd/system/ollama.service.d/override.conf");
+    assert_eq!(
+        old.as_deref(),
+        Some("Environment=\"OLLAMA_CONTEXT_LENGTH=32768\"")
+    );
+    assert_eq!(
+        new.as_deref(),
+        Some("Environment=OLLAMA_CONTEXT_LENGTH=8192")
+    );
+    let RollbackAction::Verify { expect, .. } = &plan.steps[3].action else {
+        panic!()
+    };
+    assert_eq!(
+        expect,
+        "Environment= or an EnvironmentFile= sets OLLAMA_CONTEXT_LENGTH=8192"
+    );
+    assert!(
+        plan.steps[0].why.contains("OLLAMA_HOST"),
+        "what a revert would also drop: {}",
+        plan.steps[0].why
+    );
+}
