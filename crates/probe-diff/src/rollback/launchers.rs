@@ -303,13 +303,20 @@ pub(crate) fn kubernetes(
                  check it first",
             ));
         }
+        Some(o) if o.starts_with("static-pod/") => out.push(manual(
+            format!(
+                "edit the manifest of static pod {pod} in the kubelet's staticPodPath on this \
+                 host (usually /etc/kubernetes/manifests); the kubelet recreates the pod"
+            ),
+            "a static pod has no workload object to roll back",
+        )),
         Some(o) => out.push(manual(
             format!("kubectl{ns} edit {o}"),
             "its kind has no `kubectl rollout undo`: change the fields in its spec",
         )),
         None => out.push(manual(
             format!("find the workload that owns pod {pod}{ns}"),
-            "the pod's name does not tell its owner",
+            "the pod's name does not tell its owner (a DaemonSet, a Job or a ReplicaSet)",
         )),
     }
     out.push(manual(

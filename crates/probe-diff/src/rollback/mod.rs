@@ -182,15 +182,17 @@ fn launcher_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Launcher {
             return Launcher::Kubernetes {
                 namespace: pod.namespace.clone(),
                 pod: pod.pod.clone(),
-                owner: pod.owner.as_ref().map(|o| {
-                    format!(
-                        "{}/{}",
-                        serde_json::to_value(o.kind)
-                            .ok()
-                            .and_then(|v| v.as_str().map(|s| s.replace('_', "")))
-                            .unwrap_or_default(),
-                        o.name
-                    )
+                owner: pod.owner.as_ref().and_then(|o| {
+                    use probe_model::PodOwnerKind as K;
+                    let resource = match o.kind {
+                        K::Deployment => "deployment",
+                        K::StatefulSet => "statefulset",
+                        K::LeaderWorkerSet => "leaderworkerset",
+                        K::Static => "static-pod",
+                        // A DaemonSet, a Job or a bare ReplicaSet: the name cannot tell which.
+                        K::Generated => return None,
+                    };
+                    Some(format!("{resource}/{}", o.name))
                 }),
             };
         }

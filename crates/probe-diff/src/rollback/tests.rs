@@ -542,3 +542,99 @@ fn systemd_an_engine_setting_read_from_the_environment() {
         plan.steps[0].why
     );
 }
+
+/// A Kubernetes pod: the workload the pod's name points to, undone through the API server
+/// (by hand: the manifest was not read), per kind of owner.
+#[test]
+fn kubernetes_the_owner_by_kind() {
+    use probe_model::{PodOrigin, PodOwner, PodOwnerKind};
+    let cases = [
+        (
+            Some(PodOwnerKind::Deployment),
+            "kubectl -n serving rollout history deployment/vllm, then kubectl -n serving rollout undo deployment/vllm",
+        ),
+        (
+            Some(PodOwnerKind::StatefulSet),
+            "kubectl -n serving rollout history statefulset/vllm",
+        ),
+        (
+            Some(PodOwnerKind::LeaderWorkerSet),
+            "kubectl -n serving edit leaderworkerset/vllm",
+        ),
+        (
+            Some(PodOwnerKind::Static),
+            "edit the manifest of static pod vllm-0 in the kubelet's staticPodPath",
+        ),
+        (
+            Some(PodOwnerKind::Generated),
+            "find the workload that owns pod vllm-0 -n serving",
+        ),
+        (None, "find the workload that owns pod vllm-0"),
+    ];
+    for (kind, want) in cases {
+        let after = Snapshot {
+            containers: vec![ContainerInfo {
+                name: Some("k8s_vllm_vllm-0".into()),
+                pod: Some(PodOrigin {
+                    namespace: Some("serving".into()),
+                    pod: "vllm-0".into(),
+                    owner: kind.map(|kind| PodOwner {
+                        kind,
+                        name: "vllm".into(),
+                        detail: None,
+                    }),
+                    ..PodOrigin::default()
+                }),
+                ..ContainerInfo::default()
+            }],
+            ..Snapshot::default()
+        };
+        let launch = |written: Option<&str>| LaunchConfig {
+            options: written
+                .map(|w| {
+                    [(
+                        "max-num-seqs".to_string(),
+                        LaunchOption {
+                            value: json!(w.rsplit(' ').next().unwrap()),
+                            written: w.into(),
+                        },
+                    )]
+                    .into()
+                })
+                .unwrap_or_default(),
+            source: LaunchSource {
+                kind: SourceKind::Container,
+                location: "container:k8s_vllm_vllm-0".into(),
+                ..LaunchSource::default()
+            },
+            ..LaunchConfig::default()
+        };
+        let (b, a) = (
+            launch(Some("--max-num-seqs 256")),
+            launch(Some("--max-num-seqs 64")),
+        );
+        let changes = [change("max-num-seqs", Some(json!(256)), Some(json!(64)))];
+        let plan = plan(
+            (&Snapshot::default(), &after),
+            Some((&b, &a)),
+            &changes,
+            &diff(),
+        );
+        assert!(
+            matches!(plan.launcher, Launcher::Kubernetes { .. }),
+            "{plan:#?}"
+        );
+        assert_eq!(kinds(&plan), ["manual", "manual", "verify"], "{kind:?}");
+        let RollbackAction::Manual { what } = &plan.steps[0].action else {
+            panic!()
+        };
+        assert!(what.starts_with(want), "{kind:?}: {what}");
+        let RollbackAction::Manual { what } = &plan.steps[1].action else {
+            panic!()
+        };
+        assert!(
+            what.contains("--max-num-seqs 64 -> --max-num-seqs 256"),
+            "{what}"
+        );
+    }
+}
