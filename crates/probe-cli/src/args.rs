@@ -117,6 +117,9 @@ pub enum Format {
     /// One self-contained HTML page (host, diff, timeline, audit report): charts drawn as
     /// inline SVG, the JSON document embedded, no script, no external resource.
     Html,
+    /// A POSIX sh script (`probe diff` only): the rollback plan, for a person to review and run
+    /// on B with REVIEWED=yes. probe runs none of it.
+    Sh,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -199,7 +202,10 @@ Each side is one of:
 Examples:
   probe diff gpu7@~1 gpu7@latest
   probe diff gpu7 gpu8 --format markdown
-  probe diff before.json gpu7";
+  probe diff before.json gpu7
+  probe diff gpu7 gpu8 --rollback                   # the plan to roll gpu8 back to gpu7
+  probe diff gpu7 gpu8 --format sh -o rollback.sh   # the same plan as a script to review;
+                                                    # on gpu8: REVIEWED=yes sh rollback.sh";
 
 const TIMELINE_AFTER: &str = "\
 TARGET is a live host, a stored snapshot reference (HOST@latest, HOST@~1, an id) or a snapshot
@@ -294,8 +300,9 @@ pub struct DiffArgs {
     /// Also count volatile differences (PIDs, uptime, utilisation) as changes.
     #[arg(long)]
     pub include_volatile: bool,
-    /// Print only what rolling B back to A would change, as an ordered checklist (flags,
-    /// packages, driver, model, power limit). probe runs none of it.
+    /// Print only the plan that rolls B back to A on the launcher that runs it (the files and
+    /// lines to change, the reload, the restart, what to check after), as an ordered checklist;
+    /// `--format sh` prints it as a script to review. probe runs none of it.
     #[arg(long)]
     pub rollback: bool,
     /// Write the diff to FILE instead of standard output (with --format html: the page).

@@ -20,6 +20,7 @@ mod number;
 mod periods;
 mod pins;
 mod ranking;
+mod rollback;
 mod rotated;
 mod run;
 mod server;

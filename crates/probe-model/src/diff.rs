@@ -286,6 +286,11 @@ pub struct SnapshotDiff {
     /// model, power limit), one line each: `probe diff --rollback` prints it, probe runs none.
     #[serde(default)]
     pub rollback: Vec<String>,
+    /// The same rollback as a typed plan on the launcher that runs the server (the files to
+    /// edit with their old and new lines, the reload, the restart, what to check after):
+    /// `rollback` is its text; `probe diff --format sh` writes it as a script to review.
+    #[serde(default)]
+    pub rollback_plan: crate::RollbackPlan,
     /// The periods the verdict compares (the running run of each side, or the period
     /// `--baseline` named against the after side's now), and why each was chosen.
     #[serde(default)]

@@ -1,10 +1,11 @@
 //! `probe diff A B`: exit 0 when nothing meaningful differs, 1 when something does, 2 on error.
-//! `--rollback` prints what rolling B back to A would change instead.
+//! `--rollback` prints what rolling B back to A would change instead; `--format sh` prints that
+//! plan as a script to review (probe runs none of it).
 
 use probe_model::exit_codes;
 
 use super::{Ctx, classify_side, side_snapshot};
-use crate::args::DiffArgs;
+use crate::args::{DiffArgs, Format};
 use crate::errors::Result;
 use crate::render;
 
@@ -23,7 +24,15 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
         baseline,
     };
     let diff = probe_diff::compare_snapshots(&before, &after, &options);
-    if args.rollback {
+    if ctx.printer.format == Format::Sh {
+        // The rollback plan as a script to review; with or without --rollback.
+        let script = render::sh::rollback_script(&diff);
+        match args.output.as_deref() {
+            Some(path) => crate::prometheus::write_atomic(path, script.as_bytes())
+                .map_err(|err| crate::errors::ExpectedError::file(path, err))?,
+            None => ctx.write(&script)?,
+        }
+    } else if args.rollback {
         ctx.emit(&diff.rollback, || render::rollback_doc(&diff))?;
     } else {
         ctx.emit_report(

@@ -55,6 +55,7 @@ impl Ctx {
             Format::Json => self.write(&render::json::pretty(value)),
             Format::Human | Format::Markdown => self.write(&text()),
             Format::Html => Err(html_not_here()),
+            Format::Sh => Err(sh_not_here()),
         }
     }
 
@@ -71,6 +72,7 @@ impl Ctx {
         let rendered = match self.printer.format {
             Format::Json => render::json::pretty(value),
             Format::Html => page(),
+            Format::Sh => return Err(sh_not_here()),
             Format::Human | Format::Markdown => match output {
                 Some(_) => text(&Printer {
                     color: false,
@@ -127,6 +129,10 @@ fn html_not_here() -> ExpectedError {
     )
 }
 
+fn sh_not_here() -> ExpectedError {
+    ExpectedError::Usage("--format sh is for probe diff (its rollback plan as a script)".into())
+}
+
 /// Whether a command draws a page under `--format html`.
 fn draws_a_page(command: &Command) -> bool {
     match command {
@@ -143,6 +149,9 @@ fn draws_a_page(command: &Command) -> bool {
 pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
     if ctx.printer.format == Format::Html && !draws_a_page(&command) {
         return Err(html_not_here());
+    }
+    if ctx.printer.format == Format::Sh && !matches!(command, Command::Diff(_)) {
+        return Err(sh_not_here());
     }
     match command {
         Command::Host(args) => host::run(ctx, args).await,

@@ -26,6 +26,11 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
                         crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
                     write(&render::html::host_page(std::slice::from_ref(&report)))?;
                 }
+                Format::Sh => {
+                    return Err(ExpectedError::Usage(
+                        "--format sh is for probe diff (its rollback plan as a script)".into(),
+                    ));
+                }
                 Format::Human | Format::Markdown => {
                     let previous = store.previous(&snapshot)?;
                     let report =

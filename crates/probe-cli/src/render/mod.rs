@@ -10,6 +10,7 @@ pub mod json;
 pub mod markdown;
 mod runs;
 pub mod server;
+pub mod sh;
 mod verdict;
 
 use std::collections::BTreeMap;
@@ -29,7 +30,9 @@ use doc::{Doc, Tone};
 pub fn text(doc: &Doc, printer: &Printer) -> String {
     match printer.format {
         Format::Markdown => markdown::render(doc),
-        Format::Human | Format::Json | Format::Html => human::render(doc, printer.styles()),
+        Format::Human | Format::Json | Format::Html | Format::Sh => {
+            human::render(doc, printer.styles())
+        }
     }
 }
 

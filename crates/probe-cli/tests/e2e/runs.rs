@@ -470,6 +470,23 @@ fn diff_rollback_is_a_checklist() {
         .find(|s| s.starts_with("launch: "))
         .expect("the launch");
     assert!(launch.contains("--speculative-num-steps 3"), "{launch}");
+    // Started by hand: the running one is stopped first (nothing else stops it, and the
+    // earlier one needs its port), then the earlier command runs in the background with its
+    // log; the plan ends with what to check, where probe runs.
+    let at = |prefix: &str| {
+        steps
+            .iter()
+            .position(|s| s.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {steps:#?}"))
+    };
+    assert!(
+        at("stop: kill ") < at("launch: nohup sh -c 'cd /root && "),
+        "{steps:#?}"
+    );
+    assert!(
+        at("launch: ")
+            < at("verify where probe runs: probe diff fixture-sglang-load fixture-sglang-story")
+    );
     let out = probe(&["diff", "fx-sglang-load", "fx-sglang-story"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -229,3 +229,164 @@ fn tp_nodes_outliers_rank_a_consequence_under_its_causes() {
         assert!(pair[0].impact <= pair[1].impact, "ranked: {keys:?}");
     }
 }
+
+/// The rollback plan of the node with the drop-in (issue 33 items 5 and 6): `--rollback`
+/// names the drop-in (not the unit file) and what to check after the restart; `--format sh`
+/// writes it as a script that does nothing unreviewed; applied with `ROOT=` to a copy of
+/// tp-node-b's files (with `systemctl` and `curl` stand-ins that log), it leaves the unit's
+/// files exactly as tp-node-a's: the unit file untouched, no drop-in left that systemd reads.
+#[test]
+fn tp_nodes_rollback_plan_applied_to_a_copy_matches_the_good_node() {
+    let env = env();
+    let args = ["diff", "fx-tp-node-a@latest", "fx-tp-node-b@latest"];
+    let checklist = probe(env, &[&args[..], &["--rollback"]].concat());
+    assert_eq!(
+        checklist.status.code(),
+        Some(1),
+        "{}",
+        util::text(&checklist.stderr)
+    );
+    let checklist = util::text(&checklist.stdout);
+    let sh = probe(env, &[&args[..], &["--format", "sh"]].concat());
+    assert_eq!(sh.status.code(), Some(1), "{}", util::text(&sh.stderr));
+    let script = util::text(&sh.stdout);
+    let (_, diff, _) = diff();
+    let plan = &diff.rollback_plan;
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!("tp_nodes_rollback", checklist);
+        insta::assert_snapshot!("tp_nodes_rollback_sh", script);
+    });
+    assert_eq!(
+        plan.launcher,
+        probe_model::Launcher::Systemd {
+            unit: "vllm.service".into()
+        }
+    );
+    for want in [
+        "remove: the drop-in /etc/systemd/system/vllm.service.d/debug.conf",
+        "run: systemctl daemon-reload",
+        "restart: systemctl restart vllm.service",
+        "verify: systemctl show -p ExecStart -p Environment vllm.service",
+        "verify where probe runs: gen_throughput back near 2082.4 tok/s",
+        "verify where probe runs: probe diff fixture-tp-node-a fixture-tp-node-b",
+    ] {
+        assert!(checklist.contains(want), "{want}: {checklist}");
+    }
+    assert!(
+        !checklist.contains("cd /home/vllm"),
+        "no hand-run launch beside systemd: {checklist}"
+    );
+    // A script is only the diff's rollback plan.
+    let refused = probe(env, &["timeline", "fx-tp-node-a@latest", "--format", "sh"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        util::text(&refused.stderr).contains("--format sh is for probe diff"),
+        "{}",
+        util::text(&refused.stderr)
+    );
+
+    // Applied to a copy of node b's files.
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe-testkit/fixtures");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-R")
+        .arg(fixtures.join("tp-node-b/root/etc"))
+        .arg(root.join("etc"))
+        .status();
+    assert!(copy.is_ok_and(|s| s.success()), "copied");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.path().join("launcher.log");
+    for stand_in in ["systemctl", "curl"] {
+        let path = bin.join(stand_in);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"{stand_in} $*\" >> '{}'\n", log.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let file = dir.path().join("rollback.sh");
+    std::fs::write(&file, &script).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let apply = |reviewed: bool| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg(&file).env("ROOT", &root).env("PATH", &path);
+        if reviewed {
+            cmd.env("REVIEWED", "yes");
+        } else {
+            cmd.env_remove("REVIEWED");
+        }
+        cmd.output().unwrap()
+    };
+    let unit_dir = "etc/systemd/system";
+    let drop_ins = |base: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(base.join(unit_dir).join("vllm.service.d"))
+            .map(|d| {
+                let mut names: Vec<String> = d
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".conf"))
+                    .collect();
+                names.sort();
+                names
+            })
+            .unwrap_or_default()
+    };
+    let out = apply(false);
+    assert_eq!(out.status.code(), Some(2), "nothing done unreviewed");
+    assert_eq!(drop_ins(&root), ["debug.conf"]);
+    assert!(!log.exists());
+    let out = apply(true);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        util::text(&out.stdout),
+        util::text(&out.stderr)
+    );
+    let good = fixtures.join("tp-node-a/root");
+    for file in [
+        format!("{unit_dir}/vllm.service"),
+        String::from("etc/default/vllm"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(root.join(&file)).unwrap(),
+            std::fs::read_to_string(good.join(&file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert_eq!(
+        drop_ins(&root),
+        drop_ins(&good),
+        "the drop-ins systemd reads"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "systemctl daemon-reload\nsystemctl restart vllm.service\nsystemctl show -p ExecStart -p Environment vllm.service\n"
+    );
+    // The drop-in was moved aside, not lost.
+    let kept: Vec<_> = std::fs::read_dir(root.join(unit_dir).join("vllm.service.d"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(kept[0].path()).unwrap(),
+        std::fs::read_to_string(
+            fixtures
+                .join("tp-node-b/root")
+                .join(unit_dir)
+                .join("vllm.service.d/debug.conf")
+        )
+        .unwrap()
+    );
+}

@@ -10,7 +10,7 @@ use crate::analysis::Analysis;
 use crate::baseline::Baseline;
 use crate::compare::{CompareOptions, compare_areas};
 use crate::periods::{compare_periods, load_bands, period_metrics, running_side};
-use crate::verdict::{Evidence, judge, rollback};
+use crate::verdict::{Evidence, judge};
 use probe_launch::evidence_label;
 use probe_model::civil::utc_minute as utc;
 
@@ -62,8 +62,11 @@ pub fn compare_analyses(
     diff.verdict = Some(verdict);
     diff.periods = periods;
     let first = areas.first;
-    let unit = first.and_then(|m| crate::run::unit_of(after, m.1));
-    diff.rollback = rollback(first.map(|m| m.0), first.map(|m| m.1), &changes, unit);
+    diff.rollback_plan = crate::rollback::plan((before, after), first, &changes, &diff);
+    diff.rollback = crate::rollback::lines(
+        &diff.rollback_plan,
+        &crate::rollback::differing(first, &changes),
+    );
     diff.changes = changes;
     diff
 }

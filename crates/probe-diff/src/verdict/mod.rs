@@ -12,7 +12,7 @@ mod ctx;
 mod headline;
 mod latency;
 mod load;
-mod restore;
+pub(crate) mod restore;
 mod symptoms;
 mod workload;
 
@@ -23,7 +23,7 @@ use probe_model::{
 
 pub use config::{VerdictConfig, config, named};
 pub use load::{Band, Layers, Shape};
-pub(crate) use restore::{restore, rollback};
+pub(crate) use restore::restore;
 
 use load::{Capacities, both};
 

@@ -6,7 +6,7 @@ use probe_model::{Change, LaunchConfig, Restore, SourceKind, SystemdUnit};
 use serde_json::Value;
 
 /// Characters that need no quoting in a POSIX shell word.
-fn plain(word: &str) -> bool {
+pub(crate) fn plain(word: &str) -> bool {
     !word.is_empty()
         && word
             .chars()
@@ -14,7 +14,7 @@ fn plain(word: &str) -> bool {
 }
 
 /// A word quoted for a POSIX shell.
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     if plain(word) {
         word.to_string()
     } else {
@@ -22,7 +22,7 @@ fn quote(word: &str) -> String {
     }
 }
 
-fn text(value: Option<&Value>) -> Option<String> {
+pub(crate) fn text(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -31,7 +31,7 @@ fn text(value: Option<&Value>) -> Option<String> {
 }
 
 /// The launch as a shell text: its working directory, environment and argv.
-fn launch_text(launch: &LaunchConfig) -> Option<String> {
+pub(crate) fn launch_text(launch: &LaunchConfig) -> Option<String> {
     if launch.argv.is_empty() {
         return None;
     }
@@ -50,7 +50,11 @@ fn launch_text(launch: &LaunchConfig) -> Option<String> {
 
 /// The flags of the earlier launch that the running one does not have as they were, and
 /// (`drop ...`) the running one's flags the earlier launch did not have.
-fn differing(before: &LaunchConfig, after: &LaunchConfig, changes: &[Change]) -> Vec<String> {
+pub(crate) fn differing(
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    changes: &[Change],
+) -> Vec<String> {
     changes
         .iter()
         .filter_map(|c| {
@@ -79,7 +83,7 @@ fn differing(before: &LaunchConfig, after: &LaunchConfig, changes: &[Change]) ->
 }
 
 /// `pip install NAME==VERSION ...` for the packages whose earlier versions are known.
-fn pins(changes: &[Change], interpreter: Option<&str>) -> Option<String> {
+pub(crate) fn pins(changes: &[Change], interpreter: Option<&str>) -> Option<String> {
     let mut pinned: Vec<String> = Vec::new();
     for change in changes {
         let name = match change.key.as_str() {
@@ -105,7 +109,7 @@ fn pins(changes: &[Change], interpreter: Option<&str>) -> Option<String> {
 }
 
 /// A power limit back to its earlier value.
-fn power_steps(changes: &[Change]) -> Vec<String> {
+pub(crate) fn power_steps(changes: &[Change]) -> Vec<String> {
     changes
         .iter()
         .filter(|c| c.key.ends_with(".power_limit"))
@@ -127,7 +131,7 @@ fn power_steps(changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
-fn driver_steps(changes: &[Change]) -> Vec<String> {
+pub(crate) fn driver_steps(changes: &[Change]) -> Vec<String> {
     changes
         .iter()
         .filter(|c| c.key == "gpu.driver_version")
@@ -309,7 +313,7 @@ fn unit_steps(
 
 /// `VAR=value` (or `drop VAR=value`): an environment variable's assignment among the
 /// differing settings, with whether it is to be dropped.
-fn env_assignment(item: &str) -> Option<(&str, &str, bool)> {
+pub(crate) fn env_assignment(item: &str) -> Option<(&str, &str, bool)> {
     let (dropped, item) = match item.strip_prefix("drop ") {
         Some(rest) => (true, rest),
         None => (false, item),
@@ -324,7 +328,7 @@ fn env_assignment(item: &str) -> Option<(&str, &str, bool)> {
 
 /// Whether the change that set `var` matters to the verdict: not ruled out, and explaining it
 /// where some change does. A variable no change names matters.
-fn matters(before: &LaunchConfig, changes: &[Change], var: &str) -> bool {
+pub(crate) fn matters(before: &LaunchConfig, changes: &[Change], var: &str) -> bool {
     let prefix = format!("{var}=");
     let of_var = |c: &&Change| {
         before
@@ -353,7 +357,7 @@ fn matters(before: &LaunchConfig, changes: &[Change], var: &str) -> bool {
 /// What `systemctl revert` would do here: undo exactly the change (the drop-ins hold only its
 /// lines, and without them the unit file's own launch is the earlier one), or what else it
 /// would drop. `None` when the unit has no drop-ins.
-fn revert_step(
+pub(crate) fn revert_step(
     unit: &SystemdUnit,
     before: &LaunchConfig,
     files: &[probe_launch::UnitFile<'_>],
@@ -442,56 +446,6 @@ pub(crate) fn restore(
         pins: pins(changes, interpreter),
         steps,
     }
-}
-
-/// `probe diff A B --rollback`: what rolling B back to A changes, in order (flags, packages,
-/// driver, model revision, power limit), one line each. Nothing is run.
-pub(crate) fn rollback(
-    before: Option<&LaunchConfig>,
-    after: Option<&LaunchConfig>,
-    changes: &[Change],
-    unit: Option<&SystemdUnit>,
-) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let (Some(before), Some(after)) = (before, after) {
-        let r = restore(before, after, changes, None);
-        for flag in &r.differing {
-            match flag.strip_prefix("drop ") {
-                Some(dropped) => lines.push(format!("flag: drop {dropped}")),
-                None => lines.push(format!("flag: restore {flag}")),
-            }
-        }
-        if let Some(text) = &r.launch_text {
-            lines.push(format!("launch: {text}   (from {})", r.source));
-        }
-        // Where the running launch's unit holds the change, and the least that undoes it.
-        if let Some(unit) = unit {
-            lines.extend(
-                unit_steps(unit, before, &r.differing, changes)
-                    .into_iter()
-                    .map(|s| format!("unit: {s}")),
-            );
-        }
-    }
-    if let Some(pins) = pins(changes, after.and_then(|a| a.interpreter.as_deref())) {
-        lines.push(format!("packages: {pins}"));
-    }
-    lines.extend(
-        driver_steps(changes)
-            .into_iter()
-            .map(|s| format!("driver: {s}")),
-    );
-    for change in changes.iter().filter(|c| c.key.starts_with("model")) {
-        if let Some(before) = text(change.before.as_ref()) {
-            lines.push(format!("model: {} back to {before}", change.key));
-        }
-    }
-    lines.extend(
-        power_steps(changes)
-            .into_iter()
-            .map(|s| format!("power: {s}")),
-    );
-    lines
 }
 
 #[cfg(test)]
