@@ -158,14 +158,15 @@ fn cron_command(line: &str, system: bool) -> Option<String> {
 /// name's command substitutions and variables (`vllm-$(date +%F).log`) become `*`
 /// (`vllm-*.log`); an undated name is itself and its rotated copies (`name.*`, `name-*`).
 /// `None` for a relative path, a directory not normalised or kept out (`/`, `/proc/*`, ...),
-/// a directory that is itself not fixed, or a name that is only a pattern.
+/// a directory that is itself not fixed, or a name that is only a pattern. A name with letters
+/// outside ASCII is planned, to be said not read ([`super::name_not_passed`]).
 pub fn dated_pattern(target: &str) -> Option<(String, Vec<String>)> {
     let (dir, name) = target.rsplit_once('/')?;
     if !dir_allowed(dir) || name.is_empty() {
         return None;
     }
     let pattern = starred(name)?;
-    if !pattern_allowed(&pattern) {
+    if !(pattern_allowed(&pattern) || super::name_not_passed(&pattern)) {
         return None;
     }
     let patterns = if pattern.contains('*') {

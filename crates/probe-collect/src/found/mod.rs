@@ -187,13 +187,38 @@ pub fn pattern_allowed(p: &str) -> bool {
         && p.chars().any(|c| c.is_ascii_alphanumeric())
 }
 
+/// Whether a name is one the host's shell is not given as a pattern, but a place that holds it
+/// is planned (and said not read): letters outside ASCII (`café-*.log`, a Latin-1 name shown
+/// with U+FFFD), the rest as [`pattern_allowed`] takes.
+pub fn name_not_passed(p: &str) -> bool {
+    !p.is_empty()
+        && p.len() <= 255
+        && p.chars().any(|c| !c.is_ascii())
+        && p.chars().all(|c| {
+            c.is_ascii_alphanumeric() || "._-*".contains(c) || (!c.is_ascii() && !c.is_control())
+        })
+}
+
+/// Whether round 2's `found_logs` is given `p` (else it is said not read: [`not_passed`]).
+pub fn passed(p: &FoundPlace) -> bool {
+    dir_allowed(&p.dir) && pattern_allowed(&p.pattern)
+}
+
+/// Why a planned place was not given to the host, for its record.
+pub fn not_passed(p: &FoundPlace) -> String {
+    format!(
+        "not read: the name pattern {} has letters outside ASCII, which probe does not give the host's shell as a pattern",
+        sanitize_line(&p.pattern)
+    )
+}
+
 /// `$R2_FOUND`: `INDEX<TAB>MODE<TAB>DIR<TAB>PATTERN` a line (a place that could break the format
 /// is left out; the index is its place in `found`).
 pub fn script_lines(found: &[FoundPlace]) -> String {
     found
         .iter()
         .enumerate()
-        .filter(|(_, p)| dir_allowed(&p.dir) && pattern_allowed(&p.pattern))
+        .filter(|(_, p)| passed(p))
         .map(|(i, p)| {
             let mode = match p.mode {
                 FoundMode::Text => "text",

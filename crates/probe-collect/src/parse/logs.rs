@@ -894,6 +894,19 @@ pub fn parse_found(
             s
         }));
     }
+    out.extend(
+        found
+            .iter()
+            .filter(|p| !crate::found::passed(p))
+            .map(|p| LogSource {
+                origin: LogOrigin::File,
+                location: sanitize_line(&format!("{}/{}", p.dir, p.pattern)),
+                status: SectionStatus::NotPresent,
+                message: Some(crate::found::not_passed(p)),
+                found_by: Some(sanitize_line(&p.reason)),
+                ..LogSource::default()
+            }),
+    );
     out
 }
 

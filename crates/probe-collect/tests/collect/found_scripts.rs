@@ -282,3 +282,41 @@ fn the_scripts_cron_runs_are_read_in_every_shell() {
         assert!(Path::new(&format!("{r}/bin/prog")).exists());
     }
 }
+
+/// A cron line that writes a server's output to a file whose name has letters outside ASCII: the
+/// place is planned, not given to the host's shell as a pattern, and said not read, with why.
+#[test]
+fn a_non_ascii_file_name_is_said_not_read() {
+    let places = Places {
+        texts: vec![text(
+            "cron",
+            "/etc/cron.d/llm-logs",
+            "5 0 * * * root docker logs llm-vllm-1 >> /var/log/llm/caf\u{e9}-$(date +\\%F).log\n",
+        )],
+        ..Default::default()
+    };
+    let planned = found::plan(&host(), &places, &[]);
+    assert_eq!(planned.len(), 1, "{planned:#?}");
+    assert_eq!(planned[0].pattern, "caf\u{e9}-*.log");
+    assert!(!found::passed(&planned[0]));
+    assert_eq!(found::script_lines(&planned), "");
+    let b = script::new_boundary();
+    let logs = probe_collect::parse::logs::parse_found(b"", &b, None, 0, &planned);
+    let [said] = logs.as_slice() else {
+        panic!("{logs:#?}")
+    };
+    assert_eq!(said.location, "/var/log/llm/caf\u{e9}-*.log");
+    assert_eq!(said.status, probe_model::SectionStatus::NotPresent);
+    assert_eq!(
+        said.message.as_deref(),
+        Some(
+            "not read: the name pattern caf\u{e9}-*.log has letters outside ASCII, which probe does not give the host's shell as a pattern"
+        )
+    );
+    assert!(
+        said.found_by
+            .as_deref()
+            .is_some_and(|r| r.starts_with("cron:/etc/cron.d/llm-logs line 1 writes")),
+        "{said:?}"
+    );
+}
