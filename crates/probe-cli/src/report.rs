@@ -62,10 +62,6 @@ fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
     events
 }
 
-/// Times a host's clock can plausibly read: 2000-01-01 to 2200-01-01 UTC (the range history
-/// stamps are taken in, probe-collect's `parse/history.rs`). A clock outside it was never set.
-const PLAUSIBLE_CLOCK: std::ops::Range<probe_model::UnixTime> = 946_684_800..7_258_118_400;
-
 /// What the report must say about the host's clock: a clock minutes or years off this
 /// machine's (every time below is the host's), and history timestamps no clock could have
 /// written (kept as stamps, their entries without a time).
@@ -80,7 +76,7 @@ fn clock_notices(snapshot: &Snapshot) -> Vec<String> {
         } else {
             ("behind", -skew)
         };
-        if PLAUSIBLE_CLOCK.contains(&remote) {
+        if probe_model::civil::PLAUSIBLE.contains(&remote) {
             out.push(format!(
                 "the host's clock is {} {how} this machine's (host {}, here {}): the times in \
                  this report are the host's, and events it logged are ordered by them (`probe \

@@ -7,6 +7,11 @@ use jiff::tz::TimeZone;
 
 use crate::UnixTime;
 
+/// Times a host's clock or a history stamp can plausibly read: 2000-01-01 to 2200-01-01 UTC.
+/// Outside it is a clock that was never set (a dead real-time clock's 1970) or a stamp that is
+/// no time at all (`#100000`).
+pub const PLAUSIBLE: std::ops::Range<UnixTime> = 946_684_800..7_258_118_400;
+
 /// `YYYY-MM-DD HH:MM:SS` read as UTC (the caller subtracts a zone offset it knows). `None` for a
 /// date that does not exist (2026-02-30) or a field out of range. A leap second (`:60`) is the
 /// second after `:59`.

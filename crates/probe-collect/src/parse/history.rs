@@ -151,10 +151,6 @@ fn clip(s: &str) -> String {
     s.get(..end).unwrap_or("").to_string()
 }
 
-/// Stamps before this (2000-01-01) or from this on (2200-01-01) are not plausible times: a
-/// dead real-time clock writes `#100000`.
-const PLAUSIBLE_STAMPS: std::ops::Range<UnixTime> = 946_684_800..7_258_118_400;
-
 /// A bash timestamp line: `#` and 1 to 12 digits, as `HISTTIMEFORMAT` makes bash write them.
 fn stamp_line(l: &str) -> Option<UnixTime> {
     let d = l.strip_prefix('#')?;
@@ -165,7 +161,7 @@ fn stamp_line(l: &str) -> Option<UnixTime> {
 
 /// A bash timestamp line with a plausible time.
 fn bash_stamp(l: &str) -> Option<UnixTime> {
-    stamp_line(l).filter(|t| PLAUSIBLE_STAMPS.contains(t))
+    stamp_line(l).filter(|t| probe_model::civil::PLAUSIBLE.contains(t))
 }
 
 /// How many timestamp lines of a bash history hold no plausible time.
@@ -217,7 +213,7 @@ fn bash(text: &str) -> Vec<HistoryEntry> {
             }
             cur = Some(HistoryEntry {
                 index: 0,
-                time: PLAUSIBLE_STAMPS.contains(&t).then_some(t),
+                time: probe_model::civil::PLAUSIBLE.contains(&t).then_some(t),
                 command: String::new(),
             });
             continue;
