@@ -193,7 +193,7 @@ pub fn pattern_allowed(p: &str) -> bool {
 pub fn name_not_passed(p: &str) -> bool {
     !p.is_empty()
         && p.len() <= 255
-        && p.chars().any(|c| !c.is_ascii())
+        && !p.is_ascii()
         && p.chars().all(|c| {
             c.is_ascii_alphanumeric() || "._-*".contains(c) || (!c.is_ascii() && !c.is_control())
         })
