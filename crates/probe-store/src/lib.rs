@@ -86,11 +86,22 @@ pub fn open_within(
     location: &str,
     timeout: std::time::Duration,
 ) -> Result<Box<dyn SnapshotStore>, StoreError> {
+    open_bounded(location, timeout, MIGRATION_TIMEOUT)
+}
+
+/// [`open_within`], a PostgreSQL store's migration (when its layout is older) bounded by
+/// `migration` (a run's deadline) instead of [`MIGRATION_TIMEOUT`].
+pub fn open_bounded(
+    location: &str,
+    timeout: std::time::Duration,
+    migration: std::time::Duration,
+) -> Result<Box<dyn SnapshotStore>, StoreError> {
     if is_postgres(location) {
-        Ok(Box::new(PgStore::open_within(
+        Ok(Box::new(PgStore::open_bounded(
             location,
             &PgEnv::from_process(),
             timeout,
+            migration,
         )?))
     } else {
         Ok(Box::new(SqliteStore::open(Path::new(location))?))

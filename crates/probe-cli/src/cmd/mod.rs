@@ -115,10 +115,13 @@ impl Ctx {
             .unwrap_or_else(|err| Arc::new(unstored::Unopened::new(&location, err))))
     }
 
+    /// A migration of an older layout is bounded by the run's deadline too (at most the
+    /// store's own migration bound): a stalled store never holds a run longer than it asked for.
     fn open_at(&self, location: &str) -> std::result::Result<Store, probe_store::StoreError> {
         tracing::debug!(store = %probe_store::redact_location(location), "opening store");
         let bound = self.settings.deadline.min(probe_store::OPERATION_TIMEOUT);
-        probe_store::open_within(location, bound).map(Arc::from)
+        let migration = self.settings.deadline.min(probe_store::MIGRATION_TIMEOUT);
+        probe_store::open_bounded(location, bound, migration).map(Arc::from)
     }
 }
 
