@@ -283,8 +283,6 @@ pub struct Servers {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Packages {
-    pub python: Vec<String>,
-    pub python_prefixes: Vec<String>,
     pub system_match: String,
 }
 
@@ -436,15 +434,6 @@ pub fn normalize_dist(name: &str) -> String {
     out
 }
 
-/// Whether a distribution is one the collector keeps.
-pub fn wanted_package(normalized: &str) -> bool {
-    let p = packages();
-    p.python.iter().any(|n| normalize_dist(n) == normalized)
-        || p.python_prefixes
-            .iter()
-            .any(|pre| normalized.starts_with(pre.as_str()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,15 +510,11 @@ mod tests {
                 .iter()
                 .any(|e| e.name == "vllm" && e.worker.is_match("VLLM::Worker_TP0"))
         );
-        assert!(!packages().python.is_empty());
         assert!(
             model_keys()
                 .keys
                 .contains(&"num_nextn_predict_layers".to_string())
         );
         assert_eq!(normalize_dist("Flash_Attn"), "flash-attn");
-        assert!(wanted_package("nvidia-nccl-cu12"));
-        assert!(wanted_package("sgl-kernel"));
-        assert!(!wanted_package("requests"));
     }
 }

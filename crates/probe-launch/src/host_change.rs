@@ -211,9 +211,101 @@ pub fn host_change(line: &str) -> Option<String> {
     }
 }
 
+/// Whether a history line installs the Python distribution `name` (PEP 503-normalised): `pip`,
+/// `pip3`, `python -m pip`, `uv pip`, `uv add`, `conda`/`mamba install` with `name` among its
+/// requirements (`name`, `name==1.2`, `'name[extra]>=1'`).
+pub fn installs_package(line: &str, name: &str) -> bool {
+    simple_commands(line).any(|part| {
+        let words = split_words(part);
+        let words = skip_wrappers(&words);
+        let Some(first) = words.first() else {
+            return false;
+        };
+        let program = first.rsplit('/').next().unwrap_or(first);
+        let rest: &[String] = match (program, words.get(1).map(String::as_str)) {
+            (p, Some("-m")) if p.starts_with("python") => words.get(3..).unwrap_or_default(),
+            ("uv", Some("pip")) => words.get(2..).unwrap_or_default(),
+            ("uv", Some("add")) => words.get(1..).unwrap_or_default(),
+            ("pip" | "pip3" | "conda" | "mamba" | "micromamba", _) => {
+                words.get(1..).unwrap_or_default()
+            }
+            _ => return false,
+        };
+        let python_m_pip =
+            program.starts_with("python") && words.get(2).map(String::as_str) == Some("pip");
+        if program.starts_with("python") && !python_m_pip {
+            return false;
+        }
+        let installs = rest
+            .first()
+            .is_some_and(|w| matches!(w.as_str(), "install" | "add" | "update" | "upgrade"));
+        installs && rest.iter().skip(1).any(|w| requirement_name(w) == name)
+    })
+}
+
+/// The PEP 503 name a requirement word names (`Flash_Attn[x]==2.7` -> `flash-attn`).
+fn requirement_name(word: &str) -> String {
+    let w = word.trim_matches(['"', '\'']);
+    let end = w
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .unwrap_or(w.len());
+    let base = w.get(..end).unwrap_or("");
+    let mut out = String::new();
+    let mut dash = false;
+    for c in base.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::host_change;
+
+    /// (line, package, whether the line installs it)
+    #[test]
+    fn lines_that_install_a_package() {
+        let cases = [
+            ("pip install transformers==4.57.1", "transformers", true),
+            (
+                "sudo -u svc /opt/v/bin/pip install -U 'flash_attn[x]>=2.7'",
+                "flash-attn",
+                true,
+            ),
+            (
+                "python3 -m pip install --upgrade vllm==0.11.0 torch",
+                "torch",
+                true,
+            ),
+            ("uv pip install -r req.txt sglang", "sglang", true),
+            ("uv add xgrammar", "xgrammar", true),
+            ("conda install -y numpy=2.2", "numpy", true),
+            ("pip uninstall transformers", "transformers", false),
+            (
+                "pip install transformers-stream-generator",
+                "transformers",
+                false,
+            ),
+            (
+                "python3 -m vllm.entrypoints.openai.api_server",
+                "vllm",
+                false,
+            ),
+            ("echo pip install torch", "torch", false),
+            ("cd /x && pip install -e .", "x", false),
+        ];
+        for (line, name, want) in cases {
+            assert_eq!(super::installs_package(line, name), want, "{line}");
+        }
+    }
 
     #[test]
     fn compose_ups() {

@@ -86,7 +86,7 @@ use yaml::yaml_lenient;
 pub use hints::{ParseHints, TextKind};
 
 pub use defining::{start_script, unit_defining_files};
-pub use host_change::host_change;
+pub use host_change::{host_change, installs_package};
 pub use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use merge::{evidence_label, merge_runs, run_start};
 pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files, without_drop_ins};

@@ -493,6 +493,9 @@ pub struct PythonPackage {
     pub installed_at: Option<UnixTime>,
     /// From `direct_url.json`, for VCS / local / URL installs.
     pub direct_url: Option<String>,
+    /// The tool that installed it (`pip`, `uv`, `conda`: the dist-info's `INSTALLER`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installer: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -40,6 +40,7 @@ fn snapshot(host: usize, hour: i64, drift: bool) -> Snapshot {
             version: format!("{}.{}.{}", i % 7, i % 13, i % 3),
             installed_at: Some(1_790_000_000 + i as i64 * 60),
             direct_url: (i % 10 == 0).then(|| format!("https://files.example/p{i}.whl")),
+            installer: Some(if i % 4 == 0 { "uv" } else { "pip" }.into()),
         })
         .collect();
     Snapshot {

@@ -1,19 +1,24 @@
 //! Python environments: site-packages listings, METADATA Name/Version, dist-info mtimes,
-//! direct_url.json.
+//! INSTALLER, direct_url.json. Every distribution is kept (at most [`MAX_PACKAGES`] an
+//! environment): a pure-Python package can matter as much as the engine.
 
 use std::collections::BTreeMap;
 
 use probe_model::{PythonEnv, PythonPackage, UnixTime};
 
-use crate::config::{normalize_dist, wanted_package};
+use crate::config::normalize_dist;
 use crate::frame::{file_header, records};
 use crate::sanitize::{line, sanitize_line, text};
 
-/// Parses the `python_envs` section into one env per prefix (packages filtered by
-/// `configs/packages.toml`).
+/// Distributions kept per environment at most.
+pub const MAX_PACKAGES: usize = 2000;
+
+/// Parses the `python_envs` section into one env per prefix.
 pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
     let mut envs: Vec<PythonEnv> = Vec::new();
     let mut mtimes: BTreeMap<String, UnixTime> = BTreeMap::new();
+    // dist-info directory -> the INSTALLER's tool, of the env at that index.
+    let mut installers: BTreeMap<(usize, String), String> = BTreeMap::new();
     let mut cur: Option<usize> = None;
     for r in records(body, boundary) {
         let env = cur.and_then(|i| envs.get_mut(i));
@@ -35,6 +40,12 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
                 }
             }
             ('R', Some(("sp", rest))) => read_site_packages(env, rest, r.data, &mut mtimes),
+            ('R', Some(("meta", path))) if path.ends_with("/INSTALLER") => {
+                if let (Some(i), Some(tool)) = (cur, installer_of(r.data)) {
+                    let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+                    installers.insert((i, dir.to_string()), tool);
+                }
+            }
             ('R', Some(("meta", path))) => {
                 if let Some(e) = env {
                     read_metadata(e, path, r.data, &mtimes);
@@ -48,10 +59,40 @@ pub fn parse(body: &[u8], boundary: &str) -> Vec<PythonEnv> {
             _ => {}
         }
     }
+    for ((i, dir), tool) in installers {
+        let n = dist_of_dir(&dir);
+        if let Some(p) = envs
+            .get_mut(i)
+            .and_then(|e| e.packages.iter_mut().find(|p| p.name == n))
+        {
+            p.installer = Some(tool);
+        }
+    }
     for e in &mut envs {
         e.packages.sort_by(|a, b| a.name.cmp(&b.name));
     }
     envs
+}
+
+/// The tool an `Installer: TOOL` line names (one word of plain characters).
+fn installer_of(data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    let tool = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Installer: "))?
+        .trim();
+    (!tool.is_empty()
+        && tool.len() <= 64
+        && tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
+    .then(|| tool.to_string())
+}
+
+/// The normalised distribution name of a `name-version.dist-info` directory.
+fn dist_of_dir(dir: &str) -> String {
+    let base = dir.rsplit('/').next().unwrap_or(dir);
+    normalize_dist(base.split('-').next().unwrap_or(""))
 }
 
 /// `pyvenv.cfg`: the Python version.
@@ -102,7 +143,7 @@ fn read_site_packages(
     }
 }
 
-/// A dist-info `METADATA`: a wanted package's name and version (the first of each).
+/// A dist-info `METADATA`: the package's name and version (the first of each).
 fn read_metadata(e: &mut PythonEnv, path: &str, data: &[u8], mtimes: &BTreeMap<String, UnixTime>) {
     let (mut name, mut version) = (None, None);
     for l in String::from_utf8_lossy(data).lines() {
@@ -116,7 +157,7 @@ fn read_metadata(e: &mut PythonEnv, path: &str, data: &[u8], mtimes: &BTreeMap<S
         return;
     };
     let n = normalize_dist(&name);
-    if !wanted_package(&n) || e.packages.iter().any(|p| p.name == n) || e.packages.len() >= 2000 {
+    if e.packages.iter().any(|p| p.name == n) || e.packages.len() >= MAX_PACKAGES {
         return;
     }
     let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
@@ -125,6 +166,7 @@ fn read_metadata(e: &mut PythonEnv, path: &str, data: &[u8], mtimes: &BTreeMap<S
         version: sanitize_line(&version),
         installed_at: mtimes.get(dir).copied(),
         direct_url: None,
+        installer: None,
     });
 }
 
@@ -135,8 +177,7 @@ fn read_direct_url(e: &mut PythonEnv, path: &str, data: &[u8]) {
     let Some(durl) = direct_url(data) else {
         return;
     };
-    let base = dir.rsplit('/').next().unwrap_or(dir);
-    let n = normalize_dist(base.split('-').next().unwrap_or(""));
+    let n = dist_of_dir(dir);
     if let Some(p) = e.packages.iter_mut().find(|p| p.name == n) {
         p.direct_url = Some(durl);
     }
@@ -179,6 +220,8 @@ mod tests {
              {b} R meta {sp}/torch-2.9.1+cu128.dist-info/METADATA\nName: torch\nVersion: 2.9.1+cu128\n\
              {b} R meta {sp}/sglang-0.5.9.dist-info/METADATA\nName: sglang\nVersion: 0.1.dev16016+g3cfc8f8b7\n\
              {b} R meta {sp}/requests-2.32.dist-info/METADATA\nName: requests\nVersion: 2.32\n\
+             {b} R meta {sp}/requests-2.32.dist-info/INSTALLER\nInstaller: uv\n\
+             {b} R meta {sp}/torch-2.9.1+cu128.dist-info/INSTALLER\nInstaller: pip\x1b[31m\n\
              {b} R meta {sp}/Flash_Attn-2.7.4.dist-info/METADATA\nName: flash_attn\nVersion: 2.7.4.post1\n\
              {b} R durl {sp}/sglang-0.5.9.dist-info/direct_url.json\n{{\"url\": \"https://github.com/sgl-project/sglang\", \"vcs_info\": {{\"vcs\": \"git\", \"commit_id\": \"3cfc8f8b7\"}}}}\n"
         );
@@ -187,14 +230,18 @@ mod tests {
         let e = &e[0];
         assert_eq!(e.python_version.as_deref(), Some("3.11.2"));
         assert_eq!(e.site_packages, vec![sp.to_string()]);
+        // Every distribution, a pure-Python one too; its installer where INSTALLER names a
+        // plain tool (one with a terminal escape is not taken).
         let names: Vec<&str> = e.packages.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["flash-attn", "sglang", "torch"]);
-        let torch = &e.packages[2];
+        assert_eq!(names, ["flash-attn", "requests", "sglang", "torch"]);
+        let torch = &e.packages[3];
         assert_eq!(torch.version, "2.9.1+cu128");
         assert_eq!(torch.installed_at, Some(1_761_800_000));
-        assert_eq!(e.packages[1].version, "0.1.dev16016+g3cfc8f8b7");
+        assert_eq!(torch.installer, None);
+        assert_eq!(e.packages[1].installer.as_deref(), Some("uv"));
+        assert_eq!(e.packages[2].version, "0.1.dev16016+g3cfc8f8b7");
         assert_eq!(
-            e.packages[1].direct_url.as_deref(),
+            e.packages[2].direct_url.as_deref(),
             Some("https://github.com/sgl-project/sglang@3cfc8f8b7")
         );
     }

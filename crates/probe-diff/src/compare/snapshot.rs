@@ -560,6 +560,13 @@ fn compare_packages(before: &Snapshot, after: &Snapshot, collector: &mut Collect
                 (Some(_), None) => Some(format!("gone from {}", before_env.interpreter)),
                 (None, None) => None,
             };
+            let note = match (
+                note,
+                after_version.and_then(|_| installed_by(after, after_env, name)),
+            ) {
+                (Some(n), Some(by)) => Some(format!("{n}, {by}")),
+                (n, _) => n,
+            };
             let before_value = before_version.map(Value::from);
             let after_value = after_version.map(Value::from);
             let subject = Subject::new(Area::Package, name, kind)
@@ -572,6 +579,56 @@ fn compare_packages(before: &Snapshot, after: &Snapshot, collector: &mut Collect
             collector.push(&subject, key, note);
         }
     }
+}
+
+/// Seconds a history line's time may follow the dist-info it wrote (the line is stamped when
+/// the command starts, the directory written as the install ends, or the line after).
+const INSTALL_SLACK_S: i64 = 600;
+
+/// How `name` came into `env` as far as the host says: its installer (the dist-info's
+/// `INSTALLER`) and the newest history line that installs it, no later than the install
+/// (`by pip, root's /root/.bash_history entry 41: pip install transformers==4.57.1`).
+fn installed_by(snapshot: &Snapshot, env: &PythonEnv, name: &str) -> Option<String> {
+    let package = env.packages.iter().find(|p| p.name == name)?;
+    let line = snapshot
+        .histories
+        .iter()
+        .flat_map(|h| h.entries.iter().map(move |e| (h, e)))
+        .filter(|(_, e)| match (e.time, package.installed_at) {
+            (Some(t), Some(at)) => t <= at + INSTALL_SLACK_S,
+            _ => true,
+        })
+        .filter(|(_, e)| probe_launch::installs_package(&e.command, name))
+        .filter(|(_, e)| pinned_elsewhere(&e.command, name, &package.version).is_none())
+        .max_by_key(|(h, e)| (e.time, h.path.clone(), e.index));
+    let line = line.map(|(h, e)| {
+        let command: String = e.command.chars().take(160).collect();
+        format!(
+            "{}'s {} entry {}: {}",
+            h.user,
+            h.path,
+            e.index + 1,
+            command.replace('\n', " ")
+        )
+    });
+    match (&package.installer, line) {
+        (Some(tool), Some(line)) => Some(format!("by {tool}, {line}")),
+        (Some(tool), None) => Some(format!("by {tool}")),
+        (None, Some(line)) => Some(format!("by {line}")),
+        (None, None) => None,
+    }
+}
+
+/// The version a line pins `name` to (`name==V`, `name=V` for conda) when it is not `version`:
+/// that line installed another version, not this one.
+fn pinned_elsewhere(command: &str, name: &str, version: &str) -> Option<String> {
+    command.split_whitespace().find_map(|w| {
+        let w = w.trim_matches(['"', '\'']);
+        let (n, v) = w.split_once("==").or_else(|| w.split_once('='))?;
+        let n = n.split('[').next().unwrap_or(n);
+        let same = n.replace('_', "-").eq_ignore_ascii_case(name);
+        (same && !version.starts_with(v)).then(|| v.to_string())
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -295,6 +295,71 @@ fn package_upgrade_is_ranked_by_impact() {
     assert!(is_meaningful(&diff));
 }
 
+/// Every distribution of the serving interpreter is compared, a pure-Python one too, each saying
+/// how it came: its installer and the newest history line that installed that version, no later
+/// than the install; a line that pinned another version is not it.
+#[test]
+fn a_package_says_which_history_line_installed_it() {
+    let entry = |index: u32, time: i64, command: &str| probe_model::HistoryEntry {
+        index,
+        time: Some(time),
+        command: command.into(),
+    };
+    let installed_at = 1_700_080_000;
+    let before = snapshot(100, 1_700_000_000);
+    let mut after = snapshot(100, 1_700_090_000);
+    after.python_envs[0].packages[3] = PythonPackage {
+        installed_at: Some(installed_at),
+        installer: Some("pip".into()),
+        ..package("requests", "2.32.4")
+    };
+    after.python_envs[0].packages.push(PythonPackage {
+        installed_at: Some(installed_at),
+        installer: Some("uv".into()),
+        ..package("pydantic", "2.12.0")
+    });
+    after.histories.push(probe_model::HistoryFile {
+        user: "root".into(),
+        path: "/root/.bash_history".into(),
+        entries: vec![
+            entry(0, 1_699_000_000, "pip install requests==2.32.3"),
+            entry(
+                1,
+                installed_at - 40,
+                "/opt/venv/bin/pip install -U 'requests==2.32.4' idna",
+            ),
+            entry(2, installed_at + 5_000, "pip install requests==2.33.0"),
+            entry(3, 1_699_500_000, "uv pip install pydantic==2.11.0"),
+        ],
+        ..Default::default()
+    });
+    let launches = [launch(100, &base_options())];
+    let diff = compare_snapshots_with(
+        &before,
+        &launches,
+        &after,
+        &launches,
+        &CompareOptions::default(),
+    );
+    let note = |key: &str| {
+        diff.changes
+            .iter()
+            .find(|c| c.key == key)
+            .and_then(|c| c.note.clone())
+            .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
+    };
+    assert_eq!(
+        note("package:requests"),
+        "upgraded in /opt/venv/bin/python3, by pip, root's /root/.bash_history entry 2: \
+         /opt/venv/bin/pip install -U 'requests==2.32.4' idna"
+    );
+    // The only line names 2.11.0: not the line that installed 2.12.0.
+    assert_eq!(
+        note("package:pydantic"),
+        "installed in /opt/venv/bin/python3, by uv"
+    );
+}
+
 #[test]
 fn engine_upgrade_is_reported_once() {
     let before = snapshot(100, 1_700_000_000);

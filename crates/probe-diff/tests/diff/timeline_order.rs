@@ -61,6 +61,7 @@ fn snapshot() -> Snapshot {
         version: version.to_string(),
         installed_at: Some(at),
         direct_url: None,
+        installer: None,
     };
     Snapshot {
         target: String::from("gpu7"),
