@@ -430,8 +430,9 @@ fn the_servers_latency_now_from_two_scrapes() {
     let now = value("ttft_p90_now");
     let window = now.window_s.expect("a window");
     assert!(window > 0.0 && window < 120.0, "{now:?}");
-    // Log-normal around 0.35 s: the 90th percentile lies in vLLM's (0.5, 0.75] bucket.
-    assert!(now.value > 0.5 && now.value <= 0.75, "{now:?}");
+    // Log-normal around 0.35 s (p90 0.55 s), a few dozen requests between the scrapes: within
+    // vLLM's buckets from 0.25 to 1 s.
+    assert!(now.value > 0.25 && now.value <= 1.0, "{now:?}");
     assert!(
         now.source.contains("s between two scrapes of GET /metrics"),
         "{now:?}"

@@ -66,9 +66,14 @@ pub fn lifetime_latencies(histograms: &[ServerHistogram], out: &mut Vec<Lifetime
     }
 }
 
+/// Requests that must have finished between two scrapes for their latency to be a value: a
+/// 90th percentile of three requests says little.
+const MIN_NOW_OBSERVATIONS: f64 = 10.0;
+
 /// `{name}_p50_now`, `{name}_p90_now` and `{name}_mean_now` of the observations between an
 /// earlier scrape and the reading's own: the latency of those seconds. A histogram whose counts
-/// went down (the server restarted between the scrapes) or that saw nothing gives nothing.
+/// went down (the server restarted between the scrapes) or that saw fewer than
+/// [`MIN_NOW_OBSERVATIONS`] gives nothing.
 pub fn window_latencies(
     earlier: Option<&HistogramScrape>,
     histograms: &[ServerHistogram],
@@ -82,7 +87,7 @@ pub fn window_latencies(
         let Some(e) = earlier.histograms.iter().find(|e| e.name == h.name) else {
             continue;
         };
-        if let Some(d) = between(e, h) {
+        if let Some(d) = between(e, h).filter(|d| d.count >= MIN_NOW_OBSERVATIONS) {
             latencies(&d, Some(window), out);
         }
     }
@@ -204,6 +209,8 @@ mod tests {
             ),
             // Nothing finished in between: no value, not a zero.
             (lifetime.clone(), 8000, &[]),
+            // Three requests: too few for a percentile.
+            (hist(&[900.0, 990.0, 1000.0, 1003.0, 1003.0], 1003.0, 153.0), 8000, &[]),
             // The server restarted between the scrapes: its counts went down.
             (hist(&[5.0, 5.0, 6.0, 6.0, 6.0], 6.0, 1.0), 8000, &[]),
             // No time between them.
