@@ -210,7 +210,11 @@ mod tests {
             // Nothing finished in between: no value, not a zero.
             (lifetime.clone(), 8000, &[]),
             // Three requests: too few for a percentile.
-            (hist(&[900.0, 990.0, 1000.0, 1003.0, 1003.0], 1003.0, 153.0), 8000, &[]),
+            (
+                hist(&[900.0, 990.0, 1000.0, 1003.0, 1003.0], 1003.0, 153.0),
+                8000,
+                &[],
+            ),
             // The server restarted between the scrapes: its counts went down.
             (hist(&[5.0, 5.0, 6.0, 6.0, 6.0], 6.0, 1.0), 8000, &[]),
             // No time between them.
