@@ -3,40 +3,14 @@
 //! that clock. probe says the clock reads no plausible time and that the times the host gave
 //! are not trusted (not merely "behind"), and keeps the 1970 stamps as stamps.
 
-use std::sync::OnceLock;
-
-use probe_model::{HostReport, Snapshot};
-use probe_testkit::fixture::SharedFleet;
-
 use crate::util;
 
 /// 2000-01-01T00:00:00Z: a clock before it was never set.
 const Y2000: i64 = 946_684_800;
 
-struct Env {
-    fleet: SharedFleet,
-    dir: tempfile::TempDir,
-}
-
-fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| Env {
-        fleet: util::fleet(&["clock-1970"]),
-        dir: tempfile::tempdir().unwrap(),
-    })
-}
-
 /// The report (JSON), the human text and the stored snapshot of the host.
-fn collected() -> &'static (HostReport, String, Snapshot) {
-    static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let env = env();
-        util::host_report_text_and_snapshot(
-            env.dir.path(),
-            &env.fleet.ssh_config(),
-            "fx-clock-1970",
-        )
-    })
+fn collected() -> &'static util::Collected {
+    util::collected("clock-1970")
 }
 
 #[test]

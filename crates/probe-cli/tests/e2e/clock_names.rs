@@ -5,37 +5,13 @@
 //! the unit (its section not "tampered"), keeps the bad stamp as a stamp, and every name that
 //! is not UTF-8 comes out with U+FFFD, never as raw bytes.
 
-use std::sync::OnceLock;
-
-use probe_model::{HostReport, SectionStatus, Snapshot};
-use probe_testkit::fixture::SharedFleet;
+use probe_model::SectionStatus;
 
 use crate::util;
 
-struct Env {
-    fleet: SharedFleet,
-    dir: tempfile::TempDir,
-}
-
-fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| Env {
-        fleet: util::fleet(&["clock-latin1"]),
-        dir: tempfile::tempdir().unwrap(),
-    })
-}
-
 /// The report (JSON), the human text and the stored snapshot of one host.
-fn collected() -> &'static (HostReport, String, Snapshot) {
-    static DONE: OnceLock<(HostReport, String, Snapshot)> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let env = env();
-        util::host_report_text_and_snapshot(
-            env.dir.path(),
-            &env.fleet.ssh_config(),
-            "fx-clock-latin1",
-        )
-    })
+fn collected() -> &'static util::Collected {
+    util::collected("clock-latin1")
 }
 
 #[test]

@@ -6,42 +6,16 @@
 //! OLLAMA_KEEP_ALIVE=-1) but both sit wholly on the GPU, so it is not the cause. The speed comes
 //! from the `ollama run --verbose` outputs a nightly cron job keeps.
 
-use std::sync::OnceLock;
-
-use probe_model::{Assessment, Conclusion, HostReport, LaunchDiff, Snapshot};
-use probe_testkit::fixture::SharedFleet;
+use probe_model::{Assessment, Conclusion, LaunchDiff};
 
 use crate::util;
 
-struct Env {
-    fleet: SharedFleet,
-    dir: tempfile::TempDir,
+fn offload() -> &'static util::Collected {
+    util::collected("ollama-offload")
 }
 
-fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| Env {
-        fleet: util::fleet(&["ollama-offload", "ollama-resident"]),
-        dir: tempfile::tempdir().unwrap(),
-    })
-}
-
-type Collected = (HostReport, String, Snapshot);
-
-/// The report (JSON), the human text, and the snapshot stored by the same collection.
-fn collect(alias: &str) -> Collected {
-    let env = env();
-    util::host_report_text_and_snapshot(env.dir.path(), &env.fleet.ssh_config(), alias)
-}
-
-fn offload() -> &'static Collected {
-    static DONE: OnceLock<Collected> = OnceLock::new();
-    DONE.get_or_init(|| collect("fx-ollama-offload"))
-}
-
-fn resident() -> &'static Collected {
-    static DONE: OnceLock<Collected> = OnceLock::new();
-    DONE.get_or_init(|| collect("fx-ollama-resident"))
+fn resident() -> &'static util::Collected {
+    util::collected("ollama-resident")
 }
 
 fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {

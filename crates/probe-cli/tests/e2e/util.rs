@@ -8,12 +8,14 @@
 //! it shares it. A module keeps only what is its own (a home directory, an inventory) in a static.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
+
+use probe_testkit::fixture::SharedFleet;
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_probe");
 
@@ -74,6 +76,32 @@ pub fn host_report_text_and_snapshot(
         .run(&["host", alias, "--no-store"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     (report, text(&out.stdout), snapshot)
+}
+
+/// What one collection of a fixture host gives: the report (JSON), the human text and the
+/// snapshot it stored.
+pub type Collected = (probe_model::HostReport, String, probe_model::Snapshot);
+
+/// [`host_report_text_and_snapshot`] of fixture host `name` (alias `fx-NAME`), collected once
+/// per test process on its own fleet and store, whichever test asks first; the others wait for
+/// that one collection.
+pub fn collected(name: &str) -> &'static Collected {
+    type Slot = &'static OnceLock<Collected>;
+    static SLOTS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
+    let slot: Slot = {
+        let mut slots = SLOTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *slots
+            .entry(name.to_string())
+            .or_insert_with(|| Box::leak(Box::new(OnceLock::new())))
+    };
+    slot.get_or_init(|| {
+        let fleet: &'static SharedFleet = Box::leak(Box::new(fleet(&[name])));
+        let dir: &'static tempfile::TempDir = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+        host_report_text_and_snapshot(dir.path(), &fleet.ssh_config(), &format!("fx-{name}"))
+    })
 }
 
 /// One configured `probe` invocation (see [`probe`]).
