@@ -22,7 +22,7 @@ struct Env {
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
-        let fleet = util::fleet(&["tp-node-a", "tp-node-b"]);
+        let fleet = util::fleet(&["tp-node-a", "tp-node-b", "tp-node-c"]);
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("snapshots.db");
         let env = Env {
@@ -30,7 +30,7 @@ fn env() -> &'static Env {
             dir,
             store,
         };
-        for alias in ["fx-tp-node-a", "fx-tp-node-b"] {
+        for alias in ["fx-tp-node-a", "fx-tp-node-b", "fx-tp-node-c"] {
             let out = probe(&env, &["host", alias]);
             assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
         }
@@ -76,10 +76,10 @@ fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
         (r"20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} UTC", "[time]"),
         (
-            r"fixture-tp-node-([ab])-[0-9]+-[0-9a-f]{8}",
+            r"fixture-tp-node-([abc])-[0-9]+-[0-9a-f]{8}",
             "fixture-tp-node-$1-[id]",
         ),
-        (r"root@127\.0\.0\.(5[56]):[0-9]+", "root@127.0.0.$1:[port]"),
+        (r"root@127\.0\.0\.(5[568]):[0-9]+", "root@127.0.0.$1:[port]"),
         // PIDs, uptime and utilisation differ by how long each host has been up.
         (r"[0-9]+ volatile differences", "[n] volatile differences"),
     ]
@@ -389,4 +389,39 @@ fn tp_nodes_rollback_plan_applied_to_a_copy_matches_the_good_node() {
         )
         .unwrap()
     );
+}
+
+/// tp-node-c differs from tp-node-a by one pure-Python package of the serving venv, upgraded by
+/// hand: it is the one cause, it says which history line installed it, and the rollback pins it
+/// back in that venv.
+#[test]
+fn tp_nodes_a_pure_python_package_is_the_only_cause() {
+    let env = env();
+    let args = ["diff", "fx-tp-node-a@latest", "fx-tp-node-c@latest"];
+    let json = probe(env, &[&args[..], &["--format", "json"]].concat());
+    let diff: SnapshotDiff = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", util::text(&json.stdout)));
+    let causes: Vec<&probe_model::Change> = diff
+        .changes
+        .iter()
+        .filter(|c| c.consequence_of.is_empty())
+        .collect();
+    let keys: Vec<&str> = causes.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys, ["package:transformers"], "{:#?}", diff.changes);
+    let package = causes[0];
+    assert_eq!(package.before, Some(serde_json::json!("4.57.1")));
+    assert_eq!(package.after, Some(serde_json::json!("4.57.3")));
+    assert_eq!(
+        package.note.as_deref(),
+        Some(
+            "upgraded in /opt/venvs/vllm/bin/python3, by pip, root's /root/.bash_history entry \
+             5: /opt/venvs/vllm/bin/pip install -U transformers==4.57.3"
+        )
+    );
+    let rollback = probe(env, &[&args[..], &["--rollback"]].concat());
+    let text = util::text(&rollback.stdout);
+    assert!(text.contains("transformers==4.57.1"), "{text}");
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!("tp_nodes_package_rollback", text);
+    });
 }

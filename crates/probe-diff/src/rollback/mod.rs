@@ -269,7 +269,8 @@ pub(crate) fn plan(
     let interpreter =
         first.and_then(|(b, a)| a.interpreter.as_deref().or(b.interpreter.as_deref()));
     let mut host_steps = Vec::new();
-    if let Some(pin) = pins(changes, interpreter) {
+    let pinned = pins(changes, interpreter);
+    if let Some(pin) = pinned.clone() {
         host_steps.push(RollbackStep {
             action: RollbackAction::Run { command: pin },
             why: String::from(
@@ -300,11 +301,15 @@ pub(crate) fn plan(
         }
     }
     // Packages and power go before the restart that picks them up.
-    let at = steps
+    let restart_at = steps
         .iter()
-        .position(|s| matches!(s.action, RollbackAction::Restart { .. }))
-        .unwrap_or(steps.len());
+        .position(|s| matches!(s.action, RollbackAction::Restart { .. }));
+    let at = restart_at.unwrap_or(steps.len());
     steps.splice(at..at, host_steps);
+    // Pinned packages with no launch edit: the launcher restarts the server alone.
+    if pinned.is_some() && restart_at.is_none() {
+        steps.extend(first.and_then(|(_, after)| restart_alone(&launcher, after_snap, after)));
+    }
     if !steps.is_empty() {
         steps.extend(verify::steps((before_snap, after_snap), first, diff));
     }
@@ -312,6 +317,45 @@ pub(crate) fn plan(
         launcher,
         steps,
         placeholders: secrets.into_placeholders(),
+    }
+}
+
+/// The step that restarts the server `after` runs through its launcher, where nothing else in
+/// the plan does.
+fn restart_alone(
+    launcher: &Launcher,
+    after_snap: &Snapshot,
+    after: &LaunchConfig,
+) -> Option<RollbackStep> {
+    let why = String::from("the server loads the packages pinned back only once it starts again");
+    match launcher {
+        Launcher::Systemd { .. } => crate::run::unit_of(after_snap, after).map(systemd::restart),
+        Launcher::Compose {
+            project, service, ..
+        } => Some(RollbackStep {
+            action: RollbackAction::Restart {
+                command: format!(
+                    "docker compose -p {} restart {}",
+                    quote(project),
+                    quote(service)
+                ),
+            },
+            why,
+        }),
+        Launcher::Container { name } => Some(RollbackStep {
+            action: RollbackAction::Restart {
+                command: format!("docker restart {}", quote(name)),
+            },
+            why,
+        }),
+        Launcher::Kubernetes { .. } | Launcher::Process { .. } | Launcher::Unknown => {
+            Some(RollbackStep {
+                action: RollbackAction::Manual {
+                    what: String::from("restart the server the way it was started"),
+                },
+                why,
+            })
+        }
     }
 }
 

@@ -39,6 +39,17 @@ fn systemctl(unit: &SystemdUnit) -> String {
     }
 }
 
+/// Restarting `unit` alone (what the packages pinned into its interpreter need).
+pub(crate) fn restart(unit: &SystemdUnit) -> RollbackStep {
+    let name = unit.name.as_str();
+    RollbackStep {
+        action: RollbackAction::Restart {
+            command: format!("{} restart {name}", systemctl(unit)),
+        },
+        why: format!("the server loads the packages pinned back only once {name} starts again"),
+    }
+}
+
 /// The steps for `unit`, which runs the running launch; empty when no difference is the
 /// launcher's.
 pub(crate) fn steps(
