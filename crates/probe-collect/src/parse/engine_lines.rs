@@ -1,7 +1,8 @@
-//! The log lines of the engines beyond SGLang and vLLM (llama.cpp, Ollama, TGI, LMDeploy,
-//! TensorRT-LLM), as data: `configs/log_lines.toml` says, per line, its marker, its pattern and
-//! which groups are metric values or start-up limits. [`read`] tells what one line holds; the
-//! log reader puts the values into series and limit records.
+//! The log lines of every engine, as data: `configs/log_lines.toml` says what each engine
+//! writes before a message (its prefixes and time stamps), which lines hold its version and its
+//! start-up settings, and, per metric or limit line, its marker, its pattern and which groups
+//! are metric values or start-up limits. [`read`] tells what one line holds; the log reader
+//! puts the values into series and limit records.
 
 use std::sync::LazyLock;
 
@@ -23,25 +24,117 @@ struct LogLinesToml {
     versions: Vec<TextToml>,
     #[serde(rename = "startup", default)]
     startups: Vec<TextToml>,
+    #[serde(rename = "prefix", default)]
+    prefixes: Vec<PrefixToml>,
+    #[serde(rename = "block", default)]
+    blocks: Vec<BlockToml>,
+    #[serde(default)]
+    keep: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockToml {
+    engine: String,
+    marker: String,
+    logger: String,
+    holds: String,
+}
+
+/// A start-up record that is a Rust `Debug` value, on one line or over many (TGI's launcher
+/// `Args { ... }`; see `configs/log_lines.toml`).
+pub struct Block {
+    pub engine: String,
+    /// Where the value starts (`Args {`).
+    pub marker: String,
+    /// The marker as JSON output's message field starts (`"message":"Args {`).
+    pub json_marker: String,
+    /// A line naming this logger holds the engine's value.
+    pub logger: String,
+    /// A value holding this is the engine's, whoever logged it.
+    pub holds: String,
+}
+
+/// What an engine writes before a message.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrefixToml {
+    engines: Vec<String>,
+    place: Place,
+    pattern: String,
+    #[serde(default)]
+    time: Option<TimeForm>,
+}
+
+/// Where in a line a prefix stands (see `configs/log_lines.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Place {
+    /// The start of a line that had no journal prefix: its time only, the line kept whole.
+    Line,
+    /// A process prefix, taken off.
+    Process,
+    /// The engine's own time stamp, taken off.
+    Message,
+}
+
+/// How the groups of a prefix are a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeForm {
+    /// Group 1, an RFC 3339 time with its zone.
+    Rfc3339,
+    /// Group 1, `YYYY-MM-DD HH:MM:SS` in the host's zone.
+    Local,
+    /// Groups 1-5: month, day, hour, minute, second in the host's zone, no year.
+    MonthDay,
+}
+
+impl TimeForm {
+    /// The capture groups the form reads.
+    fn groups(self) -> usize {
+        match self {
+            TimeForm::Rfc3339 | TimeForm::Local => 1,
+            TimeForm::MonthDay => 5,
+        }
+    }
+}
+
+/// A prefix of `configs/log_lines.toml`, compiled.
+pub struct Prefix {
+    pub place: Place,
+    /// Anchored at the start; stops at the prefix.
+    pub pattern: Regex,
+    pub time: Option<TimeForm>,
 }
 
 /// A line whose one group is text: the engine's version, or the settings it logs at start-up.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct TextToml {
     engine: String,
     marker: String,
+    #[serde(default)]
+    ignore_case: bool,
+    #[serde(default)]
+    unless: Option<String>,
     pattern: String,
     group: usize,
+    #[serde(default)]
+    versioned: bool,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct EntryToml {
     engine: String,
     marker: String,
     #[serde(default)]
+    at_start: bool,
+    #[serde(default)]
     unless: Option<String>,
+    #[serde(default)]
+    repeated: Option<bool>,
     pattern: String,
     values: Vec<ValueToml>,
 }
@@ -90,7 +183,11 @@ struct Entry {
     engine: String,
     /// The substring every such line holds.
     marker: String,
+    /// The line (its prefixes taken off) starts with the marker.
+    at_start: bool,
     unless: Option<String>,
+    /// (Limits) the engine may print the line again within one start.
+    repeated: bool,
     pattern: Regex,
     values: Vec<Value>,
 }
@@ -107,8 +204,10 @@ pub enum TextKind {
 struct TextEntry {
     kind: TextKind,
     engine: String,
+    unless: Option<String>,
     pattern: Regex,
     group: usize,
+    versioned: bool,
 }
 
 /// The compiled file: the entries and their markers as one set.
@@ -117,14 +216,19 @@ pub struct LogLines {
     markers: RegexSet,
     texts: Vec<TextEntry>,
     text_markers: RegexSet,
+    prefixes: Vec<Prefix>,
+    blocks: Vec<Block>,
+    keep: Vec<String>,
 }
 
-/// The text one line held: what it is, the engine that printed it, the text.
+/// The text one line held: what it is, the engine that printed it, the text, and (start-ups)
+/// whether the record carries the engine's version from its version line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundText {
     pub kind: TextKind,
     pub engine: &'static str,
     pub text: String,
+    pub versioned: bool,
 }
 
 /// One value a line held.
@@ -136,11 +240,13 @@ pub enum Found {
         unit: &'static str,
         value: f64,
     },
-    /// The start-up limit `key` of `engine`.
+    /// The start-up limit `key` of `engine`; `repeated`: the engine may print the line again
+    /// within one start (a line that only repeats the start's values adds nothing).
     Limit {
         key: &'static str,
         engine: &'static str,
         value: f64,
+        repeated: bool,
     },
 }
 
@@ -152,8 +258,11 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
             entries.push(entry(target, e)?);
         }
     }
-    let markers = RegexSet::new(entries.iter().map(|e| regex::escape(&e.marker)))
-        .map_err(ConfigError::pattern("the markers"))?;
+    let markers = RegexSet::new(entries.iter().map(|e| {
+        let m = regex::escape(&e.marker);
+        if e.at_start { format!("^{m}") } else { m }
+    }))
+    .map_err(ConfigError::pattern("the markers"))?;
     let mut texts = Vec::new();
     let mut text_markers = Vec::new();
     for (kind, list) in [
@@ -169,22 +278,87 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
                 )));
             }
             known_engine(&e.engine, &e.pattern)?;
-            text_markers.push(regex::escape(&e.marker));
+            if e.versioned && kind != TextKind::Startup {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: only a start-up line is `versioned`",
+                    e.pattern
+                )));
+            }
+            let m = regex::escape(&e.marker);
+            text_markers.push(if e.ignore_case { format!("(?i){m}") } else { m });
             texts.push(TextEntry {
                 kind,
                 engine: e.engine,
+                unless: e.unless,
                 pattern,
                 group: e.group,
+                versioned: e.versioned,
             });
         }
     }
     let text_markers =
         RegexSet::new(text_markers).map_err(ConfigError::pattern("the text markers"))?;
+    let prefixes = t
+        .prefixes
+        .into_iter()
+        .map(prefix)
+        .collect::<Result<_, _>>()?;
+    let mut blocks = Vec::new();
+    for b in t.blocks {
+        known_engine(&b.engine, &b.marker)?;
+        if [&b.marker, &b.logger, &b.holds]
+            .iter()
+            .any(|x| x.is_empty())
+        {
+            return Err(ConfigError::Invalid(format!(
+                "block {}: marker, logger and holds are not empty",
+                b.marker
+            )));
+        }
+        blocks.push(Block {
+            json_marker: format!("\"message\":\"{}", b.marker),
+            engine: b.engine,
+            marker: b.marker,
+            logger: b.logger,
+            holds: b.holds,
+        });
+    }
     Ok(LogLines {
         entries,
         markers,
         texts,
         text_markers,
+        prefixes,
+        blocks,
+        keep: t.keep,
+    })
+}
+
+fn prefix(p: PrefixToml) -> Result<Prefix, ConfigError> {
+    if !p.pattern.starts_with('^') {
+        return Err(ConfigError::Invalid(format!(
+            "{}: a prefix is anchored with `^`",
+            p.pattern
+        )));
+    }
+    let pattern = Regex::new(&p.pattern).map_err(ConfigError::pattern(&p.pattern))?;
+    let groups = p.time.map_or(0, TimeForm::groups);
+    if pattern.captures_len() <= groups {
+        return Err(ConfigError::Invalid(format!(
+            "{}: a {:?} time reads {groups} groups",
+            p.pattern, p.time
+        )));
+    }
+    if p.engines.is_empty() {
+        return Err(ConfigError::Invalid(format!("{}: no engine", p.pattern)));
+    }
+    for e in &p.engines {
+        known_engine(e, &p.pattern)?;
+    }
+    Ok(Prefix {
+        place: p.place,
+        pattern,
+        time: p.time,
     })
 }
 
@@ -227,10 +401,18 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
         });
     }
     known_engine(&e.engine, &e.pattern)?;
+    if target == Target::Metric && e.repeated.is_some() {
+        return Err(ConfigError::Invalid(format!(
+            "{}: only a limit is `repeated`",
+            e.pattern
+        )));
+    }
     Ok(Entry {
         target,
         engine: e.engine,
         unless: e.unless,
+        repeated: e.repeated.unwrap_or(true),
+        at_start: e.at_start,
         marker: e.marker,
         pattern,
         values,
@@ -254,6 +436,25 @@ pub fn markers(target: Target) -> impl Iterator<Item = &'static str> {
         .map(|e| e.marker.as_str())
 }
 
+/// The prefixes of one place, in file order.
+pub fn prefixes(place: Place) -> impl Iterator<Item = &'static Prefix> {
+    log_lines()
+        .prefixes
+        .iter()
+        .filter(move |p| p.place == place)
+}
+
+/// The `[[block]]` start-up records, in file order.
+pub fn blocks() -> impl Iterator<Item = &'static Block> {
+    log_lines().blocks.iter()
+}
+
+/// The substrings of the lines the host keeps in full beyond the limit markers (`keep`), in
+/// file order.
+pub fn keep() -> impl Iterator<Item = &'static str> {
+    log_lines().keep.iter().map(String::as_str)
+}
+
 /// The version or start-up text one (sanitised, prefix-stripped) log line holds, in file order.
 pub fn read_text(line: &str) -> Vec<FoundText> {
     let lines = log_lines();
@@ -262,6 +463,9 @@ pub fn read_text(line: &str) -> Vec<FoundText> {
         let Some(e) = lines.texts.get(i) else {
             continue;
         };
+        if e.unless.as_deref().is_some_and(|u| line.contains(u)) {
+            continue;
+        }
         let Some(text) = e.pattern.captures(line).and_then(|c| c.get(e.group)) else {
             continue;
         };
@@ -269,6 +473,7 @@ pub fn read_text(line: &str) -> Vec<FoundText> {
             kind: e.kind,
             engine: &e.engine,
             text: text.as_str().to_string(),
+            versioned: e.versioned,
         });
     }
     out
@@ -302,6 +507,7 @@ pub fn read(line: &str) -> Vec<Found> {
                     key: &v.name,
                     engine: &e.engine,
                     value,
+                    repeated: e.repeated,
                 },
             });
         }
@@ -328,10 +534,12 @@ fn value_of(c: &regex::Captures<'_>, v: &Value) -> Option<f64> {
 
 /// A number, thousands separators allowed.
 fn number(text: &str) -> Option<f64> {
-    text.replace(',', "")
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite())
+    let x = if text.contains(',') {
+        text.replace(',', "").parse::<f64>()
+    } else {
+        text.parse::<f64>()
+    };
+    x.ok().filter(|x| x.is_finite())
 }
 
 /// A duration as Rust's `Debug` and Go's `String` write it (`49.697663ms`, `1.2s`, `67.59µs`,
