@@ -39,6 +39,7 @@ struct BlockToml {
     marker: String,
     logger: String,
     holds: String,
+    sample: String,
 }
 
 /// A start-up record that is a Rust `Debug` value, on one line or over many (TGI's launcher
@@ -53,6 +54,8 @@ pub struct Block {
     pub logger: String,
     /// A value holding this is the engine's, whoever logged it.
     pub holds: String,
+    /// A line as the engine prints it.
+    pub sample: String,
 }
 
 /// What an engine writes before a message.
@@ -62,6 +65,7 @@ struct PrefixToml {
     engines: Vec<String>,
     place: Place,
     pattern: String,
+    sample: String,
     #[serde(default)]
     time: Option<TimeForm>,
 }
@@ -106,6 +110,10 @@ pub struct Prefix {
     /// Anchored at the start; stops at the prefix.
     pub pattern: Regex,
     pub time: Option<TimeForm>,
+    /// A line as the engine prints it.
+    pub sample: String,
+    /// The engines that write it.
+    pub engines: Vec<String>,
 }
 
 /// A line whose one group is text: the engine's version, or the settings it logs at start-up.
@@ -119,6 +127,7 @@ struct TextToml {
     #[serde(default)]
     unless: Option<String>,
     pattern: String,
+    sample: String,
     group: usize,
     #[serde(default)]
     versioned: bool,
@@ -136,6 +145,7 @@ struct EntryToml {
     #[serde(default)]
     repeated: Option<bool>,
     pattern: String,
+    sample: String,
     values: Vec<ValueToml>,
 }
 
@@ -190,6 +200,8 @@ struct Entry {
     repeated: bool,
     pattern: Regex,
     values: Vec<Value>,
+    /// A line as the engine prints it.
+    sample: String,
 }
 
 /// What a text line is.
@@ -208,6 +220,8 @@ struct TextEntry {
     pattern: Regex,
     group: usize,
     versioned: bool,
+    /// A line as the engine prints it.
+    sample: String,
 }
 
 /// The compiled file: the entries and their markers as one set.
@@ -285,7 +299,16 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
                 )));
             }
             let m = regex::escape(&e.marker);
-            text_markers.push(if e.ignore_case { format!("(?i){m}") } else { m });
+            let m = if e.ignore_case { format!("(?i){m}") } else { m };
+            let holds_marker = Regex::new(&m).is_ok_and(|r| r.is_match(&e.sample));
+            let reads = pattern
+                .captures(&e.sample)
+                .is_some_and(|c| c.get(e.group).is_some());
+            if !holds_marker || e.unless.as_deref().is_some_and(|u| e.sample.contains(u)) || !reads
+            {
+                return Err(unread_sample(&e.engine, &e.marker, &e.sample));
+            }
+            text_markers.push(m);
             texts.push(TextEntry {
                 kind,
                 engine: e.engine,
@@ -293,6 +316,7 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
                 pattern,
                 group: e.group,
                 versioned: e.versioned,
+                sample: e.sample,
             });
         }
     }
@@ -315,12 +339,18 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
                 b.marker
             )));
         }
+        if !b.sample.contains(&b.marker)
+            || !(b.sample.contains(&b.logger) || b.sample.contains(&b.holds))
+        {
+            return Err(unread_sample(&b.engine, &b.marker, &b.sample));
+        }
         blocks.push(Block {
             json_marker: format!("\"message\":\"{}", b.marker),
             engine: b.engine,
             marker: b.marker,
             logger: b.logger,
             holds: b.holds,
+            sample: b.sample,
         });
     }
     Ok(LogLines {
@@ -355,11 +385,23 @@ fn prefix(p: PrefixToml) -> Result<Prefix, ConfigError> {
     for e in &p.engines {
         known_engine(e, &p.pattern)?;
     }
+    if !pattern.is_match(&p.sample) {
+        return Err(unread_sample(&p.engines.join(", "), &p.pattern, &p.sample));
+    }
     Ok(Prefix {
         place: p.place,
         pattern,
         time: p.time,
+        sample: p.sample,
+        engines: p.engines,
     })
+}
+
+/// An entry whose own sample line it does not read.
+fn unread_sample(engine: &str, what: &str, sample: &str) -> ConfigError {
+    ConfigError::Invalid(format!(
+        "{engine} `{what}`: the entry does not read its own sample line {sample:?}"
+    ))
 }
 
 fn known_engine(engine: &str, pattern: &str) -> Result<(), ConfigError> {
@@ -401,6 +443,21 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
         });
     }
     known_engine(&e.engine, &e.pattern)?;
+    // An entry at the start of a message reads the sample from its marker on (the prefixes are
+    // taken off before; the test `every_sample_reads_through_the_log_reader` reads it whole).
+    let message = match e.sample.find(&e.marker) {
+        Some(i) if e.at_start => e.sample.get(i..).unwrap_or(""),
+        _ => e.sample.as_str(),
+    };
+    let reads = pattern
+        .captures(message)
+        .is_some_and(|c| values.iter().all(|v: &Value| value_of(&c, v).is_some()));
+    if !reads
+        || !e.sample.contains(&e.marker)
+        || e.unless.as_deref().is_some_and(|u| e.sample.contains(u))
+    {
+        return Err(unread_sample(&e.engine, &e.marker, &e.sample));
+    }
     if target == Target::Metric && e.repeated.is_some() {
         return Err(ConfigError::Invalid(format!(
             "{}: only a limit is `repeated`",
@@ -416,6 +473,7 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
         marker: e.marker,
         pattern,
         values,
+        sample: e.sample,
     })
 }
 
@@ -442,6 +500,76 @@ pub fn prefixes(place: Place) -> impl Iterator<Item = &'static Prefix> {
         .prefixes
         .iter()
         .filter(move |p| p.place == place)
+}
+
+/// One entry's sample line and what the log reader must take from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The engine that prints it (a prefix's first engine).
+    pub engine: &'static str,
+    pub line: &'static str,
+    pub reads: Reads,
+}
+
+/// What a sample line must read as.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reads {
+    /// A prefix of `place`; `time`: it shows a time.
+    Prefix { place: Place, time: bool },
+    /// A version of the engine.
+    Version,
+    /// A start-up record of the engine (`[[startup]]`, `[[block]]`).
+    Startup,
+    /// Points of these series.
+    Metrics(Vec<&'static str>),
+    /// A limit record of the engine with these keys.
+    Limits(Vec<&'static str>),
+}
+
+/// Every entry's sample line, in file order (prefixes, versions and start-ups, blocks, metrics
+/// and limits): the definition test reads each through the log reader.
+pub fn samples() -> Vec<Sample> {
+    let l = log_lines();
+    let mut out = Vec::new();
+    for p in &l.prefixes {
+        out.push(Sample {
+            engine: p.engines.first().map_or("", String::as_str),
+            line: &p.sample,
+            reads: Reads::Prefix {
+                place: p.place,
+                time: p.time.is_some(),
+            },
+        });
+    }
+    for t in &l.texts {
+        out.push(Sample {
+            engine: &t.engine,
+            line: &t.sample,
+            reads: match t.kind {
+                TextKind::Version => Reads::Version,
+                TextKind::Startup => Reads::Startup,
+            },
+        });
+    }
+    for b in &l.blocks {
+        out.push(Sample {
+            engine: &b.engine,
+            line: &b.sample,
+            reads: Reads::Startup,
+        });
+    }
+    for e in &l.entries {
+        let names = e.values.iter().map(|v| v.name.as_str()).collect();
+        out.push(Sample {
+            engine: &e.engine,
+            line: &e.sample,
+            reads: match e.target {
+                Target::Metric => Reads::Metrics(names),
+                Target::Limit => Reads::Limits(names),
+            },
+        });
+    }
+    out
 }
 
 /// The `[[block]]` start-up records, in file order.
@@ -579,17 +707,105 @@ mod tests {
     #[test]
     fn a_metric_needs_a_name_and_a_group_that_exists() {
         let bad = [
-            "[[metric]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]",
-            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=2, key='k'}]",
-            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k', typo=1}]",
-            "[[limit]]\nengine='x'\nmarker='a'\npattern='a(1'\nvalues=[{group=1, key='k'}]",
+            "[[metric]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nvalues=[{group=1, key='k'}]",
+            "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nvalues=[{group=2, key='k'}]",
+            "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nvalues=[{group=1, key='k', typo=1}]",
+            "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1'\nsample='a1'\nvalues=[{group=1, key='k'}]",
             // An engine name that is no engine.
-            "[[limit]]\nengine='lama.cpp'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]",
+            "[[limit]]\nengine='lama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nvalues=[{group=1, key='k'}]",
+            // `repeated` is a limit's.
+            "[[metric]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nrepeated=false\nvalues=[{group=1, name='n'}]",
         ];
-        let good = "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nvalues=[{group=1, key='k'}]";
+        let good = "[[limit]]\nengine='llama.cpp'\nmarker='a'\npattern='a(1)'\nsample='a1'\nvalues=[{group=1, key='k'}]";
         assert!(compile(good).is_ok());
         for text in bad {
             assert!(compile(text).is_err(), "{text}");
+        }
+    }
+
+    /// A planted engine definition that lacks a part, or whose part does not read its own
+    /// sample line, does not load, and the message names what is wrong.
+    /// `(definition, words the error holds)`.
+    #[test]
+    fn a_definition_missing_a_part_fails_naming_it() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "[[metric]]\nengine='ollama'\nmarker='eval rate:'\npattern='eval rate: ([0-9]+)'\nvalues=[{group=1, name='n'}]",
+                &["missing field `sample`"],
+            ),
+            (
+                "[[metric]]\nengine='ollama'\nmarker='eval rate:'\npattern='eval rate: ([0-9]+)'\nsample='eval rate: fast'\nvalues=[{group=1, name='n'}]",
+                &["ollama", "eval rate:", "sample"],
+            ),
+            (
+                "[[version]]\nengine='vllm'\nmarker='server version '\npattern='server version ([0-9.]+)'\ngroup=1",
+                &["missing field `sample`"],
+            ),
+            (
+                "[[version]]\nengine='sglang'\nmarker='sglang'\nignore-case=true\nunless='server_args='\npattern='(?i)sglang==([0-9.]+)'\nsample='server_args=x sglang==0.5.9'\ngroup=1",
+                &["sglang", "sample"],
+            ),
+            (
+                "[[prefix]]\nengines=['vllm']\nplace='message'\npattern='(INFO) '\nsample='INFO x'",
+                &["anchored"],
+            ),
+            (
+                "[[prefix]]\nengines=['vllm']\nplace='message'\npattern='^INFO ([0-9]{2})-([0-9]{2}) '\ntime='month-day'\nsample='INFO 04-28 x'",
+                &["5 groups"],
+            ),
+            (
+                "[[prefix]]\nengines=[]\nplace='message'\npattern='^INFO '\nsample='INFO x'",
+                &["no engine"],
+            ),
+            (
+                "[[block]]\nengine='tgi'\nmarker='Args {'\nlogger='text_generation_launcher'\nholds='model_id:'\nsample='Args { x: 1 }'",
+                &["tgi", "sample"],
+            ),
+            (
+                "[[startup]]\nengine='sglang'\nmarker='server_args='\npattern='server_args=(.*)'\nsample='server_args=x'\ngroup=1\nversioned=true\n[[version]]\nengine='sglang'\nmarker='v'\npattern='v(1)'\nsample='v1'\ngroup=1\nversioned=true",
+                &["only a start-up line is `versioned`"],
+            ),
+        ];
+        for (text, words) in cases {
+            let err = compile(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            for w in *words {
+                assert!(err.contains(w), "{text}: {err:?} lacks {w:?}");
+            }
+        }
+    }
+
+    /// Every entry of the embedded file has a sample, and the file has every kind of entry
+    /// for the engines whose logs probe reads start to end.
+    #[test]
+    fn every_engine_has_its_parts() {
+        let samples = samples();
+        assert!(samples.iter().all(|s| !s.line.is_empty()));
+        let has = |engine: &str, f: &dyn Fn(&Reads) -> bool| {
+            samples.iter().any(|s| s.engine == engine && f(&s.reads))
+        };
+        for engine in ["sglang", "vllm", "ollama"] {
+            assert!(has(engine, &|r| *r == Reads::Version), "{engine}: version");
+            assert!(has(engine, &|r| *r == Reads::Startup), "{engine}: start-up");
+            assert!(
+                has(engine, &|r| matches!(r, Reads::Limits(_))),
+                "{engine}: limits"
+            );
+            assert!(
+                has(engine, &|r| matches!(r, Reads::Metrics(_))),
+                "{engine}: metrics"
+            );
+        }
+        for engine in ["llama.cpp", "tgi", "lmdeploy", "trtllm"] {
+            assert!(
+                has(engine, &|r| matches!(
+                    r,
+                    Reads::Metrics(_) | Reads::Limits(_)
+                )),
+                "{engine}: metric or limit lines"
+            );
         }
     }
 

@@ -1145,6 +1145,64 @@ mod tests {
         }
     }
 
+    /// The definition test: every entry of `configs/log_lines.toml` reads its own sample line (a
+    /// line as the engine prints it, prefixes included) through the whole reader as it says.
+    #[test]
+    fn every_sample_reads_through_the_log_reader() {
+        use engine_lines::Reads;
+        let samples = engine_lines::samples();
+        assert!(samples.len() >= 60, "{}", samples.len());
+        for s in samples {
+            let what = format!("{} {:?}: {}", s.engine, s.reads, s.line);
+            let engine = engine_of(s.engine);
+            let mut src = LogSource::default();
+            parse_text(s.line, Some(1_800_000_000), 0, &mut src);
+            match &s.reads {
+                Reads::Prefix { place, time } => {
+                    let (at, rest) = strip_line_prefixes(s.line, Some(1_800_000_000), 0);
+                    assert!(at.is_some() || !*time, "{what}: no time");
+                    if *place != Place::Line {
+                        assert!(rest.len() < s.line.len(), "{what}: nothing taken off");
+                    }
+                }
+                Reads::Version => {
+                    assert!(
+                        src.versions.iter().any(|v| v.engine == engine),
+                        "{what}: {:?}",
+                        src.versions
+                    );
+                }
+                Reads::Startup => {
+                    assert!(
+                        src.startups.iter().any(|v| v.engine == engine),
+                        "{what}: {:?}",
+                        src.startups
+                    );
+                }
+                Reads::Metrics(names) => {
+                    for n in names {
+                        assert!(
+                            src.metrics.iter().any(|m| m.name == *n),
+                            "{what}: no {n} in {:?}",
+                            src.metrics
+                        );
+                    }
+                }
+                Reads::Limits(keys) => {
+                    for k in keys {
+                        assert!(
+                            src.limits
+                                .iter()
+                                .any(|l| l.engine == engine && l.values.contains_key(*k)),
+                            "{what}: no {k} in {:?}",
+                            src.limits
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// TGI's launcher arguments, as each release and output format logs them: one line
     /// (`{:?}`), many lines (`{:#?}`, a line that is not a continuation ends the block and is read
     /// as usual), and JSON output with the message escaped.
