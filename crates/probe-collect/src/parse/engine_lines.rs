@@ -195,6 +195,8 @@ struct Entry {
     marker: String,
     /// The line (its prefixes taken off) starts with the marker.
     at_start: bool,
+    /// The entry's one value is the number its match ends with, before this suffix.
+    suffix: Option<String>,
     unless: Option<String>,
     /// (Limits) the engine may print the line again within one start.
     repeated: bool,
@@ -227,7 +229,10 @@ struct TextEntry {
 /// The compiled file: the entries and their markers as one set.
 pub struct LogLines {
     entries: Vec<Entry>,
+    /// Each distinct marker once (several entries share one).
     markers: RegexSet,
+    /// Per pattern of `markers`, the entries with that marker, in file order.
+    marked: Vec<Vec<usize>>,
     texts: Vec<TextEntry>,
     text_markers: RegexSet,
     prefixes: Vec<Prefix>,
@@ -272,11 +277,20 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
             entries.push(entry(target, e)?);
         }
     }
-    let markers = RegexSet::new(entries.iter().map(|e| {
+    let mut distinct: Vec<String> = Vec::new();
+    let mut marked: Vec<Vec<usize>> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
         let m = regex::escape(&e.marker);
-        if e.at_start { format!("^{m}") } else { m }
-    }))
-    .map_err(ConfigError::pattern("the markers"))?;
+        let m = if e.at_start { format!("^{m}") } else { m };
+        match distinct.iter().position(|d| *d == m) {
+            Some(k) => marked.get_mut(k).into_iter().for_each(|l| l.push(i)),
+            None => {
+                distinct.push(m);
+                marked.push(vec![i]);
+            }
+        }
+    }
+    let markers = RegexSet::new(&distinct).map_err(ConfigError::pattern("the markers"))?;
     let mut texts = Vec::new();
     let mut text_markers = Vec::new();
     for (kind, list) in [
@@ -356,6 +370,7 @@ fn compile(text: &str) -> Result<LogLines, ConfigError> {
     Ok(LogLines {
         entries,
         markers,
+        marked,
         texts,
         text_markers,
         prefixes,
@@ -449,9 +464,11 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
         Some(i) if e.at_start => e.sample.get(i..).unwrap_or(""),
         _ => e.sample.as_str(),
     };
-    let reads = pattern
-        .captures(message)
-        .is_some_and(|c| values.iter().all(|v: &Value| value_of(&c, v).is_some()));
+    let reads = pattern.captures(message).is_some_and(|c| {
+        values
+            .iter()
+            .all(|v: &Value| value_of(|g| c.get(g).map(|m| m.as_str()), v).is_some())
+    });
     if !reads
         || !e.sample.contains(&e.marker)
         || e.unless.as_deref().is_some_and(|u| e.sample.contains(u))
@@ -464,17 +481,66 @@ fn entry(target: Target, e: EntryToml) -> Result<Entry, ConfigError> {
             e.pattern
         )));
     }
-    Ok(Entry {
+    let mut entry = Entry {
         target,
         engine: e.engine,
         unless: e.unless,
         repeated: e.repeated.unwrap_or(true),
         at_start: e.at_start,
         marker: e.marker,
+        suffix: None,
         pattern,
         values,
         sample: e.sample,
-    })
+    };
+    entry.suffix = number_at_end(&entry);
+    Ok(entry)
+}
+
+/// The number group every simple metric pattern ends with.
+const NUMBER_GROUP: &str = "([0-9]+(?:\\.[0-9]+)?)";
+
+/// Whether the entry's one value is the number its match ends with, before a plain suffix
+/// (`label: ([0-9]+(?:\.[0-9]+)?)%`): then [`read_entry`] takes it from a plain `find` (a
+/// capture costs several times more, on every metric line). Checked against the sample.
+fn number_at_end(e: &Entry) -> Option<String> {
+    let [v] = e.values.as_slice() else {
+        return None;
+    };
+    if v.group != 1 || v.duration || v.divide_by.is_some() || e.pattern.captures_len() != 2 {
+        return None;
+    }
+    let p = e.pattern.as_str();
+    let at = p.rfind(NUMBER_GROUP)?;
+    let before = p.get(..at)?.chars().next_back()?;
+    let suffix = p.get(at + NUMBER_GROUP.len()..)?;
+    // The group follows a plain character that is no digit or dot (so the digits before the
+    // suffix are the group's), and the suffix is plain text.
+    let plain = |c: char| c.is_alphanumeric() || " :=%,x/".contains(c);
+    let head = p.get(..at)?;
+    if !plain(before)
+        || before.is_ascii_digit()
+        || !suffix.chars().all(plain)
+        || head.contains("(?")
+        || head.get(..head.len() - before.len_utf8())?.ends_with('\\')
+    {
+        return None;
+    }
+    let fast = number_before(e.pattern.find(&e.sample)?.as_str(), suffix);
+    let slow = e
+        .pattern
+        .captures(&e.sample)
+        .and_then(|c| value_of(|g| c.get(g).map(|m| m.as_str()), v));
+    (fast.is_some() && fast.map(|x| x * v.scale) == slow).then(|| suffix.to_string())
+}
+
+/// The number a match ends with, before `suffix`.
+fn number_before(matched: &str, suffix: &str) -> Option<f64> {
+    let body = matched.strip_suffix(suffix)?;
+    let start = body
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(0, |i| i + 1);
+    number(body.get(start..)?)
 }
 
 static LOG_LINES_CONFIG: LazyLock<LogLines> =
@@ -609,49 +675,108 @@ pub fn read_text(line: &str) -> Vec<FoundText> {
 
 /// The values one (sanitised, prefix-stripped) log line holds, in file order.
 pub fn read(line: &str) -> Vec<Found> {
-    let lines = log_lines();
     let mut out = Vec::new();
-    for i in lines.markers.matches(line).iter() {
-        let Some(e) = lines.entries.get(i) else {
-            continue;
-        };
-        if e.unless.as_deref().is_some_and(|u| line.contains(u)) {
-            continue;
-        }
-        let Some(c) = e.pattern.captures(line) else {
-            continue;
-        };
-        for v in &e.values {
-            let Some(value) = value_of(&c, v) else {
-                continue;
-            };
-            out.push(match e.target {
-                Target::Metric => Found::Metric {
-                    name: &v.name,
-                    unit: &v.unit,
-                    value,
-                },
-                Target::Limit => Found::Limit {
-                    key: &v.name,
-                    engine: &e.engine,
-                    value,
-                    repeated: e.repeated,
-                },
-            });
-        }
-    }
+    read_into(line, &mut out);
     out
 }
 
-fn value_of(c: &regex::Captures<'_>, v: &Value) -> Option<f64> {
-    let text = c.get(v.group)?.as_str();
+/// [`read`] into `out` (cleared first): the log reader keeps one buffer for all its lines.
+pub fn read_into(line: &str, out: &mut Vec<Found>) {
+    out.clear();
+    let lines = log_lines();
+    let hits = lines.markers.matches(line);
+    if !hits.matched_any() {
+        return;
+    }
+    LOCATIONS.with_borrow_mut(|locs| {
+        if locs.len() != lines.entries.len() {
+            *locs = lines
+                .entries
+                .iter()
+                .map(|e| e.pattern.capture_locations())
+                .collect();
+        }
+        // By marker, each marker's entries in file order (the values of a line go into maps:
+        // their order does not matter).
+        for &i in hits.iter().filter_map(|k| lines.marked.get(k)).flatten() {
+            let (Some(e), Some(loc)) = (lines.entries.get(i), locs.get_mut(i)) else {
+                continue;
+            };
+            read_entry(e, loc, line, out);
+        }
+    });
+}
+
+thread_local! {
+    /// The capture slots of each entry, kept between lines (a metric line is read by several
+    /// entries; capturing into fresh slots would allocate for each).
+    static LOCATIONS: std::cell::RefCell<Vec<regex::CaptureLocations>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The values entry `e` reads from `line`, pushed to `out`.
+fn read_entry(
+    e: &'static Entry,
+    loc: &mut regex::CaptureLocations,
+    line: &str,
+    out: &mut Vec<Found>,
+) {
+    if e.unless.as_deref().is_some_and(|u| line.contains(u)) {
+        return;
+    }
+    if let (Some(suffix), [v]) = (&e.suffix, e.values.as_slice()) {
+        let Some(x) = e
+            .pattern
+            .find(line)
+            .and_then(|m| number_before(m.as_str(), suffix))
+        else {
+            return;
+        };
+        let value = x * v.scale;
+        if value.is_finite() {
+            out.push(found(e, v, value));
+        }
+        return;
+    }
+    if e.pattern.captures_read(loc, line).is_none() {
+        return;
+    }
+    let group = |g: usize| loc.get(g).and_then(|(a, b)| line.get(a..b));
+    for v in &e.values {
+        let Some(value) = value_of(group, v) else {
+            continue;
+        };
+        out.push(found(e, v, value));
+    }
+}
+
+/// What the value `v` of entry `e` is.
+fn found(e: &'static Entry, v: &'static Value, value: f64) -> Found {
+    match e.target {
+        Target::Metric => Found::Metric {
+            name: &v.name,
+            unit: &v.unit,
+            value,
+        },
+        Target::Limit => Found::Limit {
+            key: &v.name,
+            engine: &e.engine,
+            value,
+            repeated: e.repeated,
+        },
+    }
+}
+
+/// A value from its groups (`group(i)`: the text of group `i`).
+fn value_of<'t>(group: impl Fn(usize) -> Option<&'t str>, v: &Value) -> Option<f64> {
+    let text = group(v.group)?;
     let mut x = if v.duration {
         duration_ms(text)?
     } else {
         number(text)?
     };
     if let Some(d) = v.divide_by {
-        let by = number(c.get(d)?.as_str())?;
+        let by = number(group(d)?)?;
         if by <= 0.0 {
             return None;
         }
@@ -806,6 +931,41 @@ mod tests {
                 )),
                 "{engine}: metric or limit lines"
             );
+        }
+    }
+
+    /// An entry read by a plain `find` (its value the number its match ends with) reads what
+    /// the capture reads, on every sample line and on numbers that are not plain.
+    #[test]
+    fn the_plain_number_path_reads_what_the_capture_reads() {
+        let l = log_lines();
+        let fast: Vec<&'static Entry> = l.entries.iter().filter(|e| e.suffix.is_some()).collect();
+        // SGLang's decode and prefill lines and most of vLLM's.
+        assert!(fast.len() >= 15, "{}", fast.len());
+        let mut lines: Vec<String> = l.entries.iter().map(|e| e.sample.clone()).collect();
+        lines.extend(
+            [
+                "Decode batch, #running-req: 1.2.3, accept len: 07, gen throughput (token/s): 1e5",
+                "Avg prompt throughput: .5 tokens/s, Running: 3.5 reqs, GPU KV cache usage: 9.%",
+                "Decode batch, #queue-req: 99999999999999999999999999999999999999999",
+            ]
+            .map(String::from),
+        );
+        for e in fast {
+            let mut loc = e.pattern.capture_locations();
+            for line in &lines {
+                let mut got = Vec::new();
+                read_entry(e, &mut loc, line, &mut got);
+                let slow = e.pattern.captures(line).and_then(|c| {
+                    e.values
+                        .first()
+                        .and_then(|v| value_of(|g| c.get(g).map(|m| m.as_str()), v))
+                });
+                let fast_value = got.first().map(|f| match f {
+                    Found::Metric { value, .. } | Found::Limit { value, .. } => *value,
+                });
+                assert_eq!(fast_value, slow, "{}: {line}", e.pattern.as_str());
+            }
         }
     }
 

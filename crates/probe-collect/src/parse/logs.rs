@@ -153,6 +153,7 @@ fn parse_lines<'a>(
     let mut acc: BTreeMap<&'static str, Acc> = BTreeMap::new();
     let mut versions: Vec<(&'static str, String)> = Vec::new();
     let mut block: Option<OpenBlock> = None;
+    let mut found = Vec::new();
     for (outer, raw) in lines {
         let clean = sanitize_terminal(raw);
         let (stamped, l) = strip_line_prefixes(&clean, reference, tz);
@@ -171,7 +172,7 @@ fn parse_lines<'a>(
         if read_texts(l, time, &mut versions, src) {
             continue;
         }
-        record_engine_lines(l, time, &mut acc, src);
+        record_engine_lines(l, time, &mut acc, &mut found, src);
     }
     if let Some(a) = block.take() {
         push_startup(src, a.time, a.engine, &a.text, None);
@@ -222,6 +223,11 @@ fn prefix_at(
             }
             continue;
         };
+        // Most lines start with no prefix of a place: `is_match` fails at their first bytes
+        // without the allocation of a capture.
+        if !p.pattern.is_match(l) {
+            continue;
+        }
         if let Some(c) = p.pattern.captures(l) {
             return Some((time_of(form, &c, reference, tz), rest_after(l, &c)));
         }
@@ -419,12 +425,14 @@ fn record_engine_lines(
     l: &str,
     time: Option<UnixTime>,
     acc: &mut BTreeMap<&'static str, Acc>,
+    found: &mut Vec<Found>,
     src: &mut LogSource,
 ) {
     let mut limits = Vec::new();
     let mut repeats = true;
-    for found in engine_lines::read(l) {
-        match found {
+    engine_lines::read_into(l, found);
+    for f in found.drain(..) {
+        match f {
             Found::Metric { name, unit, value } => push_point(acc, name, unit, time, value),
             Found::Limit {
                 key,
