@@ -10,9 +10,9 @@
 //! bytes on the wire then grow with the number of runs and hours, not with the lines logged,
 //! and a run three weeks old keeps hundreds of samples.
 //!
-//! The markers come from their owners: the SGLang and vLLM readers
-//! ([`crate::parse::logs::METRIC_MARKERS`], [`crate::parse::logs::STARTUP_MARKERS`]) and
-//! `configs/log_lines.toml` for the other engines; the caps and the program text from
+//! The markers come from their owners: the log reader ([`crate::parse::logs::keep_markers`]:
+//! lifecycle lines and `keep` of `configs/log_lines.toml`) and the engines' metric and limit
+//! lines (`configs/log_lines.toml`); the caps and the program text from
 //! `configs/probes.toml` (`[thinning]`). Markers are written into the program as regex
 //! literals (one compiled pattern per class: busybox awk compiles a dynamic regex on every
 //! use, several times slower).
@@ -23,7 +23,6 @@ pub use crate::config::Thinning;
 
 use crate::config;
 use crate::parse::engine_lines;
-use crate::parse::logs::{METRIC_MARKERS, STARTUP_MARKERS};
 
 static PROGRAM: LazyLock<String> = LazyLock::new(|| program_of(&config::probes().thinning));
 
@@ -42,23 +41,17 @@ pub fn metric_lines_per_hour() -> u32 {
     config::probes().thinning.metric_lines_per_hour
 }
 
-/// The metric markers, one kind of line each: the SGLang and vLLM readers', then the other
-/// engines' (`configs/log_lines.toml`), each once.
+/// The metric markers, one kind of line each: the engines' (`configs/log_lines.toml`), each
+/// once, in file order.
 pub fn metric_markers() -> Vec<&'static str> {
-    dedup(
-        METRIC_MARKERS
-            .iter()
-            .copied()
-            .chain(engine_lines::markers(engine_lines::Target::Metric)),
-    )
+    dedup(engine_lines::markers(engine_lines::Target::Metric))
 }
 
 /// The markers of lines kept in full: the readers' start-up markers, the other engines'
 /// limit lines, and the configured ones.
 pub fn keep_markers<'a>(t: &'a Thinning) -> Vec<&'a str> {
-    let fixed: Vec<&'a str> = STARTUP_MARKERS
-        .iter()
-        .copied()
+    let fixed: Vec<&'a str> = crate::parse::logs::keep_markers()
+        .into_iter()
         .chain(engine_lines::markers(engine_lines::Target::Limit))
         .collect();
     dedup(fixed.into_iter().chain(t.keep.iter().map(String::as_str)))

@@ -1,6 +1,7 @@
-//! Server logs: start-up lines with resolved arguments (SGLang `server_args=`, vLLM
-//! `non-default args:`) and periodic metrics (SGLang decode/prefill batch lines, vLLM
-//! throughput and SpecDecoding lines) as bounded time series with summaries.
+//! Server logs: lifecycle lines, the engines' version and start-up lines (the resolved
+//! arguments), their start-up limits and their periodic metrics as bounded time series with
+//! summaries. What each engine prints is data (`configs/log_lines.toml`, read by
+//! [`super::engine_lines`]); this reader names no engine.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -9,9 +10,9 @@ use probe_model::{
     LogOrigin, LogSource, LogThinning, MetricSeries, MetricSummary, SectionStatus, StartupRecord,
     UnixTime,
 };
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
-use super::engine_lines::Found;
+use super::engine_lines::{self, Found, Place, TextKind, TimeForm};
 use crate::frame::{FileHeader, FileStatus, file_header, records};
 use crate::sanitize::{sanitize_line, sanitize_terminal};
 
@@ -22,169 +23,53 @@ pub const MAX_POINTS: usize = 2048;
 /// The newest points of a series, kept all (the running run's samples).
 pub const RECENT_POINTS: usize = 1024;
 
-/// Substrings of the metric lines the readers below take series from (SGLang and vLLM; the
-/// other engines' are in `configs/log_lines.toml`): the host keeps these lines thinned evenly
-/// in time (`crate::thin`). One kind of line each, in the order [`metric_kind`] tells them.
-pub const METRIC_MARKERS: &[&str] = &[
-    "Decode batch",
-    "Prefill batch",
-    "Avg prompt throughput:",
-    "SpecDecoding metrics:",
-    "Speculative metrics:",
-];
-
-/// Substrings of every other line these readers take something from: lifecycle, version,
-/// start-up arguments, resolved limits, unreadable placeholders. The host keeps such lines in
-/// full (within its caps an hour and a run); the test `thinning_keeps_what_the_reader_reads`
-/// holds this list to the readers.
-pub const STARTUP_MARKERS: &[&str] = &[
+/// Substrings of a service manager's lifecycle lines ([`lifecycle`]).
+const LIFECYCLE_MARKERS: &[&str] = &[
     "Started ",
     "Stopping ",
     "Stopped ",
     "Deactivated successfully",
     "Main process exited",
     "Failed with result",
-    "ersion",
-    "sglang==",
-    "sglang v",
-    "SGLang v",
-    "server_args=",
-    "non-default args",
-    "Args {",
-    "max_total_num_tokens=",
-    "chunked_prefill_size=",
-    "max_prefill_tokens=",
-    "max_running_requests=",
-    "context_len=",
-    "available_gpu_mem=",
-    "GPU KV cache size",
-    "Maximum concurrency for",
-    "max_num_batched_tokens=",
-    "max_num_seqs=",
-    "blob data]",
 ];
+
+/// What journalctl writes for a line it holds binary (without `-a`).
+const BLOB_MARKER: &str = "blob data]";
+
+/// Substrings of every line other than a metric line these readers take something from:
+/// lifecycle, the engines' versions, start-up arguments and limits (`keep` of
+/// `configs/log_lines.toml`; the thinning adds every limit marker), unreadable placeholders. The
+/// host keeps such lines in full (within its caps an hour and a run); the test
+/// `thinning_keeps_what_the_reader_reads` holds this list to the readers.
+pub fn keep_markers() -> Vec<&'static str> {
+    LIFECYCLE_MARKERS
+        .iter()
+        .copied()
+        .chain(engine_lines::keep())
+        .chain([BLOB_MARKER])
+        .collect()
+}
+
 /// Start-up records kept per log (the newest).
 pub const MAX_STARTUPS: usize = 32;
 /// Longest start-up text kept.
 const MAX_STARTUP_TEXT: usize = 64 * 1024;
 
 struct Res {
+    /// `journalctl -o short-iso`: `TIME HOST UNIT[PID]: `.
     journal: Regex,
-    sglang_ts: Regex,
-    vllm_ts: Regex,
-    /// An RFC 3339 time a line starts with, as TGI (`2024-05-01T12:00:01.123456Z  INFO `),
-    /// Ollama (`time=2025-03-01T10:00:00.000Z level=INFO `) and TGI's JSON output
-    /// (`{"timestamp":"..."`) write it.
-    rfc_ts: Regex,
-    proc_prefix: Regex,
-    metric: Vec<(Regex, &'static str, &'static str, f64, Kind)>,
-    vllm_version: Regex,
-    sglang_version: Regex,
-    limit: Vec<(Regex, &'static str, &'static str)>,
-    /// The `limit` patterns at once: one pass tells which of them a line holds (most hold none).
-    limit_any: RegexSet,
     blob: Regex,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    SglDecode,
-    SglPrefill,
-    VllmThroughput,
-    VllmSpec,
 }
 
 fn res() -> &'static Res {
     static R: OnceLock<Res> = OnceLock::new();
     R.get_or_init(|| {
         let r = |s: &str| crate::config::built_in("log pattern", Regex::new(s));
-        let num = r"([0-9]+(?:\.[0-9]+)?)";
-        let limit = limits(&r);
-        let limit_any = crate::config::built_in(
-            "log pattern",
-            RegexSet::new(limit.iter().map(|(re, _, _)| re.as_str())),
-        );
         Res {
             journal: r(r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[+-][0-9]{2}:?[0-9]{2}|Z)?) \S+ [^:]{1,256}: ?"),
-            sglang_ts: r(r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)?[^\]]{0,64}\] ?"),
-            vllm_ts: r(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL) ([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)? \[[^\]]{0,128}\] ?"),
-            rfc_ts: r(r#"^(?:time=|\{"timestamp":")?([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))(?:"|\s+(?:level=)?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s)"#),
-            proc_prefix: r(r"^\((?:[A-Za-z0-9_:]+ )?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?"),
-            metric: vec![
-                (r(&format!(r"#running-req: {num}")), "running_reqs", "count", 1.0, Kind::SglDecode),
-                (r(&format!(r"#queue-req: {num}")), "queue_reqs", "count", 1.0, Kind::SglDecode),
-                (r(&format!(r"(?:^|, )(?:full )?token usage: {num}")), "token_usage", "ratio", 1.0, Kind::SglDecode),
-                (r(&format!(r"mamba usage: {num}")), "mamba_usage", "ratio", 1.0, Kind::SglDecode),
-                (r(&format!(r"accept len: {num}")), "accept_len", "tokens", 1.0, Kind::SglDecode),
-                (r(&format!(r"accept rate: {num}")), "accept_rate", "ratio", 1.0, Kind::SglDecode),
-                (r(&format!(r"gen throughput \(token/s\): {num}")), "gen_throughput", "tok/s", 1.0, Kind::SglDecode),
-                (r(&format!(r"input throughput \(token/s\): {num}")), "input_throughput", "tok/s", 1.0, Kind::SglPrefill),
-                (r(&format!(r"Avg prompt throughput: {num}")), "prompt_throughput", "tok/s", 1.0, Kind::VllmThroughput),
-                (r(&format!(r"Avg generation throughput: {num}")), "gen_throughput", "tok/s", 1.0, Kind::VllmThroughput),
-                (r(&format!(r"Running: {num} reqs")), "running_reqs", "count", 1.0, Kind::VllmThroughput),
-                (r(&format!(r"(?:Waiting|Pending): {num} reqs")), "waiting_reqs", "count", 1.0, Kind::VllmThroughput),
-                (r(&format!(r"GPU KV cache usage: {num}%")), "kv_cache_usage", "ratio", 0.01, Kind::VllmThroughput),
-                (r(&format!(r"Prefix cache hit rate: (?:GPU: )?{num}%")), "prefix_cache_hit_rate", "ratio", 0.01, Kind::VllmThroughput),
-                (r(&format!(r"Mean acceptance length: {num}")), "accept_len", "tokens", 1.0, Kind::VllmSpec),
-                (r(&format!(r"Avg Draft acceptance rate: {num}%")), "accept_rate", "ratio", 0.01, Kind::VllmSpec),
-                (r(&format!(r"^SpecDecoding metrics: Draft acceptance rate: {num}%")), "accept_rate", "ratio", 0.01, Kind::VllmSpec),
-                (r(&format!(r"^Speculative metrics: Draft acceptance rate: {num},")), "accept_rate", "ratio", 1.0, Kind::VllmSpec),
-            ],
-            vllm_version: r(r"vLLM (?:API )?server version ([0-9A-Za-z.+_-]+)"),
-            sglang_version: r(r"(?i)(?-u:\b)sglang(?: version|==|\s+v)\s*:?\s*v?([0-9][0-9A-Za-z.+_-]*)"),
-            limit,
-            limit_any,
             blob: r(r"^\[[0-9.]+[KMG]?B blob data\]$"),
         }
     })
-}
-
-/// The start-up limit lines: pattern, key, engine.
-fn limits(r: &impl Fn(&str) -> Regex) -> Vec<(Regex, &'static str, &'static str)> {
-    vec![
-        (
-            r(r"max_total_num_tokens=([0-9]+)"),
-            "max_total_num_tokens",
-            "sglang",
-        ),
-        (
-            r(r"chunked_prefill_size=(-?[0-9]+)"),
-            "chunked_prefill_size",
-            "sglang",
-        ),
-        (
-            r(r"max_prefill_tokens=([0-9]+)"),
-            "max_prefill_tokens",
-            "sglang",
-        ),
-        (
-            r(r"max_running_requests=([0-9]+)"),
-            "max_running_requests",
-            "sglang",
-        ),
-        (r(r"context_len=([0-9]+)"), "context_len", "sglang"),
-        (
-            r(r"available_gpu_mem=([0-9]+(?:\.[0-9]+)?) ?GB"),
-            "available_gpu_mem_gb",
-            "sglang",
-        ),
-        (
-            r(r"GPU KV cache size: ([0-9][0-9,]*) tokens"),
-            "kv_cache_tokens",
-            "vllm",
-        ),
-        (
-            r(r"Maximum concurrency for ([0-9][0-9,]*) tokens per request: ([0-9]+(?:\.[0-9]+)?)x"),
-            "max_concurrency",
-            "vllm",
-        ),
-        (
-            r(r"max_num_batched_tokens=([0-9]+)"),
-            "max_num_batched_tokens",
-            "vllm",
-        ),
-        (r(r"max_num_seqs=([0-9]+)"), "max_num_seqs", "vllm"),
-    ]
 }
 
 /// Running accumulation of one series.
@@ -240,7 +125,8 @@ impl Acc {
 }
 
 /// Parses one log text. `reference`: a time near the end of the log (file mtime or the remote
-/// clock), used to put the year on vLLM's `MM-DD` timestamps; `tz`: UTC offset of the host.
+/// clock), used to put the year on time stamps that have none (`month-day`); `tz`: UTC offset
+/// of the host.
 pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSource) {
     parse_lines(t.lines().map(|l| (None, l)), reference, tz, src);
 }
@@ -265,8 +151,9 @@ fn parse_lines<'a>(
 ) {
     let r = res();
     let mut acc: BTreeMap<&'static str, Acc> = BTreeMap::new();
-    let mut version: Option<String> = None;
-    let mut args: Option<TgiArgs> = None;
+    let mut versions: Vec<(&'static str, String)> = Vec::new();
+    let mut block: Option<OpenBlock> = None;
+    let mut found = Vec::new();
     for (outer, raw) in lines {
         let clean = sanitize_terminal(raw);
         let (stamped, l) = strip_line_prefixes(&clean, reference, tz);
@@ -275,28 +162,20 @@ fn parse_lines<'a>(
             src.unreadable_lines += 1;
             continue;
         }
-        if tgi_args(raw, l, time, &mut args, src) {
+        if read_block(raw, l, time, &mut block, src) {
             continue;
         }
         if let Some(event) = lifecycle(l, time) {
             src.lifecycle.push(event);
             continue;
         }
-        read_version(l, time, &mut version, src);
-        if read_engine_texts(l, time, src)
-            || read_limits(l, time, src)
-            || read_startup(l, time, version.as_deref(), src)
-        {
+        if read_texts(l, time, &mut versions, src) {
             continue;
         }
-        if let Some(kind) = metric_kind(l) {
-            record_metrics(l, kind, time, &mut acc);
-        } else {
-            record_engine_lines(l, time, &mut acc, src);
-        }
+        record_engine_lines(l, time, &mut acc, &mut found, src);
     }
-    if let Some(a) = args.take() {
-        push_startup(src, a.time, "tgi", &a.text, None);
+    if let Some(a) = block.take() {
+        push_startup(src, a.time, a.engine, &a.text, None);
     }
     finish_series(acc, src);
     if src.startups.len() > MAX_STARTUPS {
@@ -304,8 +183,8 @@ fn parse_lines<'a>(
     }
 }
 
-/// Strips a journal prefix, a process prefix and an engine's timestamp from a line; returns
-/// the time they showed and the rest of the line.
+/// Strips a journal prefix, a process prefix and an engine's timestamp from a line (the
+/// engines' `[[prefix]]` entries); returns the time they showed and the rest of the line.
 fn strip_line_prefixes(
     line: &str,
     reference: Option<UnixTime>,
@@ -317,30 +196,58 @@ fn strip_line_prefixes(
     if let Some(c) = r.journal.captures(l) {
         time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
         l = rest_after(l, &c);
-    } else if l
-        .as_bytes()
-        .first()
-        .is_some_and(|b| matches!(b, b'2' | b't' | b'{'))
-        && let Some(c) = r.rfc_ts.captures(l)
-    {
+    } else if let Some((at, _)) = prefix_at(Place::Line, l, reference, tz) {
         // The time only: the rest of the line (a JSON object's fields) stays for the readers.
-        time = c.get(1).and_then(|m| super::parse_rfc3339(m.as_str()));
+        time = at;
     }
-    if let Some(m) = r.proc_prefix.find(l) {
-        l = l.get(m.end()..).unwrap_or("");
-    }
-    if let Some(c) = r.sglang_ts.captures(l) {
-        if let Some(x) = c.get(1).and_then(|m| super::parse_datetime(m.as_str())) {
-            time = Some(x - tz);
+    for place in [Place::Process, Place::Message] {
+        if let Some((at, rest)) = prefix_at(place, l, reference, tz) {
+            time = at.or(time);
+            l = rest;
         }
-        l = rest_after(l, &c);
-    } else if let Some(c) = r.vllm_ts.captures(l) {
-        if let Some(at) = vllm_time(&c, reference, tz) {
-            time = Some(at);
-        }
-        l = rest_after(l, &c);
     }
     (time, l)
+}
+
+/// The first prefix of `place` the line starts with: the time it shows and the rest of the line.
+fn prefix_at(
+    place: Place,
+    l: &str,
+    reference: Option<UnixTime>,
+    tz: i64,
+) -> Option<(Option<UnixTime>, &str)> {
+    for p in engine_lines::prefixes(place) {
+        let Some(form) = p.time else {
+            if let Some(m) = p.pattern.find(l) {
+                return Some((None, l.get(m.end()..).unwrap_or("")));
+            }
+            continue;
+        };
+        // Most lines start with no prefix of a place: `is_match` fails at their first bytes
+        // without the allocation of a capture.
+        if !p.pattern.is_match(l) {
+            continue;
+        }
+        if let Some(c) = p.pattern.captures(l) {
+            return Some((time_of(form, &c, reference, tz), rest_after(l, &c)));
+        }
+    }
+    None
+}
+
+/// The time a prefix's groups show, read as its form says.
+fn time_of(
+    form: TimeForm,
+    c: &regex::Captures<'_>,
+    reference: Option<UnixTime>,
+    tz: i64,
+) -> Option<UnixTime> {
+    let text = |i| c.get(i).map(|m| m.as_str());
+    match form {
+        TimeForm::Rfc3339 => text(1).and_then(super::parse_rfc3339),
+        TimeForm::Local => text(1).and_then(super::parse_datetime).map(|x| x - tz),
+        TimeForm::MonthDay => year_less_time(c, reference, tz),
+    }
 }
 
 /// What follows a prefix the patterns matched (they stop at the prefix: matching the rest of a
@@ -349,9 +256,13 @@ fn rest_after<'a>(l: &'a str, c: &regex::Captures<'_>) -> &'a str {
     c.get(0).and_then(|m| l.get(m.end()..)).unwrap_or("")
 }
 
-/// The time of a vLLM `MM-DD HH:MM:SS` timestamp: the year of `reference`, or the year before
-/// where that would put it more than two days after `reference`.
-fn vllm_time(c: &regex::Captures<'_>, reference: Option<UnixTime>, tz: i64) -> Option<UnixTime> {
+/// The time of a `MM-DD HH:MM:SS` timestamp (groups 1-5): the year of `reference`, or the year
+/// before where that would put it more than two days after `reference`.
+fn year_less_time(
+    c: &regex::Captures<'_>,
+    reference: Option<UnixTime>,
+    tz: i64,
+) -> Option<UnixTime> {
     let g = |i| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
     let (Some(mo), Some(d), Some(h), Some(mi), Some(s)) = (g(1), g(2), g(3), g(4), g(5)) else {
         return None;
@@ -369,86 +280,92 @@ fn vllm_time(c: &regex::Captures<'_>, reference: Option<UnixTime>, tz: i64) -> O
     at
 }
 
-/// Records an engine's version line (a vLLM version is kept for its later start-up records).
-fn read_version(
+/// The versions and start-up settings a line holds (`[[version]]`, `[[startup]]` of
+/// `configs/log_lines.toml`); returns whether it held a start-up record. `versions`: the last
+/// version each engine logged, for its later start-up records that carry it (`versioned`).
+fn read_texts(
     l: &str,
     time: Option<UnixTime>,
-    version: &mut Option<String>,
+    versions: &mut Vec<(&'static str, String)>,
     src: &mut LogSource,
-) {
-    let r = res();
-    if let Some(c) = r.vllm_version.captures(l) {
-        *version = c.get(1).map(|m| m.as_str().to_string());
-        push_version(src, time, "vllm", version.as_deref());
-    } else if !l.contains("server_args=")
-        && let Some(c) = r.sglang_version.captures(l)
-    {
-        push_version(src, time, "sglang", c.get(1).map(|m| m.as_str()));
-    }
-}
-
-/// The versions and start-up settings of `configs/log_lines.toml` (`[[version]]`,
-/// `[[startup]]`); returns whether the line held a start-up record.
-fn read_engine_texts(l: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool {
-    let mut startup = false;
-    for f in super::engine_lines::read_text(l) {
-        match f.kind {
-            super::engine_lines::TextKind::Version => {
-                push_version(src, time, f.engine, Some(&f.text));
-            }
-            super::engine_lines::TextKind::Startup => {
-                push_startup(src, time, f.engine, &f.text, None);
-                startup = true;
-            }
+) -> bool {
+    let found = engine_lines::read_text(l);
+    for f in found.iter().filter(|f| f.kind == TextKind::Version) {
+        push_version(src, time, f.engine, Some(&f.text));
+        match versions.iter_mut().find(|(e, _)| *e == f.engine) {
+            Some(v) => v.1.clone_from(&f.text),
+            None => versions.push((f.engine, f.text.clone())),
         }
+    }
+    let mut startup = false;
+    for f in found.iter().filter(|f| f.kind == TextKind::Startup) {
+        let version = versions
+            .iter()
+            .find(|(e, _)| f.versioned && *e == f.engine)
+            .map(|(_, v)| v.clone());
+        push_startup(src, time, f.engine, &f.text, version);
+        startup = true;
     }
     startup
 }
 
-/// TGI's launcher arguments being read over several lines (`{:#?}`).
-struct TgiArgs {
+/// A `[[block]]` start-up record being read over several lines (`{:#?}`).
+struct OpenBlock {
+    engine: &'static str,
     time: Option<UnixTime>,
     text: String,
     lines: usize,
 }
 
-/// Lines one `Args { ... }` block may take.
-const TGI_ARGS_LINES: usize = 400;
+/// Lines one block may take.
+const BLOCK_LINES: usize = 400;
 
-/// TGI's launcher logs its arguments at start-up (`text_generation_launcher: Args { model_id:
-/// ..., }`): on one line (`{:?}`, older releases; JSON output, the message escaped), or over many
-/// (`{:#?}`), whose indented lines are gathered until the closing brace. A line that is not such
-/// a continuation ends the block and is read as usual. Returns whether the line was taken.
-fn tgi_args(
+/// A start-up record that is a Rust `Debug` value (`configs/log_lines.toml` `[[block]]`, TGI's
+/// launcher `Args { model_id: ..., }`): on one line (`{:?}`; JSON output, the message escaped),
+/// or over many (`{:#?}`), whose indented lines are gathered until the closing brace. A line
+/// that is not such a continuation ends the block and is read as usual. Returns whether the
+/// line was taken.
+fn read_block(
     raw: &str,
     l: &str,
     time: Option<UnixTime>,
-    open: &mut Option<TgiArgs>,
+    open: &mut Option<OpenBlock>,
     src: &mut LogSource,
 ) -> bool {
     if let Some(a) = open.as_mut() {
         let t = l.trim();
         let continues = raw.starts_with([' ', '\t']) || t == "}";
-        if continues && a.lines < TGI_ARGS_LINES && a.text.len() < MAX_STARTUP_TEXT {
+        if continues && a.lines < BLOCK_LINES && a.text.len() < MAX_STARTUP_TEXT {
             a.text.push(' ');
             a.text.push_str(t);
             a.lines += 1;
             if t == "}"
                 && let Some(a) = open.take()
             {
-                push_startup(src, a.time, "tgi", &a.text, None);
+                push_startup(src, a.time, a.engine, &a.text, None);
             }
             return true;
         }
         if let Some(a) = open.take() {
-            push_startup(src, a.time, "tgi", &a.text, None);
+            push_startup(src, a.time, a.engine, &a.text, None);
         }
     }
-    let Some(i) = l.find("Args {") else {
+    engine_lines::blocks().any(|b| block_starts(b, l, time, open, src))
+}
+
+/// Whether `l` starts the block `b` (and then its record is pushed or opened).
+fn block_starts(
+    b: &'static engine_lines::Block,
+    l: &str,
+    time: Option<UnixTime>,
+    open: &mut Option<OpenBlock>,
+    src: &mut LogSource,
+) -> bool {
+    let Some(i) = l.find(&b.marker) else {
         return false;
     };
     let rest = l.get(i..).unwrap_or("");
-    if l.starts_with('{') && l.contains("\"message\":\"Args {") {
+    if l.starts_with('{') && l.contains(&b.json_marker) {
         let message = serde_json::from_str::<serde_json::Value>(l)
             .ok()
             .and_then(|v| {
@@ -459,81 +376,25 @@ fn tgi_args(
                     .map(str::to_string)
             });
         if let Some(m) = message {
-            push_startup(src, time, "tgi", &m.replace('\n', " "), None);
+            push_startup(src, time, &b.engine, &m.replace('\n', " "), None);
             return true;
         }
         return false;
     }
-    if !(l.contains("text_generation_launcher") || rest.contains("model_id:")) {
+    if !(l.contains(&b.logger) || rest.contains(&b.holds)) {
         return false;
     }
     if rest.trim_end().ends_with('{') {
-        *open = Some(TgiArgs {
+        *open = Some(OpenBlock {
+            engine: &b.engine,
             time,
             text: rest.trim().to_string(),
             lines: 0,
         });
     } else {
-        push_startup(src, time, "tgi", rest, None);
+        push_startup(src, time, &b.engine, rest, None);
     }
     true
-}
-
-/// Records a start-up line (SGLang `server_args=`, vLLM `non-default args: `); returns whether
-/// the line was one.
-fn read_startup(
-    l: &str,
-    time: Option<UnixTime>,
-    version: Option<&str>,
-    src: &mut LogSource,
-) -> bool {
-    for (marker, engine, version) in [
-        ("server_args=", "sglang", None),
-        ("non-default args: ", "vllm", version),
-    ] {
-        if let Some(i) = l.find(marker) {
-            let text = l.get(i + marker.len()..).unwrap_or("");
-            push_startup(src, time, engine, text, version.map(String::from));
-            return true;
-        }
-    }
-    false
-}
-
-/// Which metric line a line is, if any.
-fn metric_kind(l: &str) -> Option<Kind> {
-    if l.starts_with("Decode batch") {
-        Some(Kind::SglDecode)
-    } else if l.starts_with("Prefill batch") {
-        Some(Kind::SglPrefill)
-    } else if l.contains("Avg prompt throughput:") {
-        Some(Kind::VllmThroughput)
-    } else if l.starts_with("SpecDecoding metrics:") || l.starts_with("Speculative metrics:") {
-        Some(Kind::VllmSpec)
-    } else {
-        None
-    }
-}
-
-/// Adds the values of a metric line of `kind` to their series.
-fn record_metrics(
-    l: &str,
-    kind: Kind,
-    time: Option<UnixTime>,
-    acc: &mut BTreeMap<&'static str, Acc>,
-) {
-    for (re, name, unit, scale, k) in &res().metric {
-        if *k != kind {
-            continue;
-        }
-        let Some(v) = re.find(l).and_then(|m| value_after_label(m.as_str())) else {
-            continue;
-        };
-        if !v.is_finite() {
-            continue;
-        }
-        push_point(acc, name, unit, time, v * scale);
-    }
 }
 
 /// Adds one value to the series `name`.
@@ -558,34 +419,35 @@ fn push_point(
     }
 }
 
-/// The lines of the other engines (`configs/log_lines.toml`): their metric values into series,
-/// their start-up limits into the log's limit records.
+/// The engines' metric and limit lines (`configs/log_lines.toml`): their metric values into
+/// series, their start-up limits into the log's limit records.
 fn record_engine_lines(
     l: &str,
     time: Option<UnixTime>,
     acc: &mut BTreeMap<&'static str, Acc>,
+    found: &mut Vec<Found>,
     src: &mut LogSource,
 ) {
     let mut limits = Vec::new();
-    for found in super::engine_lines::read(l) {
-        match found {
+    let mut repeats = true;
+    engine_lines::read_into(l, found);
+    for f in found.drain(..) {
+        match f {
             Found::Metric { name, unit, value } => push_point(acc, name, unit, time, value),
-            Found::Limit { key, engine, value } => limits.push((key, engine, value)),
+            Found::Limit {
+                key,
+                engine,
+                value,
+                repeated,
+            } => {
+                limits.push((key, engine, value));
+                repeats &= repeated;
+            }
         }
     }
     if !limits.is_empty() {
-        merge_limits(limits, time, true, src);
+        merge_limits(limits, time, repeats, src);
     }
-}
-
-/// The number a metric pattern matched: every one writes it right after its label's last
-/// `": "` (a plain `find` is several times cheaper than capturing it, on every metric line).
-fn value_after_label(matched: &str) -> Option<f64> {
-    let after = matched.rsplit(": ").next()?;
-    let end = after
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(after.len());
-    after.get(..end)?.parse::<f64>().ok()
 }
 
 /// Turns the accumulated series into the log's metrics (points spread over the whole log, the
@@ -641,42 +503,6 @@ fn push_version(src: &mut LogSource, time: Option<UnixTime>, engine: &str, versi
     });
 }
 
-/// Reads the limits an engine logs at start-up; a line is merged into the record of the same
-/// start-up (within [`LIMITS_SAME_STARTUP_S`] of it, key not yet set). Returns whether the line
-/// held any.
-fn read_limits(line: &str, time: Option<UnixTime>, src: &mut LogSource) -> bool {
-    let mut found: Vec<(&'static str, &'static str, f64)> = Vec::new();
-    let r = res();
-    for i in r.limit_any.matches(line).iter() {
-        let Some((re, key, engine)) = r.limit.get(i) else {
-            continue;
-        };
-        let Some(c) = re.captures(line) else { continue };
-        let group = if *key == "max_concurrency" { 2 } else { 1 };
-        let Some(v) = c
-            .get(group)
-            .and_then(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-            .filter(|v| v.is_finite())
-        else {
-            continue;
-        };
-        found.push((key, engine, v));
-        if *key == "max_concurrency"
-            && let Some(len) = c
-                .get(1)
-                .and_then(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-        {
-            found.push(("max_model_len", engine, len));
-        }
-    }
-    // `max_num_seqs=` also appears inside argument dumps; only a line that is about limits counts.
-    if found.is_empty() || line.contains("server_args=") || line.contains("non-default args") {
-        return false;
-    }
-    merge_limits(found, time, false, src);
-    true
-}
-
 /// Adds the limits one line held to the log's records: into the record of the same start-up
 /// (within [`LIMITS_SAME_STARTUP_S`] of it, same engine, keys not yet set), else a new record. A
 /// line that only repeats values the record has (`repeats`: llama.cpp's `new slot, n_ctx = N`,
@@ -729,8 +555,7 @@ fn merge_limits(
     }
 }
 
-/// The engine a reader's name stands for (the names are this crate's own and the log lines
-/// config's, checked at load).
+/// The engine a name stands for (the names are the log lines config's, checked at load).
 fn engine_of(name: &str) -> probe_model::Engine {
     probe_model::Engine::parse(name).unwrap_or_default()
 }
@@ -1332,29 +1157,61 @@ mod tests {
         }
     }
 
-    /// `record_metrics` reads a metric's number right after its label's last `": "`.
+    /// The definition test: every entry of `configs/log_lines.toml` reads its own sample line (a
+    /// line as the engine prints it, prefixes included) through the whole reader as it says.
     #[test]
-    fn every_metric_number_follows_its_label() {
-        for (re, name, ..) in &res().metric {
-            let src = re.as_str();
-            let at = src.find("([0-9]+").expect("a number group");
-            let before = src.get(..at).unwrap_or("");
-            assert!(
-                before.ends_with(": ") || before.ends_with(": (?:GPU: )?"),
-                "{name}: {src}"
-            );
-        }
-        for (matched, want) in [
-            ("#running-req: 13", Some(13.0)),
-            ("Prefix cache hit rate: GPU: 42.5%", Some(42.5)),
-            (
-                "Speculative metrics: Draft acceptance rate: 0.71,",
-                Some(0.71),
-            ),
-            ("Running: 3 reqs", Some(3.0)),
-            ("label: ", None),
-        ] {
-            assert_eq!(value_after_label(matched), want, "{matched}");
+    fn every_sample_reads_through_the_log_reader() {
+        use engine_lines::Reads;
+        let samples = engine_lines::samples();
+        assert!(samples.len() >= 60, "{}", samples.len());
+        for s in samples {
+            let what = format!("{} {:?}: {}", s.engine, s.reads, s.line);
+            let engine = engine_of(s.engine);
+            let mut src = LogSource::default();
+            parse_text(s.line, Some(1_800_000_000), 0, &mut src);
+            match &s.reads {
+                Reads::Prefix { place, time } => {
+                    let (at, rest) = strip_line_prefixes(s.line, Some(1_800_000_000), 0);
+                    assert!(at.is_some() || !*time, "{what}: no time");
+                    if *place != Place::Line {
+                        assert!(rest.len() < s.line.len(), "{what}: nothing taken off");
+                    }
+                }
+                Reads::Version => {
+                    assert!(
+                        src.versions.iter().any(|v| v.engine == engine),
+                        "{what}: {:?}",
+                        src.versions
+                    );
+                }
+                Reads::Startup => {
+                    assert!(
+                        src.startups.iter().any(|v| v.engine == engine),
+                        "{what}: {:?}",
+                        src.startups
+                    );
+                }
+                Reads::Metrics(names) => {
+                    for n in names {
+                        assert!(
+                            src.metrics.iter().any(|m| m.name == *n),
+                            "{what}: no {n} in {:?}",
+                            src.metrics
+                        );
+                    }
+                }
+                Reads::Limits(keys) => {
+                    for k in keys {
+                        assert!(
+                            src.limits
+                                .iter()
+                                .any(|l| l.engine == engine && l.values.contains_key(*k)),
+                            "{what}: no {k} in {:?}",
+                            src.limits
+                        );
+                    }
+                }
+            }
         }
     }
 
