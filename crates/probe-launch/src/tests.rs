@@ -1,5 +1,9 @@
 //! Unit tests of the launch reader on small texts.
 
+use std::collections::BTreeMap;
+
+use probe_model::{Engine, LaunchConfig, ProcessRole, Snapshot};
+
 use super::*;
 
 fn one(text: &str) -> LaunchConfig {

@@ -31,7 +31,7 @@ pub fn writing_commands(text: &str) -> Vec<WritingCommand> {
 }
 
 fn writing_commands_at(text: &str, depth: usize) -> Vec<WritingCommand> {
-    let mut end = text.len().min(crate::MAX_TEXT);
+    let mut end = text.len().min(crate::hints::MAX_TEXT);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

@@ -1,8 +1,9 @@
 //! `probe audit --inventory FILE`: collect a fleet (or one shard of it) with bounded concurrency,
 //! report drift against each host's previous snapshot, stream JSON Lines, write Prometheus
 //! metrics, record every host's outcome in the store; `probe audit report` reads those back for
-//! the whole fleet ([`report`]); outliers of each group ([`report::group_outliers`]).
+//! the whole fleet ([`report`]); outliers of each group ([`outliers::group_outliers`]).
 
+mod outliers;
 mod report;
 use crate::shard;
 
@@ -87,10 +88,10 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         write_prometheus(path, &gathered.records, &summary, shard)?;
     }
     let outliers = if args.outliers {
-        let members = report::members_of(&selected, generated.is_some());
+        let members = outliers::members_of(&selected, generated.is_some());
         // The collections are done and reported either way: a store that fails here costs
         // only the outliers.
-        report::group_outliers(&*store, &members, &gathered.fresh, &args.groups).unwrap_or_else(
+        outliers::group_outliers(&*store, &members, &gathered.fresh, &args.groups).unwrap_or_else(
             |err| {
                 ctx.printer.warn(&format!("outliers not computed: {err}"));
                 Vec::new()
@@ -501,7 +502,7 @@ fn output(
     if args.jsonl {
         let mut text = String::new();
         for group in outliers {
-            text.push_str(&render::json::line(&report::outliers_line(group)));
+            text.push_str(&render::json::line(&outliers::outliers_line(group)));
         }
         text.push_str(&render::json::line(summary));
         return text;
@@ -518,7 +519,7 @@ fn output(
         doc.line(render::doc::Tone::Dim, note);
     }
     if args.outliers {
-        doc.append(report::outliers_doc(outliers));
+        doc.append(outliers::outliers_doc(outliers));
     }
     render::text(&doc, &ctx.printer)
 }

@@ -4,8 +4,9 @@
 
 use probe_model::{GpuHealth, HardwareReport};
 
+use super::changes::{impact_label, impact_tone};
 use super::doc::{Doc, Tone};
-use super::{format_time, format_value, impact_label, impact_tone};
+use super::{format_time, format_value};
 
 /// Kernel faults listed (the newest).
 const MAX_FAULTS_SHOWN: usize = 10;

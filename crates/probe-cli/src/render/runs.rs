@@ -9,7 +9,9 @@ use probe_model::{
 };
 
 use super::doc::{Doc, Tone};
-use super::{format_time, metric_line, number};
+use super::format_time;
+use super::metrics::{metric_line, number};
+use super::verdict::changes_or_causes;
 
 /// Metric lines shown among the symptoms.
 const MAX_SYMPTOM_LINES: usize = 5;
@@ -412,7 +414,7 @@ pub(super) fn diff_body(doc: &mut Doc, diff: &LaunchDiff) {
     } else if let Some(note) = &diff.metrics_note {
         doc.line(Tone::Dim, format!("  ({note})"));
     }
-    super::changes_or_causes(doc, &diff.changes, 15);
+    changes_or_causes(doc, &diff.changes, 15);
     for change in diff.changes.iter().filter(|c| c.mechanism.is_some()) {
         if let Some(mechanism) = &change.mechanism {
             doc.line(Tone::Warn, format!("  why {}: {mechanism}", change.key));

@@ -1,10 +1,16 @@
 //! The verdict block every report opens with, and the candidate causes grouped by what testing
 //! them against the symptoms found (explains, consistent, ruled out).
 
-use probe_model::{Assessment, Change, Conclusion, MetricSummary, Verdict, VerdictConfidence};
+use probe_model::{
+    Assessment, Change, Conclusion, Impact, MetricSummary, Verdict, VerdictConfidence,
+};
 
+use super::changes::{
+    category_label, change_summary, changes_table, consequence_why, impact_label,
+};
 use super::doc::{Doc, Tone};
-use super::{category_label, change_summary, format_time, number};
+use super::format_time;
+use super::metrics::number;
 
 /// Causes shown in the human and Markdown tables; JSON has all.
 pub(super) const MAX_CAUSES_SHOWN: usize = 10;
@@ -178,7 +184,7 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
                 group_tone(assessment),
                 vec![
                     group_label(assessment).to_string(),
-                    super::impact_label(change.impact).to_string(),
+                    impact_label(change.impact).to_string(),
                     category_label(change),
                     change_summary(change),
                     why(change),
@@ -189,10 +195,10 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
                 Tone::Dim,
                 vec![
                     String::from("consequence"),
-                    super::impact_label(change.impact).to_string(),
+                    impact_label(change.impact).to_string(),
                     category_label(change),
                     format!("-> {}", change_summary(change)),
-                    super::consequence_why(change),
+                    consequence_why(change),
                 ],
             ));
         } else {
@@ -221,6 +227,25 @@ pub(super) fn cause_groups(doc: &mut Doc, changes: &[Change]) {
                 count(Assessment::RuledOut)
             ),
         );
+    }
+}
+
+/// The causes grouped by their verdicts where they have them, else the changes ranked by rule;
+/// the symptoms a snapshot diff also lists (metrics) follow the causes.
+pub(super) fn changes_or_causes(doc: &mut Doc, changes: &[Change], limit: usize) {
+    if !changes.iter().any(|c| c.verdict.is_some()) {
+        changes_table(doc, changes, limit);
+        return;
+    }
+    cause_groups(doc, changes);
+    let symptoms: Vec<Change> = changes
+        .iter()
+        .filter(|c| c.verdict.is_none() && c.impact != Impact::None && c.consequence_of.is_empty())
+        .cloned()
+        .collect();
+    if !symptoms.is_empty() {
+        doc.line(Tone::Plain, "  Metrics that moved (symptoms, not causes):");
+        changes_table(doc, &symptoms, limit);
     }
 }
 

@@ -56,7 +56,7 @@ pub fn side_by_side(launches: &[&LaunchConfig]) -> String {
     for launch in &launches {
         out.push_str(&format!(
             "<th>{}{}</th>",
-            escape::text(&crate::render::source_label(launch)),
+            escape::text(&crate::render::launch::source_label(launch)),
             if launch.source.running {
                 " <span class=\"good\">(running)</span>"
             } else {

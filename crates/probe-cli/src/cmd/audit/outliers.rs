@@ -1,0 +1,673 @@
+//! The hosts that differ from their group (`probe audit --outliers`, and a section of `probe
+//! audit report`): each member's latest snapshot or view from the store, grouped, with the
+//! modal configuration computed by `probe_diff::fleet`.
+
+use std::collections::BTreeMap;
+
+use probe_diff::{Fingerprinted, Member};
+use probe_model::{FleetView, GroupOutliers, OutliersLine, RecordType, SCHEMA_VERSION};
+use probe_store::{Fingerprint, SnapshotStore, StoredAudit};
+
+use crate::errors::Result;
+use crate::inventory::InventoryHost;
+use crate::render::{self, doc::Doc, doc::Tone};
+
+/// A host as the report and the outliers know it.
+#[derive(Debug, Clone)]
+pub struct FleetMember {
+    pub name: String,
+    pub target: String,
+    pub groups: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+/// Inventory hosts as members; `by_name` when the audit connects by inventory name (a
+/// generated ssh_config for jump hosts).
+pub fn members_of(hosts: &[InventoryHost], by_name: bool) -> Vec<FleetMember> {
+    hosts
+        .iter()
+        .map(|host| FleetMember {
+            name: host.name.clone(),
+            target: if by_name {
+                host.name.clone()
+            } else {
+                host.target()
+            },
+            groups: host.groups.clone(),
+            tags: host.tags.clone(),
+        })
+        .collect()
+}
+
+/// One line of `--jsonl` output per group.
+pub fn outliers_line(group: &GroupOutliers) -> OutliersLine {
+    OutliersLine {
+        schema_version: SCHEMA_VERSION,
+        record_type: RecordType::Outliers,
+        group: group.clone(),
+    }
+}
+
+/// The newest snapshot of every member, as the fleet comparison reads it: this run's, else the
+/// one its last audit stored, else the newest stored under its target. The stored ones are
+/// read in one `get_many_views` per kind (the store reads a section that hosts share once, and
+/// parses nothing a view leaves out).
+fn latest_views(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, FleetView>,
+    audits: &BTreeMap<String, StoredAudit>,
+) -> Result<BTreeMap<String, FleetView>> {
+    newest_of(
+        store,
+        members,
+        audits,
+        |member| fresh.get(&member.name).cloned(),
+        |ids| Ok(store.get_many_views(ids)?),
+    )
+}
+
+/// Each member's newest snapshot, as `fresh` (this run's) or `read` (a batch of stored ids,
+/// `None` where one is gone) gives it: this run's, else the snapshot its stored audit record
+/// names, else the newest stored for its target (also where the record's snapshot is gone).
+fn newest_of<T>(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    audits: &BTreeMap<String, StoredAudit>,
+    fresh: impl Fn(&FleetMember) -> Option<T>,
+    mut read: impl FnMut(&[String]) -> Result<Vec<Option<T>>>,
+) -> Result<BTreeMap<String, T>> {
+    let mut out = BTreeMap::new();
+    let mut by_record: Vec<(&FleetMember, String)> = Vec::new();
+    let mut by_target: Vec<&FleetMember> = Vec::new();
+    for member in members {
+        if let Some(value) = fresh(member) {
+            out.insert(member.name.clone(), value);
+            continue;
+        }
+        match audits
+            .get(&member.name)
+            .and_then(|audit| audit.record.snapshot_id.clone())
+        {
+            Some(id) => by_record.push((member, id)),
+            None => by_target.push(member),
+        }
+    }
+    let ids: Vec<String> = by_record.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, _), value) in by_record.iter().zip(read(&ids)?) {
+        match value {
+            Some(value) => {
+                out.insert(member.name.clone(), value);
+            }
+            None => by_target.push(member),
+        }
+    }
+    let mut newest: Vec<(&FleetMember, String)> = Vec::new();
+    for member in by_target {
+        if let Some(meta) = store.newest(&member.target)? {
+            newest.push((member, meta.id));
+        }
+    }
+    let ids: Vec<String> = newest.iter().map(|(_, id)| id.clone()).collect();
+    for ((member, _), value) in newest.iter().zip(read(&ids)?) {
+        if let Some(value) = value {
+            out.insert(member.name.clone(), value);
+        }
+    }
+    Ok(out)
+}
+
+/// Where a member's newest snapshot is: this run's view, or a stored snapshot.
+#[derive(Debug, Clone)]
+enum Latest<'a> {
+    Fresh(&'a FleetView),
+    Stored(String),
+}
+
+/// A group member with a newest snapshot: its name, where that snapshot is, its fingerprint.
+type Present<'a> = (&'a str, &'a (Latest<'a>, Fingerprint));
+
+/// The newest snapshot of every member (as [`latest_views`] chooses it) with its configuration
+/// fingerprint: the stored ones read as fingerprints only, in one `fingerprints` per kind.
+fn latest_fingerprints<'a>(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &'a BTreeMap<String, FleetView>,
+    audits: &BTreeMap<String, StoredAudit>,
+) -> Result<BTreeMap<String, (Latest<'a>, Fingerprint)>> {
+    newest_of(
+        store,
+        members,
+        audits,
+        |member| {
+            fresh
+                .get(&member.name)
+                .map(|view| (Latest::Fresh(view), Fingerprint::of(view)))
+        },
+        |ids| {
+            Ok(store
+                .fingerprints(ids)?
+                .into_iter()
+                .zip(ids)
+                .map(|(print, id)| print.map(|print| (Latest::Stored(id.clone()), print)))
+                .collect())
+        },
+    )
+}
+
+/// The groups to compare: every inventory group and tag (`tag:NAME`), only `only_groups` when
+/// given; members in inventory order.
+fn groups_of<'a>(
+    members: &'a [FleetMember],
+    only_groups: &[String],
+) -> BTreeMap<String, Vec<&'a FleetMember>> {
+    let mut groups: BTreeMap<String, Vec<&FleetMember>> = BTreeMap::new();
+    for member in members {
+        for group in &member.groups {
+            if only_groups.is_empty() || only_groups.contains(group) {
+                groups.entry(group.clone()).or_default().push(member);
+            }
+        }
+        if only_groups.is_empty() {
+            for tag in &member.tags {
+                groups.entry(format!("tag:{tag}")).or_default().push(member);
+            }
+        }
+    }
+    groups
+}
+
+/// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
+/// snapshot; only `only_groups` when given. Members are compared by their configuration
+/// fingerprints first: only the first member of each distinct fingerprint of a group is read
+/// (`get_many_views`) and compared, the same answer as [`group_outliers_by_views`].
+pub fn group_outliers(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, FleetView>,
+    only_groups: &[String],
+) -> Result<Vec<GroupOutliers>> {
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let latest = latest_fingerprints(store, members, fresh, &audits)?;
+    let groups: Vec<(String, Vec<Present<'_>>)> = groups_of(members, only_groups)
+        .into_iter()
+        .map(|(group, hosts)| {
+            let present = (hosts.iter())
+                .filter_map(|m| latest.get(&m.name).map(|l| (m.name.as_str(), l)))
+                .collect();
+            (group, present)
+        })
+        .filter(|(_, present): &(String, Vec<_>)| present.len() >= 2)
+        .collect();
+    let prints = |present: &[Present<'_>]| -> Vec<Option<Vec<u8>>> {
+        (present.iter())
+            .map(|(_, (_, print))| print.0.map(|hash| hash.to_vec()))
+            .collect()
+    };
+    // The stored snapshots any group reads whole, read once.
+    let mut wanted: Vec<String> = Vec::new();
+    for (_, present) in &groups {
+        let prints = prints(present);
+        let prints: Vec<Option<&[u8]>> = prints.iter().map(Option::as_deref).collect();
+        for index in probe_diff::members_to_read(&prints) {
+            if let (Latest::Stored(id), _) = present[index].1
+                && !wanted.contains(id)
+            {
+                wanted.push(id.clone());
+            }
+        }
+    }
+    let read: BTreeMap<String, FleetView> = wanted
+        .iter()
+        .cloned()
+        .zip(store.get_many_views(&wanted)?)
+        .filter_map(|(id, view)| Some((id, view?)))
+        .collect();
+    let mut reports = Vec::new();
+    for (group, present) in &groups {
+        let prints = prints(present);
+        let fingerprinted: Vec<Fingerprinted<'_>> = (present.iter().zip(&prints))
+            .map(|((host, (where_, _)), print)| Fingerprinted {
+                host,
+                fingerprint: print.as_deref(),
+                view: match where_ {
+                    Latest::Fresh(view) => Some(*view),
+                    Latest::Stored(id) => read.get(id),
+                },
+            })
+            .collect();
+        match probe_diff::outliers_by_fingerprint(group, &fingerprinted) {
+            Some(report) => reports.push(report),
+            // A snapshot pruned between the two reads: every member read whole.
+            None => return group_outliers_by_views(store, members, fresh, only_groups),
+        }
+    }
+    Ok(reports)
+}
+
+/// [`group_outliers`] with every member's view read and compared: the answer the fingerprints
+/// must give (tests hold them to it), and the way when a snapshot goes between two reads.
+pub fn group_outliers_by_views(
+    store: &dyn SnapshotStore,
+    members: &[FleetMember],
+    fresh: &BTreeMap<String, FleetView>,
+    only_groups: &[String],
+) -> Result<Vec<GroupOutliers>> {
+    let audits: BTreeMap<String, StoredAudit> = store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect();
+    let views = latest_views(store, members, fresh, &audits)?;
+    let mut reports = Vec::new();
+    for (group, hosts) in groups_of(members, only_groups) {
+        let group_members: Vec<Member<'_>> = hosts
+            .iter()
+            .filter_map(|member| {
+                views.get(&member.name).map(|view| Member {
+                    host: &member.name,
+                    view,
+                })
+            })
+            .collect();
+        if group_members.len() >= 2 {
+            reports.push(probe_diff::outliers(&group, &group_members));
+        }
+    }
+    Ok(reports)
+}
+
+/// The outliers section of a report.
+pub fn outliers_doc(groups: &[GroupOutliers]) -> Doc {
+    let mut doc = Doc::default();
+    doc.heading(2, "Hosts that differ from their group");
+    if groups.is_empty() {
+        doc.line(
+            Tone::Dim,
+            "no group or tag has two hosts with stored snapshots",
+        );
+    }
+    for group in groups {
+        doc.heading(3, group_heading(group));
+        let mut items: Vec<(u8, Tone, String)> = group
+            .baseline
+            .iter()
+            .map(|line| (0, Tone::Dim, line.clone()))
+            .collect();
+        for host in &group.outliers {
+            items.push((
+                0,
+                Tone::Warn,
+                format!(
+                    "{}: {} difference{}",
+                    host.host,
+                    host.changes.len(),
+                    if host.changes.len() == 1 { "" } else { "s" }
+                ),
+            ));
+            for change in &host.changes {
+                items.push((
+                    1,
+                    Tone::Plain,
+                    format!("{} {}", impact_word(change.impact), outlier_line(change)),
+                ));
+            }
+        }
+        doc.items(items);
+    }
+    doc
+}
+
+pub(super) fn group_heading(group: &GroupOutliers) -> String {
+    format!(
+        "{}: {} hosts, {} differ (modal configuration as on {})",
+        group.group,
+        group.hosts,
+        group.outliers.len(),
+        group.reference.as_deref().unwrap_or("-")
+    )
+}
+
+/// One difference of an outlier, naming which value is the host's and which the group's:
+/// `KEY: this host X, the group Y (group -> this host: EXPLANATION)`. The change is read from
+/// the group's modal value (`before`) to the host's (`after`), and so is its explanation.
+pub fn outlier_line(change: &probe_model::Change) -> String {
+    let value = |typed: Option<&serde_json::Value>, written: Option<&String>| {
+        typed
+            .map(render::format_value)
+            .or_else(|| written.cloned())
+            .unwrap_or_else(|| "(unset)".into())
+    };
+    let host = match change.kind {
+        probe_model::ChangeKind::Removed => "(unset)".to_string(),
+        _ => value(change.after.as_ref(), change.after_written.as_ref()),
+    };
+    let group = match change.kind {
+        probe_model::ChangeKind::Added => "(unset)".to_string(),
+        _ => value(change.before.as_ref(), change.before_written.as_ref()),
+    };
+    let mut line = format!("{}: this host {host}, the group {group}", change.key);
+    if !change.explanation.is_empty() {
+        line.push_str(&format!(" (group -> this host: {})", change.explanation));
+    }
+    line
+}
+
+pub(super) fn impact_word(impact: probe_model::Impact) -> &'static str {
+    match impact {
+        probe_model::Impact::High => "HIGH",
+        probe_model::Impact::Medium => "MED",
+        probe_model::Impact::Low => "LOW",
+        probe_model::Impact::None => "-",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe_model::Snapshot;
+
+    #[test]
+    fn outlier_lines_name_the_host_and_the_group() {
+        let change = |kind, before: Option<i64>, after: Option<i64>| probe_model::Change {
+            category: probe_model::Category::MemoryKvCache,
+            impact: probe_model::Impact::Medium,
+            kind,
+            key: "gpu.other_processes_mib".into(),
+            before: before.map(serde_json::Value::from),
+            after: after.map(serde_json::Value::from),
+            before_written: None,
+            after_written: None,
+            explanation: "other processes hold GPU memory (0 -> 20486)".into(),
+            note: None,
+            mechanism: None,
+            verdict: None,
+            unset_default: None,
+            startup_limit: None,
+            consequence_of: Vec::new(),
+        };
+        use probe_model::ChangeKind::{Added, Changed, Removed};
+        let table = [
+            (
+                change(Changed, Some(0), Some(20486)),
+                "gpu.other_processes_mib: this host 20486, the group 0 (group -> this host: \
+                 other processes hold GPU memory (0 -> 20486))",
+            ),
+            (
+                change(Added, None, Some(20486)),
+                "gpu.other_processes_mib: this host 20486, the group (unset) (group -> this \
+                 host: other processes hold GPU memory (0 -> 20486))",
+            ),
+            (
+                change(Removed, Some(0), None),
+                "gpu.other_processes_mib: this host (unset), the group 0 (group -> this host: \
+                 other processes hold GPU memory (0 -> 20486))",
+            ),
+        ];
+        for (change, expected) in table {
+            assert_eq!(outlier_line(&change), expected);
+        }
+    }
+
+    /// The outliers read from the store (`get_many_views`, by audit record and by target) are
+    /// the outliers of the snapshots as `get` and `latest` read them one by one.
+    #[test]
+    fn outliers_from_the_store_are_those_of_each_hosts_snapshot() {
+        use probe_model::{Gpu, PythonEnv, PythonPackage};
+        let dir = tempfile::tempdir().unwrap();
+        let store = probe_store::SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let snapshot = |host: usize, at: i64, driver: &str, torch: &str| Snapshot {
+            schema_version: SCHEMA_VERSION,
+            id: format!("gpu{host}-{at}"),
+            target: format!("gpu{host}"),
+            collected_at: at,
+            redacted: true,
+            host: probe_model::HostFacts {
+                hostname: Some(format!("gpu{host}")),
+                machine_id: Some(format!("{host:032x}")),
+                ..probe_model::HostFacts::default()
+            },
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venv/bin/python".into(),
+                packages: vec![PythonPackage {
+                    name: "torch".into(),
+                    version: torch.into(),
+                    ..PythonPackage::default()
+                }],
+                ..PythonEnv::default()
+            }],
+            gpu: probe_model::GpuState {
+                driver_version: Some(driver.into()),
+                gpus: vec![Gpu {
+                    name: Some("NVIDIA H200".into()),
+                    ..Gpu::default()
+                }],
+                ..probe_model::GpuState::default()
+            },
+            ..Snapshot::default()
+        };
+        let members: Vec<FleetMember> = (0..6)
+            .map(|host| FleetMember {
+                name: format!("host-{host}"),
+                target: format!("gpu{host}"),
+                groups: vec!["prod".into()],
+                tags: vec![],
+            })
+            .collect();
+        let run = probe_store::AuditRun {
+            run_id: "r".into(),
+            inventory: "fleet.toml".into(),
+            shard: None,
+            runner: "t@here".into(),
+            started_at: 1,
+        };
+        for host in 0..6 {
+            let driver = if host == 4 { "535.1" } else { "570.172.08" };
+            let torch = if host == 5 { "2.7.0" } else { "2.8.0" };
+            store.put(&snapshot(host, 100, driver, "2.6.0")).unwrap();
+            store.put(&snapshot(host, 200, driver, torch)).unwrap();
+            // Half the hosts have an audit record naming their older snapshot, one a
+            // snapshot that is not stored (read by target instead).
+            if host % 2 == 0 {
+                let record = probe_model::AuditRecord {
+                    host: format!("host-{host}"),
+                    snapshot_id: Some(if host == 2 {
+                        "missing".into()
+                    } else {
+                        format!("gpu{host}-100")
+                    }),
+                    ..probe_model::AuditRecord::default()
+                };
+                store.record_audit(&run, &record, 5).unwrap();
+            }
+        }
+        let groups = group_outliers(&store, &members, &BTreeMap::new(), &[]).unwrap();
+        let one_by_one: Vec<FleetView> = (0..6)
+            .map(|host| match host {
+                0 | 4 => store.get(&format!("gpu{host}-100")).unwrap().unwrap(),
+                _ => store.latest(&format!("gpu{host}")).unwrap().unwrap(),
+            })
+            .map(FleetView::of)
+            .collect();
+        let expected_members: Vec<Member<'_>> = members
+            .iter()
+            .zip(&one_by_one)
+            .map(|(member, view)| Member {
+                host: &member.name,
+                view,
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            vec![probe_diff::outliers("prod", &expected_members)]
+        );
+        assert!(!groups[0].outliers.is_empty());
+        assert_eq!(
+            groups,
+            group_outliers_by_views(&store, &members, &BTreeMap::new(), &[]).unwrap()
+        );
+    }
+
+    /// A vLLM host of a generated fleet: `n` its number (names, ids, uptime), the rest its
+    /// configuration.
+    fn fleet_host(n: usize, driver: &str, flag: Option<&str>, torch: &str, pid: u32) -> Snapshot {
+        use probe_model::{Gpu, GpuState, ProcessInfo, PythonEnv, PythonPackage};
+        let name = format!("gpu{n}");
+        let mut argv: Vec<String> = [
+            "/opt/venvs/vllm/bin/python3",
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            "/mnt/models/GLM-4.5-Air-FP8",
+            "--tensor-parallel-size",
+            "2",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        argv.extend(
+            flag.into_iter()
+                .flat_map(|f| f.split(' '))
+                .map(str::to_string),
+        );
+        let package = |name: &str, version: &str| PythonPackage {
+            name: name.into(),
+            version: version.into(),
+            ..PythonPackage::default()
+        };
+        let gpu = |index: u32| Gpu {
+            index: Some(index),
+            name: Some("NVIDIA H200".into()),
+            uuid: Some(format!("GPU-{index}")),
+            power_limit_w: Some(700.0),
+            ..Gpu::default()
+        };
+        Snapshot {
+            schema_version: SCHEMA_VERSION,
+            id: format!("{name}-1"),
+            target: name.clone(),
+            collected_at: 1_795_000_000,
+            redacted: true,
+            host: probe_model::HostFacts {
+                hostname: Some(name),
+                machine_id: Some(format!("{n:032x}")),
+                uptime_s: Some(1000 + n as u64),
+                ..probe_model::HostFacts::default()
+            },
+            processes: vec![ProcessInfo {
+                pid,
+                engine: Some(probe_model::Engine::Vllm),
+                argv,
+                role: probe_model::ProcessRole::Launcher,
+                exe: Some("/opt/venvs/vllm/bin/python3.11".into()),
+                ..ProcessInfo::default()
+            }],
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venvs/vllm/bin/python3".into(),
+                packages: vec![package("vllm", "0.11.0"), package("torch", torch)],
+                ..PythonEnv::default()
+            }],
+            gpu: GpuState {
+                driver_version: Some(driver.into()),
+                gpus: vec![gpu(0), gpu(1)],
+                ..GpuState::default()
+            },
+            ..Snapshot::default()
+        }
+    }
+
+    /// A generated fleet of 30 hosts in one group: most share one image, a few differ in the
+    /// driver, a flag, torch or a process id; the first twelve disagree, so that the medoid
+    /// is not of the modal image (the holders' comparisons); two hosts stored before
+    /// fingerprints were kept (`forget` clears theirs), one snapshot of this run.
+    fn generated_fleet(store: &dyn SnapshotStore, forget: impl Fn(&[&str])) -> Vec<FleetMember> {
+        for n in 0..30 {
+            let (driver, flag, torch, pid) = match n {
+                0..12 if n % 2 == 0 => ("570.172.08", None, "2.8.0".to_string(), 4242),
+                0..12 => ("575.57.08", None, format!("2.7.{n}"), 4242),
+                14 => ("575.57.08", None, "2.8.0".into(), 4343),
+                20 | 21 => (
+                    "575.57.08",
+                    Some("--enable-expert-parallel"),
+                    "2.8.0".into(),
+                    4242,
+                ),
+                25 => (
+                    "570.172.08",
+                    Some("--max-num-seqs 64"),
+                    "2.8.0".into(),
+                    4242,
+                ),
+                _ => ("575.57.08", None, "2.8.0".into(), 4242),
+            };
+            store
+                .put(&fleet_host(n, driver, flag, &torch, pid))
+                .unwrap();
+        }
+        forget(&["gpu16-1", "gpu21-1"]);
+        (0..31)
+            .map(|n| FleetMember {
+                name: format!("host-{n}"),
+                target: format!("gpu{n}"),
+                groups: vec!["prod".into()],
+                tags: vec![format!("rack{}", n % 2)],
+            })
+            .collect()
+    }
+
+    /// The outliers by fingerprint are today's, where every member's view is read and
+    /// compared: on SQLite and on PostgreSQL, fresh and stored snapshots mixed.
+    #[test]
+    fn outliers_by_fingerprint_are_those_of_every_view_on_both_stores() {
+        let fresh: BTreeMap<String, FleetView> = [(
+            "host-30".to_string(),
+            FleetView::of(fleet_host(30, "575.57.08", None, "2.8.0", 4242)),
+        )]
+        .into();
+        let check = |store: &dyn SnapshotStore, members: &[FleetMember]| {
+            let by_fingerprint = group_outliers(store, members, &fresh, &[]).unwrap();
+            let by_views = group_outliers_by_views(store, members, &fresh, &[]).unwrap();
+            assert_eq!(by_fingerprint, by_views);
+            let prod = by_fingerprint.iter().find(|g| g.group == "prod").unwrap();
+            assert_eq!(prod.hosts, 31);
+            let odd: Vec<&str> = prod.outliers.iter().map(|o| o.host.as_str()).collect();
+            for host in ["host-0", "host-20", "host-21", "host-25"] {
+                assert!(odd.contains(&host), "{host} not in {odd:?}");
+            }
+            assert_eq!(by_fingerprint.len(), 3, "prod, tag:rack0, tag:rack1");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let sqlite = probe_store::SqliteStore::open(&path).unwrap();
+        let members = generated_fleet(&sqlite, |ids| {
+            let connection = rusqlite::Connection::open(&path).unwrap();
+            for id in ids {
+                connection
+                    .execute(
+                        "UPDATE snapshots SET fingerprint = NULL WHERE id = ?1",
+                        [id],
+                    )
+                    .unwrap();
+            }
+        });
+        check(&sqlite, &members);
+        probe_testkit::postgres::require_postgres().unwrap_or_else(|e| panic!("{e}"));
+        let cluster = probe_testkit::postgres::Postgres::start();
+        let url = cluster.create_database("fleet");
+        let env = probe_store::PgEnv::from_pairs(cluster.client_env(), None);
+        let pg = probe_store::PgStore::open_with(&url, &env).unwrap();
+        let members = generated_fleet(&pg, |ids| {
+            cluster.psql(
+                "fleet",
+                &format!(
+                    "UPDATE probe.snapshots SET fingerprint = NULL WHERE id IN ('{}')",
+                    ids.join("', '")
+                ),
+            );
+        });
+        check(&pg, &members);
+    }
+}

@@ -1,0 +1,223 @@
+//! A snapshot's evidence to launches: every process, unit, container, history entry and start-up
+//! log line read, completed with its engine version, then one run's evidence merged into one
+//! launch.
+
+use std::collections::BTreeMap;
+
+use probe_model::{
+    Engine, LaunchConfig, LaunchOrigin, LaunchSource, ProcessRole, Snapshot, SourceKind, TimeBounds,
+};
+
+use crate::evidence::{from_argv, from_startup_log, from_unit};
+use crate::hints::{ParseHints, TextKind};
+use crate::installed::{fill_version, with_version};
+use crate::merge::merge_runs;
+use crate::reading::reconstruct_within;
+use crate::{argv, config_files, container, container_text, defining, shell, work};
+
+thread_local! {
+    static READINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many snapshots [`launches_of`] has read on this thread: a command reads each snapshot
+/// once and passes the [`crate::Analysis`] on; tests hold it to that.
+pub fn snapshot_readings() -> usize {
+    READINGS.with(std::cell::Cell::get)
+}
+
+/// Every launch in a snapshot: each piece of evidence reconstructed, then the evidence of one
+/// run merged into one launch ([`merge_runs`]).
+pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
+    READINGS.with(|count| count.set(count.get() + 1));
+    let mut out = Vec::new();
+    process_launches(snapshot, &mut out);
+    unit_launches(snapshot, &mut out);
+    container_launches(snapshot, &mut out);
+    container_text::annotate(snapshot, &mut out);
+    history_launches(snapshot, &mut out);
+    log_launches(snapshot, &mut out);
+    defining::fill(snapshot, &mut out);
+    config_files::fill(snapshot, &mut out);
+    merge_runs(snapshot, out)
+}
+
+/// A launch completed with its engine version from the snapshot, re-read with that version's
+/// catalog.
+fn finish(
+    snapshot: &Snapshot,
+    mut l: LaunchConfig,
+    hints: &ParseHints,
+    out: &mut Vec<LaunchConfig>,
+) {
+    fill_version(snapshot, &mut l);
+    out.push(with_version(l, hints));
+}
+
+/// The launcher processes (argv, environment, working directory).
+fn process_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
+    for p in &snapshot.processes {
+        if p.role != ProcessRole::Launcher {
+            continue;
+        }
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Process,
+                location: LaunchOrigin::Process { pid: p.pid }.location(),
+                time: TimeBounds {
+                    at: p.start_time,
+                    ..TimeBounds::default()
+                },
+                running: true,
+                ..LaunchSource::default()
+            },
+            working_directory: p.cwd.clone(),
+            ..ParseHints::default()
+        };
+        if let Some(mut l) = from_argv(&p.argv, &p.env, &hints) {
+            if let Some(e) = p.engine
+                && l.engine == Engine::Other
+                && e != Engine::Other
+            {
+                l.engine = e;
+            }
+            finish(snapshot, l, &hints, out);
+        }
+    }
+}
+
+/// The systemd units (effective `ExecStart=`; running when their main PID is alive or they are
+/// active).
+fn unit_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
+    for u in &snapshot.units {
+        let running_pid = u
+            .state
+            .as_ref()
+            .and_then(|s| s.main_pid)
+            .filter(|p| *p != 0);
+        let running = running_pid
+            .map(|pid| snapshot.processes.iter().any(|p| p.pid == pid))
+            .unwrap_or(false)
+            || u.state.as_ref().and_then(|s| s.active_state.as_deref()) == Some("active");
+        let mtimes: Vec<i64> = std::iter::once(u.fragment.mtime)
+            .chain(u.drop_ins.iter().map(|d| d.mtime))
+            .flatten()
+            .collect();
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Unit,
+                location: LaunchOrigin::Unit {
+                    name: u.name.clone(),
+                }
+                .location(),
+                time: TimeBounds {
+                    at: u
+                        .state
+                        .as_ref()
+                        .and_then(|s| s.exec_main_start)
+                        .filter(|_| running),
+                    not_before: mtimes.iter().max().copied(),
+                    not_after: None,
+                },
+                running,
+                ..LaunchSource::default()
+            },
+            working_directory: u.working_directory.clone(),
+            ..ParseHints::default()
+        };
+        for l in from_unit(u, &hints) {
+            finish(snapshot, l, &hints, out);
+        }
+    }
+}
+
+/// The containers (image, entrypoint, command, environment).
+fn container_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
+    for c in &snapshot.containers {
+        let hints = ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Container,
+                location: LaunchOrigin::Container {
+                    name: c.name.clone().unwrap_or_else(|| c.id.clone()),
+                }
+                .location(),
+                time: TimeBounds {
+                    at: c.started_at,
+                    ..TimeBounds::default()
+                },
+                running: c.state.as_deref() == Some("running"),
+                ..LaunchSource::default()
+            },
+            ..ParseHints::default()
+        };
+        if let Some(l) = container::from_container(argv::launch, c, &hints) {
+            finish(snapshot, l, &hints, out);
+        }
+    }
+}
+
+/// The shell history lines (timestamped when the history has times, else bounded by the file).
+fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
+    for h in &snapshot.histories {
+        // One budget for the file: an entry that blows up spends its own file's, no other's.
+        let size: usize = h.entries.iter().map(|e| e.command.len()).sum();
+        let budget = work::budget_of(size, &BTreeMap::new());
+        // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
+        let mut carried = BTreeMap::new();
+        for e in &h.entries {
+            if budget.exhausted() {
+                break;
+            }
+            let hints = ParseHints {
+                kind: TextKind::Shell,
+                // The carried variables the entry can reach, not all of them.
+                env: shell::reachable(&e.command, &carried),
+                source: LaunchSource {
+                    kind: SourceKind::History,
+                    location: LaunchOrigin::History {
+                        path: h.path.clone(),
+                        index: Some(e.index),
+                    }
+                    .location(),
+                    time: TimeBounds {
+                        at: e.time,
+                        not_before: None,
+                        not_after: if e.time.is_none() { h.mtime } else { None },
+                    },
+                    running: false,
+                    ..LaunchSource::default()
+                },
+                ..ParseHints::default()
+            };
+            for l in reconstruct_within(&e.command, &hints, &budget) {
+                finish(snapshot, l, &hints, out);
+            }
+            shell::carry_vars(&e.command, &mut carried, &budget);
+        }
+    }
+}
+
+/// The engines' start-up log lines (what the engine resolved).
+fn log_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
+    for log in &snapshot.logs {
+        for r in &log.startups {
+            let hints = ParseHints {
+                source: LaunchSource {
+                    kind: SourceKind::Log,
+                    location: log.location.clone(),
+                    time: TimeBounds {
+                        at: r.time,
+                        ..TimeBounds::default()
+                    },
+                    running: false,
+                    ..LaunchSource::default()
+                },
+                engine_version: r.version.clone(),
+                ..ParseHints::default()
+            };
+            if let Some(mut l) = from_startup_log(r, &hints) {
+                fill_version(snapshot, &mut l);
+                out.push(l);
+            }
+        }
+    }
+}
