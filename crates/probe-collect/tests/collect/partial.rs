@@ -339,17 +339,25 @@ async fn hung_program_holds_only_its_own_group() {
     for n in ["gpu_apps", "gpu_topo"] {
         assert_eq!(status(&s, n), SectionStatus::TimedOut, "{n}");
     }
-    for n in [
-        "host",
-        "history",
-        "units",
-        "processes",
-        "python_envs",
-        "logs",
-    ] {
+    for n in ["host", "history", "units", "processes", "python_envs"] {
         assert_ne!(status(&s, n), SectionStatus::TimedOut, "{n}");
         assert_ne!(status(&s, n), SectionStatus::Failed, "{n}");
     }
+    // Round 2 did not wait for the hung group: it started long before that group ended. Its
+    // `logs` reads the 200 MB server log whole through the thinning, which the deadline may cut
+    // on a loaded two-core machine (what it read is kept), never the hang.
+    let gpu_end = stats
+        .groups
+        .iter()
+        .find(|g| g.name == "gpu")
+        .map(|g| g.end_ms)
+        .expect("the gpu group");
+    assert!(
+        stats.round2_started_ms + 1_000 < gpu_end,
+        "round 2 at {} ms, the hung group ended at {gpu_end} ms",
+        stats.round2_started_ms
+    );
+    assert_ne!(status(&s, "logs"), SectionStatus::Failed, "logs");
     assert!(
         s.logs
             .iter()

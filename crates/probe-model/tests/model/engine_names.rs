@@ -38,7 +38,7 @@ const ALLOWED: &[(&str, &str)] = &[
          definition's entry points",
     ),
     (
-        "crates/probe-launch/src/lib.rs",
+        "crates/probe-launch/src/reading.rs",
         "Ollama's unit drop-ins (`ollama serve`, `OLLAMA_*`): to the definition's environment \
          (issue 32 item 2)",
     ),
