@@ -11,6 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::module_cycles::{is_test_file, without_test_block};
+
 /// The files that still name engines in code, each with why (or what moves it to data next).
 /// Issue 32 item 1 moves them out one by one; `crates/probe-collect/src/parse/logs.rs` and
 /// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`).
@@ -101,37 +103,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
-}
-
-fn is_test_file(path: &Path) -> bool {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    stem == "tests" || stem.ends_with("_tests")
-}
-
-/// `text` without its `#[cfg(test)] mod tests { ... }` block, found by counting braces (the
-/// rest of the file when they do not balance).
-fn without_test_block(text: &str) -> String {
-    let Some(start) = text.find("#[cfg(test)]\nmod tests") else {
-        return text.to_string();
-    };
-    let mut depth = 0usize;
-    let mut opened = false;
-    for (i, c) in text[start..].char_indices() {
-        match c {
-            '{' => {
-                depth += 1;
-                opened = true;
-            }
-            '}' if opened => {
-                depth -= 1;
-                if depth == 0 {
-                    return format!("{}{}", &text[..start], &text[start + i + 1..]);
-                }
-            }
-            _ => {}
-        }
-    }
-    text[..start].to_string()
 }
 
 /// The string literals of Rust code (plain, byte and raw), comments skipped.

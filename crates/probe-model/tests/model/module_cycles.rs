@@ -31,7 +31,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn is_test_file(path: &Path) -> bool {
+/// A file of inline tests moved out of its module (`tests.rs`, `*_tests.rs`).
+pub(crate) fn is_test_file(path: &Path) -> bool {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     stem == "tests" || stem.ends_with("_tests")
 }
@@ -65,7 +66,7 @@ fn code_of(text: &str) -> String {
 
 /// `text` without its `#[cfg(test)] mod tests { ... }` block, found by counting braces (the
 /// rest of the file when they do not balance).
-fn without_test_block(text: &str) -> String {
+pub(crate) fn without_test_block(text: &str) -> String {
     let Some(start) = text.find("#[cfg(test)]\nmod tests") else {
         return text.to_string();
     };
