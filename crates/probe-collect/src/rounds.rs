@@ -14,7 +14,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -25,6 +24,10 @@ use probe_transport::{Exec, ExecOutput, ExecRequest, TransportError};
 use crate::frame::{self, Framed, RawSection};
 use crate::script::{self, Group, Round2Inputs};
 use crate::{CollectOptions, CollectStats, GroupTiming, parse, plan, sanitize};
+
+mod board;
+
+use board::Board;
 
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
@@ -171,60 +174,6 @@ pub async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Sections received so far by a round, shared by its groups and round 2's planner.
-#[derive(Default)]
-struct Board {
-    sections: Mutex<Vec<RawSection>>,
-    changed: tokio::sync::Notify,
-}
-
-impl Board {
-    fn add(&self, f: Option<&Framed>, group: &Group) {
-        if let Ok(mut v) = self.sections.lock() {
-            for p in &group.probes {
-                let got = f.and_then(|f| f.sections.iter().find(|s| s.name == p.name));
-                // A section the group did not return counts as ended, without a status.
-                v.push(got.cloned().unwrap_or_else(|| RawSection {
-                    name: p.name.clone(),
-                    ..Default::default()
-                }));
-            }
-        }
-        self.changed.notify_waiters();
-    }
-
-    fn get(&self, names: &[&str]) -> Option<Vec<RawSection>> {
-        let v = self.sections.lock().ok()?;
-        let mut out = Vec::new();
-        for n in names {
-            out.push(v.iter().find(|s| s.name == *n)?.clone());
-        }
-        Some(out)
-    }
-
-    /// The named sections that have ended.
-    fn present(&self, names: &[&str]) -> Vec<RawSection> {
-        let Ok(v) = self.sections.lock() else {
-            return Vec::new();
-        };
-        names
-            .iter()
-            .filter_map(|n| v.iter().find(|s| s.name == *n).cloned())
-            .collect()
-    }
-
-    /// Waits until every named section has ended.
-    async fn wait(&self, names: &[&str]) -> Vec<RawSection> {
-        loop {
-            let changed = self.changed.notified();
-            if let Some(v) = self.get(names) {
-                return v;
-            }
-            changed.await;
-        }
-    }
 }
 
 /// The exec calls of both rounds in flight, and a signal when one ends. A server that allows
