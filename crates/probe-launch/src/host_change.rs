@@ -211,36 +211,53 @@ pub fn host_change(line: &str) -> Option<String> {
     }
 }
 
+/// What a history line installs of one Python distribution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageInstall {
+    /// The version the line pins it to (`name==V`, conda's `name=V`), when it does.
+    pub pinned: Option<String>,
+}
+
 /// Whether a history line installs the Python distribution `name` (PEP 503-normalised): `pip`,
 /// `pip3`, `python -m pip`, `uv pip`, `uv add`, `conda`/`mamba install` with `name` among its
-/// requirements (`name`, `name==1.2`, `'name[extra]>=1'`).
-pub fn installs_package(line: &str, name: &str) -> bool {
-    simple_commands(line).any(|part| {
+/// requirements (`name`, `name==1.2`, `'name[extra]>=1'`), and the version it pins.
+pub fn package_install(line: &str, name: &str) -> Option<PackageInstall> {
+    simple_commands(line).find_map(|part| {
         let words = split_words(part);
         let words = skip_wrappers(&words);
-        let Some(first) = words.first() else {
-            return false;
-        };
+        let first = words.first()?;
         let program = first.rsplit('/').next().unwrap_or(first);
+        let python_m_pip =
+            program.starts_with("python") && words.get(2).map(String::as_str) == Some("pip");
         let rest: &[String] = match (program, words.get(1).map(String::as_str)) {
-            (p, Some("-m")) if p.starts_with("python") => words.get(3..).unwrap_or_default(),
+            (_, Some("-m")) if python_m_pip => words.get(3..).unwrap_or_default(),
             ("uv", Some("pip")) => words.get(2..).unwrap_or_default(),
             ("uv", Some("add")) => words.get(1..).unwrap_or_default(),
             ("pip" | "pip3" | "conda" | "mamba" | "micromamba", _) => {
                 words.get(1..).unwrap_or_default()
             }
-            _ => return false,
+            _ => return None,
         };
-        let python_m_pip =
-            program.starts_with("python") && words.get(2).map(String::as_str) == Some("pip");
-        if program.starts_with("python") && !python_m_pip {
-            return false;
-        }
         let installs = rest
             .first()
             .is_some_and(|w| matches!(w.as_str(), "install" | "add" | "update" | "upgrade"));
-        installs && rest.iter().skip(1).any(|w| requirement_name(w) == name)
+        let word = rest
+            .iter()
+            .skip(1)
+            .find(|w| installs && requirement_name(w) == name)?;
+        Some(PackageInstall {
+            pinned: pinned_version(word),
+        })
     })
+}
+
+/// The version a requirement word pins (`name==1.2` -> `1.2`, conda's `name=1.2`).
+fn pinned_version(word: &str) -> Option<String> {
+    let w = word.trim_matches(['"', '\'']);
+    // `>=`, `<=`, `~=`, `!=` bound a version; only `==` (and conda's lone `=`) pin one.
+    let (name, v) = w.split_once("==").or_else(|| w.split_once('='))?;
+    let bound = name.ends_with(['<', '>', '~', '!']);
+    (!bound && !v.is_empty()).then(|| v.to_string())
 }
 
 /// The PEP 503 name a requirement word names (`Flash_Attn[x]==2.7` -> `flash-attn`).
@@ -270,40 +287,51 @@ fn requirement_name(word: &str) -> String {
 mod tests {
     use super::host_change;
 
-    /// (line, package, whether the line installs it)
+    /// (line, package, whether the line installs it, the version it pins)
     #[test]
     fn lines_that_install_a_package() {
         let cases = [
-            ("pip install transformers==4.57.1", "transformers", true),
+            (
+                "pip install transformers==4.57.1",
+                "transformers",
+                true,
+                Some("4.57.1"),
+            ),
             (
                 "sudo -u svc /opt/v/bin/pip install -U 'flash_attn[x]>=2.7'",
                 "flash-attn",
                 true,
+                None,
             ),
             (
                 "python3 -m pip install --upgrade vllm==0.11.0 torch",
                 "torch",
                 true,
+                None,
             ),
-            ("uv pip install -r req.txt sglang", "sglang", true),
-            ("uv add xgrammar", "xgrammar", true),
-            ("conda install -y numpy=2.2", "numpy", true),
-            ("pip uninstall transformers", "transformers", false),
+            ("uv pip install -r req.txt sglang", "sglang", true, None),
+            ("uv add xgrammar", "xgrammar", true, None),
+            ("conda install -y numpy=2.2", "numpy", true, Some("2.2")),
+            ("pip uninstall transformers", "transformers", false, None),
             (
                 "pip install transformers-stream-generator",
                 "transformers",
                 false,
+                None,
             ),
             (
                 "python3 -m vllm.entrypoints.openai.api_server",
                 "vllm",
                 false,
+                None,
             ),
-            ("echo pip install torch", "torch", false),
-            ("cd /x && pip install -e .", "x", false),
+            ("echo pip install torch", "torch", false, None),
+            ("cd /x && pip install -e .", "x", false, None),
         ];
-        for (line, name, want) in cases {
-            assert_eq!(super::installs_package(line, name), want, "{line}");
+        for (line, name, want, pinned) in cases {
+            let got = super::package_install(line, name);
+            assert_eq!(got.is_some(), want, "{line}");
+            assert_eq!(got.and_then(|g| g.pinned).as_deref(), pinned, "{line}");
         }
     }
 

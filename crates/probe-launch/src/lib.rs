@@ -82,7 +82,7 @@ pub use reading::{reconstruct, reconstruct_measured};
 pub use snapshot::{launches_of, snapshot_readings};
 
 pub use defining::{start_script, unit_defining_files};
-pub use host_change::{host_change, installs_package};
+pub use host_change::{PackageInstall, host_change, package_install};
 pub use identity::{ServerLaunches, port_of, same_server, unit_of};
 pub use merge::{evidence_label, merge_runs, run_start};
 pub use unit_files::{UnitFile, environment_source, exec_start_file, unit_files, without_drop_ins};

@@ -165,9 +165,5 @@ fn count(n: usize) -> String {
 }
 
 fn quote(command: &str) -> String {
-    let one = sanitize_line(&command.replace('\n', " "));
-    match one.char_indices().nth(QUOTE) {
-        Some((at, _)) => format!("{}...", one.get(..at).unwrap_or("")),
-        None => one,
-    }
+    probe_model::text::clip(&sanitize_line(command), QUOTE)
 }

@@ -598,18 +598,15 @@ fn installed_by(snapshot: &Snapshot, env: &PythonEnv, name: &str) -> Option<Stri
             (Some(t), Some(at)) => t <= at + INSTALL_SLACK_S,
             _ => true,
         })
-        .filter(|(_, e)| probe_launch::installs_package(&e.command, name))
-        .filter(|(_, e)| pinned_elsewhere(&e.command, name, &package.version).is_none())
+        // A line pinning another version installed that one, not this.
+        .filter(|(_, e)| {
+            probe_launch::package_install(&e.command, name)
+                .is_some_and(|i| i.pinned.is_none_or(|v| package.version.starts_with(&v)))
+        })
         .max_by_key(|(h, e)| (e.time, h.path.clone(), e.index));
     let line = line.map(|(h, e)| {
-        let command: String = e.command.chars().take(160).collect();
-        format!(
-            "{}'s {} entry {}: {}",
-            h.user,
-            h.path,
-            e.index + 1,
-            command.replace('\n', " ")
-        )
+        let command = probe_model::text::clip(&probe_model::text::sanitize_line(&e.command), 160);
+        format!("{}'s {} entry {}: {command}", h.user, h.path, e.index + 1)
     });
     match (&package.installer, line) {
         (Some(tool), Some(line)) => Some(format!("by {tool}, {line}")),
@@ -617,18 +614,6 @@ fn installed_by(snapshot: &Snapshot, env: &PythonEnv, name: &str) -> Option<Stri
         (None, Some(line)) => Some(format!("by {line}")),
         (None, None) => None,
     }
-}
-
-/// The version a line pins `name` to (`name==V`, `name=V` for conda) when it is not `version`:
-/// that line installed another version, not this one.
-fn pinned_elsewhere(command: &str, name: &str, version: &str) -> Option<String> {
-    command.split_whitespace().find_map(|w| {
-        let w = w.trim_matches(['"', '\'']);
-        let (n, v) = w.split_once("==").or_else(|| w.split_once('='))?;
-        let n = n.split('[').next().unwrap_or(n);
-        let same = n.replace('_', "-").eq_ignore_ascii_case(name);
-        (same && !version.starts_with(v)).then(|| v.to_string())
-    })
 }
 
 // ---------------------------------------------------------------------------------------------
