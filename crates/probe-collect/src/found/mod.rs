@@ -1,6 +1,7 @@
 //! Evidence found where people put it (issue 30): server output their own tools saved into
-//! files. A cron line, a timer's service or a script either of them runs (`scripts`) that runs `docker logs <container>`, `journalctl -u
-//! <unit>` or the engine itself with its output going into a file (`>`, `>>`, `tee [-a]`,
+//! files. A cron line, a timer's service or a script either of them runs (`scripts`) that runs
+//! `docker logs <container>`, `journalctl -u <unit>` or the engine itself with its output going
+//! into a file (`>`, `>>`, `tee [-a]`,
 //! `--log-file`, `-o`), logrotate's `olddir` for a log already named, and kubelet's pod log
 //! directories of the containers in pods. Round 1's `log_places` section reads the texts
 //! (`configs/log_places.toml` says where); [`plan`] turns the lines that name a server into

@@ -23,6 +23,7 @@ pub use launch::compare_launches;
 pub(crate) use limits::{effective_numbers, fold_limits};
 pub use options::CompareOptions;
 pub use probe_launch::option_at_default;
+pub(crate) use server::is_server_metric;
 pub(crate) use snapshot::compare_areas;
 pub use snapshot::{drift, has_drift, is_meaningful, performance_moves};
 pub use text::unified_diff;

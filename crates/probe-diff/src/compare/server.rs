@@ -13,7 +13,7 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for};
-use crate::server::source_of;
+use crate::server::{LIFETIME_SOURCE, NOW_SOURCE, source_of};
 
 /// Config keys compared per server, at most (a hostile server may report thousands).
 const MAX_KEYS: usize = 512;
@@ -71,6 +71,19 @@ fn config(b: &ServerReading, a: &ServerReading, label: &str, out: &mut Vec<(Chan
     }
 }
 
+/// How a server's value is named among the compared metrics: `ttft_p90_now (server /metrics,
+/// now, server:127.0.0.1:8000)`.
+fn server_metric_name(value: &LifetimeValue, label: &str) -> String {
+    format!("{} ({}, {label})", value.name, source_of(value))
+}
+
+/// Whether a compared metric is a server's own value ([`server_metric_name`]).
+pub(crate) fn is_server_metric(m: &MetricComparison) -> bool {
+    [LIFETIME_SOURCE, NOW_SOURCE]
+        .iter()
+        .any(|source| m.name.contains(&format!(" ({source}, ")))
+}
+
 fn values(reading: &ServerReading) -> Vec<LifetimeValue> {
     crate::server::lifetime_of(reading)
 }
@@ -92,7 +105,7 @@ fn lifetimes(
             continue;
         };
         metrics.push(MetricComparison {
-            name: format!("{} ({}, {label})", av.name, source_of(&av)),
+            name: server_metric_name(&av, label),
             unit: av.unit.clone(),
             before: Some(summary(bv.value, b.asked_at)),
             after: Some(summary(av.value, a.asked_at)),

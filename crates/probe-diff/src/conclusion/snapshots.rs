@@ -124,7 +124,7 @@ fn snapshot_verdict(
     metrics.extend(
         diff.metrics
             .iter()
-            .filter(|m| m.name.contains(" (server /metrics, "))
+            .filter(|m| crate::compare::is_server_metric(m))
             .cloned(),
     );
     let evidence = Evidence {

@@ -17,7 +17,7 @@ use probe_model::{LaunchConfig, ServerReading, ServerView, Snapshot};
 
 pub use effective::effective;
 pub use lifetime::lifetime_of;
-pub use of_run::{LIFETIME_SOURCE, annotate_runs, join_lifetime, source_of};
+pub use of_run::{LIFETIME_SOURCE, NOW_SOURCE, annotate_runs, join_lifetime, source_of};
 pub use rules::findings;
 
 /// The launch a reading was asked for (by its evidence label).

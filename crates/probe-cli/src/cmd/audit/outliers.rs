@@ -177,6 +177,15 @@ fn groups_of<'a>(
     groups
 }
 
+/// Each host's last stored audit record.
+fn last_audits_by_host(store: &dyn SnapshotStore) -> Result<BTreeMap<String, StoredAudit>> {
+    Ok(store
+        .last_audits()?
+        .into_iter()
+        .map(|audit| (audit.record.host.clone(), audit))
+        .collect())
+}
+
 /// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
 /// snapshot; only `only_groups` when given. Members are compared by their configuration
 /// fingerprints first: only the first member of each distinct fingerprint of a group is read
@@ -187,11 +196,7 @@ pub fn group_outliers(
     fresh: &BTreeMap<String, FleetView>,
     only_groups: &[String],
 ) -> Result<Vec<GroupOutliers>> {
-    let audits: BTreeMap<String, StoredAudit> = store
-        .last_audits()?
-        .into_iter()
-        .map(|audit| (audit.record.host.clone(), audit))
-        .collect();
+    let audits = last_audits_by_host(store)?;
     let latest = latest_fingerprints(store, members, fresh, &audits)?;
     let groups: Vec<(String, Vec<Present<'_>>)> = groups_of(members, only_groups)
         .into_iter()
@@ -257,11 +262,7 @@ pub fn group_outliers_by_views(
     fresh: &BTreeMap<String, FleetView>,
     only_groups: &[String],
 ) -> Result<Vec<GroupOutliers>> {
-    let audits: BTreeMap<String, StoredAudit> = store
-        .last_audits()?
-        .into_iter()
-        .map(|audit| (audit.record.host.clone(), audit))
-        .collect();
+    let audits = last_audits_by_host(store)?;
     let views = latest_views(store, members, fresh, &audits)?;
     let mut reports = Vec::new();
     for (group, hosts) in groups_of(members, only_groups) {
