@@ -424,12 +424,9 @@ fn dependency_blocks(dep: &RawSection) -> Option<(i32, (SectionStatus, String))>
     }
 }
 
-/// Round 1's sections a [`both_rounds`] hook is given: what tells which servers run.
-const HOOK_NEEDS: &[&str] = &["host", "processes", "units", "containers"];
-
-/// Runs round 1 and, as soon as its inputs are known, round 2; `hook` is given the snapshot of round 1's [`HOOK_NEEDS`] as soon as they
-/// are in, and run while the rest of the collection runs (the servers' first scrape); its output
-/// is `None` only where it was not run.
+/// Runs round 1 and, as soon as its inputs are known, round 2; `hook` is given round 1's view
+/// that round 2 is planned from (the snapshot of [`ROUND2_NEEDS`], parsed once for both) and runs
+/// while the rest of the collection runs (the servers' first scrape).
 pub async fn both_rounds<E, H, F, T>(
     exec: &E,
     opts: &CollectOptions,
@@ -466,10 +463,7 @@ where
     let round2 = round_two(
         exec, &channels, opts, started, &board, &boundary1, &boundary2,
     );
-    let early = async {
-        let needed = board.wait(HOOK_NEEDS).await;
-        Some(hook(scratch_of(opts, &boundary1, needed).0).await)
-    };
+    let early = async { Some(hook(board.view().await).await) };
     let (round1, (round2, round2_started_ms), early) = tokio::join!(round1, round2, early);
     let rounds = Rounds {
         boundary1,
@@ -496,7 +490,9 @@ async fn round_two<E: Exec>(
 ) -> (Round2, u64) {
     let needed = board.wait(ROUND2_NEEDS).await;
     let round2_started_ms = ms(started.elapsed());
-    let early = plan_round2(opts, boundary1, needed.clone());
+    let (scratch, ctx, extra) = scratch_of(opts, boundary1, needed.clone());
+    let early = plan::round2_inputs(&scratch, &ctx, &extra);
+    board.set_view(scratch);
     tracing::debug!(
         started_ms = round2_started_ms,
         empty = early.is_empty(),

@@ -1,7 +1,10 @@
 //! What a round has received so far: the board its groups post their sections to, which round
-//! 2's planner and the collection's hook wait on.
+//! 2's planner waits on, and the view of them round 2 is planned from, which the collection's
+//! hook waits on.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+use probe_model::Snapshot;
 
 use crate::frame::{Framed, RawSection};
 use crate::script::Group;
@@ -10,6 +13,8 @@ use crate::script::Group;
 #[derive(Default)]
 pub(super) struct Board {
     sections: Mutex<Vec<RawSection>>,
+    /// Round 1's sections that round 2 is planned from, parsed (set once, by round 2).
+    view: OnceLock<Snapshot>,
     changed: tokio::sync::Notify,
 }
 
@@ -54,6 +59,23 @@ impl Board {
             let changed = self.changed.notified();
             if let Some(v) = self.get(names) {
                 return v;
+            }
+            changed.await;
+        }
+    }
+
+    /// Posts the view round 2 was planned from.
+    pub(super) fn set_view(&self, view: Snapshot) {
+        let _ = self.view.set(view);
+        self.changed.notify_waiters();
+    }
+
+    /// Waits for the view round 2 is planned from.
+    pub(super) async fn view(&self) -> Snapshot {
+        loop {
+            let changed = self.changed.notified();
+            if let Some(v) = self.view.get() {
+                return v.clone();
             }
             changed.await;
         }
