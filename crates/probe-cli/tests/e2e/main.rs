@@ -6,9 +6,11 @@
 
 #![allow(clippy::print_stderr)]
 
+mod apply_plan;
 mod clock_dead;
 mod clock_names;
 mod fleet;
+mod hand_nodes;
 mod hardware;
 mod journald;
 mod latency;
