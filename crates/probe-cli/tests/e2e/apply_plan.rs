@@ -126,6 +126,11 @@ pub fn left(diff: &probe_model::SnapshotDiff) -> Vec<String> {
     diff.changes
         .iter()
         .filter(|c| c.impact != probe_model::Impact::None)
-        .map(|c| format!("{} ({:?}): {:?} -> {:?}", c.key, c.impact, c.before, c.after))
+        .map(|c| {
+            format!(
+                "{} ({:?}): {:?} -> {:?}",
+                c.key, c.impact, c.before, c.after
+            )
+        })
         .collect()
 }

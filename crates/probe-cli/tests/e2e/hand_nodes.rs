@@ -55,7 +55,10 @@ fn filters() -> Vec<(&'static str, &'static str)> {
         ),
         (r"root@127\.0\.0\.(6[67]):[0-9]+", "root@127.0.0.$1:[port]"),
         (r"[0-9]+ volatile differences", "[n] volatile differences"),
-        (r"kill [0-9]+ && while kill -0 [0-9]+", "kill [pid] && while kill -0 [pid]"),
+        (
+            r"kill [0-9]+ && while kill -0 [0-9]+",
+            "kill [pid] && while kill -0 [pid]",
+        ),
         (r"PID [0-9]+", "PID [pid]"),
         (r"pid:[0-9]+", "pid:[pid]"),
     ]

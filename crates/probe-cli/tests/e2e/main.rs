@@ -25,6 +25,7 @@ mod server;
 mod shard;
 mod sim;
 mod tp_nodes;
+mod tp_nodes_apply;
 mod tty;
 mod unstored;
 mod util;
