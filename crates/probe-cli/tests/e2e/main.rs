@@ -9,6 +9,7 @@
 mod apply_plan;
 mod clock_dead;
 mod clock_names;
+mod compose_nodes;
 mod fleet;
 mod hand_nodes;
 mod hardware;
