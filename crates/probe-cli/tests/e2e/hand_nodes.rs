@@ -162,6 +162,15 @@ fn hand_nodes_rollback_stops_the_running_server_then_starts_the_earlier_launch()
     );
     let checklist = probe(env, &[&ARGS[..], &["--rollback"]].concat());
     assert_eq!(checklist.status.code(), Some(1));
+    // As JSON, `--rollback` is the typed plan itself (its schema: rollback-plan), not the
+    // checklist's lines.
+    let json_args = [&ARGS[..], &["--rollback", "--format", "json"]].concat();
+    let json = probe(env, &json_args);
+    assert_eq!(json.status.code(), Some(1));
+    util::assert_output_schema(&json_args, &json);
+    let typed: probe_model::RollbackPlan = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", util::text(&json.stdout)));
+    assert_eq!(&typed, plan);
     let sh = probe(env, &[&ARGS[..], &["--format", "sh"]].concat());
     assert_eq!(sh.status.code(), Some(1));
     insta::with_settings!({filters => filters()}, {
