@@ -366,6 +366,11 @@ pub(crate) fn by_hand(
     let Some(text) = super::earlier_text(before) else {
         return Vec::new();
     };
+    // A history line's own `nohup` goes: the step runs it under nohup already.
+    let text = match text.strip_prefix("nohup ") {
+        Some(rest) => rest.to_string(),
+        None => text.replace("&& nohup ", "&& "),
+    };
     let mut out = Vec::new();
     if let Launcher::Process { pid: Some(pid) } = launcher {
         out.push(RollbackStep {
