@@ -6,9 +6,12 @@
 
 #![allow(clippy::print_stderr)]
 
+mod apply_plan;
 mod clock_dead;
 mod clock_names;
+mod compose_nodes;
 mod fleet;
+mod hand_nodes;
 mod hardware;
 mod journald;
 mod latency;
@@ -23,6 +26,7 @@ mod server;
 mod shard;
 mod sim;
 mod tp_nodes;
+mod tp_nodes_apply;
 mod tty;
 mod unstored;
 mod util;
