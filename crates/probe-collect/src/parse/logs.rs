@@ -128,7 +128,15 @@ impl Acc {
 /// clock), used to put the year on time stamps that have none (`month-day`); `tz`: UTC offset
 /// of the host.
 pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSource) {
-    parse_lines(t.lines().map(|l| (None, l)), reference, tz, src);
+    let clock = super::elapsed::Clock::of(t, reference);
+    parse_lines(
+        t.lines()
+            .enumerate()
+            .map(|(i, l)| (clock.as_ref().and_then(|c| c.time_of(i, l)), l)),
+        reference,
+        tz,
+        src,
+    );
 }
 
 /// [`parse_text`] for lines that carry their own time (a container runtime's per-line
@@ -247,6 +255,8 @@ fn time_of(
         TimeForm::Rfc3339 => text(1).and_then(super::parse_rfc3339),
         TimeForm::Local => text(1).and_then(super::parse_datetime).map(|x| x - tz),
         TimeForm::MonthDay => year_less_time(c, reference, tz),
+        // Dated from the log's end, line by line, by `parse_text` (`super::elapsed`).
+        TimeForm::Elapsed => None,
     }
 }
 
