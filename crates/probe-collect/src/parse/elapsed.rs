@@ -99,7 +99,8 @@ mod tests {
     /// without stamps has no clock.
     #[test]
     fn dated_back_from_the_mtime() {
-        let table: &[(&str, Option<i64>, Option<Vec<Option<i64>>>)] = &[
+        type Row = (&'static str, Option<i64>, Option<Vec<Option<i64>>>);
+        let table: &[Row] = &[
             (
                 "0.00.100.000 I build: 1\n1.00.000.000 I a\nplain\n2.30.500.000 I b",
                 Some(1_000_000),
