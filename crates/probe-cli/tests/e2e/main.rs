@@ -23,6 +23,7 @@ mod secrets;
 mod server;
 mod shard;
 mod sim;
+mod tgi;
 mod tp_nodes;
 mod tty;
 mod unstored;
