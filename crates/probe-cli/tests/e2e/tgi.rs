@@ -143,3 +143,35 @@ fn tgi_cuda_graphs_off_explain_the_slower_tokens() {
         insta::assert_snapshot!("tgi_story_verdict", blocks(text));
     });
 }
+
+/// The router asked over the SSH connection (GET /info, /metrics, allow-listed): its version and
+/// limits, and the time per token of its lifetime from `tgi_request_mean_time_per_token_duration`.
+#[test]
+fn tgi_router_answers_info_and_metrics() {
+    let (report, _, _) = story();
+    let server = report
+        .servers
+        .iter()
+        .map(|s| &s.reading)
+        .find(|r| r.engine == probe_model::Engine::Tgi)
+        .expect("the TGI router asked");
+    assert_eq!(
+        server.status,
+        probe_model::ServerStatus::Answered,
+        "{server:#?}"
+    );
+    assert_eq!(server.version.as_deref(), Some("3.3.4"), "{server:#?}");
+    assert_eq!(
+        server.model.as_deref(),
+        Some("meta-llama/Llama-3.1-8B-Instruct"),
+        "{server:#?}"
+    );
+    let paths: Vec<&str> = server.requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/info", "/metrics"]);
+    assert_eq!(
+        server.args.get("max_concurrent_requests"),
+        Some(&serde_json::json!(128)),
+        "{:?}",
+        server.args
+    );
+}
