@@ -103,7 +103,68 @@ fn turns_off(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::turns_off;
-    use serde_json::json;
+    use crate::verdict::{Evidence, judge};
+    use probe_model::{Assessment, Category, Change, Impact, MetricComparison, MetricSummary};
+    use serde_json::{Value, json};
+
+    fn tpot(before: f64, after: f64) -> MetricComparison {
+        let side = |mean: f64| MetricSummary {
+            count: 200,
+            mean,
+            min: mean * 0.95,
+            max: mean * 1.05,
+            ..MetricSummary::default()
+        };
+        MetricComparison {
+            name: String::from("request_tpot_ms"),
+            unit: String::from("ms"),
+            before: Some(side(before)),
+            after: Some(side(after)),
+            change: Some(after / before - 1.0),
+        }
+    }
+
+    /// (time per token before and after in ms, the setting after, the assessment): off with a
+    /// launch-sized rise explains; no rise, a rise no launch cost makes, or graphs kept do not.
+    #[test]
+    fn held_against_the_time_per_token() {
+        let cases: [(f64, f64, Value, Assessment); 5] = [
+            (20.5, 30.3, json!(["0"]), Assessment::Explains),
+            (20.5, 20.7, json!(["0"]), Assessment::RuledOut),
+            (20.5, 60.0, json!(["0"]), Assessment::Consistent),
+            (
+                20.5,
+                30.3,
+                json!(["1", "2", "4", "8"]),
+                Assessment::RuledOut,
+            ),
+            (20.5, 24.0, json!([]), Assessment::Explains),
+        ];
+        for (before, after, value, want) in cases {
+            let mut changes = vec![Change {
+                key: String::from("cuda-graphs"),
+                category: Category::KernelsBackends,
+                impact: Impact::Medium,
+                before: None,
+                after: Some(value.clone()),
+                explanation: String::from("cuda-graphs added"),
+                ..Change::default()
+            }];
+            let metrics = [tpot(before, after)];
+            judge(
+                &mut changes,
+                &Evidence {
+                    metrics: &metrics,
+                    ..Evidence::default()
+                },
+            );
+            let got = changes[0].verdict.as_ref().expect("a verdict");
+            assert_eq!(got.assessment, want, "{before} -> {after} {value}: {got:?}");
+            if want == Assessment::Explains {
+                assert!(got.reason.contains("ms a token"), "{}", got.reason);
+            }
+        }
+    }
 
     /// (value, whether it captures no graph).
     #[test]
