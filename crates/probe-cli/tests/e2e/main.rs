@@ -12,6 +12,7 @@ mod fleet;
 mod hardware;
 mod journald;
 mod latency;
+mod lmdeploy;
 mod local_input;
 mod ollama;
 mod periods;

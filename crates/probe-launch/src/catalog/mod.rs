@@ -400,6 +400,12 @@ pub enum StartupArgs {
     /// (Ollama's `server config` line): an option only it shows is unknown on a command line's
     /// side where it is at the catalog's default, and was set where it is away from it.
     Environment,
+    /// The engine's own configuration object, resolved (LMDeploy's `updated
+    /// backend_config=TurbomindEngineConfig(...)`): every engine setting, but neither the model
+    /// nor the server's options (backend, port, log level): what only the other side shows is
+    /// unknown on the record's side, and an option only the record shows is unknown on a command
+    /// line's side, as for [`StartupArgs::All`].
+    EngineConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
