@@ -24,6 +24,7 @@ mod server;
 mod shard;
 mod sim;
 mod tp_nodes;
+mod trtllm;
 mod tty;
 mod unstored;
 mod util;
