@@ -209,35 +209,50 @@ struct Call {
     name: String,
     /// The name as written (`lmdeploy.serve`).
     written: String,
+    /// The statement it is in (names are resolved by the assignments before it).
+    at: usize,
     positional: Vec<Vec<Tok>>,
     keywords: Vec<(String, Vec<Tok>)>,
 }
 
 struct Script {
-    /// `NAME = value` statements, the last one of each name.
-    assigned: BTreeMap<String, Vec<Tok>>,
+    /// `NAME = value` statements: each name's assignments with their statement, in order.
+    assigned: BTreeMap<String, Vec<(usize, Vec<Tok>)>>,
     /// The calls, in text order (a call inside another's arguments too).
     calls: Vec<Call>,
 }
 
 impl Script {
     fn read(toks: &[Tok]) -> Script {
-        let mut assigned = BTreeMap::new();
+        let mut assigned: BTreeMap<String, Vec<(usize, Vec<Tok>)>> = BTreeMap::new();
         let mut calls = Vec::new();
-        for stmt in toks.split(|t| *t == Tok::End) {
+        for (at, stmt) in toks.split(|t| *t == Tok::End).enumerate() {
             if let [Tok::Name(name), Tok::Punct('='), rest @ ..] = stmt
                 && rest.first() != Some(&Tok::Punct('='))
             {
-                assigned.insert(name.clone(), rest.to_vec());
+                assigned
+                    .entry(name.clone())
+                    .or_default()
+                    .push((at, rest.to_vec()));
             }
-            find_calls(stmt, &mut calls);
+            find_calls(stmt, at, &mut calls);
         }
         Script { assigned, calls }
     }
+
+    /// The value `name` was last assigned before statement `at`.
+    fn value_of(&self, name: &str, at: usize) -> Option<&[Tok]> {
+        self.assigned
+            .get(name)?
+            .iter()
+            .rev()
+            .find(|(i, _)| *i < at)
+            .map(|(_, v)| v.as_slice())
+    }
 }
 
-/// Every `name(...)` / `a.b.name(...)` in `toks`.
-fn find_calls(toks: &[Tok], out: &mut Vec<Call>) {
+/// Every `name(...)` / `a.b.name(...)` in `toks` (statement `at`).
+fn find_calls(toks: &[Tok], at: usize, out: &mut Vec<Call>) {
     let mut i = 0;
     while i < toks.len() && out.len() < MAX_TOKENS {
         if let (Some(Tok::Name(name)), Some(Tok::Punct('('))) = (toks.get(i), toks.get(i + 1)) {
@@ -254,6 +269,7 @@ fn find_calls(toks: &[Tok], out: &mut Vec<Call>) {
             let mut call = Call {
                 name: name.clone(),
                 written,
+                at,
                 positional: Vec::new(),
                 keywords: Vec::new(),
             };
@@ -339,7 +355,8 @@ fn text_of(toks: &[Tok]) -> String {
     s
 }
 
-fn read(toks: &[Tok], script: &Script, api: &PythonApi, depth: usize) -> Read {
+/// What `toks` hold in statement `at` (names by their assignments before it).
+fn read(toks: &[Tok], at: usize, script: &Script, api: &PythonApi, depth: usize) -> Read {
     if depth > MAX_DEPTH {
         return Read::Unknown(text_of(toks));
     }
@@ -350,8 +367,8 @@ fn read(toks: &[Tok], script: &Script, api: &PythonApi, depth: usize) -> Read {
         [Tok::Name(n)] if n == "True" => Read::Value(Value::Bool(true)),
         [Tok::Name(n)] if n == "False" => Read::Value(Value::Bool(false)),
         [Tok::Name(n)] if n == "None" => Read::Value(Value::Null),
-        [Tok::Name(n)] => match script.assigned.get(n) {
-            Some(v) => match read(v, script, api, depth + 1) {
+        [Tok::Name(n)] => match script.value_of(n, at) {
+            Some(v) => match read(v, at, script, api, depth + 1) {
                 Read::Unknown(_) => Read::Unknown(n.clone()),
                 known => known,
             },
@@ -361,7 +378,7 @@ fn read(toks: &[Tok], script: &Script, api: &PythonApi, depth: usize) -> Read {
             let (items, _) = arguments(toks, 0);
             let mut out = Vec::new();
             for item in items {
-                match read(&item, script, api, depth + 1) {
+                match read(&item, at, script, api, depth + 1) {
                     Read::Value(v) => out.push(v),
                     _ => return Read::Unknown(text_of(toks)),
                 }
@@ -370,18 +387,18 @@ fn read(toks: &[Tok], script: &Script, api: &PythonApi, depth: usize) -> Read {
         }
         _ => {
             // A config object: `[module.]Class(k=v, ...)`.
-            let class_at = toks.iter().position(|t| *t == Tok::Punct('('));
-            if let Some(at) = class_at
-                && at >= 1
-                && let Some(Tok::Name(class)) = toks.get(at - 1)
+            let paren = toks.iter().position(|t| *t == Tok::Punct('('));
+            if let Some(paren) = paren
+                && paren >= 1
+                && let Some(Tok::Name(class)) = toks.get(paren - 1)
                 && api.config_classes.iter().any(|c| c == class)
-                && toks.get(..at - 1).is_some_and(|head| {
+                && toks.get(..paren - 1).is_some_and(|head| {
                     head.iter()
                         .all(|t| matches!(t, Tok::Name(_) | Tok::Punct('.')))
                 })
             {
                 let mut calls = Vec::new();
-                find_calls(toks.get(at - 1..).unwrap_or_default(), &mut calls);
+                find_calls(toks.get(paren - 1..).unwrap_or_default(), at, &mut calls);
                 if let Some(call) = calls.into_iter().next() {
                     return Read::Object(class.clone(), call.keywords);
                 }
@@ -413,7 +430,7 @@ fn launch(
             .find(|(k, _)| api.model_keywords.contains(k))
             .map(|(_, v)| v.clone())
     });
-    match model.map(|m| read(&m, script, api, 0)) {
+    match model.map(|m| read(&m, call.at, script, api, 0)) {
         Some(Read::Value(Value::String(m))) if !m.trim().is_empty() => l.model = Some(m),
         Some(Read::Unknown(text)) => l.warnings.push(format!(
             "the model is unknown: `{text}` is a value the text does not fix"
@@ -426,7 +443,7 @@ fn launch(
             continue;
         }
         if api.config_keyword.as_deref() == Some(k.as_str()) {
-            match read(v, script, api, 0) {
+            match read(v, call.at, script, api, 0) {
                 Read::Object(class, keywords) => {
                     for (ck, cv) in keywords {
                         settings.push((ck, cv, class.clone()));
@@ -446,7 +463,7 @@ fn launch(
     }
     for (k, v, from) in settings {
         let spec = cat.lookup_name_loose(&k);
-        match (read(&v, script, api, 0), spec) {
+        match (read(&v, call.at, script, api, 0), spec) {
             (Read::Value(Value::Null), _) => {}
             (Read::Value(value), Some(spec)) => {
                 let value = match (&value, &spec.kind) {

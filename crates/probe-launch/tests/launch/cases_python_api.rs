@@ -103,6 +103,22 @@ fn cases() -> Vec<Case> {
             }),
         },
         Case {
+            // The shape of a public evaluation script: the name is assigned again after the
+            // call (a reranker), the call reads the value it had then; the GPU count is the
+            // machine's.
+            name: "a name reassigned after the call, a tensor-parallel size from the machine",
+            script: "from lmdeploy import pipeline, TurbomindEngineConfig, GenerationConfig\nfrom FlagEmbedding import FlagReranker\nimport torch\n\nmodel = \"/share/models/Llama-3.1-70B-Instruct\"\npipe = pipeline(model, backend_config=TurbomindEngineConfig(tp=4, session_len=4096))\nsmall = pipeline('/share/models/Qwen2.5-7B-Instruct',\n                 backend_config=TurbomindEngineConfig(tp=torch.cuda.device_count(), cache_max_entry_count=0.2))\nmodel = FlagReranker(config[\"rerank_model\"], devices=\"cuda:4\")\n",
+            expected: Some(Expected {
+                launches: 2,
+                entry: "pipeline()",
+                model: Some("/share/models/Llama-3.1-70B-Instruct"),
+                options: vec![("tp", json!(4)), ("session-len", json!(4096))],
+                unset: &[],
+                unknown: &[],
+                warnings: &[],
+            }),
+        },
+        Case {
             name: "a client script holds no launch",
             script: "from lmdeploy.serve.openai.api_client import APIClient\nclient = APIClient('http://0.0.0.0:23333')\nfor item in client.chat_completions_v1(model='internlm2', messages=[{'role': 'user', 'content': 'hi'}]):\n    print(item)\n",
             expected: None,
@@ -130,6 +146,27 @@ fn python_api_scripts_table() {
             case.name
         );
         let l = &launches[0];
+        if case.name.starts_with("a name reassigned") {
+            let second = &launches[1];
+            assert_eq!(
+                second.model.as_deref(),
+                Some("/share/models/Qwen2.5-7B-Instruct")
+            );
+            assert!(!second.options.contains_key("tp"), "{second:#?}");
+            assert_eq!(
+                second
+                    .options
+                    .get("cache-max-entry-count")
+                    .map(|o| &o.value),
+                Some(&json!(0.2))
+            );
+            assert!(
+                second.warnings.iter().any(|w| w
+                    == "tp is unknown: tp=torch.cuda.device_count() in TurbomindEngineConfig(...) is a value the text does not fix"),
+                "{:?}",
+                second.warnings
+            );
+        }
         assert_eq!(l.engine, Engine::Lmdeploy, "{}", case.name);
         assert_eq!(
             l.entrypoint.as_deref(),
