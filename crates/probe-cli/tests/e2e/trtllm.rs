@@ -126,6 +126,13 @@ fn trtllm_a_smaller_batch_cap_explains_the_drop() {
     assert_eq!(cause.test, "running-cap");
     assert_eq!(cause.numbers.get("cap_before"), Some(&128.0));
     assert_eq!(cause.numbers.get("cap_after"), Some(&16.0));
+    // The start-up line's limit follows from the option: its consequence, not a cause of its own.
+    let limit = diff
+        .changes
+        .iter()
+        .find(|c| c.key == "limit:max_batch_size")
+        .expect("the start-up limit's change");
+    assert_eq!(limit.consequence_of, ["max_batch_size"], "{limit:#?}");
     let restore = verdict.restore.as_ref().expect("a restore text");
     assert!(
         restore
