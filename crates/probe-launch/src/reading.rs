@@ -74,36 +74,33 @@ pub(crate) fn reconstruct_within(
     } else {
         Vec::new()
     };
-    let mut out = if !python.is_empty() {
-        python
-    } else {
-        match kind {
-            TextKind::Argv => argv_text(text, hints, budget),
-            TextKind::SystemdUnit => unit_text(text, hints, None, budget),
-            TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {
-                let out = own_format(kind, text, hints, budget);
-                if out.is_empty() && hints.kind == TextKind::Auto {
-                    shell_readings(text, hints, budget)
-                } else {
-                    out
-                }
-            }
-            TextKind::Modelfile => modelfile_text(text, hints, budget),
-            TextKind::Compose | TextKind::Kubernetes => {
-                let out = yaml_text(kind, text, hints, budget);
-                // Runbook prose with `image:` or `services:` lines is no compose file.
-                if out.is_empty() && hints.kind == TextKind::Auto {
-                    shell_readings(text, hints, budget)
-                } else {
-                    out
-                }
-            }
-            TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
-                startup_text(kind, text, hints)
-            }
-            TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
+    let mut out = match kind {
+        _ if !python.is_empty() => python,
+        TextKind::Argv => argv_text(text, hints, budget),
+        TextKind::SystemdUnit => unit_text(text, hints, None, budget),
+        TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {
+            let out = own_format(kind, text, hints, budget);
+            if out.is_empty() && hints.kind == TextKind::Auto {
                 shell_readings(text, hints, budget)
+            } else {
+                out
             }
+        }
+        TextKind::Modelfile => modelfile_text(text, hints, budget),
+        TextKind::Compose | TextKind::Kubernetes => {
+            let out = yaml_text(kind, text, hints, budget);
+            // Runbook prose with `image:` or `services:` lines is no compose file.
+            if out.is_empty() && hints.kind == TextKind::Auto {
+                shell_readings(text, hints, budget)
+            } else {
+                out
+            }
+        }
+        TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
+            startup_text(kind, text, hints)
+        }
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
+            shell_readings(text, hints, budget)
         }
     };
     // A pasted transcript that holds the server's start-up line and the command before it.
