@@ -944,6 +944,28 @@ mod tests {
         }
     }
 
+    /// The engines read end to end through their own start-up and speed lines (issue 32 item
+    /// 3): LMDeploy logs no version line (its version is its package's) but its engine config
+    /// at each start; TensorRT-LLM logs its version and resolved limits, its options being the
+    /// command line and the options file. Each has a time-stamped prefix of its own.
+    #[test]
+    fn lmdeploy_and_trtllm_have_their_parts() {
+        let samples = samples();
+        let has = |engine: &str, f: &dyn Fn(&Reads) -> bool| {
+            samples.iter().any(|s| s.engine == engine && f(&s.reads))
+        };
+        assert!(has("lmdeploy", &|r| *r == Reads::Startup));
+        assert!(has("trtllm", &|r| *r == Reads::Version));
+        assert!(has("trtllm", &|r| matches!(r, Reads::Limits(_))));
+        for engine in ["lmdeploy", "trtllm"] {
+            assert!(has(engine, &|r| matches!(r, Reads::Metrics(_))), "{engine}");
+            assert!(
+                has(engine, &|r| matches!(r, Reads::Prefix { time: true, .. })),
+                "{engine}: a time-stamped prefix"
+            );
+        }
+    }
+
     /// An entry read by a plain `find` (its value the number its match ends with) reads what
     /// the capture reads, on every sample line and on numbers that are not plain.
     #[test]
