@@ -11,9 +11,16 @@
 //! process nothing changes (it already shares its hosts through the fixture registry, and the
 //! few tests that start a private copy are its own business). The kernel drops the lock when the
 //! process ends, however it ends.
+//!
+//! Two processes can each hold an address the other waits for (the e2e binary starts its hosts
+//! in parallel threads and keeps them to its end). A waiting process writes what it waits for
+//! to `probe-fixture-wait-<pid>-<key>` and each holder its PID into the lock file; a waiter that
+//! finds itself in a cycle of holders and waiters gives way (fails at once, with one line) if its
+//! PID is the largest of the cycle, so exactly one of them does and the others go on.
 
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -29,6 +36,77 @@ pub fn lock_path(key: &str) -> PathBuf {
     std::env::temp_dir().join(format!("probe-fixture-addr-{key}.lock"))
 }
 
+/// The file that says process `pid` waits for `key`.
+fn wait_path(pid: u32, key: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("probe-fixture-wait-{pid}-{key}"))
+}
+
+/// Removes this process's wait file when the wait ends, however it ends.
+struct Waiting(PathBuf);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The process that holds `key`, as its lock file says.
+fn holder(key: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(lock_path(key)).ok()?;
+    text.trim().parse().ok().filter(|pid| alive(*pid))
+}
+
+/// The keys process `pid` waits for.
+fn waits_of(pid: u32) -> Vec<String> {
+    let prefix = format!("probe-fixture-wait-{pid}-");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            name.to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// The other processes of a wait cycle through `key` back to this one: `key`'s holder waits for
+/// a key whose holder ... holds a key this process waits for. Depth-first, bounded.
+fn cycle_through(key: &str) -> Option<Vec<u32>> {
+    let me = std::process::id();
+    let mut stack: Vec<(String, Vec<u32>)> = vec![(key.to_string(), Vec::new())];
+    let mut steps = 0;
+    while let Some((key, path)) = stack.pop() {
+        steps += 1;
+        if steps > 256 {
+            return None;
+        }
+        let Some(pid) = holder(&key) else { continue };
+        if pid == me {
+            return Some(path);
+        }
+        if path.contains(&pid) {
+            continue;
+        }
+        let mut next = path.clone();
+        next.push(pid);
+        for waited in waits_of(pid) {
+            stack.push((waited, next.clone()));
+        }
+    }
+    None
+}
+
+/// How many polls apart a waiter looks for a cycle (it must be seen twice in a row).
+const CYCLE_EVERY: u32 = 10;
+
 /// This process's hold on `key`: released when the last hold of the process is dropped.
 #[derive(Debug)]
 pub struct AddrLock {
@@ -40,6 +118,10 @@ pub struct AddrLock {
 pub fn hold(key: &str, wait: Duration) -> Result<AddrLock, String> {
     let path = lock_path(key);
     let deadline = Instant::now() + wait;
+    let me = std::process::id();
+    let mut waiting: Option<Waiting> = None;
+    let mut polls: u32 = 0;
+    let mut cycles_seen = 0;
     loop {
         {
             let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
@@ -57,6 +139,9 @@ pub fn hold(key: &str, wait: Duration) -> Result<AddrLock, String> {
             // `flock(2)` on Linux: the same lock `flock(1)` takes.
             match file.try_lock() {
                 Ok(()) => {
+                    // Who holds it, for a waiter's cycle check.
+                    let _ = file.set_len(0);
+                    let _ = (&file).write_all(me.to_string().as_bytes());
                     held.insert(key.to_string(), (1, file));
                     return Ok(AddrLock {
                         key: key.to_string(),
@@ -66,6 +151,29 @@ pub fn hold(key: &str, wait: Duration) -> Result<AddrLock, String> {
                 Err(TryLockError::Error(e)) => {
                     return Err(format!("lock {}: {e}", path.display()));
                 }
+            }
+        }
+        if waiting.is_none() {
+            let file = wait_path(me, key);
+            let _ = std::fs::write(&file, b"");
+            waiting = Some(Waiting(file));
+        }
+        polls += 1;
+        if polls.is_multiple_of(CYCLE_EVERY) {
+            match cycle_through(key) {
+                Some(others) if others.iter().all(|p| *p < me) => {
+                    cycles_seen += 1;
+                    if cycles_seen >= 2 {
+                        return Err(format!(
+                            "{key} is held by pid {}, which waits (through {others:?}) for a fixture \
+                             address this process (pid {me}) holds: the process with the largest \
+                             PID of the cycle gives way; run the two test binaries one after the \
+                             other",
+                            others.first().copied().unwrap_or_default()
+                        ));
+                    }
+                }
+                _ => cycles_seen = 0,
             }
         }
         if Instant::now() >= deadline {

@@ -68,6 +68,7 @@ fn an_address_another_process_holds_is_waited_for() {
     drop(second);
     assert!(free_for_others(&key), "released with the last hold");
     assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_file(lock_path(&key));
 }
 
 /// A fixture host whose address another process holds starts only after that process lets go:
@@ -86,4 +87,34 @@ fn a_fixture_host_waits_for_another_process_on_its_address() {
     assert!(!free_for_others("127.0.0.14"), "held while bare runs");
     drop(host);
     assert!(child.wait().unwrap().success());
+}
+
+/// Two processes that each hold an address the other waits for: the one with the larger PID
+/// gives way at once with one line, instead of both waiting out their bound. Here the other
+/// process is pid 1 (older than this one, always alive): it holds `held-there` (the lock taken
+/// by flock(1), its lock file naming pid 1) and waits for `held-here`, which this process holds.
+#[test]
+fn a_wait_cycle_between_two_processes_is_broken_by_the_younger() {
+    let tmp = tempfile::tempdir().unwrap();
+    let here = format!("testkit-{}-here", std::process::id());
+    let there = format!("testkit-{}-there", std::process::id());
+    let marker = tmp.path().join("released");
+    let held_here = hold(&here, Duration::ZERO).expect("free");
+    let mut child = other_process_holding(&there, tmp.path(), &marker);
+    std::fs::write(lock_path(&there), "1").unwrap();
+    let waits = std::env::temp_dir().join(format!("probe-fixture-wait-1-{here}"));
+    std::fs::write(&waits, b"").unwrap();
+    let refused = hold(&there, Duration::from_secs(120));
+    let _ = std::fs::remove_file(&waits);
+    let refused = refused.expect_err("a cycle");
+    assert!(
+        refused.contains("held by pid 1, which waits") && refused.contains("gives way"),
+        "{refused}"
+    );
+    assert!(!marker.exists(), "it waited for the other process instead");
+    drop(held_here);
+    assert!(child.wait().unwrap().success());
+    for key in [here, there] {
+        let _ = std::fs::remove_file(lock_path(&key));
+    }
 }
