@@ -266,7 +266,6 @@ impl FixtureHost {
     }
 
     fn start_inner(name: &str, key: KeyPair, client_dir: &Path, extra: &str) -> FixtureHost {
-        let t0 = Instant::now();
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let def = definitions_dir().join(name);
@@ -283,6 +282,8 @@ impl FixtureHost {
         // waited for, not collided with (see `addr_lock`).
         let addr_lock = crate::addr_lock::hold(&addr.to_string(), ADDR_WAIT)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The start, not the wait for another process's copy.
+        let t0 = Instant::now();
         let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
         let dir = copy.path().to_path_buf();
         copy_tree(&def, &dir);
