@@ -193,6 +193,8 @@ pub struct FixtureHost {
     keeper: Option<Keeper>,
     _own_key_dir: Option<tempfile::TempDir>,
     _copy: tempfile::TempDir,
+    /// Last: the address is free for another process only once the namespace is gone.
+    _addr_lock: crate::addr_lock::AddrLock,
 }
 
 /// Where a copy of a definition runs ([`FixtureHost::start_copy`]).
@@ -227,6 +229,9 @@ impl CopyAt {
         }
     }
 }
+/// How long a start waits for another test process's copy of the same host to go: a whole
+/// test binary's run (the e2e suite holds its shared hosts until it ends).
+const ADDR_WAIT: Duration = Duration::from_secs(1200);
 
 /// The thread that spawned a host's `unshare`. It lives exactly as long as the host: the
 /// parent-death signal fires when the spawning *thread* ends, so hosts may be started from
@@ -315,7 +320,6 @@ impl FixtureHost {
         extra: &str,
         as_copy: Option<&CopyAt>,
     ) -> FixtureHost {
-        let t0 = Instant::now();
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let def = definitions_dir().join(name);
@@ -327,6 +331,12 @@ impl FixtureHost {
         let manifest = read_manifest(&def.join("host.conf"));
         let addr = as_copy.map(|c| c.addr).or(manifest.addr);
         let addr = addr.unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        // Another test process running a copy of this host (its servers' ports are fixed) is
+        // waited for, not collided with (see `addr_lock`).
+        let addr_lock = crate::addr_lock::hold(&addr.to_string(), ADDR_WAIT)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The start, not the wait for another process's copy.
+        let t0 = Instant::now();
         let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
         let dir = copy.path().to_path_buf();
         copy_tree(&def, &dir);
@@ -385,6 +395,7 @@ impl FixtureHost {
             keeper: Some(keeper),
             _own_key_dir: None,
             _copy: copy,
+            _addr_lock: addr_lock,
         };
         host.wait_ready(&manifest.ready);
         host.start_time = t0.elapsed();

@@ -592,12 +592,6 @@ fn fleet_of_all_hosts_over_openssh() {
             "fixture {:<14} {}:{} started in {:?}",
             h.name, h.addr, h.port, h.start_time
         );
-        assert!(
-            h.start_time < Duration::from_secs(15),
-            "{} took {:?}",
-            h.name,
-            h.start_time
-        );
     }
     eprintln!("fleet of {} started in {fleet_start:?}", fleet.hosts.len());
     // One config for all aliases.
