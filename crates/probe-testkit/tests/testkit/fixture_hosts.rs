@@ -8,7 +8,7 @@
 )]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use probe_testkit::fixture::{ALL, FixtureHost, Fleet, alive, definitions_dir};
 
