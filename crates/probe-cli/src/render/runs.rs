@@ -311,6 +311,7 @@ pub(super) fn evidence_section(doc: &mut Doc, report: &HostReport) {
                 let kind = match event.kind {
                     TimelineEventKind::DriverInstall => "driver",
                     TimelineEventKind::HostChange => "history",
+                    TimelineEventKind::EngineInstall => "engine",
                     _ => "packages",
                 };
                 (0, Tone::Plain, format!("{when} [{kind}] {}", event.summary))

@@ -1,0 +1,241 @@
+//! Table tests: each self-installed story gives its events, with the evidence that says so.
+
+use std::collections::BTreeMap;
+
+use probe_model::{
+    Checkout, Engine, FileText, HistoryEntry, HistoryFile, InstalledBinary, LaunchConfig,
+    LaunchSource, PythonEnv, PythonPackage, SelfInstalled, Snapshot, SourceKind, SystemdUnit,
+    TimeBounds,
+};
+
+use super::*;
+
+const C: &str = "9c1e5b2e7d6f4a3b2c1d0e9f8a7b6c5d4e3f2a1b";
+
+fn run(location: &str, at: i64, version: &str) -> LaunchConfig {
+    LaunchConfig {
+        engine: Engine::Ollama,
+        engine_version: Some(version.into()),
+        source: LaunchSource {
+            kind: SourceKind::Log,
+            location: location.into(),
+            time: TimeBounds {
+                at: Some(at),
+                ..TimeBounds::default()
+            },
+            ..LaunchSource::default()
+        },
+        options: BTreeMap::new(),
+        ..LaunchConfig::default()
+    }
+}
+
+fn history(entries: &[(i64, &str)]) -> HistoryFile {
+    HistoryFile {
+        path: "/root/.bash_history".into(),
+        entries: entries
+            .iter()
+            .enumerate()
+            .map(|(i, (t, c))| HistoryEntry {
+                index: i as u32,
+                time: Some(*t),
+                command: c.to_string(),
+                ..HistoryEntry::default()
+            })
+            .collect(),
+        ..HistoryFile::default()
+    }
+}
+
+fn binary(path: &str, mtime: i64, checkout: Option<&str>) -> InstalledBinary {
+    InstalledBinary {
+        path: path.into(),
+        mtime: Some(mtime),
+        checkout: checkout.map(str::to_string),
+        ..InstalledBinary::default()
+    }
+}
+
+#[test]
+fn an_install_script_between_two_runs_is_an_upgrade_with_its_evidence() {
+    let snap = Snapshot {
+        histories: vec![history(&[
+            (1_000, "ollama pull llama3.3:70b"),
+            (
+                5_000,
+                "curl -fsSL https://ollama.com/install.sh | OLLAMA_VERSION=0.13.5 sh",
+            ),
+        ])],
+        units: vec![SystemdUnit {
+            name: "ollama.service".into(),
+            fragment: FileText {
+                path: "/etc/systemd/system/ollama.service".into(),
+                mtime: Some(5_030),
+                ..FileText::default()
+            },
+            ..SystemdUnit::default()
+        }],
+        self_installed: SelfInstalled {
+            binaries: vec![binary("/usr/local/bin/ollama", 5_020, None)],
+            ..SelfInstalled::default()
+        },
+        ..Snapshot::default()
+    };
+    let launches = [
+        run("ollama.service", 900, "0.12.11"),
+        run("ollama.service", 2_000, "0.12.11"),
+        run("ollama.service", 5_040, "0.13.5"),
+    ];
+    let ev = events(&snap, &launches);
+    assert_eq!(ev.len(), 1, "{ev:#?}");
+    let e = &ev[0];
+    assert_eq!(e.kind, TimelineEventKind::EngineInstall);
+    assert_eq!(e.time.at, Some(5_000));
+    assert_eq!(e.confidence, Confidence::Exact);
+    assert!(
+        e.summary.starts_with("ollama 0.12.11 -> 0.13.5"),
+        "{}",
+        e.summary
+    );
+    let joined = e.evidence.join("\n");
+    for want in [
+        "version 0.12.11",
+        "version 0.13.5",
+        "install.sh | OLLAMA_VERSION=0.13.5 sh",
+        "binary /usr/local/bin/ollama written",
+        "unit file /etc/systemd/system/ollama.service written",
+    ] {
+        assert!(joined.contains(want), "{want}: {joined}");
+    }
+}
+
+#[test]
+fn a_version_change_without_self_install_evidence_is_left_to_the_package_events() {
+    let snap = Snapshot {
+        histories: vec![history(&[(5_000, "pip install -U vllm")])],
+        ..Snapshot::default()
+    };
+    let launches = [run("a", 1_000, "0.10.0"), run("a", 6_000, "0.11.0")];
+    assert!(events(&snap, &launches).is_empty());
+}
+
+#[test]
+fn a_build_in_a_checkout_and_a_checkout_that_moved_since() {
+    let checkout = |ref_mtime: i64| Checkout {
+        dir: "/home/ana/llama.cpp".into(),
+        branch: Some("refs/heads/master".into()),
+        commit: Some(C.into()),
+        ref_mtime: Some(ref_mtime),
+        fetched_at: Some(ref_mtime),
+        moved_at: None,
+    };
+    for (ref_mtime, moved) in [(9_000, false), (20_000, true)] {
+        let snap = Snapshot {
+            histories: vec![history(&[
+                (8_900, "cd ~/llama.cpp && git pull"),
+                (9_100, "cmake --build build --config Release -j 16"),
+                (9_500, "ls"),
+            ])],
+            self_installed: SelfInstalled {
+                binaries: vec![binary(
+                    "/home/ana/llama.cpp/build/bin/llama-server",
+                    9_600,
+                    Some("/home/ana/llama.cpp"),
+                )],
+                checkouts: vec![checkout(ref_mtime)],
+                ..SelfInstalled::default()
+            },
+            ..Snapshot::default()
+        };
+        let ev = events(&snap, &[]);
+        assert_eq!(ev.len(), 1, "{ev:#?}");
+        let e = &ev[0];
+        assert_eq!(e.time.at, Some(9_600));
+        assert!(
+            e.summary
+                .starts_with("/home/ana/llama.cpp/build/bin/llama-server built from /home/ana/llama.cpp @ 9c1e5b2 (master)"),
+            "{}",
+            e.summary
+        );
+        assert_eq!(e.summary.contains("moved since"), moved, "{}", e.summary);
+        let joined = e.evidence.join("\n");
+        assert!(joined.contains("git pull"), "{joined}");
+        assert!(joined.contains("cmake --build build"), "{joined}");
+        assert!(!joined.contains("`ls`"), "{joined}");
+    }
+}
+
+#[test]
+fn an_editable_install_shows_its_checkout_and_a_move_since_the_install() {
+    for (version, moved) in [
+        ("0.11.1.dev123+g9c1e5b2", false),
+        ("0.11.1.dev123+gabc1234", true),
+        ("0.11.1", false),
+    ] {
+        let snap = Snapshot {
+            python_envs: vec![PythonEnv {
+                interpreter: "/opt/venvs/vllm-src/bin/python3".into(),
+                packages: vec![PythonPackage {
+                    name: "vllm".into(),
+                    version: version.into(),
+                    installed_at: Some(1_000),
+                    direct_url: Some("file:///opt/src/vllm (editable)".into()),
+                    installer: None,
+                }],
+                ..PythonEnv::default()
+            }],
+            self_installed: SelfInstalled {
+                checkouts: vec![Checkout {
+                    dir: "/opt/src/vllm".into(),
+                    commit: Some(C.into()),
+                    ref_mtime: Some(2_000),
+                    ..Checkout::default()
+                }],
+                ..SelfInstalled::default()
+            },
+            ..Snapshot::default()
+        };
+        let ev = events(&snap, &[]);
+        assert_eq!(ev.len(), 1, "{ev:#?}");
+        let e = &ev[0];
+        assert!(
+            e.summary.starts_with(&format!(
+                "vllm {version} (editable, /opt/src/vllm @ 9c1e5b2)"
+            )),
+            "{}",
+            e.summary
+        );
+        assert_eq!(
+            e.summary.contains("checkout moved abc1234 -> 9c1e5b2"),
+            moved,
+            "{}",
+            e.summary
+        );
+        assert_eq!(e.time.at, Some(2_000));
+    }
+}
+
+#[test]
+fn install_scripts_and_build_steps_are_told_apart() {
+    for (line, script, build) in [
+        ("curl -fsSL https://ollama.com/install.sh | sh", true, false),
+        (
+            "curl -fsSL https://ollama.com/install.sh | OLLAMA_VERSION=0.13.5 sh",
+            true,
+            false,
+        ),
+        (
+            "wget -qO- https://example.com/get.sh | sudo bash",
+            true,
+            false,
+        ),
+        ("curl -s http://localhost:11434/api/ps | jq .", false, false),
+        ("cmake --build build --config Release -j", false, true),
+        ("git pull --rebase", false, true),
+        ("make", false, true),
+        ("ollama serve", false, false),
+    ] {
+        assert_eq!(is_install_script(line), script, "{line}");
+        assert_eq!(is_build_step(line), build, "{line}");
+    }
+}
