@@ -10,7 +10,7 @@
 //! files from `Snapshot::self_installed`.
 
 use probe_model::{
-    Confidence, HistoryEntry, LaunchConfig, Snapshot, SourceKind, TimeBounds, TimelineEvent,
+    Confidence, HistoryEntry, Run, Snapshot, TimeBounds, Timeline, TimelineEvent,
     TimelineEventKind, UnixTime,
 };
 
@@ -20,12 +20,35 @@ const BUILD_WINDOW_S: i64 = 86_400;
 /// A checkout's ref written this long after the binary means it moved after the build.
 const MOVED_AFTER_S: i64 = 60;
 
-/// Every self-installed engine event of a snapshot.
-pub(crate) fn events(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<TimelineEvent> {
-    let mut out = version_changes(snapshot, launches);
-    out.extend(builds(snapshot));
+/// The self-installed engine events a snapshot's files give (builds, editable checkouts).
+pub(crate) fn events(snapshot: &Snapshot) -> Vec<TimelineEvent> {
+    let mut out = builds(snapshot);
     out.extend(editables(snapshot));
     out
+}
+
+/// Adds the version changes of self-installed engines between runs to the timeline, each at
+/// its place in time (the runs are read from the timeline, so they come after it).
+pub(crate) fn annotate(timeline: &mut Timeline, snapshot: &Snapshot, runs: &[Run]) {
+    for event in version_changes(snapshot, runs) {
+        let at = event
+            .time
+            .at
+            .or(event.time.not_after)
+            .unwrap_or(UnixTime::MAX);
+        let position = timeline
+            .events
+            .iter()
+            .position(|e| {
+                e.time
+                    .at
+                    .or(e.time.not_after)
+                    .or(e.time.not_before)
+                    .is_some_and(|t| t > at)
+            })
+            .unwrap_or(timeline.events.len());
+        timeline.events.insert(position, event);
+    }
 }
 
 /// `(history path, entry)` of every timed history entry.
@@ -74,19 +97,30 @@ fn line_of(path: &str, e: &HistoryEntry) -> String {
     )
 }
 
+/// What gave a run's version.
+fn said_by(run: &Run) -> &'static str {
+    match run.engine_version.source {
+        probe_model::VersionSource::StartupLine => "its start-up version line",
+        probe_model::VersionSource::Running => "the running process",
+        probe_model::VersionSource::InstalledBefore
+        | probe_model::VersionSource::InstalledAfter => "the installed package",
+        probe_model::VersionSource::HistoryPin => "a history line's pin",
+        probe_model::VersionSource::Unknown => "unknown",
+    }
+}
+
 fn stamp(t: UnixTime) -> String {
     probe_model::civil::utc_second(t)
 }
 
-/// The runs each server's launches stand for, oldest first: the launches with a start time
-/// and a version (start-up log lines, running processes).
-fn version_changes(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<TimelineEvent> {
-    let mut runs: Vec<(&LaunchConfig, UnixTime, &str)> = launches
+/// Consecutive runs of one engine whose versions differ, where an install script ran or a
+/// program file was written in between.
+fn version_changes(snapshot: &Snapshot, runs: &[Run]) -> Vec<TimelineEvent> {
+    let mut runs: Vec<(&Run, UnixTime, &str)> = runs
         .iter()
-        .filter(|l| matches!(l.source.kind, SourceKind::Log | SourceKind::Process))
-        .filter_map(|l| Some((l, l.source.time.at?, l.engine_version.as_deref()?)))
+        .filter_map(|r| Some((r, r.start.at?, r.engine_version.version.as_deref()?)))
         .collect();
-    runs.sort_by_key(|(l, at, _)| (l.engine.as_str(), *at));
+    runs.sort_by_key(|(r, at, _)| (r.engine.as_str(), *at));
     let mut out = Vec::new();
     for pair in runs.windows(2) {
         let [(before, from, old), (after, to, new)] = pair else {
@@ -98,14 +132,16 @@ fn version_changes(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<Timeli
         let within = |t: UnixTime| *from < t && t <= *to;
         let mut evidence = vec![
             format!(
-                "version {old} in the start-up lines of the run from {} ({})",
+                "version {old} in the run from {} ({}: {})",
                 stamp(*from),
-                before.source.location
+                before.launch,
+                said_by(before)
             ),
             format!(
-                "version {new} in those of the run from {} ({})",
+                "version {new} in the run from {} ({}: {})",
                 stamp(*to),
-                after.source.location
+                after.launch,
+                said_by(after)
             ),
         ];
         let scripts: Vec<(&str, &HistoryEntry)> = history(snapshot)
@@ -185,6 +221,13 @@ fn builds(snapshot: &Snapshot) -> Vec<TimelineEvent> {
             .as_deref()
             .map(|b| b.trim_start_matches("refs/heads/"))
             .unwrap_or("detached HEAD");
+        let moved = c.ref_mtime.is_some_and(|r| r > mtime + MOVED_AFTER_S);
+        // Moved by a pull after the build: ORIG_HEAD holds where it was, the commit built.
+        let built = c
+            .moved_from
+            .as_deref()
+            .filter(|_| moved && c.moved_at.is_some_and(|m| m > mtime))
+            .and_then(|id| id.get(..7));
         let mut evidence = vec![format!("binary {} written {}", b.path, stamp(mtime))];
         evidence.push(format!(
             "checkout {dir}: {branch} at {}{}",
@@ -193,27 +236,48 @@ fn builds(snapshot: &Snapshot) -> Vec<TimelineEvent> {
                 .map(|t| format!(" (ref written {})", stamp(t)))
                 .unwrap_or_default()
         ));
+        if let (Some(t), Some(from)) = (c.moved_at, c.moved_from.as_deref()) {
+            evidence.push(format!(
+                "ORIG_HEAD {from} written {}: HEAD was there before the last pull, merge or reset",
+                stamp(t)
+            ));
+        }
         if let Some(t) = c.fetched_at {
             evidence.push(format!("last fetch or pull {} (FETCH_HEAD)", stamp(t)));
         }
         let base = dir.rsplit('/').next().unwrap_or(dir);
+        let until = c.ref_mtime.filter(|_| moved).unwrap_or(mtime) + MOVED_AFTER_S;
         evidence.extend(
             history(snapshot)
-                .filter(|(_, e)| {
+                .filter(|(path, e)| {
                     e.time
-                        .is_some_and(|t| t <= mtime && mtime - t <= BUILD_WINDOW_S)
+                        .is_some_and(|t| t <= until && mtime - t <= BUILD_WINDOW_S)
                         && is_build_step(&e.command)
-                        && (e.command.contains(base) || e.command.contains("cmake"))
+                        && (e.command.contains(base) || same_home(path, dir))
                 })
                 .map(|(p, e)| line_of(p, e)),
         );
-        let moved = c.ref_mtime.is_some_and(|r| r > mtime + MOVED_AFTER_S);
         if moved {
             evidence.push(format!(
                 "the checkout moved after the build: {} does not run the commit checked out",
                 b.path
             ));
         }
+        let summary = match built {
+            Some(built) => format!(
+                "{} built from {dir} @ {built} ({branch}); the checkout moved to {short} since, not rebuilt",
+                b.path
+            ),
+            None => format!(
+                "{} built from {dir} @ {short} ({branch}){}",
+                b.path,
+                if moved {
+                    "; the checkout moved since"
+                } else {
+                    ""
+                }
+            ),
+        };
         out.push(TimelineEvent {
             kind: TimelineEventKind::EngineInstall,
             time: TimeBounds {
@@ -221,16 +285,20 @@ fn builds(snapshot: &Snapshot) -> Vec<TimelineEvent> {
                 ..TimeBounds::default()
             },
             confidence: Confidence::Bounded,
-            summary: format!(
-                "{} built from {dir} @ {short} ({branch}){}",
-                b.path,
-                if moved { "; checkout moved since" } else { "" }
-            ),
+            summary,
             evidence,
             ..TimelineEvent::default()
         });
     }
     out
+}
+
+/// A history file in the home that holds the checkout (`/home/ana/.bash_history`,
+/// `/home/ana/llama.cpp`).
+fn same_home(history: &str, dir: &str) -> bool {
+    history
+        .rsplit_once('/')
+        .is_some_and(|(home, _)| !home.is_empty() && dir.starts_with(&format!("{home}/")))
 }
 
 /// `0.11.1.dev123+gabc1234` → `abc1234`: the commit setuptools-scm wrote into the version.

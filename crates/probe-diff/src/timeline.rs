@@ -86,7 +86,7 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
     entries.extend(driver_events(snapshot));
     entries.extend(host_events(snapshot));
     entries.extend(
-        crate::self_installed::events(snapshot, launches)
+        crate::self_installed::events(snapshot)
             .into_iter()
             .map(|event| Entry {
                 event,

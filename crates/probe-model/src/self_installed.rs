@@ -52,6 +52,8 @@ pub struct Checkout {
     pub fetched_at: Option<UnixTime>,
     /// When `ORIG_HEAD` was written (the last merge, pull, rebase or reset that moved HEAD).
     pub moved_at: Option<UnixTime>,
+    /// The commit `ORIG_HEAD` holds: where HEAD was before that move.
+    pub moved_from: Option<String>,
 }
 
 impl Checkout {

@@ -19,6 +19,7 @@ mod redaction_props;
 mod retention;
 mod runs;
 mod secrets;
+mod selfinst;
 mod server;
 mod shard;
 mod sim;

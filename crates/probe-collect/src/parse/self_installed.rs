@@ -94,7 +94,10 @@ fn checkout(dir: &str, text: &str) -> Checkout {
             }
             (Some("packed"), Some(id), None) => c.commit = commit_id(id),
             (Some("FETCH_HEAD"), Some(m), None) => c.fetched_at = m.parse().ok(),
-            (Some("ORIG_HEAD"), Some(m), None) => c.moved_at = m.parse().ok(),
+            (Some("ORIG_HEAD"), Some(m), id) => {
+                c.moved_at = m.parse().ok();
+                c.moved_from = id.and_then(commit_id);
+            }
             _ => {}
         }
     }

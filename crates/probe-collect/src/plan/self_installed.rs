@@ -81,7 +81,7 @@ fn program(p: &probe_model::ProcessInfo) -> Option<String> {
         && clean(exe)
         && !interpreter(exe)
     {
-        return Some(exe.to_string());
+        return Some(squeeze(exe));
     }
     let a0 = p.argv.first()?;
     if interpreter(a0) {
@@ -99,7 +99,19 @@ fn program(p: &probe_model::ProcessInfo) -> Option<String> {
     } else {
         return None;
     };
+    let path = squeeze(&path);
     clean(&path).then_some(path)
+}
+
+/// `a//b///c` → `a/b/c` (a path as a process titled itself may pad it with slashes).
+fn squeeze(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !(c == '/' && out.ends_with('/')) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -187,5 +187,6 @@ fn an_editable_install_names_its_checkout() {
         assert_eq!(c[0].dir, src.to_str().unwrap(), "{}", shell.name);
         assert_eq!(c[0].commit.as_deref(), Some(C2), "{}", shell.name);
         assert_eq!(c[0].moved_at, Some(1_796_200_000), "{}", shell.name);
+        assert_eq!(c[0].moved_from.as_deref(), Some(C1), "{}", shell.name);
     }
 }

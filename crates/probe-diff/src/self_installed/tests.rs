@@ -1,32 +1,28 @@
 //! Table tests: each self-installed story gives its events, with the evidence that says so.
 
-use std::collections::BTreeMap;
-
 use probe_model::{
-    Checkout, Engine, FileText, HistoryEntry, HistoryFile, InstalledBinary, LaunchConfig,
-    LaunchSource, PythonEnv, PythonPackage, SelfInstalled, Snapshot, SourceKind, SystemdUnit,
-    TimeBounds,
+    Checkout, Engine, FileText, HistoryEntry, HistoryFile, InstalledBinary, PythonEnv,
+    PythonPackage, RunBound, RunVersion, SelfInstalled, Snapshot, SystemdUnit, VersionSource,
 };
 
 use super::*;
 
 const C: &str = "9c1e5b2e7d6f4a3b2c1d0e9f8a7b6c5d4e3f2a1b";
 
-fn run(location: &str, at: i64, version: &str) -> LaunchConfig {
-    LaunchConfig {
+fn run(location: &str, at: i64, version: &str) -> Run {
+    Run {
+        launch: location.into(),
         engine: Engine::Ollama,
-        engine_version: Some(version.into()),
-        source: LaunchSource {
-            kind: SourceKind::Log,
-            location: location.into(),
-            time: TimeBounds {
-                at: Some(at),
-                ..TimeBounds::default()
-            },
-            ..LaunchSource::default()
+        start: RunBound {
+            at: Some(at),
+            ..RunBound::default()
         },
-        options: BTreeMap::new(),
-        ..LaunchConfig::default()
+        engine_version: RunVersion {
+            version: Some(version.into()),
+            source: VersionSource::StartupLine,
+            note: None,
+        },
+        ..Run::default()
     }
 }
 
@@ -81,12 +77,12 @@ fn an_install_script_between_two_runs_is_an_upgrade_with_its_evidence() {
         },
         ..Snapshot::default()
     };
-    let launches = [
-        run("ollama.service", 900, "0.12.11"),
-        run("ollama.service", 2_000, "0.12.11"),
-        run("ollama.service", 5_040, "0.13.5"),
+    let runs = [
+        run("log:ollama.service", 900, "0.12.11"),
+        run("log:ollama.service", 2_000, "0.12.11"),
+        run("pid:66", 5_040, "0.13.5"),
     ];
-    let ev = events(&snap, &launches);
+    let ev = version_changes(&snap, &runs);
     assert_eq!(ev.len(), 1, "{ev:#?}");
     let e = &ev[0];
     assert_eq!(e.kind, TimelineEventKind::EngineInstall);
@@ -115,8 +111,8 @@ fn a_version_change_without_self_install_evidence_is_left_to_the_package_events(
         histories: vec![history(&[(5_000, "pip install -U vllm")])],
         ..Snapshot::default()
     };
-    let launches = [run("a", 1_000, "0.10.0"), run("a", 6_000, "0.11.0")];
-    assert!(events(&snap, &launches).is_empty());
+    let runs = [run("a", 1_000, "0.10.0"), run("a", 6_000, "0.11.0")];
+    assert!(version_changes(&snap, &runs).is_empty());
 }
 
 #[test]
@@ -127,15 +123,19 @@ fn a_build_in_a_checkout_and_a_checkout_that_moved_since() {
         commit: Some(C.into()),
         ref_mtime: Some(ref_mtime),
         fetched_at: Some(ref_mtime),
-        moved_at: None,
+        moved_at: Some(ref_mtime),
+        moved_from: Some("3f4ae8ad".repeat(5)),
     };
     for (ref_mtime, moved) in [(9_000, false), (20_000, true)] {
         let snap = Snapshot {
-            histories: vec![history(&[
-                (8_900, "cd ~/llama.cpp && git pull"),
-                (9_100, "cmake --build build --config Release -j 16"),
-                (9_500, "ls"),
-            ])],
+            histories: vec![HistoryFile {
+                path: "/home/ana/.bash_history".into(),
+                ..history(&[
+                    (8_900, "cd ~/llama.cpp && git pull"),
+                    (9_100, "cmake --build build --config Release -j 16"),
+                    (9_500, "ls"),
+                ])
+            }],
             self_installed: SelfInstalled {
                 binaries: vec![binary(
                     "/home/ana/llama.cpp/build/bin/llama-server",
@@ -147,17 +147,25 @@ fn a_build_in_a_checkout_and_a_checkout_that_moved_since() {
             },
             ..Snapshot::default()
         };
-        let ev = events(&snap, &[]);
+        let ev = events(&snap);
         assert_eq!(ev.len(), 1, "{ev:#?}");
         let e = &ev[0];
         assert_eq!(e.time.at, Some(9_600));
+        let built = if moved { "3f4ae8a" } else { "9c1e5b2" };
         assert!(
-            e.summary
-                .starts_with("/home/ana/llama.cpp/build/bin/llama-server built from /home/ana/llama.cpp @ 9c1e5b2 (master)"),
+            e.summary.starts_with(&format!(
+                "/home/ana/llama.cpp/build/bin/llama-server built from /home/ana/llama.cpp @ {built} (master)"
+            )),
             "{}",
             e.summary
         );
-        assert_eq!(e.summary.contains("moved since"), moved, "{}", e.summary);
+        assert_eq!(
+            e.summary
+                .contains("the checkout moved to 9c1e5b2 since, not rebuilt"),
+            moved,
+            "{}",
+            e.summary
+        );
         let joined = e.evidence.join("\n");
         assert!(joined.contains("git pull"), "{joined}");
         assert!(joined.contains("cmake --build build"), "{joined}");
@@ -195,7 +203,7 @@ fn an_editable_install_shows_its_checkout_and_a_move_since_the_install() {
             },
             ..Snapshot::default()
         };
-        let ev = events(&snap, &[]);
+        let ev = events(&snap);
         assert_eq!(ev.len(), 1, "{ev:#?}");
         let e = &ev[0];
         assert!(
