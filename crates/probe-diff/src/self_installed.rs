@@ -10,8 +10,8 @@
 //! files from `Snapshot::self_installed`.
 
 use probe_model::{
-    Confidence, HistoryEntry, Run, Snapshot, TimeBounds, Timeline, TimelineEvent,
-    TimelineEventKind, UnixTime,
+    Checkout, Confidence, HistoryEntry, LaunchConfig, PythonEnv, Run, RunVersion, Snapshot,
+    TimeBounds, Timeline, TimelineEvent, TimelineEventKind, UnixTime, VersionSource,
 };
 
 /// How long before a build the history lines that prepared it are looked for.
@@ -299,6 +299,110 @@ fn same_home(history: &str, dir: &str) -> bool {
     history
         .rsplit_once('/')
         .is_some_and(|(home, _)| !home.is_empty() && dir.starts_with(&format!("{home}/")))
+}
+
+/// A run's version with what a self-installed engine adds: an editable install's checkout
+/// (`editable, /opt/src/vllm @ 8d41f0b`), or, where no version is known, the checkout the
+/// program was built in (`built from /home/ana/llama.cpp @ 3f4ae8a`).
+pub(crate) fn run_version(
+    snapshot: &Snapshot,
+    launch: &LaunchConfig,
+    start: UnixTime,
+    packages: &[String],
+    env: Option<&PythonEnv>,
+    version: RunVersion,
+) -> RunVersion {
+    if version.note.is_some() {
+        return version;
+    }
+    let checkouts = &snapshot.self_installed.checkouts;
+    if matches!(
+        version.source,
+        VersionSource::Running | VersionSource::InstalledBefore
+    ) && let Some((dir, c)) = env
+        .into_iter()
+        .flat_map(|e| e.packages.iter())
+        .filter(|p| packages.contains(&p.name))
+        .filter_map(|p| editable_dir(p.direct_url.as_deref()?))
+        .find_map(|dir| Some((dir, checkouts.iter().find(|c| c.dir == dir)?)))
+    {
+        // The checkout moved after the run started: the run ran where it was before.
+        let at = c
+            .moved_from
+            .as_deref()
+            .filter(|_| c.moved_at.is_some_and(|m| m > start))
+            .and_then(|id| id.get(..7))
+            .or(c.short())
+            .unwrap_or("?");
+        return RunVersion {
+            note: Some(format!("editable, {dir} @ {at}")),
+            ..version
+        };
+    }
+    if version.version.is_some() || version.source != VersionSource::Unknown {
+        return version;
+    }
+    let Some(program) = program_of(launch) else {
+        return version;
+    };
+    let built = snapshot.self_installed.binaries.iter().find_map(|b| {
+        let dir = b.checkout.as_deref()?;
+        (squeeze(&b.path) == program)
+            .then(|| Some((dir, checkouts.iter().find(|c| c.dir == dir)?, b.mtime?)))
+            .flatten()
+    });
+    let Some((dir, c, mtime)) = built else {
+        return version;
+    };
+    RunVersion {
+        note: Some(format!("built from {dir} @ {}", built_commit(c, mtime))),
+        ..version
+    }
+}
+
+/// The program a launch runs, as an absolute path (`./build/bin/x` under its working
+/// directory).
+fn program_of(launch: &LaunchConfig) -> Option<String> {
+    let a0 = launch.argv.first()?;
+    let path = if a0.starts_with('/') {
+        a0.clone()
+    } else if a0.contains('/') {
+        let cwd = launch.working_directory.as_deref()?;
+        format!("{cwd}/{}", a0.trim_start_matches("./"))
+    } else {
+        return None;
+    };
+    Some(squeeze(&path))
+}
+
+fn squeeze(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !(c == '/' && out.ends_with('/')) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The commit a binary written at `mtime` was built from: where the checkout was before a
+/// move after the build (ORIG_HEAD), else where it is.
+fn built_commit(c: &Checkout, mtime: UnixTime) -> &str {
+    let moved = c.ref_mtime.is_some_and(|r| r > mtime + MOVED_AFTER_S)
+        && c.moved_at.is_some_and(|m| m > mtime);
+    c.moved_from
+        .as_deref()
+        .filter(|_| moved)
+        .and_then(|id| id.get(..7))
+        .or(c.short())
+        .unwrap_or("?")
+}
+
+/// `file:///opt/src/vllm (editable)` → `/opt/src/vllm`.
+fn editable_dir(url: &str) -> Option<&str> {
+    url.strip_suffix(" (editable)")
+        .and_then(|u| u.strip_prefix("file://"))
+        .map(|d| d.trim_end_matches('/'))
 }
 
 /// `0.11.1.dev123+gabc1234` → `abc1234`: the commit setuptools-scm wrote into the version.

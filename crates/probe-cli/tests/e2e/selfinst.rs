@@ -163,3 +163,42 @@ fn a_home_build_and_an_editable_checkout_are_versions_with_their_commits() {
         String::from_utf8_lossy(&probe(&["timeline", "fx-selfinst@latest"]).stdout).into_owned();
     insta::assert_snapshot!("selfinst_timeline_evidence", evidence_block(&human));
 }
+
+/// The runs' engine versions say the checkouts: the editable vLLM's with the commit its
+/// checkout held, the running llama-server (no version line read) with the checkout and the
+/// commit it was built from.
+#[test]
+fn the_runs_versions_name_their_checkouts() {
+    let runs = &env().report.runs;
+    let vllm = runs
+        .iter()
+        .find(|r| r.engine == probe_model::Engine::Vllm)
+        .unwrap_or_else(|| panic!("{runs:#?}"));
+    assert_eq!(
+        vllm.engine_version.version.as_deref(),
+        Some("0.11.1.dev123+g5e2c7a1")
+    );
+    assert_eq!(
+        vllm.engine_version.note.as_deref(),
+        Some("editable, /opt/src/vllm @ 8d41f0b")
+    );
+    let llama = runs
+        .iter()
+        .find(|r| r.engine == probe_model::Engine::LlamaCpp && r.running)
+        .unwrap_or_else(|| panic!("{runs:#?}"));
+    assert_eq!(
+        llama.engine_version.note.as_deref(),
+        Some("built from /home/ana/llama.cpp @ 3f4ae8a"),
+        "{llama:#?}"
+    );
+    let text =
+        String::from_utf8_lossy(&probe(&["host", "fx-selfinst", "--no-store"]).stdout).into_owned();
+    for want in [
+        "engine: vllm 0.11.1.dev123+g5e2c7a1 (editable, /opt/src/vllm @ 8d41f0b)",
+        "engine: llama.cpp (built from /home/ana/llama.cpp @ 3f4ae8a)",
+        "[engine] ollama 0.12.11 -> 0.13.5 installed outside the package manager (install script)",
+        "ollama  model llama3.3:70b (loaded by its runners; the command line names none)",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+}

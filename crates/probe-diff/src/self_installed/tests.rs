@@ -247,3 +247,103 @@ fn install_scripts_and_build_steps_are_told_apart() {
         assert_eq!(is_build_step(line), build, "{line}");
     }
 }
+
+#[test]
+fn a_runs_version_says_its_checkout() {
+    let checkout = Checkout {
+        dir: "/opt/src/vllm".into(),
+        commit: Some(C.into()),
+        moved_at: Some(4_000),
+        moved_from: Some("ab".repeat(20)),
+        ..Checkout::default()
+    };
+    let snap = Snapshot {
+        self_installed: SelfInstalled {
+            binaries: vec![binary(
+                "/home/ana/llama.cpp/build/bin/llama-server",
+                9_600,
+                Some("/opt/src/vllm"),
+            )],
+            checkouts: vec![checkout],
+            ..SelfInstalled::default()
+        },
+        ..Snapshot::default()
+    };
+    let env = PythonEnv {
+        packages: vec![PythonPackage {
+            name: "vllm".into(),
+            version: "0.11.1.dev123+g9c1e5b2".into(),
+            installed_at: Some(1_000),
+            direct_url: Some("file:///opt/src/vllm (editable)".into()),
+            installer: None,
+        }],
+        ..PythonEnv::default()
+    };
+    let installed = RunVersion {
+        version: Some("0.11.1.dev123+g9c1e5b2".into()),
+        source: VersionSource::InstalledBefore,
+        note: None,
+    };
+    let launch = probe_model::LaunchConfig::default();
+    let v = run_version(
+        &snap,
+        &launch,
+        5_000,
+        &["vllm".to_string()],
+        Some(&env),
+        installed.clone(),
+    );
+    assert_eq!(v.note.as_deref(), Some("editable, /opt/src/vllm @ 9c1e5b2"));
+    // A run that started before the checkout moved ran where it was (ORIG_HEAD).
+    let early = run_version(
+        &snap,
+        &launch,
+        3_000,
+        &["vllm".to_string()],
+        Some(&env),
+        installed.clone(),
+    );
+    assert_eq!(
+        early.note.as_deref(),
+        Some("editable, /opt/src/vllm @ abababa")
+    );
+    // Not its package, or a version from the start-up line: as it was.
+    assert_eq!(
+        run_version(
+            &snap,
+            &launch,
+            5_000,
+            &["sglang".to_string()],
+            Some(&env),
+            installed.clone()
+        ),
+        installed
+    );
+    let logged = RunVersion {
+        source: VersionSource::StartupLine,
+        ..installed
+    };
+    assert_eq!(
+        run_version(
+            &snap,
+            &launch,
+            5_000,
+            &["vllm".to_string()],
+            Some(&env),
+            logged.clone()
+        ),
+        logged
+    );
+    // A build run from its checkout by a relative path.
+    let built = probe_model::LaunchConfig {
+        argv: vec!["./build/bin//llama-server".into()],
+        working_directory: Some("/home/ana/llama.cpp".into()),
+        ..probe_model::LaunchConfig::default()
+    };
+    let v = run_version(&snap, &built, 5_000, &[], None, RunVersion::default());
+    assert_eq!(
+        v.note.as_deref(),
+        Some("built from /opt/src/vllm @ 9c1e5b2")
+    );
+    assert_eq!(v.version, None);
+}
