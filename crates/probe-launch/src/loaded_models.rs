@@ -70,11 +70,11 @@ mod tests {
     #[test]
     fn runner_blobs_to_model_names() {
         let blob = |h: char| format!("sha256-{}", h.to_string().repeat(64));
-        let store = "/usr/share/ollama/.ollama/models";
+        let store = "/srv/store/models";
         let child = |pid: u32, ppid: u32, h: char| ProcessInfo {
             pid,
             ppid: Some(ppid),
-            argv: ["/usr/local/bin/ollama", "runner", "--model"]
+            argv: ["/opt/srv/bin/server", "runner", "--model"]
                 .iter()
                 .map(|s| s.to_string())
                 .chain([format!("{store}/blobs/{}", blob(h))])

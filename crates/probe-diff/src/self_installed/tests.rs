@@ -36,7 +36,6 @@ fn history(entries: &[(i64, &str)]) -> HistoryFile {
                 index: i as u32,
                 time: Some(*t),
                 command: c.to_string(),
-                ..HistoryEntry::default()
             })
             .collect(),
         ..HistoryFile::default()
