@@ -220,8 +220,14 @@ pub struct Restore {
     pub differing: Vec<String>,
     /// `pip install X==A Y==B` when package versions differ and the earlier ones are known.
     pub pins: Option<String>,
-    /// Other steps (a power limit, a driver) in order.
+    /// The plan's steps as lines (`edit: ...`, `run: systemctl daemon-reload (...)`,
+    /// `restart: ...`, `verify: ...`): the text of `plan`, as `probe diff --rollback` words
+    /// its own plan (the pins above are its `run:` step, not repeated here).
     pub steps: Vec<String>,
+    /// The typed plan that rolls the running launch back to the earlier one on the launcher
+    /// that runs it: built as `probe diff`'s rollback plan is, without the checks that compare
+    /// two hosts.
+    pub plan: crate::RollbackPlan,
 }
 
 /// The verdict a report opens with.

@@ -92,6 +92,10 @@ pub enum TimeForm {
     Local,
     /// Groups 1-5: month, day, hour, minute, second in the host's zone, no year.
     MonthDay,
+    /// Groups 1-4: minutes, seconds, milliseconds and microseconds since the process began to
+    /// log (`M.SS.mmm.uuu`): no time of day on the line itself; a file's last run of such
+    /// lines is dated back from the file's mtime (`parse::elapsed`).
+    Elapsed,
 }
 
 impl TimeForm {
@@ -100,7 +104,13 @@ impl TimeForm {
         match self {
             TimeForm::Rfc3339 | TimeForm::Local => 1,
             TimeForm::MonthDay => 5,
+            TimeForm::Elapsed => 4,
         }
+    }
+
+    /// Whether one line shows a time of its own (an elapsed stamp needs the log's end).
+    pub fn absolute(self) -> bool {
+        self != TimeForm::Elapsed
     }
 }
 
@@ -603,7 +613,7 @@ pub fn samples() -> Vec<Sample> {
             line: &p.sample,
             reads: Reads::Prefix {
                 place: p.place,
-                time: p.time.is_some(),
+                time: p.time.is_some_and(TimeForm::absolute),
             },
         });
     }

@@ -6,6 +6,7 @@
 
 mod measured;
 mod previous;
+mod running_metrics;
 mod shape;
 mod snapshots;
 mod within;

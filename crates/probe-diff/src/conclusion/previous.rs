@@ -261,8 +261,7 @@ fn symptoms(
         verdict.conclusion,
         Conclusion::Cause | Conclusion::Unexplained
     ) {
-        let unit = crate::run::unit_of(snapshot, after);
-        verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
+        verdict.restore = Some(verdict::restore(snapshot, before, after, &diff.changes));
     }
     diff.verdict = Some(verdict);
 }
