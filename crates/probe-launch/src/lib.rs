@@ -45,6 +45,7 @@ mod host_change;
 mod identity;
 mod ini;
 mod installed;
+mod loaded_models;
 mod merge;
 mod modelfile;
 mod options;

@@ -24,6 +24,7 @@ mod redaction_props;
 mod retention;
 mod runs;
 mod secrets;
+mod selfinst;
 mod server;
 mod shard;
 mod sim;

@@ -153,6 +153,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     container_logs(snap, &mut inp);
     compose_files(snap, &mut inp);
     hardware_inputs(snap, &mut inp);
+    super::self_installed::self_installed(snap, &mut inp);
     inp.found = crate::found::plan(snap, &ctx.log_places, &inp.logs);
     for m in &models {
         if inp.models.len() >= MAX_MODELS * 4 {
