@@ -8,7 +8,7 @@ use regex::{Regex, RegexSet};
 use super::defs::{
     Block, Entry, LogLines, Place, Prefix, Target, TextEntry, TextKind, TimeForm, Value,
 };
-use super::raw::{EntryToml, LogLinesToml, PrefixToml};
+use super::raw::{BlockToml, EntryToml, LogLinesToml, PrefixToml, TextToml};
 use super::values::{number_before, value_of};
 use crate::config::ConfigError;
 
@@ -22,6 +22,29 @@ pub(super) fn compile(text: &str) -> Result<LogLines, ConfigError> {
             entries.push(entry(target, e)?);
         }
     }
+    let (markers, marked) = marker_set(&entries)?;
+    let (texts, text_markers) = texts(t.versions, t.startups)?;
+    let prefixes = t
+        .prefixes
+        .into_iter()
+        .map(prefix)
+        .collect::<Result<_, _>>()?;
+    let blocks = t.blocks.into_iter().map(block).collect::<Result<_, _>>()?;
+    Ok(LogLines {
+        entries,
+        markers,
+        marked,
+        texts,
+        text_markers,
+        prefixes,
+        blocks,
+        keep: t.keep,
+    })
+}
+
+/// Each distinct marker of the entries once, as one set, and per marker the entries with it,
+/// in file order.
+fn marker_set(entries: &[Entry]) -> Result<(RegexSet, Vec<Vec<usize>>), ConfigError> {
     let mut distinct: Vec<String> = Vec::new();
     let mut marked: Vec<Vec<usize>> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -36,91 +59,89 @@ pub(super) fn compile(text: &str) -> Result<LogLines, ConfigError> {
         }
     }
     let markers = RegexSet::new(&distinct).map_err(ConfigError::pattern("the markers"))?;
+    Ok((markers, marked))
+}
+
+/// The version and start-up text entries, compiled and checked, and their markers as one set.
+fn texts(
+    versions: Vec<TextToml>,
+    startups: Vec<TextToml>,
+) -> Result<(Vec<TextEntry>, RegexSet), ConfigError> {
     let mut texts = Vec::new();
     let mut text_markers = Vec::new();
-    for (kind, list) in [
-        (TextKind::Version, t.versions),
-        (TextKind::Startup, t.startups),
-    ] {
+    for (kind, list) in [(TextKind::Version, versions), (TextKind::Startup, startups)] {
         for e in list {
-            let pattern = Regex::new(&e.pattern).map_err(ConfigError::pattern(&e.pattern))?;
-            if e.group == 0 || e.group >= pattern.captures_len() {
-                return Err(ConfigError::Invalid(format!(
-                    "{}: no group {}",
-                    e.pattern, e.group
-                )));
-            }
-            known_engine(&e.engine, &e.pattern)?;
-            if e.versioned && kind != TextKind::Startup {
-                return Err(ConfigError::Invalid(format!(
-                    "{}: only a start-up line is `versioned`",
-                    e.pattern
-                )));
-            }
-            let m = regex::escape(&e.marker);
-            let m = if e.ignore_case { format!("(?i){m}") } else { m };
-            let holds_marker = Regex::new(&m).is_ok_and(|r| r.is_match(&e.sample));
-            let reads = pattern
-                .captures(&e.sample)
-                .is_some_and(|c| c.get(e.group).is_some());
-            if !holds_marker || e.unless.as_deref().is_some_and(|u| e.sample.contains(u)) || !reads
-            {
-                return Err(unread_sample(&e.engine, &e.marker, &e.sample));
-            }
-            text_markers.push(m);
-            texts.push(TextEntry {
-                kind,
-                engine: e.engine,
-                unless: e.unless,
-                pattern,
-                group: e.group,
-                versioned: e.versioned,
-                sample: e.sample,
-            });
+            let (entry, marker) = text_entry(kind, e)?;
+            text_markers.push(marker);
+            texts.push(entry);
         }
     }
     let text_markers =
         RegexSet::new(text_markers).map_err(ConfigError::pattern("the text markers"))?;
-    let prefixes = t
-        .prefixes
-        .into_iter()
-        .map(prefix)
-        .collect::<Result<_, _>>()?;
-    let mut blocks = Vec::new();
-    for b in t.blocks {
-        known_engine(&b.engine, &b.marker)?;
-        if [&b.marker, &b.logger, &b.holds]
-            .iter()
-            .any(|x| x.is_empty())
-        {
-            return Err(ConfigError::Invalid(format!(
-                "block {}: marker, logger and holds are not empty",
-                b.marker
-            )));
-        }
-        if !b.sample.contains(&b.marker)
-            || !(b.sample.contains(&b.logger) || b.sample.contains(&b.holds))
-        {
-            return Err(unread_sample(&b.engine, &b.marker, &b.sample));
-        }
-        blocks.push(Block {
-            json_marker: format!("\"message\":\"{}", b.marker),
-            engine: b.engine,
-            marker: b.marker,
-            logger: b.logger,
-            holds: b.holds,
-            sample: b.sample,
-        });
+    Ok((texts, text_markers))
+}
+
+/// One text entry, checked against its sample line, and its marker pattern.
+fn text_entry(kind: TextKind, e: TextToml) -> Result<(TextEntry, String), ConfigError> {
+    let pattern = Regex::new(&e.pattern).map_err(ConfigError::pattern(&e.pattern))?;
+    if e.group == 0 || e.group >= pattern.captures_len() {
+        return Err(ConfigError::Invalid(format!(
+            "{}: no group {}",
+            e.pattern, e.group
+        )));
     }
-    Ok(LogLines {
-        entries,
-        markers,
-        marked,
-        texts,
-        text_markers,
-        prefixes,
-        blocks,
-        keep: t.keep,
+    known_engine(&e.engine, &e.pattern)?;
+    if e.versioned && kind != TextKind::Startup {
+        return Err(ConfigError::Invalid(format!(
+            "{}: only a start-up line is `versioned`",
+            e.pattern
+        )));
+    }
+    let m = regex::escape(&e.marker);
+    let m = if e.ignore_case { format!("(?i){m}") } else { m };
+    let holds_marker = Regex::new(&m).is_ok_and(|r| r.is_match(&e.sample));
+    let reads = pattern
+        .captures(&e.sample)
+        .is_some_and(|c| c.get(e.group).is_some());
+    if !holds_marker || e.unless.as_deref().is_some_and(|u| e.sample.contains(u)) || !reads {
+        return Err(unread_sample(&e.engine, &e.marker, &e.sample));
+    }
+    let entry = TextEntry {
+        kind,
+        engine: e.engine,
+        unless: e.unless,
+        pattern,
+        group: e.group,
+        versioned: e.versioned,
+        sample: e.sample,
+    };
+    Ok((entry, m))
+}
+
+/// One `[[block]]`, checked against its sample line.
+fn block(b: BlockToml) -> Result<Block, ConfigError> {
+    known_engine(&b.engine, &b.marker)?;
+    if [&b.marker, &b.logger, &b.holds]
+        .iter()
+        .any(|x| x.is_empty())
+    {
+        return Err(ConfigError::Invalid(format!(
+            "block {}: marker, logger and holds are not empty",
+            b.marker
+        )));
+    }
+    if !b.sample.contains(&b.marker)
+        || !(b.sample.contains(&b.logger) || b.sample.contains(&b.holds))
+    {
+        return Err(unread_sample(&b.engine, &b.marker, &b.sample));
+    }
+    Ok(Block {
+        json_marker: format!("\"message\":\"{}", b.marker),
+        engine: b.engine,
+        marker: b.marker,
+        logger: b.logger,
+        holds: b.holds,
+        sample: b.sample,
     })
 }
 
