@@ -10,7 +10,7 @@ mod secrets;
 mod systemd;
 mod unit_text;
 mod verify;
-mod words;
+pub(crate) mod words;
 
 use probe_model::{
     Change, LaunchConfig, LaunchOrigin, Launcher, RollbackAction, RollbackPlan, RollbackStep,

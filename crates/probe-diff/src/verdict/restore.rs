@@ -41,6 +41,9 @@ pub(crate) fn restore(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollback::words::{power_steps, quote};
+    use probe_model::{SourceKind, SystemdUnit};
+    use serde_json::Value;
 
     #[test]
     fn words_quoted() {
