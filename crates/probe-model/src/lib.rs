@@ -9,6 +9,7 @@
 //! [`civil`] is the one place calendar dates become Unix times and back (through `jiff`).
 
 pub mod bench;
+pub mod change_key;
 pub mod civil;
 pub mod diff;
 pub mod exit_codes;
@@ -26,6 +27,7 @@ pub mod verdict;
 pub mod view;
 
 pub use bench::*;
+pub use change_key::{ChangeKey, KeyArea};
 pub use diff::*;
 pub use fleet::*;
 pub use hardware::*;

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use probe_model::{Change, ChangeKind, LaunchConfig, LaunchDiff, SourceKind};
+use probe_model::{Change, ChangeKey, ChangeKind, KeyArea, LaunchConfig, LaunchDiff, SourceKind};
 use serde_json::Value;
 
 use probe_launch::catalog::{Catalog, OptionSpec, ValueKind, catalog, display, values_equal};
@@ -40,7 +40,13 @@ pub(crate) fn compare_launches_split(
         let after_value = Value::from(after.engine.as_str());
         let subject = Subject::new(Area::Engine, "engine", ChangeKind::Changed)
             .values(Some(&before_value), Some(&after_value));
-        collector.push(&subject, String::from("engine"), None, None, None);
+        collector.push(
+            &subject,
+            ChangeKey::fixed(KeyArea::Engine).to_string(),
+            None,
+            None,
+            None,
+        );
     }
     if let (Some(before_version), Some(after_version)) = (
         before.engine_version.as_deref(),
@@ -57,7 +63,13 @@ pub(crate) fn compare_launches_split(
         let after_value = Value::from(after_version.trim());
         let subject = Subject::new(area, "engine_version", ChangeKind::Changed)
             .values(Some(&before_value), Some(&after_value));
-        collector.push(&subject, String::from("engine_version"), None, None, None);
+        collector.push(
+            &subject,
+            ChangeKey::fixed(KeyArea::EngineVersion).to_string(),
+            None,
+            None,
+            None,
+        );
     }
     compare_model(before, after, &mut collector);
     let speculative_handled = compare_speculative(before, after, &mut collector);
@@ -137,7 +149,13 @@ fn compare_model(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Co
     let after_value = after_model.map(Value::from);
     let subject = Subject::new(Area::Model, "model", kind)
         .values(before_value.as_ref(), after_value.as_ref());
-    collector.push(&subject, String::from("model"), None, None, None);
+    collector.push(
+        &subject,
+        ChangeKey::fixed(KeyArea::Model).to_string(),
+        None,
+        None,
+        None,
+    );
 }
 
 /// Compares the normalised speculative settings. Returns whether either side has them, in which
@@ -159,7 +177,7 @@ fn compare_speculative(
             let note = format!("before: {}", speculative::describe(view));
             collector.push(
                 &subject,
-                String::from("speculative.algorithm"),
+                ChangeKey::new(KeyArea::Speculative, "algorithm").to_string(),
                 None,
                 None,
                 Some(note),
@@ -172,7 +190,7 @@ fn compare_speculative(
             let note = format!("after: {}", speculative::describe(view));
             collector.push(
                 &subject,
-                String::from("speculative.algorithm"),
+                ChangeKey::new(KeyArea::Speculative, "algorithm").to_string(),
                 None,
                 None,
                 Some(note),
@@ -205,7 +223,7 @@ fn compare_speculative_views(
             .values(before_value.as_ref(), after_value.as_ref());
         collector.push(
             &subject,
-            String::from("speculative.algorithm"),
+            ChangeKey::new(KeyArea::Speculative, "algorithm").to_string(),
             written(before),
             written(after),
             None,
@@ -227,7 +245,7 @@ fn compare_speculative_views(
             .values(Some(&before_value), Some(&after_value));
         collector.push(
             &subject,
-            String::from("speculative.draft_model"),
+            ChangeKey::new(KeyArea::Speculative, "draft_model").to_string(),
             None,
             None,
             None,
@@ -254,7 +272,13 @@ fn compare_speculative_views(
         }
         let subject = Subject::new(Area::Speculative, name, ChangeKind::Changed)
             .values(before_value.as_ref(), after_value.as_ref());
-        collector.push(&subject, format!("speculative.{name}"), None, None, None);
+        collector.push(
+            &subject,
+            ChangeKey::new(KeyArea::Speculative, name).to_string(),
+            None,
+            None,
+            None,
+        );
     }
 }
 
@@ -830,7 +854,13 @@ fn compare_env(
             session.push(name.as_str());
             continue;
         }
-        collector.push(&subject, format!("env:{name}"), None, None, note);
+        collector.push(
+            &subject,
+            ChangeKey::new(KeyArea::Env, name.as_str()).to_string(),
+            None,
+            None,
+            note,
+        );
     }
     if !session.is_empty() {
         let shown = probe_model::text::join_capped(&session, ENV_NOTE_NAMES, ", ");
@@ -838,7 +868,7 @@ fn compare_env(
             category: probe_model::Category::Host,
             impact: probe_model::Impact::Low,
             kind: ChangeKind::Changed,
-            key: String::from("env:(login session)"),
+            key: ChangeKey::new(KeyArea::Env, "(login session)").to_string(),
             before: None,
             after: Some(Value::from(session.len())),
             explanation: format!(
@@ -870,7 +900,9 @@ fn compare_launch_details(before: &LaunchConfig, after: &LaunchConfig, collector
     for difference in launch_details(before, after) {
         let key = match &difference.field {
             ConfigField::Detail(name) => (*name).to_string(),
-            ConfigField::Unknown(flag) => format!("unknown:{flag}"),
+            ConfigField::Unknown(flag) => {
+                ChangeKey::new(KeyArea::Unknown, flag.as_str()).to_string()
+            }
             _ => continue,
         };
         let subject = Subject::new(Area::Launch, &key, difference.kind)

@@ -2,7 +2,7 @@
 //! differing flags named, the package pins, the power limit; and `probe diff --rollback`'s
 //! checklist. probe prints these; it never runs any of them.
 
-use probe_model::{Change, LaunchConfig, Restore, SourceKind, SystemdUnit};
+use probe_model::{Change, KeyArea, LaunchConfig, Restore, SourceKind, SystemdUnit};
 use serde_json::Value;
 
 /// Characters that need no quoting in a POSIX shell word.
@@ -74,8 +74,8 @@ pub(crate) fn differing(
                 .or_else(|| c.before_written.clone())
                 .or_else(|| {
                     let value = text(c.before.as_ref())?;
-                    c.key
-                        .starts_with("speculative")
+                    c.parsed_key()
+                        .is_speculative()
                         .then(|| format!("{} = {value}", c.key))
                 })
         })
@@ -86,8 +86,10 @@ pub(crate) fn differing(
 pub(crate) fn pins(changes: &[Change], interpreter: Option<&str>) -> Option<String> {
     let mut pinned: Vec<String> = Vec::new();
     for change in changes {
-        let name = match change.key.as_str() {
-            key if key.starts_with("package:") => key.trim_start_matches("package:").to_string(),
+        let key = change.parsed_key();
+        let name = match (key.area, key.of) {
+            (KeyArea::Package, None) => key.name,
+            (KeyArea::Package, Some(of)) => format!("{}@{of}", key.name),
             _ => continue,
         };
         let Some(version) = text(change.before.as_ref()) else {
@@ -175,7 +177,7 @@ fn unit_steps(
         env_assignment(d).is_some_and(|(var, _, _)| {
             !changes
                 .iter()
-                .any(|c| c.key.strip_prefix("env:") == Some(var))
+                .any(|c| c.key_name(KeyArea::Env) == Some(var))
         })
     });
     let exec_file = probe_launch::exec_start_file(&files).filter(|_| !flags.is_empty());
@@ -271,7 +273,7 @@ fn unit_steps(
             left.join(", ")
         ));
     }
-    for var in changes.iter().filter_map(|c| c.key.strip_prefix("env:")) {
+    for var in changes.iter().filter_map(|c| c.key_name(KeyArea::Env)) {
         let Some(path) = probe_launch::environment_source(unit, &files, var) else {
             continue;
         };
