@@ -145,7 +145,20 @@ pub fn build_with(
     notices: Vec<String>,
     baseline: Option<&probe_diff::Baseline>,
 ) -> HostReport {
-    let analysis = probe_diff::analyze(snapshot);
+    let launches = probe_launch::launches_of(snapshot);
+    build_from(snapshot, launches, previous, stored, notices, baseline)
+}
+
+/// [`build_with`] for a snapshot whose launches were read when it was collected.
+pub fn build_from(
+    snapshot: &Snapshot,
+    launches: Vec<LaunchConfig>,
+    previous: Option<&Snapshot>,
+    stored: bool,
+    notices: Vec<String>,
+    baseline: Option<&probe_diff::Baseline>,
+) -> HostReport {
+    let analysis = probe_diff::analyze_with(snapshot, launches);
     let timeline = &analysis.timeline;
     let running: Vec<LaunchConfig> = analysis
         .launches

@@ -28,7 +28,7 @@ mod server_rule;
 mod timeline;
 mod verdict;
 
-pub use analysis::{Analysis, analyze};
+pub use analysis::{Analysis, analyze, analyze_with};
 pub use baseline::{AGO_SPAN_S, Baseline, When};
 pub use bench::attribute as attribute_benchmarks;
 pub use compare::{
