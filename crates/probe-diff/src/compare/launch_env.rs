@@ -55,16 +55,7 @@ pub(super) fn compare_env(
     let mut unknown_before: Vec<&str> = Vec::new();
     let mut unknown_after: Vec<&str> = Vec::new();
     let mut session: Vec<&str> = Vec::new();
-    // Variables the engine's catalog reads as options (Ollama's `OLLAMA_*`) are compared as those
-    // options, which a start-up line listing the environment in effect shows.
-    let option_vars: BTreeSet<String> = [before_launch, after_launch]
-        .iter()
-        .flat_map(|l| {
-            probe_launch::catalog::catalog(l.engine, l.engine_version.as_deref())
-                .options()
-                .filter_map(|o| o.env.clone())
-        })
-        .collect();
+    let option_vars = option_vars(before_launch, after_launch);
     for name in names {
         let before_value = before.get(name);
         let after_value = after.get(name);
@@ -92,15 +83,7 @@ pub(super) fn compare_env(
             (Some(_), None) => ChangeKind::Removed,
             _ => ChangeKind::Changed,
         };
-        let redacted =
-            |value: Option<&String>| value.is_some_and(|v| probe_model::text::is_redacted(v));
-        let note = match (redacted(before_value), redacted(after_value)) {
-            (true, true) => Some(String::from("values are redacted; their hashes differ")),
-            (true, false) | (false, true) if kind == ChangeKind::Changed => {
-                Some(String::from("one side is redacted: compared as different"))
-            }
-            _ => None,
-        };
+        let note = redaction_note(kind, before_value, after_value);
         let before_json = before_value.map(|v| Value::from(v.as_str()));
         let after_json = after_value.map(|v| Value::from(v.as_str()));
         let subject =
@@ -119,35 +102,85 @@ pub(super) fn compare_env(
         );
     }
     if !session.is_empty() {
-        let shown = probe_model::text::join_capped(&session, ENV_NOTE_NAMES, ", ");
-        collector.changes.push(Change {
-            category: probe_model::Category::Host,
-            impact: probe_model::Impact::Low,
-            kind: ChangeKind::Changed,
-            key: ChangeKey::new(KeyArea::Env, "(login session)").to_string(),
-            before: None,
-            after: Some(Value::from(session.len())),
-            explanation: format!(
-                "{} login-session variables differ ({shown}); no engine or library setting reads them",
-                session.len()
-            ),
-            ..Change::default()
-        });
+        collector.changes.push(session_change(&session));
     }
-    let mut note_for = |names: &[&str], set_in: &LaunchConfig, unknown_in: &LaunchConfig| {
-        if names.is_empty() {
-            return;
+    notes.extend(not_compared_note(
+        &unknown_before,
+        after_launch,
+        before_launch,
+    ));
+    notes.extend(not_compared_note(
+        &unknown_after,
+        before_launch,
+        after_launch,
+    ));
+}
+
+/// Variables the engines' catalogs read as options (Ollama's `OLLAMA_*`): compared as those
+/// options, which a start-up line listing the environment in effect shows.
+fn option_vars(before: &LaunchConfig, after: &LaunchConfig) -> BTreeSet<String> {
+    [before, after]
+        .iter()
+        .flat_map(|l| {
+            probe_launch::catalog::catalog(l.engine, l.engine_version.as_deref())
+                .options()
+                .filter_map(|o| o.env.clone())
+        })
+        .collect()
+}
+
+/// What a change of a variable must say when a side's value is redacted.
+fn redaction_note(
+    kind: ChangeKind,
+    before: Option<&String>,
+    after: Option<&String>,
+) -> Option<String> {
+    let redacted =
+        |value: Option<&String>| value.is_some_and(|v| probe_model::text::is_redacted(v));
+    match (redacted(before), redacted(after)) {
+        (true, true) => Some(String::from("values are redacted; their hashes differ")),
+        (true, false) | (false, true) if kind == ChangeKind::Changed => {
+            Some(String::from("one side is redacted: compared as different"))
         }
-        let shown = probe_model::text::join_capped(names, ENV_NOTE_NAMES, ", ");
-        notes.push(format!(
-            "env not compared: {shown} set in {} ({}); {} ({}) shows only the variables \
-             written on it, so whether they were set there is unknown",
-            source_word(set_in.source.kind),
-            launch_label(set_in),
-            source_word(unknown_in.source.kind),
-            launch_label(unknown_in),
-        ));
-    };
-    note_for(&unknown_before, after_launch, before_launch);
-    note_for(&unknown_after, before_launch, after_launch);
+        _ => None,
+    }
+}
+
+/// The login-session variables that differ, summed up in one change.
+fn session_change(session: &[&str]) -> Change {
+    let shown = probe_model::text::join_capped(session, ENV_NOTE_NAMES, ", ");
+    Change {
+        category: probe_model::Category::Host,
+        impact: probe_model::Impact::Low,
+        kind: ChangeKind::Changed,
+        key: ChangeKey::new(KeyArea::Env, "(login session)").to_string(),
+        before: None,
+        after: Some(Value::from(session.len())),
+        explanation: format!(
+            "{} login-session variables differ ({shown}); no engine or library setting reads them",
+            session.len()
+        ),
+        ..Change::default()
+    }
+}
+
+/// The note on variables set in `set_in` that `unknown_in` cannot say anything about (it shows
+/// only the variables written on it).
+fn not_compared_note(
+    names: &[&str],
+    set_in: &LaunchConfig,
+    unknown_in: &LaunchConfig,
+) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let shown = probe_model::text::join_capped(names, ENV_NOTE_NAMES, ", ");
+    Some(format!(
+        "env not compared: {shown} set in {} ({}); {} ({}) shows only the variables \
+         written on it, so whether they were set there is unknown",
+        source_word(set_in.source.kind),
+        launch_label(set_in),
+        source_word(unknown_in.source.kind),
+        launch_label(unknown_in),
+    ))
 }

@@ -35,24 +35,7 @@ pub(super) fn compare_options_same_engine(
     collector: &mut Collector,
     equal_by_default: &mut Vec<String>,
 ) {
-    // One comparison decides which options differ: probe-launch's, the one `same_configuration`
-    // reads. This ranks and explains what it found, so "same configuration" and "no option
-    // change in the diff" cannot disagree.
-    let differences = probe_launch::configuration_differences(sides.before, sides.after);
-    let differing = |wanted: fn(&ConfigField) -> Option<&str>| -> BTreeSet<String> {
-        differences
-            .iter()
-            .filter_map(|d| wanted(&d.field).map(str::to_string))
-            .collect()
-    };
-    let options = differing(|field| match field {
-        ConfigField::Option(name) => Some(name.as_str()),
-        _ => None,
-    });
-    let defaults = differing(|field| match field {
-        ConfigField::Default(name) => Some(name.as_str()),
-        _ => None,
-    });
+    let (options, defaults) = differing_options(sides);
     compare_changed_defaults(sides, collector, &defaults);
     let names: BTreeSet<&str> = sides
         .before
@@ -67,35 +50,9 @@ pub(super) fn compare_options_same_engine(
         }
         let before_spec = sides.before_catalog.get(name);
         let after_spec = sides.after_catalog.get(name);
-        let mut before_value = sides
-            .before
-            .options
-            .get(name)
-            .map(|option| option.value.clone());
-        let mut after_value = sides
-            .after
-            .options
-            .get(name)
-            .map(|option| option.value.clone());
-        if sides.speculative_handled
-            && covered_by_speculative(sides.after_catalog, after_spec.or(before_spec), name)
-        {
-            // Only what the normalised form leaves out of a JSON speculative config is compared.
-            if sides.after_catalog.speculative.json_option.as_deref() != Some(name) {
-                continue;
-            }
-            before_value =
-                before_value.and_then(|v| speculative_leftover(sides.before_catalog, &v));
-            after_value = after_value.and_then(|v| speculative_leftover(sides.after_catalog, &v));
-            let empty = |value: &Option<Value>| {
-                value
-                    .as_ref()
-                    .is_none_or(|v| v.as_object().is_some_and(|o| o.is_empty()))
-            };
-            if empty(&before_value) && empty(&after_value) {
-                continue;
-            }
-        }
+        let Some((before_value, after_value)) = compared_values(sides, name) else {
+            continue;
+        };
         let before_side = OptionSide {
             name,
             value: before_value.as_ref(),
@@ -132,6 +89,55 @@ pub(super) fn compare_options_same_engine(
             equal_by_default,
         );
     }
+}
+
+/// The options (by name) whose values differ once defaults are taken into account, and those
+/// neither side sets whose default differs. One comparison decides which options differ:
+/// probe-launch's, the one `same_configuration` reads. This ranks and explains what it found,
+/// so "same configuration" and "no option change in the diff" cannot disagree.
+fn differing_options(sides: &Sides<'_>) -> (BTreeSet<String>, BTreeSet<String>) {
+    let differences = probe_launch::configuration_differences(sides.before, sides.after);
+    let differing = |wanted: fn(&ConfigField) -> Option<&str>| -> BTreeSet<String> {
+        differences
+            .iter()
+            .filter_map(|d| wanted(&d.field).map(str::to_string))
+            .collect()
+    };
+    let options = differing(|field| match field {
+        ConfigField::Option(name) => Some(name.as_str()),
+        _ => None,
+    });
+    let defaults = differing(|field| match field {
+        ConfigField::Default(name) => Some(name.as_str()),
+        _ => None,
+    });
+    (options, defaults)
+}
+
+/// The values of option `name` to compare on each side; `None` when the normalised
+/// speculative settings already cover it (only what they leave out of a JSON speculative
+/// config is compared).
+fn compared_values(sides: &Sides<'_>, name: &str) -> Option<(Option<Value>, Option<Value>)> {
+    let spec = sides
+        .after_catalog
+        .get(name)
+        .or(sides.before_catalog.get(name));
+    let before = sides.before.options.get(name).map(|o| o.value.clone());
+    let after = sides.after.options.get(name).map(|o| o.value.clone());
+    if !(sides.speculative_handled && covered_by_speculative(sides.after_catalog, spec, name)) {
+        return Some((before, after));
+    }
+    if sides.after_catalog.speculative.json_option.as_deref() != Some(name) {
+        return None;
+    }
+    let before = before.and_then(|v| speculative_leftover(sides.before_catalog, &v));
+    let after = after.and_then(|v| speculative_leftover(sides.after_catalog, &v));
+    let empty = |value: &Option<Value>| {
+        value
+            .as_ref()
+            .is_none_or(|v| v.as_object().is_some_and(|o| o.is_empty()))
+    };
+    (!(empty(&before) && empty(&after))).then_some((before, after))
 }
 
 pub(super) fn compare_options_across_engines(
@@ -387,7 +393,6 @@ pub(super) fn compare_option(
     collector: &mut Collector,
     equal_by_default: &mut Vec<String>,
 ) {
-    let kind = kind_of(after.spec, before.spec);
     let common = after
         .spec
         .and_then(|spec| spec.common.as_deref())
@@ -396,69 +401,10 @@ pub(super) fn compare_option(
         .spec
         .and_then(|spec| spec.category.as_deref())
         .or_else(|| before.spec.and_then(|spec| spec.category.as_deref()));
-    let join = |note: String| match &mapping {
-        Some(mapping) => format!("{note}; mapped across engines: {mapping}"),
-        None => note,
-    };
-    let (change_kind, before_effective, after_effective, note) = match (before.value, after.value) {
-        (None, None) => return,
-        (Some(a), Some(b)) => {
-            if values_equal(a, b, kind) {
-                return;
-            }
-            (
-                ChangeKind::Changed,
-                Some(a.clone()),
-                Some(b.clone()),
-                mapping.clone(),
-            )
-        }
-        (Some(a), None) => match default_of(after.spec) {
-            Some(default) if values_equal(a, &default, kind) => {
-                equal_by_default.push(format!("{key}={} (default)", display(a)));
-                return;
-            }
-            Some(default) => {
-                let note = join(format!("unset now: the default is {}", display(&default)));
-                (
-                    ChangeKind::Removed,
-                    Some(a.clone()),
-                    Some(default),
-                    Some(note),
-                )
-            }
-            None => (
-                ChangeKind::Removed,
-                Some(a.clone()),
-                None,
-                Some(join(String::from(
-                    "unset now: the engine decides at start-up",
-                ))),
-            ),
-        },
-        (None, Some(b)) => match default_of(before.spec) {
-            Some(default) if values_equal(b, &default, kind) => {
-                equal_by_default.push(format!("{key}={} (default)", display(b)));
-                return;
-            }
-            Some(default) => {
-                let note = join(format!("was unset: the default was {}", display(&default)));
-                (
-                    ChangeKind::Added,
-                    Some(default),
-                    Some(b.clone()),
-                    Some(note),
-                )
-            }
-            None => (
-                ChangeKind::Added,
-                None,
-                Some(b.clone()),
-                Some(join(String::from(
-                    "was unset: the engine decided at start-up",
-                ))),
-            ),
-        },
+    let Some((change_kind, before_effective, after_effective, note)) =
+        effective(before, after, key, mapping, equal_by_default)
+    else {
+        return;
     };
     let mut subject = Subject::new(Area::Option, after.name, change_kind)
         .values(before_effective.as_ref(), after_effective.as_ref());
@@ -482,3 +428,84 @@ pub(super) fn compare_option(
         collector.changes.push(change);
     }
 }
+
+/// The change an option's two sides make, with the value in effect on each side (a side that
+/// leaves it unset has its default, where the catalog knows it) and the note that says so;
+/// `None` when they are equal, an option equal by default noted in `equal_by_default`.
+fn effective(
+    before: &OptionSide<'_>,
+    after: &OptionSide<'_>,
+    key: &str,
+    mapping: Option<String>,
+    equal_by_default: &mut Vec<String>,
+) -> Option<Effective> {
+    let kind = kind_of(after.spec, before.spec);
+    let join = |note: String| match &mapping {
+        Some(mapping) => format!("{note}; mapped across engines: {mapping}"),
+        None => note,
+    };
+    let outcome = match (before.value, after.value) {
+        (None, None) => return None,
+        (Some(a), Some(b)) => {
+            if values_equal(a, b, kind) {
+                return None;
+            }
+            (
+                ChangeKind::Changed,
+                Some(a.clone()),
+                Some(b.clone()),
+                mapping.clone(),
+            )
+        }
+        (Some(a), None) => match default_of(after.spec) {
+            Some(default) if values_equal(a, &default, kind) => {
+                equal_by_default.push(format!("{key}={} (default)", display(a)));
+                return None;
+            }
+            Some(default) => {
+                let note = join(format!("unset now: the default is {}", display(&default)));
+                (
+                    ChangeKind::Removed,
+                    Some(a.clone()),
+                    Some(default),
+                    Some(note),
+                )
+            }
+            None => (
+                ChangeKind::Removed,
+                Some(a.clone()),
+                None,
+                Some(join(String::from(
+                    "unset now: the engine decides at start-up",
+                ))),
+            ),
+        },
+        (None, Some(b)) => match default_of(before.spec) {
+            Some(default) if values_equal(b, &default, kind) => {
+                equal_by_default.push(format!("{key}={} (default)", display(b)));
+                return None;
+            }
+            Some(default) => {
+                let note = join(format!("was unset: the default was {}", display(&default)));
+                (
+                    ChangeKind::Added,
+                    Some(default),
+                    Some(b.clone()),
+                    Some(note),
+                )
+            }
+            None => (
+                ChangeKind::Added,
+                None,
+                Some(b.clone()),
+                Some(join(String::from(
+                    "was unset: the engine decided at start-up",
+                ))),
+            ),
+        },
+    };
+    Some(outcome)
+}
+
+/// A change's kind, the values in effect before and after, and its note.
+type Effective = (ChangeKind, Option<Value>, Option<Value>, Option<String>);
