@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod change_key;
 pub mod civil;
+pub mod container;
 pub mod diff;
 pub mod exit_codes;
 pub mod fleet;
@@ -28,6 +29,7 @@ pub mod view;
 
 pub use bench::*;
 pub use change_key::{ChangeKey, KeyArea};
+pub use container::ContainerRuntime;
 pub use diff::*;
 pub use fleet::*;
 pub use hardware::*;
