@@ -75,7 +75,8 @@ pub fn main() -> ExitCode {
         Ok(settings) => settings,
         Err(err) => return report_error(&fallback, &err),
     };
-    let printer = Printer::new(settings.format, settings.color);
+    let format = cmd::format_for(&cli.command, settings.format, settings.format_is_default);
+    let printer = Printer::new(format, settings.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -44,6 +44,10 @@ pub struct AuditConfig {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub format: Format,
+    /// The format came from the config file, not `--format`: a default, which a command that
+    /// cannot draw it (`sh` outside `probe diff`, `html` outside the paged commands) replaces with
+    /// text for a terminal instead of refusing.
+    pub format_is_default: bool,
     pub color: Option<ColorChoice>,
     pub store_path: Option<PathBuf>,
     pub ssh_config: Option<PathBuf>,
@@ -98,6 +102,7 @@ impl Settings {
         };
         Ok(Settings {
             format: global.format.or(config.format).unwrap_or(Format::Human),
+            format_is_default: global.format.is_none(),
             color: global.color.or(config.color),
             store_path: global.store.clone().or(config.store),
             ssh_config: global.ssh_config.clone().or(config.ssh_config),

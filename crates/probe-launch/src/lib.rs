@@ -50,6 +50,7 @@ mod modelfile;
 mod options;
 mod pm2;
 mod prompt;
+mod python_api;
 mod quadlet;
 mod reading;
 mod rust_debug;

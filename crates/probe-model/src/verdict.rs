@@ -74,6 +74,8 @@ pub enum Test {
     /// Tensor-parallel communication (custom all-reduce, NCCL transports, topology, parallel
     /// sizes): held against the per-step decode time, over the all-reduces a step makes.
     Collective,
+    /// CUDA graphs captured for decode or not: held against the time per output token.
+    CudaGraphs,
     /// Engine, packages, driver, CUDA.
     Version,
     /// No mechanism in numbers.
@@ -96,6 +98,7 @@ impl Test {
             Test::PrefillBudget => "prefill-budget",
             Test::PrefixCache => "prefix-cache",
             Test::Collective => "collective",
+            Test::CudaGraphs => "cuda-graphs",
             Test::Version => "version",
             Test::Other => "other",
         }
@@ -277,8 +280,14 @@ pub struct Restore {
     pub differing: Vec<String>,
     /// `pip install X==A Y==B` when package versions differ and the earlier ones are known.
     pub pins: Option<String>,
-    /// Other steps (a power limit, a driver) in order.
+    /// The plan's steps as lines (`edit: ...`, `run: systemctl daemon-reload (...)`,
+    /// `restart: ...`, `verify: ...`): the text of `plan`, as `probe diff --rollback` words
+    /// its own plan (the pins above are its `run:` step, not repeated here).
     pub steps: Vec<String>,
+    /// The typed plan that rolls the running launch back to the earlier one on the launcher
+    /// that runs it: built as `probe diff`'s rollback plan is, without the checks that compare
+    /// two hosts.
+    pub plan: crate::RollbackPlan,
 }
 
 /// The verdict a report opens with.

@@ -1,5 +1,6 @@
 //! `probe diff A B`: exit 0 when nothing meaningful differs, 1 when something does, 2 on error.
-//! `--rollback` prints what rolling B back to A would change instead; `--format sh` prints that
+//! `--rollback` prints what rolling B back to A would change instead (as JSON, the typed
+//! `RollbackPlan`); `--format sh` prints that
 //! plan as a script to review (probe runs none of it).
 
 use probe_model::exit_codes;
@@ -33,7 +34,8 @@ pub async fn run(ctx: &Ctx, args: DiffArgs) -> Result<u8> {
             None => ctx.write(&script)?,
         }
     } else if args.rollback {
-        ctx.emit(&diff.rollback, || render::rollback_doc(&diff))?;
+        // JSON: the typed plan (launcher, steps, placeholders); text: its checklist.
+        ctx.emit(&diff.rollback_plan, || render::rollback_doc(&diff))?;
     } else {
         ctx.emit_report(
             &diff,

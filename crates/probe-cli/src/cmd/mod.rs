@@ -148,13 +148,30 @@ fn draws_a_page(command: &Command) -> bool {
     }
 }
 
+/// Why `command` cannot be written in `format`, if it cannot.
+fn refuses(command: &Command, format: Format) -> Option<ExpectedError> {
+    match format {
+        Format::Html if !draws_a_page(command) => Some(html_not_here()),
+        Format::Sh if !matches!(command, Command::Diff(_)) => Some(sh_not_here()),
+        _ => None,
+    }
+}
+
+/// The format `command` is written in: the one asked for, except that a config file's default
+/// the command cannot draw gives way to text for a terminal (`format = "sh"` in the config file
+/// is for `probe diff`; `probe host` still runs).
+pub fn format_for(command: &Command, format: Format, is_default: bool) -> Format {
+    if is_default && refuses(command, format).is_some() {
+        Format::Human
+    } else {
+        format
+    }
+}
+
 /// Runs a command.
 pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
-    if ctx.printer.format == Format::Html && !draws_a_page(&command) {
-        return Err(html_not_here());
-    }
-    if ctx.printer.format == Format::Sh && !matches!(command, Command::Diff(_)) {
-        return Err(sh_not_here());
+    if let Some(refusal) = refuses(&command, ctx.printer.format) {
+        return Err(refusal);
     }
     match command {
         Command::Host(args) => host::run(ctx, args).await,

@@ -47,6 +47,8 @@ if [ "${REVIEWED:-}" != yes ]; then
     echo "probe rollback plan: nothing done. Review every step, then run it with REVIEWED=yes" >&2
     exit 2
 fi
+# The switch is for this script only: a server it starts must not inherit it.
+unset REVIEWED
 if [ ! -f "$0" ]; then
     echo "probe rollback plan: run it as sh FILE (it checks its own text)" >&2
     exit 2

@@ -112,7 +112,11 @@ fn restore(doc: &mut Doc, verdict: &Verdict) {
         Tone::Plain,
         format!("  To restore the earlier launch ({}):", restore.source),
     );
-    if let Some(text) = &restore.launch_text {
+    // The launch as a command only where the plan has no steps of its own: beside a launcher
+    // (a unit, a compose service) a hand-run command would start a second server.
+    if restore.plan.steps.is_empty()
+        && let Some(text) = &restore.launch_text
+    {
         doc.code(text.clone());
     }
     if !restore.differing.is_empty() {
@@ -125,8 +129,9 @@ fn restore(doc: &mut Doc, verdict: &Verdict) {
         doc.line(Tone::Plain, "  and the packages it ran with:");
         doc.code(pins.clone());
     }
-    for step in &restore.steps {
-        doc.line(Tone::Plain, format!("    then: {step}"));
+    // The rollback plan's steps, as `probe diff --rollback` words them.
+    for (i, step) in restore.steps.iter().enumerate() {
+        doc.line(Tone::Plain, format!("    {}. {step}", i + 1));
     }
     doc.line(
         Tone::Dim,
@@ -350,6 +355,7 @@ mod tests {
             ],
             pins: Some("/opt/venvs/sglang/bin/python3 -m pip install sglang==0.5.8".into()),
             steps: Vec::new(),
+            plan: probe_model::RollbackPlan::default(),
         });
         (changes, verdict)
     }

@@ -235,10 +235,14 @@ fn the_launch_names_its_files_and_the_flag_and_its_limit_are_one_change() {
         .and_then(|v| v.restore.as_ref())
         .map(|r| r.steps.join("\n"))
         .unwrap_or_default();
+    // The rollback plan's lines: the drop-in's ExecStart= line changed (never the unit
+    // file's), saying what `systemctl revert` would also drop.
     assert!(
         steps.contains(
-            "the least undo is its ExecStart= line there (drop --max-num-batched-tokens 512)"
-        ) && steps.contains("also TimeoutStartSec=1800"),
+            "edit: drop-in /etc/systemd/system/vllm.service.d/override.conf: change `ExecStart="
+        ) && steps.contains("drop --max-num-batched-tokens 512")
+            && steps.contains("also TimeoutStartSec=1800")
+            && steps.contains("restart: systemctl restart vllm.service"),
         "{steps}"
     );
     let launch = block(text, "Running now");

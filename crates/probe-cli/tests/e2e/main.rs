@@ -6,12 +6,17 @@
 
 #![allow(clippy::print_stderr)]
 
+mod apply_plan;
 mod clock_dead;
 mod clock_names;
+mod compose_nodes;
 mod fleet;
+mod hand_nodes;
 mod hardware;
 mod journald;
 mod latency;
+mod llamacpp;
+mod lmdeploy;
 mod local_input;
 mod ollama;
 mod periods;
@@ -22,7 +27,10 @@ mod secrets;
 mod server;
 mod shard;
 mod sim;
+mod tgi;
 mod tp_nodes;
+mod tp_nodes_apply;
+mod trtllm;
 mod tty;
 mod unstored;
 mod util;

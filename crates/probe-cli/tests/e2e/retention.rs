@@ -253,6 +253,7 @@ fn compressed_rotated_copies_are_read_and_hold_the_earlier_run() {
         (r"; [0-9.]+ queued on average", "; [live] queued on average"),
         (r"  load        .*", "  load        [both runs' load]"),
         (r"pid:[0-9]+", "pid:[live]"),
+        (r"kill [0-9]+ && while kill -0 [0-9]+", "kill [live] && while kill -0 [live]"),
     ]}, {
         insta::assert_snapshot!("sglang_rotated_verdict", verdict_block(text));
     });

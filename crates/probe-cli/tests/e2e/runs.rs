@@ -457,7 +457,32 @@ fn diff_rollback_is_a_checklist() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let steps: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    // As JSON, `--rollback` is the typed plan: a process started by hand, stopped first.
+    let plan: probe_model::RollbackPlan = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        matches!(
+            plan.launcher,
+            probe_model::Launcher::Process { pid: Some(_) }
+        ),
+        "{plan:#?}"
+    );
+    assert!(
+        matches!(
+            plan.steps.first().map(|s| &s.action),
+            Some(probe_model::RollbackAction::Stop { .. })
+        ),
+        "{plan:#?}"
+    );
+    // The checklist: the diff's `rollback`, the plan's text.
+    let out = probe(&[
+        "diff",
+        "fx-sglang-load",
+        "fx-sglang-story",
+        "--format",
+        "json",
+    ]);
+    let diff: SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = diff.rollback.clone();
     for want in [
         "flag: restore --speculative-num-steps 3",
         "flag: restore --speculative-num-draft-tokens 4",
@@ -493,14 +518,6 @@ fn diff_rollback_is_a_checklist() {
         text.find("Verdict").unwrap() < text.find("Changes, most likely").unwrap(),
         "{text}"
     );
-    let out = probe(&[
-        "diff",
-        "fx-sglang-load",
-        "fx-sglang-story",
-        "--format",
-        "json",
-    ]);
-    let diff: SnapshotDiff = serde_json::from_slice(&out.stdout).unwrap();
     let verdict = diff.verdict.expect("a verdict");
     assert_eq!(verdict.conclusion, Conclusion::Cause, "{verdict:#?}");
 }

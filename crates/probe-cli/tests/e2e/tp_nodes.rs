@@ -284,6 +284,40 @@ fn tp_nodes_rollback_plan_applied_to_a_copy_matches_the_good_node() {
         "{}",
         util::text(&refused.stderr)
     );
+    // In the config file, `sh` is a default: the diff writes its script, other commands text.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("config.toml");
+    std::fs::write(&config, "format = \"sh\"\n").unwrap();
+    let config = config.to_str().unwrap();
+    let timeline = probe(
+        env,
+        &["--config", config, "timeline", "fx-tp-node-a@latest"],
+    );
+    assert_eq!(
+        timeline.status.code(),
+        Some(0),
+        "{}",
+        util::text(&timeline.stderr)
+    );
+    assert!(
+        !util::text(&timeline.stdout).starts_with("#!"),
+        "text, not a script"
+    );
+    let by_default = probe(
+        env,
+        &[
+            "--config",
+            config,
+            "diff",
+            "fx-tp-node-a@latest",
+            "fx-tp-node-b@latest",
+        ],
+    );
+    assert!(
+        util::text(&by_default.stdout).starts_with("#!"),
+        "{}",
+        util::text(&by_default.stderr)
+    );
 
     // Applied to a copy of node b's files.
     let fixtures =

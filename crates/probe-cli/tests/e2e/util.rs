@@ -229,7 +229,7 @@ enum Document {
     /// `audit --jsonl`: `audit-record` lines, `outliers-line` lines, then one `audit-summary`
     /// line, each checked by its `type`.
     AuditLines,
-    /// JSON without a published schema (`snapshots list`, `diff --rollback`):
+    /// JSON without a published schema (`snapshots list`):
     /// it must still parse.
     Unschemed,
 }
@@ -254,7 +254,7 @@ fn document(args: &[&str]) -> Option<Document> {
     let sub = args.get(at + 1).copied();
     match args[at] {
         "host" if json => Some(Document::Stdout("host-report")),
-        "diff" if has("--rollback") && json => Some(Document::Unschemed),
+        "diff" if has("--rollback") && json => Some(Document::Stdout("rollback-plan")),
         "diff" if json => Some(Document::Stdout("snapshot-diff")),
         "timeline" if json => Some(Document::Stdout("timeline")),
         "launch" if json => Some(Document::Stdout("launch-output")),
@@ -448,7 +448,7 @@ fn every_json_command_line_has_its_document() {
         (&["diff", "a", "b", "--format", "json"], "snapshot-diff"),
         (
             &["diff", "a", "b", "--rollback", "--format", "json"],
-            "unschemed",
+            "rollback-plan",
         ),
         (&["timeline", "a", "--format", "json"], "timeline"),
         (&["launch", "f", "--json"], "launch-output"),

@@ -92,6 +92,10 @@ pub enum TimeForm {
     Local,
     /// Groups 1-5: month, day, hour, minute, second in the host's zone, no year.
     MonthDay,
+    /// Groups 1-4: minutes, seconds, milliseconds and microseconds since the process began to
+    /// log (`M.SS.mmm.uuu`): no time of day on the line itself; a file's last run of such
+    /// lines is dated back from the file's mtime (`parse::elapsed`).
+    Elapsed,
 }
 
 impl TimeForm {
@@ -100,7 +104,13 @@ impl TimeForm {
         match self {
             TimeForm::Rfc3339 | TimeForm::Local => 1,
             TimeForm::MonthDay => 5,
+            TimeForm::Elapsed => 4,
         }
+    }
+
+    /// Whether one line shows a time of its own (an elapsed stamp needs the log's end).
+    pub fn absolute(self) -> bool {
+        self != TimeForm::Elapsed
     }
 }
 
@@ -603,7 +613,7 @@ pub fn samples() -> Vec<Sample> {
             line: &p.sample,
             reads: Reads::Prefix {
                 place: p.place,
-                time: p.time.is_some(),
+                time: p.time.is_some_and(TimeForm::absolute),
             },
         });
     }
@@ -930,6 +940,28 @@ mod tests {
                     Reads::Metrics(_) | Reads::Limits(_)
                 )),
                 "{engine}: metric or limit lines"
+            );
+        }
+    }
+
+    /// The engines read end to end through their own start-up and speed lines (issue 32 item
+    /// 3): LMDeploy logs no version line (its version is its package's) but its engine config
+    /// at each start; TensorRT-LLM logs its version and resolved limits, its options being the
+    /// command line and the options file. Each has a time-stamped prefix of its own.
+    #[test]
+    fn lmdeploy_and_trtllm_have_their_parts() {
+        let samples = samples();
+        let has = |engine: &str, f: &dyn Fn(&Reads) -> bool| {
+            samples.iter().any(|s| s.engine == engine && f(&s.reads))
+        };
+        assert!(has("lmdeploy", &|r| *r == Reads::Startup));
+        assert!(has("trtllm", &|r| *r == Reads::Version));
+        assert!(has("trtllm", &|r| matches!(r, Reads::Limits(_))));
+        for engine in ["lmdeploy", "trtllm"] {
+            assert!(has(engine, &|r| matches!(r, Reads::Metrics(_))), "{engine}");
+            assert!(
+                has(engine, &|r| matches!(r, Reads::Prefix { time: true, .. })),
+                "{engine}: a time-stamped prefix"
             );
         }
     }

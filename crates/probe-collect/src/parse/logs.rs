@@ -128,7 +128,15 @@ impl Acc {
 /// clock), used to put the year on time stamps that have none (`month-day`); `tz`: UTC offset
 /// of the host.
 pub fn parse_text(t: &str, reference: Option<UnixTime>, tz: i64, src: &mut LogSource) {
-    parse_lines(t.lines().map(|l| (None, l)), reference, tz, src);
+    let clock = super::elapsed::Clock::of(t, reference);
+    parse_lines(
+        t.lines()
+            .enumerate()
+            .map(|(i, l)| (clock.as_ref().and_then(|c| c.time_of(i, l)), l)),
+        reference,
+        tz,
+        src,
+    );
 }
 
 /// [`parse_text`] for lines that carry their own time (a container runtime's per-line
@@ -247,6 +255,8 @@ fn time_of(
         TimeForm::Rfc3339 => text(1).and_then(super::parse_rfc3339),
         TimeForm::Local => text(1).and_then(super::parse_datetime).map(|x| x - tz),
         TimeForm::MonthDay => year_less_time(c, reference, tz),
+        // Dated from the log's end, line by line, by `parse_text` (`super::elapsed`).
+        TimeForm::Elapsed => None,
     }
 }
 
@@ -334,7 +344,8 @@ fn read_block(
 ) -> bool {
     if let Some(a) = open.as_mut() {
         let t = l.trim();
-        let continues = raw.starts_with([' ', '\t']) || t == "}";
+        // Indented after the journal's prefix (`... tgi[7]:     model_id: ...`) or in a file.
+        let continues = raw.starts_with([' ', '\t']) || l.starts_with([' ', '\t']) || t == "}";
         if continues && a.lines < BLOCK_LINES && a.text.len() < MAX_STARTUP_TEXT {
             a.text.push(' ');
             a.text.push_str(t);
@@ -1267,6 +1278,17 @@ mod tests {
         assert!(!s.startups[0].text.contains('\n'));
         // Args of another program are no TGI start-up.
         assert!(read("Args { x: 1 }\n").startups.is_empty());
+        // The same block as the journal holds it (`journalctl -o short-iso`): one entry a line.
+        let journal = "2026-11-08T10:02:11+00:00 h text-generation-launcher[2214]: 2026-11-08T10:02:11.200000Z  INFO text_generation_launcher: Args {\n\
+                       2026-11-08T10:02:11+00:00 h text-generation-launcher[2214]:     model_id: \"m\",\n\
+                       2026-11-08T10:02:11+00:00 h text-generation-launcher[2214]:     cuda_graphs: None,\n\
+                       2026-11-08T10:02:11+00:00 h text-generation-launcher[2214]: }\n";
+        let s = read(journal);
+        assert_eq!(
+            s.startups.first().map(|x| x.text.as_str()),
+            Some("Args { model_id: \"m\", cuda_graphs: None, }"),
+            "{s:?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod containers;
+pub mod elapsed;
 pub mod engine_lines;
 pub mod gpu;
 pub mod gpu_catalog;

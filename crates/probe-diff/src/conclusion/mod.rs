@@ -7,6 +7,7 @@
 mod host;
 mod measured;
 mod previous;
+mod running_metrics;
 mod shape;
 mod snapshots;
 mod within;

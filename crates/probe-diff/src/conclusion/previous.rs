@@ -304,8 +304,7 @@ fn judge(
         verdict.conclusion,
         Conclusion::Cause | Conclusion::Unexplained
     ) {
-        let unit = crate::run::unit_of(snapshot, after);
-        verdict.restore = Some(verdict::restore(before, after, &diff.changes, unit));
+        verdict.restore = Some(verdict::restore(snapshot, before, after, &diff.changes));
     }
     diff.verdict = Some(verdict);
 }

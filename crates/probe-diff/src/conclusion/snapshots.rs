@@ -119,6 +119,7 @@ fn snapshot_verdict(
         &b.label,
         &a.label,
     );
+    super::running_metrics::judge_by_running_runs(changes, &metrics);
     // The servers' own numbers (their latency now and over their lifetime) as each running
     // run's: the symptoms read them after the benchmarks' and before the log lines'.
     metrics.extend(

@@ -300,12 +300,11 @@ impl Judged<'_> {
                 Conclusion::Cause | Conclusion::Unexplained
             )
         {
-            let unit = crate::run::unit_of(self.snapshot, self.launches.1);
             verdict.restore = Some(verdict::restore(
+                self.snapshot,
                 self.launches.0,
                 self.launches.1,
                 &diff.changes,
-                unit,
             ));
         }
         diff.verdict = Some(verdict);

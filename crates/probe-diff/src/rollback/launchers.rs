@@ -72,7 +72,7 @@ fn one_line<'a>(texts: &[(&'a str, &'a str)], needle: &str) -> Option<(&'a str, 
 
 /// A compose line with `remove` replaced by `insert`; `None` when nothing but a list dash
 /// (or an empty string) would be left: the line goes.
-fn compose_edit(line: &str, remove: &str, insert: Option<&str>) -> Option<String> {
+pub(crate) fn compose_edit(line: &str, remove: &str, insert: Option<&str>) -> Option<String> {
     let new = line.replacen(remove, insert.unwrap_or(""), 1);
     let bare = new
         .trim()
@@ -82,7 +82,11 @@ fn compose_edit(line: &str, remove: &str, insert: Option<&str>) -> Option<String
     if bare.is_empty() {
         return None;
     }
-    Some(new.trim_end().replace("  -", " -"))
+    // The gap a removed word leaves closes; the indentation stays (a line of a YAML block
+    // scalar indented less than its first line ends the block, or is an error).
+    let body = new.trim_start();
+    let indent = &new[..new.len() - body.len()];
+    Some(format!("{indent}{}", body.trim_end().replace("  -", " -")))
 }
 
 /// Steps for a Compose service: each difference at its line in the compose file (or the
@@ -360,6 +364,11 @@ pub(crate) fn by_hand(
 ) -> Vec<RollbackStep> {
     let Some(text) = super::earlier_text(before) else {
         return Vec::new();
+    };
+    // A history line's own `nohup` goes: the step runs it under nohup already.
+    let text = match text.strip_prefix("nohup ") {
+        Some(rest) => rest.to_string(),
+        None => text.replace("&& nohup ", "&& "),
     };
     let mut out = Vec::new();
     if let Launcher::Process { pid: Some(pid) } = launcher {

@@ -211,12 +211,62 @@ fn launcher_of(snapshot: &Snapshot, launch: &LaunchConfig) -> Launcher {
 /// as (before, after)) back to the launch `before` ran, with what the verdict compared to
 /// check it by.
 pub(crate) fn plan(
-    (before_snap, after_snap): (&Snapshot, &Snapshot),
+    snaps: (&Snapshot, &Snapshot),
     first: Option<(&LaunchConfig, &LaunchConfig)>,
     changes: &[Change],
     diff: &SnapshotDiff,
 ) -> RollbackPlan {
     let mut secrets = Secrets::new(&diff.before.host);
+    let (launcher, mut steps) = steps_for(snaps, first, changes, &diff.before.host, &mut secrets);
+    if !steps.is_empty() {
+        steps.extend(verify::steps(snaps, first, diff));
+    }
+    RollbackPlan {
+        launcher,
+        steps,
+        placeholders: secrets.into_placeholders(),
+    }
+}
+
+/// The plan for one host's running launch (`after`) back to an earlier one of the same host
+/// (`before`: the previous run, a history line): the steps of [`plan`] on the launcher that
+/// runs it, without the checks that compare two hosts. The host report's restore text is
+/// this plan's lines.
+pub(crate) fn plan_within(
+    snapshot: &Snapshot,
+    before: &LaunchConfig,
+    after: &LaunchConfig,
+    changes: &[Change],
+) -> RollbackPlan {
+    let host = snapshot
+        .host
+        .hostname
+        .clone()
+        .unwrap_or_else(|| snapshot.target.clone());
+    let mut secrets = Secrets::new(&host);
+    let (launcher, steps) = steps_for(
+        (snapshot, snapshot),
+        Some((before, after)),
+        changes,
+        &host,
+        &mut secrets,
+    );
+    RollbackPlan {
+        launcher,
+        steps,
+        placeholders: secrets.into_placeholders(),
+    }
+}
+
+/// The launcher and the steps (stop, change, reload, start, and the launcher's own check)
+/// that roll the server `after` runs back to `before`'s launch; `host`: the earlier side's name.
+fn steps_for(
+    (before_snap, after_snap): (&Snapshot, &Snapshot),
+    first: Option<(&LaunchConfig, &LaunchConfig)>,
+    changes: &[Change],
+    host: &str,
+    secrets: &mut Secrets,
+) -> (Launcher, Vec<RollbackStep>) {
     let mut steps: Vec<RollbackStep> = Vec::new();
     let mut launcher = Launcher::Unknown;
     if let Some((before, after)) = first {
@@ -224,20 +274,15 @@ pub(crate) fn plan(
         let (flags, envs) = launch_edits(before, after, changes);
         let launch_steps = match &launcher {
             Launcher::Systemd { .. } => {
-                // What the earlier side's own unit ran, where a unit ran it.
+                // What the earlier side's own unit ran, where a unit ran it (on another host:
+                // on this one, the unit's ExecStart= is the running launch's, not the earlier).
                 let earlier = crate::run::unit_of(before_snap, before)
+                    .filter(|_| !std::ptr::eq(before_snap, after_snap))
                     .and_then(|u| u.exec_start.last())
                     .map(|e| secrets.fill(e, "ExecStart"));
                 crate::run::unit_of(after_snap, after)
                     .map(|unit| {
-                        systemd::steps(
-                            unit,
-                            before,
-                            &flags,
-                            &envs,
-                            earlier.as_deref(),
-                            &mut secrets,
-                        )
+                        systemd::steps(unit, before, &flags, &envs, earlier.as_deref(), secrets)
                     })
                     .unwrap_or_default()
             }
@@ -250,18 +295,18 @@ pub(crate) fn plan(
                     &flags,
                     &envs,
                     image.as_ref(),
-                    &mut secrets,
+                    secrets,
                 )
             }
             Launcher::Kubernetes { .. } => launchers::kubernetes(&launcher, &flags, &envs),
             Launcher::Container { name } => {
-                launchers::container_run(name, before, &flags, &envs, &mut secrets)
+                launchers::container_run(name, before, &flags, &envs, secrets)
             }
             Launcher::Process { .. } | Launcher::Unknown => {
                 if flags.is_empty() && envs.is_empty() {
                     Vec::new()
                 } else {
-                    launchers::by_hand(&launcher, before, &diff.before.host, &mut secrets)
+                    launchers::by_hand(&launcher, before, host, secrets)
                 }
             }
         };
@@ -312,14 +357,7 @@ pub(crate) fn plan(
     if pinned.is_some() && restart_at.is_none() {
         steps.extend(first.and_then(|(_, after)| restart_alone(&launcher, after_snap, after)));
     }
-    if !steps.is_empty() {
-        steps.extend(verify::steps((before_snap, after_snap), first, diff));
-    }
-    RollbackPlan {
-        launcher,
-        steps,
-        placeholders: secrets.into_placeholders(),
-    }
+    (launcher, steps)
 }
 
 /// The step that restarts the server `after` runs through its launcher, where nothing else in

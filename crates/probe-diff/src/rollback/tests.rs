@@ -638,3 +638,42 @@ fn kubernetes_the_owner_by_kind() {
         );
     }
 }
+
+/// A word taken out of a compose line: the gap closes, the indentation stays (a folded block's
+/// line indented less than its first ends the block); a list item left empty goes.
+#[test]
+fn compose_edit_keeps_the_indentation() {
+    let cases = [
+        (
+            "      --enable-prefix-caching --disable-custom-all-reduce",
+            "--disable-custom-all-reduce",
+            None,
+            Some("      --enable-prefix-caching"),
+        ),
+        (
+            "      --tp 4 --disable-custom-all-reduce --port 8000",
+            "--disable-custom-all-reduce",
+            None,
+            Some("      --tp 4 --port 8000"),
+        ),
+        (
+            "      --max-num-seqs 64",
+            "--max-num-seqs 64",
+            Some("--max-num-seqs 32"),
+            Some("      --max-num-seqs 32"),
+        ),
+        (
+            "      - --disable-custom-all-reduce",
+            "--disable-custom-all-reduce",
+            None,
+            None,
+        ),
+    ];
+    for (line, remove, insert, want) in cases {
+        assert_eq!(
+            super::launchers::compose_edit(line, remove, insert).as_deref(),
+            want,
+            "{line}"
+        );
+    }
+}

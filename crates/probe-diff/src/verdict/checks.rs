@@ -58,6 +58,7 @@ pub(crate) fn assess(change: &Change, ctx: &Ctx<'_>) -> CauseVerdict {
             missing,
         ),
         Test::Collective => super::collective::assess(change, ctx, finding, missing),
+        Test::CudaGraphs => super::graphs::assess(change, ctx, finding, missing),
         Test::Version | Test::Other | Test::PrefixCache => finding.done(
             Assessment::Consistent,
             String::from("no logged number isolates its effect"),

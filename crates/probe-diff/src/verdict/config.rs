@@ -50,6 +50,16 @@ pub struct VerdictConfig {
     pub metrics: MetricNames,
     /// What the `collective` test reads and allows.
     pub collective: Collective,
+    /// What the `cuda-graphs` test allows.
+    pub graphs: Graphs,
+}
+
+/// `[graphs]`: the time a decode step's kernel launches plausibly add per output token when
+/// they are no longer replayed as one captured graph (milliseconds, low and high).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Graphs {
+    pub added_ms: [f64; 2],
 }
 
 /// `[collective]`: the all-reduces a decode step makes per layer, the bytes of one element of
@@ -186,6 +196,7 @@ mod tests {
             ("chunked-prefill-size", Test::PrefillBudget),
             ("enable-prefix-caching", Test::PrefixCache),
             ("disable-radix-cache", Test::PrefixCache),
+            ("cuda-graphs", Test::CudaGraphs),
             ("limit:max_model_len", Test::Other),
             ("attention-backend", Test::Other),
         ];

@@ -45,6 +45,7 @@ pub(super) fn assess(
         Test::PrefixCache => prefix_cache(change, ctx, f, missing),
         Test::RunningCap => running_cap(change, ctx, f, missing),
         Test::KvCapacity => kv_capacity(ctx, f, missing),
+        Test::CudaGraphs => super::graphs::assess(change, ctx, f, missing),
         _ => f.done(
             Assessment::Consistent,
             format!(

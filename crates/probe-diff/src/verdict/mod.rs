@@ -9,6 +9,7 @@ mod checks;
 mod collective;
 mod config;
 mod ctx;
+mod graphs;
 mod headline;
 mod latency;
 mod load;

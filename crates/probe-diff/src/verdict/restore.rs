@@ -151,168 +151,6 @@ pub(crate) fn driver_steps(changes: &[Change]) -> Vec<String> {
 /// Drop-in lines named when saying what a `systemctl revert` would also drop.
 const REVERT_LINES: usize = 6;
 
-/// Where the running launch's differing settings live when systemd runs it (`unit`), and the
-/// least that undoes only them: which file holds its `ExecStart=` (a drop-in overrides the unit
-/// file, so editing the unit file would change nothing) and the flags to change in that line,
-/// which file sets each differing variable and its one line; then whether `systemctl revert`
-/// undoes exactly this (the drop-ins hold nothing else, and the unit file's own `ExecStart=`
-/// is the earlier launch) or what else it would drop; the reload, the restart and how to
-/// check that it took. Nothing when the differences are not the launcher's (packages, a
-/// driver).
-fn unit_steps(
-    unit: &SystemdUnit,
-    before: &LaunchConfig,
-    differing: &[String],
-    changes: &[Change],
-) -> Vec<String> {
-    let files = probe_launch::unit_files(unit);
-    let name = &unit.name;
-    let mut out = Vec::new();
-    // The drop-in lines the change is in: the rest is what a revert would also drop.
-    let mut changed_lines: Vec<(&str, &str)> = Vec::new();
-    // Settings an engine reads from its environment (Ollama's `OLLAMA_*`) live in
-    // `Environment=` lines, not in the flags of `ExecStart=`.
-    // (A variable compared as such, `env:NAME`, has its own step below.)
-    let (variables, flags): (Vec<&String>, Vec<&String>) = differing.iter().partition(|d| {
-        env_assignment(d).is_some_and(|(var, _, _)| {
-            !changes
-                .iter()
-                .any(|c| c.key_name(KeyArea::Env) == Some(var))
-        })
-    });
-    let exec_file = probe_launch::exec_start_file(&files).filter(|_| !flags.is_empty());
-    if let Some(f) = exec_file {
-        let edits = flags
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("; ");
-        out.push(if f.drop_in {
-            format!(
-                "the change is in the drop-in {} (what `systemctl edit {name}` writes), whose \
-                 ExecStart= overrides the unit file's: the least undo is its ExecStart= line \
-                 there ({edits})",
-                f.path
-            )
-        } else {
-            format!(
-                "{name} takes its ExecStart= from {}: change the flags there ({edits})",
-                f.path
-            )
-        });
-        if f.drop_in {
-            changed_lines.extend(
-                f.directives
-                    .iter()
-                    .filter(|d| d.starts_with("ExecStart="))
-                    .map(|d| (f.path, d.as_str())),
-            );
-        }
-    }
-    let mut left = Vec::new();
-    for item in variables {
-        let Some((var, value, dropped)) = env_assignment(item) else {
-            continue;
-        };
-        if !matters(before, changes, var) {
-            left.push(item.as_str());
-            continue;
-        }
-        let wanted = format!("{var}={value}");
-        let source = probe_launch::environment_source(unit, &files, var)
-            .and_then(|path| files.iter().find(|f| f.path == path));
-        match source {
-            Some(f) => {
-                let line = f
-                    .directives
-                    .iter()
-                    .find(|d| d.starts_with("Environment=") && d.contains(&format!("{var}=")));
-                if let Some(line) = line.filter(|_| f.drop_in) {
-                    changed_lines.push((f.path, line.as_str()));
-                }
-                let what = line.map_or_else(|| format!("its {var}="), |l| format!("the line {l}"));
-                let kind = if f.drop_in { "drop-in" } else { "unit file" };
-                out.push(if dropped {
-                    format!(
-                        "{var} is set for {name} by the {kind} {}: remove {what} there",
-                        f.path
-                    )
-                } else {
-                    format!(
-                        "{var} is set for {name} by the {kind} {}: change {what} there to \
-                         Environment=\"{wanted}\"",
-                        f.path
-                    )
-                });
-            }
-            None if !dropped => {
-                let target = files.iter().rev().find(|f| f.drop_in).map_or_else(
-                    || String::from("a drop-in (`systemctl edit`)"),
-                    |f| format!("the drop-in {}", f.path),
-                );
-                out.push(format!(
-                    "{var} is not set for {name} now: add Environment=\"{wanted}\" to {target}"
-                ));
-            }
-            None => {}
-        }
-    }
-    if !left.is_empty() && !out.is_empty() {
-        let names: Vec<&str> = left
-            .iter()
-            .filter_map(|l| env_assignment(l).map(|(var, _, _)| var))
-            .collect();
-        let (it, them) = if names.len() == 1 {
-            ("it is", "it")
-        } else {
-            ("they are", "them")
-        };
-        out.push(format!(
-            "leave {} as {it} now (earlier {}): no tested cause needs {them} back",
-            names.join(", "),
-            left.join(", ")
-        ));
-    }
-    for var in changes.iter().filter_map(|c| c.key_name(KeyArea::Env)) {
-        let Some(path) = probe_launch::environment_source(unit, &files, var) else {
-            continue;
-        };
-        match files.iter().find(|f| f.path == path) {
-            Some(f) => {
-                let line = f
-                    .directives
-                    .iter()
-                    .find(|d| d.starts_with("Environment=") && d.contains(&format!("{var}=")));
-                if let Some(line) = line.filter(|_| f.drop_in) {
-                    changed_lines.push((f.path, line.as_str()));
-                }
-                out.push(format!(
-                    "{var} is set for {name} by the {} {path}: change or remove {} there",
-                    if f.drop_in { "drop-in" } else { "unit file" },
-                    line.map_or_else(|| format!("its {var}="), |l| format!("the line {l}"))
-                ));
-            }
-            None => out.push(format!(
-                "{var} is set for {name} by its EnvironmentFile= {path}: change or remove its \
-                 {var}= line there (the file alone: no other setting of {name} changes)"
-            )),
-        }
-    }
-    if out.is_empty() {
-        return out;
-    }
-    if let Some(step) = revert_step(unit, before, &files, &changed_lines) {
-        out.push(step);
-    }
-    out.push(format!(
-        "systemctl daemon-reload && systemctl restart {name}"
-    ));
-    out.push(format!(
-        "check that it took: systemctl show -p ExecStart -p Environment {name}"
-    ));
-    out
-}
-
 /// `VAR=value` (or `drop VAR=value`): an environment variable's assignment among the
 /// differing settings, with whether it is to be dropped.
 pub(crate) fn env_assignment(item: &str) -> Option<(&str, &str, bool)> {
@@ -423,30 +261,35 @@ pub(crate) fn revert_step(
     })
 }
 
-/// What would bring back the earlier launch and what it ran with; `unit`: the systemd unit that
-/// runs the running launch, when one does.
+/// What would bring back the earlier launch of `snapshot` and what it ran with: the rollback
+/// plan of its running launch (`after`) back to `before` on the launcher that runs it (a
+/// unit's drop-in, a compose file, a process to stop first), and its lines, so that the host
+/// report and `probe diff --rollback` say the same steps.
 pub(crate) fn restore(
+    snapshot: &probe_model::Snapshot,
     before: &LaunchConfig,
     after: &LaunchConfig,
     changes: &[Change],
-    unit: Option<&SystemdUnit>,
 ) -> Restore {
     let interpreter = after
         .interpreter
         .as_deref()
         .or(before.interpreter.as_deref());
     let differing = differing(before, after, changes);
-    let mut steps = unit
-        .map(|u| unit_steps(u, before, &differing, changes))
-        .unwrap_or_default();
-    steps.extend(power_steps(changes));
-    steps.extend(driver_steps(changes));
+    let pins = pins(changes, interpreter);
+    let plan = crate::rollback::plan_within(snapshot, before, after, changes);
+    // The pins are shown as such: their `run:` step is not said twice.
+    let mut said = plan.clone();
+    said.steps.retain(|s| {
+        !matches!(&s.action, probe_model::RollbackAction::Run { command } if Some(command) == pins.as_ref())
+    });
     Restore {
         source: probe_launch::evidence_label(before),
         launch_text: launch_text(before),
         differing,
-        pins: pins(changes, interpreter),
-        steps,
+        pins,
+        steps: crate::rollback::lines(&said, &[]),
+        plan,
     }
 }
 
@@ -499,96 +342,104 @@ mod tests {
             .expect("a launch")
     }
 
-    /// (drop-in text, whether the earlier launch is the unit file's own, changed variable) ->
-    /// the steps, each by its start: the file holding the change with the least edit, then
-    /// what `systemctl revert` would do.
+    /// The running launch of `unit` (what systemd runs, drop-ins and all: `command`, as
+    /// `systemctl show` gives its ExecStart).
+    fn unit_launch(unit: &mut SystemdUnit, command: &str) -> LaunchConfig {
+        unit.exec_start = vec![command.to_string()];
+        let hints = probe_launch::ParseHints {
+            source: probe_model::LaunchSource {
+                kind: SourceKind::Unit,
+                location: format!("unit:{}", unit.name),
+                ..probe_model::LaunchSource::default()
+            },
+            ..probe_launch::ParseHints::default()
+        };
+        probe_launch::from_unit(unit, &hints)
+            .into_iter()
+            .next()
+            .expect("a launch")
+    }
+
+    /// The host report's restore text is its rollback plan's lines: (drop-in text, whether the
+    /// earlier launch is the unit file's own, a changed variable) -> the lines, each by its
+    /// start, in order: the file that holds the change (a drop-in that holds nothing else is
+    /// removed, as `systemctl revert` would; else its ExecStart= line changed, saying what a
+    /// revert would also drop), the reload, the restart, the check.
     #[test]
-    fn the_file_holding_the_change_and_the_least_undo() {
+    fn the_restore_text_is_the_plan_on_the_launcher() {
         const EXEC: &str = "ExecStart=\nExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4 --max-num-batched-tokens 512\n";
-        let least = "the change is in the drop-in /etc/systemd/system/vllm.service.d/override.conf (what `systemctl edit vllm.service` writes), whose ExecStart= overrides the unit file's: the least undo is its ExecStart= line there (drop --max-num-batched-tokens 512)";
-        let env = "NCCL_P2P_DISABLE is set for vllm.service by the drop-in /etc/systemd/system/vllm.service.d/override.conf: change or remove the line Environment=NCCL_P2P_DISABLE=1 there";
-        let reload = "systemctl daemon-reload && systemctl restart vllm.service";
-        let check = "check that it took: systemctl show -p ExecStart -p Environment vllm.service";
-        let cases: [(String, bool, bool, Vec<&str>); 4] = [
-            // Only the flag: revert undoes exactly it.
+        let drop_in = "/etc/systemd/system/vllm.service.d/override.conf";
+        let remove = format!("remove: the drop-in {drop_in}");
+        let edit = format!(
+            "edit: drop-in {drop_in}: change `ExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4 --max-num-batched-tokens 512` to `ExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4`"
+        );
+        let reload = "run: systemctl daemon-reload";
+        let restart = "restart: systemctl restart vllm.service";
+        let check = "verify: systemctl show -p ExecStart -p Environment vllm.service";
+        let cases: [(String, bool, Vec<&str>); 3] = [
+            // Only the flag: the drop-in goes (what a revert does).
             (
                 format!("[Service]\n{EXEC}"),
                 true,
-                false,
-                vec![
-                    least,
-                    "or `systemctl revert vllm.service`: it removes the drop-in(s) /etc/systemd/system/vllm.service.d/override.conf, which hold only this change",
-                    reload,
-                    check,
-                ],
+                vec![&remove, reload, restart, check],
             ),
-            // The flag and a variable, both in the drop-in: still exactly this change.
-            (
-                format!("[Service]\nEnvironment=NCCL_P2P_DISABLE=1\n{EXEC}"),
-                true,
-                true,
-                vec![
-                    least,
-                    env,
-                    "or `systemctl revert vllm.service`: it removes the drop-in(s)",
-                    reload,
-                    check,
-                ],
-            ),
-            // The drop-in holds more: revert would drop it too.
+            // The drop-in holds more: its ExecStart= line changes, the rest stays.
             (
                 format!("[Service]\nTimeoutStartSec=1800\n{EXEC}"),
                 true,
-                false,
-                vec![
-                    least,
-                    "not `systemctl revert vllm.service`: it removes every drop-in, and with them also TimeoutStartSec=1800 (/etc/systemd/system/vllm.service.d/override.conf)",
-                    reload,
-                    check,
-                ],
+                vec![&edit, reload, restart, check],
             ),
-            // The unit file's own launch is not the earlier one either.
+            // The unit file's own launch is not the earlier one: its line changes.
             (
                 format!("[Service]\n{EXEC}"),
                 false,
-                false,
-                vec![
-                    least,
-                    "not `systemctl revert vllm.service` alone: it removes every drop-in (/etc/systemd/system/vllm.service.d/override.conf); it falls back to the unit file's own ExecStart=, which is not the earlier launch",
-                    reload,
-                    check,
-                ],
+                vec![&edit, reload, restart],
             ),
         ];
-        for (drop_in, own_is_earlier, env_changed, want) in cases {
-            let unit = drop_in_unit(&drop_in);
+        for (text, own_is_earlier, want) in cases {
+            let mut unit = drop_in_unit(&text);
             let mut before = own_launch(&unit);
             if !own_is_earlier {
                 before.options.remove("tensor-parallel-size");
             }
-            let mut changes = vec![Change {
+            let after = unit_launch(
+                &mut unit,
+                "/v/bin/vllm serve /m --tensor-parallel-size 4 --max-num-batched-tokens 512",
+            );
+            let changes = vec![Change {
                 key: "max-num-batched-tokens".into(),
                 kind: probe_model::ChangeKind::Added,
                 after: Some(Value::from(512)),
                 ..Change::default()
             }];
-            if env_changed {
-                changes.push(Change {
-                    key: "env:NCCL_P2P_DISABLE".into(),
-                    after: Some(Value::from("1")),
-                    ..Change::default()
-                });
-            }
-            let differing = [String::from("drop --max-num-batched-tokens 512")];
-            let steps = unit_steps(&unit, &before, &differing, &changes);
-            assert_eq!(steps.len(), want.len(), "{drop_in}: {steps:#?}");
+            let snapshot = probe_model::Snapshot {
+                units: vec![unit.clone()],
+                ..probe_model::Snapshot::default()
+            };
+            let restore = restore(&snapshot, &before, &after, &changes);
+            assert_eq!(
+                restore.plan.launcher,
+                probe_model::Launcher::Systemd {
+                    unit: "vllm.service".into()
+                }
+            );
+            assert_eq!(
+                restore.steps,
+                crate::rollback::lines(&restore.plan, &[]),
+                "the text is the plan's"
+            );
+            let steps = &restore.steps;
+            assert!(steps.len() >= want.len(), "{text}: {steps:#?}");
             for (step, want) in steps.iter().zip(&want) {
-                assert!(step.starts_with(want), "{drop_in}:\n{step}\n{want}");
+                assert!(step.starts_with(want), "{text}:\n{step}\n{want}");
             }
+            assert!(
+                !steps
+                    .iter()
+                    .any(|s| s.contains("cd ") || s.starts_with("launch:")),
+                "no hand-run launch beside systemd: {steps:#?}"
+            );
         }
-        // Only packages differ: nothing for the launcher.
-        let unit = drop_in_unit(EXEC);
-        assert!(unit_steps(&unit, &own_launch(&unit), &[], &[]).is_empty());
     }
 
     #[test]
@@ -603,21 +454,36 @@ mod tests {
             .into(),
             ..probe_model::EnvironmentFile::default()
         });
+        unit.fragment.content =
+            "[Service]\nEnvironmentFile=/etc/default/vllm\nExecStart=/v/bin/vllm serve /m --tensor-parallel-size 4\n".into();
         let changes = [Change {
             key: "env:VLLM_ATTENTION_BACKEND".into(),
             after: Some(Value::from("FLASHINFER")),
             ..Change::default()
         }];
-        let steps = unit_steps(&unit, &own_launch(&unit), &[], &changes);
+        let mut after = unit_launch(&mut unit, "/v/bin/vllm serve /m --tensor-parallel-size 4");
+        let snapshot = probe_model::Snapshot {
+            units: vec![unit.clone()],
+            ..probe_model::Snapshot::default()
+        };
+        after
+            .env
+            .insert("VLLM_ATTENTION_BACKEND".into(), "FLASHINFER".into());
+        let restore = restore(&snapshot, &own_launch(&unit), &after, &changes);
         assert!(
-            steps[0].starts_with(
-                "VLLM_ATTENTION_BACKEND is set for vllm.service by its EnvironmentFile= /etc/default/vllm: change or remove its VLLM_ATTENTION_BACKEND= line there"
+            restore.steps[0].starts_with(
+                "edit: EnvironmentFile= /etc/default/vllm: remove the line VLLM_ATTENTION_BACKEND=..."
             ),
-            "{steps:#?}"
+            "{:#?}",
+            restore.steps
         );
         assert!(
-            steps[1].starts_with("not `systemctl revert vllm.service`: it removes every drop-in, and with them also TimeoutStartSec=1800"),
-            "{steps:#?}"
+            restore
+                .steps
+                .iter()
+                .all(|s| !s.contains("TimeoutStartSec") || !s.starts_with("remove:")),
+            "the drop-in that holds other settings stays: {:#?}",
+            restore.steps
         );
     }
 

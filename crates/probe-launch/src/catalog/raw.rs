@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use probe_model::Engine;
 use serde::Deserialize;
 
-use super::spec::{EntryKind, EnvPart, StartupArgs, Units, ValueKind, VersionVariant};
+use super::spec::{EntryKind, EnvPart, PythonApi, StartupArgs, Units, ValueKind, VersionVariant};
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -20,6 +20,7 @@ pub(super) struct RawCatalog {
     pub(super) config_options: Vec<String>,
     pub(super) config_file_wins: bool,
     pub(super) startup_args: StartupArgs,
+    pub(super) python: PythonApi,
     pub(super) entry: Vec<RawEntry>,
     pub(super) speculative: RawSpeculative,
     pub(super) option: Vec<RawOption>,

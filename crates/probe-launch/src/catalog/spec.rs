@@ -221,6 +221,8 @@ pub struct Catalog {
     pub config_file_wins: bool,
     /// What the engine's start-up arguments line lists.
     pub startup_args: StartupArgs,
+    /// How a Python script starts the engine through its API (`[python]`).
+    pub python: PythonApi,
     pub entry_points: Vec<EntryPoint>,
     pub speculative: SpeculativeRules,
     pub(super) options: Vec<OptionSpec>,
@@ -357,4 +359,29 @@ pub enum StartupArgs {
     /// (Ollama's `server config` line): an option only it shows is unknown on a command line's
     /// side where it is at the catalog's default, and was set where it is away from it.
     Environment,
+    /// The engine's own configuration object, resolved (LMDeploy's `updated
+    /// backend_config=TurbomindEngineConfig(...)`): every engine setting, but neither the model
+    /// nor the server's options (backend, port, log level): what only the other side shows is
+    /// unknown on the record's side, and an option only the record shows is unknown on a command
+    /// line's side, as for [`StartupArgs::All`].
+    EngineConfig,
+}
+
+/// How a Python script starts the engine through its API (a catalog's `[python]`): the module
+/// whose import marks the script as the engine's, the calls that start it (by the name written
+/// before `(`, the last dotted part: `serve`, `pipeline`), the keyword that takes the engine
+/// config object, the classes of that object, and the keywords that name the model. Every other
+/// keyword of the call and of the config object is an option of the catalog (`cache_max_entry_count`
+/// is `--cache-max-entry-count`).
+#[derive(Debug, Clone, Deserialize, Default, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PythonApi {
+    pub modules: Vec<String>,
+    pub calls: Vec<String>,
+    pub config_keyword: Option<String>,
+    pub config_classes: Vec<String>,
+    pub model_keywords: Vec<String>,
+    /// Keywords of the call that are no option (a chat template object, a log level given to
+    /// Python's logging).
+    pub ignore: Vec<String>,
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use probe_model::{
     AuditRecord, AuditSummary, FleetReport, HostReport, LaunchConfig, LaunchOption, MetricSeries,
-    ModelConfig, OutliersLine, SCHEMA_VERSION, Snapshot, SnapshotDiff, Timeline,
+    ModelConfig, OutliersLine, RollbackPlan, SCHEMA_VERSION, Snapshot, SnapshotDiff, Timeline,
 };
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -71,6 +71,12 @@ fn documents() -> Vec<Document> {
             title: "probe diff",
             description: "`probe diff A B --format json`: two snapshots compared, changes ranked by likely impact.",
             schema: schema_of::<SnapshotDiff>(),
+        },
+        Document {
+            name: "rollback-plan",
+            title: "probe diff --rollback",
+            description: "`probe diff A B --rollback --format json`: the plan for rolling B's server back to A's launch on the launcher that runs it, its steps in order (the `rollback_plan` of `probe diff --format json`).",
+            schema: schema_of::<RollbackPlan>(),
         },
         Document {
             name: "timeline",
