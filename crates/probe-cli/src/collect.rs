@@ -3,16 +3,18 @@
 
 use std::time::Duration;
 
-use probe_model::Snapshot;
+use probe_model::{LaunchConfig, Snapshot};
 use probe_transport::{ConnectOptions, FailureClass, TransportError};
 
 use crate::errors::HostFailure;
 use crate::settings::Settings;
 
-/// A collected snapshot, with what the connection had to say.
+/// A collected snapshot (finished by `probe_collect::collect_host`), its launches read once,
+/// with what the connection and the collection had to say.
 #[derive(Debug)]
 pub struct Collected {
     pub snapshot: Snapshot,
+    pub launches: Vec<LaunchConfig>,
     pub notices: Vec<String>,
 }
 
@@ -117,9 +119,13 @@ pub async fn collect_target(
         let mut notices = connection.notices();
         let result = run_collection(&connection, target, settings).await;
         connection.close().await;
-        result.map(|(snapshot, more)| {
-            notices.extend(more);
-            Collected { snapshot, notices }
+        result.map(|collected| {
+            notices.extend(collected.notices);
+            Collected {
+                snapshot: collected.snapshot,
+                launches: collected.launches,
+                notices,
+            }
         })
     };
     match tokio::time::timeout(deadline + Duration::from_secs(5), work).await {
@@ -139,75 +145,29 @@ async fn run_collection(
     connection: &probe_transport::Connection,
     target: &str,
     settings: &Settings,
-) -> Result<(Snapshot, Vec<String>), CollectFailure> {
+) -> Result<probe_collect::Collected, CollectFailure> {
     let options = probe_collect::CollectOptions {
         target: target.to_string(),
         sudo: settings.sudo,
         redact: settings.redact,
         extra_units: settings.units.clone(),
         deadline: settings.deadline,
+        ask_server: settings.ask_server.then(|| ask_options(settings)),
     };
-    let mut notices = Vec::new();
-    let ask = ask_options(settings);
-    // The servers' first scrape runs while the collection does: the reading's own scrape,
-    // seconds later, gives the latency of those seconds.
-    let first_scrape = |round1: probe_model::Snapshot| {
-        let ask = ask.clone();
-        async move {
-            if settings.ask_server {
-                probe_collect::server::scrape_histograms(connection, &round1, &ask).await
-            } else {
-                Vec::new()
-            }
-        }
-    };
-    let collected = probe_collect::collect_with(connection, &options, first_scrape).await;
-    let mut early = Vec::new();
-    let mut snapshot = match collected.map(|(s, _, e)| (s, e)) {
-        Ok((snapshot, e)) => {
-            early = e.unwrap_or_default();
-            snapshot
-        }
-        // What was collected before a deadline is still evidence: keep it, say so.
-        Err(err) if err.partial.is_some() => {
-            notices.push(format!("collection incomplete: {}", err.kind));
-            match err.partial {
-                Some(partial) => *partial,
-                None => Snapshot::default(),
-            }
-        }
-        Err(err) => {
+    probe_collect::collect_host(connection, &options)
+        .await
+        .map_err(|err| {
             let class = match &err.kind {
                 probe_collect::CollectErrorKind::Transport(transport) => transport.class().into(),
                 probe_collect::CollectErrorKind::Deadline(_) => HostFailure::TimedOut,
                 probe_collect::CollectErrorKind::NoOutput { .. } => HostFailure::Error,
             };
-            return Err(CollectFailure {
+            CollectFailure {
                 target: target.to_string(),
                 class,
                 message: crate::output::one_line(&err.to_string()),
-            });
-        }
-    };
-    let lost = probe_collect::lost_sections(&snapshot);
-    if !lost.is_empty() {
-        notices.push(format!(
-            "collection incomplete: {} section{} lost to the connection ({})",
-            lost.len(),
-            if lost.len() == 1 { "" } else { "s" },
-            lost.join(", ")
-        ));
-    }
-    if settings.ask_server {
-        probe_collect::server::ask_servers_after(connection, &mut snapshot, &ask, &early).await;
-    }
-    if snapshot.address.is_none() {
-        snapshot.address = Some(connection.address());
-    }
-    if snapshot.target.is_empty() {
-        snapshot.target = target.to_string();
-    }
-    Ok((snapshot, notices))
+            }
+        })
 }
 
 /// How the running servers are asked (`probe_collect::server`).

@@ -171,7 +171,7 @@ fn host_content_metrics(out: &mut String, records: &[AuditRecord]) {
                 out,
                 "probe_host_engine_info{{host=\"{}\",engine=\"{}\",version=\"{}\"}} 1",
                 label(&record.host),
-                label(&engine.engine),
+                label(engine.engine.as_str()),
                 label(engine.version.as_deref().unwrap_or(""))
             );
         }
@@ -214,7 +214,7 @@ mod tests {
             changes: 3,
             gpu_count: 8,
             engines: vec![EngineVersion {
-                engine: "sglang".into(),
+                engine: probe_model::Engine::Sglang,
                 version: Some("0.5.4".into()),
             }],
             ..AuditRecord::default()

@@ -146,7 +146,20 @@ pub fn build_with(
     notices: Vec<String>,
     baseline: Option<&probe_diff::Baseline>,
 ) -> HostReport {
-    let analysis = probe_diff::analyze(snapshot);
+    let launches = probe_launch::launches_of(snapshot);
+    build_from(snapshot, launches, previous, stored, notices, baseline)
+}
+
+/// [`build_with`] for a snapshot whose launches were read when it was collected.
+pub fn build_from(
+    snapshot: &Snapshot,
+    launches: Vec<LaunchConfig>,
+    previous: Option<&Snapshot>,
+    stored: bool,
+    notices: Vec<String>,
+    baseline: Option<&probe_diff::Baseline>,
+) -> HostReport {
+    let analysis = probe_diff::analyze_with(snapshot, launches);
     let timeline = &analysis.timeline;
     let running: Vec<LaunchConfig> = analysis
         .launches
@@ -156,29 +169,15 @@ pub fn build_with(
         .collect();
 
     let (earlier, earlier_omitted) = earlier_launches(&analysis);
-
-    // Against the previous run of the running server: causes, symptoms, with the metrics of each.
-    let vs_previous_launch = probe_diff::previous_launch_diff(snapshot, &analysis);
-    // Periods inside the running run (a change point of its load or speed), or the one named.
-    let vs_period = probe_diff::period_diff(snapshot, &analysis, baseline);
-    let lead = probe_diff::lead(
-        vs_previous_launch.as_ref(),
-        vs_period.as_ref(),
-        baseline.is_some(),
-    );
-    let vs_last_snapshot = previous.map(|before| {
-        let before_analysis = probe_diff::analyze(before);
-        probe_diff::compare_analyses(
-            before,
-            &before_analysis,
-            snapshot,
-            &analysis,
-            &probe_diff::CompareOptions::default(),
-        )
-    });
+    let probe_diff::HostConclusions {
+        vs_previous_launch,
+        vs_period,
+        lead,
+        vs_last_snapshot,
+        metrics_by_run,
+    } = probe_diff::host_conclusions(snapshot, &analysis, previous, baseline);
 
     let metrics = log_metrics(snapshot);
-    let metrics_by_run = probe_diff::metrics_by_run(snapshot, &analysis, 3);
     let install_events = installs_near_runs(&analysis);
     let models = snapshot
         .models

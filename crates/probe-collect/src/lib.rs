@@ -11,6 +11,8 @@
 //!   broken (`tampered`) without losing the others.
 //! * [`parse`]: one parser per section.
 //! * [`redact`]: secret rules of `configs/redaction.toml`.
+//! * [`collect_host`]: collection as one call, the snapshot finished (servers asked,
+//!   address and target filled) with its launches read once.
 //! * [`sanitize_terminal`]: every remote string is made terminal-safe at parse time (escape
 //!   sequences and control characters other than `\n`/`\t` removed); renderers may rely on it
 //!   but the CLI uses the same function for anything else it prints.
@@ -36,6 +38,7 @@
 )]
 
 pub mod config;
+mod finish;
 pub mod found;
 pub mod frame;
 pub mod parse;
@@ -52,6 +55,7 @@ use probe_model::{GpuStatus, SectionStatus, Snapshot};
 use probe_transport::{Exec, TransportError};
 
 pub use config::ConfigError;
+pub use finish::{Collected, collect_host};
 pub use sanitize::sanitize_terminal;
 
 /// What to collect and how.
@@ -67,6 +71,9 @@ pub struct CollectOptions {
     pub extra_units: Vec<String>,
     /// Deadline for the whole collection (both rounds).
     pub deadline: Duration,
+    /// Ask the running model servers ([`server`]) and how, in [`collect_host`]; `None`: not
+    /// asked (`--no-ask-server`).
+    pub ask_server: Option<server::AskOptions>,
 }
 
 impl Default for CollectOptions {
@@ -77,6 +84,7 @@ impl Default for CollectOptions {
             redact: true,
             extra_units: Vec::new(),
             deadline: Duration::from_secs(120),
+            ask_server: None,
         }
     }
 }

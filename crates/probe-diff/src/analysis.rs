@@ -70,8 +70,9 @@ pub fn analyze(snapshot: &Snapshot) -> Analysis {
 }
 
 /// [`analyze`] for a snapshot whose launches were already reconstructed (`probe diff` and the
-/// audit have them): the timeline and the runs, without reading the launches again.
-pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Analysis {
+/// audit have them, and `probe_collect::collect_host` gives them with the snapshot): the
+/// timeline and the runs, without reading the launches again.
+pub fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Analysis {
     let mut timeline = crate::timeline::timeline_with(snapshot, &launches);
     let runs = crate::run::runs_of(snapshot, &timeline);
     crate::self_installed::annotate(&mut timeline, snapshot, &runs);

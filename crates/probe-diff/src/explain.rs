@@ -2,7 +2,7 @@
 //! that happened between earlier runs whose metrics stayed the same (they do not explain the
 //! slowdown).
 
-use probe_model::{Change, LaunchConfig, LaunchDiff, Snapshot};
+use probe_model::{Change, ChangeKey, KeyArea, LaunchConfig, LaunchDiff, Snapshot};
 use serde_json::Value;
 
 use crate::analysis::Analysis;
@@ -95,10 +95,9 @@ pub(crate) fn link_mechanisms(diff: &mut LaunchDiff, after_launch: &LaunchConfig
                 .iter()
                 .filter(|m| {
                     m.cause == cause.key
-                        || cause
-                            .startup_limit
-                            .as_ref()
-                            .is_some_and(|limit| m.cause.strip_prefix("limit:") == Some(limit))
+                        || cause.startup_limit.as_ref().is_some_and(|limit| {
+                            ChangeKey::name_in(&m.cause, KeyArea::Limit) == Some(limit)
+                        })
                 })
                 .find_map(|m| mechanism_text(m, cause, diff, after_launch))
                 .map(|text| (index, text))

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use probe_model::KeyArea;
 use probe_model::{
     Change, ChangeKind, FleetView, GroupOutliers, HostDifferences, Impact, LaunchConfig,
     ModalValue, Snapshot,
@@ -269,7 +270,7 @@ fn configuration_changes(from: Side<'_>, to: Side<'_>) -> Vec<Change> {
     diff.changes
         .into_iter()
         .filter(|change| change.impact != Impact::None)
-        .filter(|change| !change.key.starts_with("host.") && !change.key.starts_with("metric:"))
+        .filter(|change| !matches!(change.key_area(), KeyArea::Host | KeyArea::Metric))
         .collect()
 }
 

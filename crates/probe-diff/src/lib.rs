@@ -29,7 +29,7 @@ mod server_rule;
 mod timeline;
 mod verdict;
 
-pub use analysis::{Analysis, analyze};
+pub use analysis::{Analysis, analyze, analyze_with};
 pub use baseline::{AGO_SPAN_S, Baseline, When};
 pub use bench::attribute as attribute_benchmarks;
 pub use compare::{
@@ -37,8 +37,8 @@ pub use compare::{
     performance_moves, rank, unified_diff,
 };
 pub use conclusion::{
-    compare_analyses, compare_snapshots, compare_snapshots_with, lead, metrics_by_run, period_diff,
-    previous_launch_diff,
+    HostConclusions, compare_analyses, compare_snapshots, compare_snapshots_with, host_conclusions,
+    lead, metrics_by_run, period_diff, previous_launch_diff,
 };
 pub use fleet::{Fingerprinted, Member, members_to_read, outliers, outliers_by_fingerprint};
 pub use hardware::report as hardware_report;

@@ -12,6 +12,7 @@ use probe_model::{
     Change, ChangeKind, LaunchConfig, LaunchDiff, MetricComparison, MetricReport, MetricSummary,
     RunMetrics, Snapshot, Timeline, UnixTime,
 };
+use probe_model::{ChangeKey, KeyArea};
 use serde_json::Value;
 
 use crate::analysis::Analysis;
@@ -240,7 +241,8 @@ pub fn compare_periods(
             let after_value = rounded(a.mean);
             let subject = Subject::new(Area::Metric, name, ChangeKind::Changed)
                 .values(Some(&before_value), Some(&after_value));
-            if let Some((mut change, volatile)) = change_for(&subject, format!("metric:{name}"))
+            if let Some((mut change, volatile)) =
+                change_for(&subject, ChangeKey::new(KeyArea::Metric, name).to_string())
                 && !volatile
             {
                 change.note = Some(format!(
@@ -297,7 +299,7 @@ pub(crate) fn compare_launches_read(before: &LaunchConfig, after: &LaunchConfig)
         let invented = (before_is_log && !after_is_log && change.kind == ChangeKind::Removed)
             || (after_is_log && !before_is_log && change.kind == ChangeKind::Added);
         !invented
-            || change.key.starts_with("speculative")
+            || change.parsed_key().is_speculative()
             || set_in_logged_environment(before, after, change)
     });
     diff

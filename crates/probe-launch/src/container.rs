@@ -319,7 +319,7 @@ pub(crate) fn from_container(
         ),
         ..Ctx::default()
     };
-    if c.runtime == "podman" {
+    if c.runtime == probe_model::ContainerRuntime::Podman {
         ctx.wrappers.push("podman".into());
         let mut l = resolve(
             read,

@@ -412,7 +412,7 @@ mod tests {
 
     fn container(cmd: &[&str], image: &str) -> ContainerInfo {
         ContainerInfo {
-            runtime: "docker".into(),
+            runtime: probe_model::ContainerRuntime::Docker,
             id: "c1".into(),
             name: Some("llm-vllm-1".into()),
             image: image.into(),
@@ -514,7 +514,7 @@ mod tests {
             )
         };
         let pod = |annotation: String| ContainerInfo {
-            runtime: "docker".into(),
+            runtime: probe_model::ContainerRuntime::Docker,
             id: "k1".into(),
             name: Some("k8s_vllm_vllm-0_serving_9f1c_0".into()),
             image: "vllm/vllm-openai:v0.11.0".into(),

@@ -81,7 +81,7 @@ pub use hints::{ParseHints, TextKind};
 pub use evidence::{from_argv, from_startup_log, from_unit};
 pub use installed::{engine_package, serving_env};
 pub use reading::{reconstruct, reconstruct_measured};
-pub use snapshot::{launches_of, snapshot_readings};
+pub use snapshot::{launches_of, snapshot_readings, snapshot_readings_of};
 
 pub use defining::{start_script, unit_defining_files};
 pub use host_change::{PackageInstall, host_change, package_install};

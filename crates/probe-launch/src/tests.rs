@@ -243,7 +243,7 @@ fn docker_snapshot() -> Snapshot {
         }],
         containers: vec![
             ContainerInfo {
-                runtime: "docker".into(),
+                runtime: probe_model::ContainerRuntime::Docker,
                 id: running_id.into(),
                 name: Some("vllm-llama".into()),
                 image: "vllm/vllm-openai:v0.11.0".into(),
@@ -252,7 +252,7 @@ fn docker_snapshot() -> Snapshot {
                 ..ContainerInfo::default()
             },
             ContainerInfo {
-                runtime: "docker".into(),
+                runtime: probe_model::ContainerRuntime::Docker,
                 id: "8b1e4d7c2a5f9e0b3c6d8a1f4e7b0c2d".into(),
                 name: Some("vllm-llama-v0102".into()),
                 image: "vllm/vllm-openai:v0.10.2".into(),

@@ -9,7 +9,9 @@
 //! [`civil`] is the one place calendar dates become Unix times and back (through `jiff`).
 
 pub mod bench;
+pub mod change_key;
 pub mod civil;
+pub mod container;
 pub mod diff;
 pub mod exit_codes;
 pub mod fleet;
@@ -27,6 +29,8 @@ pub mod verdict;
 pub mod view;
 
 pub use bench::*;
+pub use change_key::{ChangeKey, KeyArea};
+pub use container::ContainerRuntime;
 pub use diff::*;
 pub use fleet::*;
 pub use hardware::*;

@@ -182,7 +182,7 @@ impl AuditStatus {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct EngineVersion {
-    pub engine: String,
+    pub engine: crate::Engine,
     pub version: Option<String>,
 }
 

@@ -339,7 +339,7 @@ pub struct ProcessInfo {
 #[serde(default)]
 pub struct ContainerInfo {
     /// `docker` or `podman`.
-    pub runtime: String,
+    pub runtime: crate::ContainerRuntime,
     pub id: String,
     pub name: Option<String>,
     pub image: String,

@@ -223,7 +223,7 @@ impl ManyReader {
                     .parts_shared(sections, &mut decompressor)
                     .map_err(|cause| StoreError::BadDocument {
                         what: what.clone(),
-                        cause,
+                        cause: cause.to_string(),
                     })?;
                 let snapshot = parse(reading, &parts, (shared, fields, &mut local), &what)?;
                 snapshots.push(Some(snapshot));
@@ -288,7 +288,7 @@ impl ManyReader {
                     let bytes = stored.section(id, &mut decompressor).map_err(|cause| {
                         StoreError::BadDocument {
                             what: what(index),
-                            cause,
+                            cause: cause.to_string(),
                         }
                     })?;
                     self.sections.insert(id, bytes);
@@ -326,7 +326,7 @@ fn parse(
         None => {
             let text = content::assemble_slots(parts).map_err(|cause| StoreError::BadDocument {
                 what: what.to_string(),
-                cause,
+                cause: cause.to_string(),
             })?;
             from_stored(&text, what)
         }

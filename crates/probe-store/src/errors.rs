@@ -84,8 +84,12 @@ pub enum StoreError {
     DeadlinePassed { store: String, waited_s: u64 },
     /// A store location or connection setting that cannot be used (`--store`, `PROBE_STORE`,
     /// the config file, `PGSERVICE`, ...).
-    #[error("store {store}: {cause}")]
-    BadLocation { store: String, cause: String },
+    #[error("store {store}: {source}")]
+    BadLocation {
+        store: String,
+        #[source]
+        source: crate::LocationError,
+    },
     /// The shared store refuses a snapshot collected with `--no-redact`.
     #[error(
         "store {store}: snapshot {id} was collected with --no-redact; a shared store accepts \

@@ -47,7 +47,7 @@ pub use audit::{AuditRun, StoredAudit, runner_name};
 pub use document::{from_json, to_json};
 pub use errors::StoreError;
 pub use fingerprint::Fingerprint;
-pub use postgres::conninfo::{PgEnv, is_postgres, redact as redact_location};
+pub use postgres::conninfo::{LocationError, PgEnv, is_postgres, redact as redact_location};
 pub use postgres::{MIGRATION_TIMEOUT, OPERATION_TIMEOUT, PG_SCHEMA, PgStore};
 pub use schema::STORE_SCHEMA_VERSION;
 pub use selector::{HostPoint, Selector, parse_host_reference};

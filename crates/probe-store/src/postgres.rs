@@ -123,9 +123,9 @@ impl PgStore {
         let timeout = timeout.max(Duration::from_secs(1));
         let migration = migration.max(Duration::from_secs(1));
         let redacted = conninfo::redact(location);
-        let bad = |cause: String| StoreError::BadLocation {
+        let bad = |source: conninfo::LocationError| StoreError::BadLocation {
             store: redacted.clone(),
-            cause,
+            source,
         };
         let resolved = conninfo::resolve(location, env).map_err(bad)?;
         for note in &resolved.notes {
@@ -153,7 +153,7 @@ impl PgStore {
             .thread_name("probe-store-pg")
             .enable_all()
             .build()
-            .map_err(|err| bad(format!("cannot start the store's runtime: {err}")))?;
+            .map_err(|err| bad(format!("cannot start the store's runtime: {err}").into()))?;
         let manager = Manager::from_config(
             config,
             connector,
@@ -163,7 +163,7 @@ impl PgStore {
         );
         let pool = {
             let _entered = runtime.enter();
-            pool(manager, connect_timeout, session).map_err(bad)?
+            pool(manager, connect_timeout, session).map_err(|cause| bad(cause.into()))?
         };
         let store = PgStore {
             location: redacted,
@@ -298,7 +298,10 @@ impl PgStore {
             .map(|stored| {
                 stored
                     .assemble(&mut SectionCache::default())
-                    .map_err(|cause| StoreError::BadDocument { what, cause })
+                    .map_err(|cause| StoreError::BadDocument {
+                        what,
+                        cause: cause.to_string(),
+                    })
             })
             .transpose()
     }

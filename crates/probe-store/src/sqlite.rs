@@ -169,7 +169,7 @@ impl SqliteStore {
                     .assemble(&mut SectionCache::default())
                     .map_err(|cause| StoreError::BadDocument {
                         what: format!("{id} in {}", self.path.display()),
-                        cause,
+                        cause: cause.to_string(),
                     })
             })
             .transpose()

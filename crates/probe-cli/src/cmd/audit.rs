@@ -646,27 +646,24 @@ fn engines_of(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<EngineVersi
     let mut seen = BTreeSet::new();
     let mut engines = Vec::new();
     for launch in launches {
-        if launch.source.running && seen.insert(launch.engine.as_str().to_string()) {
+        if launch.source.running && seen.insert(launch.engine) {
             engines.push(EngineVersion {
-                engine: launch.engine.as_str().to_string(),
+                engine: launch.engine,
                 version: launch.engine_version.clone(),
             });
         }
     }
     for process in &snapshot.processes {
-        if let Some(engine) = &process.engine.map(|e| e.as_str().to_string())
-            && seen.insert(engine.clone())
+        if let Some(engine) = process.engine
+            && seen.insert(engine)
         {
             let version = snapshot
                 .python_envs
                 .iter()
                 .flat_map(|env| env.packages.iter())
-                .find(|package| &package.name == engine)
+                .find(|package| package.name == engine.as_str())
                 .map(|package| package.version.clone());
-            engines.push(EngineVersion {
-                engine: engine.clone(),
-                version,
-            });
+            engines.push(EngineVersion { engine, version });
         }
     }
     engines

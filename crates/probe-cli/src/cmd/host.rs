@@ -56,8 +56,9 @@ pub async fn run(ctx: &Ctx, args: HostArgs) -> Result<u8> {
                     not_stored += 1;
                 }
                 incomplete |= !probe_collect::lost_sections(&live.snapshot).is_empty();
-                reports.push(crate::report::build_with(
+                reports.push(crate::report::build_from(
                     &live.snapshot,
+                    live.launches,
                     live.previous.as_ref(),
                     live.stored,
                     live.notices,
@@ -109,6 +110,60 @@ fn exit_code(failures: &[HostFailure], total: usize, not_stored: usize, incomple
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stored snapshots' ids, oldest first.
+    fn stored_ids(store: &std::path::Path) -> Vec<String> {
+        let store = probe_store::open(&store.display().to_string()).expect("the store opens");
+        let mut metas = store.list(None).expect("the store lists");
+        metas.sort_by_key(|meta| meta.collected_at);
+        metas.into_iter().map(|meta| meta.id).collect()
+    }
+
+    /// `probe host local`, the whole command in this process (collection, servers asked,
+    /// store, report), into the store at `store`.
+    fn probe_host_local(runtime: &tokio::runtime::Runtime, store: &std::path::Path) -> u8 {
+        use clap::Parser;
+        let store = store.display().to_string();
+        let argv = [
+            "probe", "--store", &store, "--format", "json", "host", "local",
+        ];
+        let cli = crate::args::Cli::try_parse_from(argv).expect("the arguments parse");
+        let settings = crate::settings::Settings::resolve(&cli.global).expect("settings resolve");
+        let ctx = Ctx {
+            printer: crate::output::Printer::new(settings.format, None),
+            settings: Arc::new(settings),
+        };
+        runtime
+            .block_on(super::super::dispatch(cli.command, &ctx))
+            .expect("probe host runs")
+    }
+
+    /// One `probe host` reads each snapshot's launches once, on whichever thread: the
+    /// collection reads the new one to ask its servers and the report takes them on; the
+    /// previous snapshot is read once for the comparison.
+    #[test]
+    fn one_probe_host_reads_each_snapshot_once() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = dir.path().join("store.db");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        for _ in 0..2 {
+            let code = probe_host_local(&runtime, &store);
+            assert!(
+                [exit_codes::OK, exit_codes::INCOMPLETE].contains(&code),
+                "exit {code}"
+            );
+        }
+        let ids = stored_ids(&store);
+        let [first, second] = ids.as_slice() else {
+            panic!("two snapshots stored: {ids:?}");
+        };
+        // The first: once when collected, once as the second's previous snapshot.
+        assert_eq!(probe_launch::snapshot_readings_of(first), 2, "{first}");
+        assert_eq!(probe_launch::snapshot_readings_of(second), 1, "{second}");
+    }
 
     #[test]
     fn exit_code_by_severity_with_incomplete_snapshots_last() {

@@ -190,6 +190,8 @@ pub async fn dispatch(command: Command, ctx: &Ctx) -> Result<u8> {
 #[derive(Debug)]
 pub struct LiveSnapshot {
     pub snapshot: Snapshot,
+    /// Every launch of `snapshot`, read once by the collection.
+    pub launches: Vec<probe_model::LaunchConfig>,
     pub previous: Option<Snapshot>,
     pub stored: bool,
     pub notices: Vec<String>,
@@ -268,6 +270,7 @@ fn store_live(
     };
     Ok(LiveSnapshot {
         snapshot: collected.snapshot,
+        launches: collected.launches,
         previous,
         stored,
         notices,

@@ -186,7 +186,8 @@ fn host_line(
         };
         host_vars.insert(key.to_string(), value.to_string());
     }
-    let names = expand_range(pattern).map_err(|cause| error(path, Some(line_number), cause))?;
+    let names =
+        expand_range(pattern).map_err(|cause| error(path, Some(line_number), cause.to_string()))?;
     let mut hosts = Vec::new();
     for name in names {
         if !valid_host_name(&name) {
@@ -392,13 +393,27 @@ fn split_words(line: &str) -> Option<Vec<String>> {
     Some(words)
 }
 
+/// A host range that cannot be expanded (the pattern as written).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RangeError {
+    #[error("host range in {0:?} is missing `]`")]
+    Unclosed(String),
+    #[error("bad stride in host range {0:?}")]
+    Stride(String),
+    #[error("bad host range {0:?} (expected [start:end])")]
+    Shape(String),
+    /// Ends out of order, over 10,000 names, or not numbers or single letters.
+    #[error("bad host range {0:?}")]
+    Ends(String),
+}
+
 /// `gpu[01:03].lab` -> gpu01.lab, gpu02.lab, gpu03.lab; `n[a:c]`; `[1:9:2]` with a stride.
-pub(super) fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
+pub(super) fn expand_range(pattern: &str) -> Result<Vec<String>, RangeError> {
     let Some(open) = pattern.find('[') else {
         return Ok(vec![pattern.to_string()]);
     };
     let Some(close_rel) = pattern.get(open..).and_then(|rest| rest.find(']')) else {
-        return Err(format!("host range in {pattern:?} is missing `]`"));
+        return Err(RangeError::Unclosed(pattern.to_string()));
     };
     let close = open + close_rel;
     let head = pattern.get(..open).unwrap_or("");
@@ -414,14 +429,14 @@ pub(super) fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
                 .parse::<usize>()
                 .ok()
                 .filter(|s| *s > 0)
-                .ok_or_else(|| format!("bad stride in host range {pattern:?}"))?,
+                .ok_or_else(|| RangeError::Stride(pattern.to_string()))?,
         ),
-        _ => return Err(format!("bad host range {pattern:?} (expected [start:end])")),
+        _ => return Err(RangeError::Shape(pattern.to_string())),
     };
     let mut items = Vec::new();
     if let (Ok(first), Ok(last)) = (start.parse::<u64>(), end.parse::<u64>()) {
         if first > last || last - first > 10_000 {
-            return Err(format!("bad host range {pattern:?}"));
+            return Err(RangeError::Ends(pattern.to_string()));
         }
         let width = if start.starts_with('0') && start.len() > 1 {
             start.len()
@@ -435,10 +450,10 @@ pub(super) fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
         }
     } else {
         let (Some(first), Some(last)) = (single_char(start), single_char(end)) else {
-            return Err(format!("bad host range {pattern:?}"));
+            return Err(RangeError::Ends(pattern.to_string()));
         };
         if first > last {
-            return Err(format!("bad host range {pattern:?}"));
+            return Err(RangeError::Ends(pattern.to_string()));
         }
         items.extend(
             (first..=last)

@@ -113,7 +113,7 @@ impl Walker<'_> {
                 }
             }
             for expanded in super::ini::expand_range(&host)
-                .map_err(|cause| error(self.path, line_of(self.text, &host), cause))?
+                .map_err(|cause| error(self.path, line_of(self.text, &host), cause.to_string()))?
             {
                 if !valid_host_name(&expanded) {
                     return Err(error(

@@ -34,7 +34,7 @@ pub fn audit_doc(records: &[AuditRecord], summary: &AuditSummary) -> Doc {
                 .iter()
                 .map(|e| match &e.version {
                     Some(v) => format!("{} {v}", e.engine),
-                    None => e.engine.clone(),
+                    None => e.engine.to_string(),
                 })
                 .collect::<Vec<_>>()
                 .join(", ");

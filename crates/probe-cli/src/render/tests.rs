@@ -341,7 +341,7 @@ fn audit() -> (Vec<AuditRecord>, AuditSummary) {
                 "package:sglang: 0.5.3 -> 0.5.4".into(),
             ],
             engines: vec![EngineVersion {
-                engine: "sglang".into(),
+                engine: probe_model::Engine::Sglang,
                 version: Some("0.5.4".into()),
             }],
             previous_snapshot_id: Some("x".into()),

@@ -383,7 +383,10 @@ fn audit_all_hosts_with_unreachable_and_wrong_key() {
     assert_eq!(status_of("wrongkey"), AuditStatus::HostKeyRefused);
     let sglang = records.iter().find(|r| r.host == "sglang-hybrid").unwrap();
     assert!(
-        sglang.engines.iter().any(|e| e.engine == "sglang"),
+        sglang
+            .engines
+            .iter()
+            .any(|e| e.engine == probe_model::Engine::Sglang),
         "{sglang:?}"
     );
     assert_eq!((summary.ok, summary.failed), (env.fleet.hosts.len(), 2));

@@ -148,7 +148,7 @@ fn lmdeploy_a_smaller_kv_cache_explains_the_drop() {
         .and_then(|c| c.verdict.as_ref())
         .expect("the cause's test");
     assert_eq!(cause.assessment, Assessment::Explains, "{cause:?}");
-    assert_eq!(cause.test, "kv-capacity");
+    assert_eq!(cause.test, probe_model::Test::KvCapacity);
     let n = |k: &str| cause.numbers.get(k).copied().unwrap_or(f64::NAN);
     assert_eq!(n("before"), 0.8);
     assert_eq!(n("after"), 0.4);

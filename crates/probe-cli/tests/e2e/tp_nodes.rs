@@ -157,7 +157,7 @@ fn tp_nodes_the_drop_in_explains_the_slower_decode() {
     for key in ["disable-custom-all-reduce", "env:NCCL_P2P_DISABLE"] {
         let change = diff.changes.iter().find(|c| c.key == key).unwrap();
         let v = change.verdict.as_ref().unwrap();
-        assert_eq!(v.test, "collective", "{key}");
+        assert_eq!(v.test, probe_model::Test::Collective, "{key}");
         assert_eq!(
             v.assessment,
             probe_model::Assessment::Explains,

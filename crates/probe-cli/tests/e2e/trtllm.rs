@@ -123,7 +123,7 @@ fn trtllm_a_smaller_batch_cap_explains_the_drop() {
         .and_then(|c| c.verdict.as_ref())
         .expect("the cause's test");
     assert_eq!(cause.assessment, Assessment::Explains, "{cause:?}");
-    assert_eq!(cause.test, "running-cap");
+    assert_eq!(cause.test, probe_model::Test::RunningCap);
     assert_eq!(cause.numbers.get("cap_before"), Some(&128.0));
     assert_eq!(cause.numbers.get("cap_after"), Some(&16.0));
     // The start-up line's limit follows from the option: its consequence, not a cause of its own.

@@ -113,7 +113,7 @@ fn one(runtime: &str, v: &Value) -> Option<ContainerInfo> {
     }
     let state = v.get("State");
     Some(ContainerInfo {
-        runtime: runtime.to_string(),
+        runtime: probe_model::ContainerRuntime::from_name(runtime),
         id: sanitize_line(id),
         name: v
             .get("Name")

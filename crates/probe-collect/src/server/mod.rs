@@ -60,9 +60,19 @@ pub struct Target {
     pub set: Vec<String>,
 }
 
+/// Why a server is not asked: it binds no IPv4 loopback address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotLoopback {
+    #[error("binds only {0}; probe asks loopback addresses only")]
+    Other(Ipv4Addr),
+    /// Not an IPv4 address (the first 60 characters of what the launch says).
+    #[error("binds {0:?}; probe asks IPv4 loopback addresses only")]
+    NotIpv4(String),
+}
+
 /// The address asked for a server bound to `host` (`None`: the engine's default bind): a
 /// loopback address as written, 127.0.0.1 for wildcard binds, nothing for other addresses.
-pub fn loopback_for(host: Option<&str>) -> Result<Ipv4Addr, String> {
+pub fn loopback_for(host: Option<&str>) -> Result<Ipv4Addr, NotLoopback> {
     let Some(h) = host.map(str::trim).filter(|h| !h.is_empty()) else {
         return Ok(Ipv4Addr::LOCALHOST);
     };
@@ -71,13 +81,8 @@ pub fn loopback_for(host: Option<&str>) -> Result<Ipv4Addr, String> {
         _ => match h.parse::<Ipv4Addr>() {
             Ok(ip) if ip.is_loopback() => Ok(ip),
             Ok(ip) if ip.is_unspecified() => Ok(Ipv4Addr::LOCALHOST),
-            Ok(ip) => Err(format!(
-                "binds only {ip}; probe asks loopback addresses only"
-            )),
-            Err(_) => Err(format!(
-                "binds {:?}; probe asks IPv4 loopback addresses only",
-                h.chars().take(60).collect::<String>()
-            )),
+            Ok(ip) => Err(NotLoopback::Other(ip)),
+            Err(_) => Err(NotLoopback::NotIpv4(h.chars().take(60).collect())),
         },
     }
 }
@@ -105,20 +110,25 @@ fn port_of(launch: &LaunchConfig, common: &serde_json::Value) -> Option<u16> {
 /// The servers to ask: one per running launch of an engine `configs/endpoints.toml` knows,
 /// one per address.
 pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
+    targets_of(snapshot, &probe_launch::launches_of(snapshot))
+}
+
+/// [`targets`], from the snapshot's launches already read.
+pub fn targets_of(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Vec<Target> {
     let cfg = endpoints();
     let mut out: Vec<Target> = Vec::new();
-    for launch in probe_launch::launches_of(snapshot) {
+    for launch in launches {
         if !launch.source.running || cfg.for_engine(launch.engine).is_none() {
             continue;
         }
-        let common = probe_launch::common::common_fields(&launch);
-        let Some(port) = port_of(&launch, &common) else {
+        let common = probe_launch::common::common_fields(launch);
+        let Some(port) = port_of(launch, &common) else {
             continue;
         };
         let host = common.get("host").and_then(value_str);
         let (ip, skip) = match loopback_for(host.as_deref()) {
             Ok(ip) => (Some(ip), None),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.to_string())),
         };
         if out
             .iter()
@@ -128,10 +138,10 @@ pub fn targets(snapshot: &Snapshot) -> Vec<Target> {
         }
         out.push(Target {
             engine: launch.engine,
-            launch: probe_launch::evidence_label(&launch),
+            launch: probe_launch::evidence_label(launch),
             ip,
             port,
-            started: probe_launch::run_start(snapshot, &launch),
+            started: probe_launch::run_start(snapshot, launch),
             skip,
             set: launch
                 .options
@@ -166,9 +176,22 @@ pub async fn ask_servers_after<F: Forward>(
     opts: &AskOptions,
     early: &[EarlyScrape],
 ) {
+    let launches = probe_launch::launches_of(snapshot);
+    ask_servers_of(fwd, snapshot, &launches, opts, early).await;
+}
+
+/// [`ask_servers_after`], for the snapshot's `launches` already read (asking a server changes
+/// `snapshot.servers`, never its launches).
+pub async fn ask_servers_of<F: Forward>(
+    fwd: &F,
+    snapshot: &mut Snapshot,
+    launches: &[LaunchConfig],
+    opts: &AskOptions,
+    early: &[EarlyScrape],
+) {
     let started = Instant::now();
     let redactor = opts.redact.then(Redactor::builtin);
-    for t in targets(snapshot) {
+    for t in targets_of(snapshot, launches) {
         let asked_at = remote_now(snapshot, started);
         let mut reading = ServerReading {
             engine: t.engine,

@@ -130,7 +130,7 @@ fn fields(
         }
         let subject =
             Subject::new(Area::Hardware, name, ChangeKind::Changed).values(Some(&bv), Some(&av));
-        push(out, &subject, format!("{}.{name}", gpu_key(a)));
+        push(out, &subject, gpu_key(a, name));
     }
 }
 
@@ -150,7 +150,7 @@ fn reasons(b: &GpuHealth, a: &GpuHealth, out: &mut Vec<(Change, bool)>) {
             _ => (Some(&value), None),
         };
         let subject = Subject::new(Area::Hardware, &name, kind).values(bv, av);
-        push(out, &subject, format!("{}.{name}", gpu_key(a)));
+        push(out, &subject, gpu_key(a, &name));
     }
 }
 

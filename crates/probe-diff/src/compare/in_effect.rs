@@ -2,7 +2,7 @@
 //! serving packages, the driver and CUDA, the model's revision and config, and the limits the
 //! engine resolved at start-up. Launch options are compared by [`super::compare_launches`].
 
-use probe_model::{Change, ChangeKind, ModelSummary, Run, RunPackage};
+use probe_model::{Change, ChangeKey, ChangeKind, KeyArea, ModelSummary, Run, RunPackage};
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for};
@@ -22,7 +22,14 @@ pub fn compare_runs(before: &Run, after: &Run) -> Vec<Change> {
         if let (Some(b), Some(a)) = (b, a)
             && b.trim() != a.trim()
         {
-            push_text(&mut changes, Area::Gpu, name, format!("gpu.{name}"), b, a);
+            push_text(
+                &mut changes,
+                Area::Gpu,
+                name,
+                ChangeKey::new(KeyArea::Gpus, name).to_string(),
+                b,
+                a,
+            );
         }
     }
     if let (Some(b), Some(a)) = (&before.model, &after.model) {
@@ -54,7 +61,7 @@ fn engine_version(before: &Run, after: &Run, changes: &mut Vec<Change>) {
             changes,
             Area::EngineVersion,
             "engine_version",
-            String::from("engine_version"),
+            ChangeKey::fixed(KeyArea::EngineVersion).to_string(),
             b,
             a,
         ),
@@ -69,8 +76,10 @@ fn engine_version(before: &Run, after: &Run, changes: &mut Vec<Change>) {
             let (bv, av) = (Value::from(note.as_str()), Value::from(a.trim()));
             let subject = Subject::new(Area::EngineVersion, "engine_version", ChangeKind::Changed)
                 .values(Some(&bv), Some(&av));
-            if let Some((mut change, false)) = change_for(&subject, String::from("engine_version"))
-            {
+            if let Some((mut change, false)) = change_for(
+                &subject,
+                ChangeKey::fixed(KeyArea::EngineVersion).to_string(),
+            ) {
                 change.explanation = format!(
                     "engine upgraded between the runs ({note} -> {}): kernels, scheduler and \
                      defaults may differ",
@@ -110,7 +119,7 @@ fn packages(before: &Run, after: &Run, changes: &mut Vec<Change>) {
                 changes,
                 Area::Package,
                 &a.name,
-                format!("package:{}", a.name),
+                ChangeKey::new(KeyArea::Package, a.name.as_str()).to_string(),
                 &bt,
                 &at,
             );
@@ -151,7 +160,7 @@ fn model(before: &ModelSummary, after: &ModelSummary, changes: &mut Vec<Change>)
                 changes,
                 Area::ModelConfig,
                 name,
-                format!("model_config.{name}"),
+                ChangeKey::new(KeyArea::RunModelConfig, name).to_string(),
                 &b,
                 &a,
             );
@@ -172,7 +181,9 @@ fn limits(before: &Run, after: &Run, changes: &mut Vec<Change>) {
         };
         let subject =
             Subject::new(Area::Limit, name, ChangeKind::Changed).values(Some(&bv), Some(&av));
-        if let Some((change, false)) = change_for(&subject, format!("limit:{name}")) {
+        if let Some((change, false)) =
+            change_for(&subject, ChangeKey::new(KeyArea::Limit, name).to_string())
+        {
             changes.push(change);
         }
     }

@@ -10,6 +10,9 @@
 mod hardware;
 mod in_effect;
 pub(crate) mod launch;
+mod launch_env;
+mod launch_options;
+mod launch_sides;
 mod limits;
 mod options;
 mod server;

@@ -3,7 +3,7 @@
 //! revision and config, and the limits the engine resolved at start-up. One host over time or
 //! two hosts alike; what the snapshot-level comparison already says is not said twice.
 
-use probe_model::{Change, LaunchConfig, Run, Snapshot};
+use probe_model::{Change, ChangeKey, KeyArea, LaunchConfig, Run, Snapshot};
 
 use super::in_effect::compare_runs;
 use crate::analysis::Analysis;
@@ -71,18 +71,22 @@ fn latest_run<'a>(
 /// subject (`package:torch` for `package:torch@/venv/bin/python`) with the same values, or a
 /// model config field when the snapshots' model configs already differ.
 fn echoes(change: &Change, existing: &[Change]) -> bool {
-    let subject = |key: &str| -> String {
-        let key = key.split('@').next().unwrap_or(key);
-        match key.split_once(':') {
-            Some((head, tail)) => format!("{}:{tail}", head.rsplit('/').next().unwrap_or(head)),
-            None => key.rsplit('/').next().unwrap_or(key).to_string(),
+    // The key without its server and its package's interpreter.
+    let subject = |key: &str| -> ChangeKey {
+        let mut key = ChangeKey::parse(key);
+        key.server = None;
+        if key.area == KeyArea::Package {
+            key.of = None;
         }
+        key
     };
     let mine = subject(&change.key);
     // The run's model summary restates config fields the snapshots compare one by one.
-    let model_field = mine.starts_with("model_config.");
+    let model_field = mine.area == KeyArea::RunModelConfig;
+    let model_config =
+        |key: &ChangeKey| matches!(key.area, KeyArea::ModelConfig | KeyArea::RunModelConfig);
     existing.iter().any(|other| {
-        (model_field && subject(&other.key).starts_with("model_config"))
+        (model_field && model_config(&subject(&other.key)))
             || other.key == change.key
             || (subject(&other.key) == mine
                 && other.before == change.before

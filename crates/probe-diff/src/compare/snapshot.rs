@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use probe_model::KeyArea;
 use probe_model::{
     Change, ChangeKind, ComputeApp, Gpu, Impact, LaunchConfig, MetricComparison, MetricSummary,
     ModelConfig, PythonEnv, SCHEMA_VERSION, Snapshot, SnapshotDiff, SnapshotRef, SourceKind,
@@ -115,14 +116,13 @@ pub(crate) fn compare_areas<'a>(
 fn drop_engine_version_echoes(changes: Vec<Change>) -> Vec<Change> {
     let package_versions: Vec<(Option<Value>, Option<Value>)> = changes
         .iter()
-        .filter(|change| change.key.starts_with("package:"))
+        .filter(|change| change.key_area() == KeyArea::Package)
         .map(|change| (change.before.clone(), change.after.clone()))
         .collect();
     changes
         .into_iter()
         .filter(|change| {
-            let is_engine_version =
-                change.key == "engine_version" || change.key.ends_with("/engine_version");
+            let is_engine_version = change.key_area() == KeyArea::EngineVersion;
             !(is_engine_version
                 && package_versions
                     .iter()

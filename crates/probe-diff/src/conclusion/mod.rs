@@ -4,6 +4,7 @@
 //! into the verdict of `probe diff` and of a host report's "against the previous launch", with
 //! the rollback and restore text.
 
+mod host;
 mod measured;
 mod previous;
 mod running_metrics;
@@ -11,6 +12,7 @@ mod shape;
 mod snapshots;
 mod within;
 
+pub use host::{HostConclusions, host_conclusions};
 pub use previous::previous_launch_diff;
 
 use probe_model::{RunMetrics, Snapshot};

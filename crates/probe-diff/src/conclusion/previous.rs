@@ -171,9 +171,8 @@ fn symptoms(
     let Sides {
         before,
         after,
-        previous,
         current,
-        runs,
+        ..
     } = *sides;
     let mut after_stats = period_metrics(points, current);
     after_stats
@@ -207,6 +206,35 @@ fn symptoms(
         &evidence_label(stand_in),
         &evidence_label(after),
     );
+    note_periods(sides, (period, stand_in), diff);
+    diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
+    diff.metrics = comparisons;
+    diff.symptoms = symptoms;
+    rank(&mut diff.symptoms);
+    explain::link_mechanisms(diff, after);
+    judge(
+        snapshot,
+        analysis,
+        (periods, points),
+        sides,
+        (period, stand_in),
+        diff,
+    );
+}
+
+/// Which periods the metrics compare, and why those: the note and the two compared runs.
+fn note_periods(
+    sides: &Sides<'_>,
+    (period, stand_in): (&RunPeriod, &LaunchConfig),
+    diff: &mut LaunchDiff,
+) {
+    let Sides {
+        before,
+        after,
+        previous,
+        current,
+        runs,
+    } = *sides;
     let mut note = format!(
         "means while {} vs while {}",
         describe(stand_in, period),
@@ -229,11 +257,26 @@ fn symptoms(
         compared("before", period, stand_in, runs.0, why_before),
         compared("after", current, after, runs.1, "the running run"),
     ];
-    diff.load_note = load_note(&comparisons, before_stats.idle, after_stats.idle);
-    diff.metrics = comparisons;
-    diff.symptoms = symptoms;
-    rank(&mut diff.symptoms);
-    explain::link_mechanisms(diff, after);
+}
+
+/// The changes of `diff` held against its symptoms: which do not explain them (the same change
+/// between earlier runs whose metrics held), then the verdict, with what would restore the
+/// earlier launch where a cause explains or nothing does.
+fn judge(
+    snapshot: &Snapshot,
+    analysis: &Analysis,
+    (periods, points): (&[RunPeriod], &ServerPoints),
+    sides: &Sides<'_>,
+    (period, stand_in): (&RunPeriod, &LaunchConfig),
+    diff: &mut LaunchDiff,
+) {
+    let Sides {
+        before,
+        after,
+        current,
+        runs,
+        ..
+    } = *sides;
     let (lines, held_across) = explain::not_explaining(
         snapshot,
         analysis,

@@ -13,7 +13,8 @@ use crate::impact::{Area, Subject, change_for};
 pub(crate) fn judge_by_running_runs(changes: &mut [Change], running: &[MetricComparison]) {
     let mut demoted = false;
     for change in changes.iter_mut() {
-        let Some(name) = change.key.strip_prefix("metric:") else {
+        let Some(name) = probe_model::ChangeKey::name_in(&change.key, probe_model::KeyArea::Metric)
+        else {
             continue;
         };
         let Some(compared) = running.iter().find(|m| m.name == name) else {
@@ -54,7 +55,9 @@ pub(crate) fn judge_by_running_runs(changes: &mut [Change], running: &[MetricCom
     }
     if demoted {
         // Stable: the rest keep their ranked order.
-        changes.sort_by_key(|c| c.key.starts_with("metric:") && c.impact == Impact::None);
+        changes.sort_by_key(|c| {
+            c.key_area() == probe_model::KeyArea::Metric && c.impact == Impact::None
+        });
     }
 }
 

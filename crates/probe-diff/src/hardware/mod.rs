@@ -14,6 +14,7 @@ use probe_model::{
     KernelFault, LoadedLib, ProcessRole, PythonEnv, Snapshot, TimeBounds, Timeline, TimelineEvent,
     TimelineEventKind, UnixTime,
 };
+use probe_model::{ChangeKey, KeyArea};
 use serde_json::Value;
 
 use crate::impact::{Area, Subject, change_for};
@@ -260,7 +261,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
             out.push(Finding {
                 pid: None,
                 id: "sw-power-cap",
-                key: format!("{}.power_cap", gpu_key(g)),
+                key: gpu_key(g, "power_cap"),
                 evidence: format!(
                     "{} throttled by {what}: {how}{}",
                     gpu_name(g),
@@ -284,7 +285,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
             out.push(Finding {
                 pid: None,
                 id: "thermal-slowdown",
-                key: format!("{}.slowdown", gpu_key(g)),
+                key: gpu_key(g, "slowdown"),
                 evidence: format!(
                     "{} clocks slowed ({}){temp}{slow}{}",
                     gpu_name(g),
@@ -297,7 +298,7 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
             out.push(Finding {
                 pid: None,
                 id: "persistence-off",
-                key: format!("{}.persistence_mode", gpu_key(g)),
+                key: gpu_key(g, "persistence_mode"),
                 evidence: format!("{} persistence mode is off", gpu_name(g)),
             });
         }
@@ -305,11 +306,12 @@ fn throttling(snapshot: &Snapshot, previous: Option<&Snapshot>) -> Vec<Finding> 
     out
 }
 
-pub(crate) fn gpu_key(g: &GpuHealth) -> String {
-    match g.index {
-        Some(i) => format!("gpu:{i}"),
-        None => format!("gpu:{}", g.pci_bus_id.as_deref().unwrap_or("?")),
-    }
+pub(crate) fn gpu_key(g: &GpuHealth, field: &str) -> String {
+    let gpu = match g.index {
+        Some(i) => i.to_string(),
+        None => g.pci_bus_id.as_deref().unwrap_or("?").to_string(),
+    };
+    ChangeKey::new(KeyArea::Gpu, field).of(gpu).to_string()
 }
 
 fn links(snapshot: &Snapshot) -> Vec<Finding> {
@@ -338,7 +340,7 @@ fn links(snapshot: &Snapshot) -> Vec<Finding> {
         out.push(Finding {
             pid: None,
             id: "pcie-below-max",
-            key: format!("{}.pcie_link", gpu_key(g)),
+            key: gpu_key(g, "pcie_link"),
             evidence: format!(
                 "{} PCIe link gen {} x{} (max gen {} x{})",
                 gpu_name(g),
@@ -429,7 +431,11 @@ pub(crate) fn faults(faults: &[KernelFault], restarts: &[UnixTime]) -> Vec<Findi
         out.push(Finding {
             pid: None,
             id,
-            key: format!("kernel:{}", label.to_ascii_lowercase().replace(' ', "_")),
+            key: ChangeKey::new(
+                KeyArea::Kernel,
+                label.to_ascii_lowercase().replace(' ', "_"),
+            )
+            .to_string(),
             evidence,
         });
         if out.len() >= 8 {
@@ -470,7 +476,7 @@ fn foreign_processes(snapshot: &Snapshot, state: &HardwareState) -> Vec<Finding>
         out.push(Finding {
             pid: p.pid,
             id: "foreign-gpu-process",
-            key: format!("gpu-process:{}", p.pid.unwrap_or(0)),
+            key: ChangeKey::new(KeyArea::GpuProcess, p.pid.unwrap_or(0).to_string()).to_string(),
             evidence: format!(
                 "{gpu}: pid {} ({}) of user {user} holds {:.1} GiB",
                 p.pid.map_or("?".into(), |x| x.to_string()),
@@ -548,7 +554,7 @@ fn libraries(libs: &[LoadedLib]) -> Vec<Finding> {
         out.push(Finding {
             pid: Some(l.pid),
             id: "lib-not-from-wheel",
-            key: format!("lib:{}", l.name),
+            key: ChangeKey::new(KeyArea::Lib, l.name.as_str()).to_string(),
             evidence: format!(
                 "pid {} loaded {}{v} from {}, but the environment's wheel is {wheel} {wv}",
                 l.pid, l.name, l.path
@@ -565,7 +571,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
             out.push(Finding {
                 pid: None,
                 id: "ecc-uncorrected",
-                key: format!("{}.ecc", gpu_key(g)),
+                key: gpu_key(g, "ecc"),
                 evidence: format!(
                     "{} {n} uncorrected ECC errors since the driver loaded",
                     gpu_name(g)
@@ -585,7 +591,7 @@ fn memory_health(gpus: &[GpuHealth]) -> Vec<Finding> {
             out.push(Finding {
                 pid: None,
                 id: "memory-remap",
-                key: format!("{}.remapped_rows", gpu_key(g)),
+                key: gpu_key(g, "remapped_rows"),
                 evidence: format!("{} {what}", gpu_name(g)),
             });
         }

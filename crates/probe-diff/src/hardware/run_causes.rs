@@ -8,6 +8,7 @@ use probe_model::{
     Change, ChangeKind, GpuHealth, HardwareState, KernelFault, Run, RunHardware,
     RunHardwareFinding, RunPowerLimit, Snapshot, UnixTime,
 };
+use probe_model::{ChangeKey, KeyArea};
 use serde_json::Value;
 
 use super::{
@@ -191,7 +192,7 @@ pub fn run_causes(before: &Run, after: &Run) -> Vec<Change> {
         .filter(|f| !had(f))
         .filter_map(|f| {
             let mut change = finding_change(&f.id, f.key.clone(), &f.evidence)?;
-            if after.running && !before.running && !f.key.starts_with("kernel:") {
+            if after.running && !before.running && ChangeKey::area_of(&f.key) != KeyArea::Kernel {
                 change.note = Some(String::from(
                     "read now, while this run runs; not known for the earlier run",
                 ));

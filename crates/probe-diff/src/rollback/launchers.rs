@@ -4,6 +4,7 @@
 //! started by `docker run`, and a process started by hand (stop the running one: nothing
 //! restarts it; then the earlier command).
 
+use probe_model::KeyArea;
 use probe_model::{
     ContainerInfo, DefiningFileRole, LaunchConfig, LaunchFileKind, Launcher, RollbackAction,
     RollbackStep, Snapshot,
@@ -22,13 +23,11 @@ pub(crate) struct ImageBack {
 
 /// The image change of the diff (`container:NAME.image`), with the earlier image by digest.
 pub(crate) fn image_back(before: &Snapshot, changes: &[probe_model::Change]) -> Option<ImageBack> {
-    let change = changes
-        .iter()
-        .find(|c| c.key.starts_with("container:") && c.key.ends_with(".image"))?;
-    let name = change
-        .key
-        .strip_prefix("container:")?
-        .strip_suffix(".image")?;
+    let (change, key) = changes.iter().find_map(|c| {
+        let key = c.parsed_key();
+        (key.area == KeyArea::Container && key.name == "image").then_some((c, key))
+    })?;
+    let name = key.of.as_deref()?;
     let earlier_image = super::text(change.before.as_ref())?;
     let now = super::text(change.after.as_ref())?;
     let repository = probe_model::image_repository(&earlier_image);

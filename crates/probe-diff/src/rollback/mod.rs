@@ -12,6 +12,7 @@ mod unit_text;
 mod verify;
 pub(crate) mod words;
 
+use probe_model::KeyArea;
 use probe_model::{
     Change, LaunchConfig, LaunchOrigin, Launcher, RollbackAction, RollbackPlan, RollbackStep,
     Snapshot, SnapshotDiff,
@@ -94,7 +95,7 @@ fn launch_edits(
     let mut flags = Vec::new();
     let mut envs: Vec<EnvEdit> = Vec::new();
     for c in changes {
-        if let Some(var) = c.key.strip_prefix("env:") {
+        if let Some(var) = c.key_name(KeyArea::Env) {
             envs.push(EnvEdit {
                 var: var.to_string(),
                 before: text(c.before.as_ref()),
@@ -335,7 +336,8 @@ fn steps_for(
             why: String::from("a driver is not changed by a script line"),
         });
     }
-    for change in changes.iter().filter(|c| c.key.starts_with("model")) {
+    let model = |c: &&Change| matches!(c.key_area(), KeyArea::Model | KeyArea::ModelConfig);
+    for change in changes.iter().filter(model) {
         if let Some(was) = text(change.before.as_ref()) {
             host_steps.push(RollbackStep {
                 action: RollbackAction::Manual {

@@ -3,7 +3,7 @@
 //! `systemctl revert` would also drop. Shared by the plan (`rollback`) and the host report's
 //! restore text (`verdict::restore`), which stands on it.
 
-use probe_model::{Change, LaunchConfig, SourceKind, SystemdUnit};
+use probe_model::{Change, KeyArea, LaunchConfig, SourceKind, SystemdUnit};
 use serde_json::Value;
 
 /// Characters that need no quoting in a POSIX shell word.
@@ -75,8 +75,8 @@ pub(crate) fn differing_flags(
                 .or_else(|| c.before_written.clone())
                 .or_else(|| {
                     let value = text(c.before.as_ref())?;
-                    c.key
-                        .starts_with("speculative")
+                    c.parsed_key()
+                        .is_speculative()
                         .then(|| format!("{} = {value}", c.key))
                 })
         })
@@ -87,8 +87,10 @@ pub(crate) fn differing_flags(
 pub(crate) fn pins(changes: &[Change], interpreter: Option<&str>) -> Option<String> {
     let mut pinned: Vec<String> = Vec::new();
     for change in changes {
-        let name = match change.key.as_str() {
-            key if key.starts_with("package:") => key.trim_start_matches("package:").to_string(),
+        let key = change.parsed_key();
+        let name = match (key.area, key.of) {
+            (KeyArea::Package, None) => key.name,
+            (KeyArea::Package, Some(of)) => format!("{}@{of}", key.name),
             _ => continue,
         };
         let Some(version) = text(change.before.as_ref()) else {

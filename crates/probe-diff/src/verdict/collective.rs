@@ -93,6 +93,33 @@ pub(super) fn assess(
             missing,
         );
     }
+    let step = Step {
+        text: steps,
+        added_ms: added,
+        running_after: ra.mean,
+    };
+    share_out(f, ctx, &step, tp, missing)
+}
+
+/// A decode step timed on both sides: how it is said, the time it gained, the running
+/// requests after.
+struct Step {
+    text: String,
+    added_ms: f64,
+    running_after: f64,
+}
+
+/// The time a slower decode step gained, shared out over the all-reduces it makes, held
+/// against what a slower all-reduce path adds (`[collective]`).
+fn share_out(
+    f: Finding,
+    ctx: &Ctx<'_>,
+    step: &Step,
+    tp: Option<f64>,
+    missing: &[String],
+) -> CauseVerdict {
+    let shape = ctx.shape;
+    let (steps, added) = (&step.text, step.added_ms);
     let (Some(layers), Some(hidden)) = (shape.layers, shape.hidden) else {
         return f.done(
             Assessment::Consistent,
@@ -106,7 +133,7 @@ pub(super) fn assess(
     let config = &ctx.config.collective;
     let count = config.all_reduces_per_layer * layers;
     let per = added * 1000.0 / count;
-    let kb = ra.mean * hidden * config.bytes_per_element / 1000.0;
+    let kb = step.running_after * hidden * config.bytes_per_element / 1000.0;
     let f = f
         .num("all_reduces_per_step", Some(count))
         .num("added_us_per_all_reduce", Some(per))
@@ -121,7 +148,7 @@ pub(super) fn assess(
         number(count),
         number(config.all_reduces_per_layer),
         number(layers),
-        number(ra.mean),
+        number(step.running_after),
         number(hidden),
         number(config.bytes_per_element),
         number(kb.round()),

@@ -113,7 +113,7 @@ fn all_reduce_path_against_the_decode_step() {
         let verdict = judge(&mut changes, &evidence);
         for change in &changes {
             let v = change.verdict.as_ref().expect("judged");
-            assert_eq!(v.test, "collective", "{what}");
+            assert_eq!(v.test, probe_model::Test::Collective, "{what}");
             assert_eq!(v.assessment, *want, "{what}: {}", v.reason);
             assert!(v.reason.contains(reason), "{what}: {}", v.reason);
         }

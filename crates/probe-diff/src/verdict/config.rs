@@ -9,63 +9,8 @@ use serde::Deserialize;
 /// The embedded file.
 pub const VERDICT_TOML: &str = include_str!("../../../../configs/verdict.toml");
 
-/// The test a cause is held to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Test {
-    /// A cap on concurrent requests or sequences: matters only where it binds.
-    RunningCap,
-    /// How many tokens the KV cache holds, or what sizes it: matters only where it fills.
-    KvCapacity,
-    /// Speculative decoding: held against accept length and acceptance rate.
-    Speculative,
-    /// How many layers sit on the GPU: held against the engines' offloaded-layers lines.
-    GpuLayers,
-    /// Weights or KV cache held in host memory (CPU offload, KV offload).
-    Offload,
-    /// What sizes a KV cache an engine allocates whole at load (context length x parallel
-    /// sequences): matters by the layers it pushed off the GPU.
-    KvSize,
-    /// More models kept loaded beside the served one (how many, for how long): they matter by
-    /// the GPU memory they hold, so they are held against the layers each run put on the GPU.
-    Resident,
-    /// GPU state: held against clocks, power and throttle reasons.
-    Hardware,
-    /// The prefill tokens one step takes: held against TTFT, the queue and the prompt length.
-    PrefillBudget,
-    /// Prefix caching on or off: held against the cache hit rate.
-    PrefixCache,
-    /// Tensor-parallel communication (custom all-reduce, NCCL transports, topology, parallel
-    /// sizes): held against the per-step decode time, over the all-reduces a step makes.
-    Collective,
-    /// CUDA graphs captured for decode or not: held against the time per output token.
-    CudaGraphs,
-    /// Engine, packages, driver, CUDA.
-    Version,
-    /// No mechanism in numbers.
-    Other,
-}
-
-impl Test {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Test::RunningCap => "running-cap",
-            Test::KvCapacity => "kv-capacity",
-            Test::Speculative => "speculative",
-            Test::GpuLayers => "gpu-layers",
-            Test::Offload => "offload",
-            Test::Resident => "resident",
-            Test::KvSize => "kv-size",
-            Test::Hardware => "hardware",
-            Test::PrefillBudget => "prefill-budget",
-            Test::PrefixCache => "prefix-cache",
-            Test::Collective => "collective",
-            Test::CudaGraphs => "cuda-graphs",
-            Test::Version => "version",
-            Test::Other => "other",
-        }
-    }
-}
+/// The test a cause is held to (probe-model's, as verdicts carry it).
+pub use probe_model::Test;
 
 /// One `[[check]]`.
 #[derive(Debug, Clone, Deserialize)]

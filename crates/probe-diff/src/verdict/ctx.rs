@@ -86,7 +86,7 @@ impl Finding {
     ) -> CauseVerdict {
         CauseVerdict {
             assessment,
-            test: self.test.as_str().to_string(),
+            test: self.test,
             reason,
             numbers: self.numbers,
             missing: if assessment == Assessment::Consistent {

@@ -139,14 +139,7 @@ fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]
             missing,
         );
     };
-    let before_text = match (flag_before, before) {
-        (None, Some(b)) if resolved_before => {
-            format!("the default, {} as the earlier run resolved it,", number(b))
-        }
-        (None, Some(b)) => format!("the default, {} for that version,", number(b)),
-        (_, Some(b)) => number(b),
-        (_, None) => String::from("the default"),
-    };
+    let before_text = budget_text(flag_before, before, resolved_before);
     if before.is_some_and(|b| after >= b) {
         let reason = format!(
             "the prefill budget rose or held ({before_text} -> {} tokens): a prompt takes as \
@@ -168,7 +161,6 @@ fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]
         );
         return f.done(Assessment::RuledOut, reason, missing);
     }
-    let steps = |budget: f64, prompt: f64| (prompt / budget).ceil();
     let Some(prompt) = prompt else {
         let reason = format!(
             "the prefill budget fell ({before_text} -> {} tokens){}; the prompt length is not \
@@ -178,6 +170,33 @@ fn prefill_budget(change: &Change, ctx: &Ctx<'_>, f: Finding, missing: &[String]
         );
         return f.done(Assessment::Consistent, reason, missing);
     };
+    prompt_steps(f, ctx, (before, after), prompt, &before_text, missing)
+}
+
+/// How the earlier budget is said: the flag as set, else the default as the earlier run
+/// resolved it or as the catalog has it for that version.
+fn budget_text(flag: Option<f64>, before: Option<f64>, resolved: bool) -> String {
+    match (flag, before) {
+        (None, Some(b)) if resolved => {
+            format!("the default, {} as the earlier run resolved it,", number(b))
+        }
+        (None, Some(b)) => format!("the default, {} for that version,", number(b)),
+        (_, Some(b)) => number(b),
+        (_, None) => String::from("the default"),
+    }
+}
+
+/// A prefill budget that fell, held against the prefill steps a prompt of the measured length
+/// takes and the queue.
+fn prompt_steps(
+    f: Finding,
+    ctx: &Ctx<'_>,
+    (before, after): (Option<f64>, f64),
+    prompt: f64,
+    before_text: &str,
+    missing: &[String],
+) -> CauseVerdict {
+    let steps = |budget: f64, prompt: f64| (prompt / budget).ceil();
     let more_steps = prompt > after;
     let steps_text = match before {
         Some(b) => format!(

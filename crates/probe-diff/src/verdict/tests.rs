@@ -454,7 +454,7 @@ fn gpu_layers_are_held_against_the_offloaded_layers_lines() {
         };
         judge(&mut changes, &evidence);
         let v = verdict_of(&changes, "n-gpu-layers");
-        assert_eq!(v.test, "gpu-layers");
+        assert_eq!(v.test, probe_model::Test::GpuLayers);
         assert_eq!(v.assessment, *want, "{before:?} -> {after:?}: {v:#?}");
         assert!(
             v.reason.contains(text),

@@ -60,7 +60,7 @@ fn docker_process_and_its_container_are_one_running_launch() {
         processes: vec![inside],
         containers: vec![
             ContainerInfo {
-                runtime: "docker".into(),
+                runtime: probe_model::ContainerRuntime::Docker,
                 id: CONTAINER_ID.into(),
                 name: Some("vllm-llama".into()),
                 image: "vllm/vllm-openai:v0.11.0".into(),
@@ -72,7 +72,7 @@ fn docker_process_and_its_container_are_one_running_launch() {
             },
             // Another container (exited) with another configuration stays its own launch.
             ContainerInfo {
-                runtime: "docker".into(),
+                runtime: probe_model::ContainerRuntime::Docker,
                 id: "8b1e4d7c2a5f9e0b3c6d8a1f4e7b0c2d5a8f1e4b7c0d3a6f9e2b5c8d1a4f7e0b".into(),
                 name: Some("vllm-old".into()),
                 image: "vllm/vllm-openai:v0.10.2".into(),
@@ -247,7 +247,7 @@ fn an_exited_containers_run_ends_at_its_recorded_stop() {
     ];
     for (finished_at, want_end, evidence) in cases {
         let container = |name: &str, tag: &str, started_at: i64, state: &str| ContainerInfo {
-            runtime: "docker".into(),
+            runtime: probe_model::ContainerRuntime::Docker,
             id: format!("{name}-id"),
             name: Some(name.into()),
             image: format!("vllm/vllm-openai:{tag}"),

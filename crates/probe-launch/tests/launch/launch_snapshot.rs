@@ -54,7 +54,7 @@ fn snapshot() -> Snapshot {
             ..HistoryFile::default()
         }],
         containers: vec![ContainerInfo {
-            runtime: "docker".into(),
+            runtime: probe_model::ContainerRuntime::Docker,
             id: "abc".into(),
             name: Some("tgi".into()),
             image: "ghcr.io/huggingface/text-generation-inference:3.0.1".into(),

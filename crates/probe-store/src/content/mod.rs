@@ -21,11 +21,13 @@
 //! which, [`Stored::parts`] reads them back; a read decodes bases and the own frame, never a
 //! chain.
 
+mod error;
 mod plan;
 mod section;
 mod slots;
 mod stored;
 
+pub(crate) use error::ContentError;
 pub(crate) use plan::{Plan, Planned, layout_alone, plan};
 pub(crate) use section::{Section, WHOLE, split, top_level_entries};
 pub(crate) use slots::{Slot, decode_slots, encode_slots, slots_of};

@@ -1,6 +1,7 @@
 //! Planning a put: which slots of a snapshot are stored shared and which go into its own frame,
 //! compressed against the same host's earlier bases.
 
+use super::error::ContentError;
 use std::collections::HashMap;
 
 use super::section::Section;
@@ -58,7 +59,7 @@ impl Plan {
     }
 
     /// The stored slot list, once the new sections have ids (`new_ids`, in slot order).
-    pub fn slots_with(&self, new_ids: &[i64]) -> Result<Vec<Slot>, String> {
+    pub fn slots_with(&self, new_ids: &[i64]) -> Result<Vec<Slot>, ContentError> {
         let mut new_ids = new_ids.iter();
         self.slots
             .iter()
@@ -67,7 +68,7 @@ impl Plan {
                 Planned::New { .. } => new_ids
                     .next()
                     .map(|id| Slot::Shared(*id))
-                    .ok_or_else(|| "fewer new sections than planned".to_string()),
+                    .ok_or_else(|| ContentError::from("fewer new sections than planned")),
                 Planned::Own { base, depth, len } => Ok(Slot::Own {
                     base: *base,
                     depth: *depth,
@@ -87,7 +88,7 @@ pub(crate) fn plan(
     slots: &[Section],
     known: &HashMap<[u8; 32], i64>,
     previous: Option<&Previous>,
-) -> Result<Plan, String> {
+) -> Result<Plan, ContentError> {
     let mut planned = Vec::with_capacity(slots.len());
     let mut own: Vec<u8> = Vec::new();
     let mut dictionary: Vec<u8> = Vec::new();
@@ -163,7 +164,7 @@ pub(crate) fn plan(
 }
 
 /// A layout as a snapshot's only own slot, without a base (what a migrated snapshot keeps).
-pub(crate) fn layout_alone(layout: &str) -> Result<(Slot, Vec<u8>), String> {
+pub(crate) fn layout_alone(layout: &str) -> Result<(Slot, Vec<u8>), ContentError> {
     let slot = Slot::Own {
         base: None,
         depth: 1,
@@ -177,8 +178,8 @@ pub(crate) fn layout_alone(layout: &str) -> Result<(Slot, Vec<u8>), String> {
     Ok((slot, frame))
 }
 
-fn compress_own(own: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, String> {
-    let zstd = |err: std::io::Error| format!("zstd: {err}");
+fn compress_own(own: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, ContentError> {
+    let zstd = ContentError::Zstd;
     let mut compressor =
         zstd::bulk::Compressor::with_dictionary(OWN_LEVEL, dictionary).map_err(zstd)?;
     compressor

@@ -1,6 +1,7 @@
 //! Sections: a document split at its top level into content-addressed sections (exact bytes,
 //! SHA-256, zstd) and a layout of its scalars, and put back together byte for byte.
 
+use super::error::ContentError;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -32,8 +33,8 @@ impl Section {
     }
 
     /// The body as stored: zstd at [`ZSTD_LEVEL`].
-    pub fn compressed(&self) -> Result<Vec<u8>, String> {
-        zstd::bulk::compress(&self.bytes, ZSTD_LEVEL).map_err(|err| format!("zstd: {err}"))
+    pub fn compressed(&self) -> Result<Vec<u8>, ContentError> {
+        zstd::bulk::compress(&self.bytes, ZSTD_LEVEL).map_err(ContentError::Zstd)
     }
 }
 
@@ -48,7 +49,10 @@ pub(crate) struct Split {
 pub(crate) fn split(document: &str) -> Split {
     match split_object(document) {
         Some(split)
-            if assemble_parts(&split.layout, &split.sections).as_deref() == Ok(document) =>
+            if assemble_parts(&split.layout, &split.sections)
+                .ok()
+                .as_deref()
+                == Some(document) =>
         {
             split
         }
@@ -60,14 +64,14 @@ pub(crate) fn split(document: &str) -> Split {
 }
 
 /// Puts a document back together from its layout and the bytes of its sections (in order).
-pub(crate) fn assemble(layout: &str, sections: &[Vec<u8>]) -> Result<String, String> {
+pub(crate) fn assemble(layout: &str, sections: &[Vec<u8>]) -> Result<String, ContentError> {
     if layout == WHOLE {
         return match sections {
-            [whole] => String::from_utf8(whole.clone()).map_err(|err| err.to_string()),
-            _ => Err(format!(
+            [whole] => String::from_utf8(whole.clone()).map_err(ContentError::from),
+            _ => Err(ContentError::Damaged(format!(
                 "a whole-document layout needs 1 section, found {}",
                 sections.len()
-            )),
+            ))),
         };
     }
     let entries = top_level_entries(layout).ok_or("the layout is not a JSON object")?;
@@ -84,13 +88,13 @@ pub(crate) fn assemble(layout: &str, sections: &[Vec<u8>]) -> Result<String, Str
                 document.push_str(",\n");
             }
             document.push_str("  ");
-            document.push_str(&serde_json::to_string(key).map_err(|err| err.to_string())?);
+            document.push_str(&serde_json::to_string(key).map_err(ContentError::from)?);
             document.push_str(": ");
             if value.get() == "{}" {
                 let body = bodies
                     .next()
                     .ok_or("the layout names more sections than are stored")?;
-                document.push_str(std::str::from_utf8(body).map_err(|err| err.to_string())?);
+                document.push_str(std::str::from_utf8(body).map_err(ContentError::from)?);
             } else {
                 document.push_str(value.get());
             }
@@ -98,14 +102,16 @@ pub(crate) fn assemble(layout: &str, sections: &[Vec<u8>]) -> Result<String, Str
         document.push_str("\n}");
     }
     if bodies.next().is_some() {
-        return Err("more sections are stored than the layout names".into());
+        return Err(ContentError::from(
+            "more sections are stored than the layout names",
+        ));
     }
     Ok(document)
 }
 
 /// Decompresses a stored body and checks it against its address and size.
-pub(crate) fn decompress(body: &[u8], size: i64, hash: &[u8]) -> Result<Vec<u8>, String> {
-    let mut zstd = zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?;
+pub(crate) fn decompress(body: &[u8], size: i64, hash: &[u8]) -> Result<Vec<u8>, ContentError> {
+    let mut zstd = zstd::bulk::Decompressor::new().map_err(ContentError::Zstd)?;
     decompress_with(&mut zstd, body, size, hash)
 }
 
@@ -115,22 +121,22 @@ pub(super) fn decompress_with(
     body: &[u8],
     size: i64,
     hash: &[u8],
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ContentError> {
     let size = usize::try_from(size)
         .ok()
         .filter(|size| *size <= MAX_SECTION_BYTES)
-        .ok_or_else(|| format!("a section claims {size} bytes"))?;
-    let bytes = zstd
-        .decompress(body, size)
-        .map_err(|err| format!("zstd: {err}"))?;
+        .ok_or_else(|| ContentError::Damaged(format!("a section claims {size} bytes")))?;
+    let bytes = zstd.decompress(body, size).map_err(ContentError::Zstd)?;
     if bytes.len() != size {
-        return Err(format!(
+        return Err(ContentError::Damaged(format!(
             "a section decompressed to {} bytes, {size} were stored",
             bytes.len()
-        ));
+        )));
     }
     if Sha256::digest(&bytes).as_slice() != hash {
-        return Err("a section does not match its SHA-256 address".into());
+        return Err(ContentError::from(
+            "a section does not match its SHA-256 address",
+        ));
     }
     Ok(bytes)
 }
@@ -158,7 +164,7 @@ fn split_object(document: &str) -> Option<Split> {
     Some(Split { layout, sections })
 }
 
-fn assemble_parts(layout: &str, sections: &[Section]) -> Result<String, String> {
+fn assemble_parts(layout: &str, sections: &[Section]) -> Result<String, ContentError> {
     let bodies: Vec<Vec<u8>> = sections.iter().map(|s| s.bytes.clone()).collect();
     assemble(layout, &bodies)
 }

@@ -7,6 +7,7 @@
 //! slots' *bases* (shared sections of the same host's earlier version of that slot) as its
 //! dictionary. A read decodes each base (a frame alone) and the own frame: never a chain.
 
+use super::error::ContentError;
 use super::section::{MAX_SECTION_BYTES, Section, Split};
 
 /// How one slot of a stored snapshot is kept.
@@ -42,7 +43,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-fn get_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+fn get_varint(bytes: &[u8], at: &mut usize) -> Result<u64, ContentError> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *bytes.get(*at).ok_or("the slot list ends early")?;
@@ -52,7 +53,7 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
             return Ok(value);
         }
     }
-    Err("a number in the slot list is too long".into())
+    Err(ContentError::from("a number in the slot list is too long"))
 }
 
 /// The slot list as stored: a count, then per slot its section (0: none) and depth (0:
@@ -77,19 +78,21 @@ pub(crate) fn encode_slots(slots: &[Slot]) -> Vec<u8> {
 }
 
 /// Reads [`encode_slots`]'s output.
-pub(crate) fn decode_slots(bytes: &[u8]) -> Result<Vec<Slot>, String> {
+pub(crate) fn decode_slots(bytes: &[u8]) -> Result<Vec<Slot>, ContentError> {
     let mut at = 0;
     let count = get_varint(bytes, &mut at)?;
     if count > bytes.len() as u64 {
-        return Err(format!("the slot list claims {count} slots"));
+        return Err(ContentError::Damaged(format!(
+            "the slot list claims {count} slots"
+        )));
     }
     let mut slots = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        let id = i64::try_from(get_varint(bytes, &mut at)?).map_err(|err| err.to_string())?;
+        let id = i64::try_from(get_varint(bytes, &mut at)?).map_err(ContentError::from)?;
         let depth = get_varint(bytes, &mut at)?;
         if depth == 0 {
             if id == 0 {
-                return Err("a shared slot without its section".into());
+                return Err(ContentError::from("a shared slot without its section"));
             }
             slots.push(Slot::Shared(id));
         } else {
@@ -105,7 +108,7 @@ pub(crate) fn decode_slots(bytes: &[u8]) -> Result<Vec<Slot>, String> {
         }
     }
     if at != bytes.len() {
-        return Err("bytes after the slot list".into());
+        return Err(ContentError::from("bytes after the slot list"));
     }
     Ok(slots)
 }

@@ -1,6 +1,7 @@
 //! Reading a stored snapshot back: its slots' bytes from the shared sections (checked, cached
 //! across a batch) and its own frame, put back together.
 
+use super::error::ContentError;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ impl Previous {
 
 /// How [`Stored::parts`] gets a section's bytes.
 type ReadSection<'a> =
-    dyn FnMut(i64, &mut zstd::bulk::Decompressor<'_>) -> Result<Arc<[u8]>, String> + 'a;
+    dyn FnMut(i64, &mut zstd::bulk::Decompressor<'_>) -> Result<Arc<[u8]>, ContentError> + 'a;
 
 /// The bytes of one slot, and the shared section they are (`None`: the snapshot's own).
 pub(crate) type Part = (Option<i64>, Arc<[u8]>);
@@ -43,8 +44,8 @@ impl Stored {
     /// The bytes of every slot (with the shared section behind it), each section checked
     /// against its size and address and the own frame against its checksum. Sections are taken
     /// from `cache` when it holds them, and left in it.
-    pub fn parts(&self, cache: &mut SectionCache) -> Result<Vec<Part>, String> {
-        let mut zstd = zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?;
+    pub fn parts(&self, cache: &mut SectionCache) -> Result<Vec<Part>, ContentError> {
+        let mut zstd = zstd::bulk::Decompressor::new().map_err(ContentError::Zstd)?;
         let mut read = |id: i64, zstd: &mut zstd::bulk::Decompressor<'_>| {
             if let Some(bytes) = cache.bytes.get(&id) {
                 return Ok(bytes.clone());
@@ -62,7 +63,7 @@ impl Stored {
         &self,
         cache: &SectionCache,
         zstd: &mut zstd::bulk::Decompressor<'_>,
-    ) -> Result<Vec<Part>, String> {
+    ) -> Result<Vec<Part>, ContentError> {
         let mut read = |id: i64, zstd: &mut zstd::bulk::Decompressor<'_>| match cache.bytes.get(&id)
         {
             Some(bytes) => Ok(bytes.clone()),
@@ -76,11 +77,11 @@ impl Stored {
         &self,
         id: i64,
         zstd: &mut zstd::bulk::Decompressor<'_>,
-    ) -> Result<Arc<[u8]>, String> {
+    ) -> Result<Arc<[u8]>, ContentError> {
         let (hash, size, body) = self
             .sections
             .get(&id)
-            .ok_or_else(|| format!("section {id} is missing"))?;
+            .ok_or_else(|| ContentError::Damaged(format!("section {id} is missing")))?;
         Ok(decompress_with(zstd, body, *size, hash)?.into())
     }
 
@@ -88,7 +89,7 @@ impl Stored {
         &self,
         section: &mut ReadSection<'_>,
         zstd: &mut zstd::bulk::Decompressor<'_>,
-    ) -> Result<Vec<Part>, String> {
+    ) -> Result<Vec<Part>, ContentError> {
         let mut dictionary = Vec::new();
         let mut own_len = 0usize;
         for slot in &self.slots {
@@ -105,17 +106,17 @@ impl Stored {
         let own = if own_len == 0 && self.frame.is_empty() {
             Vec::new()
         } else {
-            let fail = |err: std::io::Error| format!("zstd: {err}");
+            let fail = ContentError::Zstd;
             zstd.set_dictionary(&dictionary).map_err(fail)?;
             let own = zstd.decompress(&self.frame, own_len);
             zstd.set_dictionary(&[]).map_err(fail)?;
             own.map_err(fail)?
         };
         if own.len() != own_len {
-            return Err(format!(
+            return Err(ContentError::Damaged(format!(
                 "a snapshot's own frame decompressed to {} bytes, {own_len} were stored",
                 own.len()
-            ));
+            )));
         }
         let mut at = 0;
         let mut parts = Vec::with_capacity(self.slots.len());
@@ -132,14 +133,14 @@ impl Stored {
     }
 
     /// The document.
-    pub fn assemble(&self, cache: &mut SectionCache) -> Result<String, String> {
+    pub fn assemble(&self, cache: &mut SectionCache) -> Result<String, ContentError> {
         let parts = self.parts(cache)?;
         assemble_slots(&parts)
     }
 
     /// This snapshot as the next one of its host is planned against it. Only its own frame and
     /// the bases it needs are decoded.
-    pub fn into_previous(self) -> Result<Previous, String> {
+    pub fn into_previous(self) -> Result<Previous, ContentError> {
         let own = if self
             .slots
             .iter()
@@ -188,11 +189,11 @@ impl Stored {
 }
 
 /// The document of its slots' bytes (the layout first).
-pub(crate) fn assemble_slots(parts: &[Part]) -> Result<String, String> {
+pub(crate) fn assemble_slots(parts: &[Part]) -> Result<String, ContentError> {
     let Some(((_, layout), sections)) = parts.split_first() else {
-        return Err("a snapshot without slots".into());
+        return Err(ContentError::from("a snapshot without slots"));
     };
-    let layout = std::str::from_utf8(layout).map_err(|err| err.to_string())?;
+    let layout = std::str::from_utf8(layout).map_err(ContentError::from)?;
     let bodies: Vec<Vec<u8>> = sections.iter().map(|(_, bytes)| bytes.to_vec()).collect();
     assemble(layout, &bodies)
 }

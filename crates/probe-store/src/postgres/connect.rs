@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
-use super::conninfo::{Resolved, SslMode};
+use super::conninfo::{LocationError, Resolved, SslMode};
 use crate::StoreError;
 
 /// How long a statement waits for a free connection before the store counts as busy.
@@ -22,7 +22,7 @@ const KEEPALIVE_RETRIES: u32 = 3;
 pub(super) fn pg_config(
     resolved: &Resolved,
     timeout: Duration,
-) -> Result<tokio_postgres::Config, String> {
+) -> Result<tokio_postgres::Config, LocationError> {
     let mut config = tokio_postgres::Config::new();
     for (host, port) in resolved.hosts.iter().zip(&resolved.ports) {
         config.host(host);
@@ -30,11 +30,9 @@ pub(super) fn pg_config(
     }
     if let Some(address) = resolved.get("hostaddr") {
         for address in address.split(',') {
-            config.hostaddr(
-                address
-                    .parse()
-                    .map_err(|_| format!("hostaddr {address:?} is not an IP address"))?,
-            );
+            config.hostaddr(address.parse().map_err(|_| {
+                LocationError::Invalid(format!("hostaddr {address:?} is not an IP address"))
+            })?);
         }
     }
     if let Some(user) = resolved.get("user") {
@@ -65,7 +63,11 @@ pub(super) fn pg_config(
         Some(seconds) => Duration::from_secs(
             seconds
                 .parse::<u64>()
-                .map_err(|_| format!("connect_timeout {seconds:?} is not a number of seconds"))?
+                .map_err(|_| {
+                    LocationError::Invalid(format!(
+                        "connect_timeout {seconds:?} is not a number of seconds"
+                    ))
+                })?
                 .max(2),
         ),
         None => CONNECT_TIMEOUT,
@@ -76,7 +78,11 @@ pub(super) fn pg_config(
         Some("read-write") => {
             config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
         }
-        Some(other) => return Err(format!("target_session_attrs {other:?} is not supported")),
+        Some(other) => {
+            return Err(LocationError::Invalid(format!(
+                "target_session_attrs {other:?} is not supported"
+            )));
+        }
     }
     config.ssl_mode(match resolved.sslmode {
         SslMode::Disable => tokio_postgres::config::SslMode::Disable,

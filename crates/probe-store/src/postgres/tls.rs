@@ -20,17 +20,17 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::conninfo::SslMode;
+use super::conninfo::{LocationError, SslMode};
 
 /// The rustls client configuration for `mode`.
 pub fn client_config(
     mode: SslMode,
     root_cert: Option<&Path>,
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, LocationError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|err| format!("TLS: {err}"))?;
+        .map_err(|err| LocationError::tls("TLS", err))?;
     let verify = match mode {
         SslMode::Disable | SslMode::Allow | SslMode::Prefer => None,
         SslMode::Require => root_cert
@@ -56,7 +56,7 @@ pub fn client_config(
             let roots = Arc::new(root_store(path)?);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
                 .build()
-                .map_err(|err| format!("TLS: {err}"))?;
+                .map_err(|err| LocationError::tls("TLS", err))?;
             if check_name {
                 builder.with_webpki_verifier(webpki).with_no_client_auth()
             } else {
@@ -73,7 +73,7 @@ pub fn client_config(
     Ok(config)
 }
 
-fn root_store(path: &Path) -> Result<RootCertStore, String> {
+fn root_store(path: &Path) -> Result<RootCertStore, LocationError> {
     let mut roots = RootCertStore::empty();
     if path.as_os_str() == "system" {
         let found = rustls_native_certs::load_native_certs();
@@ -85,15 +85,15 @@ fn root_store(path: &Path) -> Result<RootCertStore, String> {
     }
     use rustls::pki_types::pem::PemObject;
     let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|err| format!("sslrootcert {}: {err}", path.display()))?
+        .map_err(|err| LocationError::tls(format!("sslrootcert {}", path.display()), err))?
         .collect::<Result<_, _>>()
-        .map_err(|err| format!("sslrootcert {}: {err}", path.display()))?;
+        .map_err(|err| LocationError::tls(format!("sslrootcert {}", path.display()), err))?;
     let (added, _) = roots.add_parsable_certificates(certificates);
     if added == 0 {
-        return Err(format!(
+        return Err(LocationError::Invalid(format!(
             "sslrootcert {}: no certificate in the file",
             path.display()
-        ));
+        )));
     }
     Ok(roots)
 }

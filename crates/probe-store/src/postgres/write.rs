@@ -41,7 +41,7 @@ pub(super) struct PutRow {
 /// A write that failed: in the database, or making a section's body.
 pub(super) enum WriteError {
     Pg(tokio_postgres::Error),
-    Content(String),
+    Content(crate::content::ContentError),
     Store(StoreError),
 }
 
@@ -57,7 +57,7 @@ impl WriteError {
             WriteError::Pg(err) => pg_error(store, &err),
             WriteError::Content(cause) => StoreError::Postgres {
                 store: store.to_string(),
-                cause,
+                cause: cause.to_string(),
             },
             WriteError::Store(err) => err,
         }
@@ -140,7 +140,7 @@ async fn plan_put(
     };
     content::plan(&row.slots, &known, previous.as_ref()).map_err(|cause| StoreError::Postgres {
         store: store.to_string(),
-        cause,
+        cause: cause.to_string(),
     })
 }
 
@@ -449,7 +449,7 @@ pub(super) async fn delete(pool: Pool, store: String, ids: Vec<String>) -> Resul
         let slots = content::decode_slots(&row.get::<_, Vec<u8>>(0)).map_err(|cause| {
             StoreError::Postgres {
                 store: store.clone(),
-                cause,
+                cause: cause.to_string(),
             }
         })?;
         referenced.extend(slots.iter().filter_map(Slot::section));

@@ -37,9 +37,9 @@ pub(super) fn read_stored(
             })
             .optional()?
             .ok_or_else(|| {
-                content_error(format!(
+                content_error(crate::content::ContentError::Damaged(format!(
                     "snapshot {id} needs section {section}, which is missing"
-                ))
+                )))
             })?;
         sections.insert(section, stored);
     }
@@ -88,8 +88,8 @@ pub(super) fn query_meta(
 
 /// A content error (a damaged slot list, a missing section) as a SQLite error, so that it
 /// ends a transaction like one.
-pub(super) fn content_error(cause: String) -> rusqlite::Error {
-    rusqlite::Error::ToSqlConversionFailure(cause.into())
+pub(super) fn content_error(cause: crate::content::ContentError) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(Box::new(cause))
 }
 
 /// The stored fingerprint columns of `ids` ([`crate::fingerprint::Column`]).

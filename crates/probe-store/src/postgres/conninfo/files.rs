@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{KEYWORDS, PgEnv};
+use super::{KEYWORDS, LocationError, PgEnv};
 
 /// The `[service]` section of the service files: `PGSERVICEFILE` or `~/.pg_service.conf`, then
 /// `PGSYSCONFDIR/pg_service.conf` or `/etc/postgresql-common/pg_service.conf`.
 pub(super) fn service_entry(
     service: &str,
     env: &PgEnv,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, LocationError> {
     let mut files: Vec<PathBuf> = Vec::new();
     match env.var("PGSERVICEFILE") {
         Some(file) => files.push(PathBuf::from(file)),
@@ -28,27 +28,30 @@ pub(super) fn service_entry(
             return Ok(entry);
         }
     }
-    Err(format!(
+    Err(LocationError::Invalid(format!(
         "service {service:?} not found in {}",
         files
             .iter()
             .map(|file| file.display().to_string())
             .collect::<Vec<_>>()
             .join(" or ")
-    ))
+    )))
 }
 
 /// A service or password file is a few lines; anything past 1 MiB is not one.
-fn read_small(path: &Path) -> Result<String, String> {
+fn read_small(path: &Path) -> Result<String, LocationError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let file = std::fs::File::open(path).map_err(|err| LocationError::file(path, err))?;
     if !file.metadata().is_ok_and(|meta| meta.is_file()) {
-        return Err(format!("{}: not a regular file", path.display()));
+        return Err(LocationError::Invalid(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
     }
     let mut text = String::new();
     file.take(1 << 20)
         .read_to_string(&mut text)
-        .map_err(|err| format!("{}: {err}", path.display()))?;
+        .map_err(|err| LocationError::file(path, err))?;
     Ok(text)
 }
 
@@ -56,7 +59,7 @@ pub(crate) fn parse_service_file(
     text: &str,
     service: &str,
     path: &Path,
-) -> Result<Option<BTreeMap<String, String>>, String> {
+) -> Result<Option<BTreeMap<String, String>>, LocationError> {
     let mut current: Option<&str> = None;
     let mut entry: Option<BTreeMap<String, String>> = None;
     for (number, line) in text.lines().enumerate() {
@@ -74,19 +77,23 @@ pub(crate) fn parse_service_file(
             }
             continue;
         }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("{}:{}: expected key=value", path.display(), number + 1))?;
+        let (key, value) = line.split_once('=').ok_or_else(|| {
+            LocationError::Invalid(format!(
+                "{}:{}: expected key=value",
+                path.display(),
+                number + 1
+            ))
+        })?;
         if current == Some(service)
             && let Some(entry) = entry.as_mut()
         {
             let key = key.trim();
             if !KEYWORDS.contains(&key) || key == "service" {
-                return Err(format!(
+                return Err(LocationError::Invalid(format!(
                     "{}:{}: unknown connection option {key:?}",
                     path.display(),
                     number + 1
-                ));
+                )));
             }
             entry.insert(key.to_string(), value.trim().to_string());
         }
@@ -101,15 +108,15 @@ pub(super) fn password_file_entry(
     hosts: &[String],
     ports: &[u16],
     params: &BTreeMap<String, String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, LocationError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|err| LocationError::file(path, err))?;
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!(
+        return Err(LocationError::Invalid(format!(
             "password file {} has group or world access; permissions should be u=rw (0600) or \
              less: ignored",
             path.display()
-        ));
+        )));
     }
     let text = read_small(path)?;
     let host = hosts.first().map(String::as_str).unwrap_or("");

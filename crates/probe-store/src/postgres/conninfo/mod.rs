@@ -7,10 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod error;
 mod files;
 mod parse;
 mod resolve;
 
+pub use error::LocationError;
 pub use parse::{is_postgres, redact};
 pub use resolve::resolve;
 
@@ -88,7 +90,7 @@ pub enum SslMode {
 }
 
 impl SslMode {
-    fn parse(text: &str) -> Result<SslMode, String> {
+    fn parse(text: &str) -> Result<SslMode, LocationError> {
         Ok(match text {
             "disable" => SslMode::Disable,
             "allow" => SslMode::Allow,
@@ -97,10 +99,10 @@ impl SslMode {
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
             other => {
-                return Err(format!(
+                return Err(LocationError::Invalid(format!(
                     "sslmode must be disable, allow, prefer, require, verify-ca or verify-full, \
                      not {other:?}"
-                ));
+                )));
             }
         })
     }
@@ -325,7 +327,10 @@ mod tests {
             resolved.notes
         );
         let err = resolve("service=missing", &environment).unwrap_err();
-        assert!(err.contains("service \"missing\" not found"), "{err}");
+        assert!(
+            err.to_string().contains("service \"missing\" not found"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::KEYWORDS;
+use super::{KEYWORDS, LocationError};
 
 /// Whether `text` names a PostgreSQL store (a `postgres://` / `postgresql://` URL, or a libpq
 /// `key=value` string with a `host`, `dbname` or `service`).
@@ -78,7 +78,7 @@ fn split_scheme(text: &str) -> Option<(&str, &str)> {
 }
 
 /// Parses a URL or a `key=value` string into libpq keywords (nothing resolved yet).
-pub fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse(text: &str) -> Result<BTreeMap<String, String>, LocationError> {
     let text = text.trim();
     let pairs = match split_scheme(text) {
         Some((_, rest)) => parse_url(rest)?,
@@ -87,14 +87,16 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut params = BTreeMap::new();
     for (key, value) in pairs {
         if !KEYWORDS.contains(&key.as_str()) {
-            return Err(format!("unknown connection option {key:?}"));
+            return Err(LocationError::Invalid(format!(
+                "unknown connection option {key:?}"
+            )));
         }
         params.insert(key, value);
     }
     Ok(params)
 }
 
-fn parse_url(rest: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_url(rest: &str) -> Result<Vec<(String, String)>, LocationError> {
     let mut pairs = Vec::new();
     let (before_query, query) = match rest.split_once('?') {
         Some((before, query)) => (before, Some(query)),
@@ -142,20 +144,20 @@ fn parse_url(rest: &str) -> Result<Vec<(String, String)>, String> {
         if pair.is_empty() {
             continue;
         }
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("URL parameter {pair:?} has no value"))?;
+        let (key, value) = pair.split_once('=').ok_or_else(|| {
+            LocationError::Invalid(format!("URL parameter {pair:?} has no value"))
+        })?;
         pairs.push((percent_decode(key)?, percent_decode(value)?));
     }
     Ok(pairs)
 }
 
 /// `host`, `host:port`, `[v6]`, `[v6]:port`.
-fn split_host_port(entry: &str) -> Result<(&str, Option<&str>), String> {
+fn split_host_port(entry: &str) -> Result<(&str, Option<&str>), LocationError> {
     if let Some(rest) = entry.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("unclosed [ in host {entry:?}"))?;
+            .ok_or_else(|| LocationError::Invalid(format!("unclosed [ in host {entry:?}")))?;
         return Ok((host, after.strip_prefix(':')));
     }
     Ok(match entry.rsplit_once(':') {
@@ -164,7 +166,7 @@ fn split_host_port(entry: &str) -> Result<(&str, Option<&str>), String> {
     })
 }
 
-fn percent_decode(text: &str) -> Result<String, String> {
+fn percent_decode(text: &str) -> Result<String, LocationError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -173,7 +175,9 @@ fn percent_decode(text: &str) -> Result<String, String> {
             let hex = text
                 .get(index + 1..index + 3)
                 .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                .ok_or_else(|| format!("bad percent-encoding in {text:?}"))?;
+                .ok_or_else(|| {
+                    LocationError::Invalid(format!("bad percent-encoding in {text:?}"))
+                })?;
             out.push(hex);
             index += 3;
         } else {
@@ -181,11 +185,12 @@ fn percent_decode(text: &str) -> Result<String, String> {
             index += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("percent-encoding in {text:?} is not UTF-8"))
+    String::from_utf8(out)
+        .map_err(|_| LocationError::Invalid(format!("percent-encoding in {text:?} is not UTF-8")))
 }
 
 /// `key=value key2='quoted \' value'`, as libpq reads it.
-fn parse_keywords(text: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_keywords(text: &str) -> Result<Vec<(String, String)>, LocationError> {
     let mut pairs = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -199,7 +204,9 @@ fn parse_keywords(text: &str) -> Result<Vec<(String, String)>, String> {
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         if chars.next() != Some('=') {
-            return Err(format!("missing \"=\" after {key:?} in connection string"));
+            return Err(LocationError::Invalid(format!(
+                "missing \"=\" after {key:?} in connection string"
+            )));
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         let mut value = String::new();
@@ -209,7 +216,11 @@ fn parse_keywords(text: &str) -> Result<Vec<(String, String)>, String> {
                     Some('\\') => value.extend(chars.next()),
                     Some('\'') => break,
                     Some(c) => value.push(c),
-                    None => return Err(format!("unterminated quoted value of {key:?}")),
+                    None => {
+                        return Err(LocationError::Invalid(format!(
+                            "unterminated quoted value of {key:?}"
+                        )));
+                    }
                 }
             }
         } else {

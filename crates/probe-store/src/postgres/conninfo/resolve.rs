@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::files::{password_file_entry, service_entry};
 use super::parse::parse;
-use super::{PasswordSource, PgEnv, Resolved, SslMode};
+use super::{LocationError, PasswordSource, PgEnv, Resolved, SslMode};
 
 /// `PG*` variables and the connection keyword each sets (libpq's table, the ones we honour).
 const ENVIRONMENT: &[(&str, &str)] = &[
@@ -26,7 +26,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
 ];
 
 /// Resolves a connection string the way libpq does (see the module comment).
-pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
+pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, LocationError> {
     let explicit = parse(text)?;
     let mut password_source = if explicit.contains_key("password") {
         PasswordSource::ConnectionString
@@ -91,7 +91,7 @@ pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
                     password_source = PasswordSource::PasswordFile;
                 }
                 Ok(None) => {}
-                Err(note) => notes.push(note),
+                Err(note) => notes.push(note.to_string()),
             }
         }
     }
@@ -107,7 +107,10 @@ pub fn resolve(text: &str, env: &PgEnv) -> Result<Resolved, String> {
 }
 
 /// One port per host: the matching entry of `port=`, else its first, else 5432.
-fn ports_for(hosts: &[String], params: &BTreeMap<String, String>) -> Result<Vec<u16>, String> {
+fn ports_for(
+    hosts: &[String],
+    params: &BTreeMap<String, String>,
+) -> Result<Vec<u16>, LocationError> {
     let port_text = params.get("port").cloned().unwrap_or_default();
     let mut ports = Vec::new();
     for (index, _) in hosts.iter().enumerate() {
@@ -118,8 +121,9 @@ fn ports_for(hosts: &[String], params: &BTreeMap<String, String>) -> Result<Vec<
             .filter(|port| !port.is_empty())
             .unwrap_or("5432");
         ports.push(
-            port.parse::<u16>()
-                .map_err(|_| format!("port {port:?} is not a port number"))?,
+            port.parse::<u16>().map_err(|_| {
+                LocationError::Invalid(format!("port {port:?} is not a port number"))
+            })?,
         );
     }
     Ok(ports)
