@@ -16,40 +16,10 @@ use std::sync::{LazyLock, Mutex, OnceLock};
 use probe_model::Engine;
 use serde::Deserialize;
 
-const SOURCES: [(Engine, &str); 8] = [
-    (
-        Engine::Sglang,
-        include_str!("../../../../configs/engines/sglang.toml"),
-    ),
-    (
-        Engine::Vllm,
-        include_str!("../../../../configs/engines/vllm.toml"),
-    ),
-    (
-        Engine::Tgi,
-        include_str!("../../../../configs/engines/tgi.toml"),
-    ),
-    (
-        Engine::LlamaCpp,
-        include_str!("../../../../configs/engines/llama.cpp.toml"),
-    ),
-    (
-        Engine::Lmdeploy,
-        include_str!("../../../../configs/engines/lmdeploy.toml"),
-    ),
-    (
-        Engine::Trtllm,
-        include_str!("../../../../configs/engines/trtllm.toml"),
-    ),
-    (
-        Engine::Ollama,
-        include_str!("../../../../configs/engines/ollama.toml"),
-    ),
-    (
-        Engine::Other,
-        include_str!("../../../../configs/engines/other.toml"),
-    ),
-];
+/// Each engine's definition (`configs/engines/<engine>.toml`, embedded by probe-model).
+fn sources() -> impl Iterator<Item = (Engine, &'static str)> {
+    Engine::ALL.into_iter().map(|e| (e, e.definition()))
+}
 
 /// The type of an option's value, which also fixes its arity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,8 +217,6 @@ pub struct Catalog {
     version: Option<String>,
     /// Versions the catalog data was read from, oldest first.
     pub known_versions: Vec<String>,
-    /// The Python distributions that are this engine (`vllm`; TensorRT-LLM's two spellings).
-    pub packages: Vec<String>,
     /// The engine's human-readable integer convention.
     pub units: Units,
     /// vLLM and TRL turn `_` into `-` in option names.
@@ -406,6 +374,7 @@ pub enum StartupArgs {
 #[serde(default, deny_unknown_fields)]
 struct RawCatalog {
     engine: String,
+    /// Read by `Engine::packages` (probe-model), where probe-store reaches it too.
     packages: Vec<String>,
     versions: Vec<String>,
     units: Units,
@@ -601,7 +570,6 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         engine,
         version: version.map(str::to_string),
         known_versions: raw.versions,
-        packages: raw.packages,
         units: raw.units,
         underscore_to_dash: raw.underscore_to_dash,
         prefix_match: raw.prefix_match,
@@ -792,11 +760,10 @@ fn speculative_rules(raw: RawSpeculative) -> SpeculativeRules {
 /// The embedded catalogs, parsed once ([`crate::embedded::load`]: a broken one fails loudly
 /// instead of silently leaving an engine without options).
 static RAW: LazyLock<Vec<(Engine, RawCatalog)>> = LazyLock::new(|| {
-    SOURCES
-        .iter()
+    sources()
         .map(|(e, text)| {
             let file = format!("configs/engines/{e}.toml");
-            (*e, crate::embedded::load(&file, toml::from_str(text)))
+            (e, crate::embedded::load(&file, toml::from_str(text)))
         })
         .collect()
 });
