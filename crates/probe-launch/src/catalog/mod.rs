@@ -6,8 +6,10 @@
 //! versions in which a spelling exists. [`catalog`] returns the catalog of one engine, narrowed to
 //! one version when the installed version is known.
 
+mod bench;
 mod equal;
 
+pub use bench::Bench;
 pub use equal::{display, normalize, parse_bool, values_equal};
 
 use std::collections::{BTreeMap, HashMap};
@@ -225,6 +227,8 @@ pub struct Catalog {
     pub prefix_match: bool,
     /// Options whose value is the model (`model-path`, `model-id`, `hf-repo`).
     pub model_options: Vec<String>,
+    /// What the engine's own benchmark tool writes (`[bench]`), when it has one.
+    pub bench: Option<Bench>,
     /// Option holding a YAML config file (`config`, `extra_llm_api_options`).
     pub config_options: Vec<String>,
     /// The config file's values override the command line's (TRT-LLM applies its
@@ -381,6 +385,7 @@ struct RawCatalog {
     underscore_to_dash: bool,
     prefix_match: bool,
     model_options: Vec<String>,
+    bench: Option<Bench>,
     config_options: Vec<String>,
     config_file_wins: bool,
     startup_args: StartupArgs,
@@ -574,6 +579,7 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         underscore_to_dash: raw.underscore_to_dash,
         prefix_match: raw.prefix_match,
         model_options: raw.model_options,
+        bench: raw.bench,
         config_options: raw.config_options,
         config_file_wins: raw.config_file_wins,
         startup_args: raw.startup_args,

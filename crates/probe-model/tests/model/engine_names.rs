@@ -17,7 +17,8 @@ use crate::module_cycles::{is_test_file, without_test_block};
 /// Issue 32 item 1 moves them out one by one; `crates/probe-collect/src/parse/logs.rs` and
 /// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`); then
 /// the two package lists (probe-launch's image words, probe-store's indexed packages: both read
-/// `Engine::packages` or the engine hints now) and the catalog's embedding (`Engine::definition`).
+/// `Engine::packages` or the engine hints now) and the catalog's embedding (`Engine::definition`),
+/// then the benchmark tools (the definitions' `[bench]`).
 const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/probe-model/src/launch.rs",
@@ -37,11 +38,6 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/probe-launch/src/go_map.rs",
         "Ollama's `server config` Go map read into variables (`OLLAMA_*` keys)",
-    ),
-    (
-        "crates/probe-diff/src/bench.rs",
-        "benchmark tools by engine (`sglang bench_serving`, `vllm bench serve`): to the \
-         definitions' `what its benchmark tools write`",
     ),
     (
         "crates/probe-diff/src/fleet.rs",
