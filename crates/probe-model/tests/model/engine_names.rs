@@ -27,8 +27,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
     (
         "crates/probe-launch/src/serving.rs",
-        "a serving spec (KServe / vLLM production stack) rebuilt as `vllm serve` argv: to the \
-         definition's entry points",
+        "serving specs that run vLLM (KServe, the vLLM production stack, Ray Serve, Triton's \
+         vLLM backend): their argv head is vLLM's definition's entry point, but KServe's \
+         `modelFormat` names (`vllm`) and the Triton backend's entry-point label and warning \
+         still name vLLM: to a serving-formats definition",
     ),
     (
         "crates/probe-launch/src/reading.rs",
