@@ -20,6 +20,14 @@
 //! `cargo bench -p probe-cli --bench peers` (`PROBE_BENCH_FLEET`, default `10,30,100`;
 //! `PROBE_BENCH_RUNS`, default 3). Writes
 //! `docs/bench/fleet.svg` (median time against N) and `docs/bench/fleet.json`.
+//!
+//! `PROBE_BENCH_SERVING=DEFINITION` (`sglang-story`): the fleet is N copies of that serving
+//! fixture host instead of light hosts (`copies/mod.rs`, 127.0.2.1..), the capture host one
+//! more copy (127.0.2.251), Ansible left out; writes `docs/bench/fleet-serving.{svg,json}`.
+//! Each run also reports the CPU of the hosts' processes by kind (sshd, shells, the programs the
+//! scripts start), from the `/proc/PID/stat` of everything in the copies' namespaces, read
+//! before and after the run (processes that end during the run are counted by their parents'
+//! `cutime`/`cstime`, charged to the parent's kind: a session's shells and programs to its sshd).
 #![expect(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::fmt::Write as _;
@@ -31,8 +39,9 @@ use probe_collect::{CollectOptions, script};
 use probe_testkit::KeyPair;
 use probe_testkit::bench::median_min_max;
 
+mod copies;
 mod light;
-use light::LightHost;
+use light::Named;
 
 const PROBE: &str = env!("CARGO_BIN_EXE_probe");
 const FIRST_ADDRESS: u8 = 150;
@@ -55,6 +64,9 @@ struct Run {
     rss_kib: Option<u64>,
     client_cpu: f64,
     machine_cpu: f64,
+    /// CPU seconds of the serving copies' sessions (sshd, shells, programs; `/proc`), when the
+    /// fleet is copies.
+    host_cpu: Option<f64>,
 }
 
 /// CPU seconds the machine has spent busy since boot (`/proc/stat`: every state but idle and
@@ -117,9 +129,24 @@ struct Fleet {
     script: PathBuf,
     replay: PathBuf,
     ansible: Option<String>,
+    /// The serving copies' sshd (their namespaces' roots); empty for light hosts.
+    roots: Vec<u32>,
 }
 
 impl Fleet {
+    /// CPU ticks of the copies' trees so far (0 for light hosts).
+    fn host_ticks(&self) -> u64 {
+        if self.roots.is_empty() {
+            0
+        } else {
+            copies::tree_ticks(&self.roots)
+        }
+    }
+
+    fn host_cpu_since(&self, ticks: u64) -> Option<f64> {
+        (!self.roots.is_empty()).then(|| self.host_ticks().saturating_sub(ticks) as f64 / 100.0)
+    }
+
     fn probe(&self, n: usize, run: usize) -> Run {
         let inventory = self.dir.join(format!("fleet-{n}.toml"));
         let store = self.dir.join(format!("store-{n}-{run}.db"));
@@ -139,7 +166,9 @@ impl Fleet {
             .env("HOME", &self.dir)
             .env("XDG_CONFIG_HOME", self.dir.join("config"))
             .env("XDG_DATA_HOME", self.dir.join("data"));
+        let ticks = self.host_ticks();
         let (secs, machine_cpu, out) = timed(cmd);
+        let host_cpu = self.host_cpu_since(ticks);
         let summary: serde_json::Value = String::from_utf8_lossy(&out.stdout)
             .lines()
             .last()
@@ -153,6 +182,7 @@ impl Fleet {
             rss_kib: rss_of(&out.stderr),
             client_cpu: client_cpu_of(&out.stderr),
             machine_cpu,
+            host_cpu,
         }
     }
 
@@ -178,7 +208,9 @@ impl Fleet {
             .arg("sh")
             .arg(&self.config)
             .arg(script);
+        let ticks = self.host_ticks();
         let (secs, machine_cpu, out) = timed(cmd);
+        let host_cpu = self.host_cpu_since(ticks);
         Run {
             secs,
             ok: String::from_utf8_lossy(&out.stdout)
@@ -188,6 +220,7 @@ impl Fleet {
             rss_kib: rss_of(&out.stderr),
             client_cpu: client_cpu_of(&out.stderr),
             machine_cpu,
+            host_cpu,
         }
     }
 
@@ -222,6 +255,7 @@ impl Fleet {
             rss_kib: rss_of(&out.stderr),
             client_cpu: client_cpu_of(&out.stderr),
             machine_cpu,
+            host_cpu: None,
         })
     }
 }
@@ -230,12 +264,28 @@ impl Fleet {
 /// and input, and writes them as one script for `sh -s` (`DIR/replay.sh`): each round's
 /// channels (those started within 150 ms of its first) at once in the background, each fed its
 /// own input by a here-document; the next round once they have ended. Returns its path.
-fn capture_replay(dir: &Path, key: &KeyPair) -> PathBuf {
+fn capture_replay(dir: &Path, key: &KeyPair, serving: Option<&str>) -> PathBuf {
     let capture = dir.join("capture");
     std::fs::create_dir_all(&capture).unwrap();
-    let host = start_capture_host(CAPTURE_ADDRESS, key, dir, &capture);
+    let force = force_command(&capture);
+    let (block, stop): (String, Box<dyn FnOnce()>) = match serving {
+        Some(definition) => {
+            let copy = copies::start_capture_copy(definition, key, dir, &force);
+            (copy.sshd_block.clone(), Box::new(move || drop(copy)))
+        }
+        None => {
+            let host = start_capture_host(CAPTURE_ADDRESS, key, dir, &force);
+            (
+                host.sshd_block.clone(),
+                Box::new(move || {
+                    drop(host.stop);
+                    let _ = host.thread.join();
+                }),
+            )
+        }
+    };
     let config = dir.join("capture_config");
-    std::fs::write(&config, &host.sshd_block).unwrap();
+    std::fs::write(&config, &block).unwrap();
     let out = Command::new(PROBE)
         .arg("-F")
         .arg(&config)
@@ -250,8 +300,7 @@ fn capture_replay(dir: &Path, key: &KeyPair) -> PathBuf {
         "probe host light-capture: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    drop(host.stop);
-    let _ = host.thread.join();
+    stop();
     let mut channels: Vec<(u128, String, Vec<u8>)> = std::fs::read_dir(&capture)
         .unwrap()
         .filter_map(Result::ok)
@@ -301,12 +350,12 @@ fn replay_script(channels: &[(u128, String, Vec<u8>)]) -> Vec<u8> {
 }
 
 /// Writes the per-size inventories: probe's TOML, a host list for xargs, Ansible's INI.
-fn write_inventories(hosts: &[LightHost], dir: &Path, sizes: &[usize]) {
+fn write_inventories<H: Named>(hosts: &[H], dir: &Path, sizes: &[usize]) {
     for &n in sizes {
         let some = hosts.get(..n).unwrap_or(hosts);
         let (_, inventory) = light::write_fleet(some, dir, &format!("fleet-{n}"));
         assert!(inventory.exists());
-        let names: String = some.iter().map(|h| format!("{}\n", h.alias)).collect();
+        let names: String = some.iter().map(|h| format!("{}\n", h.alias())).collect();
         std::fs::write(dir.join(format!("hosts-{n}.txt")), &names).unwrap();
         std::fs::write(
             dir.join(format!("ansible-{n}.ini")),
@@ -408,6 +457,9 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
     let count = sizes.last().copied().unwrap_or(10);
+    let serving = std::env::var("PROBE_BENCH_SERVING")
+        .ok()
+        .filter(|v| !v.is_empty());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "peers benchmark: {} CPUs, load average at start {}",
@@ -417,22 +469,40 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().to_path_buf();
     let key = KeyPair::generate(&dir, "id_ed25519", "ed25519", "", None);
-    let hosts = light::start_fleet(FIRST_ADDRESS, count, &key, &dir);
-    write_inventories(&hosts, &dir, &sizes);
+    let (light_hosts, copied) = match &serving {
+        Some(definition) => (
+            Vec::new(),
+            copies::start_copies(definition, count, &key, &dir),
+        ),
+        None => (
+            light::start_fleet(FIRST_ADDRESS, count, &key, &dir),
+            Vec::new(),
+        ),
+    };
+    let aliases: Vec<String> = if serving.is_some() {
+        write_inventories(&copied, &dir, &sizes);
+        copied.iter().map(|h| h.alias.clone()).collect()
+    } else {
+        write_inventories(&light_hosts, &dir, &sizes);
+        light_hosts.iter().map(|h| h.alias.clone()).collect()
+    };
     let script_path = dir.join("combined.sh");
     let combined = script::build(&CollectOptions::default(), &script::new_boundary());
     std::fs::write(&script_path, combined).unwrap();
-    let replay = capture_replay(&dir, &key);
+    let replay = capture_replay(&dir, &key, serving.as_deref());
     let fleet = Fleet {
         config: dir.join("ssh_config"),
-        aliases: hosts.iter().map(|h| h.alias.clone()).collect(),
+        aliases,
         script: script_path,
         replay,
-        ansible: probe_testkit::bench::ansible(),
+        ansible: probe_testkit::bench::ansible().filter(|_| serving.is_none()),
         dir: dir.clone(),
+        roots: copied.iter().map(|c| c.host.sshd().pid()).collect(),
     };
     if fleet.ansible.is_none() {
-        println!("Ansible: skipped (no `ansible` on the PATH and no PROBE_BENCH_ANSIBLE)");
+        println!(
+            "Ansible: skipped (serving copies, or no `ansible` on the PATH and no PROBE_BENCH_ANSIBLE)"
+        );
     }
     // Untimed warm-up of each on the smallest fleet.
     let warm = sizes.first().copied().unwrap_or(10);
@@ -442,11 +512,14 @@ fn main() {
         fleet.xargs(warm),
         fleet.ansible(warm),
     );
+    if serving.is_some() && std::env::var_os("PROBE_BENCH_SPLIT").is_some() {
+        host_split(&fleet, &sizes);
+    }
     let mut json = Vec::new();
     let mut plot: Vec<(&str, Vec<(usize, f64)>)> =
         CONTENDERS.iter().map(|c| (*c, Vec::new())).collect();
     println!(
-        "{:>4} {:38} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9}",
+        "{:>4} {:38} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>8} {:>9}",
         "N",
         "contender",
         "median",
@@ -457,11 +530,12 @@ fn main() {
         "mach CPU",
         "client",
         "hosts",
+        "sessions",
         "peak RSS"
     );
     for &n in &sizes {
         let mut times: [Vec<f64>; 4] = Default::default();
-        let mut cpus: [Vec<(f64, f64)>; 4] = Default::default();
+        let mut cpus: [Vec<(f64, f64, f64)>; 4] = Default::default();
         let mut oks = [usize::MAX; 4];
         let mut rss = [0u64; 4];
         for r in 0..runs {
@@ -477,7 +551,11 @@ fn main() {
                     t.push(run.secs);
                 }
                 if let Some(c) = cpus.get_mut(i) {
-                    c.push((run.machine_cpu, run.client_cpu));
+                    c.push((
+                        run.machine_cpu,
+                        run.client_cpu,
+                        run.host_cpu.unwrap_or(f64::NAN),
+                    ));
                 }
                 if let Some(o) = oks.get_mut(i) {
                     *o = (*o).min(run.ok);
@@ -499,8 +577,9 @@ fn main() {
             let c = cpus.get(i).map_or(&[][..], |v| v);
             let machine = median_min_max(&c.iter().map(|x| x.0).collect::<Vec<_>>()).0;
             let client = median_min_max(&c.iter().map(|x| x.1).collect::<Vec<_>>()).0;
+            let sessions = median_min_max(&c.iter().map(|x| x.2).collect::<Vec<_>>()).0;
             println!(
-                "{n:>4} {name:38} {m:7.2} {lo:7.2} {hi:7.2} {:>7} {:7.2} {machine:8.2} {client:7.2} {:7.2} {:>5} MiB",
+                "{n:>4} {name:38} {m:7.2} {lo:7.2} {hi:7.2} {:>7} {:7.2} {machine:8.2} {client:7.2} {:7.2} {sessions:8.2} {:>5} MiB",
                 format!("{ok}/{n}"),
                 m / probe_median,
                 machine - client,
@@ -510,17 +589,31 @@ fn main() {
                 p.push((n, m));
             }
             json.push(format!(
-                "{{\"hosts\":{n},\"contender\":\"{name}\",\"median_s\":{m:.3},\"min_s\":{lo:.3},\"max_s\":{hi:.3},\"runs\":{},\"ok_min\":{ok},\"peak_rss_kib\":{kib},\"machine_cpu_s\":{machine:.2},\"client_cpu_s\":{client:.2}}}",
-                v.len()
+                "{{\"hosts\":{n},\"contender\":\"{name}\",\"median_s\":{m:.3},\"min_s\":{lo:.3},\"max_s\":{hi:.3},\"runs\":{},\"ok_min\":{ok},\"peak_rss_kib\":{kib},\"machine_cpu_s\":{machine:.2},\"client_cpu_s\":{client:.2},\"sessions_cpu_s\":{}}}",
+                v.len(),
+                if sessions.is_nan() {
+                    "null".to_string()
+                } else {
+                    format!("{sessions:.2}")
+                }
             ));
         }
+    }
+    if runs == 0 {
+        // Only the split (and perf) runs: nothing written to docs/bench.
+        return;
     }
     let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bench");
     let _ = std::fs::create_dir_all(docs);
     plot.retain(|(_, p)| !p.is_empty());
-    let _ = std::fs::write(format!("{docs}/fleet.svg"), svg(&plot));
+    let stem = if serving.is_some() {
+        "fleet-serving"
+    } else {
+        "fleet"
+    };
+    let _ = std::fs::write(format!("{docs}/{stem}.svg"), svg(&plot));
     let _ = std::fs::write(
-        format!("{docs}/fleet.json"),
+        format!("{docs}/{stem}.json"),
         format!(
             "{{\"load_average_at_start\":\"{}\",\"hosts\":{},\"results\":[\n{}\n]}}\n",
             load.trim(),
@@ -528,23 +621,144 @@ fn main() {
             json.join(",\n")
         ),
     );
-    println!("wrote {docs}/fleet.svg and {docs}/fleet.json");
-    for h in hosts {
+    println!("wrote {docs}/{stem}.svg and {docs}/{stem}.json");
+    for h in light_hosts {
         drop(h.stop);
         let _ = h.thread.join();
     }
+    drop(copied);
 }
 
-/// One light host on 127.0.0.`address` whose sshd keeps what every exec channel runs: a
-/// `ForceCommand` writes the channel's command (`N.cmd`) and standard input (`N.in`, through
-/// `tee` while the command reads it) into `capture`, N the channel's start in nanoseconds, then
-/// runs the command as asked. What probe sent is then run again by OpenSSH (`peers` bench).
-pub fn start_capture_host(address: u8, key: &KeyPair, dir: &Path, capture: &Path) -> LightHost {
-    let force = format!(
+/// Processes the machine has forked since boot (`/proc/stat` `processes`; others' included).
+fn forks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where the copies' CPU goes, by kind of process, for probe and for the replay of its own
+/// scripts: one run each per fleet size, the copies' processes sampled every 20 ms
+/// (`copies::sample`) while it runs (these runs are apart from the paired, timed ones: the
+/// sampling costs CPU). "unsampled" is the sessions' total (`copies::tree_ticks`) less what
+/// the samples saw: processes that lived under 20 ms (most of the programs the scripts start).
+fn host_split(fleet: &Fleet, sizes: &[usize]) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    println!(
+        "host side, by kind of process (CPU-s; one sampled run each; load {}):",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    for &n in sizes {
+        for (name, which) in [
+            ("probe audit -j 10", 0),
+            ("xargs ssh, probe's own scripts", 1),
+        ] {
+            let stop = AtomicBool::new(false);
+            let acct = fleet.dir.join(format!("acct-{n}-{which}"));
+            let _ = std::fs::write(&acct, b"");
+            let accounting = copies::accounting(Some(&acct));
+            let ticks = fleet.host_ticks();
+            let forked = forks();
+            let (run, (kinds, born, pids)) = std::thread::scope(|s| {
+                let sampler = s.spawn(|| copies::sample(&fleet.roots, &stop));
+                let run = if which == 0 {
+                    fleet.probe(n, 500 + n)
+                } else {
+                    fleet.replayed(n)
+                };
+                stop.store(true, Ordering::Relaxed);
+                (run, sampler.join().expect("sampler"))
+            });
+            let total = fleet.host_ticks().saturating_sub(ticks) as f64 / 100.0;
+            let forked = forks().saturating_sub(forked);
+            if accounting {
+                copies::accounting(None);
+            }
+            let starts = copies::starts_by_command(
+                &copies::acct_records(&std::fs::read(&acct).unwrap_or_default()),
+                &pids,
+            );
+            let engine = "the fixture's engine (not collection)";
+            let seen: f64 = kinds
+                .iter()
+                .filter(|(k, _)| **k != engine)
+                .map(|(_, t)| *t as f64 / 100.0)
+                .sum();
+            let mut line = format!(
+                "  N={n:<3} {name:32} wall {:.2} s, client {:.2}, sessions {total:.2} CPU-s, {born} processes seen, {forked} forks on the machine:",
+                run.secs, run.client_cpu
+            );
+            for (k, t) in &kinds {
+                let _ = write!(line, " {k} {:.2};", *t as f64 / 100.0);
+            }
+            let _ = write!(line, " short-lived (not sampled) {:.2}", total - seen);
+            let mut starts: Vec<(String, usize)> = starts.into_iter().collect();
+            starts.sort_by_key(|s| std::cmp::Reverse(s.1));
+            let all: usize = starts.iter().map(|s| s.1).sum();
+            let _ = write!(
+                line,
+                "\n      process starts (acct, {}): {all} in all, {:.0} per host:",
+                if accounting { "on" } else { "unavailable" },
+                all as f64 / n as f64
+            );
+            for (comm, count) in starts.iter().take(14) {
+                let _ = write!(line, " {comm} {count};");
+            }
+            println!("{line}");
+        }
+    }
+    // The client's side: one more audit of the largest fleet under `perf record` (DWARF call
+    // graphs), kept for `perf report` (`PROBE_BENCH_PERF=FILE`).
+    if let (Ok(out), Some(&n)) = (std::env::var("PROBE_BENCH_PERF"), sizes.last()) {
+        let inventory = fleet.dir.join(format!("fleet-{n}.toml"));
+        let store = fleet.dir.join(format!("store-perf-{n}.db"));
+        let status = Command::new("perf")
+            .args([
+                "record",
+                "-q",
+                "-F",
+                "300",
+                "--call-graph",
+                "dwarf,16384",
+                "-o",
+            ])
+            .arg(&out)
+            .arg(PROBE)
+            .arg("-F")
+            .arg(&fleet.config)
+            .arg("--store")
+            .arg(&store)
+            .args(["audit", "--inventory"])
+            .arg(&inventory)
+            .args(["-j", &JOBS.to_string(), "--jsonl", "--progress", "never"])
+            .args(["--fail-on", "never"])
+            .env("HOME", &fleet.dir)
+            .env("XDG_CONFIG_HOME", fleet.dir.join("config"))
+            .env("XDG_DATA_HOME", fleet.dir.join("data"))
+            .stdout(Stdio::null())
+            .status();
+        println!("perf record of `probe audit` over {n} copies -> {out}: {status:?}");
+    }
+}
+
+/// The sshd line that keeps what every exec channel runs: a `ForceCommand` writes the channel's
+/// command (`N.cmd`) and standard input (`N.in`, through `tee` while the command reads it) into
+/// `capture`, N the channel's start in nanoseconds, then runs the command as asked. What probe
+/// sent is then run again by OpenSSH (`peers` bench).
+fn force_command(capture: &Path) -> String {
+    format!(
         "ForceCommand /bin/sh -c 'n=$(date +%s%N); printf %s \"$SSH_ORIGINAL_COMMAND\" >{c}/$n.cmd; tee {c}/$n.in | /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"'\n",
         c = capture.display()
-    );
-    let pending = light::start_light_host(address, 0, key, dir, &force);
+    )
+}
+
+/// One light host on 127.0.0.`address` whose sshd runs `force` (`force_command`).
+fn start_capture_host(address: u8, key: &KeyPair, dir: &Path, force: &str) -> light::LightHost {
+    let pending = light::start_light_host(address, 0, key, dir, force);
     let mut host = light::wait_light_host(pending, dir);
     host.alias = "light-capture".into();
     host.sshd_block = host

@@ -52,6 +52,7 @@ fn installs_near_runs(analysis: &Analysis) -> Vec<TimelineEvent> {
                 TimelineEventKind::PackageInstall
                     | TimelineEventKind::DriverInstall
                     | TimelineEventKind::HostChange
+                    | TimelineEventKind::EngineInstall
             )
         })
         .filter(|e| near(e))

@@ -213,6 +213,7 @@ pub enum Round2Parser {
     Benchmarks,
     LaunchFiles,
     FoundLogs,
+    SelfInstalled,
 }
 
 impl ParserKind {

@@ -80,6 +80,9 @@ pub struct Round2Inputs {
     /// Places where the server's output was found named (a cron line, a timer, logrotate's
     /// `olddir`, kubelet's pod directory): one directory and a name pattern each.
     pub found: Vec<crate::found::FoundPlace>,
+    /// Engines installed outside package managers: (`bin`|`models`, absolute path), see
+    /// `plan/self_installed.rs`.
+    pub self_installed: Vec<(String, String)>,
     /// The host's CPUs (round 1's `host` section): a round-2 group runs at most that many
     /// lanes at once (not an input of the script itself).
     pub cpus: Option<u32>,
@@ -139,6 +142,7 @@ impl Round2Inputs {
             && self.bench_dirs.is_empty()
             && self.launch_files.is_empty()
             && self.found.is_empty()
+            && self.self_installed.is_empty()
     }
 
     /// Adds what `other` holds and `self` does not (the plans of round 2's waves, joined for
@@ -161,6 +165,7 @@ impl Round2Inputs {
         union(&mut self.bench_dirs, other.bench_dirs);
         union(&mut self.launch_files, other.launch_files);
         union(&mut self.found, other.found);
+        union(&mut self.self_installed, other.self_installed);
         self.cpus = self.cpus.or(other.cpus);
     }
 }

@@ -74,6 +74,7 @@ pub fn analyze(snapshot: &Snapshot) -> Analysis {
 pub(crate) fn analyze_with(snapshot: &Snapshot, launches: Vec<LaunchConfig>) -> Analysis {
     let mut timeline = crate::timeline::timeline_with(snapshot, &launches);
     let runs = crate::run::runs_of(snapshot, &timeline);
+    crate::self_installed::annotate(&mut timeline, snapshot, &runs);
     let benchmarks = crate::bench::annotate(&mut timeline, snapshot, &runs);
     Analysis {
         launches,

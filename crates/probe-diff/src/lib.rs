@@ -23,6 +23,7 @@ mod ranking;
 mod rollback;
 mod rotated;
 mod run;
+mod self_installed;
 mod server;
 mod server_rule;
 mod timeline;

@@ -118,11 +118,18 @@ pub fn runs_of(snapshot: &Snapshot, timeline: &Timeline) -> Vec<Run> {
                 certainty: Certainty::Exact,
             },
             end,
-            engine_version: pinned_version(
-                &pins,
+            engine_version: crate::self_installed::run_version(
+                snapshot,
                 launch,
                 start.at,
-                run_version(launch, start.at, window_end, running, &logs, env),
+                engine_package(launch.engine),
+                env,
+                pinned_version(
+                    &pins,
+                    launch,
+                    start.at,
+                    run_version(launch, start.at, window_end, running, &logs, env),
+                ),
             ),
             packages: run_packages(env, start.at, running),
             driver: driver_at(snapshot, start.at, running),

@@ -86,6 +86,14 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
     entries.extend(driver_events(snapshot));
     entries.extend(host_events(snapshot));
     entries.extend(
+        crate::self_installed::events(snapshot)
+            .into_iter()
+            .map(|event| Entry {
+                event,
+                order: (0, String::from("self-installed"), 0),
+            }),
+    );
+    entries.extend(
         crate::hardware::events(snapshot)
             .into_iter()
             .map(|event| Entry {

@@ -516,6 +516,7 @@ fn build(
         working_directory: ctx.cwd.clone().or_else(|| hints.working_directory.clone()),
         log_files,
         files: Vec::new(),
+        loaded_models: Vec::new(),
         source: hints.source.clone(),
     }
 }

@@ -87,11 +87,13 @@ pub fn apply_config_file(launch: &mut LaunchConfig, path: &str, text: &str) -> b
 }
 
 /// Puts the config files round 2 read (`Snapshot::launch_files` of kind `engine_config`) into
-/// the running launches that name them, each listed among the launch's defining files. Only a
-/// running launch: the file on disk now is what a running server read (unless it changed since,
-/// which is said), never what an earlier launch read. A file not read says why.
+/// the launches that name them, each listed among the launch's defining files. A running launch:
+/// the file on disk now is what the running server read (unless it changed since, which is
+/// said). An earlier launch only where the file was last written before that launch started
+/// (its mtime, and a timed launch): then the file now is what it read; otherwise the file now
+/// says nothing of what it read, and it is left alone. A file not read says why.
 pub(crate) fn fill(snapshot: &Snapshot, out: &mut [LaunchConfig]) {
-    for l in out.iter_mut().filter(|l| l.source.running) {
+    for l in out.iter_mut() {
         for path in config_files(l) {
             let Some(f) = snapshot
                 .launch_files
@@ -100,6 +102,13 @@ pub(crate) fn fill(snapshot: &Snapshot, out: &mut [LaunchConfig]) {
             else {
                 continue;
             };
+            let unchanged_since_start = matches!(
+                (f.mtime, l.source.time.at),
+                (Some(m), Some(start)) if m <= start
+            );
+            if !l.source.running && (f.status != SectionStatus::Ok || !unchanged_since_start) {
+                continue;
+            }
             apply_read_file(l, &path, f);
         }
     }

@@ -78,13 +78,27 @@ impl ConfigDifference {
 pub fn same_configuration(left: &LaunchConfig, right: &LaunchConfig) -> bool {
     let left_dump = lists_resolved_values(left);
     let right_dump = lists_resolved_values(right);
+    let left_partial = engine_config_record(left);
+    let right_partial = engine_config_record(right);
     configuration_differences(left, right)
         .iter()
         .all(|difference| {
             let only_in_log = (left_dump && !right_dump && difference.kind == ChangeKind::Removed)
                 || (right_dump && !left_dump && difference.kind == ChangeKind::Added);
-            only_in_log || matches!(difference.field, ConfigField::Detail(_))
+            // What an engine-config record cannot show (the model, the server's options).
+            let unseen = (left_partial && difference.before.is_none())
+                || (right_partial && difference.after.is_none());
+            only_in_log || unseen || matches!(difference.field, ConfigField::Detail(_))
         })
+}
+
+/// Whether a launch was read from a start-up record of the engine's configuration object only
+/// ([`StartupArgs::EngineConfig`]: LMDeploy's `TurbomindEngineConfig(...)`), which holds neither
+/// the model nor the server's options.
+pub fn engine_config_record(launch: &LaunchConfig) -> bool {
+    launch.source.kind == SourceKind::Log
+        && catalog(launch.engine, launch.engine_version.as_deref()).startup_args
+            == StartupArgs::EngineConfig
 }
 
 /// Whether a launch was read from a start-up log line that lists every argument with the value

@@ -68,7 +68,14 @@ pub(crate) fn reconstruct_within(
         TextKind::Auto => detect_kind(text),
         k => k,
     };
+    // A Python script that starts an engine through its API (the catalogs' `[python]`).
+    let python = if hints.kind == TextKind::Auto {
+        crate::python_api::launches(text, hints)
+    } else {
+        Vec::new()
+    };
     let mut out = match kind {
+        _ if !python.is_empty() => python,
         TextKind::Argv => argv_text(text, hints, budget),
         TextKind::SystemdUnit => unit_text(text, hints, None, budget),
         TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {

@@ -38,7 +38,9 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     log_launches(snapshot, &mut out);
     defining::fill(snapshot, &mut out);
     config_files::fill(snapshot, &mut out);
-    merge_runs(snapshot, out)
+    let mut merged = merge_runs(snapshot, out);
+    crate::loaded_models::fill(snapshot, &mut merged);
+    merged
 }
 
 /// A launch completed with its engine version from the snapshot, re-read with that version's

@@ -274,6 +274,16 @@ impl PyParser<'_> {
         if raw.is_empty() {
             return None;
         }
+        // An enum member's repr, `<QuantPolicy.NONE: 0>` (LMDeploy's engine config): its value.
+        if let Some(value) = raw
+            .strip_prefix('<')
+            .and_then(|r| r.strip_suffix('>'))
+            .and_then(|r| r.rsplit_once(": "))
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
+        {
+            return Some(guess(value.trim_matches('\'')));
+        }
         Some(match raw.as_str() {
             "True" | "true" => Value::Bool(true),
             "False" | "false" => Value::Bool(false),
@@ -412,6 +422,20 @@ mod tests {
             v,
             Some(
                 serde_json::json!({"model": "a", "speculative_config": {"method": "mtp"}, "enable_prefix_caching": true})
+            )
+        );
+    }
+
+    #[test]
+    fn enum_reprs_are_their_values() {
+        // LMDeploy 0.16's `updated backend_config=TurbomindEngineConfig(...)`: an IntEnum member.
+        let v = python_literal(
+            "TurbomindEngineConfig(tp=2, quant_policy=<QuantPolicy.INT8: 8>, cache_max_entry_count=0.4, dtype=<D.X: 'bf16'>, bad=<>)",
+        );
+        assert_eq!(
+            v,
+            Some(
+                serde_json::json!({"tp": 2, "quant_policy": 8, "cache_max_entry_count": 0.4, "dtype": "bf16", "bad": "<>"})
             )
         );
     }

@@ -331,6 +331,10 @@ pub enum TimelineEventKind {
     GpuObservation,
     /// A benchmark result found on the host, at the time it ran (`Snapshot::benchmarks`).
     Benchmark,
+    /// An engine installed outside a package manager changed version: an install script run
+    /// again, a build in a home directory, an editable checkout that moved (`evidence` names
+    /// the history line, the files and their times, the log lines).
+    EngineInstall,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -364,6 +368,10 @@ pub struct TimelineEvent {
     /// written (a clock that was set in between makes it wrong, so `time` stays the evidence).
     #[serde(default)]
     pub corrected_time: Option<TimeBounds>,
+    /// What the event is known from, one line each (a history line, a file and its mtime, the
+    /// log lines that gave the versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
 }
 
 /// Everything that happened on a host, oldest first.

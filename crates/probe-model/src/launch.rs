@@ -296,6 +296,11 @@ pub struct LaunchConfig {
     /// `env_file:`s. Empty where no file defines it (a process started by hand, a log line).
     #[serde(default)]
     pub files: Vec<DefiningFile>,
+    /// The models a running server's child processes load, by name, where the command line
+    /// names none (an Ollama server's runners load blobs of its model store, named by the
+    /// store's manifests). Not a setting of the launch: never compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_models: Vec<String>,
     pub source: LaunchSource,
 }
 

@@ -81,6 +81,10 @@ pub struct Snapshot {
     /// files a server container's labels name.
     #[serde(default)]
     pub launch_files: Vec<LaunchFile>,
+    /// Engines installed outside package managers: the binaries running servers run, the git
+    /// checkouts they were built from or installed editable from, and model stores' names.
+    #[serde(default)]
+    pub self_installed: crate::SelfInstalled,
 }
 
 /// A file read as a launch's text because other evidence names it (a server container's

@@ -155,6 +155,7 @@ impl FleetView {
             hardware,
             benchmarks,
             launch_files,
+            self_installed,
         } = snapshot;
         let HostFacts {
             hostname: _,
@@ -196,7 +197,14 @@ impl FleetView {
                 models,
                 logs,
             ),
-            (package_events, servers, hardware, benchmarks, launch_files),
+            (
+                package_events,
+                servers,
+                hardware,
+                benchmarks,
+                launch_files,
+                self_installed,
+            ),
         )
     }
 }

@@ -193,7 +193,45 @@ pub struct FixtureHost {
     keeper: Option<Keeper>,
     _own_key_dir: Option<tempfile::TempDir>,
     _copy: tempfile::TempDir,
+    /// Last: the address is free for another process only once the namespace is gone.
+    _addr_lock: crate::addr_lock::AddrLock,
 }
+
+/// Where a copy of a definition runs ([`FixtureHost::start_copy`]).
+#[derive(Debug, Clone)]
+pub struct CopyAt {
+    pub addr: Ipv4Addr,
+    /// 32 lowercase hex digits.
+    pub machine_id: String,
+}
+
+impl CopyAt {
+    /// Copy `index` on `addr`, its machine-id made from the index.
+    pub fn new(addr: Ipv4Addr, index: usize) -> CopyAt {
+        CopyAt {
+            addr,
+            machine_id: format!("{:032x}", 0xc0_0000_u64 + index as u64),
+        }
+    }
+
+    /// Writes the copy's machine-id into the copied definition `dir` and binds it (a `bind
+    /// /etc/machine-id` line added to the copy's `host.conf` unless it has one).
+    fn write_identity(&self, dir: &Path) {
+        let etc = dir.join("root/etc");
+        std::fs::create_dir_all(&etc).expect("mkdir root/etc");
+        std::fs::write(etc.join("machine-id"), format!("{}\n", self.machine_id))
+            .expect("write machine-id");
+        let conf = dir.join("host.conf");
+        let text = std::fs::read_to_string(&conf).expect("read host.conf");
+        if !text.lines().any(|l| l.trim() == "bind /etc/machine-id") {
+            std::fs::write(&conf, format!("{text}\nbind /etc/machine-id\n"))
+                .expect("write host.conf");
+        }
+    }
+}
+/// How long a start waits for another test process's copy of the same host to go: a whole
+/// test binary's run (the e2e suite holds its shared hosts until it ends).
+const ADDR_WAIT: Duration = Duration::from_secs(1200);
 
 /// The thread that spawned a host's `unshare`. It lives exactly as long as the host: the
 /// parent-death signal fires when the spawning *thread* ends, so hosts may be started from
@@ -247,7 +285,7 @@ impl FixtureHost {
         let key_dir = crate::owned_tempdir("probe-fxkey-");
         let key = KeyPair::generate(key_dir.path(), "id_ed25519", "ed25519", "", None);
         let client_dir = key_dir.path().to_path_buf();
-        let mut host = Self::start_inner(name, key, &client_dir, extra);
+        let mut host = Self::start_inner(name, key, &client_dir, extra, None);
         host.write_client_files();
         host._own_key_dir = Some(key_dir);
         host
@@ -256,11 +294,32 @@ impl FixtureHost {
     /// Starts host `name` accepting `key` (for fleets sharing one key); `client_dir` is where
     /// this host's own `ssh_config`/`known_hosts` go.
     pub fn start_with_key(name: &str, key: KeyPair, client_dir: &Path) -> FixtureHost {
-        Self::start_inner(name, key, client_dir, "")
+        Self::start_inner(name, key, client_dir, "", None)
     }
 
-    fn start_inner(name: &str, key: KeyPair, client_dir: &Path, extra: &str) -> FixtureHost {
-        let t0 = Instant::now();
+    /// Starts a copy of host `name` on `copy.addr` instead of the definition's address, with
+    /// its own `/etc/machine-id` (`copy.machine_id`, bound over the real one whatever the
+    /// definition binds), so that many copies of one definition run at once as distinct hosts
+    /// (the fleet benchmarks). Only for definitions whose servers bind no fixed address and
+    /// port (`sglang-story`, not the `serve-*` hosts). `extra` as in
+    /// [`FixtureHost::start_with_sshd_config`].
+    pub fn start_copy(
+        name: &str,
+        key: KeyPair,
+        client_dir: &Path,
+        copy: &CopyAt,
+        extra: &str,
+    ) -> FixtureHost {
+        Self::start_inner(name, key, client_dir, extra, Some(copy))
+    }
+
+    fn start_inner(
+        name: &str,
+        key: KeyPair,
+        client_dir: &Path,
+        extra: &str,
+        as_copy: Option<&CopyAt>,
+    ) -> FixtureHost {
         crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
         require_namespaces().unwrap_or_else(|e| panic!("{e}"));
         let def = definitions_dir().join(name);
@@ -270,13 +329,21 @@ impl FixtureHost {
             def.display()
         );
         let manifest = read_manifest(&def.join("host.conf"));
-        let addr = manifest
-            .addr
-            .unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        let addr = as_copy.map(|c| c.addr).or(manifest.addr);
+        let addr = addr.unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
+        // Another test process running a copy of this host (its servers' ports are fixed) is
+        // waited for, not collided with (see `addr_lock`).
+        let addr_lock = crate::addr_lock::hold(&addr.to_string(), ADDR_WAIT)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The start, not the wait for another process's copy.
+        let t0 = Instant::now();
         let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
         let dir = copy.path().to_path_buf();
         copy_tree(&def, &dir);
         std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
+        if let Some(c) = as_copy {
+            c.write_identity(&dir);
+        }
         let lib = definitions_dir().join("_lib");
         for (src, dst) in &manifest.libs {
             copy_tree(&lib.join(src), &dir.join("root").join(dst));
@@ -328,6 +395,7 @@ impl FixtureHost {
             keeper: Some(keeper),
             _own_key_dir: None,
             _copy: copy,
+            _addr_lock: addr_lock,
         };
         host.wait_ready(&manifest.ready);
         host.start_time = t0.elapsed();

@@ -6,6 +6,7 @@
 //! Nothing here is a mock: every server is Debian's `/usr/sbin/sshd`, every key comes from
 //! `ssh-keygen`. Only loopback addresses (127.0.0.0/8) are ever used.
 
+pub mod addr_lock;
 pub mod bench;
 pub mod fixture;
 pub mod keys;

@@ -12,6 +12,12 @@ use crate::keys::KeyPair;
 /// Debian's server, by absolute path (sshd refuses to re-exec otherwise).
 pub const SSHD: &str = "/usr/sbin/sshd";
 
+/// How long a start waits for sshd to accept connections. A fixture host's sshd comes up after
+/// its namespace's setup (copies, mounts, `start.sh`), which takes a second on a quiet machine
+/// and well over 10 s at a load average of 60-100; the wait ends at the first connection, so a
+/// generous bound costs nothing when it is quiet.
+const READY_WAIT: Duration = Duration::from_secs(120);
+
 /// How to start one server.
 #[derive(Debug, Clone)]
 pub struct SshdOptions {
@@ -116,7 +122,7 @@ impl Sshd {
     }
 
     fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + READY_WAIT;
         let addr = SocketAddr::from((self.addr, self.port));
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -127,7 +133,11 @@ impl Sshd {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("sshd on {addr} not ready after 10 s; log:\n{}", self.log());
+        panic!(
+            "sshd on {addr} not ready after {} s; log:\n{}",
+            READY_WAIT.as_secs(),
+            self.log()
+        );
     }
 
     /// PID of the process started (sshd itself, or the wrapper holding it).

@@ -130,15 +130,30 @@ pub fn wait_light_host(pending: PendingHost, dir: &Path) -> LightHost {
     }
 }
 
+/// A host of a bench fleet: its ssh alias and its `Host` block.
+pub trait Named {
+    fn alias(&self) -> &str;
+    fn block(&self) -> &str;
+}
+
+impl Named for LightHost {
+    fn alias(&self) -> &str {
+        &self.alias
+    }
+    fn block(&self) -> &str {
+        &self.sshd_block
+    }
+}
+
 /// Writes the ssh_config of `hosts` and a `probe audit` inventory of them (group `bench`):
 /// `(DIR/ssh_config, DIR/NAME.toml)`.
-pub fn write_fleet(hosts: &[LightHost], dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub fn write_fleet<H: Named>(hosts: &[H], dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let config = dir.join("ssh_config");
     std::fs::write(
         &config,
         hosts
             .iter()
-            .map(|h| h.sshd_block.clone())
+            .map(|h| h.block().to_string())
             .collect::<String>(),
     )
     .unwrap();
@@ -147,7 +162,7 @@ pub fn write_fleet(hosts: &[LightHost], dir: &Path, name: &str) -> (PathBuf, Pat
     text.push_str(
         &hosts
             .iter()
-            .map(|h| format!("\"{}\"", h.alias))
+            .map(|h| format!("\"{}\"", h.alias()))
             .collect::<Vec<_>>()
             .join(", "),
     );
@@ -155,7 +170,8 @@ pub fn write_fleet(hosts: &[LightHost], dir: &Path, name: &str) -> (PathBuf, Pat
     for h in hosts {
         text.push_str(&format!(
             "[hosts.{}]\naddress = \"{}\"\n\n",
-            h.alias, h.alias
+            h.alias(),
+            h.alias()
         ));
     }
     std::fs::write(&inventory, text).unwrap();

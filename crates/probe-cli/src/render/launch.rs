@@ -111,7 +111,14 @@ pub(super) fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, Str
         .as_deref()
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
-    let model = launch.model.as_deref().unwrap_or("(model not set)");
+    let model = match (&launch.model, launch.loaded_models.as_slice()) {
+        (Some(m), _) => m.clone(),
+        (None, []) => "(model not set)".to_string(),
+        (None, loaded) => format!(
+            "{} (loaded by its runners; the command line names none)",
+            loaded.join(", ")
+        ),
+    };
     items.push((
         0,
         if launch.source.running {

@@ -35,6 +35,15 @@ fn version_text(run: &Run) -> String {
         (Some(v), Some(note)) if run.engine_version.source == VersionSource::HistoryPin => {
             format!("{} {v} ({note})", run.engine)
         }
+        // A self-installed engine's checkout (`editable, /opt/src/vllm @ 8d41f0b`).
+        (Some(v), Some(note))
+            if matches!(
+                run.engine_version.source,
+                VersionSource::Running | VersionSource::InstalledBefore
+            ) =>
+        {
+            format!("{} {v} ({note})", run.engine)
+        }
         (Some(v), _) => format!("{} {v}", run.engine),
         (None, Some(note)) => format!("{} ({note})", run.engine),
         (None, None) => format!("{} (version unknown)", run.engine),
@@ -311,6 +320,7 @@ pub(super) fn evidence_section(doc: &mut Doc, report: &HostReport) {
                 let kind = match event.kind {
                     TimelineEventKind::DriverInstall => "driver",
                     TimelineEventKind::HostChange => "history",
+                    TimelineEventKind::EngineInstall => "engine",
                     _ => "packages",
                 };
                 (0, Tone::Plain, format!("{when} [{kind}] {}", event.summary))

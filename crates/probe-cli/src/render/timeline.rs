@@ -72,6 +72,29 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
             .to_vec(),
         rows,
     );
+    // Self-installed engines' events: what each is known from.
+    let evidence: Vec<(u8, Tone, String)> = timeline
+        .events
+        .iter()
+        .filter(|event| !event.evidence.is_empty())
+        .flat_map(|event| {
+            std::iter::once((
+                0,
+                Tone::Plain,
+                format!("{} {}", bounds_text(&event.time), event.summary),
+            ))
+            .chain(
+                event
+                    .evidence
+                    .iter()
+                    .map(|line| (1, Tone::Plain, line.clone())),
+            )
+        })
+        .collect();
+    if !evidence.is_empty() {
+        doc.heading(2, "Evidence of engines installed outside package managers");
+        doc.items(evidence);
+    }
     doc
 }
 

@@ -200,7 +200,15 @@ fn ollama_layers_moved_off_the_gpu_explain_the_drop() {
         "{:?}",
         restore.steps
     );
-    // The running server's model, which its command line does not name, as it answered.
+    // The running server's model, which its command line does not name: what its runner loads
+    // (its `--model` blob, named by the model store's manifest), and as it answered.
+    assert!(
+        text.contains(
+            "ollama  model llama3.3:70b (loaded by its runners; the command line names none)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("(model not set)\n      from pid:"), "{text}");
     assert!(
         text.contains(
             "loaded now llama3.3:70b: 55% in GPU memory (47.5 GB of 86.8 GB) (the server, 127.0.0.53:11434)"
@@ -234,6 +242,11 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
             server.args
         );
     }
+    // Both runners' models, named by the store's manifests, in the order they were loaded.
+    assert!(
+        text.contains("model qwen2.5:32b, llama3.1:8b (loaded by its runners"),
+        "{text}"
+    );
     let diff = report.vs_previous_launch.as_ref().expect("a comparison");
     let verdict = diff.verdict.as_ref().expect("a verdict");
     assert_ne!(

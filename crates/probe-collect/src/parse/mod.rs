@@ -20,6 +20,7 @@ pub mod nvcsv;
 pub mod pkgs;
 pub mod processes;
 pub mod python;
+pub mod self_installed;
 pub mod units;
 
 #[cfg(test)]

@@ -153,6 +153,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     container_logs(snap, &mut inp);
     compose_files(snap, &mut inp);
     hardware_inputs(snap, &mut inp);
+    super::self_installed::self_installed(snap, &mut inp);
     inp.found = crate::found::plan(snap, &ctx.log_places, &inp.logs);
     for m in &models {
         if inp.models.len() >= MAX_MODELS * 4 {
@@ -196,9 +197,9 @@ pub(super) fn launch_inputs(
     if !named {
         process_prefix(snap, l, root, inp);
     }
-    if l.source.running {
-        engine_config_files(l, root, inp);
-    }
+    // Every launch's: an earlier launch takes a file only where it was last written before that
+    // launch started (probe-launch's `config_files`).
+    engine_config_files(l, root, inp);
     let model = l.model.as_ref()?;
     Some(ModelRef {
         cwd: l.working_directory.clone(),
@@ -420,8 +421,8 @@ pub(super) fn compose_files(snap: &Snapshot, inp: &mut Round2Inputs) {
     }
 }
 
-/// The config files a running launch's options name (`--config FILE`), inside its mount
-/// namespace: read as launch files, their keys the engine's options.
+/// The config files a launch's options name (`--config FILE`), inside its mount namespace (a
+/// running one's): read as launch files, their keys the engine's options.
 pub(super) fn engine_config_files(
     l: &probe_model::LaunchConfig,
     root: Option<&str>,

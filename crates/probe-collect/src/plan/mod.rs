@@ -8,6 +8,7 @@ mod common;
 mod inputs;
 mod round1;
 mod round2;
+mod self_installed;
 
 pub use common::{report, split_root};
 pub use inputs::round2_inputs;

@@ -108,6 +108,9 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
                 }
                 snap.launch_files = files;
             }
+            Some(Round2Parser::SelfInstalled) => {
+                parse::self_installed::parse_into(&body, b, &mut snap.self_installed);
+            }
             Some(Round2Parser::Benchmarks) => {
                 let read = parse::bench::parse(&body, b, tz);
                 if !read.notes.is_empty() {
@@ -126,6 +129,8 @@ pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Ro
 /// The `python_envs` section: environments with their users, prefixes refused noted.
 pub(super) fn read_python(snap: &mut Snapshot, body: &[u8], b: &str, rep: &mut SectionReport) {
     let mut envs = parse::python::parse(body, b);
+    // The checkouts of editable installs (`git` records, as the `self_installed` section's).
+    parse::self_installed::parse_into(body, b, &mut snap.self_installed);
     for e in &mut envs {
         unroot_env(e);
         fill_env_users(e, snap);

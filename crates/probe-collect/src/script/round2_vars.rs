@@ -63,6 +63,7 @@ pub(super) fn round2_vars(inputs: &Round2Inputs) -> Vec<(&'static str, String)> 
         ("R2_BENCH", bench_lines(&inputs.bench_dirs)),
         ("R2_LFILES", lfiles.join("\n")),
         ("R2_FOUND", crate::found::script_lines(&inputs.found)),
+        ("R2_SELF", self_lines(&inputs.self_installed)),
     ]
 }
 
@@ -106,6 +107,22 @@ fn bench_lines(dirs: &[BenchDir]) -> String {
                 d.dir
             )
         })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `$R2_SELF`: `KIND<TAB>PATH` a line; an entry whose fields could break the line format (a
+/// tab or newline, a relative path) is left out.
+fn self_lines(entries: &[(String, String)]) -> String {
+    entries
+        .iter()
+        .filter(|(k, p)| {
+            !k.is_empty()
+                && !k.contains(['\t', '\n', ' '])
+                && p.starts_with('/')
+                && !p.contains(['\t', '\n'])
+        })
+        .map(|(k, p)| format!("{k}\t{p}"))
         .collect::<Vec<_>>()
         .join("\n")
 }

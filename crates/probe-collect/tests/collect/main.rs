@@ -13,6 +13,7 @@ mod partial;
 mod prop;
 mod prop_hardware;
 mod read_only;
+mod self_installed;
 mod server_redaction;
 mod sessions;
 mod thinning;

@@ -103,6 +103,7 @@ const ALLOWED: &[&str] = &[
     "lpfiles",
     "cap",
     "rcof",
+    "gitref",
     "lim",
     // the wrapped program of `to`/`asu`, checked where they are called
     "$@",

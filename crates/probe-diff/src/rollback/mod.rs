@@ -10,6 +10,7 @@ mod secrets;
 mod systemd;
 mod unit_text;
 mod verify;
+mod words;
 
 use probe_model::{
     Change, LaunchConfig, LaunchOrigin, Launcher, RollbackAction, RollbackPlan, RollbackStep,
@@ -18,9 +19,8 @@ use probe_model::{
 
 pub(crate) use secrets::Secrets;
 
-use crate::verdict::restore::{
-    driver_steps, env_assignment, launch_text, matters, pins, power_steps, quote, text,
-};
+pub(crate) use words::{differing_flags, launch_text, pins};
+use words::{driver_steps, env_assignment, matters, power_steps, quote, text};
 
 /// One flag of the running launch to change: `remove` (the running one's words) becomes
 /// `insert` (the earlier one's).
@@ -494,7 +494,7 @@ pub(crate) fn differing(
     changes: &[Change],
 ) -> Vec<String> {
     first
-        .map(|(b, a)| crate::verdict::restore::differing(b, a, changes))
+        .map(|(b, a)| differing_flags(b, a, changes))
         .unwrap_or_default()
 }
 

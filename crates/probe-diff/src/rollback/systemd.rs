@@ -10,8 +10,8 @@ use probe_model::{
 };
 
 use super::unit_text::{self, environment_edit, environment_word, exec_start_edit};
+use super::words::revert_step;
 use super::{EnvEdit, FlagEdit, Secrets, one_line};
-use crate::verdict::restore::revert_step;
 
 /// One planned edit of a unit's file, before the steps are written.
 struct Edit {

@@ -236,6 +236,8 @@ pub struct Catalog {
     pub config_file_wins: bool,
     /// What the engine's start-up arguments line lists.
     pub startup_args: StartupArgs,
+    /// How a Python script starts the engine through its API (`[python]`).
+    pub python: PythonApi,
     pub entry_points: Vec<EntryPoint>,
     pub speculative: SpeculativeRules,
     options: Vec<OptionSpec>,
@@ -372,6 +374,31 @@ pub enum StartupArgs {
     /// (Ollama's `server config` line): an option only it shows is unknown on a command line's
     /// side where it is at the catalog's default, and was set where it is away from it.
     Environment,
+    /// The engine's own configuration object, resolved (LMDeploy's `updated
+    /// backend_config=TurbomindEngineConfig(...)`): every engine setting, but neither the model
+    /// nor the server's options (backend, port, log level): what only the other side shows is
+    /// unknown on the record's side, and an option only the record shows is unknown on a command
+    /// line's side, as for [`StartupArgs::All`].
+    EngineConfig,
+}
+
+/// How a Python script starts the engine through its API (a catalog's `[python]`): the module
+/// whose import marks the script as the engine's, the calls that start it (by the name written
+/// before `(`, the last dotted part: `serve`, `pipeline`), the keyword that takes the engine
+/// config object, the classes of that object, and the keywords that name the model. Every other
+/// keyword of the call and of the config object is an option of the catalog (`cache_max_entry_count`
+/// is `--cache-max-entry-count`).
+#[derive(Debug, Clone, Deserialize, Default, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PythonApi {
+    pub modules: Vec<String>,
+    pub calls: Vec<String>,
+    pub config_keyword: Option<String>,
+    pub config_classes: Vec<String>,
+    pub model_keywords: Vec<String>,
+    /// Keywords of the call that are no option (a chat template object, a log level given to
+    /// Python's logging).
+    pub ignore: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -389,6 +416,7 @@ struct RawCatalog {
     config_options: Vec<String>,
     config_file_wins: bool,
     startup_args: StartupArgs,
+    python: PythonApi,
     entry: Vec<RawEntry>,
     speculative: RawSpeculative,
     option: Vec<RawOption>,
@@ -583,6 +611,7 @@ fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> Catalog {
         config_options: raw.config_options,
         config_file_wins: raw.config_file_wins,
         startup_args: raw.startup_args,
+        python: raw.python,
         entry_points: raw.entry.into_iter().map(entry_point).collect(),
         speculative: speculative_rules(raw.speculative),
         options,

@@ -10,6 +10,7 @@ mod corpus_file;
 mod cases_argv;
 mod cases_container;
 mod cases_options;
+mod cases_python_api;
 mod cases_shapes;
 mod cases_systemd;
 mod corpus;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::module_cycles::{is_test_file, without_test_block};
 
 /// The files that still name engines in code, each with why (or what moves it to data next).
-/// Issue 32 item 1 moves them out one by one; `crates/probe-collect/src/parse/logs.rs` and
+/// Issue 32 item 1 moves them out one by one; `crates/probe-collect/src/parse/logs/` and
 /// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`); then
 /// the two package lists (probe-launch's image words, probe-store's indexed packages: both read
 /// `Engine::packages` or the engine hints now) and the catalog's embedding (`Engine::definition`),

@@ -194,7 +194,7 @@ fn event_time(event: &probe_model::TimelineEvent) -> Option<i64> {
 fn mark_kind(kind: TimelineEventKind) -> MarkKind {
     match kind {
         TimelineEventKind::Launch => MarkKind::Launch,
-        TimelineEventKind::PackageInstall => MarkKind::Install,
+        TimelineEventKind::PackageInstall | TimelineEventKind::EngineInstall => MarkKind::Install,
         TimelineEventKind::DriverInstall => MarkKind::Driver,
         TimelineEventKind::UnitChange => MarkKind::Unit,
         TimelineEventKind::HostChange => MarkKind::HostChange,
