@@ -4,6 +4,7 @@
 //! servers could both have measured (and nothing tells them apart), stays unattributed, with
 //! the reason.
 
+use probe_launch::catalog::catalog;
 use probe_model::{
     BenchmarkDateSource, BenchmarkResult, BenchmarkTool, Confidence, Engine, Run, Snapshot,
     TimeBounds, Timeline, TimelineEvent, TimelineEventKind, UnixTime,
@@ -154,10 +155,13 @@ pub(crate) fn annotate(
 /// One line: the tool, the measured speed and the workload that produced it.
 pub fn summary(r: &BenchmarkResult) -> String {
     let tool = match r.tool {
-        BenchmarkTool::SglangBenchServing => "sglang bench_serving",
-        BenchmarkTool::VllmBenchServe => "vllm bench serve",
         BenchmarkTool::GenaiPerf => "genai-perf",
         BenchmarkTool::Guidellm => "guidellm",
+        // An engine's own tool: its name is in the engine's definition (`[bench]`).
+        own => Engine::ALL
+            .into_iter()
+            .find_map(|e| catalog(e, None).bench.as_ref().filter(|b| b.tool == own))
+            .map_or("an engine's benchmark tool", |b| b.name.as_str()),
     };
     let mut parts: Vec<String> = Vec::new();
     let speed = r.measured.output_throughput.map_or_else(
@@ -195,16 +199,18 @@ fn holds(run: &Run, t: UnixTime) -> bool {
     started && !ended && (run.running || run.end.as_ref().is_some_and(|e| e.at.is_some()))
 }
 
-/// Whether the result could have measured this run: the engine the tool targets (SGLang's
-/// tool names its backend) and the model it names.
+/// Whether the result could have measured this run: the engine its `backend` names (by the
+/// engines' definitions, `[bench]`; a backend no engine claims fits any) and the model it names.
 fn fits(r: &BenchmarkResult, run: &Run) -> bool {
-    let engine_fits = match (r.tool, r.backend.as_deref()) {
-        (BenchmarkTool::SglangBenchServing, Some(b)) if b.starts_with("sglang") => {
-            run.engine == Engine::Sglang
-        }
-        (_, Some(b)) if b.starts_with("vllm") => run.engine == Engine::Vllm,
-        _ => true,
-    };
+    let named = r.backend.as_deref().and_then(|b| {
+        Engine::ALL.into_iter().find(|&e| {
+            catalog(e, None)
+                .bench
+                .as_ref()
+                .is_some_and(|x| x.names_server(r.tool, b))
+        })
+    });
+    let engine_fits = named.is_none_or(|e| run.engine == e);
     let model_fits = match (r.model.as_deref(), run.model.as_ref()) {
         (Some(m), Some(summary)) => {
             let tail = |s: &str| {

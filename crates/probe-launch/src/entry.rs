@@ -70,7 +70,7 @@ pub(crate) fn entry_for_image(image: &str) -> Option<(&'static Catalog, &'static
 
 /// How a guessed engine starts when only its arguments are given (an image whose entry point is
 /// not known): its image entry point, else its first binary or module entry point.
-fn default_entry_argv(c: &Catalog) -> Option<Vec<String>> {
+pub(crate) fn default_entry_argv(c: &Catalog) -> Option<Vec<String>> {
     let eps = &c.entry_points;
     if let Some(ep) = eps
         .iter()

@@ -3,15 +3,15 @@
 
 use probe_model::{Engine, LaunchConfig, Snapshot, SourceKind};
 
-use crate::catalog::catalog;
 use crate::ctx::Ctx;
 use crate::hints::ParseHints;
 use crate::merge::evidence_label;
 use crate::{argv, work};
 
-/// The Python distributions that are `engine` (its catalog's `packages`).
+/// The Python distributions that are `engine` (its definition's `packages`, as snapshots name
+/// them: [`Engine::packages`]).
 pub fn engine_package(engine: Engine) -> &'static [String] {
-    &catalog(engine, None).packages
+    engine.packages()
 }
 
 /// The container a launch runs in, when it runs in one: `Some(Some(id))` a known container

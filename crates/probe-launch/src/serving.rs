@@ -147,9 +147,18 @@ const MODEL_SPEC_FLAGS: &[(&str, &str)] = &[
 /// Keys of `vllmConfig` the chart reads for itself, not as flags.
 const VLLM_CONFIG_OWN: &[&str] = &["extraArgs", "v0", "prometheusMultiprocDir"];
 
+/// `vllm serve <model>`: how vLLM starts (its definition's entry point, as for an image whose
+/// entry point is not known), then the model. Every format here runs vLLM.
+fn vllm_serve(model: String) -> Vec<String> {
+    let vllm = super::catalog::catalog(probe_model::Engine::Vllm, None);
+    let mut argv = super::entry::default_entry_argv(vllm).unwrap_or_default();
+    argv.push(model);
+    argv
+}
+
 fn model_spec(s: &Value) -> Option<Server> {
     let url = s.get("modelURL").and_then(text)?;
-    let mut argv = vec!["vllm".to_string(), "serve".to_string(), url];
+    let mut argv = vllm_serve(url);
     for (key, flag) in MODEL_SPEC_FLAGS {
         match s.get(*key) {
             Some(Value::Bool(true)) => argv.push(format!("--{flag}")),
@@ -189,7 +198,7 @@ fn llm_config(c: &Value) -> Option<Server> {
     let id = loading.get("model_id").and_then(text);
     let source = loading.get("model_source").and_then(text);
     let model = source.clone().or_else(|| id.clone())?;
-    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model];
+    let mut argv = vllm_serve(model);
     if let (Some(id), Some(_)) = (id, source) {
         argv.extend(["--served-model-name".to_string(), id]);
     }
@@ -254,7 +263,7 @@ fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
             _ => {}
         }
     }
-    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model?];
+    let mut argv = vllm_serve(model?);
     if let Some(n) = name {
         argv.extend(["--served-model-name".to_string(), n]);
     }
@@ -381,7 +390,7 @@ fn triton_vllm(
     if !all_known || rest.is_empty() {
         return None;
     }
-    let mut argv = vec!["vllm".to_string(), "serve".to_string(), model.to_string()];
+    let mut argv = vllm_serve(model.to_string());
     flags(&rest, |k| k.replace('_', "-"), &mut argv);
     let mut l = read(&argv, ctx.clone(), hints)?;
     l.entrypoint = Some("Triton vLLM backend (model.json)".to_string());

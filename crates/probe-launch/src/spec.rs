@@ -10,6 +10,7 @@ use probe_model::LaunchConfig;
 use super::ctx::{Ctx, ReadArgv};
 use super::entry::{entry_for_image, guess_image_entry, is_launcher_word};
 use super::hints::ParseHints;
+use super::wrappers::guess_engine_from_name;
 
 /// Container facts shared by `docker run`, compose, Kubernetes, Dockerfiles and quadlets.
 pub(crate) struct Spec {
@@ -85,18 +86,6 @@ pub(crate) fn from_spec(
     resolve(read, spec, ctx, hints)
 }
 
-/// Words an engine's own images carry in their repository name.
-fn image_words(engine: probe_model::Engine) -> &'static [&'static str] {
-    use probe_model::Engine;
-    match engine {
-        Engine::Vllm => &["vllm"],
-        Engine::Sglang => &["sglang"],
-        Engine::Tgi => &["text-generation-inference", "tgi"],
-        Engine::Lmdeploy => &["lmdeploy"],
-        _ => &[],
-    }
-}
-
 /// `0.10.2`, `3.0.1`, `0.11.0rc1`: at least two dot-separated parts, the first all digits,
 /// each starting with a digit.
 fn is_version(s: &str) -> bool {
@@ -113,7 +102,8 @@ fn is_version(s: &str) -> bool {
 
 /// The engine version an image's tag names (`vllm/vllm-openai:v0.10.2` -> `0.10.2`,
 /// `lmsysorg/sglang:v0.5.9-cu128` -> `0.5.9`), for the engine's own images only. `latest`, no
-/// tag, a digest or a tag that is no version: `None`.
+/// tag, a digest or a tag that is no version: `None`. An engine's own image is one whose name
+/// the engine hints of `configs/wrappers.toml` give to that engine.
 pub(crate) fn image_version(image: &str, engine: probe_model::Engine) -> Option<String> {
     let image = image.trim();
     if image.contains('@') {
@@ -124,7 +114,7 @@ pub(crate) fn image_version(image: &str, engine: probe_model::Engine) -> Option<
         return None;
     }
     let name = repo.rsplit('/').next().unwrap_or(repo).to_ascii_lowercase();
-    if !image_words(engine).iter().any(|w| name.contains(w)) {
+    if guess_engine_from_name(&name) != Some(engine) {
         return None;
     }
     let tag = tag.strip_prefix(['v', 'V']).unwrap_or(tag);

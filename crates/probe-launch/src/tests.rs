@@ -361,6 +361,12 @@ fn image_tags_name_versions() {
     assert_eq!(v("vllm/vllm-openai", Engine::Vllm), None);
     assert_eq!(v("vllm/vllm-openai:nightly-abc", Engine::Vllm), None);
     assert_eq!(v("vllm/vllm-openai@sha256:00ff", Engine::Vllm), None);
+    // Ollama's own image: its tag is Ollama's version (the engine hints name it, as every engine).
+    assert_eq!(
+        v("ollama/ollama:0.12.3", Engine::Ollama).as_deref(),
+        Some("0.12.3")
+    );
+    assert_eq!(v("ollama/ollama:0.12.3", Engine::Vllm), None);
     // Not the engine's own image: its tag is the base image's version.
     assert_eq!(v("nvcr.io/nvidia/pytorch:24.05-py3", Engine::Vllm), None);
 }

@@ -70,6 +70,40 @@ impl Engine {
         }
     }
 
+    /// The engine's definition, `configs/engines/<engine>.toml`, embedded at build time: the one
+    /// place an engine's identity is written down. probe-launch reads all of it (with
+    /// `deny_unknown_fields`) as the engine's catalog; [`Engine::packages`] reads its packages.
+    pub fn definition(self) -> &'static str {
+        match self {
+            Engine::Sglang => include_str!("../../../configs/engines/sglang.toml"),
+            Engine::Vllm => include_str!("../../../configs/engines/vllm.toml"),
+            Engine::Tgi => include_str!("../../../configs/engines/tgi.toml"),
+            Engine::LlamaCpp => include_str!("../../../configs/engines/llama.cpp.toml"),
+            Engine::Lmdeploy => include_str!("../../../configs/engines/lmdeploy.toml"),
+            Engine::Trtllm => include_str!("../../../configs/engines/trtllm.toml"),
+            Engine::Ollama => include_str!("../../../configs/engines/ollama.toml"),
+            Engine::Other => include_str!("../../../configs/engines/other.toml"),
+        }
+    }
+
+    /// The Python distributions that are this engine: its definition's `packages`, PEP 503
+    /// normalised as a snapshot names them (`tensorrt_llm` -> `tensorrt-llm`), each once. The one
+    /// list probe-launch (an engine's installed version) and probe-store (indexed versions) read.
+    pub fn packages(self) -> &'static [String] {
+        static PACKAGES: std::sync::LazyLock<Vec<(Engine, Vec<String>)>> =
+            std::sync::LazyLock::new(|| {
+                Engine::ALL
+                    .into_iter()
+                    .map(|e| (e, definition_packages(e)))
+                    .collect()
+            });
+        PACKAGES
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map(|(_, p)| p.as_slice())
+            .unwrap_or_default()
+    }
+
     pub fn parse(name: &str) -> Option<Engine> {
         Engine::ALL
             .into_iter()
@@ -80,6 +114,41 @@ impl Engine {
                 _ => None,
             })
     }
+}
+
+/// `packages` of `engine`'s definition; the rest of the file is probe-launch's to read (and check).
+fn definition_packages(engine: Engine) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Packages {
+        #[serde(default)]
+        packages: Vec<String>,
+    }
+    let parsed: Packages = match toml::from_str(engine.definition()) {
+        Ok(p) => p,
+        Err(e) => {
+            panic!("configs/engines/{engine}.toml (embedded at build time) does not parse: {e}")
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    for name in parsed.packages {
+        let name = pep503(&name);
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// PEP 503 normalisation: lower case, runs of `-_.` become one `-`.
+fn pep503(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for part in name.trim().split(['-', '_', '.']).filter(|p| !p.is_empty()) {
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&part.to_ascii_lowercase());
+    }
+    out
 }
 
 impl std::fmt::Display for Engine {

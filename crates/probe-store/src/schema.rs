@@ -22,19 +22,23 @@ pub(crate) const SLOTS_VERSION: u32 = 4;
 /// ([`crate::Fingerprint`]); snapshots stored before it have theirs computed when read.
 pub(crate) const FINGERPRINT_VERSION: u32 = 5;
 
-/// Packages whose versions are indexed (engines and what they are built on).
-const INDEXED_PACKAGES: &[&str] = &[
-    "vllm",
-    "sglang",
+/// Packages whose versions are indexed besides the engines' own (what engines are built on).
+const BUILT_ON: &[&str] = &[
     "sgl-kernel",
     "torch",
     "transformers",
     "flashinfer-python",
     "triton",
-    "lmdeploy",
-    "tensorrt-llm",
-    "text-generation-server",
 ];
+
+/// Whether a package's version is indexed: an engine's (its definition's `packages`,
+/// [`probe_model::Engine::packages`]) or one of [`BUILT_ON`].
+fn is_indexed_package(name: &str) -> bool {
+    BUILT_ON.contains(&name)
+        || probe_model::Engine::ALL
+            .into_iter()
+            .any(|e| e.packages().iter().any(|p| p == name))
+}
 
 /// Engines and versions that get indexed columns.
 pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap<String, String>) {
@@ -54,7 +58,7 @@ pub(crate) fn indexed_values(snapshot: &Snapshot) -> (BTreeSet<String>, BTreeMap
     let mut versions = BTreeMap::new();
     for environment in &snapshot.python_envs {
         for package in &environment.packages {
-            if INDEXED_PACKAGES.contains(&package.name.as_str()) {
+            if is_indexed_package(&package.name) {
                 versions
                     .entry(package.name.clone())
                     .or_insert_with(|| package.version.clone());

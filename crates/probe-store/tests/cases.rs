@@ -96,6 +96,7 @@ cases!(
     pruning_a_base_keeps_what_later_snapshots_need,
     writers_and_a_pruner_at_once_keep_every_kept_snapshot_exact,
     fingerprints_are_kept_and_computed_for_older_snapshots,
+    engine_packages_indexed_are_the_definitions,
 );
 
 fn snapshot(id: &str, target: &str, hostname: &str, machine_id: &str, at: i64) -> Snapshot {
@@ -170,6 +171,45 @@ fn put_get_latest_history_and_indexed_columns(backend: &Backend) {
     assert!(store.latest("unknown-host").unwrap().is_none());
     // Names match case-insensitively.
     assert_eq!(store.latest("GPU8").unwrap().unwrap().id, "b1");
+}
+
+/// The store recognises an engine's packages exactly by the engine definitions' `packages`
+/// (`configs/engines/*.toml`, read through `Engine::packages`): every one is indexed, and a
+/// package that is neither an engine's nor one engines are built on is not.
+fn engine_packages_indexed_are_the_definitions(backend: &Backend) {
+    let store = backend.open();
+    let definitions: BTreeSet<String> = probe_model::Engine::ALL
+        .into_iter()
+        .flat_map(|e| e.packages().iter().cloned())
+        .collect();
+    // Every engine with a Python package has its definition's; TGI's two, TensorRT-LLM's one
+    // (its `tensorrt_llm` spelling is the same distribution, PEP 503).
+    for name in [
+        "vllm",
+        "sglang",
+        "lmdeploy",
+        "tensorrt-llm",
+        "text-generation-server",
+    ] {
+        assert!(definitions.contains(name), "{name} in {definitions:?}");
+    }
+    let mut s = snapshot("e1", "gpu9", "gpu9", "m-0009", 100);
+    s.python_envs.push(PythonEnv {
+        packages: definitions
+            .iter()
+            .chain(&["numpy".to_string(), "requests".to_string()])
+            .map(|name| PythonPackage {
+                name: name.clone(),
+                version: "1.2.3".into(),
+                ..PythonPackage::default()
+            })
+            .collect(),
+        ..PythonEnv::default()
+    });
+    let meta = store.put(&s).unwrap();
+    let indexed: BTreeSet<String> = meta.versions.keys().cloned().collect();
+    assert_eq!(indexed, definitions);
+    assert_eq!(store.list(None).unwrap()[0].versions, meta.versions);
 }
 
 fn identity_survives_rename_and_readdress(backend: &Backend) {

@@ -6,12 +6,14 @@
 //! versions in which a spelling exists. [`catalog`] returns the catalog of one engine, narrowed to
 //! one version when the installed version is known.
 
+mod bench;
 mod equal;
 mod narrow;
 mod raw;
 mod spec;
 mod versions;
 
+pub use bench::Bench;
 pub use equal::{display, normalize, parse_bool, values_equal};
 pub use spec::{
     Catalog, EntryKind, EntryPoint, EnvPart, OptionSpec, PythonApi, SpeculativeRules, StartupArgs,
@@ -27,49 +29,18 @@ use probe_model::Engine;
 use narrow::build;
 use raw::RawCatalog;
 
-const SOURCES: [(Engine, &str); 8] = [
-    (
-        Engine::Sglang,
-        include_str!("../../../../configs/engines/sglang.toml"),
-    ),
-    (
-        Engine::Vllm,
-        include_str!("../../../../configs/engines/vllm.toml"),
-    ),
-    (
-        Engine::Tgi,
-        include_str!("../../../../configs/engines/tgi.toml"),
-    ),
-    (
-        Engine::LlamaCpp,
-        include_str!("../../../../configs/engines/llama.cpp.toml"),
-    ),
-    (
-        Engine::Lmdeploy,
-        include_str!("../../../../configs/engines/lmdeploy.toml"),
-    ),
-    (
-        Engine::Trtllm,
-        include_str!("../../../../configs/engines/trtllm.toml"),
-    ),
-    (
-        Engine::Ollama,
-        include_str!("../../../../configs/engines/ollama.toml"),
-    ),
-    (
-        Engine::Other,
-        include_str!("../../../../configs/engines/other.toml"),
-    ),
-];
+/// Each engine's definition (`configs/engines/<engine>.toml`, embedded by probe-model).
+fn sources() -> impl Iterator<Item = (Engine, &'static str)> {
+    Engine::ALL.into_iter().map(|e| (e, e.definition()))
+}
 
 /// The embedded catalogs, parsed once ([`crate::embedded::load`]: a broken one fails loudly
 /// instead of silently leaving an engine without options).
 static RAW: LazyLock<Vec<(Engine, RawCatalog)>> = LazyLock::new(|| {
-    SOURCES
-        .iter()
+    sources()
         .map(|(e, text)| {
             let file = format!("configs/engines/{e}.toml");
-            (*e, crate::embedded::load(&file, toml::from_str(text)))
+            (e, crate::embedded::load(&file, toml::from_str(text)))
         })
         .collect()
 });

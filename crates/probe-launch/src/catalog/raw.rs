@@ -11,12 +11,14 @@ use super::spec::{EntryKind, EnvPart, PythonApi, StartupArgs, Units, ValueKind, 
 #[serde(default, deny_unknown_fields)]
 pub(super) struct RawCatalog {
     pub(super) engine: String,
+    /// Read by `Engine::packages` (probe-model), where probe-store reaches it too.
     pub(super) packages: Vec<String>,
     pub(super) versions: Vec<String>,
     pub(super) units: Units,
     pub(super) underscore_to_dash: bool,
     pub(super) prefix_match: bool,
     pub(super) model_options: Vec<String>,
+    pub(super) bench: Option<super::Bench>,
     pub(super) config_options: Vec<String>,
     pub(super) config_file_wins: bool,
     pub(super) startup_args: StartupArgs,

@@ -204,8 +204,6 @@ pub struct Catalog {
     pub(super) version: Option<String>,
     /// Versions the catalog data was read from, oldest first.
     pub known_versions: Vec<String>,
-    /// The Python distributions that are this engine (`vllm`; TensorRT-LLM's two spellings).
-    pub packages: Vec<String>,
     /// The engine's human-readable integer convention.
     pub units: Units,
     /// vLLM and TRL turn `_` into `-` in option names.
@@ -214,6 +212,8 @@ pub struct Catalog {
     pub prefix_match: bool,
     /// Options whose value is the model (`model-path`, `model-id`, `hf-repo`).
     pub model_options: Vec<String>,
+    /// What the engine's own benchmark tool writes (`[bench]`), when it has one.
+    pub bench: Option<super::Bench>,
     /// Option holding a YAML config file (`config`, `extra_llm_api_options`).
     pub config_options: Vec<String>,
     /// The config file's values override the command line's (TRT-LLM applies its

@@ -2,7 +2,7 @@ use super::*;
 
 #[test]
 fn every_catalog_parses_and_has_entry_points() {
-    for (e, text) in SOURCES {
+    for (e, text) in sources() {
         let raw: Result<RawCatalog, _> = toml::from_str(text);
         assert!(raw.is_ok(), "{e}: {:?}", raw.err());
         assert!(
@@ -31,5 +31,40 @@ fn version_order_is_numeric() {
     ] {
         assert_eq!(version_cmp(a, b), want, "{a} vs {b}");
         assert_eq!(version_cmp(b, a), want.reverse(), "{b} vs {a}");
+    }
+}
+
+/// Every engine's own benchmark tool is in exactly one definition's `[bench]`, with a name and
+/// the backends its results name that engine's servers by; `[bench]` refuses unknown keys.
+#[test]
+fn every_engine_benchmark_tool_has_one_definition() {
+    use probe_model::BenchmarkTool;
+    for tool in [
+        BenchmarkTool::SglangBenchServing,
+        BenchmarkTool::VllmBenchServe,
+    ] {
+        let owners: Vec<Engine> = Engine::ALL
+            .into_iter()
+            .filter(|&e| {
+                catalog(e, None)
+                    .bench
+                    .as_ref()
+                    .is_some_and(|b| b.tool == tool)
+            })
+            .collect();
+        assert_eq!(owners.len(), 1, "{tool:?} is defined by {owners:?}");
+        let b = catalog(owners[0], None).bench.clone().unwrap();
+        assert!(!b.name.is_empty() && !b.backends.is_empty(), "{b:?}");
+    }
+    let cases: &[(&str, bool)] = &[
+        ("tool = \"vllm_bench_serve\"\nname = \"x\"", true),
+        (
+            "tool = \"vllm_bench_serve\"\nname = \"x\"\nbackend = [\"x\"]",
+            false,
+        ),
+        ("tool = \"no_such_tool\"\nname = \"x\"", false),
+    ];
+    for (text, ok) in cases {
+        assert_eq!(toml::from_str::<Bench>(text).is_ok(), *ok, "{text}");
     }
 }

@@ -15,29 +15,22 @@ use crate::module_cycles::{is_test_file, without_test_block};
 
 /// The files that still name engines in code, each with why (or what moves it to data next).
 /// Issue 32 item 1 moves them out one by one; `crates/probe-collect/src/parse/logs/` and
-/// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`).
+/// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`); then
+/// the two package lists (probe-launch's image words, probe-store's indexed packages: both read
+/// `Engine::packages` or the engine hints now) and the catalog's embedding (`Engine::definition`),
+/// then the benchmark tools (the definitions' `[bench]`).
 const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/probe-model/src/launch.rs",
-        "the `Engine` enum itself: its names and their spellings",
-    ),
-    (
-        "crates/probe-launch/src/catalog/mod.rs",
-        "embeds the definitions: one `include_str!` of configs/engines/<engine>.toml per engine",
-    ),
-    (
-        "crates/probe-launch/src/spec.rs",
-        "each engine's package and program names (`Engine::Tgi => [\"text-generation-inference\"]`): \
-         to the definitions' `packages` (issue 32 item 1: two package lists that disagree)",
-    ),
-    (
-        "crates/probe-store/src/schema.rs",
-        "the store's list of engine package names: the second package list (issue 32 item 1)",
+        "the `Engine` enum itself: its names and their spellings, and its definitions embedded \
+         (`Engine::definition`: one `include_str!` of configs/engines/<engine>.toml per engine)",
     ),
     (
         "crates/probe-launch/src/serving.rs",
-        "a serving spec (KServe / vLLM production stack) rebuilt as `vllm serve` argv: to the \
-         definition's entry points",
+        "serving specs that run vLLM (KServe, the vLLM production stack, Ray Serve, Triton's \
+         vLLM backend): their argv head is vLLM's definition's entry point, but KServe's \
+         `modelFormat` names (`vllm`) and the Triton backend's entry-point label and warning \
+         still name vLLM: to a serving-formats definition",
     ),
     (
         "crates/probe-launch/src/reading.rs",
@@ -47,11 +40,6 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/probe-launch/src/go_map.rs",
         "Ollama's `server config` Go map read into variables (`OLLAMA_*` keys)",
-    ),
-    (
-        "crates/probe-diff/src/bench.rs",
-        "benchmark tools by engine (`sglang bench_serving`, `vllm bench serve`): to the \
-         definitions' `what its benchmark tools write`",
     ),
     (
         "crates/probe-diff/src/fleet.rs",
