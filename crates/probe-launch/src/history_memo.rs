@@ -34,6 +34,9 @@ static TURNED_OFF: AtomicUsize = AtomicUsize::new(0);
 /// The raw launches of one history file, each with the hints it was read with.
 pub(crate) type Raw = Vec<(LaunchConfig, ParseHints)>;
 
+/// The completed launches of a file for one set of engine versions (one per raw launch).
+type Finished = (Vec<Option<String>>, Rc<Vec<LaunchConfig>>);
+
 /// One history file remembered: what makes its key, its raw launches, and its completed
 /// launches for each set of engine versions met.
 struct Remembered {
@@ -41,7 +44,7 @@ struct Remembered {
     mtime: Option<i64>,
     entries: Vec<HistoryEntry>,
     raw: Rc<Raw>,
-    finished: Vec<(Vec<Option<String>>, Rc<Vec<LaunchConfig>>)>,
+    finished: Vec<Finished>,
 }
 
 impl Remembered {
