@@ -41,6 +41,7 @@ mod entry;
 mod evidence;
 mod go_map;
 mod hints;
+mod history_memo;
 mod host_change;
 mod identity;
 mod ini;
@@ -77,6 +78,7 @@ pub use configuration::{
 };
 
 pub use hints::{ParseHints, TextKind};
+pub use history_memo::without_memo;
 
 pub use evidence::{from_argv, from_startup_log, from_unit};
 pub use installed::{engine_package, serving_env};

@@ -201,42 +201,55 @@ fn container_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
 /// The shell history lines (timestamped when the history has times, else bounded by the file).
 fn history_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
     for h in &snapshot.histories {
-        // One budget for the file: an entry that blows up spends its own file's, no other's.
-        let size: usize = h.entries.iter().map(|e| e.command.len()).sum();
-        let budget = work::budget_of(size, &BTreeMap::new());
-        // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
-        let mut carried = BTreeMap::new();
-        for e in &h.entries {
-            if budget.exhausted() {
-                break;
-            }
-            let hints = ParseHints {
-                kind: TextKind::Shell,
-                // The carried variables the entry can reach, not all of them.
-                env: shell::reachable(&e.command, &carried),
-                source: LaunchSource {
-                    kind: SourceKind::History,
-                    location: LaunchOrigin::History {
-                        path: h.path.clone(),
-                        index: Some(e.index),
-                    }
-                    .location(),
-                    time: TimeBounds {
-                        at: e.time,
-                        not_before: None,
-                        not_after: if e.time.is_none() { h.mtime } else { None },
-                    },
-                    running: false,
-                    ..LaunchSource::default()
-                },
-                ..ParseHints::default()
-            };
-            for l in reconstruct_within(&e.command, &hints, &budget) {
-                finish(snapshot, l, &hints, out);
-            }
-            shell::carry_vars(&e.command, &mut carried, &budget);
-        }
+        out.extend(crate::history_memo::launches(
+            h,
+            || history_file_launches(h),
+            |l| fill_version(snapshot, l),
+            with_version,
+        ));
     }
+}
+
+/// The launches of one history file's entries, each with the hints it was read with, before
+/// the snapshot's engine versions complete them: they depend on the file alone.
+fn history_file_launches(h: &probe_model::HistoryFile) -> crate::history_memo::Raw {
+    let mut out = Vec::new();
+    // One budget for the file: an entry that blows up spends its own file's, no other's.
+    let size: usize = h.entries.iter().map(|e| e.command.len()).sum();
+    let budget = work::budget_of(size, &BTreeMap::new());
+    // Variables typed in earlier entries (`CMD=...`, then `eval "$CMD"`).
+    let mut carried = BTreeMap::new();
+    for e in &h.entries {
+        if budget.exhausted() {
+            break;
+        }
+        let hints = ParseHints {
+            kind: TextKind::Shell,
+            // The carried variables the entry can reach, not all of them.
+            env: shell::reachable(&e.command, &carried),
+            source: LaunchSource {
+                kind: SourceKind::History,
+                location: LaunchOrigin::History {
+                    path: h.path.clone(),
+                    index: Some(e.index),
+                }
+                .location(),
+                time: TimeBounds {
+                    at: e.time,
+                    not_before: None,
+                    not_after: if e.time.is_none() { h.mtime } else { None },
+                },
+                running: false,
+                ..LaunchSource::default()
+            },
+            ..ParseHints::default()
+        };
+        for l in reconstruct_within(&e.command, &hints, &budget) {
+            out.push((l, hints.clone()));
+        }
+        shell::carry_vars(&e.command, &mut carried, &budget);
+    }
+    out
 }
 
 /// The engines' start-up log lines (what the engine resolved).

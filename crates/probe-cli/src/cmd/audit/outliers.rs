@@ -671,4 +671,92 @@ mod tests {
         });
         check(&pg, &members);
     }
+
+    /// The shell history every host of a generated fleet was set up with: launches typed one
+    /// after another, one through a variable carried to an `eval`.
+    fn typed_history(extra: &str) -> probe_model::HistoryFile {
+        let mut commands: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "python -m vllm.entrypoints.openai.api_server --model /mnt/models/GLM-4.5-Air-FP8 --port {} --max-num-seqs {}",
+                    8000 + i % 4,
+                    64 << (i % 3)
+                )
+            })
+            .collect();
+        commands
+            .push("CMD='vllm serve /mnt/models/GLM-4.5-Air-FP8 --tensor-parallel-size 2'".into());
+        commands.push("eval \"$CMD\"".into());
+        commands.push(format!("vllm serve /mnt/models/GLM-4.5-Air-FP8 {extra}"));
+        probe_model::HistoryFile {
+            user: "ubuntu".into(),
+            path: "/home/ubuntu/.bash_history".into(),
+            mtime: Some(1_794_999_000),
+            entries: (commands.into_iter().enumerate())
+                .map(|(index, command)| probe_model::HistoryEntry {
+                    index: index as u32,
+                    time: Some(1_794_900_000 + index as i64 * 600),
+                    command,
+                })
+                .collect(),
+            ..probe_model::HistoryFile::default()
+        }
+    }
+
+    /// `--outliers` with each history file's launches remembered (probe-launch's memo: most
+    /// hosts share one history) is byte for byte today's answer, where every member's view is
+    /// read and analysed afresh: a fleet whose hosts share a history but not their process ids
+    /// or GPU UUIDs, with planted outliers (a flag, the driver, torch, the engine's version,
+    /// which completes the shared history's launches differently, and a history of its own).
+    #[test]
+    fn outliers_with_remembered_histories_are_todays_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = probe_store::SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        for n in 0..24 {
+            let (driver, flag, torch) = match n {
+                5 => ("535.1", None, "2.8.0"),
+                9 => ("575.57.08", Some("--enable-expert-parallel"), "2.8.0"),
+                13 => ("575.57.08", None, "2.7.1"),
+                _ => ("575.57.08", None, "2.8.0"),
+            };
+            let mut host = fleet_host(n, driver, flag, torch, 4000 + n as u32);
+            host.gpu.gpus[0].uuid = Some(format!("GPU-{n}-0"));
+            host.histories = vec![typed_history(if n == 17 { "--max-num-seqs 8" } else { "" })];
+            // Installed before the history's launches, so that they take its version.
+            host.python_envs[0].packages[0].installed_at = Some(1_794_000_000);
+            if n == 21 {
+                host.python_envs[0].packages[0].version = "0.10.2".into();
+            }
+            store.put(&host).unwrap();
+        }
+        let members: Vec<FleetMember> = (0..24)
+            .map(|n| FleetMember {
+                name: format!("host-{n}"),
+                target: format!("gpu{n}"),
+                groups: vec!["prod".into()],
+                tags: vec![format!("rack{}", n % 3)],
+            })
+            .collect();
+        let none = BTreeMap::new();
+        let json = |groups: &[GroupOutliers]| serde_json::to_string(groups).unwrap();
+        let today = probe_launch::without_memo(|| {
+            group_outliers_by_views(&store, &members, &none, &[]).unwrap()
+        });
+        // Twice: the memo cold, then warm.
+        for _ in 0..2 {
+            assert_eq!(
+                json(&group_outliers(&store, &members, &none, &[]).unwrap()),
+                json(&today)
+            );
+            assert_eq!(
+                json(&group_outliers_by_views(&store, &members, &none, &[]).unwrap()),
+                json(&today)
+            );
+        }
+        let prod = today.iter().find(|g| g.group == "prod").unwrap();
+        let odd: Vec<&str> = prod.outliers.iter().map(|o| o.host.as_str()).collect();
+        for host in ["host-5", "host-9", "host-13", "host-21"] {
+            assert!(odd.contains(&host), "{host} not in {odd:?}");
+        }
+    }
 }
