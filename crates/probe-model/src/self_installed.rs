@@ -20,6 +20,13 @@ pub struct SelfInstalled {
     pub model_names: Vec<BlobName>,
 }
 
+impl SelfInstalled {
+    /// Nothing read: no binary, no checkout, no model name.
+    pub fn is_empty(&self) -> bool {
+        self.binaries.is_empty() && self.checkouts.is_empty() && self.model_names.is_empty()
+    }
+}
+
 /// A program file, as `stat` gave it (no link followed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]

@@ -83,7 +83,9 @@ pub struct Snapshot {
     pub launch_files: Vec<LaunchFile>,
     /// Engines installed outside package managers: the binaries running servers run, the git
     /// checkouts they were built from or installed editable from, and model stores' names.
-    #[serde(default)]
+    /// Left out of the document when round 2 found none (and in documents stored before it
+    /// was read), so an older stored document exports as it was written.
+    #[serde(default, skip_serializing_if = "crate::SelfInstalled::is_empty")]
     pub self_installed: crate::SelfInstalled,
 }
 

@@ -135,6 +135,7 @@ section_fields!(
     hardware,
     benchmarks,
     launch_files,
+    self_installed,
 );
 
 /// What a [`ManyReader`] makes of each snapshot.
