@@ -114,8 +114,7 @@ mod tests {
     /// The stored snapshots' ids, oldest first.
     fn stored_ids(store: &std::path::Path) -> Vec<String> {
         let store = probe_store::open(&store.display().to_string()).expect("the store opens");
-        let mut metas = store.list(None).expect("the store lists");
-        metas.sort_by_key(|meta| meta.collected_at);
+        let metas = store.list(None).expect("the store lists");
         metas.into_iter().map(|meta| meta.id).collect()
     }
 
@@ -149,14 +148,22 @@ mod tests {
             .enable_all()
             .build()
             .expect("a runtime");
+        // Each run's snapshot by what it added to the store: two runs may fall in one second,
+        // and ids of one second do not sort by when they were stored.
+        let mut ids: Vec<String> = Vec::new();
         for _ in 0..2 {
             let code = probe_host_local(&runtime, &store);
             assert!(
                 [exit_codes::OK, exit_codes::INCOMPLETE].contains(&code),
                 "exit {code}"
             );
+            let new: Vec<String> = stored_ids(&store)
+                .into_iter()
+                .filter(|id| !ids.contains(id))
+                .collect();
+            assert_eq!(new.len(), 1, "one snapshot stored per run: {new:?}");
+            ids.extend(new);
         }
-        let ids = stored_ids(&store);
         let [first, second] = ids.as_slice() else {
             panic!("two snapshots stored: {ids:?}");
         };
