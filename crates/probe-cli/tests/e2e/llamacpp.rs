@@ -6,33 +6,12 @@
 //! 40`: 40 of 65) logs ~4.3. The lowered `-ngl` explains the drop, and the restore text is the
 //! earlier command.
 
-use probe_model::{Assessment, Conclusion, LaunchDiff};
+use probe_model::{Assessment, Conclusion};
 
 use crate::util;
 
 fn story() -> &'static util::Collected {
     util::collected("llamacpp-story")
-}
-
-fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
-    diff.changes
-        .iter()
-        .find(|c| c.key == key)
-        .and_then(|c| c.verdict.as_ref())
-        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
-}
-
-/// The verdict block of the human report and the candidate causes' table.
-fn blocks(text: &str) -> String {
-    let block = |from: &str| {
-        let start = text
-            .find(from)
-            .unwrap_or_else(|| panic!("{from} in\n{text}"));
-        let rest = &text[start..];
-        let end = rest.find("\n\n").unwrap_or(rest.len());
-        rest[..end].to_string()
-    };
-    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
 }
 
 /// What differs from run to run of the fixture: the live run's times, PID and samples (the
@@ -141,7 +120,7 @@ fn llamacpp_fewer_layers_on_the_gpu_explain_the_drop() {
     assert!((21.0..23.0).contains(&before.mean), "{before:?}");
     assert!(before.count > 1000, "{before:?}");
     assert!((4.0..4.7).contains(&after.mean), "{after:?}");
-    let layers = verdict_of(diff, "n-gpu-layers");
+    let layers = util::verdict_of(diff, "n-gpu-layers");
     assert_eq!(layers.assessment, Assessment::Explains, "{layers:?}");
     assert_eq!(layers.numbers.get("gpu_layers_before"), Some(&65.0));
     assert_eq!(layers.numbers.get("gpu_layers_after"), Some(&40.0));
@@ -159,6 +138,6 @@ fn llamacpp_fewer_layers_on_the_gpu_explain_the_drop() {
     );
     assert!(text.contains("n-gpu-layers 99 -> 40 explains it"), "{text}");
     insta::with_settings!({filters => filters()}, {
-        insta::assert_snapshot!("llamacpp_story_verdict", blocks(text));
+        insta::assert_snapshot!("llamacpp_story_verdict", util::verdict_blocks(text));
     });
 }

@@ -14,19 +14,6 @@ fn story() -> &'static util::Collected {
     util::collected("lmdeploy-story")
 }
 
-/// The verdict block of the human report and the candidate causes' table.
-fn blocks(text: &str) -> String {
-    let block = |from: &str| {
-        let start = text
-            .find(from)
-            .unwrap_or_else(|| panic!("{from} in\n{text}"));
-        let rest = &text[start..];
-        let end = rest.find("\n\n").unwrap_or(rest.len());
-        rest[..end].to_string()
-    };
-    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
-}
-
 /// What differs from run to run of the fixture: the live run's times and PID.
 fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -164,6 +151,6 @@ fn lmdeploy_a_smaller_kv_cache_explains_the_drop() {
         "{launch}"
     );
     insta::with_settings!({filters => filters()}, {
-        insta::assert_snapshot!("lmdeploy_story_verdict", blocks(text));
+        insta::assert_snapshot!("lmdeploy_story_verdict", util::verdict_blocks(text));
     });
 }

@@ -6,7 +6,7 @@
 //! OLLAMA_KEEP_ALIVE=-1) but both sit wholly on the GPU, so it is not the cause. The speed comes
 //! from the `ollama run --verbose` outputs a nightly cron job keeps.
 
-use probe_model::{Assessment, Conclusion, LaunchDiff};
+use probe_model::{Assessment, Conclusion};
 
 use crate::util;
 
@@ -16,28 +16,6 @@ fn offload() -> &'static util::Collected {
 
 fn resident() -> &'static util::Collected {
     util::collected("ollama-resident")
-}
-
-fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
-    diff.changes
-        .iter()
-        .find(|c| c.key == key)
-        .and_then(|c| c.verdict.as_ref())
-        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
-}
-
-/// The verdict block of the human report, and the candidate causes' table: from `Verdict` to
-/// the blank line after it, from `Candidate causes` to the line after the table.
-fn blocks(text: &str) -> String {
-    let block = |from: &str| {
-        let start = text
-            .find(from)
-            .unwrap_or_else(|| panic!("{from} in\n{text}"));
-        let rest = &text[start..];
-        let end = rest.find("\n\n").unwrap_or(rest.len());
-        rest[..end].to_string()
-    };
-    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
 }
 
 /// What differs from run to run of the same fixture: the live run's times, PIDs and the one
@@ -184,7 +162,7 @@ fn ollama_layers_moved_off_the_gpu_explain_the_drop() {
     let after = symptom.after.as_ref().expect("the live run's");
     assert!((17.0..18.5).contains(&before.mean), "{before:?}");
     assert!((2.5..2.9).contains(&after.mean), "{after:?}");
-    let layers = verdict_of(diff, "limit:gpu_layers");
+    let layers = util::verdict_of(diff, "limit:gpu_layers");
     assert_eq!(layers.assessment, Assessment::Explains, "{layers:?}");
     assert_eq!(layers.numbers.get("gpu_layers_before"), Some(&81.0));
     assert_eq!(layers.numbers.get("gpu_layers_after"), Some(&43.0));
@@ -216,7 +194,7 @@ fn ollama_layers_moved_off_the_gpu_explain_the_drop() {
         "{text}"
     );
     insta::with_settings!({filters => filters()}, {
-        insta::assert_snapshot!("ollama_offload_verdict", blocks(text));
+        insta::assert_snapshot!("ollama_offload_verdict", util::verdict_blocks(text));
     });
 }
 
@@ -260,7 +238,7 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
         diff.changes
     );
     for key in ["max-loaded-models", "keep-alive"] {
-        let v = verdict_of(diff, key);
+        let v = util::verdict_of(diff, key);
         assert_eq!(v.assessment, Assessment::RuledOut, "{key}: {v:?}");
     }
     let (offload_report, _, _) = offload();
@@ -271,6 +249,6 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
         .expect("a verdict");
     assert_ne!(verdict.cause, offload_verdict.cause);
     insta::with_settings!({filters => filters()}, {
-        insta::assert_snapshot!("ollama_resident_verdict", blocks(text));
+        insta::assert_snapshot!("ollama_resident_verdict", util::verdict_blocks(text));
     });
 }

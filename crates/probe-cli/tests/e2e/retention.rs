@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
-use probe_model::{Assessment, Conclusion, HostReport, LaunchDiff, Snapshot, VerdictConfidence};
+use probe_model::{Assessment, Conclusion, HostReport, Snapshot, VerdictConfidence};
 use probe_testkit::fixture::SharedFleet;
 
 use crate::util;
@@ -61,14 +61,6 @@ fn collected() -> &'static Collected {
 fn rotated() -> &'static Collected {
     static DONE: OnceLock<Collected> = OnceLock::new();
     DONE.get_or_init(|| collect("fx-sglang-rotated"))
-}
-
-fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
-    diff.changes
-        .iter()
-        .find(|c| c.key == key)
-        .and_then(|c| c.verdict.as_ref())
-        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
 }
 
 /// 2026-10-27 09:00:05 UTC, 2026-11-20 13:58:13 UTC: run A, as its journal lines say.
@@ -140,7 +132,7 @@ fn a_run_weeks_old_is_compared_with_its_numbers_and_the_cause_named() {
         "{before:?}"
     );
 
-    let spec = verdict_of(diff, "speculative.algorithm");
+    let spec = util::verdict_of(diff, "speculative.algorithm");
     assert_eq!(spec.assessment, Assessment::Explains, "{spec:?}");
     assert!(
         spec.reason.contains("each step yielded 2.4 tokens"),
@@ -233,7 +225,7 @@ fn compressed_rotated_copies_are_read_and_hold_the_earlier_run() {
         "{before:?}"
     );
     assert!(before.count > 1_000, "{before:?}");
-    let cap = verdict_of(diff, "max-running-requests");
+    let cap = util::verdict_of(diff, "max-running-requests");
     assert_eq!(cap.assessment, Assessment::Explains, "{cap:?}");
     let restore = verdict.restore.as_ref().expect("a restore text");
     assert!(
@@ -363,7 +355,7 @@ fn a_cron_jobs_dated_files_hold_the_recreated_containers_run() {
         before.last_time.is_some_and(|t| t > ARCHIVED.1 - 3_600),
         "{before:?}"
     );
-    let cap = verdict_of(diff, "max-num-seqs");
+    let cap = util::verdict_of(diff, "max-num-seqs");
     assert_eq!(cap.assessment, Assessment::Explains, "{cap:?}");
     let restore = verdict.restore.as_ref().expect("a restore text");
     assert!(

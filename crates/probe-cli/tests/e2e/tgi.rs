@@ -6,33 +6,12 @@
 //! takes 28-32 ms. CUDA graphs turned off explain the rise, with the added time per token; the
 //! restore text names the drop-in's ExecStart= line.
 
-use probe_model::{Assessment, Conclusion, LaunchDiff};
+use probe_model::{Assessment, Conclusion};
 
 use crate::util;
 
 fn story() -> &'static util::Collected {
     util::collected("tgi-story")
-}
-
-fn verdict_of<'a>(diff: &'a LaunchDiff, key: &str) -> &'a probe_model::CauseVerdict {
-    diff.changes
-        .iter()
-        .find(|c| c.key == key)
-        .and_then(|c| c.verdict.as_ref())
-        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
-}
-
-/// The verdict block of the human report and the candidate causes' table.
-fn blocks(text: &str) -> String {
-    let block = |from: &str| {
-        let start = text
-            .find(from)
-            .unwrap_or_else(|| panic!("{from} in\n{text}"));
-        let rest = &text[start..];
-        let end = rest.find("\n\n").unwrap_or(rest.len());
-        rest[..end].to_string()
-    };
-    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
 }
 
 /// What differs from run to run of the fixture: the live run's times, PID and samples.
@@ -116,7 +95,7 @@ fn tgi_cuda_graphs_off_explain_the_slower_tokens() {
     assert_eq!(verdict.cause.as_deref(), Some("cuda-graphs"));
     let symptom = verdict.symptom.as_ref().expect("a symptom");
     assert_eq!(symptom.metric, "request_tpot_ms");
-    let graphs = verdict_of(diff, "cuda-graphs");
+    let graphs = util::verdict_of(diff, "cuda-graphs");
     assert_eq!(graphs.assessment, Assessment::Explains, "{graphs:?}");
     let num = |k: &str| graphs.numbers.get(k).copied().unwrap_or(f64::NAN);
     assert!((19.5..21.5).contains(&num("tpot_before_ms")), "{graphs:?}");
@@ -140,7 +119,7 @@ fn tgi_cuda_graphs_off_explain_the_slower_tokens() {
         "{text}"
     );
     insta::with_settings!({filters => filters()}, {
-        insta::assert_snapshot!("tgi_story_verdict", blocks(text));
+        insta::assert_snapshot!("tgi_story_verdict", util::verdict_blocks(text));
     });
 }
 

@@ -467,3 +467,32 @@ fn every_json_command_line_has_its_document() {
         assert_eq!(schema(args), want, "{args:?}");
     }
 }
+
+/// The verdict on the change `key` of a launch diff (a test fails naming the changes when there
+/// is none).
+#[track_caller]
+pub fn verdict_of<'a>(
+    diff: &'a probe_model::LaunchDiff,
+    key: &str,
+) -> &'a probe_model::CauseVerdict {
+    diff.changes
+        .iter()
+        .find(|c| c.key == key)
+        .and_then(|c| c.verdict.as_ref())
+        .unwrap_or_else(|| panic!("{key}: {:#?}", diff.changes))
+}
+
+/// The verdict block of a human host report and its candidate causes' table: from `Verdict`
+/// and from `  Candidate causes`, each to the next blank line.
+#[track_caller]
+pub fn verdict_blocks(text: &str) -> String {
+    let block = |from: &str| {
+        let start = text
+            .find(from)
+            .unwrap_or_else(|| panic!("{from} in\n{text}"));
+        let rest = &text[start..];
+        let end = rest.find("\n\n").unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
+    format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
+}
