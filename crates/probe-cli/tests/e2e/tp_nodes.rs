@@ -452,6 +452,15 @@ fn tp_nodes_a_pure_python_package_is_the_only_cause() {
              5: /opt/venvs/vllm/bin/pip install -U transformers==4.57.3"
         )
     );
+    let human = util::text(&probe(env, &args).stdout);
+    let shown = format!(
+        "{}\n\n{}",
+        human.lines().take(4).collect::<Vec<_>>().join("\n"),
+        block(&human, "Changes, most likely cause")
+    );
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!("tp_nodes_package_diff", shown);
+    });
     let rollback = probe(env, &[&args[..], &["--rollback"]].concat());
     let text = util::text(&rollback.stdout);
     assert!(text.contains("transformers==4.57.1"), "{text}");
