@@ -7,7 +7,6 @@
 //! node b (the docker stand-in recreates the container from the edited file), it leaves nothing
 //! serving-relevant different.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
@@ -16,33 +15,15 @@ use probe_model::SnapshotDiff;
 use crate::apply_plan::{LOGIN_ENV, Loop, count_in, left};
 use crate::util;
 
-struct Env {
-    config: PathBuf,
-    dir: tempfile::TempDir,
-    store: PathBuf,
-}
+type Env = util::Stored;
 
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let fleet = util::fleet(&["compose-node-a", "compose-node-b"]);
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("snapshots.db");
-        let env = Env {
-            config: fleet.ssh_config(),
-            dir,
-            store,
-        };
-        for alias in ["fx-compose-node-a", "fx-compose-node-b"] {
-            let out = probe(&env, &["host", alias]);
-            assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
-        }
-        env
-    })
+    ENV.get_or_init(|| util::Stored::collect(&["compose-node-a", "compose-node-b"]))
 }
 
 fn probe(env: &Env, args: &[&str]) -> Output {
-    util::probe_on(env.dir.path(), &env.config, &env.store).run(args)
+    env.probe(args)
 }
 
 const ARGS: [&str; 3] = [

@@ -5,7 +5,6 @@
 //! server (nothing else does) and starts node a's launch in the background; run on a private
 //! instance of node b, that plan leaves nothing serving-relevant different.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
@@ -14,33 +13,15 @@ use probe_model::SnapshotDiff;
 use crate::apply_plan::{LOGIN_ENV, Loop, left};
 use crate::util;
 
-struct Env {
-    config: PathBuf,
-    dir: tempfile::TempDir,
-    store: PathBuf,
-}
+type Env = util::Stored;
 
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let fleet = util::fleet(&["hand-node-a", "hand-node-b"]);
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("snapshots.db");
-        let env = Env {
-            config: fleet.ssh_config(),
-            dir,
-            store,
-        };
-        for alias in ["fx-hand-node-a", "fx-hand-node-b"] {
-            let out = probe(&env, &["host", alias]);
-            assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
-        }
-        env
-    })
+    ENV.get_or_init(|| util::Stored::collect(&["hand-node-a", "hand-node-b"]))
 }
 
 fn probe(env: &Env, args: &[&str]) -> Output {
-    util::probe_on(env.dir.path(), &env.config, &env.store).run(args)
+    env.probe(args)
 }
 
 const ARGS: [&str; 3] = ["diff", "fx-hand-node-a@latest", "fx-hand-node-b@latest"];

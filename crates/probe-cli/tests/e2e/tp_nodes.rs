@@ -5,7 +5,6 @@
 //! consequence, under them; the identity of each node is in the header, never a cause; the
 //! verdict names the drop-in's changes as explaining the slower decode, with the arithmetic.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
@@ -13,33 +12,15 @@ use probe_model::SnapshotDiff;
 
 use crate::util;
 
-struct Env {
-    config: PathBuf,
-    dir: tempfile::TempDir,
-    store: PathBuf,
-}
+type Env = util::Stored;
 
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let fleet = util::fleet(&["tp-node-a", "tp-node-b", "tp-node-c"]);
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("snapshots.db");
-        let env = Env {
-            config: fleet.ssh_config(),
-            dir,
-            store,
-        };
-        for alias in ["fx-tp-node-a", "fx-tp-node-b", "fx-tp-node-c"] {
-            let out = probe(&env, &["host", alias]);
-            assert_eq!(out.status.code(), Some(0), "{}", util::text(&out.stderr));
-        }
-        env
-    })
+    ENV.get_or_init(|| util::Stored::collect(&["tp-node-a", "tp-node-b", "tp-node-c"]))
 }
 
 fn probe(env: &Env, args: &[&str]) -> Output {
-    util::probe_on(env.dir.path(), &env.config, &env.store).run(args)
+    env.probe(args)
 }
 
 /// The diff of the good node against the one with the drop-in: human text and JSON.

@@ -496,3 +496,34 @@ pub fn verdict_blocks(text: &str) -> String {
     };
     format!("{}\n\n{}", block("Verdict"), block("  Candidate causes"))
 }
+
+/// Fixture hosts collected once each (`probe host ALIAS`) into a store of their own: the set-up
+/// of the tests that compare two or three nodes.
+pub struct Stored {
+    pub config: PathBuf,
+    pub dir: tempfile::TempDir,
+    pub store: PathBuf,
+}
+
+impl Stored {
+    pub fn collect(names: &[&str]) -> Stored {
+        let fleet = fleet(names);
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("snapshots.db");
+        let stored = Stored {
+            config: fleet.ssh_config(),
+            dir,
+            store,
+        };
+        for name in names {
+            let out = stored.probe(&["host", &format!("fx-{name}")]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        }
+        stored
+    }
+
+    /// probe with this store and the fleet's ssh_config.
+    pub fn probe(&self, args: &[&str]) -> Output {
+        probe_on(self.dir.path(), &self.config, &self.store).run(args)
+    }
+}
