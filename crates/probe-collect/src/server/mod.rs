@@ -165,23 +165,13 @@ fn remote_now(snapshot: &Snapshot, started: Instant) -> Option<UnixTime> {
 
 /// Asks every running server of `snapshot` and records the answers in `snapshot.servers`.
 pub async fn ask_servers<F: Forward>(fwd: &F, snapshot: &mut Snapshot, opts: &AskOptions) {
-    ask_servers_after(fwd, snapshot, opts, &[]).await;
-}
-
-/// [`ask_servers`], each reading keeping the histograms of its server's `early` scrape
-/// ([`scrape_histograms`]) with the time between the two.
-pub async fn ask_servers_after<F: Forward>(
-    fwd: &F,
-    snapshot: &mut Snapshot,
-    opts: &AskOptions,
-    early: &[EarlyScrape],
-) {
     let launches = probe_launch::launches_of(snapshot);
-    ask_servers_of(fwd, snapshot, &launches, opts, early).await;
+    ask_servers_of(fwd, snapshot, &launches, opts, &[]).await;
 }
 
-/// [`ask_servers_after`], for the snapshot's `launches` already read (asking a server changes
-/// `snapshot.servers`, never its launches).
+/// [`ask_servers`], for the snapshot's `launches` already read (asking a server changes
+/// `snapshot.servers`, never its launches), each reading keeping the histograms of its
+/// server's `early` scrape ([`scrape_histograms`]) with the time between the two.
 pub async fn ask_servers_of<F: Forward>(
     fwd: &F,
     snapshot: &mut Snapshot,
