@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use probe_model::{ChangeKind, ComputeApp, Gpu, Snapshot};
+use probe_model::{ChangeKind, ComputeApp, Gpu, GpuState, Snapshot};
 use serde_json::Value;
 
 use super::collector::Collector;
@@ -64,6 +64,14 @@ fn gpu_status_name(status: probe_model::GpuStatus) -> &'static str {
 
 pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut Collector) {
     let (before_gpu, after_gpu) = (&before.gpu, &after.gpu);
+    compare_status(before_gpu, after_gpu, collector);
+    compare_driver(before_gpu, after_gpu, collector);
+    compare_count(before_gpu, after_gpu, collector);
+    compare_fields(&gpu_pairs(before_gpu, after_gpu), collector);
+    compare_other_gpu_processes(before, after, collector);
+}
+
+fn compare_status(before_gpu: &GpuState, after_gpu: &GpuState, collector: &mut Collector) {
     if before_gpu.status != after_gpu.status {
         let before_value = Value::from(gpu_status_name(before_gpu.status));
         let after_value = Value::from(gpu_status_name(after_gpu.status));
@@ -75,6 +83,10 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
             after_gpu.message.clone(),
         );
     }
+}
+
+/// The driver and CUDA versions.
+fn compare_driver(before_gpu: &GpuState, after_gpu: &GpuState, collector: &mut Collector) {
     for (name, before_value, after_value) in [
         (
             "driver_version",
@@ -97,6 +109,10 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
             collector.push(&subject, format!("gpu.{name}"), None);
         }
     }
+}
+
+/// How many GPUs, when both sides saw them.
+fn compare_count(before_gpu: &GpuState, after_gpu: &GpuState, collector: &mut Collector) {
     let (before_count, after_count) = (before_gpu.gpus.len(), after_gpu.gpus.len());
     let both_present = before_gpu.status == probe_model::GpuStatus::Present
         && after_gpu.status == probe_model::GpuStatus::Present;
@@ -107,8 +123,14 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
             .values(Some(&before_value), Some(&after_value));
         collector.push(&subject, String::from("gpu.count"), None);
     }
+}
 
-    // Pair GPUs by index (by position when the index is missing).
+/// The GPUs of both sides paired by index (by position when the index is missing), as
+/// (index, before, after).
+fn gpu_pairs<'a>(
+    before_gpu: &'a GpuState,
+    after_gpu: &'a GpuState,
+) -> Vec<(u32, &'a Gpu, &'a Gpu)> {
     let index_of = |position: usize, gpu: &Gpu| gpu.index.unwrap_or(position as u32);
     let before_by_index: BTreeMap<u32, &Gpu> = before_gpu
         .gpus
@@ -116,7 +138,7 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
         .enumerate()
         .map(|(position, gpu)| (index_of(position, gpu), gpu))
         .collect();
-    let pairs: Vec<(u32, &Gpu, &Gpu)> = after_gpu
+    after_gpu
         .gpus
         .iter()
         .enumerate()
@@ -126,7 +148,12 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
                 .get(&index)
                 .map(|before| (index, *before, gpu))
         })
-        .collect();
+        .collect()
+}
+
+/// Each field of [`GPU_FIELDS`] over the paired GPUs: one `gpu:*` change when every GPU moved
+/// the same way, else one change per GPU.
+fn compare_fields(pairs: &[(u32, &Gpu, &Gpu)], collector: &mut Collector) {
     for (field, read) in GPU_FIELDS {
         let differing: Vec<(u32, Value, Value)> = pairs
             .iter()
@@ -156,7 +183,6 @@ pub(super) fn compare_gpus(before: &Snapshot, after: &Snapshot, collector: &mut 
             }
         }
     }
-    compare_other_gpu_processes(before, after, collector);
 }
 
 /// GPU memory held by compute processes that are not the model servers of the snapshot.

@@ -23,12 +23,23 @@ fn serving_envs(snapshot: &Snapshot) -> Vec<&PythonEnv> {
 }
 
 pub(super) fn compare_packages(before: &Snapshot, after: &Snapshot, collector: &mut Collector) {
-    let before_envs = serving_envs(before);
-    let after_envs = serving_envs(after);
+    let pairs = paired_envs(&serving_envs(before), &serving_envs(after));
+    let several = pairs.len() > 1;
+    for (before_env, after_env) in pairs {
+        compare_env(after, (before_env, after_env), several, collector);
+    }
+}
+
+/// The environments of both sides paired by interpreter or prefix; when one is left on each
+/// side, those two.
+fn paired_envs<'a>(
+    before_envs: &[&'a PythonEnv],
+    after_envs: &[&'a PythonEnv],
+) -> Vec<(&'a PythonEnv, &'a PythonEnv)> {
     let mut pairs: Vec<(&PythonEnv, &PythonEnv)> = Vec::new();
     let mut after_used: HashSet<usize> = HashSet::new();
     let mut before_left = Vec::new();
-    for before_env in &before_envs {
+    for before_env in before_envs {
         let found = after_envs.iter().enumerate().find(|(index, after_env)| {
             !after_used.contains(index)
                 && (after_env.interpreter == before_env.interpreter
@@ -51,60 +62,74 @@ pub(super) fn compare_packages(before: &Snapshot, after: &Snapshot, collector: &
     if let ([only_before], [only_after]) = (before_left.as_slice(), after_left.as_slice()) {
         pairs.push((only_before, only_after));
     }
-    let several = pairs.len() > 1;
-    for (before_env, after_env) in pairs {
-        let before_packages: BTreeMap<&str, &str> = before_env
-            .packages
-            .iter()
-            .map(|package| (package.name.as_str(), package.version.as_str()))
-            .collect();
-        let after_packages: BTreeMap<&str, &str> = after_env
-            .packages
-            .iter()
-            .map(|package| (package.name.as_str(), package.version.as_str()))
-            .collect();
-        let names: BTreeSet<&str> = before_packages
-            .keys()
-            .chain(after_packages.keys())
-            .copied()
-            .collect();
-        for name in names {
-            let before_version = before_packages.get(name).copied();
-            let after_version = after_packages.get(name).copied();
-            if before_version == after_version {
-                continue;
-            }
-            let kind = kind_of(&before_version, &after_version);
-            let note = match (before_version, after_version) {
-                (Some(a), Some(b)) => Some(match compare_versions(a, b) {
-                    std::cmp::Ordering::Less => format!("upgraded in {}", after_env.interpreter),
-                    std::cmp::Ordering::Greater => {
-                        format!("downgraded in {}", after_env.interpreter)
-                    }
-                    std::cmp::Ordering::Equal => format!("rebuilt in {}", after_env.interpreter),
-                }),
-                (None, Some(_)) => Some(format!("installed in {}", after_env.interpreter)),
-                (Some(_), None) => Some(format!("gone from {}", before_env.interpreter)),
-                (None, None) => None,
-            };
-            let note = match (
-                note,
-                after_version.and_then(|_| installed_by(after, after_env, name)),
-            ) {
-                (Some(n), Some(by)) => Some(format!("{n}, {by}")),
-                (n, _) => n,
-            };
-            let before_value = before_version.map(Value::from);
-            let after_value = after_version.map(Value::from);
-            let subject = Subject::new(Area::Package, name, kind)
-                .values(before_value.as_ref(), after_value.as_ref());
-            let key = if several {
-                format!("package:{name}@{}", after_env.interpreter)
-            } else {
-                format!("package:{name}")
-            };
-            collector.push(&subject, key, note);
+    pairs
+}
+
+fn versions_of(env: &PythonEnv) -> BTreeMap<&str, &str> {
+    env.packages
+        .iter()
+        .map(|package| (package.name.as_str(), package.version.as_str()))
+        .collect()
+}
+
+/// One pair of environments, package by package (`after` is the snapshot `envs.1` is of).
+fn compare_env(
+    after: &Snapshot,
+    envs: (&PythonEnv, &PythonEnv),
+    several: bool,
+    collector: &mut Collector,
+) {
+    let (before_env, after_env) = envs;
+    let before_packages = versions_of(before_env);
+    let after_packages = versions_of(after_env);
+    let names: BTreeSet<&str> = before_packages
+        .keys()
+        .chain(after_packages.keys())
+        .copied()
+        .collect();
+    for name in names {
+        let before_version = before_packages.get(name).copied();
+        let after_version = after_packages.get(name).copied();
+        if before_version == after_version {
+            continue;
         }
+        let kind = kind_of(&before_version, &after_version);
+        let note = match (
+            version_note(envs, before_version, after_version),
+            after_version.and_then(|_| installed_by(after, after_env, name)),
+        ) {
+            (Some(n), Some(by)) => Some(format!("{n}, {by}")),
+            (n, _) => n,
+        };
+        let before_value = before_version.map(Value::from);
+        let after_value = after_version.map(Value::from);
+        let subject = Subject::new(Area::Package, name, kind)
+            .values(before_value.as_ref(), after_value.as_ref());
+        let key = if several {
+            format!("package:{name}@{}", after_env.interpreter)
+        } else {
+            format!("package:{name}")
+        };
+        collector.push(&subject, key, note);
+    }
+}
+
+/// What happened to a package in its environment: upgraded, downgraded, rebuilt, installed or
+/// gone.
+fn version_note(
+    (before_env, after_env): (&PythonEnv, &PythonEnv),
+    before_version: Option<&str>,
+    after_version: Option<&str>,
+) -> Option<String> {
+    match (before_version, after_version) {
+        (Some(a), Some(b)) => Some(match compare_versions(a, b) {
+            std::cmp::Ordering::Less => format!("upgraded in {}", after_env.interpreter),
+            std::cmp::Ordering::Greater => format!("downgraded in {}", after_env.interpreter),
+            std::cmp::Ordering::Equal => format!("rebuilt in {}", after_env.interpreter),
+        }),
+        (None, Some(_)) => Some(format!("installed in {}", after_env.interpreter)),
+        (Some(_), None) => Some(format!("gone from {}", before_env.interpreter)),
+        (None, None) => None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The model servers of two snapshots, matched by what identifies a server (its systemd unit,
 //! else engine and port, else engine and model), never by PID, and their launches compared.
 
-use probe_model::{ChangeKind, LaunchConfig, Snapshot, SnapshotDiff, SourceKind};
+use probe_model::{ChangeKind, LaunchConfig, LaunchDiff, Snapshot, SnapshotDiff, SourceKind};
 use serde_json::Value;
 
 use super::collector::Collector;
@@ -151,67 +151,98 @@ pub(super) fn compare_servers(
                 else {
                     continue;
                 };
-                let (launch_diff, volatile) =
-                    compare_launches_split(before_server.launch, after_server.launch);
-                let prefix = if several {
-                    format!("{}/", after_server.identity())
-                } else {
-                    String::new()
-                };
-                for mut change in launch_diff.changes.iter().cloned() {
-                    change.key = format!("{prefix}{}", change.key);
-                    collector.add(change, false);
-                }
-                for mut change in volatile {
-                    change.key = format!("{prefix}{}", change.key);
-                    collector.add(change, true);
-                }
-                if before_server.pid != after_server.pid
-                    && let (Some(before_pid), Some(after_pid)) =
-                        (before_server.pid, after_server.pid)
-                {
-                    let before_value = Value::from(before_pid);
-                    let after_value = Value::from(after_pid);
-                    let subject = Subject::new(Area::Host, "pid", ChangeKind::Changed)
-                        .values(Some(&before_value), Some(&after_value));
-                    collector.push(
-                        &subject,
-                        format!("{prefix}pid"),
-                        Some(String::from("the server was restarted")),
-                    );
-                }
-                let before_start = before_server.launch.source.time.at;
-                let after_start = after_server.launch.source.time.at;
-                if before_start != after_start
-                    && let (Some(before_start), Some(after_start)) = (before_start, after_start)
-                {
-                    let before_value = Value::from(before_start);
-                    let after_value = Value::from(after_start);
-                    let subject = Subject::new(Area::Host, "start_time", ChangeKind::Changed)
-                        .values(Some(&before_value), Some(&after_value));
-                    collector.push(&subject, format!("{prefix}start_time"), None);
-                }
+                let prefix = key_prefix(several, after_server);
+                let launch_diff = compare_pair(before_server, after_server, &prefix, collector);
                 diff.launches.push(launch_diff);
             }
             (Some(b), None) => {
                 if let Some(server) = before_servers.get(b) {
-                    let value = Value::from(crate::label::launch_label(server.launch));
-                    let subject = Subject::new(Area::Launch, "server", ChangeKind::Removed)
-                        .values(Some(&value), None);
-                    collector.push(&subject, format!("server:{}", server.identity()), None);
+                    server_added_or_removed(server, ChangeKind::Removed, collector);
                 }
             }
             (None, Some(a)) => {
                 if let Some(server) = after_servers.get(a) {
-                    let value = Value::from(crate::label::launch_label(server.launch));
-                    let subject = Subject::new(Area::Launch, "server", ChangeKind::Added)
-                        .values(None, Some(&value));
-                    collector.push(&subject, format!("server:{}", server.identity()), None);
+                    server_added_or_removed(server, ChangeKind::Added, collector);
                 }
             }
             (None, None) => {}
         }
     }
+}
+
+/// What a server's changes are keyed under: its identity when the snapshots run several.
+fn key_prefix(several: bool, server: &Server<'_>) -> String {
+    if several {
+        format!("{}/", server.identity())
+    } else {
+        String::new()
+    }
+}
+
+/// A server both snapshots run: its launches compared (volatile changes kept apart), and
+/// whether it was restarted in between.
+fn compare_pair(
+    before: &Server<'_>,
+    after: &Server<'_>,
+    prefix: &str,
+    collector: &mut Collector,
+) -> LaunchDiff {
+    let (launch_diff, volatile) = compare_launches_split(before.launch, after.launch);
+    for mut change in launch_diff.changes.iter().cloned() {
+        change.key = format!("{prefix}{}", change.key);
+        collector.add(change, false);
+    }
+    for mut change in volatile {
+        change.key = format!("{prefix}{}", change.key);
+        collector.add(change, true);
+    }
+    compare_restart(before, after, prefix, collector);
+    launch_diff
+}
+
+/// A server's PID and start time, when both sides know them.
+fn compare_restart(
+    before: &Server<'_>,
+    after: &Server<'_>,
+    prefix: &str,
+    collector: &mut Collector,
+) {
+    if before.pid != after.pid
+        && let (Some(before_pid), Some(after_pid)) = (before.pid, after.pid)
+    {
+        let before_value = Value::from(before_pid);
+        let after_value = Value::from(after_pid);
+        let subject = Subject::new(Area::Host, "pid", ChangeKind::Changed)
+            .values(Some(&before_value), Some(&after_value));
+        collector.push(
+            &subject,
+            format!("{prefix}pid"),
+            Some(String::from("the server was restarted")),
+        );
+    }
+    let before_start = before.launch.source.time.at;
+    let after_start = after.launch.source.time.at;
+    if before_start != after_start
+        && let (Some(before_start), Some(after_start)) = (before_start, after_start)
+    {
+        let before_value = Value::from(before_start);
+        let after_value = Value::from(after_start);
+        let subject = Subject::new(Area::Host, "start_time", ChangeKind::Changed)
+            .values(Some(&before_value), Some(&after_value));
+        collector.push(&subject, format!("{prefix}start_time"), None);
+    }
+}
+
+/// A server only one snapshot runs (`kind` is `Added` or `Removed`), named by its launch.
+fn server_added_or_removed(server: &Server<'_>, kind: ChangeKind, collector: &mut Collector) {
+    let value = Value::from(crate::label::launch_label(server.launch));
+    let subject = Subject::new(Area::Launch, "server", kind);
+    let subject = if kind == ChangeKind::Added {
+        subject.values(None, Some(&value))
+    } else {
+        subject.values(Some(&value), None)
+    };
+    collector.push(&subject, format!("server:{}", server.identity()), None);
 }
 
 /// The servers both snapshots have, matched as [`compare_servers`] matches them, with the key
@@ -231,12 +262,7 @@ pub(super) fn matched_servers<'a>(
         .filter_map(|pair| match pair {
             (Some(b), Some(a)) => {
                 let (b, a) = (before_servers.get(b)?, after_servers.get(a)?);
-                let prefix = if several {
-                    format!("{}/", a.identity())
-                } else {
-                    String::new()
-                };
-                Some((b.launch, a.launch, prefix))
+                Some((b.launch, a.launch, key_prefix(several, a)))
             }
             _ => None,
         })
