@@ -10,8 +10,9 @@
 //! files from `Snapshot::self_installed`.
 
 use probe_model::{
-    Checkout, Confidence, HistoryEntry, LaunchConfig, PythonEnv, Run, RunVersion, Snapshot,
-    TimeBounds, Timeline, TimelineEvent, TimelineEventKind, UnixTime, VersionSource,
+    Checkout, Confidence, HistoryEntry, InstalledBinary, LaunchConfig, PythonEnv, PythonPackage,
+    Run, RunVersion, Snapshot, TimeBounds, Timeline, TimelineEvent, TimelineEventKind, UnixTime,
+    VersionSource,
 };
 
 /// How long before a build the history lines that prepared it are looked for.
@@ -113,92 +114,108 @@ fn stamp(t: UnixTime) -> String {
     probe_model::civil::utc_second(t)
 }
 
+/// A run with its start and version.
+type TimedRun<'a> = (&'a Run, UnixTime, &'a str);
+
 /// Consecutive runs of one engine whose versions differ, where an install script ran or a
 /// program file was written in between.
 fn version_changes(snapshot: &Snapshot, runs: &[Run]) -> Vec<TimelineEvent> {
-    let mut runs: Vec<(&Run, UnixTime, &str)> = runs
+    let mut runs: Vec<TimedRun> = runs
         .iter()
         .filter_map(|r| Some((r, r.start.at?, r.engine_version.version.as_deref()?)))
         .collect();
     runs.sort_by_key(|(r, at, _)| (r.engine.as_str(), *at));
-    let mut out = Vec::new();
-    for pair in runs.windows(2) {
-        let [(before, from, old), (after, to, new)] = pair else {
-            continue;
-        };
-        if before.engine != after.engine || old == new {
-            continue;
-        }
-        let within = |t: UnixTime| *from < t && t <= *to;
-        let mut evidence = vec![
-            format!(
-                "version {old} in the run from {} ({}: {})",
-                stamp(*from),
-                before.launch,
-                said_by(before)
-            ),
-            format!(
-                "version {new} in the run from {} ({}: {})",
-                stamp(*to),
-                after.launch,
-                said_by(after)
-            ),
-        ];
-        let scripts: Vec<(&str, &HistoryEntry)> = history(snapshot)
-            .filter(|(_, e)| e.time.is_some_and(within) && is_install_script(&e.command))
-            .collect();
-        let binaries: Vec<_> = snapshot
-            .self_installed
-            .binaries
-            .iter()
-            .filter(|b| b.mtime.is_some_and(within))
-            .collect();
-        if scripts.is_empty() && binaries.is_empty() {
-            // A package manager's upgrade: its own events say it.
-            continue;
-        }
-        evidence.extend(scripts.iter().map(|(p, e)| line_of(p, e)));
-        evidence.extend(binaries.iter().map(|b| {
-            format!(
-                "binary {} written {}",
-                b.path,
-                b.mtime.map(stamp).unwrap_or_default()
-            )
-        }));
-        for u in &snapshot.units {
-            if let Some(m) = u.fragment.mtime.filter(|m| within(*m)) {
-                evidence.push(format!(
-                    "unit file {} written {} (the install script writes it anew)",
-                    u.fragment.path,
-                    stamp(m)
-                ));
-            }
-        }
-        let at = scripts.last().and_then(|(_, e)| e.time);
-        out.push(TimelineEvent {
-            kind: TimelineEventKind::EngineInstall,
-            time: TimeBounds {
-                at,
-                not_before: at.is_none().then_some(*from),
-                not_after: at.is_none().then_some(*to),
-            },
-            confidence: if at.is_some() {
-                Confidence::Exact
+    runs.windows(2)
+        .filter_map(|pair| match pair {
+            [before, after] => version_change(snapshot, before, after),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Two consecutive runs as one install outside the package manager, when their engine is the
+/// same, their versions differ and an install script ran or a program file was written between
+/// their starts.
+fn version_change(
+    snapshot: &Snapshot,
+    (before, from, old): &TimedRun,
+    (after, to, new): &TimedRun,
+) -> Option<TimelineEvent> {
+    if before.engine != after.engine || old == new {
+        return None;
+    }
+    let within = |t: UnixTime| *from < t && t <= *to;
+    let scripts: Vec<(&str, &HistoryEntry)> = history(snapshot)
+        .filter(|(_, e)| e.time.is_some_and(within) && is_install_script(&e.command))
+        .collect();
+    let binaries: Vec<_> = snapshot
+        .self_installed
+        .binaries
+        .iter()
+        .filter(|b| b.mtime.is_some_and(within))
+        .collect();
+    if scripts.is_empty() && binaries.is_empty() {
+        // A package manager's upgrade: its own events say it.
+        return None;
+    }
+    let mut evidence = vec![run_line(old, *from, before), run_line(new, *to, after)];
+    evidence.extend(scripts.iter().map(|(p, e)| line_of(p, e)));
+    evidence.extend(binaries.iter().map(|b| {
+        format!(
+            "binary {} written {}",
+            b.path,
+            b.mtime.map(stamp).unwrap_or_default()
+        )
+    }));
+    evidence.extend(units_written(snapshot, within));
+    let at = scripts.last().and_then(|(_, e)| e.time);
+    Some(TimelineEvent {
+        kind: TimelineEventKind::EngineInstall,
+        time: TimeBounds {
+            at,
+            not_before: at.is_none().then_some(*from),
+            not_after: at.is_none().then_some(*to),
+        },
+        confidence: if at.is_some() {
+            Confidence::Exact
+        } else {
+            Confidence::Bounded
+        },
+        summary: format!(
+            "{} {old} -> {new} installed outside the package manager{}",
+            after.engine,
+            if scripts.is_empty() {
+                String::new()
             } else {
-                Confidence::Bounded
-            },
-            summary: format!(
-                "{} {old} -> {new} installed outside the package manager{}",
-                after.engine,
-                if scripts.is_empty() {
-                    String::new()
-                } else {
-                    " (install script)".to_string()
-                }
-            ),
-            evidence,
-            ..TimelineEvent::default()
-        });
+                " (install script)".to_string()
+            }
+        ),
+        evidence,
+        ..TimelineEvent::default()
+    })
+}
+
+/// `version 0.5.1 in the run from ... (launch: what gave the version)`.
+fn run_line(version: &str, from: UnixTime, run: &Run) -> String {
+    format!(
+        "version {version} in the run from {} ({}: {})",
+        stamp(from),
+        run.launch,
+        said_by(run)
+    )
+}
+
+/// The unit files written in a time window (an install script writes its unit anew).
+fn units_written(snapshot: &Snapshot, within: impl Fn(UnixTime) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for u in &snapshot.units {
+        if let Some(m) = u.fragment.mtime.filter(|m| within(*m)) {
+            out.push(format!(
+                "unit file {} written {} (the install script writes it anew)",
+                u.fragment.path,
+                stamp(m)
+            ));
+        }
     }
     out
 }
@@ -207,90 +224,111 @@ fn version_changes(snapshot: &Snapshot, runs: &[Run]) -> Vec<TimelineEvent> {
 /// checkout moved after it.
 fn builds(snapshot: &Snapshot) -> Vec<TimelineEvent> {
     let si = &snapshot.self_installed;
-    let mut out = Vec::new();
-    for b in &si.binaries {
-        let (Some(dir), Some(mtime)) = (b.checkout.as_deref(), b.mtime) else {
-            continue;
-        };
-        let Some(c) = si.checkouts.iter().find(|c| c.dir == dir) else {
-            continue;
-        };
-        let short = c.short().unwrap_or("?");
-        let branch = c
-            .branch
-            .as_deref()
-            .map(|b| b.trim_start_matches("refs/heads/"))
-            .unwrap_or("detached HEAD");
-        let moved = c.ref_mtime.is_some_and(|r| r > mtime + MOVED_AFTER_S);
-        // Moved by a pull after the build: ORIG_HEAD holds where it was, the commit built.
-        let built = c
-            .moved_from
-            .as_deref()
-            .filter(|_| moved && c.moved_at.is_some_and(|m| m > mtime))
-            .and_then(|id| id.get(..7));
-        let mut evidence = vec![format!("binary {} written {}", b.path, stamp(mtime))];
+    si.binaries
+        .iter()
+        .filter_map(|b| {
+            let (Some(dir), Some(mtime)) = (b.checkout.as_deref(), b.mtime) else {
+                return None;
+            };
+            let c = si.checkouts.iter().find(|c| c.dir == dir)?;
+            Some(build(snapshot, b, (dir, c), mtime))
+        })
+        .collect()
+}
+
+/// One binary written at `mtime` in the checkout `c` (at `dir`).
+fn build(
+    snapshot: &Snapshot,
+    b: &InstalledBinary,
+    (dir, c): (&str, &Checkout),
+    mtime: UnixTime,
+) -> TimelineEvent {
+    let short = c.short().unwrap_or("?");
+    let branch = c
+        .branch
+        .as_deref()
+        .map(|b| b.trim_start_matches("refs/heads/"))
+        .unwrap_or("detached HEAD");
+    let moved = c.ref_mtime.is_some_and(|r| r > mtime + MOVED_AFTER_S);
+    // Moved by a pull after the build: ORIG_HEAD holds where it was, the commit built.
+    let built = c
+        .moved_from
+        .as_deref()
+        .filter(|_| moved && c.moved_at.is_some_and(|m| m > mtime))
+        .and_then(|id| id.get(..7));
+    let mut evidence = vec![format!("binary {} written {}", b.path, stamp(mtime))];
+    evidence.extend(checkout_lines(dir, c, branch));
+    let until = c.ref_mtime.filter(|_| moved).unwrap_or(mtime) + MOVED_AFTER_S;
+    evidence.extend(build_steps(snapshot, dir, mtime, until));
+    if moved {
         evidence.push(format!(
-            "checkout {dir}: {branch} at {}{}",
-            c.commit.as_deref().unwrap_or("?"),
-            c.ref_mtime
-                .map(|t| format!(" (ref written {})", stamp(t)))
-                .unwrap_or_default()
+            "the checkout moved after the build: {} does not run the commit checked out",
+            b.path
         ));
-        if let (Some(t), Some(from)) = (c.moved_at, c.moved_from.as_deref()) {
-            evidence.push(format!(
-                "ORIG_HEAD {from} written {}: HEAD was there before the last pull, merge or reset",
-                stamp(t)
-            ));
-        }
-        if let Some(t) = c.fetched_at {
-            evidence.push(format!("last fetch or pull {} (FETCH_HEAD)", stamp(t)));
-        }
-        let base = dir.rsplit('/').next().unwrap_or(dir);
-        let until = c.ref_mtime.filter(|_| moved).unwrap_or(mtime) + MOVED_AFTER_S;
-        evidence.extend(
-            history(snapshot)
-                .filter(|(path, e)| {
-                    e.time
-                        .is_some_and(|t| t <= until && mtime - t <= BUILD_WINDOW_S)
-                        && is_build_step(&e.command)
-                        && (e.command.contains(base) || same_home(path, dir))
-                })
-                .map(|(p, e)| line_of(p, e)),
-        );
-        if moved {
-            evidence.push(format!(
-                "the checkout moved after the build: {} does not run the commit checked out",
-                b.path
-            ));
-        }
-        let summary = match built {
-            Some(built) => format!(
-                "{} built from {dir} @ {built} ({branch}); the checkout moved to {short} since, not rebuilt",
-                b.path
-            ),
-            None => format!(
-                "{} built from {dir} @ {short} ({branch}){}",
-                b.path,
-                if moved {
-                    "; the checkout moved since"
-                } else {
-                    ""
-                }
-            ),
-        };
-        out.push(TimelineEvent {
-            kind: TimelineEventKind::EngineInstall,
-            time: TimeBounds {
-                at: Some(mtime),
-                ..TimeBounds::default()
-            },
-            confidence: Confidence::Bounded,
-            summary,
-            evidence,
-            ..TimelineEvent::default()
-        });
+    }
+    let summary = match built {
+        Some(built) => format!(
+            "{} built from {dir} @ {built} ({branch}); the checkout moved to {short} since, not rebuilt",
+            b.path
+        ),
+        None => format!(
+            "{} built from {dir} @ {short} ({branch}){}",
+            b.path,
+            if moved {
+                "; the checkout moved since"
+            } else {
+                ""
+            }
+        ),
+    };
+    TimelineEvent {
+        kind: TimelineEventKind::EngineInstall,
+        time: TimeBounds {
+            at: Some(mtime),
+            ..TimeBounds::default()
+        },
+        confidence: Confidence::Bounded,
+        summary,
+        evidence,
+        ..TimelineEvent::default()
+    }
+}
+
+/// What a checkout's files say: the commit checked out on `branch`, the last pull, merge or
+/// reset (ORIG_HEAD) and the last fetch.
+fn checkout_lines(dir: &str, c: &Checkout, branch: &str) -> Vec<String> {
+    let mut out = vec![format!(
+        "checkout {dir}: {branch} at {}{}",
+        c.commit.as_deref().unwrap_or("?"),
+        c.ref_mtime
+            .map(|t| format!(" (ref written {})", stamp(t)))
+            .unwrap_or_default()
+    )];
+    if let (Some(t), Some(from)) = (c.moved_at, c.moved_from.as_deref()) {
+        out.push(format!(
+            "ORIG_HEAD {from} written {}: HEAD was there before the last pull, merge or reset",
+            stamp(t)
+        ));
+    }
+    if let Some(t) = c.fetched_at {
+        out.push(format!("last fetch or pull {} (FETCH_HEAD)", stamp(t)));
     }
     out
+}
+
+/// The history lines that pulled or built the checkout at `dir`: up to `until`, at most
+/// [`BUILD_WINDOW_S`] before the binary's `mtime`, naming the checkout or in its home.
+fn build_steps(snapshot: &Snapshot, dir: &str, mtime: UnixTime, until: UnixTime) -> Vec<String> {
+    let base = dir.rsplit('/').next().unwrap_or(dir);
+    history(snapshot)
+        .filter(|(path, e)| {
+            e.time
+                .is_some_and(|t| t <= until && mtime - t <= BUILD_WINDOW_S)
+                && is_build_step(&e.command)
+                && (e.command.contains(base) || same_home(path, dir))
+        })
+        .map(|(p, e)| line_of(p, e))
+        .collect()
 }
 
 /// A history file in the home that holds the checkout (`/home/ana/.bash_history`,
@@ -418,81 +456,87 @@ fn version_commit(version: &str) -> Option<&str> {
 fn editables(snapshot: &Snapshot) -> Vec<TimelineEvent> {
     let mut out = Vec::new();
     for env in &snapshot.python_envs {
-        for p in &env.packages {
-            let Some(url) = p.direct_url.as_deref() else {
-                continue;
-            };
-            let Some(dir) = url
-                .strip_suffix(" (editable)")
-                .and_then(|u| u.strip_prefix("file://"))
-                .map(|d| d.trim_end_matches('/'))
-            else {
-                continue;
-            };
-            let Some(c) = snapshot
-                .self_installed
-                .checkouts
+        out.extend(
+            env.packages
                 .iter()
-                .find(|c| c.dir == dir)
-            else {
-                continue;
-            };
-            let short = c.short().unwrap_or("?");
-            let installed = version_commit(&p.version);
-            let moved =
-                installed.is_some_and(|h| c.commit.as_deref().is_some_and(|c| !c.starts_with(h)));
-            let mut evidence = vec![format!(
-                "{} in {}: direct_url.json {url}{}",
-                p.name,
-                env.interpreter,
-                p.installed_at
-                    .map(|t| format!(", installed {}", stamp(t)))
-                    .unwrap_or_default()
-            )];
-            evidence.push(format!(
-                "checkout {dir} at {}{}",
-                c.commit.as_deref().unwrap_or("?"),
-                c.ref_mtime
-                    .map(|t| format!(" (ref written {})", stamp(t)))
-                    .unwrap_or_default()
-            ));
-            if let Some(t) = c.moved_at {
-                evidence.push(format!(
-                    "HEAD last moved by a pull, merge or reset {} (ORIG_HEAD)",
-                    stamp(t)
-                ));
+                .filter_map(|p| editable(snapshot, env, p)),
+        );
+    }
+    out
+}
+
+/// One package of `env`, when it is an editable install of a checkout the host holds.
+fn editable(snapshot: &Snapshot, env: &PythonEnv, p: &PythonPackage) -> Option<TimelineEvent> {
+    let url = p.direct_url.as_deref()?;
+    let dir = editable_dir(url)?;
+    let c = snapshot
+        .self_installed
+        .checkouts
+        .iter()
+        .find(|c| c.dir == dir)?;
+    let short = c.short().unwrap_or("?");
+    let installed = version_commit(&p.version);
+    let moved = installed.is_some_and(|h| c.commit.as_deref().is_some_and(|c| !c.starts_with(h)));
+    let mut evidence = editable_lines(env, p, (url, dir), c);
+    if let (true, Some(h)) = (moved, installed) {
+        evidence.push(format!(
+            "installed at g{h} (its version), the checkout now at {short}: the code runs from the checkout, the version string is the install's"
+        ));
+    }
+    let at = c.ref_mtime.or(c.moved_at).or(p.installed_at);
+    Some(TimelineEvent {
+        kind: TimelineEventKind::EngineInstall,
+        time: TimeBounds {
+            at,
+            ..TimeBounds::default()
+        },
+        confidence: if at.is_some() {
+            Confidence::Bounded
+        } else {
+            Confidence::Unknown
+        },
+        summary: format!(
+            "{} {} (editable, {dir} @ {short}){}",
+            p.name,
+            p.version,
+            match (moved, installed) {
+                (true, Some(h)) => format!(": checkout moved {h} -> {short} since the install"),
+                _ => String::new(),
             }
-            if let (true, Some(h)) = (moved, installed) {
-                evidence.push(format!(
-                    "installed at g{h} (its version), the checkout now at {short}: the code runs from the checkout, the version string is the install's"
-                ));
-            }
-            let at = c.ref_mtime.or(c.moved_at).or(p.installed_at);
-            out.push(TimelineEvent {
-                kind: TimelineEventKind::EngineInstall,
-                time: TimeBounds {
-                    at,
-                    ..TimeBounds::default()
-                },
-                confidence: if at.is_some() {
-                    Confidence::Bounded
-                } else {
-                    Confidence::Unknown
-                },
-                summary: format!(
-                    "{} {} (editable, {dir} @ {short}){}",
-                    p.name,
-                    p.version,
-                    match (moved, installed) {
-                        (true, Some(h)) =>
-                            format!(": checkout moved {h} -> {short} since the install"),
-                        _ => String::new(),
-                    }
-                ),
-                evidence,
-                ..TimelineEvent::default()
-            });
-        }
+        ),
+        evidence,
+        ..TimelineEvent::default()
+    })
+}
+
+/// An editable install's evidence: the package's `direct_url.json` and install time, the
+/// commit its checkout holds and the last move of HEAD.
+fn editable_lines(
+    env: &PythonEnv,
+    p: &PythonPackage,
+    (url, dir): (&str, &str),
+    c: &Checkout,
+) -> Vec<String> {
+    let mut out = vec![format!(
+        "{} in {}: direct_url.json {url}{}",
+        p.name,
+        env.interpreter,
+        p.installed_at
+            .map(|t| format!(", installed {}", stamp(t)))
+            .unwrap_or_default()
+    )];
+    out.push(format!(
+        "checkout {dir} at {}{}",
+        c.commit.as_deref().unwrap_or("?"),
+        c.ref_mtime
+            .map(|t| format!(" (ref written {})", stamp(t)))
+            .unwrap_or_default()
+    ));
+    if let Some(t) = c.moved_at {
+        out.push(format!(
+            "HEAD last moved by a pull, merge or reset {} (ORIG_HEAD)",
+            stamp(t)
+        ));
     }
     out
 }
