@@ -10,8 +10,8 @@
 
 use probe_model::{
     Certainty, LaunchConfig, LaunchOrigin, LifecycleKind, LogOrigin, LogSource, ModelConfig,
-    ModelSummary, PythonEnv, Run, RunBound, RunPackage, RunVersion, Snapshot, Timeline, UnixTime,
-    VersionSource,
+    ModelSummary, PythonEnv, PythonPackage, Run, RunBound, RunPackage, RunVersion, Snapshot,
+    Timeline, UnixTime, VersionSource,
 };
 use serde_json::Value;
 
@@ -306,27 +306,7 @@ fn run_version(
     logs: &[&LogSource],
     env: Option<&PythonEnv>,
 ) -> RunVersion {
-    let in_window = |t: Option<UnixTime>| {
-        t.is_some_and(|t| {
-            t >= start - EARLY_S && t <= start + STARTUP_WINDOW_S && end.is_none_or(|e| t <= e)
-        })
-    };
-    let logged = logs
-        .iter()
-        .flat_map(|log| {
-            log.versions
-                .iter()
-                .filter(|v| v.engine == launch.engine && in_window(v.time))
-                .map(|v| (v.time, v.version.clone()))
-                .chain(
-                    log.startups
-                        .iter()
-                        .filter(|s| in_window(s.time))
-                        .filter_map(|s| s.version.clone().map(|v| (s.time, v))),
-                )
-        })
-        .min_by_key(|(t, _)| *t);
-    if let Some((_, version)) = logged {
+    if let Some(version) = logged_version(launch, (start, end), logs) {
         return RunVersion {
             version: Some(version),
             source: VersionSource::StartupLine,
@@ -349,6 +329,42 @@ fn run_version(
             _ => RunVersion::default(),
         };
     };
+    installed_version(package, start, running)
+}
+
+/// The first version the logs gave within a run's start-up (from [`EARLY_S`] before its start
+/// to [`STARTUP_WINDOW_S`] after, never after its end): a version line of its engine or a
+/// start-up line's version.
+fn logged_version(
+    launch: &LaunchConfig,
+    (start, end): (UnixTime, Option<UnixTime>),
+    logs: &[&LogSource],
+) -> Option<String> {
+    let in_window = |t: Option<UnixTime>| {
+        t.is_some_and(|t| {
+            t >= start - EARLY_S && t <= start + STARTUP_WINDOW_S && end.is_none_or(|e| t <= e)
+        })
+    };
+    logs.iter()
+        .flat_map(|log| {
+            log.versions
+                .iter()
+                .filter(|v| v.engine == launch.engine && in_window(v.time))
+                .map(|v| (v.time, v.version.clone()))
+                .chain(
+                    log.startups
+                        .iter()
+                        .filter(|s| in_window(s.time))
+                        .filter_map(|s| s.version.clone().map(|v| (s.time, v))),
+                )
+        })
+        .min_by_key(|(t, _)| *t)
+        .map(|(_, version)| version)
+}
+
+/// The version the engine package installed now gives a run that started at `start`: none
+/// when it was installed after the start, unknown when its install time is.
+fn installed_version(package: &PythonPackage, start: UnixTime, running: bool) -> RunVersion {
     match package.installed_at {
         Some(installed) if installed > start => RunVersion {
             version: None,

@@ -54,63 +54,8 @@ pub fn timeline(snapshot: &Snapshot) -> Timeline {
 
 /// The timeline of a snapshot whose launches were already reconstructed.
 pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline {
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut kept_launches: Vec<LaunchConfig> = Vec::new();
-
-    for placed in place_launches(snapshot, launches) {
-        let launch_index = kept_launches.len();
-        let summary = launch_summary(&placed);
-        entries.push(Entry {
-            event: TimelineEvent {
-                kind: TimelineEventKind::Launch,
-                time: placed.time.clone(),
-                confidence: placed.confidence,
-                summary,
-                launch: Some(launch_index),
-                running: placed.launch.source.running,
-                previous: false,
-                repeats: placed.repeats,
-                first_seen: placed.first_seen,
-                ..TimelineEvent::default()
-            },
-            order: (
-                source_order(placed.launch.source.kind),
-                placed.group.clone(),
-                placed.position,
-            ),
-        });
-        kept_launches.push(placed.launch.clone());
-    }
-    entries.extend(unit_events(snapshot));
-    entries.extend(package_events(snapshot));
-    entries.extend(driver_events(snapshot));
-    entries.extend(host_events(snapshot));
-    entries.extend(
-        crate::self_installed::events(snapshot)
-            .into_iter()
-            .map(|event| Entry {
-                event,
-                order: (0, String::from("self-installed"), 0),
-            }),
-    );
-    entries.extend(
-        crate::hardware::events(snapshot)
-            .into_iter()
-            .map(|event| Entry {
-                event,
-                order: (0, String::from("hardware"), 0),
-            }),
-    );
-
-    entries.extend(
-        crate::bench::events(snapshot)
-            .into_iter()
-            .map(|event| Entry {
-                event,
-                order: (0, String::from("benchmark"), 0),
-            }),
-    );
-
+    let (mut entries, kept_launches) = launch_entries(snapshot, launches);
+    entries.extend(other_entries(snapshot));
     entries.sort_by(|left, right| {
         sort_time(&left.event.time)
             .cmp(&sort_time(&right.event.time))
@@ -138,6 +83,64 @@ pub fn timeline_with(snapshot: &Snapshot, launches: &[LaunchConfig]) -> Timeline
         launches: kept_launches,
         host_clock_offset_s: offset,
     }
+}
+
+/// One entry per placed launch, with the launches the entries point at (by index).
+fn launch_entries(
+    snapshot: &Snapshot,
+    launches: &[LaunchConfig],
+) -> (Vec<Entry>, Vec<LaunchConfig>) {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut kept_launches: Vec<LaunchConfig> = Vec::new();
+    for placed in place_launches(snapshot, launches) {
+        let launch_index = kept_launches.len();
+        let summary = launch_summary(&placed);
+        entries.push(Entry {
+            event: TimelineEvent {
+                kind: TimelineEventKind::Launch,
+                time: placed.time.clone(),
+                confidence: placed.confidence,
+                summary,
+                launch: Some(launch_index),
+                running: placed.launch.source.running,
+                previous: false,
+                repeats: placed.repeats,
+                first_seen: placed.first_seen,
+                ..TimelineEvent::default()
+            },
+            order: (
+                source_order(placed.launch.source.kind),
+                placed.group.clone(),
+                placed.position,
+            ),
+        });
+        kept_launches.push(placed.launch.clone());
+    }
+    (entries, kept_launches)
+}
+
+/// The events around the launches: unit files, packages, drivers, the host, self-installed
+/// engines, hardware and benchmarks, in that order (the order breaks ties of time).
+fn other_entries(snapshot: &Snapshot) -> Vec<Entry> {
+    let mut entries = unit_events(snapshot);
+    entries.extend(package_events(snapshot));
+    entries.extend(driver_events(snapshot));
+    entries.extend(host_events(snapshot));
+    entries.extend(grouped(
+        crate::self_installed::events(snapshot),
+        "self-installed",
+    ));
+    entries.extend(grouped(crate::hardware::events(snapshot), "hardware"));
+    entries.extend(grouped(crate::bench::events(snapshot), "benchmark"));
+    entries
+}
+
+/// Events of one source as entries, tied by `group` at equal times.
+fn grouped(events: Vec<TimelineEvent>, group: &str) -> impl Iterator<Item = Entry> {
+    events.into_iter().map(move |event| Entry {
+        event,
+        order: (0, String::from(group), 0),
+    })
 }
 
 struct Entry {
