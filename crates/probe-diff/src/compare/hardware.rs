@@ -1,7 +1,7 @@
 //! Two snapshots' hardware lane compared: per GPU (paired by UUID, else index) the enforced
 //! power limit, ECC error counts, remapped rows and retired pages, the active throttle reasons,
 //! persistence / MIG / compute mode (each only where the basic GPU query compared in
-//! `snapshot.rs` did not already carry it); and the hardware findings the later snapshot has
+//! `snapshot/gpus.rs` did not already carry it); and the hardware findings the later snapshot has
 //! that the earlier did not (a PCIe link below its max, other users' processes, kernel faults,
 //! libraries not from the wheel), each with its evidence. Rules: area `hardware` of
 //! `configs/impact.toml`.
