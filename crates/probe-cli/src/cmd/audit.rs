@@ -40,15 +40,7 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     let shard = requested_shard(&args)?;
     let started = Instant::now();
     let started_at = jiff::Timestamp::now().as_second();
-    let inventory =
-        inventory::load(&inventory_path).map_err(|err| ExpectedError::Config(err.to_string()))?;
-    let selected = inventory::select(&inventory.hosts, &args.groups, &args.tags);
-    if selected.is_empty() {
-        return Err(ExpectedError::Usage(format!(
-            "{}: no host matches the selected groups/tags",
-            inventory_path.display()
-        )));
-    }
+    let selected = selected_hosts(&inventory_path, &args)?;
     // A shard may be empty (more runners than hosts): it audits nothing and says so.
     let hosts = match shard {
         Some(shard) => shard.select(&selected),
@@ -87,19 +79,8 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
     {
         write_prometheus(path, &gathered.records, &summary, shard)?;
     }
-    let outliers = if args.outliers {
-        let members = outliers::members_of(&selected, generated.is_some());
-        // The collections are done and reported either way: a store that fails here costs
-        // only the outliers.
-        outliers::group_outliers(&*store, &members, &gathered.fresh, &args.groups).unwrap_or_else(
-            |err| {
-                ctx.printer.warn(&format!("outliers not computed: {err}"));
-                Vec::new()
-            },
-        )
-    } else {
-        Vec::new()
-    };
+    let by_name = generated.is_some();
+    let outliers = fleet_outliers(&ctx, &args, &*store, &selected, by_name, &gathered.fresh);
     let shard_note = shard.map(|shard| {
         format!(
             "shard {shard}: {} of the inventory's {} selected hosts",
@@ -116,6 +97,42 @@ pub async fn run(ctx: &Ctx, args: AuditArgs) -> Result<u8> {
         shard_note,
     ))?;
     Ok(summary.exit_code)
+}
+
+/// The inventory's hosts in the groups and with the tags asked for; an error where none is.
+fn selected_hosts(inventory_path: &Path, args: &AuditArgs) -> Result<Vec<InventoryHost>> {
+    let inventory =
+        inventory::load(inventory_path).map_err(|err| ExpectedError::Config(err.to_string()))?;
+    let selected = inventory::select(&inventory.hosts, &args.groups, &args.tags);
+    if selected.is_empty() {
+        return Err(ExpectedError::Usage(format!(
+            "{}: no host matches the selected groups/tags",
+            inventory_path.display()
+        )));
+    }
+    Ok(selected)
+}
+
+/// The outliers of each group among the `selected` hosts (`by_name`: reached by their
+/// inventory names, through a generated ssh config), where `--outliers` asks for them. The
+/// collections are done and reported either way: a store that fails here costs only the
+/// outliers, and says so.
+fn fleet_outliers(
+    ctx: &Ctx,
+    args: &AuditArgs,
+    store: &dyn probe_store::SnapshotStore,
+    selected: &[InventoryHost],
+    by_name: bool,
+    fresh: &BTreeMap<String, FleetView>,
+) -> Vec<GroupOutliers> {
+    if !args.outliers {
+        return Vec::new();
+    }
+    let members = outliers::members_of(selected, by_name);
+    outliers::group_outliers(store, &members, fresh, &args.groups).unwrap_or_else(|err| {
+        ctx.printer.warn(&format!("outliers not computed: {err}"));
+        Vec::new()
+    })
 }
 
 /// The audit's overall deadline: each host's `--deadline` for every turn of the `-j` lanes,

@@ -1,5 +1,7 @@
 //! `probe snapshots list|show|export|import|prune`.
 
+use std::path::PathBuf;
+
 use probe_model::exit_codes;
 use probe_store::{PrunePolicy, Selector, SnapshotStore};
 
@@ -10,38 +12,12 @@ use crate::render;
 
 pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
     let store = ctx.open_store()?;
-    let write = |text: &str| ctx.write(text);
     match command {
         SnapshotsCommand::List { host } => {
             let metas = store.list(host.as_deref())?;
             ctx.emit(&metas, || render::snapshots_doc(&metas))?;
         }
-        SnapshotsCommand::Show { reference } => {
-            let snapshot = resolve(&*store, &reference)?;
-            match ctx.printer.format {
-                Format::Json => write(&probe_store::to_json(&snapshot))?,
-                Format::Html => {
-                    let previous = store.previous(&snapshot)?;
-                    let report =
-                        crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
-                    write(&render::html::host_page(std::slice::from_ref(&report)))?;
-                }
-                Format::Sh => {
-                    return Err(ExpectedError::Usage(
-                        "--format sh is for probe diff (its rollback plan as a script)".into(),
-                    ));
-                }
-                Format::Human | Format::Markdown => {
-                    let previous = store.previous(&snapshot)?;
-                    let report =
-                        crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
-                    write(&render::text(
-                        &render::host_report_doc(&report),
-                        &ctx.printer,
-                    ))?;
-                }
-            }
-        }
+        SnapshotsCommand::Show { reference } => show(ctx, &*store, &reference)?,
         SnapshotsCommand::Export {
             to_store: Some(destination),
             ..
@@ -51,20 +27,7 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
         }
         SnapshotsCommand::Export {
             reference, output, ..
-        } => {
-            let reference = reference.unwrap_or_default();
-            let snapshot = resolve(&*store, &reference)?;
-            // The stored bytes, not a re-serialisation: byte-identical to what was stored.
-            let mut text = store.export(&snapshot.id)?;
-            text.push('\n');
-            match output {
-                Some(path) => {
-                    crate::prometheus::write_atomic(&path, text.as_bytes())
-                        .map_err(|err| ExpectedError::file(&path, err))?;
-                }
-                None => write(&text)?,
-            }
-        }
+        } => export(ctx, &*store, &reference.unwrap_or_default(), output)?,
         SnapshotsCommand::Import {
             from_store: Some(source),
             ..
@@ -72,18 +35,7 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
             let source = probe_store::open(&source)?;
             copy_history(ctx, &*source, &*store)?;
         }
-        SnapshotsCommand::Import { files, .. } => {
-            for path in files {
-                let snapshot = super::read_snapshot_file(ctx, &path)?;
-                let meta = store.put(&snapshot)?;
-                ctx.printer.warn(&format!(
-                    "imported {} ({}, {})",
-                    meta.id,
-                    meta.hostname.as_deref().unwrap_or(&meta.target),
-                    render::format_time(meta.collected_at)
-                ));
-            }
-        }
+        SnapshotsCommand::Import { files, .. } => import(ctx, &*store, &files)?,
         SnapshotsCommand::Prune {
             keep,
             older_than,
@@ -102,6 +54,64 @@ pub fn run(ctx: &Ctx, command: SnapshotsCommand) -> Result<u8> {
         }
     }
     Ok(exit_codes::OK)
+}
+
+/// `probe snapshots show`: the snapshot as JSON, or its host report (against the host's
+/// previous snapshot) as a page or text.
+fn show(ctx: &Ctx, store: &dyn SnapshotStore, reference: &str) -> Result<()> {
+    let snapshot = resolve(store, reference)?;
+    match ctx.printer.format {
+        Format::Json => ctx.write(&probe_store::to_json(&snapshot)),
+        Format::Html => {
+            let previous = store.previous(&snapshot)?;
+            let report = crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
+            ctx.write(&render::html::host_page(std::slice::from_ref(&report)))
+        }
+        Format::Sh => Err(ExpectedError::Usage(
+            "--format sh is for probe diff (its rollback plan as a script)".into(),
+        )),
+        Format::Human | Format::Markdown => {
+            let previous = store.previous(&snapshot)?;
+            let report = crate::report::build(&snapshot, previous.as_ref(), true, Vec::new());
+            ctx.write(&render::text(
+                &render::host_report_doc(&report),
+                &ctx.printer,
+            ))
+        }
+    }
+}
+
+/// `probe snapshots export`: the snapshot's stored bytes, to `output` or standard output.
+fn export(
+    ctx: &Ctx,
+    store: &dyn SnapshotStore,
+    reference: &str,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let snapshot = resolve(store, reference)?;
+    // The stored bytes, not a re-serialisation: byte-identical to what was stored.
+    let mut text = store.export(&snapshot.id)?;
+    text.push('\n');
+    match output {
+        Some(path) => crate::prometheus::write_atomic(&path, text.as_bytes())
+            .map_err(|err| ExpectedError::file(&path, err)),
+        None => ctx.write(&text),
+    }
+}
+
+/// `probe snapshots import FILE...`: each file stored, and named as it is.
+fn import(ctx: &Ctx, store: &dyn SnapshotStore, files: &[PathBuf]) -> Result<()> {
+    for path in files {
+        let snapshot = super::read_snapshot_file(ctx, path)?;
+        let meta = store.put(&snapshot)?;
+        ctx.printer.warn(&format!(
+            "imported {} ({}, {})",
+            meta.id,
+            meta.hostname.as_deref().unwrap_or(&meta.target),
+            render::format_time(meta.collected_at)
+        ));
+    }
+    Ok(())
 }
 
 /// `probe snapshots prune`: what was (or would be) deleted.

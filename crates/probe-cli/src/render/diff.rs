@@ -1,7 +1,7 @@
 //! The documents of `probe diff`: a snapshot diff with its periods and sides, and the rollback
 //! plan.
 
-use probe_model::{LaunchDiff, SnapshotDiff};
+use probe_model::{LaunchDiff, MetricComparison, SnapshotDiff};
 
 use super::doc::{Doc, Tone};
 use super::metrics::number;
@@ -88,39 +88,7 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
         doc.heading(3, format!("Launch {} -> {}", launch.before, launch.after));
         launch_diff_body(&mut doc, launch);
     }
-    let metrics: Vec<_> = diff
-        .metrics
-        .iter()
-        .filter(|m| m.before.is_some() || m.after.is_some())
-        .collect();
-    if !metrics.is_empty() {
-        doc.heading(2, "Log metrics (mean, before -> after)");
-        let rows = metrics
-            .iter()
-            .map(|metric| {
-                let mean = |s: &Option<probe_model::MetricSummary>| {
-                    s.as_ref().map_or("-".into(), |s| number(s.mean))
-                };
-                (
-                    Tone::Plain,
-                    vec![
-                        metric.name.clone(),
-                        format!("{} {}", mean(&metric.before), metric.unit),
-                        format!("{} {}", mean(&metric.after), metric.unit),
-                        metric
-                            .change
-                            .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
-                    ],
-                )
-            })
-            .collect();
-        doc.table(
-            ["metric", "before", "after", "change"]
-                .map(String::from)
-                .to_vec(),
-            rows,
-        );
-    }
+    metrics_table(&mut doc, &diff.metrics);
     for text in &diff.texts {
         if text.unified.is_empty() {
             continue;
@@ -138,6 +106,44 @@ pub fn snapshot_diff_doc(diff: &SnapshotDiff) -> Doc {
         );
     }
     doc
+}
+
+/// The log metrics either side has, their means before and after and the change; nothing
+/// where neither side has any.
+fn metrics_table(doc: &mut Doc, metrics: &[MetricComparison]) {
+    let metrics: Vec<_> = metrics
+        .iter()
+        .filter(|m| m.before.is_some() || m.after.is_some())
+        .collect();
+    if metrics.is_empty() {
+        return;
+    }
+    doc.heading(2, "Log metrics (mean, before -> after)");
+    let rows = metrics
+        .iter()
+        .map(|metric| {
+            let mean = |s: &Option<probe_model::MetricSummary>| {
+                s.as_ref().map_or("-".into(), |s| number(s.mean))
+            };
+            (
+                Tone::Plain,
+                vec![
+                    metric.name.clone(),
+                    format!("{} {}", mean(&metric.before), metric.unit),
+                    format!("{} {}", mean(&metric.after), metric.unit),
+                    metric
+                        .change
+                        .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+                ],
+            )
+        })
+        .collect();
+    doc.table(
+        ["metric", "before", "after", "change"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    );
 }
 
 /// `probe diff A B --rollback`: the ordered checklist of what rolling B back to A changes.

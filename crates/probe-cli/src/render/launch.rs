@@ -3,7 +3,7 @@
 
 use probe_diff::is_session_variable;
 use probe_model::text::join_capped as capped;
-use probe_model::{DefiningFileRole, LaunchConfig, SourceKind};
+use probe_model::{DefiningFileRole, LaunchConfig, SourceKind, Speculative};
 
 use super::doc::{Doc, Tone};
 use super::{format_time, format_value};
@@ -106,19 +106,6 @@ fn defining_files(launch: &LaunchConfig) -> Vec<String> {
 
 /// The lines describing one launch.
 pub(super) fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, String)>) {
-    let version = launch
-        .engine_version
-        .as_deref()
-        .map(|v| format!(" {v}"))
-        .unwrap_or_default();
-    let model = match (&launch.model, launch.loaded_models.as_slice()) {
-        (Some(m), _) => m.clone(),
-        (None, []) => "(model not set)".to_string(),
-        (None, loaded) => format!(
-            "{} (loaded by its runners; the command line names none)",
-            loaded.join(", ")
-        ),
-    };
     items.push((
         0,
         if launch.source.running {
@@ -126,45 +113,15 @@ pub(super) fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, Str
         } else {
             Tone::Plain
         },
-        format!("{}{version}  model {model}", launch.engine),
+        headline(launch),
     ));
-    let mut from = format!("from {}", source_label(launch));
-    if !launch.source.also_seen_in.is_empty() {
-        from.push_str(&format!(
-            "; also seen in {}",
-            capped(&launch.source.also_seen_in, MAX_EVIDENCE_SHOWN, ", ")
-        ));
-    }
-    items.push((1, Tone::Dim, from));
+    items.push((1, Tone::Dim, from_line(launch)));
     let options = launch_options(launch);
     if !options.is_empty() {
         items.push((1, Tone::Plain, capped(&options, MAX_OPTIONS_SHOWN, " ")));
     }
-    if let Some(spec) = &launch.speculative {
-        let mut parts = Vec::new();
-        if let Some(algorithm) = spec
-            .effective_algorithm
-            .as_ref()
-            .or(spec.algorithm.as_ref())
-        {
-            parts.push(algorithm.clone());
-        }
-        for (label, value) in [
-            ("steps", &spec.num_steps),
-            ("topk", &spec.eagle_topk),
-            ("draft tokens", &spec.num_draft_tokens),
-            ("speculative tokens", &spec.num_speculative_tokens),
-        ] {
-            if let Some(value) = value {
-                parts.push(format!("{label} {}", format_value(value)));
-            }
-        }
-        if let Some(draft) = &spec.draft_model {
-            parts.push(format!("draft model {draft}"));
-        }
-        if !parts.is_empty() {
-            items.push((1, Tone::Plain, format!("speculative: {}", parts.join(", "))));
-        }
+    if let Some(line) = launch.speculative.as_ref().and_then(speculative_line) {
+        items.push((1, Tone::Plain, line));
     }
     if !launch.wrappers.is_empty() {
         items.push((1, Tone::Dim, format!("via {}", launch.wrappers.join(" > "))));
@@ -182,22 +139,79 @@ pub(super) fn launch_items(launch: &LaunchConfig, items: &mut Vec<(u8, Tone, Str
             ),
         ));
     }
+    if let Some(line) = env_line(launch) {
+        items.push((1, Tone::Dim, line));
+    }
+    for warning in &launch.warnings {
+        items.push((1, Tone::Warn, format!("warning: {warning}")));
+    }
+}
+
+/// The engine, its version and the model (`vllm 0.6.3  model m`).
+fn headline(launch: &LaunchConfig) -> String {
+    let version = launch
+        .engine_version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    let model = match (&launch.model, launch.loaded_models.as_slice()) {
+        (Some(m), _) => m.clone(),
+        (None, []) => "(model not set)".to_string(),
+        (None, loaded) => format!(
+            "{} (loaded by its runners; the command line names none)",
+            loaded.join(", ")
+        ),
+    };
+    format!("{}{version}  model {model}", launch.engine)
+}
+
+/// Where the launch was read (`from ...; also seen in ...`).
+fn from_line(launch: &LaunchConfig) -> String {
+    let mut from = format!("from {}", source_label(launch));
+    if !launch.source.also_seen_in.is_empty() {
+        from.push_str(&format!(
+            "; also seen in {}",
+            capped(&launch.source.also_seen_in, MAX_EVIDENCE_SHOWN, ", ")
+        ));
+    }
+    from
+}
+
+/// The speculative decoding settings (`speculative: eagle, steps 3, ...`), where any is known.
+fn speculative_line(spec: &Speculative) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(algorithm) = spec
+        .effective_algorithm
+        .as_ref()
+        .or(spec.algorithm.as_ref())
+    {
+        parts.push(algorithm.clone());
+    }
+    for (label, value) in [
+        ("steps", &spec.num_steps),
+        ("topk", &spec.eagle_topk),
+        ("draft tokens", &spec.num_draft_tokens),
+        ("speculative tokens", &spec.num_speculative_tokens),
+    ] {
+        if let Some(value) = value {
+            parts.push(format!("{label} {}", format_value(value)));
+        }
+    }
+    if let Some(draft) = &spec.draft_model {
+        parts.push(format!("draft model {draft}"));
+    }
+    (!parts.is_empty()).then(|| format!("speculative: {}", parts.join(", ")))
+}
+
+/// The launch's environment (`env K=V ...`) but the login session's variables, where any.
+fn env_line(launch: &LaunchConfig) -> Option<String> {
     let env: Vec<String> = launch
         .env
         .iter()
         .filter(|(key, _)| !is_session_variable(key))
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
-    if !env.is_empty() {
-        items.push((
-            1,
-            Tone::Dim,
-            format!("env {}", capped(&env, MAX_ENV_SHOWN, " ")),
-        ));
-    }
-    for warning in &launch.warnings {
-        items.push((1, Tone::Warn, format!("warning: {warning}")));
-    }
+    (!env.is_empty()).then(|| format!("env {}", capped(&env, MAX_ENV_SHOWN, " ")))
 }
 
 /// Launches read from a text (`probe launch`).

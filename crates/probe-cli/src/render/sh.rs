@@ -156,10 +156,6 @@ fn launcher(l: &Launcher) -> String {
 /// probe runs, comments only).
 fn step(out: &mut String, n: usize, s: &RollbackStep) {
     out.push('\n');
-    let by_hand = |out: &mut String, what: &str| {
-        comment(out, &format!("{n}. BY HAND (not scripted): "), what);
-        comment(out, "   why: ", &s.why);
-    };
     match &s.action {
         RollbackAction::EditLine {
             file,
@@ -174,21 +170,14 @@ fn step(out: &mut String, n: usize, s: &RollbackStep) {
             if !texts.iter().flatten().all(|t| exact(t)) {
                 return by_hand(
                     out,
+                    n,
                     &format!(
                         "in the {} {file}, change {setting} (its text holds control characters)",
                         role.label()
                     ),
+                    &s.why,
                 );
             }
-            let (mode, old_arg) = match (old, key_only) {
-                (None, _) => ("add", String::new()),
-                (Some(o), true) => (
-                    "key",
-                    o.split_once('=')
-                        .map_or(o.clone(), |(k, _)| format!("{k}=")),
-                ),
-                (Some(o), false) => ("exact", o.clone()),
-            };
             let what = match (old.is_some(), new.is_some()) {
                 (true, true) => "change",
                 (true, false) => "remove",
@@ -200,18 +189,22 @@ fn step(out: &mut String, n: usize, s: &RollbackStep) {
                 file,
             );
             comment(out, "   why: ", &s.why);
-            out.push_str(&format!(
-                "edit_line \"$ROOT\"{} {mode} {} {} {} {}\n",
-                quote(file),
-                quote(&old_arg),
-                if new.is_some() { "1" } else { "0" },
-                quote(new.as_deref().unwrap_or("")),
-                quote(section.as_deref().unwrap_or(""))
+            out.push_str(&edit_line_call(
+                file,
+                old.as_deref(),
+                new.as_deref(),
+                section.as_deref(),
+                *key_only,
             ));
         }
         RollbackAction::RemoveFile { file, role } => {
             if !exact(file) {
-                return by_hand(out, &format!("remove the {} {file}", role.label()));
+                return by_hand(
+                    out,
+                    n,
+                    &format!("remove the {} {file}", role.label()),
+                    &s.why,
+                );
             }
             comment(out, &format!("{n}. remove the {} ", role.label()), file);
             comment(out, "   why: ", &s.why);
@@ -219,43 +212,93 @@ fn step(out: &mut String, n: usize, s: &RollbackStep) {
         }
         RollbackAction::Stop { command }
         | RollbackAction::Run { command }
-        | RollbackAction::Restart { command } => {
-            let what = match &s.action {
-                RollbackAction::Stop { .. } => "stop",
-                RollbackAction::Run { .. } => "run",
-                _ => "start again",
-            };
-            if !exact(command) || command.contains('\n') {
-                return by_hand(out, command);
-            }
-            comment(out, &format!("{n}. {what}: "), &s.why);
-            out.push_str(command);
-            out.push('\n');
-        }
+        | RollbackAction::Restart { command } => command_step(out, n, s, command),
         RollbackAction::Verify {
             command,
             at,
             expect,
-        } => match (command, at) {
-            (Some(c), VerifyAt::Host) if exact(c) && !c.contains('\n') => {
-                comment(out, &format!("{n}. check: "), &s.why);
-                comment(out, "   expect: ", expect);
-                out.push_str(&format!(
-                    "echo {}\n{c} || echo {} >&2\n",
-                    quote(&format!("check: {}", sanitize_line(c))),
-                    quote("that check did not answer; run it again once the server is up")
-                ));
-            }
-            (command, _) => {
-                let lead = match at {
-                    VerifyAt::Probe => format!("{n}. then, where probe runs: "),
-                    VerifyAt::Host => format!("{n}. check by hand: "),
-                };
-                comment(out, &lead, command.as_deref().unwrap_or(&s.why));
-                comment(out, "   expect: ", expect);
-            }
-        },
-        RollbackAction::Manual { what } => by_hand(out, what),
+        } => verify_step(out, n, &s.why, command.as_deref(), *at, expect),
+        RollbackAction::Manual { what } => by_hand(out, n, what, &s.why),
+    }
+}
+
+/// A step left to do by hand: what, and why.
+fn by_hand(out: &mut String, n: usize, what: &str, why: &str) {
+    comment(out, &format!("{n}. BY HAND (not scripted): "), what);
+    comment(out, "   why: ", why);
+}
+
+/// The `edit_line` call of an edit: `old` found exactly (or by its key, `key_only`) becomes
+/// `new`, or `new` added under `section` where there is no `old`.
+fn edit_line_call(
+    file: &str,
+    old: Option<&str>,
+    new: Option<&str>,
+    section: Option<&str>,
+    key_only: bool,
+) -> String {
+    let (mode, old_arg) = match (old, key_only) {
+        (None, _) => ("add", String::new()),
+        (Some(o), true) => (
+            "key",
+            o.split_once('=')
+                .map_or(o.to_string(), |(k, _)| format!("{k}=")),
+        ),
+        (Some(o), false) => ("exact", o.to_string()),
+    };
+    format!(
+        "edit_line \"$ROOT\"{} {mode} {} {} {} {}\n",
+        quote(file),
+        quote(&old_arg),
+        if new.is_some() { "1" } else { "0" },
+        quote(new.unwrap_or("")),
+        quote(section.unwrap_or(""))
+    )
+}
+
+/// A step that runs `command` (a stop, a run, a start), left by hand where it is not one
+/// exact line.
+fn command_step(out: &mut String, n: usize, s: &RollbackStep, command: &str) {
+    let what = match &s.action {
+        RollbackAction::Stop { .. } => "stop",
+        RollbackAction::Run { .. } => "run",
+        _ => "start again",
+    };
+    if !exact(command) || command.contains('\n') {
+        return by_hand(out, n, command, &s.why);
+    }
+    comment(out, &format!("{n}. {what}: "), &s.why);
+    out.push_str(command);
+    out.push('\n');
+}
+
+/// A check: run on the host where its command is one exact line, else said in comments.
+fn verify_step(
+    out: &mut String,
+    n: usize,
+    why: &str,
+    command: Option<&str>,
+    at: VerifyAt,
+    expect: &str,
+) {
+    match (command, at) {
+        (Some(c), VerifyAt::Host) if exact(c) && !c.contains('\n') => {
+            comment(out, &format!("{n}. check: "), why);
+            comment(out, "   expect: ", expect);
+            out.push_str(&format!(
+                "echo {}\n{c} || echo {} >&2\n",
+                quote(&format!("check: {}", sanitize_line(c))),
+                quote("that check did not answer; run it again once the server is up")
+            ));
+        }
+        (command, _) => {
+            let lead = match at {
+                VerifyAt::Probe => format!("{n}. then, where probe runs: "),
+                VerifyAt::Host => format!("{n}. check by hand: "),
+            };
+            comment(out, &lead, command.unwrap_or(why));
+            comment(out, "   expect: ", expect);
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The document of `probe timeline`: what changed on a host, in order.
 
-use probe_model::Timeline;
+use probe_model::{Timeline, TimelineEvent};
 
 use super::doc::{Doc, Tone};
 use super::format_time;
@@ -14,66 +14,75 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
         return doc;
     }
     if let Some(offset) = timeline.host_clock_offset_s {
-        doc.line(
-            Tone::Warn,
-            format!(
-                "times are the host's: its clock was {} {} this machine's at collection; \
-                 \"here\" is the same time on this machine's clock, right if the clock was as \
-                 far off when the event was written",
-                crate::report::duration(offset.abs()),
-                if offset > 0 { "ahead of" } else { "behind" }
-            ),
-        );
+        doc.line(Tone::Warn, clock_warning(offset));
     }
-    let rows = timeline
-        .events
-        .iter()
-        .map(|event| {
-            let mut when = bounds_text(&event.time);
-            if let Some(here) = &event.corrected_time {
-                when.push_str(&format!(" (here {})", bounds_text(here)));
-            }
-            let mark = if event.running {
-                "running"
-            } else if event.previous {
-                "previous"
-            } else {
-                ""
-            };
-            let kind = serde_json::to_value(event.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-                .unwrap_or_default();
-            let confidence = serde_json::to_value(event.confidence)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            (
-                if event.running {
-                    Tone::Good
-                } else if event.previous {
-                    Tone::Warn
-                } else {
-                    Tone::Plain
-                },
-                vec![
-                    when,
-                    confidence,
-                    kind,
-                    mark.to_string(),
-                    event.summary.clone(),
-                ],
-            )
-        })
-        .collect();
     doc.table(
         ["time", "order", "event", "", "what"]
             .map(String::from)
             .to_vec(),
-        rows,
+        timeline.events.iter().map(event_row).collect(),
     );
-    // Self-installed engines' events: what each is known from.
-    let evidence: Vec<(u8, Tone, String)> = timeline
+    let evidence = evidence_items(timeline);
+    if !evidence.is_empty() {
+        doc.heading(2, "Evidence of engines installed outside package managers");
+        doc.items(evidence);
+    }
+    doc
+}
+
+/// What the times are where the host's clock was `offset` seconds off this machine's.
+fn clock_warning(offset: i64) -> String {
+    format!(
+        "times are the host's: its clock was {} {} this machine's at collection; \
+         \"here\" is the same time on this machine's clock, right if the clock was as \
+         far off when the event was written",
+        crate::report::duration(offset.abs()),
+        if offset > 0 { "ahead of" } else { "behind" }
+    )
+}
+
+/// One event's row: time (and the same time here), order, kind, running or previous, what.
+fn event_row(event: &TimelineEvent) -> (Tone, Vec<String>) {
+    let mut when = bounds_text(&event.time);
+    if let Some(here) = &event.corrected_time {
+        when.push_str(&format!(" (here {})", bounds_text(here)));
+    }
+    let mark = if event.running {
+        "running"
+    } else if event.previous {
+        "previous"
+    } else {
+        ""
+    };
+    let kind = serde_json::to_value(event.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+        .unwrap_or_default();
+    let confidence = serde_json::to_value(event.confidence)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    (
+        if event.running {
+            Tone::Good
+        } else if event.previous {
+            Tone::Warn
+        } else {
+            Tone::Plain
+        },
+        vec![
+            when,
+            confidence,
+            kind,
+            mark.to_string(),
+            event.summary.clone(),
+        ],
+    )
+}
+
+/// Self-installed engines' events: what each is known from.
+fn evidence_items(timeline: &Timeline) -> Vec<(u8, Tone, String)> {
+    timeline
         .events
         .iter()
         .filter(|event| !event.evidence.is_empty())
@@ -90,12 +99,7 @@ pub fn timeline_doc(timeline: &Timeline) -> Doc {
                     .map(|line| (1, Tone::Plain, line.clone())),
             )
         })
-        .collect();
-    if !evidence.is_empty() {
-        doc.heading(2, "Evidence of engines installed outside package managers");
-        doc.items(evidence);
-    }
-    doc
+        .collect()
 }
 
 /// An event's time: exact, else its bounds, else `?`.

@@ -89,6 +89,15 @@ pub(crate) fn compose_edit(line: &str, remove: &str, insert: Option<&str>) -> Op
     Some(format!("{indent}{}", body.trim_end().replace("  -", " -")))
 }
 
+/// A Compose service and the compose files read that define it.
+struct Service<'a> {
+    name: &'a str,
+    /// The compose files read, as (path, text).
+    texts: Vec<(&'a str, &'a str)>,
+    /// The compose files, said (`the compose file` where none is named).
+    where_: String,
+}
+
 /// Steps for a Compose service: each difference at its line in the compose file (or the
 /// service's env file), then `docker compose up -d SERVICE`.
 pub(crate) fn compose(
@@ -108,139 +117,174 @@ pub(crate) fn compose(
     else {
         return Vec::new();
     };
-    let texts: Vec<(&str, &str)> = snapshot
-        .launch_files
-        .iter()
-        .filter(|f| f.kind == LaunchFileKind::Compose && files.contains(&f.path))
-        .map(|f| (f.path.as_str(), f.text.as_str()))
-        .collect();
-    let where_ = if files.is_empty() {
-        String::from("the compose file")
-    } else {
-        files.join(", ")
+    let s = Service {
+        name: service,
+        texts: snapshot
+            .launch_files
+            .iter()
+            .filter(|f| f.kind == LaunchFileKind::Compose && files.contains(&f.path))
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+            .collect(),
+        where_: if files.is_empty() {
+            String::from("the compose file")
+        } else {
+            files.join(", ")
+        },
     };
     let mut out = Vec::new();
     for flag in flags {
-        let Some(remove) = &flag.remove else {
-            out.push(manual(
-                format!(
-                    "in {where_}, service {service}: add {} to its command",
-                    flag.insert.as_deref().unwrap_or(&flag.key)
-                ),
-                "the earlier launch had it; where it goes in the command list is for you to see",
-            ));
-            continue;
-        };
-        match one_line(&texts, remove) {
-            Some((file, line)) => out.push(RollbackStep {
-                action: RollbackAction::EditLine {
-                    file: file.to_string(),
-                    role: DefiningFileRole::Compose,
-                    setting: flag.key.clone(),
-                    old: Some(line.to_string()),
-                    new: compose_edit(line, remove, flag.insert.as_deref())
-                        .map(|n| secrets.fill(&n, &flag.key)),
-                    section: None,
-                    key_only: false,
-                },
-                why: format!("{} (service {service})", flag.said()),
-            }),
-            None => out.push(manual(
-                format!("in {where_}, service {service}: {}", flag.said()),
-                "the words are not on one line of the compose file as read",
-            )),
-        }
+        out.push(compose_flag(&s, flag, secrets));
     }
     for env in envs {
-        let value = env.before.as_deref().map(|v| secrets.value(&env.var, v));
-        let in_compose = [format!("{}=", env.var), format!("{}:", env.var)]
-            .iter()
-            .find_map(|needle| one_line(&texts, needle).map(|hit| (hit, needle.ends_with(':'))));
-        let env_file = before
-            .files
-            .iter()
-            .find(|f| f.role == DefiningFileRole::EnvFile && f.sets.contains(&env.var));
-        match (in_compose, env_file) {
-            (Some(((file, line), mapping)), _) => {
-                let at = line.find(&env.var).unwrap_or(0);
-                let head = line.get(..at).unwrap_or("");
-                let new = value.map(|v| {
-                    if mapping {
-                        format!("{head}{}: \"{v}\"", env.var)
-                    } else {
-                        format!("{head}{}={v}", env.var)
-                    }
-                });
-                out.push(RollbackStep {
-                    action: RollbackAction::EditLine {
-                        file: file.to_string(),
-                        role: DefiningFileRole::Compose,
-                        setting: env.var.clone(),
-                        old: Some(line.to_string()),
-                        new,
-                        section: None,
-                        key_only: false,
-                    },
-                    why: format!("{} (service {service})", env.why()),
-                });
-            }
-            (None, Some(f)) => out.push(RollbackStep {
-                action: RollbackAction::EditLine {
-                    file: f.path.clone(),
-                    role: DefiningFileRole::EnvFile,
-                    setting: env.var.clone(),
-                    old: Some(format!("{}=", env.var)),
-                    new: value.map(|v| format!("{}={v}", env.var)),
-                    section: None,
-                    key_only: true,
-                },
-                why: format!("{} (the env_file of service {service})", env.why()),
-            }),
-            (None, None) => out.push(manual(
-                format!(
-                    "in {where_}, service {service}: {}{}",
-                    env.var,
-                    value.map_or_else(|| String::from(" unset"), |v| format!("={v}"))
-                ),
-                "no compose file line read sets it",
-            )),
-        }
+        out.push(compose_env(&s, before, env, secrets));
     }
     if let Some(image) = image {
-        let line = one_line(&texts, &format!("image: {}", image.now))
-            .or_else(|| one_line(&texts, &format!("image: \"{}\"", image.now)));
-        out.push(match line {
-            Some((file, line)) => {
-                let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
-                RollbackStep {
-                    action: RollbackAction::EditLine {
-                        file: file.to_string(),
-                        role: DefiningFileRole::Compose,
-                        setting: String::from("image"),
-                        old: Some(line.to_string()),
-                        new: Some(format!("{indent}image: {}", image.earlier)),
-                        section: None,
-                        key_only: false,
-                    },
-                    why: format!(
-                        "the image {service} ran before{}",
-                        if image.by_digest {
-                            " (by digest: the same bytes, whatever its tag points to now)"
-                        } else {
-                            " (its digest is not known: the tag may point to other bytes now)"
-                        }
-                    ),
-                }
-            }
-            None => manual(
-                format!("in {where_}, service {service}: image: {}", image.earlier),
-                "the image line was not found once in the compose file as read",
-            ),
-        });
+        out.push(compose_image(&s, image));
     }
     if out.is_empty() {
         return out;
     }
+    out.push(compose_up(project, files, service));
+    out
+}
+
+/// `flag` changed on its line of the compose file, else said to change by hand.
+fn compose_flag(s: &Service<'_>, flag: &FlagEdit, secrets: &mut Secrets) -> RollbackStep {
+    let (service, where_) = (s.name, &s.where_);
+    let Some(remove) = &flag.remove else {
+        return manual(
+            format!(
+                "in {where_}, service {service}: add {} to its command",
+                flag.insert.as_deref().unwrap_or(&flag.key)
+            ),
+            "the earlier launch had it; where it goes in the command list is for you to see",
+        );
+    };
+    match one_line(&s.texts, remove) {
+        Some((file, line)) => RollbackStep {
+            action: RollbackAction::EditLine {
+                file: file.to_string(),
+                role: DefiningFileRole::Compose,
+                setting: flag.key.clone(),
+                old: Some(line.to_string()),
+                new: compose_edit(line, remove, flag.insert.as_deref())
+                    .map(|n| secrets.fill(&n, &flag.key)),
+                section: None,
+                key_only: false,
+            },
+            why: format!("{} (service {service})", flag.said()),
+        },
+        None => manual(
+            format!("in {where_}, service {service}: {}", flag.said()),
+            "the words are not on one line of the compose file as read",
+        ),
+    }
+}
+
+/// `env` back to its earlier value: on its line of the compose file (`VAR=value` or
+/// `VAR: value`), else in the service's env file, else by hand.
+fn compose_env(
+    s: &Service<'_>,
+    before: &LaunchConfig,
+    env: &EnvEdit,
+    secrets: &mut Secrets,
+) -> RollbackStep {
+    let service = s.name;
+    let value = env.before.as_deref().map(|v| secrets.value(&env.var, v));
+    let in_compose = [format!("{}=", env.var), format!("{}:", env.var)]
+        .iter()
+        .find_map(|needle| one_line(&s.texts, needle).map(|hit| (hit, needle.ends_with(':'))));
+    let env_file = before
+        .files
+        .iter()
+        .find(|f| f.role == DefiningFileRole::EnvFile && f.sets.contains(&env.var));
+    match (in_compose, env_file) {
+        (Some(((file, line), mapping)), _) => RollbackStep {
+            action: RollbackAction::EditLine {
+                file: file.to_string(),
+                role: DefiningFileRole::Compose,
+                setting: env.var.clone(),
+                old: Some(line.to_string()),
+                new: value.map(|v| compose_env_line(line, &env.var, &v, mapping)),
+                section: None,
+                key_only: false,
+            },
+            why: format!("{} (service {service})", env.why()),
+        },
+        (None, Some(f)) => RollbackStep {
+            action: RollbackAction::EditLine {
+                file: f.path.clone(),
+                role: DefiningFileRole::EnvFile,
+                setting: env.var.clone(),
+                old: Some(format!("{}=", env.var)),
+                new: value.map(|v| format!("{}={v}", env.var)),
+                section: None,
+                key_only: true,
+            },
+            why: format!("{} (the env_file of service {service})", env.why()),
+        },
+        (None, None) => manual(
+            format!(
+                "in {}, service {service}: {}{}",
+                s.where_,
+                env.var,
+                value.map_or_else(|| String::from(" unset"), |v| format!("={v}"))
+            ),
+            "no compose file line read sets it",
+        ),
+    }
+}
+
+/// The compose `line` that sets `var`, setting it to `value` instead: `VAR: "value"` in a
+/// mapping, `VAR=value` in a list; what comes before the name stays.
+fn compose_env_line(line: &str, var: &str, value: &str, mapping: bool) -> String {
+    let at = line.find(var).unwrap_or(0);
+    let head = line.get(..at).unwrap_or("");
+    if mapping {
+        format!("{head}{var}: \"{value}\"")
+    } else {
+        format!("{head}{var}={value}")
+    }
+}
+
+/// The service's `image:` line back to the image it ran before.
+fn compose_image(s: &Service<'_>, image: &ImageBack) -> RollbackStep {
+    let service = s.name;
+    let line = one_line(&s.texts, &format!("image: {}", image.now))
+        .or_else(|| one_line(&s.texts, &format!("image: \"{}\"", image.now)));
+    let Some((file, line)) = line else {
+        return manual(
+            format!(
+                "in {}, service {service}: image: {}",
+                s.where_, image.earlier
+            ),
+            "the image line was not found once in the compose file as read",
+        );
+    };
+    let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+    RollbackStep {
+        action: RollbackAction::EditLine {
+            file: file.to_string(),
+            role: DefiningFileRole::Compose,
+            setting: String::from("image"),
+            old: Some(line.to_string()),
+            new: Some(format!("{indent}image: {}", image.earlier)),
+            section: None,
+            key_only: false,
+        },
+        why: format!(
+            "the image {service} ran before{}",
+            if image.by_digest {
+                " (by digest: the same bytes, whatever its tag points to now)"
+            } else {
+                " (its digest is not known: the tag may point to other bytes now)"
+            }
+        ),
+    }
+}
+
+/// `docker compose up -d SERVICE` with the project and files that define it.
+fn compose_up(project: &str, files: &[String], service: &str) -> RollbackStep {
     let mut command = String::from("docker compose");
     if !project.is_empty() {
         command.push_str(&format!(" -p {}", super::quote(project)));
@@ -249,14 +293,13 @@ pub(crate) fn compose(
         command.push_str(&format!(" -f {}", super::quote(f)));
     }
     command.push_str(&format!(" up -d {}", super::quote(service)));
-    out.push(RollbackStep {
+    RollbackStep {
         action: RollbackAction::Restart { command },
         why: format!(
             "Compose recreates {service}'s container from the changed file (the other services \
              stay as they run)"
         ),
-    });
-    out
+    }
 }
 
 /// Steps for a Kubernetes pod: the workload's undo where its kind is known, and the fields to

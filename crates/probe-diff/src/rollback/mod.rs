@@ -261,7 +261,7 @@ pub(crate) fn plan_within(
 /// The launcher and the steps (stop, change, reload, start, and the launcher's own check)
 /// that roll the server `after` runs back to `before`'s launch; `host`: the earlier side's name.
 fn steps_for(
-    (before_snap, after_snap): (&Snapshot, &Snapshot),
+    snaps: (&Snapshot, &Snapshot),
     first: Option<(&LaunchConfig, &LaunchConfig)>,
     changes: &[Change],
     host: &str,
@@ -269,54 +269,88 @@ fn steps_for(
 ) -> (Launcher, Vec<RollbackStep>) {
     let mut steps: Vec<RollbackStep> = Vec::new();
     let mut launcher = Launcher::Unknown;
-    if let Some((before, after)) = first {
-        launcher = launcher_of(after_snap, after);
-        let (flags, envs) = launch_edits(before, after, changes);
-        let launch_steps = match &launcher {
-            Launcher::Systemd { .. } => {
-                // What the earlier side's own unit ran, where a unit ran it (on another host:
-                // on this one, the unit's ExecStart= is the running launch's, not the earlier).
-                let earlier = crate::run::unit_of(before_snap, before)
-                    .filter(|_| !std::ptr::eq(before_snap, after_snap))
-                    .and_then(|u| u.exec_start.last())
-                    .map(|e| secrets.fill(e, "ExecStart"));
-                crate::run::unit_of(after_snap, after)
-                    .map(|unit| {
-                        systemd::steps(unit, before, &flags, &envs, earlier.as_deref(), secrets)
-                    })
-                    .unwrap_or_default()
-            }
-            Launcher::Compose { .. } => {
-                let image = launchers::image_back(before_snap, changes);
-                launchers::compose(
-                    after_snap,
-                    &launcher,
-                    before,
-                    &flags,
-                    &envs,
-                    image.as_ref(),
-                    secrets,
-                )
-            }
-            Launcher::Kubernetes { .. } => launchers::kubernetes(&launcher, &flags, &envs),
-            Launcher::Container { name } => {
-                launchers::container_run(name, before, &flags, &envs, secrets)
-            }
-            Launcher::Process { .. } | Launcher::Unknown => {
-                if flags.is_empty() && envs.is_empty() {
-                    Vec::new()
-                } else {
-                    launchers::by_hand(&launcher, before, host, secrets)
-                }
-            }
-        };
-        steps.extend(launch_steps);
+    if let Some(launches) = first {
+        launcher = launcher_of(snaps.1, launches.1);
+        steps.extend(launch_steps(
+            snaps, launches, &launcher, changes, host, secrets,
+        ));
     }
     let interpreter =
         first.and_then(|(b, a)| a.interpreter.as_deref().or(b.interpreter.as_deref()));
-    let mut host_steps = Vec::new();
     let pinned = pins(changes, interpreter);
-    if let Some(pin) = pinned.clone() {
+    let host_steps = host_steps(pinned.clone(), changes, secrets);
+    // Packages and power go before the restart that picks them up.
+    let restart_at = steps
+        .iter()
+        .position(|s| matches!(s.action, RollbackAction::Restart { .. }));
+    let at = restart_at.unwrap_or(steps.len());
+    steps.splice(at..at, host_steps);
+    // Pinned packages with no launch edit: the launcher restarts the server alone.
+    if pinned.is_some() && restart_at.is_none() {
+        steps.extend(first.and_then(|(_, after)| restart_alone(&launcher, snaps.1, after)));
+    }
+    (launcher, steps)
+}
+
+/// The steps on `launcher` that change the running launch (`after`) back to `before`.
+fn launch_steps(
+    (before_snap, after_snap): (&Snapshot, &Snapshot),
+    (before, after): (&LaunchConfig, &LaunchConfig),
+    launcher: &Launcher,
+    changes: &[Change],
+    host: &str,
+    secrets: &mut Secrets,
+) -> Vec<RollbackStep> {
+    let (flags, envs) = launch_edits(before, after, changes);
+    match launcher {
+        Launcher::Systemd { .. } => {
+            // What the earlier side's own unit ran, where a unit ran it (on another host:
+            // on this one, the unit's ExecStart= is the running launch's, not the earlier).
+            let earlier = crate::run::unit_of(before_snap, before)
+                .filter(|_| !std::ptr::eq(before_snap, after_snap))
+                .and_then(|u| u.exec_start.last())
+                .map(|e| secrets.fill(e, "ExecStart"));
+            crate::run::unit_of(after_snap, after)
+                .map(|unit| {
+                    systemd::steps(unit, before, &flags, &envs, earlier.as_deref(), secrets)
+                })
+                .unwrap_or_default()
+        }
+        Launcher::Compose { .. } => {
+            let image = launchers::image_back(before_snap, changes);
+            launchers::compose(
+                after_snap,
+                launcher,
+                before,
+                &flags,
+                &envs,
+                image.as_ref(),
+                secrets,
+            )
+        }
+        Launcher::Kubernetes { .. } => launchers::kubernetes(launcher, &flags, &envs),
+        Launcher::Container { name } => {
+            launchers::container_run(name, before, &flags, &envs, secrets)
+        }
+        Launcher::Process { .. } | Launcher::Unknown => {
+            if flags.is_empty() && envs.is_empty() {
+                Vec::new()
+            } else {
+                launchers::by_hand(launcher, before, host, secrets)
+            }
+        }
+    }
+}
+
+/// The steps on the host beside the launch: the packages pinned back (`pinned`), the power
+/// limits, the driver and the model.
+fn host_steps(
+    pinned: Option<String>,
+    changes: &[Change],
+    secrets: &mut Secrets,
+) -> Vec<RollbackStep> {
+    let mut host_steps = Vec::new();
+    if let Some(pin) = pinned {
         host_steps.push(RollbackStep {
             action: RollbackAction::Run { command: pin },
             why: String::from(
@@ -347,17 +381,7 @@ fn steps_for(
             });
         }
     }
-    // Packages and power go before the restart that picks them up.
-    let restart_at = steps
-        .iter()
-        .position(|s| matches!(s.action, RollbackAction::Restart { .. }));
-    let at = restart_at.unwrap_or(steps.len());
-    steps.splice(at..at, host_steps);
-    // Pinned packages with no launch edit: the launcher restarts the server alone.
-    if pinned.is_some() && restart_at.is_none() {
-        steps.extend(first.and_then(|(_, after)| restart_alone(&launcher, after_snap, after)));
-    }
-    (launcher, steps)
+    host_steps
 }
 
 /// The step that restarts the server `after` runs through its launcher, where nothing else in
