@@ -118,75 +118,94 @@ fn interpolate_at(
             rest = after;
             continue;
         }
-        let (name, op, after) = if let Some(inner) = tail.strip_prefix('{') {
-            let Some(end) = closing_brace(inner) else {
-                out.push('$');
-                rest = tail;
-                continue;
-            };
-            let body = inner.get(..end).unwrap_or("");
-            let name_end = body
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(body.len());
-            (
-                body.get(..name_end).unwrap_or(""),
-                body.get(name_end..).unwrap_or(""),
-                inner.get(end + 1..).unwrap_or(""),
-            )
-        } else {
-            let name_end = tail
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(tail.len());
-            (
-                tail.get(..name_end).unwrap_or(""),
-                "",
-                tail.get(name_end..).unwrap_or(""),
-            )
+        let Some((name, op, after)) = reference(tail) else {
+            out.push('$');
+            rest = tail;
+            continue;
         };
-        let written = rest
-            .get(at..rest.len() - after.len())
-            .unwrap_or("")
-            .to_string();
-        let value = vars.get(name);
-        // A default or replacement is interpolated in turn (`${A:-${B}}`).
-        let mut nested = |t: &str| {
-            if depth < MAX_NESTING {
-                interpolate_at(t, vars, used, depth + 1)
-            } else {
-                t.to_string()
-            }
-        };
-        let replaced = match (op, value) {
-            _ if name.is_empty() => None,
-            ("", Some(v)) => Some(v.clone()),
-            (op, Some(v)) if op.starts_with(":-") && v.is_empty() => op.get(2..).map(&mut nested),
-            (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => {
-                Some(v.clone()).filter(|v| !v.is_empty() || op.starts_with('?'))
-            }
-            (op, Some(v)) if op.starts_with(":-") || op.starts_with('-') => Some(v.clone()),
-            // `${VAR:+replacement}`: the replacement when set and not empty, else nothing;
-            // `${VAR+replacement}`: the replacement when set at all.
-            (op, Some(v)) if op.starts_with(":+") => Some(if v.is_empty() {
-                String::new()
-            } else {
-                nested(op.get(2..).unwrap_or(""))
-            }),
-            (op, Some(_)) if op.starts_with('+') => op.get(1..).map(&mut nested),
-            _ => None,
-        };
-        match replaced {
+        let written = rest.get(at..rest.len() - after.len()).unwrap_or("");
+        match replacement(name, op, vars, used, depth) {
             Some(v) => {
                 if !used.iter().any(|u| u == name) {
                     used.push(name.to_string());
                 }
                 out.push_str(&v);
             }
-            None => out.push_str(&written),
+            None => out.push_str(written),
         }
         rest = after;
     }
     out.push_str(rest);
     out
+}
+
+/// The reference that `tail` (the text after a `$`) starts with: the variable's name, the
+/// operator with its operand (`:-8192`, empty for none) and the text after the reference;
+/// `None` for a `${` that is never closed.
+fn reference(tail: &str) -> Option<(&str, &str, &str)> {
+    match tail.strip_prefix('{') {
+        Some(inner) => {
+            let end = closing_brace(inner)?;
+            let body = inner.get(..end).unwrap_or("");
+            let name_end = name_end(body);
+            Some((
+                body.get(..name_end).unwrap_or(""),
+                body.get(name_end..).unwrap_or(""),
+                inner.get(end + 1..).unwrap_or(""),
+            ))
+        }
+        None => {
+            let name_end = name_end(tail);
+            Some((
+                tail.get(..name_end).unwrap_or(""),
+                "",
+                tail.get(name_end..).unwrap_or(""),
+            ))
+        }
+    }
+}
+
+/// Where a variable's name that starts `s` ends.
+fn name_end(s: &str) -> usize {
+    s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len())
+}
+
+/// What the reference to `name` with `op` becomes, or `None` when it stays as written.
+fn replacement(
+    name: &str,
+    op: &str,
+    vars: &BTreeMap<String, String>,
+    used: &mut Vec<String>,
+    depth: usize,
+) -> Option<String> {
+    let value = vars.get(name);
+    // A default or replacement is interpolated in turn (`${A:-${B}}`).
+    let mut nested = |t: &str| {
+        if depth < MAX_NESTING {
+            interpolate_at(t, vars, used, depth + 1)
+        } else {
+            t.to_string()
+        }
+    };
+    match (op, value) {
+        _ if name.is_empty() => None,
+        ("", Some(v)) => Some(v.clone()),
+        (op, Some(v)) if op.starts_with(":-") && v.is_empty() => op.get(2..).map(&mut nested),
+        (op, Some(v)) if op.starts_with(":?") || op.starts_with('?') => {
+            Some(v.clone()).filter(|v| !v.is_empty() || op.starts_with('?'))
+        }
+        (op, Some(v)) if op.starts_with(":-") || op.starts_with('-') => Some(v.clone()),
+        // `${VAR:+replacement}`: the replacement when set and not empty, else nothing;
+        // `${VAR+replacement}`: the replacement when set at all.
+        (op, Some(v)) if op.starts_with(":+") => Some(if v.is_empty() {
+            String::new()
+        } else {
+            nested(op.get(2..).unwrap_or(""))
+        }),
+        (op, Some(_)) if op.starts_with('+') => op.get(1..).map(&mut nested),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use std::rc::Rc;
 use probe_model::{
     Engine, LaunchConfig, LaunchOption, LaunchSource, StartupRecord, SystemdUnit, TimeBounds,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::catalog::catalog;
+use crate::catalog::{Catalog, catalog};
 use crate::ctx::{Ctx, basename};
 use crate::hints::ParseHints;
 use crate::shell::Budget;
@@ -120,73 +120,20 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         Engine::Other => hints.engine.unwrap_or(Engine::Other),
         engine => engine,
     };
-    let text = record.text.as_str();
-    let start = text
-        .find("server_args=")
-        .map(|p| p + "server_args=".len())
-        .or_else(|| {
-            text.find("non-default args:")
-                .map(|p| p + "non-default args:".len())
-        })
-        .unwrap_or(0);
-    let body = text.get(start..)?.trim();
+    let body = args_body(record.text.as_str())?;
     // Ollama logs the environment in effect as a Go map (`map[OLLAMA_HOST:... ...]`): its
     // configuration is that environment, read through the catalog's `env` options.
     if body.starts_with("map[") {
         return from_startup_env(record, engine, body, hints);
     }
-    // TGI logs its arguments as Rust `Debug` output (`Args { model_id: ..., }`).
-    let parsed = if body.starts_with("Args") {
-        rust_debug::parse(body)?
-    } else {
-        python_literal(body)?
-    };
-    let Value::Object(m) = parsed else {
-        return None;
-    };
+    let m = logged_args(body)?;
     let version = record
         .version
         .clone()
         .or_else(|| hints.engine_version.clone());
     let cat = catalog(engine, version.as_deref());
-    let mut options = BTreeMap::new();
-    let mut unknown = Vec::new();
-    let mut model = None;
-    // The model is the model, not an option (vLLM logs it twice: `model` and `model_tag`).
-    for key in ["model_tag", "model_path", "model", "model_id"] {
-        if let Some(s) = m.get(key).and_then(Value::as_str)
-            && !s.trim().is_empty()
-        {
-            model = Some(s.to_string());
-            break;
-        }
-    }
-    for (k, v) in &m {
-        if cat.is_model_option(k) {
-            if model.is_none()
-                && let Some(s) = v.as_str()
-            {
-                model = Some(s.to_string());
-            }
-            continue;
-        }
-        if v.is_null() {
-            continue;
-        }
-        match cat.lookup_name_loose(k) {
-            Some(spec) => {
-                let value = match (v, &spec.kind) {
-                    (Value::String(s), crate::catalog::ValueKind::Json) => {
-                        values::lenient_json(s).unwrap_or_else(|| v.clone())
-                    }
-                    _ => v.clone(),
-                };
-                let written = options::written_like_cli(spec, &value);
-                options.insert(spec.name.clone(), LaunchOption { value, written });
-            }
-            None => unknown.push(format!("{k}={v}")),
-        }
-    }
+    let model = logged_model(cat, &m);
+    let (options, unknown) = logged_options(cat, &m);
     let speculative = options::speculative(cat, &options);
     Some(LaunchConfig {
         engine,
@@ -206,6 +153,79 @@ pub fn from_startup_log(record: &StartupRecord, hints: &ParseHints) -> Option<La
         },
         ..LaunchConfig::default()
     })
+}
+
+/// What a start-up line logs after its marker (`server_args=`, `non-default args:`), else the
+/// whole line, trimmed.
+fn args_body(text: &str) -> Option<&str> {
+    let start = text
+        .find("server_args=")
+        .map(|p| p + "server_args=".len())
+        .or_else(|| {
+            text.find("non-default args:")
+                .map(|p| p + "non-default args:".len())
+        })
+        .unwrap_or(0);
+    Some(text.get(start..)?.trim())
+}
+
+/// The logged arguments as one object: a Python literal, or TGI's Rust `Debug` output
+/// (`Args { model_id: ..., }`).
+fn logged_args(body: &str) -> Option<Map<String, Value>> {
+    let parsed = if body.starts_with("Args") {
+        rust_debug::parse(body)?
+    } else {
+        python_literal(body)?
+    };
+    match parsed {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// The model is the model, not an option (vLLM logs it twice: `model` and `model_tag`): the
+/// first of the usual keys with a value, else the first catalogued model option with a string.
+fn logged_model(cat: &Catalog, m: &Map<String, Value>) -> Option<String> {
+    for key in ["model_tag", "model_path", "model", "model_id"] {
+        if let Some(s) = m.get(key).and_then(Value::as_str)
+            && !s.trim().is_empty()
+        {
+            return Some(s.to_string());
+        }
+    }
+    m.iter()
+        .filter(|(k, _)| cat.is_model_option(k))
+        .find_map(|(_, v)| v.as_str())
+        .map(str::to_string)
+}
+
+/// The logged options the catalog knows, as the command line would write them, and the rest
+/// as `key=value` (model options and nulls left out).
+fn logged_options(
+    cat: &Catalog,
+    m: &Map<String, Value>,
+) -> (BTreeMap<String, LaunchOption>, Vec<String>) {
+    let mut options = BTreeMap::new();
+    let mut unknown = Vec::new();
+    for (k, v) in m {
+        if cat.is_model_option(k) || v.is_null() {
+            continue;
+        }
+        match cat.lookup_name_loose(k) {
+            Some(spec) => {
+                let value = match (v, &spec.kind) {
+                    (Value::String(s), crate::catalog::ValueKind::Json) => {
+                        values::lenient_json(s).unwrap_or_else(|| v.clone())
+                    }
+                    _ => v.clone(),
+                };
+                let written = options::written_like_cli(spec, &value);
+                options.insert(spec.name.clone(), LaunchOption { value, written });
+            }
+            None => unknown.push(format!("{k}={v}")),
+        }
+    }
+    (options, unknown)
 }
 
 /// A start-up record that is the environment in effect (a Go map): the options the catalog

@@ -364,51 +364,88 @@ pub(crate) fn speculative(
     options: &BTreeMap<String, LaunchOption>,
 ) -> Option<Speculative> {
     let mut s = Speculative::default();
-    let mut any = false;
-    let set = |s: &mut Speculative, key: &str, v: &Value| {
-        let as_string = |v: &Value| match v {
-            Value::String(x) => x.clone(),
-            other => other.to_string(),
-        };
-        match key {
-            "algorithm" => s.algorithm = Some(as_string(v)),
-            "num_steps" => s.num_steps = Some(v.clone()),
-            "eagle_topk" => s.eagle_topk = Some(v.clone()),
-            "num_draft_tokens" => s.num_draft_tokens = Some(v.clone()),
-            "num_speculative_tokens" => s.num_speculative_tokens = Some(v.clone()),
-            "draft_model" => s.draft_model = Some(as_string(v)),
-            _ => return false,
-        }
-        true
+    let from_flags = speculative_flags(cat, options, &mut s);
+    let from_json = speculative_json(cat, options, &mut s);
+    if !(from_flags || from_json) {
+        return None;
+    }
+    resolve_speculative(cat, &mut s);
+    Some(s)
+}
+
+/// Sets the field of `s` that the catalog's speculative `key` names; false for a key that
+/// names none.
+fn set_speculative(s: &mut Speculative, key: &str, v: &Value) -> bool {
+    let as_string = |v: &Value| match v {
+        Value::String(x) => x.clone(),
+        other => other.to_string(),
     };
+    match key {
+        "algorithm" => s.algorithm = Some(as_string(v)),
+        "num_steps" => s.num_steps = Some(v.clone()),
+        "eagle_topk" => s.eagle_topk = Some(v.clone()),
+        "num_draft_tokens" => s.num_draft_tokens = Some(v.clone()),
+        "num_speculative_tokens" => s.num_speculative_tokens = Some(v.clone()),
+        "draft_model" => s.draft_model = Some(as_string(v)),
+        _ => return false,
+    }
+    true
+}
+
+/// The speculative settings given as options of their own; whether any was.
+fn speculative_flags(
+    cat: &Catalog,
+    options: &BTreeMap<String, LaunchOption>,
+    s: &mut Speculative,
+) -> bool {
+    let mut any = false;
     for spec in cat.options() {
         if let Some(key) = &spec.speculative
             && let Some(o) = options.get(&spec.name)
             && !o.value.is_null()
         {
-            any |= set(&mut s, key, &o.value);
+            any |= set_speculative(s, key, &o.value);
         }
     }
-    if let Some(json_opt) = &cat.speculative.json_option
-        && let Some(o) = options.get(json_opt)
-    {
-        let obj = match &o.value {
-            Value::String(t) => lenient_json(t).unwrap_or(Value::Null),
-            v => v.clone(),
-        };
-        if let Value::Object(m) = obj {
-            for (k, key) in &cat.speculative.json_keys {
-                if let Some(v) = m.get(k)
-                    && !v.is_null()
-                {
-                    any |= set(&mut s, key, v);
-                }
-            }
+    any
+}
+
+/// The speculative settings given in the catalog's JSON option (`--speculative-config`);
+/// whether any was.
+fn speculative_json(
+    cat: &Catalog,
+    options: &BTreeMap<String, LaunchOption>,
+    s: &mut Speculative,
+) -> bool {
+    let Some(o) = cat
+        .speculative
+        .json_option
+        .as_ref()
+        .and_then(|json_opt| options.get(json_opt))
+    else {
+        return false;
+    };
+    let obj = match &o.value {
+        Value::String(t) => lenient_json(t).unwrap_or(Value::Null),
+        v => v.clone(),
+    };
+    let Value::Object(m) = obj else {
+        return false;
+    };
+    let mut any = false;
+    for (k, key) in &cat.speculative.json_keys {
+        if let Some(v) = m.get(k)
+            && !v.is_null()
+        {
+            any |= set_speculative(s, key, v);
         }
     }
-    if !any {
-        return None;
-    }
+    any
+}
+
+/// The algorithm the engine runs (the catalog's name for the one given, or a draft model's),
+/// and the settings it implies.
+fn resolve_speculative(cat: &Catalog, s: &mut Speculative) {
     if let Some(a) = &s.algorithm {
         let up = a.to_ascii_uppercase();
         s.effective_algorithm = Some(
@@ -419,28 +456,33 @@ pub(crate) fn speculative(
                 .unwrap_or(up.clone()),
         );
         if cat.speculative.implied_for.iter().any(|x| x == &up) {
-            let given = [
-                ("num_steps", s.num_steps.is_some()),
-                ("eagle_topk", s.eagle_topk.is_some()),
-                ("num_draft_tokens", s.num_draft_tokens.is_some()),
-            ];
-            if !given.iter().any(|(_, g)| *g) {
-                for (k, v) in &cat.speculative.implied {
-                    s.implied.insert(k.clone(), v.clone());
-                }
-            } else if s.eagle_topk.as_ref().and_then(Value::as_i64) == Some(1)
-                && let Some(steps) = s.num_steps.as_ref().and_then(Value::as_i64)
-                && s.num_draft_tokens.as_ref().and_then(Value::as_i64) != Some(steps + 1)
-            {
-                // SGLang forces draft tokens to steps + 1 when topk is 1.
-                s.implied
-                    .insert("num_draft_tokens".into(), Value::Number((steps + 1).into()));
-            }
+            implied_speculative(cat, s);
         }
     } else if s.draft_model.is_some() {
         s.effective_algorithm = Some("DRAFT_MODEL".into());
     }
-    Some(s)
+}
+
+/// The settings an algorithm that implies some (`implied_for`) takes when none is given, or
+/// the draft tokens SGLang forces when topk is 1.
+fn implied_speculative(cat: &Catalog, s: &mut Speculative) {
+    let given = [
+        ("num_steps", s.num_steps.is_some()),
+        ("eagle_topk", s.eagle_topk.is_some()),
+        ("num_draft_tokens", s.num_draft_tokens.is_some()),
+    ];
+    if !given.iter().any(|(_, g)| *g) {
+        for (k, v) in &cat.speculative.implied {
+            s.implied.insert(k.clone(), v.clone());
+        }
+    } else if s.eagle_topk.as_ref().and_then(Value::as_i64) == Some(1)
+        && let Some(steps) = s.num_steps.as_ref().and_then(Value::as_i64)
+        && s.num_draft_tokens.as_ref().and_then(Value::as_i64) != Some(steps + 1)
+    {
+        // SGLang forces draft tokens to steps + 1 when topk is 1.
+        s.implied
+            .insert("num_draft_tokens".into(), Value::Number((steps + 1).into()));
+    }
 }
 
 /// A word as a shell would need it: quoted when it holds blanks, quotes or shell syntax.

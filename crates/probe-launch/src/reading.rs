@@ -42,77 +42,17 @@ pub(crate) fn reconstruct_within(
     hints: &ParseHints,
     budget: &Rc<Budget>,
 ) -> Vec<LaunchConfig> {
-    let mut warn_cut = None;
-    let text = if text.len() > MAX_TEXT {
-        let mut end = MAX_TEXT;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        warn_cut = Some(format!("input cut to {MAX_TEXT} bytes"));
-        text.get(..end).unwrap_or("")
-    } else {
-        text
-    };
-    // A SkyPilot task: its `run:` script, with the task's `envs:` exported.
+    let (text, warn_cut) = cut_to_max(text);
     if hints.kind == TextKind::Auto
-        && let Some(script) = skypilot::script(text)
+        && let Some(out) = skypilot_text(text, hints, budget)
     {
-        let mut out = shell_readings(&script, hints, budget);
-        for l in &mut out {
-            l.warnings
-                .push("the run: script of a SkyPilot task, with its envs: exported".into());
-        }
         return out;
     }
     let kind = match hints.kind {
         TextKind::Auto => detect_kind(text),
         k => k,
     };
-    // A Python script that starts an engine through its API (the catalogs' `[python]`).
-    let python = if hints.kind == TextKind::Auto {
-        crate::python_api::launches(text, hints)
-    } else {
-        Vec::new()
-    };
-    let mut out = match kind {
-        _ if !python.is_empty() => python,
-        TextKind::Argv => argv_text(text, hints, budget),
-        TextKind::SystemdUnit => unit_text(text, hints, None, budget),
-        TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {
-            let out = own_format(kind, text, hints, budget);
-            if out.is_empty() && hints.kind == TextKind::Auto {
-                shell_readings(text, hints, budget)
-            } else {
-                out
-            }
-        }
-        TextKind::Modelfile => modelfile_text(text, hints, budget),
-        TextKind::Compose | TextKind::Kubernetes => {
-            let out = yaml_text(kind, text, hints, budget);
-            // Runbook prose with `image:` or `services:` lines is no compose file.
-            if out.is_empty() && hints.kind == TextKind::Auto {
-                shell_readings(text, hints, budget)
-            } else {
-                out
-            }
-        }
-        TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
-            startup_text(kind, text, hints)
-        }
-        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
-            shell_readings(text, hints, budget)
-        }
-    };
-    // A pasted transcript that holds the server's start-up line and the command before it.
-    if out.is_empty()
-        && hints.kind == TextKind::Auto
-        && matches!(
-            kind,
-            TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs
-        )
-    {
-        out = shell_readings(text, hints, budget);
-    }
+    let mut out = read_kind(kind, text, hints, budget);
     work::mark_cut(&mut out, budget);
     if let Some(w) = warn_cut {
         for l in &mut out {
@@ -125,6 +65,84 @@ pub(crate) fn reconstruct_within(
         }
     }
     out
+}
+
+/// `text` cut to [`MAX_TEXT`] bytes at a character boundary, with the warning that says so
+/// when it was longer.
+fn cut_to_max(text: &str) -> (&str, Option<String>) {
+    if text.len() <= MAX_TEXT {
+        return (text, None);
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (
+        text.get(..end).unwrap_or(""),
+        Some(format!("input cut to {MAX_TEXT} bytes")),
+    )
+}
+
+/// A SkyPilot task: its `run:` script, with the task's `envs:` exported; `None` when the text
+/// is no task.
+fn skypilot_text(text: &str, hints: &ParseHints, budget: &Rc<Budget>) -> Option<Vec<LaunchConfig>> {
+    let script = skypilot::script(text)?;
+    let mut out = shell_readings(&script, hints, budget);
+    for l in &mut out {
+        l.warnings
+            .push("the run: script of a SkyPilot task, with its envs: exported".into());
+    }
+    Some(out)
+}
+
+/// The launches of a text of `kind`, one step per kind. A Python script that starts an engine
+/// through its API (the catalogs' `[python]`) comes first when the kind was detected.
+fn read_kind(
+    kind: TextKind,
+    text: &str,
+    hints: &ParseHints,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
+    if hints.kind == TextKind::Auto {
+        let python = crate::python_api::launches(text, hints);
+        if !python.is_empty() {
+            return python;
+        }
+    }
+    match kind {
+        TextKind::Argv => argv_text(text, hints, budget),
+        TextKind::SystemdUnit => unit_text(text, hints, None, budget),
+        TextKind::Quadlet | TextKind::Supervisor | TextKind::Dockerfile | TextKind::Pm2 => {
+            or_shell(own_format(kind, text, hints, budget), text, hints, budget)
+        }
+        TextKind::Modelfile => modelfile_text(text, hints, budget),
+        // Runbook prose with `image:` or `services:` lines is no compose file.
+        TextKind::Compose | TextKind::Kubernetes => {
+            or_shell(yaml_text(kind, text, hints, budget), text, hints, budget)
+        }
+        // A pasted transcript that holds the server's start-up line and the command before it.
+        TextKind::SglangServerArgs | TextKind::VllmNonDefaultArgs => {
+            or_shell(startup_text(kind, text, hints), text, hints, budget)
+        }
+        TextKind::Shell | TextKind::DockerRun | TextKind::Auto => {
+            shell_readings(text, hints, budget)
+        }
+    }
+}
+
+/// `out`, or when it is empty and the kind was detected (a guess), the text read as a shell
+/// text.
+fn or_shell(
+    out: Vec<LaunchConfig>,
+    text: &str,
+    hints: &ParseHints,
+    budget: &Rc<Budget>,
+) -> Vec<LaunchConfig> {
+    if out.is_empty() && hints.kind == TextKind::Auto {
+        shell_readings(text, hints, budget)
+    } else {
+        out
+    }
 }
 
 /// The launch of an argv given as text, its words NUL-separated (`/proc/PID/cmdline`).

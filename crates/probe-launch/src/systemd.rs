@@ -19,6 +19,26 @@ pub(crate) struct UnitText {
 pub(crate) fn parse_unit(text: &str) -> UnitText {
     let mut u = UnitText::default();
     let mut section = String::from("Service");
+    for l in logical_lines(text) {
+        if l.starts_with('[') && l.ends_with(']') {
+            section = l.trim_matches(['[', ']']).to_string();
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.contains(' ') {
+            continue;
+        }
+        u.directive(section.as_str(), k, v);
+    }
+    u
+}
+
+/// A unit text's logical lines, trimmed: continuation lines (`\` at the end) joined, blank and
+/// comment lines left out (comments inside a continuation too).
+fn logical_lines(text: &str) -> Vec<String> {
     let mut logical: Vec<String> = Vec::new();
     let mut cur: Option<String> = None;
     for line in text.lines() {
@@ -50,52 +70,48 @@ pub(crate) fn parse_unit(text: &str) -> UnitText {
     if let Some(c) = cur {
         logical.push(c);
     }
-    for l in logical {
-        if l.starts_with('[') && l.ends_with(']') {
-            section = l.trim_matches(['[', ']']).to_string();
-            continue;
-        }
-        let Some((k, v)) = l.split_once('=') else {
-            continue;
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if k.contains(' ') {
-            continue;
-        }
-        match (section.as_str(), k) {
+    logical
+}
+
+impl UnitText {
+    /// One directive `key=value` of `section`; directives that make no launch are ignored.
+    fn directive(&mut self, section: &str, k: &str, v: &str) {
+        match (section, k) {
             ("Service", "ExecStart") => {
                 if v.is_empty() {
-                    u.exec_start.clear();
+                    self.exec_start.clear();
                 } else {
-                    u.exec_start.push(v.to_string());
+                    self.exec_start.push(v.to_string());
                 }
             }
-            ("Service", "Environment") => {
-                if v.is_empty() {
-                    u.environment.clear();
-                }
-                for w in split_exec(
-                    v,
-                    &BTreeMap::new(),
-                    &BTreeMap::new(),
-                    &mut Vec::new(),
-                    false,
-                ) {
-                    if let Some((a, b)) = w.split_once('=') {
-                        u.environment.insert(a.to_string(), b.to_string());
-                    }
-                }
-            }
-            ("Service", "EnvironmentFile") => u.environment_files.push(v.to_string()),
+            ("Service", "Environment") => self.environment_line(v),
+            ("Service", "EnvironmentFile") => self.environment_files.push(v.to_string()),
             ("Service", "WorkingDirectory") => {
-                u.working_directory = Some(v.trim_start_matches('-').to_string())
+                self.working_directory = Some(v.trim_start_matches('-').to_string())
             }
-            ("Service", "User") => u.user = Some(v.to_string()),
-            ("Unit", "Description") => u.description = Some(v.to_string()),
+            ("Service", "User") => self.user = Some(v.to_string()),
+            ("Unit", "Description") => self.description = Some(v.to_string()),
             _ => {}
         }
     }
-    u
+
+    /// An `Environment=` line: its `KEY=value` words (an empty one resets the list).
+    fn environment_line(&mut self, v: &str) {
+        if v.is_empty() {
+            self.environment.clear();
+        }
+        for w in split_exec(
+            v,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &mut Vec::new(),
+            false,
+        ) {
+            if let Some((a, b)) = w.split_once('=') {
+                self.environment.insert(a.to_string(), b.to_string());
+            }
+        }
+    }
 }
 
 /// Unit-name specifiers (`%i`, `%n`, `%h`, ...).

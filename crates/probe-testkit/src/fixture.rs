@@ -24,6 +24,10 @@ use std::time::{Duration, Instant};
 use crate::keys::KeyPair;
 use crate::sshd::{Sshd, SshdOptions};
 
+mod definition;
+
+use definition::{Manifest, copy_tree, read_manifest};
+
 /// Every fixture host definition, in address order (127.0.0.11 ...).
 pub const ALL: &[&str] = &[
     "sglang-hybrid",
@@ -72,106 +76,6 @@ pub fn require_namespaces() -> Result<(), crate::MachineLacks> {
             }
         })
         .clone()
-}
-
-/// What `host.conf` says that the Rust side needs.
-#[derive(Debug, Default)]
-struct Manifest {
-    addr: Option<Ipv4Addr>,
-    /// (source under `fixtures/_lib`, destination under the copy's root)
-    libs: Vec<(String, String)>,
-    /// (file under the copy, text it must contain before `start` returns)
-    /// (file, text, how many times it must occur)
-    ready: Vec<(String, String, usize)>,
-    /// `sshd LINE`: extra sshd_config lines (`AllowTcpForwarding no`).
-    sshd_config: String,
-}
-
-fn read_manifest(path: &Path) -> Manifest {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let mut m = Manifest::default();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (kw, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let rest = rest.trim();
-        match kw {
-            "addr" => {
-                m.addr = Some(
-                    rest.parse()
-                        .unwrap_or_else(|e| panic!("{}: bad addr {rest}: {e}", path.display())),
-                )
-            }
-            "lib" => {
-                let (src, dst) = rest.split_once(char::is_whitespace).expect("lib SRC DEST");
-                m.libs.push((
-                    src.to_string(),
-                    dst.trim().trim_start_matches('/').to_string(),
-                ));
-            }
-            "ready" => {
-                let (file, text) = rest
-                    .split_once(char::is_whitespace)
-                    .expect("ready FILE TEXT");
-                m.ready.push((
-                    file.trim_start_matches('/').to_string(),
-                    text.trim().to_string(),
-                    1,
-                ));
-            }
-            // `ready-count N /FILE TEXT`: TEXT at least N times (a server's periodic lines).
-            "ready-count" => {
-                let (count, rest) = rest
-                    .split_once(char::is_whitespace)
-                    .expect("ready-count N FILE TEXT");
-                let (file, text) = rest
-                    .trim()
-                    .split_once(char::is_whitespace)
-                    .expect("ready-count N FILE TEXT");
-                m.ready.push((
-                    file.trim_start_matches('/').to_string(),
-                    text.trim().to_string(),
-                    count.parse().expect("ready-count N: a number"),
-                ));
-            }
-            "sshd" => {
-                m.sshd_config.push_str(rest);
-                m.sshd_config.push('\n');
-            }
-            _ => {}
-        }
-    }
-    m
-}
-
-/// Recursive copy that keeps symlinks as symlinks and file modes.
-fn copy_tree(src: &Path, dst: &Path) {
-    let meta =
-        std::fs::symlink_metadata(src).unwrap_or_else(|e| panic!("stat {}: {e}", src.display()));
-    if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(src).expect("readlink");
-        std::os::unix::fs::symlink(target, dst)
-            .unwrap_or_else(|e| panic!("symlink {}: {e}", dst.display()));
-    } else if meta.is_dir() {
-        std::fs::create_dir_all(dst).unwrap_or_else(|e| panic!("mkdir {}: {e}", dst.display()));
-        for entry in std::fs::read_dir(src).expect("read_dir") {
-            let entry = entry.expect("dir entry");
-            // `.gitkeep` only makes git keep an empty directory; the host never sees it.
-            if entry.file_name() == ".gitkeep" {
-                continue;
-            }
-            copy_tree(&entry.path(), &dst.join(entry.file_name()));
-        }
-    } else {
-        if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir parent");
-        }
-        std::fs::copy(src, dst)
-            .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", src.display(), dst.display()));
-    }
 }
 
 /// One running fixture host.
@@ -273,6 +177,75 @@ fn start_kept(opts: SshdOptions) -> (Sshd, Keeper) {
     }
 }
 
+/// Definition `name`'s directory and what its `host.conf` says, once this machine is known to
+/// run fixture hosts (OpenSSH, namespaces).
+fn checked_definition(name: &str) -> (PathBuf, Manifest) {
+    crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
+    require_namespaces().unwrap_or_else(|e| panic!("{e}"));
+    let def = definitions_dir().join(name);
+    assert!(
+        def.join("host.conf").is_file(),
+        "no fixture definition {}",
+        def.display()
+    );
+    let manifest = read_manifest(&def.join("host.conf"));
+    (def, manifest)
+}
+
+/// A temporary copy of definition `def`: its files, a copy's identity, the `_lib` files its
+/// manifest names and `setup.sh`.
+fn copy_definition(
+    name: &str,
+    def: &Path,
+    manifest: &Manifest,
+    as_copy: Option<&CopyAt>,
+) -> tempfile::TempDir {
+    let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
+    let dir = copy.path();
+    copy_tree(def, dir);
+    std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
+    if let Some(c) = as_copy {
+        c.write_identity(dir);
+    }
+    let lib = definitions_dir().join("_lib");
+    for (src, dst) in &manifest.libs {
+        copy_tree(&lib.join(src), &dir.join("root").join(dst));
+    }
+    copy_tree(&lib.join("setup.sh"), &dir.join("setup.sh"));
+    copy
+}
+
+/// The command sshd runs under: `setup.sh` of the copy `dir` in new mount, UTS and PID
+/// namespaces.
+fn unshare_wrapper(dir: &Path, name: &str) -> Vec<String> {
+    [
+        // If this test process dies without dropping the host (killed, aborted), the kernel
+        // kills `unshare` (PR_SET_PDEATHSIG, kept across exec), and --kill-child takes the
+        // namespace down with it. The parent is the keeper thread (see `start_kept`).
+        "/usr/bin/setpriv",
+        "--pdeathsig",
+        "KILL",
+        "/usr/bin/unshare",
+        "--mount",
+        "--uts",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "/bin/sh",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        dir.join("setup.sh").display().to_string(),
+        dir.display().to_string(),
+        name.to_string(),
+    ])
+    .collect()
+}
+
 impl FixtureHost {
     /// Starts host `name` with its own client key.
     pub fn start(name: &str) -> FixtureHost {
@@ -320,15 +293,7 @@ impl FixtureHost {
         extra: &str,
         as_copy: Option<&CopyAt>,
     ) -> FixtureHost {
-        crate::require_openssh().unwrap_or_else(|e| panic!("{e}"));
-        require_namespaces().unwrap_or_else(|e| panic!("{e}"));
-        let def = definitions_dir().join(name);
-        assert!(
-            def.join("host.conf").is_file(),
-            "no fixture definition {}",
-            def.display()
-        );
-        let manifest = read_manifest(&def.join("host.conf"));
+        let (def, manifest) = checked_definition(name);
         let addr = as_copy.map(|c| c.addr).or(manifest.addr);
         let addr = addr.unwrap_or_else(|| panic!("{name}: host.conf has no addr"));
         // Another test process running a copy of this host (its servers' ports are fixed) is
@@ -337,50 +302,14 @@ impl FixtureHost {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         // The start, not the wait for another process's copy.
         let t0 = Instant::now();
-        let copy = crate::owned_tempdir(&format!("probe-fx-{name}-"));
+        let copy = copy_definition(name, &def, &manifest, as_copy);
         let dir = copy.path().to_path_buf();
-        copy_tree(&def, &dir);
-        std::fs::create_dir_all(dir.join("root")).expect("mkdir root");
-        if let Some(c) = as_copy {
-            c.write_identity(&dir);
-        }
-        let lib = definitions_dir().join("_lib");
-        for (src, dst) in &manifest.libs {
-            copy_tree(&lib.join(src), &dir.join("root").join(dst));
-        }
-        copy_tree(&lib.join("setup.sh"), &dir.join("setup.sh"));
-        let wrapper: Vec<String> = [
-            // If this test process dies without dropping the host (killed, aborted), the kernel
-            // kills `unshare` (PR_SET_PDEATHSIG, kept across exec), and --kill-child takes the
-            // namespace down with it. The parent is the keeper thread (see `start_kept`).
-            "/usr/bin/setpriv",
-            "--pdeathsig",
-            "KILL",
-            "/usr/bin/unshare",
-            "--mount",
-            "--uts",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--mount-proc",
-            "--propagation",
-            "private",
-            "/bin/sh",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([
-            dir.join("setup.sh").display().to_string(),
-            dir.display().to_string(),
-            name.to_string(),
-        ])
-        .collect();
         let (sshd, keeper) = start_kept(SshdOptions {
             addr,
             port: None,
             authorized_keys: vec![key.public.clone()],
             extra_config: format!("MaxSessions 50\n{}{extra}", manifest.sshd_config),
-            wrapper: Some(wrapper),
+            wrapper: Some(unshare_wrapper(&dir, name)),
         });
         let mut host = FixtureHost {
             name: name.to_string(),

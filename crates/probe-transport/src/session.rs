@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use russh::Disconnect;
 use russh::client::{self, Handle};
-use russh::{ChannelMsg, Disconnect};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
@@ -16,15 +16,14 @@ use crate::host_key::{Client, Lost, Verifier};
 use crate::settings::{HostSettings, Strict};
 use crate::{ConnectOptions, ExecOutput, ExecRequest};
 
+mod drain;
+
 /// Most channels open at once on one connection: sshd's default MaxSessions (10). A server
 /// that allows fewer refuses a channel, and the limit then drops (see [`SshSession`]).
 pub const MAX_CHANNELS: usize = 10;
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
 const RETRIES: u32 = 3;
-/// How long the channel may stay silent after the command's exit status before it counts as
-/// done (each piece of output that still arrives starts the wait again).
-const EXIT_GRACE: Duration = Duration::from_millis(1000);
 /// Handshake attempts when the server resets the connection (MaxStartups).
 const HANDSHAKE_TRIES: u32 = 6;
 
@@ -604,7 +603,7 @@ impl SshSession {
         let task = tokio::spawn(async move {
             let _permit = permit;
             let _open = open;
-            drain(channel, wrapped, req, deadline, started, host).await
+            drain::drain(channel, wrapped, req, deadline, started, host).await
         });
         match task.await {
             Ok(r) => r,
@@ -627,124 +626,4 @@ impl Drop for OpenGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-struct Capped {
-    buf: Vec<u8>,
-    cap: usize,
-    truncated: bool,
-}
-
-impl Capped {
-    fn new(cap: usize) -> Self {
-        Capped {
-            buf: Vec::new(),
-            cap,
-            truncated: false,
-        }
-    }
-    fn push(&mut self, data: &[u8]) {
-        let room = self.cap.saturating_sub(self.buf.len());
-        if data.len() > room {
-            self.truncated = true;
-        }
-        if let Some(part) = data.get(..room.min(data.len())) {
-            self.buf.extend_from_slice(part);
-        }
-    }
-}
-
-async fn drain(
-    channel: russh::Channel<client::Msg>,
-    command: String,
-    req: ExecRequest,
-    deadline: tokio::time::Instant,
-    started: Instant,
-    host: String,
-) -> Result<ExecOutput, TransportError> {
-    let err = |kind| TransportError::new(host.clone(), kind);
-    if let Err(e) = tokio::time::timeout_at(deadline, channel.exec(true, command.into_bytes()))
-        .await
-        .map_err(|_| err(ErrorKind::ExecTimeout { after: req.timeout }))?
-    {
-        return Err(err(ErrorKind::Channel(clean(&e.to_string()))));
-    }
-    let (mut rd, wr) = channel.split();
-    let wr = Arc::new(wr);
-    let writer = {
-        let wr = wr.clone();
-        let stdin = req.stdin.clone();
-        tokio::spawn(async move {
-            if let Some(data) = stdin {
-                let _ = wr.data(&data[..]).await;
-            }
-            let _ = wr.eof().await;
-        })
-    };
-    let mut out = Capped::new(req.stdout_cap);
-    let mut errb = Capped::new(req.stderr_cap);
-    let mut status: Option<u32> = None;
-    let mut signal: Option<String> = None;
-    // Once the command has exited, output still in flight gets a short grace; a process it
-    // left behind holding the session's pipes (an orphan) must not hold the channel open.
-    let mut until = deadline;
-    let result = loop {
-        match tokio::time::timeout_at(until, rd.wait()).await {
-            Err(_) if status.is_some() => {
-                let _ = tokio::time::timeout(Duration::from_millis(500), wr.close()).await;
-                break Ok(());
-            }
-            Err(_) => {
-                // Deadline: close the channel and leave at once (russh drops the server's CLOSE
-                // after a client close, so waiting for it would hang). The remote `timeout`
-                // kills the command.
-                let _ = tokio::time::timeout(Duration::from_millis(500), wr.close()).await;
-                break Err(err(ErrorKind::ExecTimeout { after: req.timeout })
-                    .with_partial_stdout(std::mem::take(&mut out.buf)));
-            }
-            Ok(None) => break Ok(()),
-            Ok(Some(msg)) => match msg {
-                ChannelMsg::Data { data } => {
-                    out.push(&data);
-                    if status.is_some() {
-                        until = deadline.min(tokio::time::Instant::now() + EXIT_GRACE);
-                    }
-                }
-                ChannelMsg::ExtendedData { data, ext: 1 } => errb.push(&data),
-                ChannelMsg::ExitStatus { exit_status } => {
-                    status = Some(exit_status);
-                    until = until.min(tokio::time::Instant::now() + EXIT_GRACE);
-                }
-                ChannelMsg::ExitSignal { signal_name, .. } => {
-                    signal = Some(format!("{signal_name:?}"))
-                }
-                ChannelMsg::Failure => {
-                    break Err(err(ErrorKind::Channel(
-                        "server refused the exec request".into(),
-                    )));
-                }
-                ChannelMsg::Close => break Ok(()),
-                _ => {}
-            },
-        }
-    };
-    writer.abort();
-    result?;
-    let exit_status = match (status, signal) {
-        (Some(s), _) => s,
-        (None, Some(sig)) => return Err(err(ErrorKind::Signal(sig))),
-        (None, None) => {
-            return Err(err(ErrorKind::NoExitStatus(
-                "channel closed early; connection lost?".into(),
-            )));
-        }
-    };
-    Ok(ExecOutput {
-        stdout: out.buf,
-        stderr: errb.buf,
-        exit_status,
-        stdout_truncated: out.truncated,
-        stderr_truncated: errb.truncated,
-        elapsed: started.elapsed(),
-    })
 }

@@ -275,77 +275,117 @@ pub(crate) fn readings(
 ) -> Vec<String> {
     let parts = pieces(text);
     let fenced = parts.iter().any(|p| matches!(p, Piece::Block(_)));
-    let mut code = Vec::new();
-    let mut spans = Vec::new();
-    let mut root = Vec::new();
-    // The text's lines outside its blocks, mentions blanked, in order; `None` for a block.
-    let mut prose: Vec<Option<String>> = Vec::new();
-    let mut blanked = false;
-    // A paragraph's lines: a code span may run over several (a multi-line command pasted
-    // between single backticks).
-    let mut paragraph: Vec<&str> = Vec::new();
-    let mut flush =
-        |paragraph: &mut Vec<&str>, code: &mut Vec<String>, prose: &mut Vec<Option<String>>| {
-            if paragraph.is_empty() {
-                return;
-            }
-            let text = paragraph.join("\n");
-            paragraph.clear();
-            let (found, clean) = paragraph_spans(&text, is_command, is_mention);
-            blanked |= clean != text;
-            for s in found {
-                code.push(s.clone());
-                spans.push(s);
-            }
-            prose.extend(clean.split('\n').map(|l| Some(l.to_string())));
-        };
-    for p in &parts {
-        match p {
-            Piece::Block(lines) => {
-                flush(&mut paragraph, &mut code, &mut prose);
-                prose.push(None);
-                code.push(block_code(lines));
-                root.extend(root_transcript(lines, is_command));
-            }
-            Piece::Prose(line) if line.trim().is_empty() => {
-                flush(&mut paragraph, &mut code, &mut prose);
-                prose.push(Some((*line).to_string()));
-            }
-            Piece::Prose(line) => paragraph.push(line),
-        }
-    }
-    flush(&mut paragraph, &mut code, &mut prose);
-    let whole = if fenced || blanked {
-        let mut blocks = parts.iter().filter_map(|p| match p {
-            Piece::Block(lines) => Some(lines.clone()),
-            Piece::Prose(_) => None,
-        });
-        prose
-            .iter()
-            .flat_map(|p| match p {
-                Some(line) => vec![line.clone()],
-                None => blocks
-                    .next()
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|l| l.to_string())
-                    .collect(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+    let g = Gathered::of(&parts, is_command, is_mention);
+    let whole = if fenced || g.blanked {
+        unfenced(&parts, &g.prose)
     } else {
         text.to_string()
     };
     let mut out: Vec<String> = Vec::new();
     if fenced {
-        out.push(code.join("\n"));
+        out.push(g.code.join("\n"));
     }
     out.push(whole.clone());
-    out.push(spans.join("\n"));
+    out.push(g.spans.join("\n"));
     out.push(command_lines(&whole, is_command));
-    out.push(root.join("\n"));
+    out.push(g.root.join("\n"));
+    distinct(out)
+}
+
+/// What a text's pieces hold for its readings.
+#[derive(Default)]
+struct Gathered {
+    /// Each block's code and each code span, in the text's order.
+    code: Vec<String>,
+    /// The code spans alone.
+    spans: Vec<String>,
+    /// The commands of the blocks that are a root shell's transcript.
+    root: Vec<String>,
+    /// The text's lines outside its blocks, mentions blanked, in order; `None` for a block.
+    prose: Vec<Option<String>>,
+    /// Whether a mention was blanked.
+    blanked: bool,
+}
+
+impl Gathered {
+    fn of(
+        parts: &[Piece<'_>],
+        is_command: &dyn Fn(&str) -> bool,
+        is_mention: &dyn Fn(&str) -> bool,
+    ) -> Gathered {
+        let mut g = Gathered::default();
+        // A paragraph's lines: a code span may run over several (a multi-line command pasted
+        // between single backticks).
+        let mut paragraph: Vec<&str> = Vec::new();
+        for p in parts {
+            match p {
+                Piece::Block(lines) => {
+                    g.paragraph(&mut paragraph, is_command, is_mention);
+                    g.prose.push(None);
+                    g.code.push(block_code(lines));
+                    g.root.extend(root_transcript(lines, is_command));
+                }
+                Piece::Prose(line) if line.trim().is_empty() => {
+                    g.paragraph(&mut paragraph, is_command, is_mention);
+                    g.prose.push(Some((*line).to_string()));
+                }
+                Piece::Prose(line) => paragraph.push(line),
+            }
+        }
+        g.paragraph(&mut paragraph, is_command, is_mention);
+        g
+    }
+
+    /// A finished paragraph's code spans and its lines, mentions blanked; `paragraph` is
+    /// emptied for the next.
+    fn paragraph(
+        &mut self,
+        paragraph: &mut Vec<&str>,
+        is_command: &dyn Fn(&str) -> bool,
+        is_mention: &dyn Fn(&str) -> bool,
+    ) {
+        if paragraph.is_empty() {
+            return;
+        }
+        let text = paragraph.join("\n");
+        paragraph.clear();
+        let (found, clean) = paragraph_spans(&text, is_command, is_mention);
+        self.blanked |= clean != text;
+        for s in found {
+            self.code.push(s.clone());
+            self.spans.push(s);
+        }
+        self.prose
+            .extend(clean.split('\n').map(|l| Some(l.to_string())));
+    }
+}
+
+/// The whole text with its mentions blanked and its blocks' fences removed: `prose`'s lines,
+/// each `None` replaced by the next block's lines.
+fn unfenced(parts: &[Piece<'_>], prose: &[Option<String>]) -> String {
+    let mut blocks = parts.iter().filter_map(|p| match p {
+        Piece::Block(lines) => Some(lines.clone()),
+        Piece::Prose(_) => None,
+    });
+    prose
+        .iter()
+        .flat_map(|p| match p {
+            Some(line) => vec![line.clone()],
+            None => blocks
+                .next()
+                .unwrap_or_default()
+                .iter()
+                .map(|l| l.to_string())
+                .collect(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `readings` in order, the blank ones and repeats left out.
+fn distinct(readings: Vec<String>) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
-    for r in out {
+    for r in readings {
         if !r.trim().is_empty() && !seen.contains(&r) {
             seen.push(r);
         }

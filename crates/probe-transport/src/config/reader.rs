@@ -391,27 +391,20 @@ impl Reader<'_> {
 
     /// OpenSSH's `match_cfg_line`.
     fn match_line(&mut self, rest: &str, file: &Path, ln: usize) -> Result<bool, ConfigError> {
-        let err = |m: String| cerr(file, ln, m);
-        let ruser = self
-            .st
-            .user
-            .clone()
-            .unwrap_or_else(|| self.opts.local_user.clone());
-        let host = match &self.st.hostname {
-            Some((hn, _, _)) if self.final_pass => hn.clone(),
-            Some((hn, hf, hl)) => expand::hostname(hn, &self.host)
-                .map_err(|m| cerr(hf, *hl, format!("HostName: {m}")))?,
-            None => self.host.clone(),
+        let on = MatchOn {
+            file,
+            ln,
+            ruser: self
+                .st
+                .user
+                .clone()
+                .unwrap_or_else(|| self.opts.local_user.clone()),
+            host: self.match_host()?,
         };
         let mut cp = Some(rest);
         let mut result = true;
         let mut attributes = 0;
-        let next = |cp: &mut Option<&str>| -> Option<String> {
-            let (tok, r) = lexer::strdelim((*cp)?)?;
-            *cp = r;
-            Some(tok)
-        };
-        while let Some(attrib) = next(&mut cp) {
+        while let Some(attrib) = next_token(&mut cp) {
             if attrib.is_empty() {
                 break;
             }
@@ -424,13 +417,13 @@ impl Reader<'_> {
             };
             let a = a.to_ascii_lowercase();
             if a == "all" {
-                let arg = next(&mut cp);
+                let arg = next_token(&mut cp);
                 if attributes > 1
                     || arg
                         .as_deref()
                         .is_some_and(|x| !x.is_empty() && !x.starts_with('#'))
                 {
-                    return Err(err(format!(
+                    return Err(on.err(format!(
                         "'{attrib}' cannot be combined with other Match attributes"
                     )));
                 }
@@ -449,42 +442,88 @@ impl Reader<'_> {
                 }
                 continue;
             }
-            let arg = match next(&mut cp) {
+            let arg = match next_token(&mut cp) {
                 Some(x) if !x.is_empty() && !x.starts_with('#') => x,
-                _ => return Err(err(format!("Missing Match criteria for {attrib}"))),
+                _ => return Err(on.err(format!("Missing Match criteria for {attrib}"))),
             };
-            let r = match a.as_str() {
-                "host" => pattern::match_hostname(&host, &arg) == 1,
-                "originalhost" => pattern::match_hostname(&self.original_host, &arg) == 1,
-                "user" => pattern::match_pattern_list(&ruser, &arg, false) == 1,
-                "localuser" => pattern::match_pattern_list(&self.opts.local_user, &arg, false) == 1,
-                "exec" => {
-                    if result {
-                        self.st.warnings.push(format!(
-                            "{}:{ln}: Match exec {arg:?} not run (unsupported); treated as failed",
-                            file.display()
-                        ));
-                    }
-                    false
-                }
-                "localnetwork" => {
-                    self.st.warnings.push(format!(
-                        "{}:{ln}: Match localnetwork unsupported; treated as no match",
-                        file.display()
-                    ));
-                    false
-                }
-                _ => return Err(err(format!("Unsupported Match attribute {attrib}"))),
-            };
-            if r == negate {
+            if self.criterion(&on, &attrib, &a, &arg, result)? == negate {
                 result = false;
             }
         }
         if attributes == 0 {
-            return Err(err("One or more attributes required for Match".into()));
+            return Err(on.err("One or more attributes required for Match"));
         }
         Ok(result)
     }
+
+    /// The host a `Match host` tests: the `HostName` set so far (expanded, unless this is
+    /// the final pass), else the host as given.
+    fn match_host(&self) -> Result<String, ConfigError> {
+        Ok(match &self.st.hostname {
+            Some((hn, _, _)) if self.final_pass => hn.clone(),
+            Some((hn, hf, hl)) => expand::hostname(hn, &self.host)
+                .map_err(|m| cerr(hf, *hl, format!("HostName: {m}")))?,
+            None => self.host.clone(),
+        })
+    }
+
+    /// Whether one criterion (`a`, the attribute in lower case, with its argument) holds.
+    /// `exec` and `localnetwork` are not supported: they fail, with a warning (`exec`'s only
+    /// while the line still matches).
+    fn criterion(
+        &mut self,
+        on: &MatchOn<'_>,
+        attrib: &str,
+        a: &str,
+        arg: &str,
+        result: bool,
+    ) -> Result<bool, ConfigError> {
+        let (file, ln) = (on.file, on.ln);
+        Ok(match a {
+            "host" => pattern::match_hostname(&on.host, arg) == 1,
+            "originalhost" => pattern::match_hostname(&self.original_host, arg) == 1,
+            "user" => pattern::match_pattern_list(&on.ruser, arg, false) == 1,
+            "localuser" => pattern::match_pattern_list(&self.opts.local_user, arg, false) == 1,
+            "exec" => {
+                if result {
+                    self.st.warnings.push(format!(
+                        "{}:{ln}: Match exec {arg:?} not run (unsupported); treated as failed",
+                        file.display()
+                    ));
+                }
+                false
+            }
+            "localnetwork" => {
+                self.st.warnings.push(format!(
+                    "{}:{ln}: Match localnetwork unsupported; treated as no match",
+                    file.display()
+                ));
+                false
+            }
+            _ => return Err(on.err(format!("Unsupported Match attribute {attrib}"))),
+        })
+    }
+}
+
+/// A `Match` line being read: where it is, and the host and remote user it is matched against.
+struct MatchOn<'m> {
+    file: &'m Path,
+    ln: usize,
+    host: String,
+    ruser: String,
+}
+
+impl MatchOn<'_> {
+    fn err(&self, message: impl Into<String>) -> ConfigError {
+        cerr(self.file, self.ln, message)
+    }
+}
+
+/// The next token of a `Match` line (`strdelim`), `None` at its end.
+fn next_token(cp: &mut Option<&str>) -> Option<String> {
+    let (tok, r) = lexer::strdelim((*cp)?)?;
+    *cp = r;
+    Some(tok)
 }
 
 /// One configuration line being applied: where it is, its keyword and its arguments.
