@@ -131,6 +131,55 @@ fn ollama_runs_versions_and_offload_per_run() {
     }
 }
 
+/// Each earlier start's models: the journal's `starting runner ... --model BLOB` lines between
+/// that start and the next, named by the model store's manifests as the running server's are.
+/// The install script's start loaded none; every later one llama3.3:70b (no model change).
+#[test]
+fn ollama_earlier_runs_models_from_the_journal() {
+    let (report, _, snapshot) = offload();
+    let journal = snapshot
+        .logs
+        .iter()
+        .find(|l| l.location == "ollama.service")
+        .expect("the unit's journal");
+    let loads: Vec<_> = journal.loaded.iter().map(|m| m.time).collect();
+    assert_eq!(loads.len(), 4, "{:#?}", journal.loaded);
+    assert!(
+        journal
+            .loaded
+            .iter()
+            .all(|m| m.model.contains("/blobs/sha256-")),
+        "{:#?}",
+        journal.loaded
+    );
+    let earlier: Vec<(Option<i64>, &[String])> = report
+        .earlier
+        .iter()
+        .filter(|l| l.engine == probe_model::Engine::Ollama)
+        .map(|l| (l.source.time.at, l.loaded_models.as_slice()))
+        .collect();
+    let at = |t: i64| {
+        earlier
+            .iter()
+            .find(|(s, _)| *s == Some(t))
+            .map(|(_, m)| m.to_vec())
+    };
+    assert_eq!(at(1_794_219_658), Some(vec![]), "{earlier:#?}");
+    for start in [1_794_220_813, 1_794_801_715, 1_795_615_352] {
+        assert_eq!(
+            at(start),
+            Some(vec!["llama3.3:70b".to_string()]),
+            "{start}: {earlier:#?}"
+        );
+    }
+    let diff = report.vs_previous_launch.as_ref().expect("a comparison");
+    assert!(
+        !diff.changes.iter().any(|c| c.key.contains("model")),
+        "{:#?}",
+        diff.changes
+    );
+}
+
 /// The earlier launches read from the `server config` lines compare default-aware with the
 /// running one: context length and parallel requests changed, the variables the old drop-in
 /// left at their defaults are equal once defaults apply, none of the logged defaults is a
