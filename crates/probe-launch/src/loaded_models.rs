@@ -112,8 +112,8 @@ fn squeeze(path: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, reason = "a test's own vectors")]
 mod tests {
+    #![allow(clippy::indexing_slicing, reason = "a test's own vectors")]
     use super::*;
     use probe_model::{BlobName, LaunchSource, ProcessInfo, SelfInstalled, SourceKind};
 

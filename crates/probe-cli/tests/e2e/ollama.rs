@@ -318,6 +318,19 @@ fn ollama_a_resident_model_on_the_gpu_is_not_the_cause() {
         let v = util::verdict_of(diff, key);
         assert_eq!(v.assessment, Assessment::RuledOut, "{key}: {v:?}");
     }
+    // The restart after the edit loaded both, as the journal's runner lines say; the model
+    // served first is qwen2.5:32b on both sides: the one kept beside it is no model change.
+    let restart = report
+        .earlier
+        .iter()
+        .find(|l| l.source.time.at == Some(1_795_615_352))
+        .expect("the restart after the edit");
+    assert_eq!(restart.loaded_models, ["qwen2.5:32b", "llama3.1:8b"]);
+    assert!(
+        !diff.changes.iter().any(|c| c.key == "model"),
+        "{:#?}",
+        diff.changes
+    );
     let (offload_report, _, _) = offload();
     let offload_verdict = offload_report
         .vs_previous_launch
