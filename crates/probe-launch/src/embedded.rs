@@ -38,6 +38,11 @@ mod tests {
             !crate::wrappers::ancestor_names().is_empty(),
             "wrappers.toml"
         );
+        let formats = crate::serving_formats::formats();
+        assert!(
+            !formats.kserve.model_formats.is_empty() && !formats.triton.entrypoint.is_empty(),
+            "serving_formats.toml"
+        );
     }
 
     #[test]

@@ -122,8 +122,8 @@ fn looks_like_key(s: &str) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
     use super::*;
     use proptest::prelude::*;
 

@@ -1,9 +1,12 @@
 //! The models a running server's children load where its command line names none: a child
 //! whose arguments name a blob of a content-addressed model store (`STORE/blobs/sha256-<hex>`,
 //! as an Ollama server starts its runners), named by the store's manifests
-//! (`Snapshot::self_installed.model_names`). Each model once, in the children's order.
+//! (`Snapshot::self_installed.model_names`). Each model once, in the children's order. An
+//! earlier start read from a log's start-up record has no children: its models are the files
+//! the log says the server loaded between that start and the next (`LogSource::loaded`), named
+//! the same way.
 
-use probe_model::{LaunchConfig, LaunchOrigin, Snapshot};
+use probe_model::{BlobName, LaunchConfig, LaunchOrigin, Snapshot};
 
 /// Where a content-addressed store keeps a blob: `STORE/blobs/sha256-<hex>`.
 const BLOBS: &str = "/blobs/";
@@ -33,17 +36,64 @@ pub(crate) fn fill(snapshot: &Snapshot, launches: &mut [LaunchConfig]) {
             .take(MAX_CHILDREN)
         {
             for a in child.argv.iter().take(MAX_ARGS) {
-                let Some((store, blob)) = a.split_once(BLOBS) else {
-                    continue;
-                };
-                let store = squeeze(store);
-                if let Some(n) = names
-                    .iter()
-                    .find(|n| n.blob == blob && squeeze(&n.store) == store)
+                if let Some(n) = name_of(names, a)
                     && !loaded.contains(&n.name)
                 {
                     loaded.push(n.name.clone());
                 }
+            }
+        }
+        l.loaded_models = loaded;
+    }
+}
+
+/// The manifest's name of the blob an argument names (`STORE/blobs/sha256-<hex>`).
+fn name_of<'a>(names: &'a [BlobName], arg: &str) -> Option<&'a BlobName> {
+    let (store, blob) = arg.split_once(BLOBS)?;
+    let store = squeeze(store);
+    names
+        .iter()
+        .find(|n| n.blob == blob && squeeze(&n.store) == store)
+}
+
+/// Fills `loaded_models` of each launch read from a log's start-up record whose model is not
+/// set: the model files that log says its engine loaded from that start until the log's next
+/// start-up record, each once, in the order loaded.
+pub(crate) fn fill_logged(snapshot: &Snapshot, launches: &mut [LaunchConfig]) {
+    let names = &snapshot.self_installed.model_names;
+    if names.is_empty() {
+        return;
+    }
+    for l in launches
+        .iter_mut()
+        .filter(|l| l.model.is_none() && l.loaded_models.is_empty())
+    {
+        let LaunchOrigin::Log { location } = l.source.origin() else {
+            continue;
+        };
+        let (Some(start), Some(log)) = (
+            l.source.time.at,
+            snapshot.logs.iter().find(|g| g.location == location),
+        ) else {
+            continue;
+        };
+        let end = log
+            .startups
+            .iter()
+            .filter_map(|s| s.time)
+            .filter(|t| *t > start)
+            .min();
+        let within = |t: Option<i64>| t.is_some_and(|t| t >= start && end.is_none_or(|e| t < e));
+        let mut loaded: Vec<String> = Vec::new();
+        for m in log
+            .loaded
+            .iter()
+            .filter(|m| m.engine == l.engine && within(m.time))
+        {
+            if let Some(n) = name_of(names, &m.model)
+                && !loaded.contains(&n.name)
+            {
+                loaded.push(n.name.clone());
             }
         }
         l.loaded_models = loaded;
@@ -62,8 +112,8 @@ fn squeeze(path: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, reason = "a test's own vectors")]
 mod tests {
+    #![allow(clippy::indexing_slicing, reason = "a test's own vectors")]
     use super::*;
     use probe_model::{BlobName, LaunchSource, ProcessInfo, SelfInstalled, SourceKind};
 
@@ -127,5 +177,84 @@ mod tests {
         assert!(launches[1].loaded_models.is_empty());
         assert!(launches[2].loaded_models.is_empty());
         assert_eq!(launches[3].loaded_models, ["llama3.1:8b"]);
+    }
+
+    /// An earlier start's models: the loads its log names from its start-up record until the
+    /// next one, each once, named by the manifests; another log's or engine's loads, a load
+    /// before the start and an unknown blob are not its models.
+    #[test]
+    fn logged_loads_between_starts_to_model_names() {
+        use probe_model::{Engine, LogSource, ModelLoad, StartupRecord, TimeBounds};
+        let blob = |h: char| format!("sha256-{}", h.to_string().repeat(64));
+        let store = "/usr/share/ollama/.ollama/models";
+        let load = |time: i64, h: char| ModelLoad {
+            time: Some(time),
+            engine: Engine::Ollama,
+            model: format!("{store}/blobs/{}", blob(h)),
+        };
+        let start = |time: i64| StartupRecord {
+            time: Some(time),
+            engine: Engine::Ollama,
+            ..StartupRecord::default()
+        };
+        let name = |h: char, name: &str| BlobName {
+            store: store.into(),
+            blob: blob(h),
+            name: name.into(),
+        };
+        let mut other = load(150, 'b');
+        other.engine = Engine::LlamaCpp;
+        let snap = Snapshot {
+            logs: vec![LogSource {
+                location: "ollama.service".into(),
+                startups: vec![start(100), start(200), start(300)],
+                loaded: vec![
+                    load(90, 'b'),
+                    load(110, 'a'),
+                    other,
+                    load(120, 'a'),
+                    load(210, 'a'),
+                    load(220, 'b'),
+                    load(230, 'c'),
+                    load(310, 'b'),
+                ],
+                ..LogSource::default()
+            }],
+            self_installed: SelfInstalled {
+                model_names: vec![name('a', "qwen2.5:32b"), name('b', "llama3.1:8b")],
+                ..SelfInstalled::default()
+            },
+            ..Snapshot::default()
+        };
+        let launch = |location: &str, at: i64| LaunchConfig {
+            engine: Engine::Ollama,
+            source: LaunchSource {
+                kind: SourceKind::Log,
+                location: location.into(),
+                time: TimeBounds {
+                    at: Some(at),
+                    ..TimeBounds::default()
+                },
+                ..LaunchSource::default()
+            },
+            ..LaunchConfig::default()
+        };
+        let mut launches = vec![
+            launch("ollama.service", 100),
+            launch("ollama.service", 200),
+            launch("ollama.service", 300),
+            launch("other.service", 100),
+        ];
+        fill_logged(&snap, &mut launches);
+        let got: Vec<Vec<String>> = launches.iter().map(|l| l.loaded_models.clone()).collect();
+        assert_eq!(
+            got,
+            [
+                vec!["qwen2.5:32b".to_string()],
+                vec!["qwen2.5:32b".to_string(), "llama3.1:8b".to_string()],
+                vec!["llama3.1:8b".to_string()],
+                vec![],
+            ]
+        );
     }
 }

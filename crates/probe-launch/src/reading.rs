@@ -16,8 +16,8 @@ use crate::shell::{self, Budget};
 use crate::work::{self, Work};
 use crate::yaml::yaml_lenient;
 use crate::{
-    argv, compose_env, container, dockerfile, modelfile, pm2, quadlet, skypilot, supervisor,
-    systemd,
+    argv, compose_env, container, dockerfile, env_drop_in, modelfile, pm2, quadlet, skypilot,
+    supervisor, systemd,
 };
 
 /// Every launch in `text`; non-server commands are skipped.
@@ -361,9 +361,13 @@ fn unit_text(
     budget: &Rc<Budget>,
 ) -> Vec<LaunchConfig> {
     let mut u = systemd::parse_unit(text);
-    let ollama_only = u.exec_start.is_empty() && ollama_environment(&u.environment);
-    if ollama_only {
-        u.exec_start.push("ollama serve".to_string());
+    let drop_in = u
+        .exec_start
+        .is_empty()
+        .then(|| env_drop_in::configured_engine(&u.environment))
+        .flatten();
+    if let Some(command) = drop_in.and_then(env_drop_in::server_command) {
+        u.exec_start.push(command);
     }
     let unit = SystemdUnit {
         name: unit_name.unwrap_or_default().to_string(),
@@ -374,15 +378,11 @@ fn unit_text(
         ..SystemdUnit::default()
     };
     let mut out = from_unit_inner(&unit, hints, u.description.as_deref(), budget);
-    if ollama_only {
+    if let Some(engine) = drop_in {
         for l in &mut out {
             l.entrypoint = None;
             l.argv.clear();
-            l.warnings.push(
-                "no ExecStart= in this text (a drop-in): its OLLAMA_* variables configure \
-                 Ollama's server, whose command is in the unit it extends"
-                    .to_string(),
-            );
+            l.warnings.push(env_drop_in::warning(engine));
         }
     }
     if hints.env.is_empty() {
@@ -395,10 +395,4 @@ fn unit_text(
         }
     }
     out
-}
-
-/// Whether a unit's environment configures Ollama's server (`OLLAMA_HOST`, `OLLAMA_MODELS`,
-/// `OLLAMA_NUM_PARALLEL`, ...): a drop-in of `ollama.service` that sets only these.
-fn ollama_environment(env: &BTreeMap<String, String>) -> bool {
-    env.keys().any(|k| k.starts_with("OLLAMA_"))
 }

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use super::ctx::{Ctx, ReadArgv};
 use super::hints::ParseHints;
+use super::serving_formats::formats;
 use super::spec::{Spec, from_spec};
 
 /// A server to read: its image (when named), its argv and its environment.
@@ -148,10 +149,15 @@ const MODEL_SPEC_FLAGS: &[(&str, &str)] = &[
 const VLLM_CONFIG_OWN: &[&str] = &["extraArgs", "v0", "prometheusMultiprocDir"];
 
 /// `vllm serve <model>`: how vLLM starts (its definition's entry point, as for an image whose
-/// entry point is not known), then the model. Every format here runs vLLM.
+/// entry point is not known), then the model. The production stack and Ray Serve run vLLM.
 fn vllm_serve(model: String) -> Vec<String> {
-    let vllm = super::catalog::catalog(probe_model::Engine::Vllm, None);
-    let mut argv = super::entry::default_entry_argv(vllm).unwrap_or_default();
+    engine_serve(probe_model::Engine::Vllm, model)
+}
+
+/// How `engine` starts (its definition's entry point), then the model.
+fn engine_serve(engine: probe_model::Engine, model: String) -> Vec<String> {
+    let catalog = super::catalog::catalog(engine, None);
+    let mut argv = super::entry::default_entry_argv(catalog).unwrap_or_default();
     argv.push(model);
     argv
 }
@@ -223,13 +229,17 @@ fn is_kserve_huggingface(m: &Map<String, Value>) -> bool {
         && m.get("modelFormat")
             .and_then(|f| f.get("name"))
             .and_then(Value::as_str)
-            .is_some_and(|n| matches!(n.to_ascii_lowercase().as_str(), "huggingface" | "vllm"))
+            .is_some_and(|n| {
+                formats()
+                    .kserve
+                    .model_formats
+                    .iter()
+                    .any(|f| f.eq_ignore_ascii_case(n))
+            })
 }
 
-/// kserve `huggingfaceserver` options that are its own, not vLLM's (its `__main__.py`).
-const KSERVE_OWN: &[&str] = &["model_dir", "backend", "task", "tensor_input_names"];
-
 fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
+    let kserve = &formats().kserve;
     let args: Vec<String> = match m.get("args") {
         Some(Value::Array(a)) => a.iter().filter_map(text).collect(),
         _ => Vec::new(),
@@ -245,7 +255,7 @@ fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
         };
         let key = flag.trim_start_matches('-').replace('-', "_");
         let takes =
-            matches!(key.as_str(), "model_id" | "model_name") || KSERVE_OWN.contains(&key.as_str());
+            matches!(key.as_str(), "model_id" | "model_name") || kserve.own_options.contains(&key);
         if !takes {
             rest.push(a);
             continue;
@@ -258,12 +268,12 @@ fn kserve(m: &Map<String, Value>) -> Option<Vec<String>> {
         match key.as_str() {
             "model_id" => model = value.or(model),
             "model_name" => name = value,
-            // `--backend=huggingface` turns vLLM off: the model runs on transformers.
-            "backend" if value.as_deref() == Some("huggingface") => return None,
+            // `--backend=huggingface` turns the engine off: the model runs on transformers.
+            "backend" if value.as_ref() == Some(&kserve.engine_off_backend) => return None,
             _ => {}
         }
     }
-    let mut argv = vllm_serve(model?);
+    let mut argv = engine_serve(kserve.engine, model?);
     if let Some(n) = name {
         argv.extend(["--served-model-name".to_string(), n]);
     }
@@ -361,9 +371,6 @@ fn chart_values(
     Some(vec![l])
 }
 
-/// Keys of a Triton vLLM backend `model.json` that are the backend's own, not vLLM's.
-const TRITON_OWN: &[&str] = &["model", "disable_log_requests", "disable_log_stats"];
-
 /// Triton's vLLM backend `model.json`: `model` and vLLM engine arguments, nothing else; `None`
 /// for any other object.
 fn triton_vllm(
@@ -373,29 +380,29 @@ fn triton_vllm(
     hints: &ParseHints,
 ) -> Option<Vec<LaunchConfig>> {
     let model = m.get("model").and_then(Value::as_str)?;
-    let vllm = super::catalog::catalog(probe_model::Engine::Vllm, None);
+    let triton = &formats().triton;
+    let own = |k: &String| triton.own_keys.contains(k);
+    let engine = super::catalog::catalog(triton.engine, None);
     let rest: Map<String, Value> = m
         .iter()
-        .filter(|(k, _)| !TRITON_OWN.contains(&k.as_str()))
+        .filter(|(k, _)| !own(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     // Every key an engine argument (snake_case, as `AsyncEngineArgs` names them).
     let all_known = m.keys().all(|k| {
-        TRITON_OWN.contains(&k.as_str())
+        own(k)
             || (k
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-                && vllm.lookup_name_loose(k).is_some())
+                && engine.lookup_name_loose(k).is_some())
     });
     if !all_known || rest.is_empty() {
         return None;
     }
-    let mut argv = vllm_serve(model.to_string());
+    let mut argv = engine_serve(triton.engine, model.to_string());
     flags(&rest, |k| k.replace('_', "-"), &mut argv);
     let mut l = read(&argv, ctx.clone(), hints)?;
-    l.entrypoint = Some("Triton vLLM backend (model.json)".to_string());
-    l.warnings.push(
-        "Triton's vLLM backend: the keys of model.json are vLLM engine arguments".to_string(),
-    );
+    l.entrypoint = Some(triton.entrypoint.clone());
+    l.warnings.push(triton.warning.clone());
     Some(vec![l])
 }

@@ -81,6 +81,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     config_files::fill(snapshot, &mut out);
     let mut merged = merge_runs(snapshot, out);
     crate::loaded_models::fill(snapshot, &mut merged);
+    crate::loaded_models::fill_logged(snapshot, &mut merged);
     merged
 }
 

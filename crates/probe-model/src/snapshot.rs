@@ -653,6 +653,22 @@ pub struct LogSource {
     /// writes it (`cron:/etc/cron.d/vllm-logs line 3 writes docker logs of vllm-server`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_by: Option<String>,
+    /// The model files the server loaded, as it logged them (Ollama's `starting runner ...
+    /// --model BLOB` at each model load), oldest first: what an earlier start served where its
+    /// settings name no model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded: Vec<ModelLoad>,
+}
+
+/// One model file a server logged loading (`configs/log_lines.toml` `[[loaded]]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ModelLoad {
+    pub time: Option<UnixTime>,
+    /// The engine that logged it.
+    pub engine: crate::Engine,
+    /// The model file as logged (a blob of the model store for Ollama).
+    pub model: String,
 }
 
 /// What the host kept of a log read over its whole retention: lines seen and kept, and why

@@ -94,9 +94,17 @@ pub(crate) fn compare_launches_split(
     (diff, collector.volatile)
 }
 
+/// The model each launch serves: its own, or where neither names one (an Ollama server's models
+/// are what its runners load), the one each loaded first, when both are known. A model kept
+/// loaded beside it is no change of the model (its settings, `max-loaded-models`, are).
 fn compare_model(before: &LaunchConfig, after: &LaunchConfig, collector: &mut Collector) {
-    let before_model = before.model.as_deref().map(trim_model);
-    let after_model = after.model.as_deref().map(trim_model);
+    let (before_model, after_model) = match (before.model.as_deref(), after.model.as_deref()) {
+        (None, None) => match (before.loaded_models.first(), after.loaded_models.first()) {
+            (Some(b), Some(a)) => (Some(b.as_str()), Some(a.as_str())),
+            _ => return,
+        },
+        (b, a) => (b.map(trim_model), a.map(trim_model)),
+    };
     if before_model == after_model {
         return;
     }

@@ -477,3 +477,41 @@ fn offload_changes_are_offload() {
         );
     }
 }
+
+/// Launches that name no model (an Ollama server's): the model each loaded first is compared,
+/// only when both sides know theirs; a model kept loaded beside it is no model change.
+#[test]
+fn loaded_models_compared_where_no_launch_names_one() {
+    let ollama = |loaded: &[&str]| LaunchConfig {
+        engine: Engine::Ollama,
+        loaded_models: loaded.iter().map(|m| m.to_string()).collect(),
+        ..LaunchConfig::default()
+    };
+    type Case = (
+        &'static [&'static str],
+        &'static [&'static str],
+        Option<(&'static str, &'static str)>,
+    );
+    let cases: &[Case] = &[
+        (&["llama3.3:70b"], &["llama3.3:70b"], None),
+        (&["qwen2.5:32b"], &["qwen2.5:32b", "llama3.1:8b"], None),
+        (
+            &["qwen2.5:32b"],
+            &["llama3.3:70b"],
+            Some(("qwen2.5:32b", "llama3.3:70b")),
+        ),
+        (&[], &["llama3.3:70b"], None),
+        (&["llama3.3:70b"], &[], None),
+    ];
+    for (before, after, want) in cases {
+        let diff = compare_launches(&ollama(before), &ollama(after));
+        let got = diff.changes.iter().find(|c| c.key == "model").map(|c| {
+            (
+                c.before.clone().unwrap_or_default(),
+                c.after.clone().unwrap_or_default(),
+            )
+        });
+        let want = want.map(|(b, a)| (json!(b), json!(a)));
+        assert_eq!(got, want, "{before:?} -> {after:?}: {:#?}", diff.changes);
+    }
+}

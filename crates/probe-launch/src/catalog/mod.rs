@@ -16,8 +16,8 @@ mod versions;
 pub use bench::Bench;
 pub use equal::{display, normalize, parse_bool, values_equal};
 pub use spec::{
-    Catalog, EntryKind, EntryPoint, EnvPart, OptionSpec, PythonApi, SpeculativeRules, StartupArgs,
-    Units, ValueKind, VersionVariant,
+    Catalog, EntryKind, EntryPoint, EnvPart, Environment, OptionSpec, PythonApi, SpeculativeRules,
+    StartupArgs, Units, ValueKind, VersionVariant,
 };
 pub use versions::version_cmp;
 

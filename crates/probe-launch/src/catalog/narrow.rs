@@ -36,6 +36,7 @@ pub(super) fn build(engine: Engine, raw: RawCatalog, version: Option<&str>) -> C
         config_file_wins: raw.config_file_wins,
         startup_args: raw.startup_args,
         python: raw.python,
+        environment: raw.environment,
         entry_points: raw.entry.into_iter().map(entry_point).collect(),
         speculative: speculative_rules(raw.speculative),
         options,

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use probe_model::Engine;
 use serde::Deserialize;
 
-use super::spec::{EntryKind, EnvPart, PythonApi, StartupArgs, Units, ValueKind, VersionVariant};
+use super::spec::{
+    EntryKind, EnvPart, Environment, PythonApi, StartupArgs, Units, ValueKind, VersionVariant,
+};
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -23,6 +25,7 @@ pub(super) struct RawCatalog {
     pub(super) config_file_wins: bool,
     pub(super) startup_args: StartupArgs,
     pub(super) python: PythonApi,
+    pub(super) environment: Environment,
     pub(super) entry: Vec<RawEntry>,
     pub(super) speculative: RawSpeculative,
     pub(super) option: Vec<RawOption>,

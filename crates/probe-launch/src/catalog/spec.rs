@@ -223,6 +223,8 @@ pub struct Catalog {
     pub startup_args: StartupArgs,
     /// How a Python script starts the engine through its API (`[python]`).
     pub python: PythonApi,
+    /// The environment that configures the engine's server (`[environment]`).
+    pub environment: Environment,
     pub entry_points: Vec<EntryPoint>,
     pub speculative: SpeculativeRules,
     pub(super) options: Vec<OptionSpec>,
@@ -384,4 +386,16 @@ pub struct PythonApi {
     /// Keywords of the call that are no option (a chat template object, a log level given to
     /// Python's logging).
     pub ignore: Vec<String>,
+}
+
+/// The environment that configures an engine's server (a catalog's `[environment]`): a unit or
+/// drop-in without `ExecStart=` that sets a variable named with `prefix` (`systemctl edit
+/// ollama` writes one) configures the server its unit starts with the default entry point.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Environment {
+    /// What the server's own variables start with (`OLLAMA_`).
+    pub prefix: Option<String>,
+    /// The engine's name as people write it, for the words a report says (`Ollama`).
+    pub label: Option<String>,
 }

@@ -18,7 +18,8 @@ use crate::module_cycles::{is_test_file, without_test_block};
 /// `thin.rs` were the first (their SGLang and vLLM lines are in `configs/log_lines.toml`); then
 /// the two package lists (probe-launch's image words, probe-store's indexed packages: both read
 /// `Engine::packages` or the engine hints now) and the catalog's embedding (`Engine::definition`),
-/// then the benchmark tools (the definitions' `[bench]`).
+/// then the benchmark tools (the definitions' `[bench]`); then the serving formats
+/// (`configs/serving_formats.toml`) and Ollama's drop-ins (the definition's `[environment]`).
 const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/probe-model/src/launch.rs",
@@ -26,36 +27,23 @@ const ALLOWED: &[(&str, &str)] = &[
          (`Engine::definition`: one `include_str!` of configs/engines/<engine>.toml per engine)",
     ),
     (
-        "crates/probe-launch/src/serving.rs",
-        "serving specs that run vLLM (KServe, the vLLM production stack, Ray Serve, Triton's \
-         vLLM backend): their argv head is vLLM's definition's entry point, but KServe's \
-         `modelFormat` names (`vllm`) and the Triton backend's entry-point label and warning \
-         still name vLLM: to a serving-formats definition",
-    ),
-    (
-        "crates/probe-launch/src/reading.rs",
-        "Ollama's unit drop-ins (`ollama serve`, `OLLAMA_*`): to the definition's environment \
-         (issue 32 item 2)",
-    ),
-    (
-        "crates/probe-launch/src/go_map.rs",
-        "Ollama's `server config` Go map read into variables (`OLLAMA_*` keys)",
-    ),
-    (
         "crates/probe-diff/src/fleet.rs",
         "the fleet report's engine columns in a fixed order",
     ),
     (
         "crates/probe-cli/src/args.rs",
-        "help text: its examples name real engines; nothing is matched on them",
+        "help text, not engine knowledge: its examples (`probe launch /etc/systemd/system/vllm.service`) name \
+         real engines for the reader; nothing is matched on them",
     ),
     (
         "crates/probe-testkit/src/fixture.rs",
-        "test support: fixture hosts are named after the engine they serve",
+        "test support, not engine knowledge: fixture hosts are named after the engine they \
+         serve (`ollama-offload`); no production crate depends on the testkit",
     ),
     (
         "crates/probe-testkit/src/sim/mod.rs",
-        "test support: the recorded collection's file name (`sglang-story.rec`)",
+        "test support, not engine knowledge: the recorded collection's file name \
+         (`sglang-story.rec`); no production crate depends on the testkit",
     ),
 ];
 

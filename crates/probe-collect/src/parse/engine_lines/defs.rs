@@ -118,6 +118,8 @@ pub enum TextKind {
     Version,
     /// The settings in effect, logged at each start (Ollama's `server config` line).
     Startup,
+    /// A model file the server loads (Ollama's `starting runner ... --model BLOB`).
+    Loaded,
 }
 
 pub(super) struct TextEntry {

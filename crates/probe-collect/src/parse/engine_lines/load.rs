@@ -23,7 +23,11 @@ pub(super) fn compile(text: &str) -> Result<LogLines, ConfigError> {
         }
     }
     let (markers, marked) = marker_set(&entries)?;
-    let (texts, text_markers) = texts(t.versions, t.startups)?;
+    let (texts, text_markers) = texts([
+        (TextKind::Version, t.versions),
+        (TextKind::Startup, t.startups),
+        (TextKind::Loaded, t.loaded),
+    ])?;
     let prefixes = t
         .prefixes
         .into_iter()
@@ -62,14 +66,14 @@ fn marker_set(entries: &[Entry]) -> Result<(RegexSet, Vec<Vec<usize>>), ConfigEr
     Ok((markers, marked))
 }
 
-/// The version and start-up text entries, compiled and checked, and their markers as one set.
-fn texts(
-    versions: Vec<TextToml>,
-    startups: Vec<TextToml>,
+/// The version, start-up and loaded-model text entries, compiled and checked, and their
+/// markers as one set.
+fn texts<const N: usize>(
+    lists: [(TextKind, Vec<TextToml>); N],
 ) -> Result<(Vec<TextEntry>, RegexSet), ConfigError> {
     let mut texts = Vec::new();
     let mut text_markers = Vec::new();
-    for (kind, list) in [(TextKind::Version, versions), (TextKind::Startup, startups)] {
+    for (kind, list) in lists {
         for e in list {
             let (entry, marker) = text_entry(kind, e)?;
             text_markers.push(marker);

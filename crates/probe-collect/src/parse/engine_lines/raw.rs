@@ -16,6 +16,8 @@ pub(super) struct LogLinesToml {
     pub(super) versions: Vec<TextToml>,
     #[serde(rename = "startup", default)]
     pub(super) startups: Vec<TextToml>,
+    #[serde(rename = "loaded", default)]
+    pub(super) loaded: Vec<TextToml>,
     #[serde(rename = "prefix", default)]
     pub(super) prefixes: Vec<PrefixToml>,
     #[serde(rename = "block", default)]

@@ -22,6 +22,8 @@ pub enum Reads {
     Version,
     /// A start-up record of the engine (`[[startup]]`, `[[block]]`).
     Startup,
+    /// A model file the engine loaded (`[[loaded]]`).
+    Loaded,
     /// Points of these series.
     Metrics(Vec<&'static str>),
     /// A limit record of the engine with these keys.
@@ -50,6 +52,7 @@ pub fn samples() -> Vec<Sample> {
             reads: match t.kind {
                 TextKind::Version => Reads::Version,
                 TextKind::Startup => Reads::Startup,
+                TextKind::Loaded => Reads::Loaded,
             },
         });
     }

@@ -1,7 +1,7 @@
 //! Start-up records: the engines' version lines, start-up texts on one line or over many
 //! (`[[block]]`), and the limits one start-up logged, merged into one record.
 
-use probe_model::{LogSource, StartupRecord, UnixTime};
+use probe_model::{LogSource, ModelLoad, StartupRecord, UnixTime};
 
 use crate::parse::engine_lines::{self, TextKind};
 use crate::sanitize::sanitize_line;
@@ -26,6 +26,9 @@ pub(super) fn read_texts(
             Some(v) => v.1.clone_from(&f.text),
             None => versions.push((f.engine, f.text.clone())),
         }
+    }
+    for f in found.iter().filter(|f| f.kind == TextKind::Loaded) {
+        push_loaded(src, time, f.engine, &f.text);
     }
     let mut startup = false;
     for f in found.iter().filter(|f| f.kind == TextKind::Startup) {
@@ -224,5 +227,26 @@ pub(super) fn push_startup(
     });
     if src.startups.len() > 4 * MAX_STARTUPS {
         src.startups.drain(..2 * MAX_STARTUPS);
+    }
+}
+
+/// Model loads kept per log (the newest).
+const MAX_LOADED: usize = 256;
+/// Longest model path kept.
+const MAX_LOADED_TEXT: usize = 4096;
+
+/// A model file the server logged loading (`[[loaded]]`), bounded in length and count.
+fn push_loaded(src: &mut LogSource, time: Option<UnixTime>, engine: &str, text: &str) {
+    let model = text.trim();
+    if model.is_empty() || model.len() > MAX_LOADED_TEXT {
+        return;
+    }
+    src.loaded.push(ModelLoad {
+        time,
+        engine: engine_of(engine),
+        model: model.to_string(),
+    });
+    if src.loaded.len() > 2 * MAX_LOADED {
+        src.loaded.drain(..MAX_LOADED);
     }
 }

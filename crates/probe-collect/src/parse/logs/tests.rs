@@ -63,6 +63,15 @@ fn every_sample_reads_through_the_log_reader() {
                     src.startups
                 );
             }
+            Reads::Loaded => {
+                assert!(
+                    src.loaded
+                        .iter()
+                        .any(|v| v.engine == engine && !v.model.is_empty()),
+                    "{what}: {:?}",
+                    src.loaded
+                );
+            }
             Reads::Metrics(names) => {
                 for n in names {
                     assert!(
