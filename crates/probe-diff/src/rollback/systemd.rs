@@ -302,7 +302,7 @@ fn unset_env_edit(u: &UnitFiles<'_>, env: &EnvEdit, value: &str) -> Option<Edit>
         new: Some(format!("Environment={}", environment_word(&env.var, value))),
         key_only: false,
         what: why.clone(),
-        why: format!("{why}: nothing sets it for {}", u.unit.name),
+        why: format!("{why}: nothing sets it for {} now", u.unit.name),
         directive: None,
     })
 }
