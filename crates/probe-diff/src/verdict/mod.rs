@@ -315,14 +315,17 @@ fn confidence(changes: &[Change], verdict: &Verdict) -> (VerdictConfidence, Stri
             VerdictConfidence::Medium,
             String::from("no load band both runs share to compare speed at the same load"),
         ),
-        Conclusion::Unexplained => (
-            VerdictConfidence::Low,
-            format!(
-                "nothing tested explains the change; {} cause(s) remain untested",
-                verdict.consistent
-            ),
-        ),
+        Conclusion::Unexplained => (VerdictConfidence::Low, unexplained(verdict.consistent)),
     }
+}
+
+/// The confidence line where nothing explains the change: the causes left are the headline's
+/// "consistent" ones, which no logged number tested.
+fn unexplained(consistent: usize) -> String {
+    format!(
+        "nothing tested explains the change; {consistent} cause(s) remain consistent, untested by \
+         any logged number"
+    )
 }
 
 /// How sure, where the symptom comes from benchmark results: each is a measured run of many
@@ -363,13 +366,7 @@ fn benchmark_confidence(
             VerdictConfidence::Medium,
             format!("{what}, at different workloads"),
         ),
-        (Conclusion::Unexplained, _) => (
-            VerdictConfidence::Low,
-            format!(
-                "nothing tested explains the change; {} cause(s) remain untested",
-                verdict.consistent
-            ),
-        ),
+        (Conclusion::Unexplained, _) => (VerdictConfidence::Low, unexplained(verdict.consistent)),
         _ => (
             VerdictConfidence::Low,
             format!("{what}; the workloads are not known to match"),
