@@ -30,7 +30,7 @@ pub mod view;
 
 pub use bench::*;
 pub use change_key::{ChangeKey, KeyArea};
-pub use container::ContainerRuntime;
+pub use container::*;
 pub use diff::*;
 pub use fleet::*;
 pub use hardware::*;
