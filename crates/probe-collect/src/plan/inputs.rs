@@ -152,6 +152,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     journal_units(snap, ctx, &mut inp);
     container_logs(snap, &mut inp);
     compose_files(snap, &mut inp);
+    super::scripts::python_scripts(snap, &launches, &mut inp);
     hardware_inputs(snap, &mut inp);
     super::self_installed::self_installed(snap, &mut inp);
     inp.found = crate::found::plan(snap, &ctx.log_places, &inp.logs);
