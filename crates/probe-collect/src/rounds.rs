@@ -279,20 +279,60 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
         ms: 0,
         ended_ms: 0,
     };
-    let after: Vec<&str> = out.group.after.iter().map(String::as_str).collect();
-    if !after.is_empty() {
-        let deps = board.wait(&after).await;
-        if let Some((rc_code, why)) = deps.iter().find_map(dependency_blocks) {
-            out.framed = Some(not_run(&out.group, rc_code));
-            out.skipped = Some(why);
-            board.add(out.framed.as_ref(), &out.group);
-            out.ended_ms = ms(rc.started.elapsed());
-            return out;
-        }
+    if blocked_by_dependencies(rc, board, &mut out).await {
+        return out;
     }
-    // A group whose channel the server refused runs again once another group's channel has
-    // ended, with what is left of the deadline; a refusal with nothing else running is final.
-    let (result, t) = loop {
+    let Some((result, t)) = exec_on_a_channel(rc, &mut out).await else {
+        board.add(out.framed.as_ref(), &out.group);
+        return out;
+    };
+    read_output(rc, &mut out, result);
+    out.ms = ms(t.elapsed());
+    out.ended_ms = ms(rc.started.elapsed());
+    tracing::debug!(
+        group = %out.group.name,
+        ms = out.ms,
+        ended_ms = out.ended_ms,
+        bytes = out.bytes,
+        sections = out.framed.as_ref().map_or(0, |f| f.sections.len()),
+        error = ?out.error.as_ref().map(ToString::to_string),
+        "collection group finished"
+    );
+    board.add(out.framed.as_ref(), &out.group);
+    out
+}
+
+/// Waits for the sections the group reads; true when one of them blocks it (the group is then
+/// reported not run, with why, and on the board).
+async fn blocked_by_dependencies<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    board: &Board,
+    out: &mut GroupOut,
+) -> bool {
+    let after: Vec<&str> = out.group.after.iter().map(String::as_str).collect();
+    if after.is_empty() {
+        return false;
+    }
+    let deps = board.wait(&after).await;
+    let Some((rc_code, why)) = deps.iter().find_map(dependency_blocks) else {
+        return false;
+    };
+    out.framed = Some(not_run(&out.group, rc_code));
+    out.skipped = Some(why);
+    board.add(out.framed.as_ref(), &out.group);
+    out.ended_ms = ms(rc.started.elapsed());
+    true
+}
+
+/// Runs the group's script on a channel: the result and when it started, or `None` when no
+/// time was left (the group then reported not run). A group whose channel the server refused
+/// runs again once another group's channel has ended, with what is left of the deadline; a
+/// refusal with nothing else running is final.
+async fn exec_on_a_channel<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    out: &mut GroupOut,
+) -> Option<(Result<ExecOutput, TransportError>, Instant)> {
+    loop {
         // The transport may take a moment to give up on a channel at its deadline, and parsing
         // everything takes the client a moment too (more on a loaded machine): ask it to stop
         // a little before ours.
@@ -307,8 +347,7 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
                 SectionStatus::TimedOut,
                 "not run: collection deadline reached".into(),
             ));
-            board.add(out.framed.as_ref(), &out.group);
-            return out;
+            return None;
         }
         let text = script::build_group(
             rc.opts,
@@ -331,9 +370,18 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
                     "channel refused; running after another group's channel ended"
                 );
             }
-            result => break (result, t),
+            result => return Some((result, t)),
         }
-    };
+    }
+}
+
+/// The group's output framed into sections (or what it said when it framed none), or what a
+/// channel given up at the deadline had sent.
+fn read_output<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    out: &mut GroupOut,
+    result: Result<ExecOutput, TransportError>,
+) {
     match result {
         Ok(o) => {
             out.bytes = o.stdout.len() as u64;
@@ -355,19 +403,6 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             out.error = Some(e);
         }
     }
-    out.ms = ms(t.elapsed());
-    out.ended_ms = ms(rc.started.elapsed());
-    tracing::debug!(
-        group = %out.group.name,
-        ms = out.ms,
-        ended_ms = out.ended_ms,
-        bytes = out.bytes,
-        sections = out.framed.as_ref().map_or(0, |f| f.sections.len()),
-        error = ?out.error.as_ref().map(ToString::to_string),
-        "collection group finished"
-    );
-    board.add(out.framed.as_ref(), &out.group);
-    out
 }
 
 /// How many lanes of `g` run at once: round 1 as `configs/probes.toml` gives them (the host's

@@ -109,7 +109,7 @@ mod tests {
             ("F fifo compose - - /srv/b/compose.yaml", ""),
             // A record no `lfile` names, and a kind the script never writes.
             ("F ok compose 1 1 /etc/passwd", "root:x:0:0"),
-            ("R lfile script container:c", ""),
+            ("R lfile unit container:c", ""),
             ("F ok compose 1 1 /srv/c/compose.yaml", "x"),
         ]);
         let got = parse(&b, "B", 1 << 20);
