@@ -83,7 +83,7 @@ pub use history_memo::without_memo;
 
 pub use evidence::{from_argv, from_startup_log, from_unit};
 pub use installed::{engine_package, serving_env};
-pub use python_script::python_script;
+pub use python_script::{python_script, python_script_starts_engine};
 pub use reading::{reconstruct, reconstruct_measured};
 pub use snapshot::{launches_of, snapshot_readings, snapshot_readings_of};
 

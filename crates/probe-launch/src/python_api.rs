@@ -72,6 +72,15 @@ pub(crate) fn launches_in(text: &str, hints: &ParseHints, file: Option<&str>) ->
     out
 }
 
+/// Whether `text` imports the API module of an engine (a catalog's `[python] modules`): a script
+/// that imports none starts no engine this reader knows.
+pub(crate) fn imports_an_engine(text: &str) -> bool {
+    Engine::ALL
+        .iter()
+        .map(|e| catalog(*e, None))
+        .any(|c| !c.python.modules.is_empty() && imports_any(text, &c.python.modules))
+}
+
 /// Whether a line imports one of `modules` (`import m`, `import m.x as y`, `from m import ...`,
 /// `from m.x import ...`).
 fn imports_any(text: &str, modules: &[String]) -> bool {

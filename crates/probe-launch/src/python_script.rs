@@ -9,9 +9,8 @@
 //! FIFO, missing) leaves the engine's settings unknown, said once on the launch.
 
 use probe_model::{
-    DefiningFile, DefiningFileRole, Engine, LaunchConfig, LaunchFile, LaunchFileKind,
-    LaunchOrigin, LaunchSource, ProcessInfo, ProcessRole, SectionStatus, Snapshot, SourceKind,
-    TimeBounds,
+    DefiningFile, DefiningFileRole, Engine, LaunchConfig, LaunchFile, LaunchFileKind, LaunchOrigin,
+    LaunchSource, ProcessInfo, ProcessRole, SectionStatus, Snapshot, SourceKind, TimeBounds,
 };
 
 use crate::config_files::same_file;
@@ -59,6 +58,13 @@ pub fn python_script(argv: &[String], cwd: Option<&str>) -> Option<String> {
         dir.trim_end_matches('/'),
         script.trim_start_matches("./")
     ))
+}
+
+/// Whether a Python script's text is one to keep: it imports an engine's API module (so it may
+/// start an engine). The collector keeps no other script's text: it is the user's code, and
+/// says nothing of a server.
+pub fn python_script_starts_engine(text: &str) -> bool {
+    python_api::imports_an_engine(text)
 }
 
 /// The launches of the running processes that run a Python script round 2 read (those no other
@@ -218,7 +224,10 @@ fn agreed(launches: Vec<LaunchConfig>) -> Option<LaunchConfig> {
             l.warnings.push(said);
         }
     }
-    if rest.iter().any(|r| r.model != l.model || r.engine != l.engine) {
+    if rest
+        .iter()
+        .any(|r| r.model != l.model || r.engine != l.engine)
+    {
         l.model = None;
         l.warnings.push(format!(
             "the model is unknown: the script's {calls} engine calls name different models or \
@@ -229,12 +238,13 @@ fn agreed(launches: Vec<LaunchConfig>) -> Option<LaunchConfig> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "tests: a failing test panics"
-)]
 mod tests {
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::panic,
+        reason = "tests: a failing test panics"
+    )]
+
     use super::*;
 
     fn argv(s: &str) -> Vec<String> {
@@ -244,9 +254,21 @@ mod tests {
     #[test]
     fn the_script_of_an_interpreter_argv() {
         let cases: &[(&str, Option<&str>, Option<&str>)] = &[
-            ("python3 serve.py", Some("/srv/app"), Some("/srv/app/serve.py")),
-            ("python3 ./serve.py --tp 2", Some("/srv/app/"), Some("/srv/app/serve.py")),
-            ("/opt/v/bin/python3.11 -u -X dev /srv/s.py", None, Some("/srv/s.py")),
+            (
+                "python3 serve.py",
+                Some("/srv/app"),
+                Some("/srv/app/serve.py"),
+            ),
+            (
+                "python3 ./serve.py --tp 2",
+                Some("/srv/app/"),
+                Some("/srv/app/serve.py"),
+            ),
+            (
+                "/opt/v/bin/python3.11 -u -X dev /srv/s.py",
+                None,
+                Some("/srv/s.py"),
+            ),
             ("python -W ignore -- /srv/s.py", None, Some("/srv/s.py")),
             ("python3 serve.py", None, None),
             ("python3 serve.py", Some("relative"), None),
@@ -306,7 +328,9 @@ mod tests {
     #[test]
     fn the_running_script_gives_the_launch_with_its_file() {
         let got = read(&snapshot(SCRIPT, SectionStatus::Ok, None));
-        let [l] = got.as_slice() else { panic!("{got:#?}") };
+        let [l] = got.as_slice() else {
+            panic!("{got:#?}")
+        };
         assert_eq!(l.engine, Engine::Lmdeploy);
         assert_eq!(l.source.pid(), Some(42));
         assert!(l.source.running);
@@ -318,7 +342,9 @@ mod tests {
             "cache_max_entry_count=0.5 (in /srv/llm/serve_lmdeploy.py)"
         );
         assert_eq!(l.options["tp"].value, serde_json::json!(2));
-        let [f] = l.files.as_slice() else { panic!("{:#?}", l.files) };
+        let [f] = l.files.as_slice() else {
+            panic!("{:#?}", l.files)
+        };
         assert_eq!(f.role, DefiningFileRole::PythonScript);
         assert_eq!(f.sets, ["cache-max-entry-count", "server-port", "tp"]);
         assert_eq!(l.argv[1], "serve_lmdeploy.py");
@@ -331,7 +357,9 @@ mod tests {
             if fast:\n    lmdeploy.serve('/m', backend_config=lmdeploy.TurbomindEngineConfig(tp=2, cache_max_entry_count=0.4))\n\
             else:\n    lmdeploy.serve('/m', backend_config=lmdeploy.TurbomindEngineConfig(tp=2, cache_max_entry_count=0.8))\n";
         let got = read(&snapshot(text, SectionStatus::Ok, None));
-        let [l] = got.as_slice() else { panic!("{got:#?}") };
+        let [l] = got.as_slice() else {
+            panic!("{got:#?}")
+        };
         assert_eq!(l.options["tp"].value, serde_json::json!(2));
         assert!(!l.options.contains_key("cache-max-entry-count"));
         assert!(
@@ -345,19 +373,34 @@ mod tests {
 
     #[test]
     fn a_script_not_read_says_so_once_and_sets_nothing() {
-        let s = snapshot("", SectionStatus::PermissionDenied, Some("symbolic link: not followed"));
+        let s = snapshot(
+            "",
+            SectionStatus::PermissionDenied,
+            Some("symbolic link: not followed"),
+        );
         let got = read(&s);
-        let [l] = got.as_slice() else { panic!("{got:#?}") };
+        let [l] = got.as_slice() else {
+            panic!("{got:#?}")
+        };
         assert_eq!(l.engine, Engine::Lmdeploy);
         assert!(l.options.is_empty() && l.files.is_empty());
         assert_eq!(
             l.warnings,
-            ["the Python script /srv/llm/serve_lmdeploy.py was not read on the host (symbolic \
-              link: not followed): the engine settings it gives are unknown"]
+            [
+                "the Python script /srv/llm/serve_lmdeploy.py was not read on the host (symbolic \
+              link: not followed): the engine settings it gives are unknown"
+            ]
         );
         // Read, but no engine call in it (a client, a cut text of NULs): no launch.
         assert!(read(&snapshot("import time\n", SectionStatus::Ok, None)).is_empty());
-        assert!(read(&snapshot(&"\0".repeat(4096), SectionStatus::Truncated, None)).is_empty());
+        assert!(
+            read(&snapshot(
+                &"\0".repeat(4096),
+                SectionStatus::Truncated,
+                None
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
@@ -365,7 +408,9 @@ mod tests {
         let mut s = snapshot(SCRIPT, SectionStatus::Truncated, None);
         s.launch_files[0].mtime = Some(3_000);
         let got = read(&s);
-        let [l] = got.as_slice() else { panic!("{got:#?}") };
+        let [l] = got.as_slice() else {
+            panic!("{got:#?}")
+        };
         assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
         assert!(l.warnings[0].contains("read only in part"));
         assert!(l.warnings[1].contains("changed after this process started"));

@@ -1,6 +1,6 @@
 //! Round 2 applied: its sections read into the snapshot, a section it did not run said.
 
-use probe_model::{ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot};
+use probe_model::{LaunchFileKind, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot};
 
 use crate::config::Round2Parser;
 use crate::frame::Framed;
@@ -86,7 +86,10 @@ impl Read<'_> {
                 m.mount_root = Some(root);
             }
         }
-        all_denied(rep, models.iter().map(|m| (m.status, m.config_path.as_str())));
+        all_denied(
+            rep,
+            models.iter().map(|m| (m.status, m.config_path.as_str())),
+        );
         snap.models = models;
     }
 
@@ -139,7 +142,16 @@ impl Read<'_> {
 
     /// The launch files (compose, engine config, Python script), those not read noted.
     fn launch_files(&self, snap: &mut Snapshot, rep: &mut SectionReport) {
-        let files = parse::launch_files::parse(self.body, &self.ctx.boundary, LAUNCH_FILE_CAP);
+        let mut files = parse::launch_files::parse(self.body, &self.ctx.boundary, LAUNCH_FILE_CAP);
+        // A running process's Python script is kept only when it may start an engine through
+        // its API: any other is the user's own code, which says nothing of a server.
+        for f in &mut files {
+            if f.kind == LaunchFileKind::PythonScript
+                && !probe_launch::python_script_starts_engine(&f.text)
+            {
+                f.text.clear();
+            }
+        }
         let unread: Vec<String> = files
             .iter()
             .filter(|f| f.status != SectionStatus::Ok)

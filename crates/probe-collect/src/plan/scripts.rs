@@ -5,15 +5,27 @@
 
 use probe_model::{LaunchConfig, LaunchOrigin, ProcessRole, Snapshot};
 
-use crate::script::Round2Inputs;
-
 use super::common::{root_of, rooted};
-use super::inputs::{MAX_LAUNCH_FILES, MAX_PREFIXES, add, prefix_of_bin};
 
-/// Each launcher process that runs a Python script and has no launch of its own (`launches`):
-/// its script (inside its mount namespace) and its interpreter's prefix.
-pub(super) fn python_scripts(snap: &Snapshot, launches: &[LaunchConfig], inp: &mut Round2Inputs) {
-    for p in snap.processes.iter().filter(|p| p.role == ProcessRole::Launcher) {
+/// One script to read: the launch file entry (kind word, the process naming it, its path
+/// inside the process's mount namespace), and the interpreter that runs it with the root its
+/// prefix is read under.
+#[derive(Debug, PartialEq)]
+pub(super) struct ScriptRead {
+    pub(super) file: (String, String, String),
+    pub(super) interpreter: Option<String>,
+    pub(super) root: Option<String>,
+}
+
+/// Each launcher process that runs a Python script and has no launch of its own (`launches`),
+/// in process order (the caller bounds them).
+pub(super) fn python_scripts(snap: &Snapshot, launches: &[LaunchConfig]) -> Vec<ScriptRead> {
+    let mut out = Vec::new();
+    for p in snap
+        .processes
+        .iter()
+        .filter(|p| p.role == ProcessRole::Launcher)
+    {
         if launches.iter().any(|l| l.source.pid() == Some(p.pid)) {
             continue;
         }
@@ -24,24 +36,23 @@ pub(super) fn python_scripts(snap: &Snapshot, launches: &[LaunchConfig], inp: &m
             continue;
         }
         let root = root_of(snap, p);
-        if let Some(pre) = p.argv.first().and_then(|a| prefix_of_bin(a)) {
-            add(&mut inp.python_prefixes, rooted(root, &pre), MAX_PREFIXES);
-        }
         let by = LaunchOrigin::Process { pid: p.pid }.label();
-        let e = ("script".to_string(), by, rooted(root, &path));
-        if !inp.launch_files.iter().any(|(_, _, q)| *q == e.2)
-            && inp.launch_files.len() < MAX_LAUNCH_FILES
-        {
-            inp.launch_files.push(e);
-        }
+        out.push(ScriptRead {
+            file: ("script".to_string(), by, rooted(root, &path)),
+            interpreter: p.argv.first().cloned(),
+            root: root.map(str::to_string),
+        });
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use probe_model::{LaunchOrigin, LaunchSource, ProcessInfo};
+    use probe_model::{LaunchSource, ProcessInfo};
 
+    use super::super::inputs::{MAX_LAUNCH_FILES, script_inputs};
     use super::*;
+    use crate::script::Round2Inputs;
 
     fn proc(pid: u32, argv: &str, cwd: Option<&str>, role: ProcessRole) -> ProcessInfo {
         ProcessInfo {
@@ -67,9 +78,24 @@ mod tests {
                 // module, a process that already has its launch.
                 proc(11, "python3 /srv/llm/w.py", None, ProcessRole::Worker),
                 proc(12, "python3 lmdeploy_x.py", None, ProcessRole::Launcher),
-                proc(13, "python3 ../lmdeploy.py", Some("/srv/a"), ProcessRole::Launcher),
-                proc(14, "python3 -m lmdeploy serve api_server m", None, ProcessRole::Launcher),
-                proc(15, "python3 /srv/b/lmdeploy_run.py", None, ProcessRole::Launcher),
+                proc(
+                    13,
+                    "python3 ../lmdeploy.py",
+                    Some("/srv/a"),
+                    ProcessRole::Launcher,
+                ),
+                proc(
+                    14,
+                    "python3 -m lmdeploy serve api_server m",
+                    None,
+                    ProcessRole::Launcher,
+                ),
+                proc(
+                    15,
+                    "python3 /srv/b/lmdeploy_run.py",
+                    None,
+                    ProcessRole::Launcher,
+                ),
             ],
             ..Default::default()
         };
@@ -82,7 +108,7 @@ mod tests {
             ..Default::default()
         };
         let mut inp = Round2Inputs::default();
-        python_scripts(&snap, &[read], &mut inp);
+        script_inputs(&snap, &[read], &mut inp);
         assert_eq!(
             inp.launch_files,
             [(
@@ -98,12 +124,19 @@ mod tests {
     fn launch_files_stay_bounded() {
         let snap = Snapshot {
             processes: (0..40)
-                .map(|i| proc(100 + i, &format!("python3 /srv/s{i}.py"), None, ProcessRole::Launcher))
+                .map(|i| {
+                    proc(
+                        100 + i,
+                        &format!("python3 /srv/s{i}.py"),
+                        None,
+                        ProcessRole::Launcher,
+                    )
+                })
                 .collect(),
             ..Default::default()
         };
         let mut inp = Round2Inputs::default();
-        python_scripts(&snap, &[], &mut inp);
+        script_inputs(&snap, &[], &mut inp);
         assert_eq!(inp.launch_files.len(), MAX_LAUNCH_FILES);
     }
 }
