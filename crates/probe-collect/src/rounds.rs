@@ -14,7 +14,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -26,8 +25,10 @@ use crate::script::{self, Group, Round2Inputs};
 use crate::{CollectOptions, CollectStats, GroupTiming, parse, plan, sanitize};
 
 mod board;
+mod channels;
 
 use board::Board;
+use channels::{Channels, refused};
 
 /// Time kept, at the end of the deadline, for the client to give up channels and to parse.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(1500);
@@ -176,84 +177,6 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The exec calls of both rounds in flight, and a signal when one ends. A server that allows
-/// fewer sessions than there are groups (`MaxSessions 1`) refuses a group's channel when the
-/// transport has none of its own open to wait for (they all opened at once); that group then
-/// waits here for another group's channel to end and runs after it, on the channel that frees.
-#[derive(Default)]
-struct Channels {
-    running: AtomicUsize,
-    /// Calls that ended after running on a channel (not refused one).
-    freed: AtomicUsize,
-    ended: tokio::sync::Notify,
-}
-
-/// Counts one exec call as running while it lives (also when its future is dropped). Its end
-/// wakes the groups waiting for a channel, unless its own channel was refused (no channel
-/// freed: waking them would only have them refused again) and others still run.
-struct Running<'a> {
-    channels: &'a Channels,
-    freed: bool,
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if self.freed {
-            self.channels.freed.fetch_add(1, Ordering::SeqCst);
-        }
-        let before = self.channels.running.fetch_sub(1, Ordering::SeqCst);
-        if self.freed || before == 1 {
-            self.channels.ended.notify_waiters();
-        }
-    }
-}
-
-impl Channels {
-    async fn exec<E: Exec>(
-        &self,
-        exec: &E,
-        req: &ExecRequest,
-    ) -> Result<ExecOutput, TransportError> {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        let mut running = Running {
-            channels: self,
-            freed: true,
-        };
-        let result = exec.exec(req).await;
-        running.freed = !matches!(&result, Err(e) if refused(e));
-        result
-    }
-
-    /// Calls that have run on a channel and ended so far.
-    fn freed(&self) -> usize {
-        self.freed.load(Ordering::SeqCst)
-    }
-
-    /// After a refused channel, asked for when [`Channels::freed`] said `seen`: true once a
-    /// channel has freed since (another call ran on one and ended), false when none has and
-    /// none is running (the server allows no channel now: two groups it always refuses end
-    /// here rather than wake each other until the deadline).
-    async fn wait_for_one(&self, seen: usize) -> bool {
-        loop {
-            let ended = self.ended.notified();
-            let mut ended = std::pin::pin!(ended);
-            ended.as_mut().enable();
-            if self.freed() > seen {
-                return true;
-            }
-            if self.running.load(Ordering::SeqCst) == 0 {
-                return false;
-            }
-            ended.await;
-        }
-    }
-}
-
-/// The server refused the group's channel: the command never ran.
-fn refused(e: &TransportError) -> bool {
-    matches!(e.kind, probe_transport::ErrorKind::ChannelRefused(_))
-}
-
 struct RoundCtx<'a, E: Exec> {
     exec: &'a E,
     channels: &'a Channels,
@@ -279,20 +202,60 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
         ms: 0,
         ended_ms: 0,
     };
-    let after: Vec<&str> = out.group.after.iter().map(String::as_str).collect();
-    if !after.is_empty() {
-        let deps = board.wait(&after).await;
-        if let Some((rc_code, why)) = deps.iter().find_map(dependency_blocks) {
-            out.framed = Some(not_run(&out.group, rc_code));
-            out.skipped = Some(why);
-            board.add(out.framed.as_ref(), &out.group);
-            out.ended_ms = ms(rc.started.elapsed());
-            return out;
-        }
+    if blocked_by_dependencies(rc, board, &mut out).await {
+        return out;
     }
-    // A group whose channel the server refused runs again once another group's channel has
-    // ended, with what is left of the deadline; a refusal with nothing else running is final.
-    let (result, t) = loop {
+    let Some((result, t)) = exec_on_a_channel(rc, &mut out).await else {
+        board.add(out.framed.as_ref(), &out.group);
+        return out;
+    };
+    read_output(rc, &mut out, result);
+    out.ms = ms(t.elapsed());
+    out.ended_ms = ms(rc.started.elapsed());
+    tracing::debug!(
+        group = %out.group.name,
+        ms = out.ms,
+        ended_ms = out.ended_ms,
+        bytes = out.bytes,
+        sections = out.framed.as_ref().map_or(0, |f| f.sections.len()),
+        error = ?out.error.as_ref().map(ToString::to_string),
+        "collection group finished"
+    );
+    board.add(out.framed.as_ref(), &out.group);
+    out
+}
+
+/// Waits for the sections the group reads; true when one of them blocks it (the group is then
+/// reported not run, with why, and on the board).
+async fn blocked_by_dependencies<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    board: &Board,
+    out: &mut GroupOut,
+) -> bool {
+    let after: Vec<&str> = out.group.after.iter().map(String::as_str).collect();
+    if after.is_empty() {
+        return false;
+    }
+    let deps = board.wait(&after).await;
+    let Some((rc_code, why)) = deps.iter().find_map(dependency_blocks) else {
+        return false;
+    };
+    out.framed = Some(not_run(&out.group, rc_code));
+    out.skipped = Some(why);
+    board.add(out.framed.as_ref(), &out.group);
+    out.ended_ms = ms(rc.started.elapsed());
+    true
+}
+
+/// Runs the group's script on a channel: the result and when it started, or `None` when no
+/// time was left (the group then reported not run). A group whose channel the server refused
+/// runs again once another group's channel has ended, with what is left of the deadline; a
+/// refusal with nothing else running is final.
+async fn exec_on_a_channel<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    out: &mut GroupOut,
+) -> Option<(Result<ExecOutput, TransportError>, Instant)> {
+    loop {
         // The transport may take a moment to give up on a channel at its deadline, and parsing
         // everything takes the client a moment too (more on a loaded machine): ask it to stop
         // a little before ours.
@@ -307,8 +270,7 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
                 SectionStatus::TimedOut,
                 "not run: collection deadline reached".into(),
             ));
-            board.add(out.framed.as_ref(), &out.group);
-            return out;
+            return None;
         }
         let text = script::build_group(
             rc.opts,
@@ -331,9 +293,18 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
                     "channel refused; running after another group's channel ended"
                 );
             }
-            result => break (result, t),
+            result => return Some((result, t)),
         }
-    };
+    }
+}
+
+/// The group's output framed into sections (or what it said when it framed none), or what a
+/// channel given up at the deadline had sent.
+fn read_output<E: Exec>(
+    rc: &RoundCtx<'_, E>,
+    out: &mut GroupOut,
+    result: Result<ExecOutput, TransportError>,
+) {
     match result {
         Ok(o) => {
             out.bytes = o.stdout.len() as u64;
@@ -355,19 +326,6 @@ async fn run_group<E: Exec>(rc: &RoundCtx<'_, E>, board: &Board, group: Group) -
             out.error = Some(e);
         }
     }
-    out.ms = ms(t.elapsed());
-    out.ended_ms = ms(rc.started.elapsed());
-    tracing::debug!(
-        group = %out.group.name,
-        ms = out.ms,
-        ended_ms = out.ended_ms,
-        bytes = out.bytes,
-        sections = out.framed.as_ref().map_or(0, |f| f.sections.len()),
-        error = ?out.error.as_ref().map(ToString::to_string),
-        "collection group finished"
-    );
-    board.add(out.framed.as_ref(), &out.group);
-    out
 }
 
 /// How many lanes of `g` run at once: round 1 as `configs/probes.toml` gives them (the host's

@@ -156,7 +156,7 @@ fn apply_read_file(l: &mut LaunchConfig, path: &str, f: &LaunchFile) {
 
 /// `read` is `named` as round 2 read it: the same path, or it inside a process's mount
 /// namespace (`/proc/PID/root/...`).
-fn same_file(read: &str, named: &str) -> bool {
+pub(crate) fn same_file(read: &str, named: &str) -> bool {
     read == named
         || read
             .strip_prefix("/proc/")

@@ -54,6 +54,7 @@ mod options;
 mod pm2;
 mod prompt;
 mod python_api;
+mod python_script;
 mod quadlet;
 mod reading;
 mod rust_debug;
@@ -84,6 +85,7 @@ pub use history_memo::without_memo;
 
 pub use evidence::{from_argv, from_startup_log, from_unit};
 pub use installed::{engine_package, serving_env};
+pub use python_script::{python_script, python_script_starts_engine};
 pub use reading::{reconstruct, reconstruct_measured};
 pub use snapshot::{launches_of, snapshot_readings, snapshot_readings_of};
 

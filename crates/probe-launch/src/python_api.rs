@@ -41,6 +41,12 @@ enum Tok {
 
 /// The launches a Python script starts through an engine's API, one per starting call.
 pub(crate) fn launches(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
+    launches_in(text, hints, None)
+}
+
+/// [`launches`] of the script at `file` (read on the host): each option's `written` says the
+/// keyword and the file (`cache_max_entry_count=0.5 (in /srv/serve.py)`).
+pub(crate) fn launches_in(text: &str, hints: &ParseHints, file: Option<&str>) -> Vec<LaunchConfig> {
     let apis: Vec<(&'static Catalog, &PythonApi)> = Engine::ALL
         .iter()
         .map(|e| catalog(*e, hints.engine_version.as_deref()))
@@ -59,11 +65,20 @@ pub(crate) fn launches(text: &str, hints: &ParseHints) -> Vec<LaunchConfig> {
                 return out;
             }
             if api.calls.iter().any(|c| c == &call.name) {
-                out.push(launch(cat, api, call, &script, hints));
+                out.push(launch(cat, api, call, &script, hints, file));
             }
         }
     }
     out
+}
+
+/// Whether `text` imports the API module of an engine (a catalog's `[python] modules`): a script
+/// that imports none starts no engine this reader knows.
+pub(crate) fn imports_an_engine(text: &str) -> bool {
+    Engine::ALL
+        .iter()
+        .map(|e| catalog(*e, None))
+        .any(|c| !c.python.modules.is_empty() && imports_any(text, &c.python.modules))
 }
 
 /// Whether a line imports one of `modules` (`import m`, `import m.x as y`, `from m import ...`,
@@ -98,11 +113,7 @@ fn tokens(text: &str) -> Vec<Tok> {
     while i < b.len() && out.len() < MAX_TOKENS {
         let c = b.get(i).copied().unwrap_or(b' ');
         match c {
-            b'#' => {
-                while i < b.len() && b.get(i) != Some(&b'\n') {
-                    i += 1;
-                }
-            }
+            b'#' => i = line_end(b, i),
             b'\n' | b';' => {
                 if depth == 0 && out.last().is_some_and(|t| *t != Tok::End) {
                     out.push(Tok::End);
@@ -116,47 +127,11 @@ fn tokens(text: &str) -> Vec<Tok> {
                 out.push(Tok::Str(s));
                 i = next;
             }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                let start = i;
-                while b
-                    .get(i)
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
-                {
-                    i += 1;
-                }
-                let word =
-                    String::from_utf8_lossy(b.get(start..i).unwrap_or_default()).into_owned();
-                // A prefixed string: `f"..."`, `rb'...'`: its value is not read.
-                if word.len() <= 2
-                    && word.chars().all(|c| "rRbBfFuU".contains(c))
-                    && matches!(b.get(i), Some(b'\'' | b'"'))
-                {
-                    let (s, next) = string(b, i);
-                    i = next;
-                    if word.eq_ignore_ascii_case("r") || word.eq_ignore_ascii_case("u") {
-                        out.push(Tok::Str(s));
-                    } else {
-                        out.push(Tok::OpaqueStr(format!("{word}\"{s}\"")));
-                    }
-                } else {
-                    out.push(Tok::Name(word));
-                }
-            }
+            c if c.is_ascii_alphabetic() || c == b'_' => i = word(b, i, &mut out),
             c if c.is_ascii_digit()
                 || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) =>
             {
-                let start = i;
-                while b
-                    .get(i)
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.' || *c == b'_')
-                    || (matches!(b.get(i), Some(b'+' | b'-'))
-                        && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
-                {
-                    i += 1;
-                }
-                let n =
-                    String::from_utf8_lossy(b.get(start..i).unwrap_or_default()).replace('_', "");
-                out.push(Tok::Num(n));
+                i = number(b, i, &mut out);
             }
             _ => {
                 let ch = char::from(c);
@@ -173,6 +148,60 @@ fn tokens(text: &str) -> Vec<Tok> {
         }
     }
     out
+}
+
+/// The index of the line end at or after `i` (a comment's end).
+fn line_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b.get(i) != Some(&b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// A name at `i`, or a prefixed string (`f"..."`, `rb'...'`) whose value is read only for the
+/// `r`/`u` prefixes: pushed to `out`; returns the index after it.
+fn word(b: &[u8], mut i: usize, out: &mut Vec<Tok>) -> usize {
+    let start = i;
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    {
+        i += 1;
+    }
+    let word = String::from_utf8_lossy(b.get(start..i).unwrap_or_default()).into_owned();
+    // A prefixed string: `f"..."`, `rb'...'`: its value is not read.
+    if word.len() <= 2
+        && word.chars().all(|c| "rRbBfFuU".contains(c))
+        && matches!(b.get(i), Some(b'\'' | b'"'))
+    {
+        let (s, next) = string(b, i);
+        if word.eq_ignore_ascii_case("r") || word.eq_ignore_ascii_case("u") {
+            out.push(Tok::Str(s));
+        } else {
+            out.push(Tok::OpaqueStr(format!("{word}\"{s}\"")));
+        }
+        next
+    } else {
+        out.push(Tok::Name(word));
+        i
+    }
+}
+
+/// A number at `i` (`1_000`, `0.5`, `1e-3`, `0x1f`), underscores dropped: pushed to `out`;
+/// returns the index after it.
+fn number(b: &[u8], mut i: usize, out: &mut Vec<Tok>) -> usize {
+    let start = i;
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.' || *c == b'_')
+        || (matches!(b.get(i), Some(b'+' | b'-'))
+            && matches!(b.get(i.wrapping_sub(1)), Some(b'e' | b'E')))
+    {
+        i += 1;
+    }
+    let n = String::from_utf8_lossy(b.get(start..i).unwrap_or_default()).replace('_', "");
+    out.push(Tok::Num(n));
+    i
 }
 
 /// A string literal at `i` (single, double or triple quoted): its text and the index after it.
@@ -414,6 +443,7 @@ fn launch(
     call: &Call,
     script: &Script,
     hints: &ParseHints,
+    file: Option<&str>,
 ) -> LaunchConfig {
     let mut l = LaunchConfig {
         engine: cat.engine(),
@@ -423,7 +453,16 @@ fn launch(
         source: hints.source.clone(),
         ..LaunchConfig::default()
     };
-    // The model: the first positional argument, or its keyword.
+    read_model(&mut l, api, call, script);
+    for setting in settings(&mut l, api, call, script) {
+        apply(&mut l, cat, api, (call, script), setting, file);
+    }
+    l.speculative = options::speculative(cat, &l.options);
+    l
+}
+
+/// The model: the first positional argument, or its keyword.
+fn read_model(l: &mut LaunchConfig, api: &PythonApi, call: &Call, script: &Script) {
     let model = call.positional.first().cloned().or_else(|| {
         call.keywords
             .iter()
@@ -437,57 +476,78 @@ fn launch(
         )),
         _ => {}
     }
-    let mut settings: Vec<(String, Vec<Tok>, String)> = Vec::new();
+}
+
+/// One keyword to read as an option: its name, its value's tokens, and what it was given to
+/// (the call as written, or the config class).
+type Setting = (String, Vec<Tok>, String);
+
+/// The call's keywords and its config object's, in order (the model's and ignored ones left
+/// out); a config keyword that is no config object is a warning.
+fn settings(l: &mut LaunchConfig, api: &PythonApi, call: &Call, script: &Script) -> Vec<Setting> {
+    let mut out: Vec<Setting> = Vec::new();
     for (k, v) in &call.keywords {
         if api.model_keywords.contains(k) || api.ignore.contains(k) {
             continue;
         }
-        if api.config_keyword.as_deref() == Some(k.as_str()) {
-            match read(v, call.at, script, api, 0) {
-                Read::Object(class, keywords) => {
-                    for (ck, cv) in keywords {
-                        settings.push((ck, cv, class.clone()));
-                    }
-                }
-                Read::Value(Value::Null) => {}
-                Read::Value(other) => l.warnings.push(format!(
-                    "{k}={other} is not an engine config object: not read"
-                )),
-                Read::Unknown(text) => l.warnings.push(format!(
-                    "the engine config is unknown: {k}={text} is a value the text does not fix"
-                )),
-            }
+        if api.config_keyword.as_deref() != Some(k.as_str()) {
+            out.push((k.clone(), v.clone(), call.written.clone()));
             continue;
         }
-        settings.push((k.clone(), v.clone(), call.written.clone()));
-    }
-    for (k, v, from) in settings {
-        let spec = cat.lookup_name_loose(&k);
-        match (read(&v, call.at, script, api, 0), spec) {
-            (Read::Value(Value::Null), _) => {}
-            (Read::Value(value), Some(spec)) => {
-                let value = match (&value, &spec.kind) {
-                    (Value::String(s), kind) if !matches!(kind, ValueKind::Str) => {
-                        values::typed(s, kind, cat.units)
-                    }
-                    _ => value,
-                };
-                let written = options::written_like_cli(spec, &value);
-                l.options
-                    .insert(spec.name.clone(), LaunchOption { value, written });
+        match read(v, call.at, script, api, 0) {
+            Read::Object(class, keywords) => {
+                for (ck, cv) in keywords {
+                    out.push((ck, cv, class.clone()));
+                }
             }
-            (Read::Value(value), None) => l.unknown.push(format!("{k}={value}")),
-            (Read::Object(class, _), _) => l.unknown.push(format!("{k}={class}(...)")),
-            (Read::Unknown(text), spec) => {
-                let name = spec.map_or(k.clone(), |s| s.name.clone());
-                l.warnings.push(format!(
-                    "{name} is unknown: {k}={text} in {from}(...) is a value the text does not fix"
-                ));
-            }
+            Read::Value(Value::Null) => {}
+            Read::Value(other) => l.warnings.push(format!(
+                "{k}={other} is not an engine config object: not read"
+            )),
+            Read::Unknown(text) => l.warnings.push(format!(
+                "the engine config is unknown: {k}={text} is a value the text does not fix"
+            )),
         }
     }
-    l.speculative = options::speculative(cat, &l.options);
-    l
+    out
+}
+
+/// One setting read into the launch: an option of the catalog, an unknown keyword, or a value
+/// the text does not fix. `file`: the script it was read from, said in the option's `written`.
+fn apply(
+    l: &mut LaunchConfig,
+    cat: &Catalog,
+    api: &PythonApi,
+    (call, script): (&Call, &Script),
+    (k, v, from): Setting,
+    file: Option<&str>,
+) {
+    let spec = cat.lookup_name_loose(&k);
+    match (read(&v, call.at, script, api, 0), spec) {
+        (Read::Value(Value::Null), _) => {}
+        (Read::Value(value), Some(spec)) => {
+            let value = match (&value, &spec.kind) {
+                (Value::String(s), kind) if !matches!(kind, ValueKind::Str) => {
+                    values::typed(s, kind, cat.units)
+                }
+                _ => value,
+            };
+            let written = match file {
+                Some(path) => format!("{k}={value} (in {path})"),
+                None => options::written_like_cli(spec, &value),
+            };
+            l.options
+                .insert(spec.name.clone(), LaunchOption { value, written });
+        }
+        (Read::Value(value), None) => l.unknown.push(format!("{k}={value}")),
+        (Read::Object(class, _), _) => l.unknown.push(format!("{k}={class}(...)")),
+        (Read::Unknown(text), spec) => {
+            let name = spec.map_or(k.clone(), |s| s.name.clone());
+            l.warnings.push(format!(
+                "{name} is unknown: {k}={text} in {from}(...) is a value the text does not fix"
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -72,6 +72,7 @@ pub fn launches_of(snapshot: &Snapshot) -> Vec<LaunchConfig> {
     count_reading(&snapshot.id);
     let mut out = Vec::new();
     process_launches(snapshot, &mut out);
+    crate::python_script::fill(snapshot, &mut out);
     unit_launches(snapshot, &mut out);
     container_launches(snapshot, &mut out);
     container_text::annotate(snapshot, &mut out);

@@ -340,6 +340,9 @@ pub enum DefiningFileRole {
     /// A config file the launch's options name (`--config FILE`): the engine reads its keys
     /// as options.
     EngineConfig,
+    /// The Python script a running process runs, which starts the engine through its API
+    /// (`serve(MODEL, backend_config=TurbomindEngineConfig(...))`): its keywords are options.
+    PythonScript,
 }
 
 impl DefiningFileRole {
@@ -353,6 +356,7 @@ impl DefiningFileRole {
             DefiningFileRole::Compose => "compose file",
             DefiningFileRole::EnvFile => "env file",
             DefiningFileRole::EngineConfig => "engine config file",
+            DefiningFileRole::PythonScript => "Python script",
         }
     }
 }

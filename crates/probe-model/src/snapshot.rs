@@ -120,6 +120,9 @@ pub enum LaunchFileKind {
     /// A config file a running launch's options name (`--config`, `--extra_llm_api_options`):
     /// its keys are the engine's options.
     EngineConfig,
+    /// The Python script a running process runs (`python3 serve.py`), which may start an
+    /// engine through its API (`lmdeploy.serve(...)`, `pipeline(...)`).
+    PythonScript,
 }
 
 /// Facts about the machine itself.

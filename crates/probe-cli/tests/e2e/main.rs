@@ -17,6 +17,7 @@ mod journald;
 mod latency;
 mod llamacpp;
 mod lmdeploy;
+mod lmdeploy_script;
 mod local_input;
 mod ollama;
 mod periods;

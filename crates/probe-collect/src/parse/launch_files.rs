@@ -1,6 +1,6 @@
 //! The `launch_files` section: files read as a launch's text because other evidence names them
 //! (the compose files a server container's labels name, the config files a running launch's
-//! options name), one `R lfile KIND NAMED_BY` record
+//! options name, the Python script a running server runs), one `R lfile KIND NAMED_BY` record
 //! followed by the file's own record.
 
 use probe_model::{LaunchFile, LaunchFileKind, SectionStatus};
@@ -39,6 +39,7 @@ fn named_by(rest: &str) -> Option<(LaunchFileKind, String)> {
     let kind = match kind {
         "compose" => LaunchFileKind::Compose,
         "config" => LaunchFileKind::EngineConfig,
+        "script" => LaunchFileKind::PythonScript,
         _ => return None,
     };
     Some((kind, sanitize_line(by.trim())))
@@ -108,7 +109,7 @@ mod tests {
             ("F fifo compose - - /srv/b/compose.yaml", ""),
             // A record no `lfile` names, and a kind the script never writes.
             ("F ok compose 1 1 /etc/passwd", "root:x:0:0"),
-            ("R lfile script container:c", ""),
+            ("R lfile unit container:c", ""),
             ("F ok compose 1 1 /srv/c/compose.yaml", "x"),
         ]);
         let got = parse(&b, "B", 1 << 20);

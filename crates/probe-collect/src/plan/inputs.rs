@@ -152,6 +152,7 @@ pub fn round2_inputs(snap: &Snapshot, ctx: &Ctx, extra: &BTreeMap<u32, ProcExtra
     journal_units(snap, ctx, &mut inp);
     container_logs(snap, &mut inp);
     compose_files(snap, &mut inp);
+    script_inputs(snap, &launches, &mut inp);
     hardware_inputs(snap, &mut inp);
     super::self_installed::self_installed(snap, &mut inp);
     inp.found = crate::found::plan(snap, &ctx.log_places, &inp.logs);
@@ -437,6 +438,29 @@ pub(super) fn engine_config_files(
             && inp.launch_files.len() < MAX_LAUNCH_FILES
         {
             inp.launch_files.push(e);
+        }
+    }
+}
+
+/// The Python scripts running servers run (`python3 serve_lmdeploy.py`), read as launch files
+/// of kind `script`, and their interpreters' prefixes (the engine's version).
+pub(super) fn script_inputs(
+    snap: &Snapshot,
+    launches: &[probe_model::LaunchConfig],
+    inp: &mut Round2Inputs,
+) {
+    for s in super::scripts::python_scripts(snap, launches) {
+        if let Some(pre) = s.interpreter.as_deref().and_then(prefix_of_bin) {
+            add(
+                &mut inp.python_prefixes,
+                rooted(s.root.as_deref(), &pre),
+                MAX_PREFIXES,
+            );
+        }
+        if !inp.launch_files.iter().any(|(_, _, p)| *p == s.file.2)
+            && inp.launch_files.len() < MAX_LAUNCH_FILES
+        {
+            inp.launch_files.push(s.file);
         }
     }
 }

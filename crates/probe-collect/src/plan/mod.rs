@@ -2,12 +2,14 @@
 //! redaction pass is [`crate::redact::redact_snapshot`]).
 //!
 //! Rooms: [`common`] (section reports, notes, rooted paths), `round1` (round 1 applied),
-//! `inputs` (round 2 planned), `round2` (round 2 applied).
+//! `inputs` (round 2 planned; `scripts`: the Python scripts running servers run), `round2`
+//! (round 2 applied).
 
 mod common;
 mod inputs;
 mod round1;
 mod round2;
+mod scripts;
 mod self_installed;
 
 pub use common::{report, split_root};

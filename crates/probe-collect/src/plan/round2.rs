@@ -1,6 +1,6 @@
 //! Round 2 applied: its sections read into the snapshot, a section it did not run said.
 
-use probe_model::{ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot};
+use probe_model::{LaunchFileKind, ProcessRole, PythonEnv, SectionReport, SectionStatus, Snapshot};
 
 use crate::config::Round2Parser;
 use crate::frame::Framed;
@@ -14,116 +14,154 @@ pub(super) const LAUNCH_FILE_CAP: usize = 262_144;
 
 /// Parses the round-2 sections into the snapshot.
 pub fn apply_round2(snap: &mut Snapshot, ctx: &Ctx, framed: &Framed, inputs: &Round2Inputs) {
-    let b = &ctx.boundary;
-    let (clock, tz) = (ctx.remote_clock, ctx.tz_offset_s);
     for raw in &framed.sections {
         let (mut rep, body) = report(raw, false);
-        match script::probe(&raw.name).and_then(|p| p.parser.round2()) {
-            Some(Round2Parser::Python) => read_python(snap, &body, b, &mut rep),
-            Some(Round2Parser::Models) => {
-                let mut models = parse::models::parse(&body, b);
-                for m in &mut models {
-                    if let Some((root, rest)) = split_root(&m.config_path) {
-                        m.config_path = rest;
-                        m.mount_root = Some(root);
-                    }
-                }
-                all_denied(
-                    &mut rep,
-                    models.iter().map(|m| (m.status, m.config_path.as_str())),
-                );
-                snap.models = models;
-            }
-            Some(Round2Parser::Logs) => {
-                let mut logs = parse::logs::parse_files(&body, b, clock, tz);
-                for l in &mut logs {
-                    if let Some((root, rest)) = split_root(&l.location) {
-                        l.location = rest;
-                        l.mount_root = Some(root);
-                    }
-                }
-                all_denied(
-                    &mut rep,
-                    logs.iter().map(|l| (l.status, l.location.as_str())),
-                );
-                let failed: Vec<String> = logs
-                    .iter()
-                    .filter(|l| l.status == SectionStatus::Failed)
-                    .map(|l| {
-                        format!(
-                            "{}: {}",
-                            l.location,
-                            l.message.as_deref().unwrap_or("failed")
-                        )
-                    })
-                    .collect();
-                if !failed.is_empty() {
-                    push_note(&mut rep, format!("not read: {}", failed.join("; ")));
-                }
-                snap.logs.extend(logs);
-            }
-            Some(Round2Parser::FoundLogs) => {
-                let logs = parse::logs::parse_found(&body, b, clock, tz, &inputs.found);
-                all_denied(
-                    &mut rep,
-                    logs.iter().map(|l| (l.status, l.location.as_str())),
-                );
-                snap.logs.extend(logs);
-            }
-            Some(Round2Parser::ContainerLogs) => {
-                let logs = parse::logs::parse_container_logs(&body, b, clock, tz);
-                container_logs_denied(&mut rep, &logs);
-                snap.logs.extend(logs);
-            }
-            Some(Round2Parser::GpuProcs) => {
-                let (owners, libs) = parse::gpu_procs::parse(&body, b);
-                snap.hardware.processes =
-                    parse::gpu_procs::owned(&snap.gpu.compute_apps, &owners, ctx);
-                snap.hardware.loaded_libs = libs;
-            }
-            Some(Round2Parser::Journal) => {
-                let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
-                let j = parse::logs::parse_journal(&body, b, clock, tz, cap);
-                let (asked, unnamed): (Vec<_>, Vec<_>) = inputs
-                    .units
-                    .iter()
-                    .partition(|(_, n)| script::valid_unit_name(n));
-                if j.is_empty() && rep.status == SectionStatus::Ok && !asked.is_empty() {
-                    push_note(&mut rep, "no journal output".into());
-                }
-                if !unnamed.is_empty() {
-                    push_note(&mut rep, units_not_read(&unnamed));
-                }
-                snap.logs.extend(j);
-            }
-            Some(Round2Parser::LaunchFiles) => {
-                let files = parse::launch_files::parse(&body, b, LAUNCH_FILE_CAP);
-                let unread: Vec<String> = files
-                    .iter()
-                    .filter(|f| f.status != SectionStatus::Ok)
-                    .map(|f| format!("{}: {}", f.path, f.message.as_deref().unwrap_or("not read")))
-                    .collect();
-                if !unread.is_empty() {
-                    push_note(&mut rep, format!("not read: {}", unread.join("; ")));
-                }
-                snap.launch_files = files;
-            }
-            Some(Round2Parser::SelfInstalled) => {
-                parse::self_installed::parse_into(&body, b, &mut snap.self_installed);
-            }
-            Some(Round2Parser::Benchmarks) => {
-                let read = parse::bench::parse(&body, b, tz);
-                if !read.notes.is_empty() {
-                    push_note(&mut rep, format!("not read: {}", read.notes.join("; ")));
-                }
-                snap.benchmarks = read.results;
-            }
-            // A section name the script does not define is only reported.
-            None => {}
+        let read = Read {
+            body: &body,
+            ctx,
+            inputs,
+        };
+        // A section name the script does not define is only reported.
+        if let Some(parser) = script::probe(&raw.name).and_then(|p| p.parser.round2()) {
+            read.apply(parser, snap, &mut rep);
         }
         snap.sections.push(rep);
     }
     not_reached(snap, framed, 2, "not run: the round-2 script ended early");
+}
+
+/// One round-2 section's body, with what its parser needs besides.
+struct Read<'a> {
+    body: &'a [u8],
+    ctx: &'a Ctx,
+    inputs: &'a Round2Inputs,
+}
+
+impl Read<'_> {
+    /// The section read with its parser into the snapshot, notes on its report.
+    fn apply(&self, parser: Round2Parser, snap: &mut Snapshot, rep: &mut SectionReport) {
+        let (body, b) = (self.body, self.ctx.boundary.as_str());
+        let (clock, tz) = (self.ctx.remote_clock, self.ctx.tz_offset_s);
+        match parser {
+            Round2Parser::Python => read_python(snap, body, b, rep),
+            Round2Parser::Models => self.models(snap, rep),
+            Round2Parser::Logs => self.logs(snap, rep),
+            Round2Parser::FoundLogs => {
+                let logs = parse::logs::parse_found(body, b, clock, tz, &self.inputs.found);
+                all_denied(rep, logs.iter().map(|l| (l.status, l.location.as_str())));
+                snap.logs.extend(logs);
+            }
+            Round2Parser::ContainerLogs => {
+                let logs = parse::logs::parse_container_logs(body, b, clock, tz);
+                container_logs_denied(rep, &logs);
+                snap.logs.extend(logs);
+            }
+            Round2Parser::GpuProcs => {
+                let (owners, libs) = parse::gpu_procs::parse(body, b);
+                snap.hardware.processes =
+                    parse::gpu_procs::owned(&snap.gpu.compute_apps, &owners, self.ctx);
+                snap.hardware.loaded_libs = libs;
+            }
+            Round2Parser::Journal => self.journal(snap, rep),
+            Round2Parser::LaunchFiles => self.launch_files(snap, rep),
+            Round2Parser::SelfInstalled => {
+                parse::self_installed::parse_into(body, b, &mut snap.self_installed);
+            }
+            Round2Parser::Benchmarks => {
+                let read = parse::bench::parse(body, b, tz);
+                if !read.notes.is_empty() {
+                    push_note(rep, format!("not read: {}", read.notes.join("; ")));
+                }
+                snap.benchmarks = read.results;
+            }
+        }
+    }
+
+    /// The models' `config.json`s, paths inside a container's root unrooted.
+    fn models(&self, snap: &mut Snapshot, rep: &mut SectionReport) {
+        let mut models = parse::models::parse(self.body, &self.ctx.boundary);
+        for m in &mut models {
+            if let Some((root, rest)) = split_root(&m.config_path) {
+                m.config_path = rest;
+                m.mount_root = Some(root);
+            }
+        }
+        all_denied(
+            rep,
+            models.iter().map(|m| (m.status, m.config_path.as_str())),
+        );
+        snap.models = models;
+    }
+
+    /// The log files launches name and processes write, those not read noted.
+    fn logs(&self, snap: &mut Snapshot, rep: &mut SectionReport) {
+        let (clock, tz) = (self.ctx.remote_clock, self.ctx.tz_offset_s);
+        let mut logs = parse::logs::parse_files(self.body, &self.ctx.boundary, clock, tz);
+        for l in &mut logs {
+            if let Some((root, rest)) = split_root(&l.location) {
+                l.location = rest;
+                l.mount_root = Some(root);
+            }
+        }
+        all_denied(rep, logs.iter().map(|l| (l.status, l.location.as_str())));
+        let failed: Vec<String> = logs
+            .iter()
+            .filter(|l| l.status == SectionStatus::Failed)
+            .map(|l| {
+                format!(
+                    "{}: {}",
+                    l.location,
+                    l.message.as_deref().unwrap_or("failed")
+                )
+            })
+            .collect();
+        if !failed.is_empty() {
+            push_note(rep, format!("not read: {}", failed.join("; ")));
+        }
+        snap.logs.extend(logs);
+    }
+
+    /// The journal of the units (and journald containers) asked for; the names not asked said.
+    fn journal(&self, snap: &mut Snapshot, rep: &mut SectionReport) {
+        let (clock, tz) = (self.ctx.remote_clock, self.ctx.tz_offset_s);
+        let cap = script::probe("journal").map_or(u64::MAX, |_| 4 << 20);
+        let j = parse::logs::parse_journal(self.body, &self.ctx.boundary, clock, tz, cap);
+        let (asked, unnamed): (Vec<_>, Vec<_>) = self
+            .inputs
+            .units
+            .iter()
+            .partition(|(_, n)| script::valid_unit_name(n));
+        if j.is_empty() && rep.status == SectionStatus::Ok && !asked.is_empty() {
+            push_note(rep, "no journal output".into());
+        }
+        if !unnamed.is_empty() {
+            push_note(rep, units_not_read(&unnamed));
+        }
+        snap.logs.extend(j);
+    }
+
+    /// The launch files (compose, engine config, Python script), those not read noted.
+    fn launch_files(&self, snap: &mut Snapshot, rep: &mut SectionReport) {
+        let mut files = parse::launch_files::parse(self.body, &self.ctx.boundary, LAUNCH_FILE_CAP);
+        // A running process's Python script is kept only when it may start an engine through
+        // its API: any other is the user's own code, which says nothing of a server.
+        for f in &mut files {
+            if f.kind == LaunchFileKind::PythonScript
+                && !probe_launch::python_script_starts_engine(&f.text)
+            {
+                f.text.clear();
+            }
+        }
+        let unread: Vec<String> = files
+            .iter()
+            .filter(|f| f.status != SectionStatus::Ok)
+            .map(|f| format!("{}: {}", f.path, f.message.as_deref().unwrap_or("not read")))
+            .collect();
+        if !unread.is_empty() {
+            push_note(rep, format!("not read: {}", unread.join("; ")));
+        }
+        snap.launch_files = files;
+    }
 }
 
 /// The `python_envs` section: environments with their users, prefixes refused noted.
