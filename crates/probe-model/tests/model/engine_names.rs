@@ -42,10 +42,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "Ollama's `server config` Go map read into variables (`OLLAMA_*` keys)",
     ),
     (
-        "crates/probe-diff/src/fleet.rs",
-        "the fleet report's engine columns in a fixed order",
-    ),
-    (
         "crates/probe-cli/src/args.rs",
         "help text: its examples name real engines; nothing is matched on them",
     ),
