@@ -11,8 +11,8 @@ use crate::compare::CompareOptions;
 use crate::conclusion::compare_analyses;
 
 use super::configurations::Configurations;
-use super::member::Member;
 use super::parallel::in_parallel;
+use super::views::Views;
 
 /// Groups larger than this pick their reference among the first members only (the medoid costs
 /// one comparison per pair).
@@ -43,24 +43,15 @@ pub(super) fn configuration_changes(from: Side<'_>, to: Side<'_>) -> Vec<Change>
 
 /// The configuration changes from configuration `from` to configuration `to` (each read from
 /// its first member, with its kept analysis or one read for this comparison).
-pub(super) fn compared(
-    members: &[Member<'_>],
-    configs: &Configurations,
-    known: &Known,
-    from: usize,
-    to: usize,
-) -> Vec<Change> {
-    let (before, after) = (
-        read(members, configs, known, from),
-        read(members, configs, known, to),
-    );
+pub(super) fn compared(views: &Views<'_>, known: &Known, from: usize, to: usize) -> Vec<Change> {
+    let (before, after) = (read(views, known, from), read(views, known, to));
     configuration_changes(
         Side {
-            snapshot: configs.snapshot(members, from),
+            snapshot: views.snapshot(from),
             analysis: &before,
         },
         Side {
-            snapshot: configs.snapshot(members, to),
+            snapshot: views.snapshot(to),
             analysis: &after,
         },
     )
@@ -78,39 +69,35 @@ pub(super) type Known = BTreeMap<usize, Analysis>;
 
 /// The analysis of configuration `config`: the one kept, else read now (and dropped by the
 /// caller when done).
-pub(super) fn read<'a>(
-    members: &[Member<'_>],
-    configs: &Configurations,
-    known: &'a Known,
-    config: usize,
-) -> Cow<'a, Analysis> {
+pub(super) fn read<'a>(views: &Views<'_>, known: &'a Known, config: usize) -> Cow<'a, Analysis> {
     known.get(&config).map_or_else(
-        || Cow::Owned(crate::analysis::analyze(configs.snapshot(members, config))),
+        || Cow::Owned(crate::analysis::analyze(views.snapshot(config))),
         Cow::Borrowed,
     )
 }
 
-/// The analyses of the configurations of the medoid's candidates (the first members).
-pub(super) fn candidate_analyses(members: &[Member<'_>], configs: &Configurations) -> Known {
-    let candidates = members.len().min(MEDOID_CANDIDATES);
-    let wanted: Vec<usize> = (configs.of_member[..candidates].iter().copied())
+/// The configurations of the medoid's candidates (the first members).
+pub(super) fn candidate_configs(configs: &Configurations) -> Vec<usize> {
+    let candidates = configs.of_member.len().min(MEDOID_CANDIDATES);
+    (configs.of_member[..candidates].iter().copied())
         .collect::<BTreeSet<usize>>()
         .into_iter()
-        .collect();
+        .collect()
+}
+
+/// The analyses of the configurations of the medoid's candidates.
+pub(super) fn candidate_analyses(views: &Views<'_>, configs: &Configurations) -> Known {
+    let wanted = candidate_configs(configs);
     let analyses = in_parallel(&wanted, |&config| {
-        crate::analysis::analyze(configs.snapshot(members, config))
+        crate::analysis::analyze(views.snapshot(config))
     });
     wanted.into_iter().zip(analyses).collect()
 }
 
 /// The member with the fewest differences from the others (among the first candidates); each
 /// pair of configurations compared once.
-pub(super) fn medoid(
-    members: &[Member<'_>],
-    configs: &Configurations,
-    known: &Known,
-) -> Option<usize> {
-    let candidates = members.len().min(MEDOID_CANDIDATES);
+pub(super) fn medoid(views: &Views<'_>, configs: &Configurations, known: &Known) -> Option<usize> {
+    let candidates = configs.of_member.len().min(MEDOID_CANDIDATES);
     let config = |member: usize| configs.of_member[member];
     let pairs: Vec<(usize, usize)> = (0..candidates)
         .flat_map(|candidate| {
@@ -121,9 +108,7 @@ pub(super) fn medoid(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let counts = in_parallel(&pairs, |&(from, to)| {
-        compared(members, configs, known, from, to).len()
-    });
+    let counts = in_parallel(&pairs, |&(from, to)| compared(views, known, from, to).len());
     let counts: BTreeMap<(usize, usize), usize> = pairs.into_iter().zip(counts).collect();
     (0..candidates).min_by_key(|&candidate| {
         (0..candidates)
@@ -145,8 +130,7 @@ impl HolderComparisons {
     /// analyses are read once and kept in `known` (one holder per disputed key at most), each
     /// host's is read again for the comparison and dropped.
     pub(super) fn of(
-        members: &[Member<'_>],
-        configs: &Configurations,
+        views: &Views<'_>,
         known: &mut Known,
         pairs: &BTreeSet<(usize, usize)>,
     ) -> HolderComparisons {
@@ -156,13 +140,13 @@ impl HolderComparisons {
             .into_iter()
             .collect();
         let analyses = in_parallel(&holders, |&holder| {
-            crate::analysis::analyze(configs.snapshot(members, holder))
+            crate::analysis::analyze(views.snapshot(holder))
         });
         known.extend(holders.into_iter().zip(analyses));
         let known: &Known = known;
         let pairs: Vec<(usize, usize)> = pairs.iter().copied().collect();
         let changes = in_parallel(&pairs, |&(holder, to)| {
-            keyed(compared(members, configs, known, holder, to))
+            keyed(compared(views, known, holder, to))
         });
         HolderComparisons {
             done: pairs.into_iter().zip(changes).collect(),

@@ -2,7 +2,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::Hasher;
+use std::hash::{Hash, Hasher};
 
 use probe_model::{FleetView, Snapshot};
 
@@ -80,14 +80,14 @@ impl Configurations {
     /// Members sharing a configuration where their fingerprints are equal (a member without
     /// one is a configuration of its own), numbered in member order as [`Configurations::of`]
     /// numbers them.
-    pub(super) fn of_fingerprints(fingerprints: &[Option<&[u8]>]) -> Configurations {
-        let mut config_of: HashMap<&[u8], usize> = HashMap::new();
+    pub(super) fn of_fingerprints<K: Hash + Eq>(fingerprints: &[Option<K>]) -> Configurations {
+        let mut config_of: HashMap<&K, usize> = HashMap::new();
         let mut configs = Configurations {
             of_member: Vec::with_capacity(fingerprints.len()),
             first: Vec::new(),
         };
         for (index, fingerprint) in fingerprints.iter().enumerate() {
-            let known = fingerprint.and_then(|f| config_of.get(f).copied());
+            let known = (fingerprint.as_ref()).and_then(|f| config_of.get(f).copied());
             let config = known.unwrap_or_else(|| {
                 configs.first.push(index);
                 if let Some(f) = fingerprint {
@@ -102,11 +102,6 @@ impl Configurations {
 
     pub(super) fn len(&self) -> usize {
         self.first.len()
-    }
-
-    /// The snapshot read for configuration `config`.
-    pub(super) fn snapshot<'a>(&self, members: &[Member<'a>], config: usize) -> &'a Snapshot {
-        members[self.first[config]].view.snapshot()
     }
 
     /// Each member a configuration of its own: the comparison of every member, which tests

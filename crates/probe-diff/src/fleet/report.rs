@@ -5,8 +5,6 @@ use probe_model::{Change, Engine, HostDifferences, Impact, LaunchConfig, Snapsho
 
 use crate::compare::rank;
 
-use super::member::Member;
-
 /// Packages named in the baseline besides the engines' own (each engine's definition's
 /// `packages`, [`Engine::packages`]): the libraries a serving engine runs on.
 const SERVING_LIBRARIES: &[&str] = &[
@@ -29,15 +27,15 @@ fn is_key_package(name: &str) -> bool {
 }
 
 /// The hosts with differences, each one's ranked like a launch diff, the most severe first.
-pub(super) fn ranked(per_host: Vec<Vec<Change>>, members: &[Member<'_>]) -> Vec<HostDifferences> {
+pub(super) fn ranked(per_host: Vec<Vec<Change>>, hosts: &[&str]) -> Vec<HostDifferences> {
     let mut outliers: Vec<HostDifferences> = per_host
         .into_iter()
-        .zip(members)
+        .zip(hosts)
         .filter(|(changes, _)| !changes.is_empty())
-        .map(|(mut changes, member)| {
+        .map(|(mut changes, host)| {
             rank(&mut changes);
             HostDifferences {
-                host: member.host.to_string(),
+                host: host.to_string(),
                 changes,
             }
         })

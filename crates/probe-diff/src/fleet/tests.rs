@@ -10,6 +10,9 @@ use probe_model::{
 use serde_json::Value;
 
 use crate::analysis::Analysis;
+use probe_model::{FleetView, HostIds};
+
+use super::views::Source;
 
 /// A vLLM host, as a fleet comparison reads it.
 fn host(name: &str, driver: &str, extra_flag: Option<&str>, torch: &str) -> FleetView {
@@ -365,7 +368,7 @@ fn per_member_outliers(group: &str, members: &[Member<'_>]) -> GroupOutliers {
             per_host[index].push(change);
         }
     }
-    let outliers = ranked(per_host, members);
+    let outliers = ranked(per_host, &hosts_of(members));
     GroupOutliers {
         group: group.to_string(),
         hosts: members.len(),
@@ -391,6 +394,10 @@ fn renamed(mut snapshot: Snapshot, n: u64) -> Snapshot {
     snapshot.host.boot_time = Some(1_790_000_000 + n as i64);
     snapshot.host.mem_available_kib = Some(1_500_000_000 - n * 999);
     snapshot
+}
+
+fn hosts_of<'a>(members: &[Member<'a>]) -> Vec<&'a str> {
+    members.iter().map(|member| member.host).collect()
 }
 
 fn members_of(views: &[FleetView]) -> Vec<Member<'_>> {
@@ -437,34 +444,44 @@ fn shared_configurations_have_the_outliers_of_every_member_compared() {
     assert_eq!(configs.of_member[0], configs.of_member[2]);
     assert_eq!(configs.of_member[14], configs.of_member[15]);
     let shared = outliers("g", &members);
-    assert_eq!(
-        shared,
-        outliers_of("g", &members, &Configurations::each(40))
+    let each = Configurations::each(40);
+    let every = outliers_of(
+        "g",
+        &hosts_of(&members),
+        &each,
+        &mut Source::given(&members, &each),
+        None,
     );
+    assert_eq!(Some(&shared), every.as_ref());
     assert_eq!(shared, per_member_outliers("g", &members));
     // Fingerprints (here each configuration's bytes): only the first member of each is
     // read, and the outliers are the same.
     let bytes: Vec<Option<Vec<u8>>> = (views.iter())
         .map(|view| configuration_bytes(view.snapshot()))
         .collect();
-    let prints: Vec<Option<&[u8]>> = bytes.iter().map(Option::as_deref).collect();
-    let read = members_to_read(&prints);
-    assert_eq!(read, configs.first);
-    let fingerprinted: Vec<Fingerprinted<'_>> = (views.iter().enumerate())
-        .map(|(index, view)| Fingerprinted {
+    let no_ids = HostIds::default();
+    let fingerprinted: Vec<Fingerprinted<'_>> = (views.iter().zip(&bytes))
+        .map(|(view, bytes)| Fingerprinted {
             host: &view.snapshot().target,
-            fingerprint: prints[index],
-            view: read.contains(&index).then_some(view),
+            hash: bytes.as_deref(),
+            ids: &no_ids,
+            view: None,
         })
         .collect();
-    assert_eq!(
-        outliers_by_fingerprint("g", &fingerprinted).as_ref(),
-        Some(&shared)
-    );
-    // A member to read without its view: no answer rather than a wrong one.
-    let mut missing = fingerprinted.clone();
-    missing[read[1]].view = None;
-    assert_eq!(outliers_by_fingerprint("g", &missing), None);
+    let mut read: Vec<usize> = Vec::new();
+    let by_fingerprint = outliers_by_fingerprint("g", &fingerprinted, &mut |wanted| {
+        read.extend(wanted);
+        Some(wanted.iter().map(|&index| views[index].clone()).collect())
+    });
+    assert_eq!(by_fingerprint.as_ref(), Some(&shared));
+    read.sort_unstable();
+    assert_eq!(read, configs.first);
+    // A member to read whose view is gone: no answer rather than a wrong one.
+    let gone = configs.first[1];
+    let answer = outliers_by_fingerprint("g", &fingerprinted, &mut |wanted| {
+        (!wanted.contains(&gone)).then(|| wanted.iter().map(|&i| views[i].clone()).collect())
+    });
+    assert_eq!(answer, None);
     assert_eq!(shared.reference.as_deref(), Some("root@node-0.example:22"));
     // The mode is 575: each 570 host's driver change reads from the group to the host.
     let odd: Vec<&str> = shared.outliers.iter().map(|o| o.host.as_str()).collect();

@@ -188,8 +188,9 @@ fn last_audits_by_host(store: &dyn SnapshotStore) -> Result<BTreeMap<String, Sto
 
 /// Outliers of every inventory group and tag (`tag:NAME`) with at least two hosts that have a
 /// snapshot; only `only_groups` when given. Members are compared by their configuration
-/// fingerprints first: only the first member of each distinct fingerprint of a group is read
-/// (`get_many_views`) and compared, the same answer as [`group_outliers_by_views`].
+/// fingerprints first: only the members whose comparison is not shared with another's
+/// (`probe_diff::outliers_by_fingerprint`) are read (`get_many_views`, group by group) and
+/// compared, the same answer as [`group_outliers_by_views`].
 pub fn group_outliers(
     store: &dyn SnapshotStore,
     members: &[FleetMember],
@@ -208,50 +209,59 @@ pub fn group_outliers(
         })
         .filter(|(_, present): &(String, Vec<_>)| present.len() >= 2)
         .collect();
-    let prints = |present: &[Present<'_>]| -> Vec<Option<Vec<u8>>> {
-        (present.iter())
-            .map(|(_, (_, print))| print.0.map(|hash| hash.to_vec()))
-            .collect()
-    };
-    // The stored snapshots any group reads whole, read once.
-    let mut wanted: Vec<String> = Vec::new();
-    for (_, present) in &groups {
-        let prints = prints(present);
-        let prints: Vec<Option<&[u8]>> = prints.iter().map(Option::as_deref).collect();
-        for index in probe_diff::members_to_read(&prints) {
-            if let (Latest::Stored(id), _) = present[index].1
-                && !wanted.contains(id)
-            {
-                wanted.push(id.clone());
-            }
-        }
-    }
-    let read: BTreeMap<String, FleetView> = wanted
-        .iter()
-        .cloned()
-        .zip(store.get_many_views(&wanted)?)
-        .filter_map(|(id, view)| Some((id, view?)))
-        .collect();
     let mut reports = Vec::new();
     for (group, present) in &groups {
-        let prints = prints(present);
-        let fingerprinted: Vec<Fingerprinted<'_>> = (present.iter().zip(&prints))
-            .map(|((host, (where_, _)), print)| Fingerprinted {
+        let fingerprinted: Vec<Fingerprinted<'_>> = (present.iter())
+            .map(|(host, (where_, print))| Fingerprinted {
                 host,
-                fingerprint: print.as_deref(),
+                hash: print.hash.as_ref().map(|hash| hash.as_slice()),
+                ids: &print.ids,
                 view: match where_ {
                     Latest::Fresh(view) => Some(*view),
-                    Latest::Stored(id) => read.get(id),
+                    Latest::Stored(_) => None,
                 },
             })
             .collect();
-        match probe_diff::outliers_by_fingerprint(group, &fingerprinted) {
-            Some(report) => reports.push(report),
+        let mut failed = None;
+        let report = {
+            let mut read = |wanted: &[usize]| -> Option<Vec<FleetView>> {
+                read_members(store, present, wanted)
+                    .map_err(|error| failed = Some(error))
+                    .ok()?
+            };
+            probe_diff::outliers_by_fingerprint(group, &fingerprinted, &mut read)
+        };
+        match (report, failed) {
+            (_, Some(error)) => return Err(error),
+            (Some(report), None) => reports.push(report),
             // A snapshot pruned between the two reads: every member read whole.
-            None => return group_outliers_by_views(store, members, fresh, only_groups),
+            (None, None) => return group_outliers_by_views(store, members, fresh, only_groups),
         }
     }
     Ok(reports)
+}
+
+/// The views of group members `wanted` (by index in `present`), stored ones in one
+/// `get_many_views`; `None` where one is gone.
+fn read_members(
+    store: &dyn SnapshotStore,
+    present: &[Present<'_>],
+    wanted: &[usize],
+) -> Result<Option<Vec<FleetView>>> {
+    let ids: Vec<String> = (wanted.iter())
+        .filter_map(|&index| match &present.get(index)?.1.0 {
+            Latest::Stored(id) => Some(id.clone()),
+            Latest::Fresh(_) => None,
+        })
+        .collect();
+    let mut stored = store.get_many_views(&ids)?.into_iter();
+    Ok(wanted
+        .iter()
+        .map(|&index| match &present.get(index)?.1.0 {
+            Latest::Fresh(view) => Some((*view).clone()),
+            Latest::Stored(_) => stored.next().flatten(),
+        })
+        .collect())
 }
 
 /// [`group_outliers`] with every member's view read and compared: the answer the fingerprints
@@ -370,7 +380,7 @@ pub(super) fn impact_word(impact: probe_model::Impact) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use probe_model::Snapshot;
+    use probe_model::{ProcessInfo, Snapshot};
 
     #[test]
     fn outlier_lines_name_the_host_and_the_group() {
@@ -758,5 +768,90 @@ mod tests {
         for host in ["host-5", "host-9", "host-13", "host-21"] {
             assert!(odd.contains(&host), "{host} not in {odd:?}");
         }
+    }
+
+    /// Hosts set up alike but each with its own process ids and GPU UUIDs, as real hosts are:
+    /// `--outliers` by fingerprint (identities renamed, comparisons with the reference shared
+    /// where the reference sees the hosts alike) is byte for byte today's answer, where every
+    /// member's view is read and compared; also where an id is what differs: a host whose
+    /// launcher names its own GPU's UUID, a foreign process on a GPU (its change is keyed by
+    /// its pid), a worker whose launcher is another process, and a host whose ids are the
+    /// reference's (the reference sees them).
+    #[test]
+    fn outliers_with_identities_renamed_are_todays_byte_for_byte() {
+        use probe_model::{GpuProcess, ProcessRole};
+        let dir = tempfile::tempdir().unwrap();
+        let store = probe_store::SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        for n in 0..40u32 {
+            let own = if n == 33 { 0 } else { n };
+            let mut host = fleet_host(n as usize, "575.57.08", None, "2.8.0", 4000 + own * 7);
+            for (index, gpu) in host.gpu.gpus.iter_mut().enumerate() {
+                gpu.uuid = Some(format!("GPU-{own:08x}-{index:04x}-aaaa-bbbb"));
+            }
+            host.processes.push(ProcessInfo {
+                pid: 4001 + own * 7,
+                ppid: Some(4000 + own * 7),
+                launcher_pid: Some(if n == 21 { 1 } else { 4000 + own * 7 }),
+                role: ProcessRole::Worker,
+                argv: vec!["VLLM::Worker_TP0".into()],
+                ..ProcessInfo::default()
+            });
+            if n == 9 {
+                host.processes[0].env.insert(
+                    "CUDA_VISIBLE_DEVICES".into(),
+                    format!("GPU-{own:08x}-0000-aaaa-bbbb"),
+                );
+            }
+            // Another user's process on a GPU: on the reference (host-0, pid 9000) and the
+            // other candidates, and on host-30 with the reference's pid (no new finding) and
+            // host-31 with one just below it (a new finding), which only the values tell apart.
+            let foreign = match n {
+                0 => Some(9000),
+                1..12 | 15 => Some(9100 + n),
+                30 => Some(9000),
+                31 => Some(8999),
+                _ => None,
+            };
+            if let Some(pid) = foreign {
+                host.hardware.processes.push(GpuProcess {
+                    gpu_uuid: host.gpu.gpus[0].uuid.clone(),
+                    pid: Some(pid),
+                    process_name: Some("python3".into()),
+                    used_memory_mib: Some(20 * 1024),
+                    user: Some("ana".into()),
+                    ..GpuProcess::default()
+                });
+            }
+            store.put(&host).unwrap();
+        }
+        let members: Vec<FleetMember> = (0..40)
+            .map(|n| FleetMember {
+                name: format!("host-{n}"),
+                target: format!("gpu{n}"),
+                groups: vec!["prod".into()],
+                tags: vec![],
+            })
+            .collect();
+        let none = BTreeMap::new();
+        let json = |groups: &[GroupOutliers]| serde_json::to_string(groups).unwrap();
+        let today = group_outliers_by_views(&store, &members, &none, &[]).unwrap();
+        let by_fingerprint = group_outliers(&store, &members, &none, &[]).unwrap();
+        assert_eq!(json(&by_fingerprint), json(&today));
+        let prod = &today[0];
+        let odd: Vec<&str> = prod.outliers.iter().map(|o| o.host.as_str()).collect();
+        assert_eq!(prod.reference.as_deref(), Some("host-0"));
+        for host in ["host-9", "host-15", "host-31"] {
+            assert!(odd.contains(&host), "{host} not in {odd:?}");
+        }
+        for host in ["host-12", "host-30", "host-33"] {
+            assert!(!odd.contains(&host), "{host} in {odd:?}");
+        }
+        // The fingerprints share: hosts that differ only in ids have one hash.
+        let ids: Vec<String> = ["gpu1-1", "gpu2-1", "gpu9-1"].map(String::from).to_vec();
+        let prints = store.fingerprints(&ids).unwrap();
+        let hash = |i: usize| prints[i].as_ref().unwrap().hash;
+        assert_eq!(hash(0), hash(1));
+        assert_ne!(prints[0], prints[1]);
+        assert_ne!(hash(0), hash(2));
     }
 }
