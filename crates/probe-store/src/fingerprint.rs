@@ -131,8 +131,13 @@ impl Names {
         let decimal: BTreeMap<u32, usize> = (decimal.into_iter().enumerate())
             .map(|(place, pid)| (pid, place))
             .collect();
-        let numbers = numbers_in(text);
-        let lower = text.to_ascii_lowercase();
+        let numbers = numbers_in(text, &decimal);
+        let has_uuids = distinct.iter().any(|id| matches!(id, Found::Uuid(_)));
+        let lower = if has_uuids {
+            text.to_ascii_lowercase()
+        } else {
+            String::new()
+        };
         let mut names = Names {
             order: BTreeMap::new(),
             kept: BTreeSet::new(),
@@ -178,12 +183,13 @@ impl Names {
     }
 }
 
-/// Every run of ASCII digits in `text`, as a number (runs too long for a `u64` left out: no
-/// pid is that long).
-pub(crate) fn numbers_in(text: &str) -> BTreeSet<u64> {
+/// The pids of `pids` that stand in `text` as a run of ASCII digits, read as a number (leading
+/// zeros do not hide one; runs too long for a `u64` are no pid).
+fn numbers_in(text: &str, pids: &BTreeMap<u32, usize>) -> BTreeSet<u64> {
     text.split(|c: char| !c.is_ascii_digit())
         .filter(|run| !run.is_empty())
         .filter_map(|run| run.parse::<u64>().ok())
+        .filter(|number| u32::try_from(*number).is_ok_and(|pid| pids.contains_key(&pid)))
         .collect()
 }
 
