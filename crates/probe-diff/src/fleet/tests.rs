@@ -542,3 +542,58 @@ fn configurations_tell_apart_what_serialises_alike() {
     let configs = Configurations::of(&members_of(&views));
     assert_eq!(configs.of_member, [0, 0, 1]);
 }
+
+/// Hosts set up alike, each with its own process id and GPU UUIDs (one hash, their own ids):
+/// the reference's comparison with one of them is shared by all that it sees alike, so only
+/// the medoid's candidates and one more host are read, and the outliers are those of every
+/// member's view (a host with a flag of its own, under another hash, among them).
+#[test]
+fn hosts_apart_only_in_ids_are_compared_once_with_every_members_outliers() {
+    let views: Vec<FleetView> = (0..30u32)
+        .map(|n| {
+            let flag = (n == 20).then_some("--enable-expert-parallel");
+            let mut snapshot = renamed(whole_host("gpu", "575", flag, "2.8.0"), u64::from(n));
+            snapshot.processes[0].pid = 5000 + n * 3;
+            for (index, gpu) in snapshot.gpu.gpus.iter_mut().enumerate() {
+                gpu.uuid = Some(format!("GPU-{n:04x}-{index}"));
+            }
+            FleetView::of(snapshot)
+        })
+        .collect();
+    let ids: Vec<HostIds> = (views.iter())
+        .map(|view| {
+            let snapshot = view.snapshot();
+            HostIds {
+                pids: vec![snapshot.processes[0].pid],
+                uuids: (snapshot.gpu.gpus.iter())
+                    .filter_map(|gpu| gpu.uuid.clone())
+                    .collect(),
+            }
+        })
+        .collect();
+    let hashes: Vec<&[u8]> = (0..30)
+        .map(|n| if n == 20 { &b"flag"[..] } else { &b"image"[..] })
+        .collect();
+    let fingerprinted: Vec<Fingerprinted<'_>> = (0..30)
+        .map(|n| Fingerprinted {
+            host: &views[n].snapshot().target,
+            hash: Some(hashes[n]),
+            ids: &ids[n],
+            view: None,
+        })
+        .collect();
+    let mut read: Vec<usize> = Vec::new();
+    let by_fingerprint = outliers_by_fingerprint("g", &fingerprinted, &mut |wanted| {
+        read.extend(wanted);
+        Some(wanted.iter().map(|&index| views[index].clone()).collect())
+    });
+    let members = members_of(&views);
+    let every = outliers("g", &members);
+    assert_eq!(by_fingerprint.as_ref(), Some(&every));
+    let odd: Vec<&str> = every.outliers.iter().map(|o| o.host.as_str()).collect();
+    assert_eq!(odd, ["root@node-20.example:22"]);
+    read.sort_unstable();
+    let mut expected: Vec<usize> = (0..12).collect();
+    expected.push(20);
+    assert_eq!(read, expected);
+}
