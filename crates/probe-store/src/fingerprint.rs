@@ -33,6 +33,10 @@ pub struct Fingerprint {
     pub ids: HostIds,
 }
 
+/// The most GPU UUIDs a snapshot has renamed (a real host has a few to a few dozen GPUs, with
+/// their MIG devices).
+const MAX_RENAMED_UUIDS: usize = 256;
+
 /// The first byte of a stored fingerprint of this form (layout 5 stored the bare hash of the
 /// configuration with its identities as they were).
 const FORM: u8 = 2;
@@ -132,8 +136,13 @@ impl Names {
             .map(|(place, pid)| (pid, place))
             .collect();
         let numbers = numbers_in(text, &decimal);
-        let has_uuids = distinct.iter().any(|id| matches!(id, Found::Uuid(_)));
-        let lower = if has_uuids {
+        let uuid_count = (distinct.iter())
+            .filter(|id| matches!(id, Found::Uuid(_)))
+            .count();
+        // Bounded work on a hostile host: each UUID is looked for in the whole text, so past
+        // this many none is renamed (each stays as it is).
+        let too_many = uuid_count > MAX_RENAMED_UUIDS;
+        let lower = if uuid_count > 0 && !too_many {
             text.to_ascii_lowercase()
         } else {
             String::new()
@@ -155,7 +164,7 @@ impl Names {
                 }
                 Found::Uuid(uuid) => {
                     uuids += 1;
-                    ((uuids - 1, 0), uuid_is_named(uuid, &lower))
+                    ((uuids - 1, 0), too_many || uuid_is_named(uuid, &lower))
                 }
             };
             names.order.insert(id.clone(), place);
@@ -478,5 +487,28 @@ mod tests {
             assert_eq!(Fingerprint::from_stored(&damaged), Fingerprint::default());
         }
         assert!(Fingerprint::default().stored().is_empty());
+    }
+
+    /// A host with more GPU UUIDs than are looked for renames none of them (each stays in the
+    /// hash), and still has a fingerprint.
+    #[test]
+    fn past_the_bound_no_uuid_is_renamed() {
+        let mut many = serving(0, "1111aaaa");
+        many.gpu.gpus = (0..=MAX_RENAMED_UUIDS as u32)
+            .map(|index| Gpu {
+                index: Some(index),
+                uuid: Some(format!("GPU-{index:08x}-00aa-bbcc")),
+                ..Gpu::default()
+            })
+            .collect();
+        let print = Fingerprint::of_snapshot(&many);
+        assert!(print.hash.is_some());
+        assert!(print.ids.uuids.is_empty());
+        assert_eq!(print.ids.pids, [4242, 4243]);
+        many.gpu.gpus.pop();
+        assert_eq!(
+            Fingerprint::of_snapshot(&many).ids.uuids.len(),
+            MAX_RENAMED_UUIDS
+        );
     }
 }

@@ -19,6 +19,10 @@ use std::hash::{Hash, Hasher};
 
 use probe_model::{HostIdMut, HostIds, Snapshot, for_each_host_id};
 
+/// The longest UUID looked for in the reference's text, and how many lengths at most.
+const MAX_UUID_LENGTH: usize = 96;
+const MAX_UUID_LENGTHS: usize = 8;
+
 /// One renamed value as the reference sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) enum Seen {
@@ -33,6 +37,8 @@ pub(super) struct Reference {
     numbers: HashSet<u64>,
     /// Hashes of the lower-cased text's windows, by window length.
     windows: HashSet<(usize, u64)>,
+    /// The window lengths hashed.
+    lengths: Vec<usize>,
     pids: Vec<u32>,
     decimal: Vec<String>,
     uuids: Vec<String>,
@@ -52,6 +58,10 @@ impl Reference {
             .collect();
         lengths.sort_unstable();
         lengths.dedup();
+        // Bounded work on hostile ids: a UUID of another length is not looked for, so it reads
+        // as named (as it is), and shares nothing.
+        lengths.retain(|length| *length <= MAX_UUID_LENGTH);
+        lengths.truncate(MAX_UUID_LENGTHS);
         let bytes = text.as_bytes();
         let windows = (lengths.iter().filter(|length| **length > 0))
             .flat_map(|&length| bytes.windows(length).map(move |w| (length, hashed(w))))
@@ -70,6 +80,7 @@ impl Reference {
         Reference {
             numbers: numbers_in(&text),
             windows,
+            lengths,
             pids,
             decimal,
             uuids,
@@ -97,7 +108,12 @@ impl Reference {
                         .windows
                         .contains(&(part.len(), hashed(part.as_bytes())))
             };
-            if found(&lower) || found(core(&lower)) {
+            let unsearched = |part: &str| !self.lengths.contains(&part.len());
+            if unsearched(&lower)
+                || unsearched(core(&lower))
+                || found(&lower)
+                || found(core(&lower))
+            {
                 Seen::Named(uuid.clone())
             } else {
                 Seen::Placed(self.uuids.partition_point(|own| own < uuid), usize::MAX)
