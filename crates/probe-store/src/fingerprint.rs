@@ -11,7 +11,8 @@
 //! decimal order, a UUID by its order), and only where its value appears nowhere else in the
 //! configuration: a pid whose digits stand anywhere in the text (a log line, a label
 //! `pid:1234`, a port, another field), a UUID found anywhere in it (an environment's
-//! `CUDA_VISIBLE_DEVICES`), an empty or unusual UUID, or a pid 0 stays as it is, in the hash.
+//! `CUDA_VISIBLE_DEVICES`), an empty or unusual UUID, or a pid 0 or 1 (which readers tell apart
+//! from the others: a unit's main pid must be above 1) stays as it is, in the hash.
 //! So equal hashes are two configurations equal but for a renaming of identities that nothing
 //! else in either names; equal hashes and equal [`HostIds`] are two configurations equal as
 //! values and as serialised bytes: what probe-diff's fleet comparison shares a comparison by.
@@ -159,7 +160,7 @@ impl Names {
                 Found::Pid(pid) => {
                     numeric += 1;
                     let text_place = decimal.get(pid).copied().unwrap_or_default();
-                    let named = *pid == 0 || numbers.contains(&u64::from(*pid));
+                    let named = *pid <= 1 || numbers.contains(&u64::from(*pid));
                     ((numeric - 1, text_place), named)
                 }
                 Found::Uuid(uuid) => {
@@ -453,6 +454,22 @@ mod tests {
             assert_eq!(a.hash == b.hash, same, "{what}");
             assert_ne!(a, b, "{what}: the identities differ");
         }
+        // A unit's main pid 1 is no process of it (readers ask for one above 1): 1 is never
+        // renamed like a pid of the same place.
+        let main_pid = |pid: u32| {
+            let mut snapshot = serving(0, "1111aaaa");
+            snapshot.units.push(probe_model::SystemdUnit {
+                name: "vllm.service".into(),
+                state: Some(probe_model::UnitState {
+                    main_pid: Some(pid),
+                    ..probe_model::UnitState::default()
+                }),
+                ..probe_model::SystemdUnit::default()
+            });
+            print(&snapshot)
+        };
+        assert_ne!(main_pid(1).hash, main_pid(4000).hash);
+        assert_eq!(main_pid(4000).hash, main_pid(4001).hash);
         // Numeric order alike, decimal order not: 99 < 100 but "100" < "99".
         let pids = |a: u32, b: u32| {
             let mut snapshot = serving(0, "1111aaaa");
