@@ -40,7 +40,7 @@ pub use conclusion::{
     HostConclusions, compare_analyses, compare_snapshots, compare_snapshots_with, host_conclusions,
     lead, metrics_by_run, period_diff, previous_launch_diff,
 };
-pub use fleet::{Fingerprinted, Member, members_to_read, outliers, outliers_by_fingerprint};
+pub use fleet::{Fingerprinted, Member, ReadViews, outliers, outliers_by_fingerprint};
 pub use hardware::report as hardware_report;
 pub use impact::is_session_variable;
 pub use run::summarize_model;

@@ -409,10 +409,7 @@ impl SnapshotStore for PgStore {
             versions: clean(&serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into())),
             slots: content::slots_of(&content::split(&to_json(snapshot))),
             collected_by: self.runner.clone(),
-            fingerprint: Fingerprint::of_snapshot(snapshot)
-                .stored()
-                .unwrap_or_default()
-                .to_vec(),
+            fingerprint: Fingerprint::of_snapshot(snapshot).stored(),
         };
         let host_id = self.run(|pool, store| write::put_row(pool, store, row))?;
         Ok(SnapshotMeta::stored(snapshot, host_id, engines, versions))

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use probe_model::Snapshot;
 
 /// Version of the store's own table layout (not of the snapshot documents).
-pub const STORE_SCHEMA_VERSION: u32 = 5;
+pub const STORE_SCHEMA_VERSION: u32 = 6;
 
 /// The layout version that keeps documents as content-addressed sections: migrating to it moves
 /// every stored document into sections (`content::split`) before its column is dropped.

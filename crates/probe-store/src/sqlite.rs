@@ -219,10 +219,7 @@ impl SnapshotStore for SqliteStore {
             engines: engines.iter().cloned().collect::<Vec<_>>().join(","),
             versions_text: serde_json::to_string(&versions).unwrap_or_else(|_| "{}".into()),
             versions: &versions,
-            fingerprint: Fingerprint::of_snapshot(snapshot)
-                .stored()
-                .unwrap_or_default()
-                .to_vec(),
+            fingerprint: Fingerprint::of_snapshot(snapshot).stored(),
         };
         let planned = self.plan(snapshot, &slots)?;
         let host_id = self.with_retries(|connection| {

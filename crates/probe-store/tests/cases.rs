@@ -1486,7 +1486,7 @@ fn fingerprints_are_kept_and_computed_for_older_snapshots(backend: &Backend) {
         .collect();
     let kept = store.fingerprints(&ids).unwrap();
     assert_eq!(kept, expected);
-    assert!(kept[0].unwrap().0.is_some());
+    assert!(kept[0].as_ref().unwrap().hash.is_some());
     assert!((1..4).all(|n| kept[n] == kept[0]), "{kept:?}");
     assert_ne!(kept[4], kept[0]);
     assert_ne!(kept[5], kept[0]);

@@ -124,6 +124,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ",
     // 4 -> 5: each snapshot's configuration fingerprint, as SQLite's.
     "ALTER TABLE probe.snapshots ADD COLUMN fingerprint bytea;",
+    // 5 -> 6: fingerprints with identities renamed, as SQLite's.
+    "UPDATE probe.snapshots SET fingerprint = NULL;",
 ];
 
 /// The end of migration 3 -> 4, once every snapshot has its slots.

@@ -123,6 +123,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 4 -> 5: each snapshot's configuration fingerprint (`crate::Fingerprint`; an empty blob
     // where it has none). NULL for the snapshots stored before: computed when read.
     "ALTER TABLE snapshots ADD COLUMN fingerprint BLOB;",
+    // 5 -> 6: fingerprints with process ids and GPU UUIDs renamed (`crate::Fingerprint`, form
+    // 2); those of layout 5 are cleared, and computed when read.
+    "UPDATE snapshots SET fingerprint = NULL;",
 ];
 
 /// The end of migration 3 -> 4, once every snapshot has its slots.
