@@ -139,6 +139,12 @@ fn apply_read_file(l: &mut LaunchConfig, path: &str, f: &LaunchFile) {
              file's now, which the running server may not have read"
         ));
     }
+    record_file(l, DefiningFileRole::EngineConfig, path);
+}
+
+/// `path` among the files that define `l`, with the options whose value it gave (their
+/// `written` ends `(in PATH)`).
+pub(crate) fn record_file(l: &mut LaunchConfig, role: DefiningFileRole, path: &str) {
     let from_file = format!("(in {path})");
     let sets = l
         .options
@@ -147,7 +153,7 @@ fn apply_read_file(l: &mut LaunchConfig, path: &str, f: &LaunchFile) {
         .map(|(k, _)| k.clone())
         .collect();
     l.files.push(DefiningFile {
-        role: DefiningFileRole::EngineConfig,
+        role,
         path: path.to_string(),
         optional: false,
         sets,

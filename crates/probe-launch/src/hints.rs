@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use probe_model::{Engine, LaunchSource};
+use probe_model::{Engine, LaunchOrigin, LaunchSource, ProcessInfo, SourceKind, TimeBounds};
 
 /// Inputs larger than this are cut (with a warning) before reading.
 pub(crate) const MAX_TEXT: usize = 4 * 1024 * 1024;
@@ -47,4 +47,25 @@ pub struct ParseHints {
     /// Variables known from outside the text (unit `Environment=`/`EnvironmentFile=`).
     pub env: BTreeMap<String, String>,
     pub working_directory: Option<String>,
+}
+
+impl ParseHints {
+    /// A running process's argv: its pid as the location, its start as the launch's time, its
+    /// working directory for relative paths.
+    pub(crate) fn of_process(p: &ProcessInfo) -> Self {
+        ParseHints {
+            source: LaunchSource {
+                kind: SourceKind::Process,
+                location: LaunchOrigin::Process { pid: p.pid }.location(),
+                time: TimeBounds {
+                    at: p.start_time,
+                    ..TimeBounds::default()
+                },
+                running: true,
+                ..LaunchSource::default()
+            },
+            working_directory: p.cwd.clone(),
+            ..ParseHints::default()
+        }
+    }
 }

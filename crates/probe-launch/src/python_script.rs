@@ -9,11 +9,11 @@
 //! FIFO, missing) leaves the engine's settings unknown, said once on the launch.
 
 use probe_model::{
-    DefiningFile, DefiningFileRole, Engine, LaunchConfig, LaunchFile, LaunchFileKind, LaunchOrigin,
-    LaunchSource, ProcessInfo, ProcessRole, SectionStatus, Snapshot, SourceKind, TimeBounds,
+    DefiningFileRole, Engine, LaunchConfig, LaunchFile, LaunchFileKind, ProcessInfo, ProcessRole,
+    SectionStatus, Snapshot,
 };
 
-use crate::config_files::same_file;
+use crate::config_files::{record_file, same_file};
 use crate::ctx::basename;
 use crate::hints::ParseHints;
 use crate::installed::fill_version;
@@ -98,20 +98,7 @@ fn of_process(
     path: &str,
     f: &LaunchFile,
 ) -> Option<LaunchConfig> {
-    let mut hints = ParseHints {
-        source: LaunchSource {
-            kind: SourceKind::Process,
-            location: LaunchOrigin::Process { pid: p.pid }.location(),
-            time: TimeBounds {
-                at: p.start_time,
-                ..TimeBounds::default()
-            },
-            running: true,
-            ..LaunchSource::default()
-        },
-        working_directory: p.cwd.clone(),
-        ..ParseHints::default()
-    };
+    let mut hints = ParseHints::of_process(p);
     let read = matches!(f.status, SectionStatus::Ok | SectionStatus::Truncated);
     let mut l = if read {
         let first = agreed(python_api::launches_in(&f.text, &hints, Some(path)))?;
@@ -176,19 +163,7 @@ fn with_process(l: &mut LaunchConfig, p: &ProcessInfo, path: &str, f: &LaunchFil
              are the file's now, which the running process may not have read"
         ));
     }
-    let from_file = format!("(in {path})");
-    let sets = l
-        .options
-        .iter()
-        .filter(|(_, o)| o.written.ends_with(&from_file))
-        .map(|(k, _)| k.clone())
-        .collect();
-    l.files.push(DefiningFile {
-        role: DefiningFileRole::PythonScript,
-        path: path.to_string(),
-        optional: false,
-        sets,
-    });
+    record_file(l, DefiningFileRole::PythonScript, path);
 }
 
 /// One launch from a script's engine calls: the only one, or what every call sets alike (the

@@ -104,20 +104,7 @@ fn process_launches(snapshot: &Snapshot, out: &mut Vec<LaunchConfig>) {
         if p.role != ProcessRole::Launcher {
             continue;
         }
-        let hints = ParseHints {
-            source: LaunchSource {
-                kind: SourceKind::Process,
-                location: LaunchOrigin::Process { pid: p.pid }.location(),
-                time: TimeBounds {
-                    at: p.start_time,
-                    ..TimeBounds::default()
-                },
-                running: true,
-                ..LaunchSource::default()
-            },
-            working_directory: p.cwd.clone(),
-            ..ParseHints::default()
-        };
+        let hints = ParseHints::of_process(p);
         if let Some(mut l) = from_argv(&p.argv, &p.env, &hints) {
             if let Some(e) = p.engine
                 && l.engine == Engine::Other
