@@ -84,6 +84,11 @@ impl FleetView {
         &self.snapshot
     }
 
+    /// The snapshot, with the fields a view leaves out empty, taken.
+    pub fn into_snapshot(self) -> Snapshot {
+        self.snapshot
+    }
+
     /// How a view reads the top-level field `field` of a snapshot document (every field
     /// [`FleetView::of`] empties or thins is named here).
     pub fn reading(field: &str) -> FieldReading {

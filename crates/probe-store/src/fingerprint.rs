@@ -45,11 +45,23 @@ const FORM: u8 = 2;
 impl Fingerprint {
     /// The fingerprint of `view`.
     pub fn of(view: &FleetView) -> Fingerprint {
-        if !equals_itself(&view.configuration()) {
+        Fingerprint::of_view_snapshot(view.snapshot().clone())
+    }
+
+    /// The fingerprint of a snapshot's view.
+    pub(crate) fn of_snapshot(snapshot: &Snapshot) -> Fingerprint {
+        Fingerprint::of_view_snapshot(FleetView::of(snapshot.clone()).into_snapshot())
+    }
+
+    /// The fingerprint of a view's snapshot, taken to rename its identities in place (one
+    /// copy of a snapshot a fingerprint, made by the caller: this runs at every `put`).
+    fn of_view_snapshot(mut renamed: Snapshot) -> Fingerprint {
+        let found = blanked(&mut renamed);
+        // Blanking takes no NaN away and adds none: the configuration with its identities
+        // blanked is whole exactly where the view's is.
+        if !equals_itself(&FleetView::configuration_of(&renamed)) {
             return Fingerprint::default();
         }
-        let mut renamed = view.snapshot().clone();
-        let found = blanked(&mut renamed);
         let text = format!("{:?}", FleetView::configuration_of(&renamed));
         let names = Names::of(&found, &text);
         let mut hashing = Hashing(Sha256::new());
@@ -62,11 +74,6 @@ impl Fingerprint {
             hash: Some(hashing.0.finalize().into()),
             ids: names.renamed,
         }
-    }
-
-    /// The fingerprint of a snapshot's view.
-    pub(crate) fn of_snapshot(snapshot: &Snapshot) -> Fingerprint {
-        Fingerprint::of(&FleetView::of(snapshot.clone()))
     }
 
     /// As stored: [`FORM`], the hash, the renamed identities as JSON; empty where there is
