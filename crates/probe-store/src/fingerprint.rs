@@ -496,6 +496,23 @@ mod tests {
             print(&base).ids.uuids,
             ["GPU-1111aaaa0-00aa-bbcc", "GPU-1111aaaa1-00aa-bbcc"]
         );
+        // A UUID named in any case, whole or without its `GPU-` prefix, stays as it is.
+        for written in [
+            "gpu-1111AAAA1-00AA-BBCC",
+            "1111aaaa1-00aa-bbcc",
+            "device=1111AAAA1-00aa-bbcc,",
+        ] {
+            let named = edit(0, "1111aaaa", &|s| {
+                s.processes[0]
+                    .env
+                    .insert("CUDA_VISIBLE_DEVICES".into(), written.into());
+            });
+            assert_eq!(
+                print(&named).ids.uuids,
+                ["GPU-1111aaaa0-00aa-bbcc"],
+                "{written}"
+            );
+        }
     }
 
     #[test]
