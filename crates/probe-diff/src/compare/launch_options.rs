@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use probe_launch::catalog::{Catalog, OptionSpec, ValueKind, display, values_equal};
-use probe_launch::{ConfigField, covered_by_speculative, default_of, speculative_leftover};
+use probe_launch::{
+    ConfigDifference, ConfigField, covered_by_speculative, default_of, speculative_leftover,
+};
 use probe_model::{ChangeKind, LaunchConfig};
 use serde_json::Value;
 
@@ -91,26 +93,22 @@ pub(super) fn compare_options_same_engine(
     }
 }
 
-/// The options (by name) whose values differ once defaults are taken into account, and those
-/// neither side sets whose default differs. One comparison decides which options differ:
-/// probe-launch's, the one `same_configuration` reads. This ranks and explains what it found,
-/// so "same configuration" and "no option change in the diff" cannot disagree.
-fn differing_options(sides: &Sides<'_>) -> (BTreeSet<String>, BTreeSet<String>) {
-    let differences = probe_launch::configuration_differences(sides.before, sides.after);
-    let differing = |wanted: fn(&ConfigField) -> Option<&str>| -> BTreeSet<String> {
-        differences
-            .iter()
-            .filter_map(|d| wanted(&d.field).map(str::to_string))
-            .collect()
-    };
-    let options = differing(|field| match field {
-        ConfigField::Option(name) => Some(name.as_str()),
-        _ => None,
-    });
-    let defaults = differing(|field| match field {
-        ConfigField::Default(name) => Some(name.as_str()),
-        _ => None,
-    });
+/// The options (by name) whose values differ once defaults are taken into account, and the
+/// defaults (as [`ConfigField::Default`] differences) of those neither side sets that differ.
+/// One comparison decides which options differ: probe-launch's, the one `same_configuration`
+/// reads. This ranks and explains what it found, so "same configuration" and "no option change
+/// in the diff" cannot disagree.
+fn differing_options(sides: &Sides<'_>) -> (BTreeSet<String>, Vec<ConfigDifference>) {
+    let (defaults, others): (Vec<ConfigDifference>, Vec<ConfigDifference>) =
+        probe_launch::configuration_differences(sides.before, sides.after)
+            .into_iter()
+            .partition(|d| matches!(d.field, ConfigField::Default(_)));
+    let options = (others.into_iter())
+        .filter_map(|d| match d.field {
+            ConfigField::Option(name) => Some(name),
+            _ => None,
+        })
+        .collect();
     (options, defaults)
 }
 
@@ -306,13 +304,13 @@ pub(super) fn compare_unmapped(
     collector.push(&subject, option_key(name), written.0, written.1, Some(note));
 }
 
-/// Options neither launch sets whose default differs between the two engine versions: the
-/// launches read the same but run differently (vLLM's `--gpu-memory-utilization` went from 0.9
-/// to 0.92).
+/// Options neither launch sets whose default differs between the two engine versions (probe-launch's
+/// [`ConfigField::Default`] differences): the launches read the same but run differently
+/// (vLLM's `--gpu-memory-utilization` went from 0.9 to 0.92).
 pub(super) fn compare_changed_defaults(
     sides: &Sides<'_>,
     collector: &mut Collector,
-    differing: &BTreeSet<String>,
+    defaults: &[ConfigDifference],
 ) {
     let (Some(before_version), Some(after_version)) = (
         sides.before.engine_version.as_deref(),
@@ -320,43 +318,22 @@ pub(super) fn compare_changed_defaults(
     ) else {
         return;
     };
-    if before_version.trim() == after_version.trim() {
-        return;
-    }
-    for after_spec in sides.after_catalog.options() {
-        let name = after_spec.name.as_str();
-        if !differing.contains(name)
-            || is_model_option(sides, name)
-            || sides.before.options.contains_key(name)
-            || sides.after.options.contains_key(name)
-        {
-            continue;
-        }
-        let Some(before_spec) = sides.before_catalog.get(name) else {
-            continue;
-        };
-        if sides.speculative_handled
-            && covered_by_speculative(sides.after_catalog, Some(after_spec), name)
-        {
-            continue;
-        }
-        let (Some(before_default), Some(after_default)) =
-            (default_of(Some(before_spec)), default_of(Some(after_spec)))
+    for d in defaults {
+        let (ConfigField::Default(name), Some(before_default), Some(after_default)) =
+            (&d.field, &d.before, &d.after)
         else {
             continue;
         };
-        if values_equal(&before_default, &after_default, Some(&after_spec.kind)) {
-            continue;
-        }
+        let after_spec = sides.after_catalog.get(name);
         let mut subject = Subject::new(Area::Option, name, ChangeKind::Changed)
-            .values(Some(&before_default), Some(&after_default));
-        subject.common = after_spec.common.as_deref();
-        subject.option_category = after_spec.category.as_deref();
+            .values(Some(before_default), Some(after_default));
+        subject.common = after_spec.and_then(|spec| spec.common.as_deref());
+        subject.option_category = after_spec.and_then(|spec| spec.category.as_deref());
         let note = format!(
             "set by neither launch: the default changed from {} ({before_version}) to {} \
              ({after_version})",
-            display(&before_default),
-            display(&after_default)
+            display(before_default),
+            display(after_default)
         );
         collector.push(&subject, option_key(name), None, None, Some(note));
     }
