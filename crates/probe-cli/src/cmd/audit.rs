@@ -592,8 +592,10 @@ fn record_for(
             };
             record.error = Some(crate::output::one_line(&failure.message));
         }
-        Ok(live) => {
-            let analysis = probe_diff::analyze(&live.snapshot);
+        Ok(mut live) => {
+            // The collection read the launches once; `probe host` takes them the same way.
+            let analysis =
+                probe_diff::analyze_with(&live.snapshot, std::mem::take(&mut live.launches));
             record.snapshot_id = Some(live.snapshot.id.clone());
             // Collected and reported, not stored: the record says why and where it was kept.
             record.error = live.not_stored.clone();
