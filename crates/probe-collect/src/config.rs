@@ -38,7 +38,7 @@ pub struct LogPlace {
 }
 
 /// What a file of `configs/log_places.toml` is, and so how its text is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlaceKind {
     /// A system crontab: 5 time fields (or `@daily`), a user, the command.

@@ -4,6 +4,7 @@
 use probe_launch::{WritingCommand, writing_commands};
 
 use super::names::ServerNames;
+use super::writes_memo::Writes;
 use super::{FoundMode, FoundPlace, PlaceText, dir_allowed, pattern_allowed};
 use crate::config::PlaceKind;
 
@@ -15,13 +16,13 @@ const MAX_LINE: usize = 16 * 1024;
 /// The places the lines of `t` write a server's output to, each with why.
 pub fn writes_of(t: &PlaceText, names: &ServerNames) -> Vec<FoundPlace> {
     let mut out = Vec::new();
-    for (no, w) in writing_of(t) {
+    for (no, w) in writing_of(t).iter() {
         let Some(what) = names.named_by(&w.argv) else {
             continue;
         };
         let at = no.map_or_else(String::new, |n| format!(" line {n}"));
-        for target in w.targets {
-            let Some((dir, patterns)) = dated_pattern(&target) else {
+        for target in &w.targets {
+            let Some((dir, patterns)) = dated_pattern(target) else {
                 continue;
             };
             for pattern in patterns {
@@ -43,8 +44,15 @@ pub fn writes_of(t: &PlaceText, names: &ServerNames) -> Vec<FoundPlace> {
 
 /// The commands of `t` that write their output to files, each with its line: a script read
 /// whole (its values carry from line to line), a table's or a service's commands one by one (a
-/// service's `StandardOutput=append:FILE` one more target of each).
-fn writing_of(t: &PlaceText) -> Vec<(Option<usize>, WritingCommand)> {
+/// service's `StandardOutput=append:FILE` one more target of each). A fleet's hosts mostly
+/// hold the same texts (the distribution's cron scripts): read once per thread
+/// ([`super::writes_memo`]).
+fn writing_of(t: &PlaceText) -> std::rc::Rc<Writes> {
+    super::writes_memo::remembered(t.kind, &t.text, || read_writing(t))
+}
+
+/// [`writing_of`], read afresh.
+fn read_writing(t: &PlaceText) -> Writes {
     if t.kind == PlaceKind::Script {
         return super::scripts::writes(&t.text);
     }

@@ -13,6 +13,7 @@ mod lines;
 mod logrotate;
 mod names;
 mod scripts;
+mod writes_memo;
 
 use probe_model::Snapshot;
 
