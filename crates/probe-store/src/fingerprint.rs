@@ -203,11 +203,30 @@ impl Names {
 /// The pids of `pids` that stand in `text` as a run of ASCII digits, read as a number (leading
 /// zeros do not hide one; runs too long for a `u64` are no pid).
 fn numbers_in(text: &str, pids: &BTreeMap<u32, usize>) -> BTreeSet<u64> {
-    text.split(|c: char| !c.is_ascii_digit())
-        .filter(|run| !run.is_empty())
-        .filter_map(|run| run.parse::<u64>().ok())
-        .filter(|number| u32::try_from(*number).is_ok_and(|pid| pids.contains_key(&pid)))
-        .collect()
+    let mut found = BTreeSet::new();
+    let mut keep = |number: Option<u64>| {
+        if let Some(number) = number
+            && u32::try_from(number).is_ok_and(|pid| pids.contains_key(&pid))
+        {
+            found.insert(number);
+        }
+    };
+    // Byte by byte (a fingerprint is taken at every put): ASCII digits are single bytes in
+    // UTF-8, and no other character's bytes are ASCII.
+    let mut run: Option<Option<u64>> = None;
+    for byte in text.bytes() {
+        if byte.is_ascii_digit() {
+            let digit = u64::from(byte - b'0');
+            let value = run.unwrap_or(Some(0));
+            run = Some(value.and_then(|v| v.checked_mul(10)?.checked_add(digit)));
+        } else if let Some(number) = run.take() {
+            keep(number);
+        }
+    }
+    if let Some(number) = run {
+        keep(number);
+    }
+    found
 }
 
 /// Whether a UUID cannot be renamed: empty, with a character outside `[A-Za-z0-9-]` (which
@@ -512,6 +531,41 @@ mod tests {
                 ["GPU-1111aaaa0-00aa-bbcc"],
                 "{written}"
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The byte scan finds the numbers splitting on every non-digit character would.
+        #[test]
+        fn numbers_in_is_every_digit_run(
+            text in "[0-9a-z. :é٣\u{1f600}-]{0,40}|[0-9]{18,22}( [0-9]{1,6})?",
+            pids in proptest::collection::vec(0u32..2000, 0..6),
+        ) {
+            let pids: BTreeMap<u32, usize> = pids.into_iter().map(|p| (p, 0)).collect();
+            let expected: BTreeSet<u64> = text
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|run| run.parse::<u64>().ok())
+                .filter(|n| u32::try_from(*n).is_ok_and(|p| pids.contains_key(&p)))
+                .collect();
+            proptest::prop_assert_eq!(numbers_in(&text, &pids), expected);
+        }
+    }
+
+    #[test]
+    fn numbers_in_table() {
+        let pids: BTreeMap<u32, usize> = [7, 42, 4_294_967_295].map(|p| (p, 0)).into();
+        let cases: &[(&str, &[u64])] = &[
+            ("pid:42 port 8042 0042", &[42]),
+            ("7", &[7]),
+            ("a7b", &[7]),
+            ("4294967295 4294967296", &[4_294_967_295]),
+            ("99999999999999999999999 7", &[7]),
+            ("x٧y", &[]),
+            ("", &[]),
+        ];
+        for (text, expected) in cases {
+            let got: Vec<u64> = numbers_in(text, &pids).into_iter().collect();
+            assert_eq!(got, *expected, "{text}");
         }
     }
 

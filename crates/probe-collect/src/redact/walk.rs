@@ -55,9 +55,12 @@ impl Redactor {
             Value::Array(items) => {
                 let secret = key.is_some_and(|k| self.is_secret_key(k));
                 if !secret && items.iter().all(Value::is_string) {
-                    let mut argv: Vec<String> = items
-                        .iter()
-                        .map(|x| x.as_str().unwrap_or_default().to_string())
+                    // Moved out, not copied: lists of strings are most of a snapshot's text.
+                    let mut argv: Vec<String> = (std::mem::take(items).into_iter())
+                        .map(|x| match x {
+                            Value::String(s) => s,
+                            _ => String::new(),
+                        })
                         .collect();
                     self.redact_argv(&mut argv);
                     *items = argv.into_iter().map(Value::String).collect();

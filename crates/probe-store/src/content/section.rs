@@ -32,9 +32,21 @@ impl Section {
         }
     }
 
-    /// The body as stored: zstd at [`ZSTD_LEVEL`].
+    /// The body as stored: zstd at [`ZSTD_LEVEL`], by one compressor per thread (making
+    /// zstd's context cost more than compressing a small section).
     pub fn compressed(&self) -> Result<Vec<u8>, ContentError> {
-        zstd::bulk::compress(&self.bytes, ZSTD_LEVEL).map_err(ContentError::Zstd)
+        thread_local! {
+            static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        COMPRESSOR.with_borrow_mut(|kept| {
+            let compressor = match kept {
+                Some(compressor) => compressor,
+                None => kept
+                    .insert(zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(ContentError::Zstd)?),
+            };
+            compressor.compress(&self.bytes).map_err(ContentError::Zstd)
+        })
     }
 }
 
