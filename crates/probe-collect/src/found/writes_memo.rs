@@ -1,7 +1,7 @@
 //! The writing commands of cron tables, services and scripts, read once per thread. A fleet's
 //! hosts mostly hold the same such texts (the distribution's `/etc/cron.daily` scripts, one
 //! deploy's units), and reading them with the shell reader was about a twentieth of an audit's
-//! client CPU per host (docs/BENCHMARKS.md, "Round 4").
+//! client CPU per host (docs/BENCHMARKS.md, fleet simulator, "Round 4").
 //!
 //! What a text writes depends on its kind and its text alone, so those are the key, compared
 //! whole (a hash only finds the candidates). At most [`MEMO_TEXTS`] texts and [`MEMO_BYTES`]
