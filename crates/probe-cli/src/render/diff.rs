@@ -4,7 +4,7 @@
 use probe_model::{LaunchDiff, MetricComparison, SnapshotDiff};
 
 use super::doc::{Doc, Tone};
-use super::metrics::number;
+use super::metrics::{number, signed_percent};
 use super::verdict::{self, changes_or_causes};
 use super::{format_time, runs};
 
@@ -131,9 +131,7 @@ fn metrics_table(doc: &mut Doc, metrics: &[MetricComparison]) {
                     metric.name.clone(),
                     format!("{} {}", mean(&metric.before), metric.unit),
                     format!("{} {}", mean(&metric.after), metric.unit),
-                    metric
-                        .change
-                        .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+                    metric.change.map_or("-".into(), |c| signed_percent(c, 1)),
                 ],
             )
         })

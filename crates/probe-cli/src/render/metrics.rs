@@ -151,12 +151,26 @@ pub(super) fn number(value: f64) -> String {
     }
 }
 
+/// A relative change as a signed percentage at `decimals` places. One that rounds to zero is
+/// `+0%` whatever its sign: two means a few ulps apart (the same values, a different count of
+/// them) are no fall, and `-0.0%` said one.
+pub(super) fn signed_percent(change: f64, decimals: usize) -> String {
+    let percent = change * 100.0;
+    let shown = format!("{percent:.decimals$}");
+    let zero = shown
+        .trim_start_matches('-')
+        .chars()
+        .all(|c| c == '0' || c == '.');
+    let percent = if zero { 0.0 } else { percent };
+    format!("{percent:+.decimals$}%")
+}
+
 /// `gen_throughput 1025 -> 438 tok/s (-57%)`.
 pub(super) fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
     let (before, after) = (metric.before.as_ref()?, metric.after.as_ref()?);
     let change = metric
         .change
-        .map(|c| format!(" ({:+.0}%)", c * 100.0))
+        .map(|c| format!(" ({})", signed_percent(c, 0)))
         .unwrap_or_default();
     let worse = metric.change.is_some_and(|c| {
         c <= -0.2 && (metric.name.contains("throughput") || metric.name.starts_with("accept"))
@@ -171,4 +185,26 @@ pub(super) fn metric_line(metric: &MetricComparison) -> Option<(Tone, String)> {
             metric.unit
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_percent_table() {
+        let cases: &[(f64, usize, &str)] = &[
+            (-0.25, 1, "-25.0%"),
+            (0.5, 0, "+50%"),
+            (-1e-17, 1, "+0.0%"),
+            (-0.0004, 1, "+0.0%"),
+            (-0.0006, 1, "-0.1%"),
+            (-0.004, 0, "+0%"),
+            (-0.006, 0, "-1%"),
+            (0.0, 1, "+0.0%"),
+        ];
+        for (change, decimals, expected) in cases {
+            assert_eq!(signed_percent(*change, *decimals), *expected, "{change}");
+        }
+    }
 }
