@@ -89,10 +89,7 @@ pub fn main() -> ExitCode {
             );
         }
     };
-    let ctx = cmd::Ctx {
-        settings: Arc::new(settings),
-        printer: printer.clone(),
-    };
+    let ctx = cmd::Ctx::new(Arc::new(settings), printer.clone());
     let outcome = runtime.block_on(cmd::dispatch(cli.command, &ctx));
     // Do not wait for stray blocking tasks (a hung local command) once the command is done.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

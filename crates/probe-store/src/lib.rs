@@ -48,7 +48,7 @@ pub use document::{from_json, to_json};
 pub use errors::StoreError;
 pub use fingerprint::Fingerprint;
 pub use postgres::conninfo::{LocationError, PgEnv, is_postgres, redact as redact_location};
-pub use postgres::{MIGRATION_TIMEOUT, OPERATION_TIMEOUT, PG_SCHEMA, PgStore};
+pub use postgres::{MIGRATION_TIMEOUT, OPERATION_TIMEOUT, PG_SCHEMA, POOL_SIZE, PgStore};
 pub use schema::STORE_SCHEMA_VERSION;
 pub use selector::{HostPoint, Selector, parse_host_reference};
 pub use sqlite::SqliteStore;

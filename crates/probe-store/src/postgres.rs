@@ -45,8 +45,9 @@ use write::PutRow;
 /// The PostgreSQL schema that holds the store's tables.
 pub const PG_SCHEMA: &str = "probe";
 
-/// Connections one store (one probe process) keeps at most.
-const POOL_SIZE: usize = 4;
+/// Connections one store (one probe process) keeps at most: the most calls a store serves at
+/// once (a SQLite store serves one at a time).
+pub const POOL_SIZE: usize = 4;
 /// Default bound on one store operation (a read, or a snapshot's whole transaction with its
 /// commit): past it the operation is given up with [`StoreError::TimedOut`] instead of waiting
 /// on a server or a network path that stopped answering.

@@ -214,7 +214,7 @@ fn with_ssh_config(ctx: &Ctx, generated: Option<&PathBuf>) -> Ctx {
             settings.ssh_config = Some(path.clone());
             Ctx {
                 settings: Arc::new(settings),
-                printer: ctx.printer.clone(),
+                ..ctx.clone()
             }
         }
         None => ctx.clone(),

@@ -128,10 +128,8 @@ mod tests {
         ];
         let cli = crate::args::Cli::try_parse_from(argv).expect("the arguments parse");
         let settings = crate::settings::Settings::resolve(&cli.global).expect("settings resolve");
-        let ctx = Ctx {
-            printer: crate::output::Printer::new(settings.format, None),
-            settings: Arc::new(settings),
-        };
+        let printer = crate::output::Printer::new(settings.format, None);
+        let ctx = Ctx::new(Arc::new(settings), printer);
         runtime
             .block_on(super::super::dispatch(cli.command, &ctx))
             .expect("probe host runs")

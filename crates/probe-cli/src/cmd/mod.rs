@@ -31,6 +31,25 @@ use crate::settings::Settings;
 pub struct Ctx {
     pub settings: Arc<Settings>,
     pub printer: Printer,
+    /// Collected hosts stored at once: one per CPU, and no fewer than a PostgreSQL store's
+    /// pooled connections (its round trips overlap). A fleet's finished hosts wait for a turn
+    /// holding their snapshot, rather than each taking a blocking thread (and from glibc an
+    /// arena) of its own: docs/BENCHMARKS.md, fleet simulator, "Round 4".
+    pub store_turns: Arc<tokio::sync::Semaphore>,
+}
+
+impl Ctx {
+    /// A context for one command.
+    pub fn new(settings: Arc<Settings>, printer: Printer) -> Ctx {
+        let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Ctx {
+            settings,
+            printer,
+            store_turns: Arc::new(tokio::sync::Semaphore::new(
+                cpus.max(probe_store::POOL_SIZE),
+            )),
+        }
+    }
 }
 
 /// An open snapshot store (SQLite file or PostgreSQL).
@@ -215,7 +234,10 @@ pub async fn collect_live(
     let store = Arc::clone(store);
     let owned_target = target.to_string();
     let spool = ctx.settings.spool.clone();
+    // Never closed: a turn always comes.
+    let turn = Arc::clone(&ctx.store_turns).acquire_owned().await.ok();
     tokio::task::spawn_blocking(move || {
+        let _turn = turn;
         store_live(
             &*store,
             &owned_target,
